@@ -1,0 +1,124 @@
+"""Validation helpers for dpcore's public boundary.
+
+Each helper checks one parameter, names it in the message, raises ``TypeError`` for a wrong
+type and ``ValueError`` for a wrong value, and is written so that NaN fails every check.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+#: Largest number of float64 elements one simulation block may hold (2**22 ≈ 4.2 million
+#: elements = 32 MiB per float64 array). Samplers and Monte Carlo loops chunk their trials so
+#: that no temporary array is larger than this, whatever number of trials is asked for.
+MAX_BLOCK_ELEMENTS = 2**22
+
+#: Largest number of trials any simulation accepts (chunked, so memory stays bounded).
+MAX_TRIALS = 10**9
+
+
+def check_real(name: str, value: object) -> float:
+    """Return ``value`` as a float, raising ``TypeError`` unless it is a real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def check_finite(name: str, value: object) -> float:
+    """A finite real number (NaN and ±inf rejected)."""
+    x = check_real(name, value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    return x
+
+
+def check_positive(name: str, value: object, *, allow_zero: bool = False) -> float:
+    """A finite real number > 0 (or >= 0 when ``allow_zero``)."""
+    x = check_real(name, value)
+    ok = (0 <= x < math.inf) if allow_zero else (0 < x < math.inf)
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound}, got {x}")
+    return x
+
+
+def check_delta(name: str, value: object, *, allow_zero: bool = True) -> float:
+    """A probability in [0, 1) (or (0, 1) when zero is not allowed)."""
+    x = check_real(name, value)
+    ok = (0 <= x < 1) if allow_zero else (0 < x < 1)
+    if not ok:
+        interval = "[0, 1)" if allow_zero else "(0, 1)"
+        raise ValueError(f"{name} must lie in {interval}, got {x}")
+    return x
+
+
+def check_probability_open(name: str, value: object) -> float:
+    """A probability strictly between 0 and 1 (e.g. a failure probability beta)."""
+    return check_delta(name, value, allow_zero=False)
+
+
+def check_bounds(lower: object, upper: object) -> tuple[float, float]:
+    """Finite bounds with lower < upper."""
+    lo = check_finite("lower", lower)
+    hi = check_finite("upper", upper)
+    if not lo < hi:
+        raise ValueError(f"lower must be < upper, got lower={lo}, upper={hi}")
+    return lo, hi
+
+
+def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """An integer (Python or numpy, not bool) in [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    n = int(value)
+    if n < minimum or (maximum is not None and n > maximum):
+        upper = "" if maximum is None else f" and <= {maximum}"
+        raise ValueError(f"{name} must be >= {minimum}{upper}, got {n}")
+    return n
+
+
+def check_trials(trials: object) -> int | None:
+    """``None`` (one release) or a positive integer number of simulated releases."""
+    if trials is None:
+        return None
+    return check_int("trials", trials, minimum=1, maximum=MAX_TRIALS)
+
+
+def check_rng(rng: object) -> np.random.Generator:
+    """Only ``numpy.random.Generator`` is accepted: no global state, no legacy RandomState."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """One of a fixed set of strings."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def finite_array(name: str, values: ArrayLike, *, min_size: int = 0) -> NDArray[np.float64]:
+    """``values`` as a float64 array with only finite entries."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be numeric array-like: {exc}") from None
+    if arr.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} element(s), got {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite numbers (no NaN or inf)")
+    return arr
+
+
+def trial_chunks(trials: int, elements_per_trial: int) -> list[int]:
+    """Chunk sizes for ``trials`` so that chunk × elements_per_trial <= MAX_BLOCK_ELEMENTS."""
+    per_chunk = max(1, MAX_BLOCK_ELEMENTS // max(1, elements_per_trial))
+    full, rest = divmod(trials, per_chunk)
+    return [per_chunk] * full + ([rest] if rest else [])
