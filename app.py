@@ -1,0 +1,91 @@
+"""Epsilon Lab: see what differential privacy does to your data before you publish anything.
+
+Entry point: page config, navigation over ``pages/``, and the sidebar (dataset, seed).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import datasets, state
+from dashboard.text import plain
+
+PAGES = [
+    st.Page("pages/home.py", title="Welcome", icon=":material/home:", default=True),
+    st.Page("pages/data.py", title="Data", icon=":material/table:"),
+    st.Page("pages/statistics.py", title="Noisy statistics", icon=":material/bar_chart:"),
+    st.Page("pages/tables.py", title="Noisy tables", icon=":material/grid_on:"),
+    st.Page("pages/selection.py", title="Selection", icon=":material/how_to_vote:"),
+    st.Page("pages/choose_epsilon.py", title="Choose epsilon", icon=":material/tune:"),
+    st.Page("pages/budget.py", title="Budget", icon=":material/account_balance:"),
+    st.Page("pages/learning.py", title="Private learning", icon=":material/model_training:"),
+]
+
+UPLOAD_CHOICE = "Upload your own CSV"
+
+
+def _load_upload() -> None:
+    """Parse a newly uploaded file once; on failure keep the dataset loaded before."""
+    upload = st.session_state.get("upload_file")
+    if upload is None or st.session_state.get(state.UPLOAD_ID) == upload.file_id:
+        return
+    st.session_state[state.UPLOAD_ID] = upload.file_id
+    try:
+        loaded = datasets.load_upload(upload.getvalue(), upload.name)
+    except datasets.DatasetError as exc:
+        st.session_state["upload_error"] = str(exc)
+        return
+    st.session_state.pop("upload_error", None)
+    st.session_state[state.UPLOADED] = loaded
+    st.session_state[state.DATASET] = loaded
+
+
+def sidebar() -> None:
+    """Dataset and seed pickers, shared by every page."""
+    ss = st.session_state
+    with st.sidebar:
+        choices = [*datasets.BUILTIN_DATASETS, UPLOAD_CHOICE]
+        state.remembered("dataset_choice", state.DEFAULT_DATASET, options=choices)
+        choice = st.selectbox("Dataset", choices, key="dataset_choice")
+        state.remember("dataset_choice")
+        if choice == UPLOAD_CHOICE:
+            st.file_uploader(
+                "CSV, TSV or .csv.gz (first row = column names)",
+                type=["csv", "tsv", "gz", "txt"], key="upload_file",
+                help=f"Up to {datasets.MAX_UPLOAD_MB} MB. The file stays in this session's "
+                     "memory: it is never written to disk or shared with other users.",
+            )
+            _load_upload()
+            if ss.get("upload_error"):
+                st.error(ss["upload_error"])
+            if ss.get(state.UPLOADED) is not None:
+                ss[state.DATASET] = ss[state.UPLOADED]
+            else:
+                st.info(f"Until a file loads, the pages use {plain(ss[state.DATASET].name)}.")
+        else:
+            rows = 1000
+            if choice == "Synthetic census":
+                state.remembered("census_rows", 1000, parse=int)
+                rows = st.number_input("Rows to generate", min_value=100, max_value=1_000_000,
+                                       step=1000, key="census_rows")
+                state.remember("census_rows")
+            ss[state.DATASET] = state.builtin(choice, int(rows))
+        loaded = ss[state.DATASET]
+        st.caption(f"**{plain(loaded.name)}**: {len(loaded.frame):,} rows × "
+                   f"{loaded.frame.shape[1]} columns. {plain(loaded.source, limit=300)}")
+        for warning in loaded.warnings:
+            st.warning(plain(warning, limit=400))
+        state.remembered("seed_input", state.DEFAULT_SEED, parse=int)
+        ss[state.SEED] = st.number_input(
+            "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",
+            help="Simulations are reproducible: the same seed gives the same noisy results.")
+        state.remember("seed_input")
+        st.caption("Privacy unit: **one row = one person**. Neighbouring datasets differ by "
+                   "adding or removing one row.")
+
+
+st.set_page_config(page_title="Epsilon Lab", page_icon=":material/lock:", layout="wide")
+state.init()
+navigation = st.navigation(PAGES)
+sidebar()
+navigation.run()

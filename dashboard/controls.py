@@ -1,0 +1,190 @@
+"""Shared widgets: privacy measure, mechanism and epsilon/delta/rho pickers, trials, seed.
+
+Every widget has a stable key, remembers its value for the session and mirrors it in the URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from dashboard import state
+
+# A log-spaced grid (the E12 series) from 0.01 to 10: the slider moves in equal ratios.
+_E12 = (1.0, 1.2, 1.5, 1.8, 2.2, 2.7, 3.3, 3.9, 4.7, 5.6, 6.8, 8.2)
+EPSILON_GRID: tuple[float, ...] = tuple(
+    [round(m * 10.0**e, 6) for e in (-2, -1, 0) for m in _E12] + [10.0]
+)
+RHO_GRID: tuple[float, ...] = tuple(
+    [round(m * 10.0**e, 7) for e in (-4, -3, -2, -1, 0) for m in _E12] + [10.0]
+)
+DELTA_OPTIONS: tuple[float, ...] = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
+TRIAL_OPTIONS: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
+
+MEASURES = {
+    "pure": "Pure DP (ε)",
+    "approx": "Approximate DP (ε, δ)",
+    "zcdp": "zCDP (ρ)",
+}
+MECHANISMS = {
+    "laplace": "Laplace",
+    "geometric": "Geometric (discrete Laplace)",
+    "gaussian": "Gaussian",
+    "bounded_laplace": "Bounded Laplace",
+    "clamped_laplace": "Clamped Laplace",
+}
+#: Which mechanisms each measure offers. Gaussian noise is never pure DP; zCDP is shown for
+#: the Gaussian mechanism, whose privacy it describes exactly.
+VALID_MECHANISMS = {
+    "pure": ("laplace", "geometric", "bounded_laplace", "clamped_laplace"),
+    "approx": ("laplace", "geometric", "gaussian", "bounded_laplace", "clamped_laplace"),
+    "zcdp": ("gaussian",),
+}
+
+
+def fmt_number(x: float) -> str:
+    """A short label for a grid value: 0.012, 1, 10, 1e-06."""
+    return f"{x:g}"
+
+
+@dataclass(frozen=True)
+class PrivacyChoice:
+    """What the user picked: a measure, a mechanism and its privacy parameters."""
+
+    measure: str
+    mechanism: str
+    epsilon: float | None = None
+    delta: float | None = None
+    rho: float | None = None
+
+    def build(self, *, l1_sensitivity: float, l2_sensitivity: float | None = None,
+              lower: float | None = None, upper: float | None = None) -> Any:
+        """The dpcore mechanism for this choice (L2 sensitivity for the Gaussian)."""
+        from dpcore.additive import make_mechanism
+
+        if self.mechanism == "gaussian":
+            sens = l2_sensitivity if l2_sensitivity is not None else l1_sensitivity
+            if self.measure == "zcdp":
+                return make_mechanism("gaussian", sensitivity=sens, rho=self.rho)
+            return make_mechanism("gaussian", sensitivity=sens, epsilon=self.epsilon,
+                                  delta=self.delta)
+        delta = self.delta if self.mechanism == "bounded_laplace" else None
+        bounds = {"lower": lower, "upper": upper} if "bounded" in self.mechanism or (
+            "clamped" in self.mechanism) else {}
+        kwargs: dict[str, Any] = {"sensitivity": l1_sensitivity, "epsilon": self.epsilon, **bounds}
+        if delta is not None and self.measure == "approx":
+            kwargs["delta"] = delta
+        return make_mechanism(self.mechanism, **kwargs)
+
+    def label(self) -> str:
+        """e.g. 'Laplace, ε = 1 (pure DP)'."""
+        name = MECHANISMS[self.mechanism].split(" (")[0]
+        if self.measure == "zcdp":
+            return f"{name}, ρ = {fmt_number(self.rho)} (zCDP)"
+        if self.measure == "approx":
+            return f"{name}, ε = {fmt_number(self.epsilon)}, δ = {fmt_number(self.delta)}"
+        return f"{name}, ε = {fmt_number(self.epsilon)} (pure DP)"
+
+
+def select(label: str, options: Sequence[Any], *, key: str, default: Any = None,
+           format_func: Any = str, help: str | None = None, container: Any = st) -> Any:
+    """A selectbox that remembers its value and mirrors it in the URL."""
+    options = list(options)
+    default = options[0] if default is None or default not in options else default
+    sample = options[0]
+    parse = type(sample) if isinstance(sample, (int, float)) and not isinstance(sample, bool) \
+        else None
+    state.remembered(key, default, parse=parse, options=options)
+    value = container.selectbox(label, options, key=key, format_func=format_func, help=help)
+    state.remember(key)
+    return value
+
+
+def log_slider(label: str, grid: Sequence[float], *, key: str, default: float,
+               help: str | None = None, container: Any = st) -> float:
+    """A slider over a log-spaced grid (moves in equal ratios)."""
+    state.remembered(key, default, parse=float, options=grid)
+    value = container.select_slider(label, options=list(grid), key=key, format_func=fmt_number,
+                                    help=help)
+    state.remember(key)
+    return float(value)
+
+
+def toggle(label: str, *, key: str, default: bool = False, help: str | None = None,
+           container: Any = st) -> bool:
+    state.remembered(key, default, parse=lambda s: {"True": True, "False": False}[s],
+                     options=(True, False))
+    value = container.toggle(label, key=key, help=help)
+    state.remember(key)
+    return bool(value)
+
+
+def number(label: str, *, key: str, default: float, min_value: float, max_value: float,
+           step: float | None = None, help: str | None = None, container: Any = st) -> float:
+    """A number input with hard limits that remembers its value."""
+    is_int = isinstance(default, int) and not isinstance(default, bool)
+    cast = int if is_int else float
+
+    def parse(raw: str) -> Any:
+        value = cast(float(raw)) if is_int else float(raw)
+        return value if min_value <= value <= max_value else None
+
+    state.remembered(key, default, parse=parse)
+    value = container.number_input(label, min_value=min_value, max_value=max_value, step=step,
+                                   key=key, help=help)
+    state.remember(key)
+    return value
+
+
+def epsilon_slider(*, key: str, default: float = 1.0, label: str = "ε (epsilon)",
+                   container: Any = st) -> float:
+    return log_slider(label, EPSILON_GRID, key=key, default=default, container=container,
+                      help="Privacy loss bound: smaller is more private and noisier. The "
+                           "slider is on a log scale.")
+
+
+def privacy_controls(prefix: str, *, integer_query: bool = True, bounds_declared: bool = True,
+                     allowed: Sequence[str] | None = None, container: Any = st,
+                     default_mechanism: str = "laplace") -> PrivacyChoice:
+    """Measure, mechanism and the parameters the measure needs; only valid pairs are offered."""
+    measure = select("Privacy measure", list(MEASURES), key=f"{prefix}_measure",
+                     format_func=MEASURES.get, container=container,
+                     help="Pure DP: ε only. Approximate DP: ε and a small failure "
+                          "probability δ. zCDP: one parameter ρ (Gaussian noise).")
+    options = [m for m in VALID_MECHANISMS[measure] if allowed is None or m in allowed]
+    if not integer_query:
+        options = [m for m in options if m != "geometric"]
+    if not bounds_declared:
+        options = [m for m in options if m not in ("bounded_laplace", "clamped_laplace")]
+    mechanism = select("Mechanism", options, key=f"{prefix}_mechanism",
+                       default=default_mechanism, format_func=MECHANISMS.get,
+                       container=container)
+    notes = []
+    if measure == "pure":
+        notes.append("Gaussian noise needs approximate DP or zCDP.")
+    if not integer_query and measure != "zcdp":
+        notes.append("Geometric noise is for integer-valued queries (counts).")
+    if notes:
+        container.caption(" ".join(notes))
+    if measure == "zcdp":
+        rho = log_slider("ρ (rho)", RHO_GRID, key=f"{prefix}_rho", default=0.5,
+                         container=container,
+                         help="zCDP parameter; pure ε-DP implies ρ = ε²/2.")
+        return PrivacyChoice(measure, mechanism, rho=rho)
+    epsilon = epsilon_slider(key=f"{prefix}_epsilon", container=container)
+    delta = None
+    if measure == "approx":
+        delta = select("δ (delta)", DELTA_OPTIONS, key=f"{prefix}_delta", default=1e-6,
+                       format_func=fmt_number, container=container,
+                       help="Probability the ε guarantee may fail; keep it far below "
+                            "1 / number of people.")
+    return PrivacyChoice(measure, mechanism, epsilon=epsilon, delta=delta)
+
+
+def trials_picker(*, key: str, default: int = 10_000, container: Any = st) -> int:
+    return select("Simulated releases", TRIAL_OPTIONS, key=key, default=default,
+                  format_func=lambda n: f"{n:,}", container=container,
+                  help="How many noisy releases to simulate for the error charts.")

@@ -1,0 +1,96 @@
+"""Session state for Epsilon Lab: the loaded dataset, the seed, and URL-mirrored widget values.
+
+Values shared between pages live in non-widget keys; widget values are remembered per session
+and mirrored in ``st.query_params`` so a copied URL reopens the same view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from dashboard import datasets
+
+DATASET = "dataset"            # the LoadedDataset every page works on (non-widget key)
+UPLOADED = "uploaded_dataset"  # the last upload that loaded, kept while other data is shown
+UPLOAD_ID = "upload_file_id"   # file_id of the upload already parsed (parse once per file)
+SEED = "seed"                  # the random seed for simulations (non-widget key)
+SAVED = "_saved_widgets"       # last value of every remembered widget, per session
+DEFAULT_SEED = 2026
+DEFAULT_DATASET = datasets.BUILTIN_DATASETS[0]
+
+
+@st.cache_resource(show_spinner="Loading the dataset…")
+def _builtin(name: str, census_rows: int) -> datasets.LoadedDataset:
+    # Built-in data is public and read-only: one shared copy for every session.
+    return datasets.load_builtin(name, census_rows=census_rows)
+
+
+def init() -> None:
+    """Initialise the shared keys once per session."""
+    ss = st.session_state
+    ss.setdefault(SEED, DEFAULT_SEED)
+    ss.setdefault(SAVED, {})
+    if DATASET not in ss:
+        ss[DATASET] = _builtin(DEFAULT_DATASET, 1000)
+
+
+def builtin(name: str, census_rows: int = 1000) -> datasets.LoadedDataset:
+    """A built-in dataset, loaded once per process."""
+    return _builtin(name, census_rows)
+
+
+def dataset() -> datasets.LoadedDataset:
+    """The dataset every page works on."""
+    init()
+    return st.session_state[DATASET]
+
+
+def seed() -> int:
+    init()
+    return int(st.session_state[SEED])
+
+
+def rng(offset: int = 0) -> np.random.Generator:
+    """A generator built from the session's seed (pages never share one across reruns)."""
+    return np.random.default_rng([seed(), offset])
+
+
+def remembered(key: str, default: Any, *, parse: Callable[[str], Any] | None = None,
+               options: Sequence[Any] | None = None) -> None:
+    """Set the starting value of widget ``key`` before it is drawn.
+
+    The value comes from the URL when it holds a valid one, else from the last time this
+    session showed the widget, else ``default``. Call before creating the widget, and create
+    the widget with ``key=key`` and no ``value``.
+    """
+    ss = st.session_state
+    ss.setdefault(SAVED, {})
+    if key in ss:
+        return
+    value = ss[SAVED].get(key, default)
+    raw = st.query_params.get(key)
+    if raw is not None:
+        try:
+            candidate = parse(raw) if parse is not None else raw
+        except (TypeError, ValueError, OverflowError):
+            candidate = None
+        if candidate is not None and (options is None or candidate in options):
+            value = candidate
+    if options is not None and value not in options:
+        value = default
+    ss[key] = value
+
+
+def remember(*keys: str) -> None:
+    """Save widget values for this session and mirror them in the URL."""
+    ss = st.session_state
+    for key in keys:
+        if key in ss:
+            ss[SAVED][key] = ss[key]
+            value = ss[key]
+            value = value.item() if hasattr(value, "item") else value  # numpy scalar → Python
+            st.query_params[key] = value if isinstance(value, str) else repr(value)

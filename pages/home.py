@@ -1,0 +1,31 @@
+"""Landing page: what Epsilon Lab is, who it is for, and the pages."""
+
+import streamlit as st
+
+st.title("Epsilon Lab")
+st.markdown(
+    "See what **differential privacy** does to your data *before* you publish anything. "
+    "Load a dataset, ask a question of it, and compare the true answer with what a "
+    "differentially private release would show — many times over, so you see the whole "
+    "spread of the noise, not one lucky draw. Then pick ε by looking at it."
+)
+st.markdown(
+    """
+| Page | What it shows |
+| --- | --- |
+| **Data** | the loaded dataset: preview, column profile, distributions (for the data owner's eyes) |
+| **Noisy statistics** | a count, sum, mean or histogram with noise: the error over many releases |
+| **Noisy tables** | a cross-tabulation released with noise, and what post-processing does to it |
+| **Selection** | picking the most common category privately: how often is the answer right? |
+| **Choose epsilon** | error against ε, the smallest ε that meets an accuracy target, attacker risk |
+| **Budget** | several releases together: basic, advanced and zCDP composition |
+| **Private learning** | a differentially private naive Bayes classifier: accuracy against ε |
+"""
+)
+st.info(
+    "**The privacy unit is one row = one person.** Two datasets are neighbours when they "
+    "differ by adding or removing one row; every sensitivity on these pages is for that "
+    "change. Bounds used to clamp values must be public knowledge, never read off the data."
+)
+st.caption("Pick a dataset in the sidebar (or upload a CSV) and a page above to begin. "
+           "Nothing you upload leaves this session's memory.")

@@ -1,0 +1,6 @@
+"""Placeholder until this page is built."""
+
+import streamlit as st
+
+st.title("learning")
+st.info("This page is being built.")

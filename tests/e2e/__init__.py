@@ -1,0 +1,1 @@
+"""Browser tests: a real Chromium, driven by playwright, against `streamlit run app.py`."""
