@@ -1,0 +1,475 @@
+"""Queries over a DataFrame with declared bounds: the true answer and its sensitivity.
+
+Count, sum, mean, histogram and crosstab under add/remove-one-row neighbours (one row = one person).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dpcore._checks import (
+    check_bounds,
+    check_choice,
+    check_delta,
+    check_positive,
+    check_real,
+    check_rng,
+)
+from dpcore.measures import ZCDP, ApproxDP, Measure, PureDP, compose
+
+__all__ = [
+    "QueryAnswer",
+    "count",
+    "count_where",
+    "bounded_sum",
+    "histogram",
+    "crosstab",
+    "bounded_mean_parts",
+    "noisy_mean",
+    "mean_privacy",
+    "MEAN_MECHANISMS",
+]
+
+#: Mechanisms ``noisy_mean`` can use for its two parts (the noisy sum and the noisy count).
+MEAN_MECHANISMS = ("laplace", "gaussian", "geometric")
+
+
+@dataclass(frozen=True, eq=False)
+class QueryAnswer:
+    """The true answer to a query and what one person can change about it.
+
+    Neighbouring datasets differ by adding or removing one row (one row = one person); the
+    sensitivities are the largest L1 and L2 change of ``true_value`` between any two neighbours.
+    ``true_value`` is stored as a read-only float64 array (0-d for scalar queries).
+    Equality is identity (``eq=False``): two answers holding arrays have no single truth value.
+    """
+
+    true_value: NDArray[np.float64]
+    l1_sensitivity: float
+    l2_sensitivity: float
+    integer_valued: bool
+    labels: tuple[str, ...] | None = None
+    column_labels: tuple[str, ...] | None = None
+    description: str = ""
+    clamped_rows: int = 0
+    #: rows left out because the value was missing (NaN/None): they change no answer
+    missing_rows: int = 0
+    #: the declared bounds of a bounded sum (None for counts): ``noisy_mean`` clamps to them
+    lower: float | None = None
+    upper: float | None = None
+
+    def __post_init__(self) -> None:
+        value = np.array(self.true_value, dtype=np.float64)
+        value.setflags(write=False)
+        object.__setattr__(self, "true_value", value)
+        object.__setattr__(
+            self, "l1_sensitivity", check_positive("l1_sensitivity", self.l1_sensitivity)
+        )
+        object.__setattr__(
+            self, "l2_sensitivity", check_positive("l2_sensitivity", self.l2_sensitivity)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation of frames, columns and categories
+
+
+def _check_frame(frame: object) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    return frame
+
+
+def _column(frame: pd.DataFrame, column: object, name: str = "column") -> pd.Series:
+    if column not in frame.columns:
+        raise ValueError(
+            f"{name} {column!r} is not in the data; available columns: "
+            f"{', '.join(map(str, frame.columns))}"
+        )
+    return frame[column]
+
+
+def _numeric_values(series: pd.Series, column: object) -> NDArray[np.float64]:
+    dtype = series.dtype
+    if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_complex_dtype(dtype):
+        raise TypeError(
+            f"column {column!r} must be numeric to be summed, got dtype {dtype}; "
+            "convert it to numbers first"
+        )
+    return series.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _is_integer_column(series: pd.Series) -> bool:
+    return pd.api.types.is_integer_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
+
+
+def _resolve_categories(
+    series: pd.Series, categories: Sequence[object] | None, name: str
+) -> list[object]:
+    """The declared categories, or the column's own (pandas categories, else sorted values)."""
+    if categories is None:
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            resolved = list(series.dtype.categories)
+        else:
+            distinct = list(pd.unique(series.dropna()))
+            try:
+                resolved = sorted(distinct)
+            except TypeError:  # mixed types cannot be ordered: order by their text instead
+                resolved = sorted(distinct, key=str)
+        if not resolved:
+            raise ValueError(
+                f"column {series.name!r} has no non-missing values to take {name} from; "
+                f"declare {name}"
+            )
+        return resolved
+    if isinstance(categories, (str, bytes)) or not isinstance(
+        categories, (Sequence, pd.Index, pd.Series, np.ndarray)
+    ):
+        raise TypeError(
+            f"{name} must be a list of category values, got {type(categories).__name__}"
+        )
+    resolved = list(categories)
+    if not resolved:
+        raise ValueError(f"{name} must contain at least one category")
+    if any(pd.isna(c) for c in resolved):
+        raise ValueError(f"{name} must not contain missing values (NaN/None)")
+    labels = [str(c) for c in resolved]
+    if len(set(labels)) != len(labels) or not pd.Index(resolved).is_unique:
+        raise ValueError(f"{name} must not repeat a category, got {labels}")
+    return resolved
+
+
+def _category_codes(
+    series: pd.Series, categories: list[object], name: str
+) -> tuple[NDArray[np.intp], NDArray[np.bool_]]:
+    """Position of each row's value in ``categories`` (-1 if missing) and the missing mask."""
+    missing = series.isna().to_numpy()
+    codes = pd.Index(categories).get_indexer(series).astype(np.intp)
+    undeclared = (codes < 0) & ~missing
+    if undeclared.any():
+        examples = pd.unique(series[undeclared])[:5]
+        raise ValueError(
+            f"column {series.name!r} has {int(undeclared.sum())} row(s) whose value is not in "
+            f"{name} (for example {', '.join(map(repr, examples))}); add these values to "
+            f"{name} or filter those rows out first"
+        )
+    return codes, missing
+
+
+# ---------------------------------------------------------------------------------------------
+# Queries
+
+
+def count(frame: pd.DataFrame) -> QueryAnswer:
+    """The number of rows. Adding or removing one row changes it by 1 (L1 = L2 = 1)."""
+    frame = _check_frame(frame)
+    return QueryAnswer(
+        true_value=np.array(float(len(frame))),
+        l1_sensitivity=1.0,
+        l2_sensitivity=1.0,
+        integer_valued=True,
+        description="number of rows",
+    )
+
+
+def count_where(frame: pd.DataFrame, column: str, value: object) -> QueryAnswer:
+    """The number of rows whose ``column`` equals ``value`` (L1 = L2 = 1).
+
+    Missing values never equal anything, so ``value=NaN`` counts no rows.
+    """
+    frame = _check_frame(frame)
+    series = _column(frame, column)
+    matches = int((series == value).fillna(False).to_numpy(dtype=bool).sum())
+    return QueryAnswer(
+        true_value=np.array(float(matches)),
+        l1_sensitivity=1.0,
+        l2_sensitivity=1.0,
+        integer_valued=True,
+        description=f"number of rows with {column} = {value!r}",
+    )
+
+
+def bounded_sum(frame: pd.DataFrame, column: str, *, lower: float, upper: float) -> QueryAnswer:
+    """The sum of ``column`` with every value clamped to ``[lower, upper]``.
+
+    Missing values (NaN/None) are dropped: such a row adds 0, so it changes nothing and the
+    sensitivity holds; ``missing_rows`` says how many there were. A row adds a value in
+    ``[lower, upper]`` once clamped, so adding or removing it changes the sum by at most
+
+    .. math:: \\Delta_1 = \\Delta_2 = \\max(|\\text{lower}|, |\\text{upper}|).
+
+    The bounds must be declared by the user or come from public knowledge: bounds taken from
+    the data (its min and max) leak information about the people in it. ``clamped_rows``
+    counts the values the bounds changed. The answer is marked integer-valued (so the
+    geometric mechanism may be used) when the column has an integer dtype and both bounds are
+    whole numbers.
+    """
+    frame = _check_frame(frame)
+    lower, upper = check_bounds(lower, upper)
+    series = _column(frame, column)
+    values = _numeric_values(series, column)
+    missing = np.isnan(values)
+    present = values[~missing]
+    clamped = np.clip(present, lower, upper)
+    sensitivity = max(abs(lower), abs(upper))
+    integer_valued = _is_integer_column(series) and lower.is_integer() and upper.is_integer()
+    return QueryAnswer(
+        true_value=np.array(float(np.sum(clamped))),
+        l1_sensitivity=sensitivity,
+        l2_sensitivity=sensitivity,
+        integer_valued=bool(integer_valued),
+        description=f"sum of {column} clamped to [{lower:g}, {upper:g}]",
+        clamped_rows=int(np.count_nonzero((present < lower) | (present > upper))),
+        missing_rows=int(missing.sum()),
+        lower=lower,
+        upper=upper,
+    )
+
+
+def histogram(
+    frame: pd.DataFrame, column: str, *, categories: Sequence[object] | None = None
+) -> QueryAnswer:
+    """Counts of ``column`` over every declared category, zeros included (L1 = L2 = 1).
+
+    Adding or removing one row changes exactly one cell by 1, so both sensitivities are 1.
+    Every declared category keeps its cell even when no row has it: dropping empty cells would
+    reveal that nobody has that value.
+
+    Values outside the declared ``categories`` raise ``ValueError`` (naming how many rows and a
+    few of the values) rather than being dropped or lumped into an "other" cell, so that a
+    published histogram always covers the rows the user thinks it covers; add the values to
+    ``categories`` or filter the rows out first. Missing values (NaN/None) are not counted;
+    ``missing_rows`` says how many there were.
+
+    Warning: when ``categories`` is None they come from the column itself — its pandas
+    categories, or else its sorted distinct values. Categories derived from the data leak which
+    values exist (a category held by one person reveals that person); declare them from public
+    knowledge for a real release.
+    """
+    frame = _check_frame(frame)
+    series = _column(frame, column)
+    cats = _resolve_categories(series, categories, "categories")
+    codes, missing = _category_codes(series, cats, "categories")
+    counts = np.bincount(codes[codes >= 0], minlength=len(cats)).astype(np.float64)
+    return QueryAnswer(
+        true_value=counts,
+        l1_sensitivity=1.0,
+        l2_sensitivity=1.0,
+        integer_valued=True,
+        labels=tuple(str(c) for c in cats),
+        description=f"counts of {column} over {len(cats)} categories",
+        missing_rows=int(missing.sum()),
+    )
+
+
+def crosstab(
+    frame: pd.DataFrame,
+    row: str,
+    column: str,
+    *,
+    row_categories: Sequence[object] | None = None,
+    column_categories: Sequence[object] | None = None,
+) -> QueryAnswer:
+    """A 2-d table of counts: rows by ``row``'s categories, columns by ``column``'s (L1 = L2 = 1).
+
+    Every declared category pair keeps its cell, zeros included. One person is in exactly one
+    cell, so adding or removing a row changes one cell by 1. Rows with a missing value in either
+    column are not counted (``missing_rows``); values outside the declared categories raise
+    ``ValueError``, as in :func:`histogram`. Categories left as None come from the data and
+    leak which values exist (see :func:`histogram`).
+    """
+    frame = _check_frame(frame)
+    row_series = _column(frame, row, "row")
+    col_series = _column(frame, column, "column")
+    row_cats = _resolve_categories(row_series, row_categories, "row_categories")
+    col_cats = _resolve_categories(col_series, column_categories, "column_categories")
+    row_codes, row_missing = _category_codes(row_series, row_cats, "row_categories")
+    col_codes, col_missing = _category_codes(col_series, col_cats, "column_categories")
+    counted = ~(row_missing | col_missing)
+    cells = row_codes[counted] * len(col_cats) + col_codes[counted]
+    table = np.bincount(cells, minlength=len(row_cats) * len(col_cats)).astype(np.float64)
+    return QueryAnswer(
+        true_value=table.reshape(len(row_cats), len(col_cats)),
+        l1_sensitivity=1.0,
+        l2_sensitivity=1.0,
+        integer_valued=True,
+        labels=tuple(str(c) for c in row_cats),
+        column_labels=tuple(str(c) for c in col_cats),
+        description=f"counts of {row} by {column}",
+        missing_rows=int((~counted).sum()),
+    )
+
+
+def bounded_mean_parts(
+    frame: pd.DataFrame, column: str, *, lower: float, upper: float
+) -> tuple[QueryAnswer, QueryAnswer]:
+    """The two parts of a bounded mean: (sum of clamped values, number of non-missing values).
+
+    Both count the same rows (those where ``column`` is not missing), so the mean is the mean of
+    the non-missing values clamped to ``[lower, upper]``. The count has sensitivity 1.
+    """
+    sum_answer = bounded_sum(frame, column, lower=lower, upper=upper)
+    present = len(frame) - sum_answer.missing_rows
+    count_answer = QueryAnswer(
+        true_value=np.array(float(present)),
+        l1_sensitivity=1.0,
+        l2_sensitivity=1.0,
+        integer_valued=True,
+        description=f"number of non-missing values of {column}",
+        missing_rows=sum_answer.missing_rows,
+    )
+    return sum_answer, count_answer
+
+
+# ---------------------------------------------------------------------------------------------
+# The noisy mean: two noisy parts, one budget
+
+
+def _split(total: float, share: float) -> tuple[float, float]:
+    """Split ``total`` into (share·total, the rest) so the two parts never add to more."""
+    first = total * share
+    rest = total - first
+    if first + rest > total:  # a rounding overshoot of one ulp would overspend the budget
+        rest = math.nextafter(rest, 0.0)
+    return first, rest
+
+
+def _check_share(sum_share: object) -> float:
+    share = check_real("sum_share", sum_share)
+    if not 0 < share < 1:
+        raise ValueError(f"sum_share must lie strictly between 0 and 1, got {share}")
+    return share
+
+
+def _check_scalar_answer(name: str, answer: object) -> QueryAnswer:
+    if not isinstance(answer, QueryAnswer):
+        raise TypeError(f"{name} must be a QueryAnswer, got {type(answer).__name__}")
+    if answer.true_value.ndim != 0:
+        raise ValueError(f"{name} must be a scalar query (a sum or a count)")
+    return answer
+
+
+def _mean_mechanisms(
+    sum_answer: QueryAnswer,
+    count_answer: QueryAnswer,
+    mechanism: str,
+    epsilon: float | None,
+    delta: float | None,
+    rho: float | None,
+    sum_share: float,
+) -> tuple[object, object]:
+    """Build the sum's and the count's mechanisms from the budget split (see ``noisy_mean``)."""
+    from dpcore.additive import Gaussian, Geometric, Laplace  # written alongside this module
+
+    _check_scalar_answer("sum_answer", sum_answer)
+    _check_scalar_answer("count_answer", count_answer)
+    mechanism = check_choice("mechanism", mechanism, MEAN_MECHANISMS)
+    share = _check_share(sum_share)
+    if sum_answer.lower is None or sum_answer.upper is None:
+        raise ValueError("sum_answer must come from bounded_sum (it carries the bounds)")
+
+    if mechanism in ("laplace", "geometric"):
+        if epsilon is None:
+            raise ValueError(f"epsilon is required for the {mechanism} mechanism")
+        if delta is not None or rho is not None:
+            raise ValueError(f"the {mechanism} mechanism is pure DP: give epsilon only, "
+                             "not delta or rho")
+        eps_sum, eps_count = _split(check_positive("epsilon", epsilon), share)
+        if mechanism == "geometric":
+            if not (sum_answer.integer_valued and count_answer.integer_valued):
+                raise ValueError(
+                    "the geometric mechanism needs integer answers: sum an integer column "
+                    "with whole-number bounds, or use laplace"
+                )
+            return (Geometric(sensitivity=sum_answer.l1_sensitivity, epsilon=eps_sum),
+                    Geometric(sensitivity=count_answer.l1_sensitivity, epsilon=eps_count))
+        return (Laplace(sensitivity=sum_answer.l1_sensitivity, epsilon=eps_sum),
+                Laplace(sensitivity=count_answer.l1_sensitivity, epsilon=eps_count))
+
+    # Gaussian: zCDP when rho is given, approximate DP when epsilon and delta are.
+    if rho is not None:
+        if epsilon is not None or delta is not None:
+            raise ValueError("give either rho (zCDP) or epsilon and delta (approximate DP), "
+                             "not both")
+        rho_sum, rho_count = _split(check_positive("rho", rho), share)
+        return (Gaussian(sensitivity=sum_answer.l2_sensitivity, rho=rho_sum),
+                Gaussian(sensitivity=count_answer.l2_sensitivity, rho=rho_count))
+    if epsilon is None or delta is None:
+        raise ValueError("the gaussian mechanism needs rho (zCDP) or both epsilon and delta "
+                         "(approximate DP)")
+    eps_sum, eps_count = _split(check_positive("epsilon", epsilon), share)
+    delta_sum, delta_count = _split(check_delta("delta", delta, allow_zero=False), share)
+    return (Gaussian(sensitivity=sum_answer.l2_sensitivity, epsilon=eps_sum, delta=delta_sum),
+            Gaussian(sensitivity=count_answer.l2_sensitivity, epsilon=eps_count,
+                     delta=delta_count))
+
+
+def noisy_mean(
+    sum_answer: QueryAnswer,
+    count_answer: QueryAnswer,
+    *,
+    mechanism: str,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    rho: float | None = None,
+    sum_share: float = 0.5,
+    rng: np.random.Generator,
+    trials: int | None = None,
+) -> NDArray[np.float64]:
+    """A noisy bounded mean: noisy sum over noisy count, clamped to the declared bounds.
+
+    The budget is split between the two parts: the sum gets ``sum_share`` of it and the count
+    the rest — of epsilon for ``"laplace"`` and ``"geometric"`` (pure DP); of rho for
+    ``"gaussian"`` with ``rho`` (zCDP); of both epsilon and delta for ``"gaussian"`` with
+    ``epsilon`` and ``delta`` (approximate DP). By sequential composition the mean then costs
+    exactly the given budget (:func:`mean_privacy`). The sum's noise is calibrated to its L1
+    (Laplace, geometric) or L2 (Gaussian) sensitivity, ``max(|lower|, |upper|)``, the
+    count's to 1.
+
+    Post-processing, which costs no privacy: the noisy count is floored at 1 before dividing
+    (a count near zero would make the ratio explode or change sign), and the ratio is clamped
+    to ``[lower, upper]``, where the true mean lies. Both make the estimate biased for small
+    counts; at large counts the bias vanishes.
+
+    Returns a 0-d array (``trials=None``) or shape ``(trials,)``, one mean per simulated release.
+    """
+    rng = check_rng(rng)
+    sum_mechanism, count_mechanism = _mean_mechanisms(
+        sum_answer, count_answer, mechanism, epsilon, delta, rho, sum_share
+    )
+    noisy_sum = np.asarray(sum_mechanism.sample(sum_answer.true_value, rng=rng, trials=trials),
+                           dtype=np.float64)
+    noisy_count = np.asarray(
+        count_mechanism.sample(count_answer.true_value, rng=rng, trials=trials),
+        dtype=np.float64,
+    )
+    mean = noisy_sum / np.maximum(noisy_count, 1.0)
+    return np.clip(mean, sum_answer.lower, sum_answer.upper)
+
+
+def mean_privacy(
+    sum_answer: QueryAnswer,
+    count_answer: QueryAnswer,
+    *,
+    mechanism: str,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    rho: float | None = None,
+    sum_share: float = 0.5,
+) -> Measure:
+    """The total privacy of :func:`noisy_mean` with these settings: its two parts composed.
+
+    ``PureDP`` for laplace/geometric, ``ZCDP`` for gaussian with rho, ``ApproxDP`` for gaussian
+    with epsilon and delta; it equals the given budget (up to rounding, never above it).
+    """
+    sum_mechanism, count_mechanism = _mean_mechanisms(
+        sum_answer, count_answer, mechanism, epsilon, delta, rho, sum_share
+    )
+    parts: tuple[PureDP | ApproxDP | ZCDP, ...] = (sum_mechanism.privacy, count_mechanism.privacy)
+    return compose(*parts)
