@@ -49,6 +49,19 @@ def dataset() -> datasets.LoadedDataset:
     return st.session_state[DATASET]
 
 
+def dataset_key() -> str:
+    """A short string that identifies the current dataset, for cache keys.
+
+    Cached functions take the frame as ``_frame`` (not hashed: hashing 48,842 rows on every
+    rerun is slow) together with this key.
+    """
+    loaded = dataset()
+    ss = st.session_state
+    if loaded is ss.get(UPLOADED):
+        return f"upload:{ss.get(UPLOAD_ID)}"
+    return f"builtin:{loaded.name}:{len(loaded.frame)}"
+
+
 def seed() -> int:
     init()
     return int(st.session_state[SEED])
@@ -70,6 +83,8 @@ def remembered(key: str, default: Any, *, parse: Callable[[str], Any] | None = N
     ss = st.session_state
     ss.setdefault(SAVED, {})
     if key in ss:
+        if options is not None and ss[key] not in options:
+            ss[key] = default if default in options else options[0]
         return
     value = ss[SAVED].get(key, default)
     raw = st.query_params.get(key)
