@@ -1,0 +1,404 @@
+"""What an attacker can learn at a given privacy level: posterior belief bounds, trade-off curves.
+
+"Alice" is one person; the attacker knows every other row and tests "Alice in" against "out".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import minimize_scalar
+from scipy.special import expit, logit, ndtr, ndtri
+
+from dpcore._checks import MAX_BLOCK_ELEMENTS, check_delta, check_positive
+from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
+
+__all__ = [
+    "DEFAULT_ZCDP_DELTA",
+    "PosteriorBound",
+    "max_posterior",
+    "tradeoff",
+    "gaussian_tradeoff",
+    "advantage",
+    "describe_risk",
+]
+
+#: The delta at which a zCDP guarantee is read as (epsilon, delta) for posterior bounds.
+DEFAULT_ZCDP_DELTA = 1e-6
+
+# Renyi orders searched for the zCDP trade-off envelope, as t = log(alpha - 1): the same range as
+# dpcore.measures.zcdp_epsilon, so every order its conversion can pick is covered.
+_LOG_ORDER_GRID = np.linspace(-20.0, 25.0, 451)
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+_GOLDEN_STEPS = 80
+
+
+class PosteriorBound(NamedTuple):
+    """The most an attacker's belief that Alice is in the data can reach.
+
+    Attributes
+    ----------
+    posterior
+        Bound on the attacker's belief (a probability) set by epsilon alone. For pure DP it
+        holds for every output; with delta > 0 it holds except on the rare event below.
+    certainty_probability
+        delta: the chance, when Alice is in the data, that an (epsilon, delta) guarantee lets
+        the release reveal her outright (belief 1). 0 for pure DP.
+    epsilon
+        The epsilon behind ``posterior`` (for zCDP, epsilon(delta) of the conversion).
+    """
+
+    posterior: float | NDArray[np.float64]
+    certainty_probability: float
+    epsilon: float
+
+
+def _check_measure(privacy: object) -> PureDP | ApproxDP | ZCDP:
+    if not isinstance(privacy, (PureDP, ApproxDP, ZCDP)):
+        raise TypeError(
+            f"privacy must be a PureDP, ApproxDP or ZCDP measure, got {type(privacy).__name__}"
+        )
+    return privacy
+
+
+def _probability_array(name: str, values: ArrayLike, *, open_interval: bool) -> NDArray:
+    """``values`` as a float64 array of probabilities; NaN fails both comparisons below."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be numeric array-like: {exc}") from None
+    inside = (0 < arr) & (arr < 1) if open_interval else (0 <= arr) & (arr <= 1)
+    if not np.all(inside):
+        interval = "(0, 1)" if open_interval else "[0, 1]"
+        raise ValueError(f"{name} must lie in {interval} (no NaN), got {arr[~inside].ravel()[:3]}")
+    return arr
+
+
+def _as_output(arr: NDArray, like: NDArray) -> float | NDArray[np.float64]:
+    return float(arr) if like.ndim == 0 else arr
+
+
+def _epsilon_delta(privacy: PureDP | ApproxDP | ZCDP, delta: float | None) -> tuple[float, float]:
+    """The (epsilon, delta) pair a posterior bound is read from."""
+    if isinstance(privacy, ZCDP):
+        delta = DEFAULT_ZCDP_DELTA if delta is None else delta
+        delta = check_delta("delta", delta, allow_zero=False)
+        # The conversion ZCDP.to_approx uses; called directly because at a large delta it
+        # returns epsilon = 0, which ApproxDP rejects but which is a valid (if trivial) answer.
+        return zcdp_epsilon(privacy.rho, delta), delta
+    if delta is not None:
+        raise ValueError(
+            "delta is only used to read a zCDP guarantee as (epsilon, delta); "
+            f"a {type(privacy).__name__} measure carries its own"
+        )
+    return privacy.epsilon, getattr(privacy, "delta", 0.0)
+
+
+def max_posterior(
+    privacy: PureDP | ApproxDP | ZCDP, prior: ArrayLike, *, delta: float | None = None
+) -> PosteriorBound:
+    """The most an attacker's belief that Alice is in the data can rise from ``prior``.
+
+    Pure DP: every output is at most e^epsilon times likelier with Alice in than out, so the
+    posterior odds are at most e^epsilon times the prior odds:
+
+    .. math:: \\Pr[\\text{in} \\mid \\text{output}] \\le
+              \\frac{p\\,e^\\varepsilon}{p\\,e^\\varepsilon + 1 - p}.
+
+    Approximate DP: the hypothesis-testing view gives, for a test with false-positive rate
+    ``a``, TPR <= e^epsilon·a + delta, so the posterior odds after the test says "in" are at most
+    the prior odds times e^epsilon + delta/a — unbounded as a -> 0. The worst case is certainty:
+    an (epsilon, delta)-DP release may, with probability delta when Alice is in, reveal her
+    outright. Kairouz, Oh & Viswanath (2015) show, through Blackwell's theorem (their Theorem
+    2.5) and a four-output mechanism, that this is the whole story: every (epsilon, delta)-DP
+    mechanism is a post-processing of one that reveals membership with probability delta and
+    otherwise is epsilon-DP. So the bound returned in ``posterior`` is the pure-DP bound at
+    epsilon, which holds except on that delta-event (``certainty_probability``), where belief
+    1 is possible. For a particular mechanism the delta-event may be blurred over many
+    outputs; the posterior is then an average of the two cases, so on average (over the
+    attacker's own prior) it exceeds ``posterior`` by at most prior·delta·(1 − posterior).
+
+    zCDP: read through its (epsilon(delta), delta) conversion (``ZCDP.to_approx``) at
+    ``delta`` (default :data:`DEFAULT_ZCDP_DELTA` = 1e-6), then as approximate DP.
+
+    Parameters
+    ----------
+    privacy
+        The guarantee of the release.
+    prior
+        The attacker's belief before the release, scalar or array, each in (0, 1).
+    delta
+        Only for zCDP: the delta of the conversion (in (0, 1)).
+
+    Returns
+    -------
+    PosteriorBound
+        ``(posterior, certainty_probability, epsilon)``; ``posterior`` has the shape of
+        ``prior`` (a float for a scalar prior).
+
+    References
+    ----------
+    L. Wasserman, S. Zhou. "A statistical framework for differential privacy." JASA 2010.
+    P. Kairouz, S. Oh, P. Viswanath. "The Composition Theorem for Differential Privacy."
+    ICML 2015 / IEEE Trans. Inf. Theory 2017.
+    C. L. Canonne, G. Kamath, T. Steinke. "The Discrete Gaussian for Differential Privacy."
+    NeurIPS 2020.
+    """
+    privacy = _check_measure(privacy)
+    prior_arr = _probability_array("prior", prior, open_interval=True)
+    epsilon, certainty = _epsilon_delta(privacy, delta)
+    # Posterior log-odds = prior log-odds + epsilon; expit keeps it finite at any epsilon.
+    posterior = expit(logit(prior_arr) + epsilon)
+    return PosteriorBound(_as_output(posterior, prior_arr), float(certainty), float(epsilon))
+
+
+def _approx_tradeoff(epsilon: float, delta: float, fpr: NDArray) -> NDArray:
+    with np.errstate(divide="ignore", over="ignore"):
+        # e^eps·fpr computed as exp(eps + log fpr): finite at fpr = 0 for any epsilon.
+        low_fpr_side = delta + np.exp(epsilon + np.log(fpr))
+    high_fpr_side = 1.0 - math.exp(-epsilon) * (1.0 - delta - fpr)
+    tpr = np.minimum(1.0, np.minimum(low_fpr_side, high_fpr_side))
+    return np.maximum(tpr, fpr)  # a coin flip reaches TPR = FPR; guard against rounding only
+
+
+def _zcdp_constraint_values(rho: float, fpr: NDArray, t: NDArray) -> tuple[NDArray, NDArray]:
+    """Both (epsilon, delta)-constraints of Renyi order a = 1 + e^t, minimised over epsilon >= 0.
+
+    The Canonne-Kamath-Steinke conversion at order a gives the family
+    delta_a(eps) = C_a e^{-(a-1) eps}, log C_a = (a-1)(a rho + log(a-1)) - a log a, and
+    zcdp_epsilon(rho, delta) is the inverse of inf_a delta_a. Each member bounds
+    TPR <= delta_a(eps) + e^eps fpr and TPR <= 1 - e^-eps (1 - fpr - delta_a(eps)); both are
+    convex in eps, with closed-form minimisers. Where the minimiser is interior the values are
+        g1 = fpr^{(a-1)/a} e^{(a-1) rho},   g2 = 1 - (1 - fpr)^{a/(a-1)} e^{-a rho}
+    (the Renyi probability-preservation bounds); where it would be negative, eps = 0 and both
+    equal fpr + C_a.
+    """
+    a = 1.0 + np.exp(t)
+    am1 = np.exp(t)
+    log_c = am1 * (a * rho + t) - a * np.log(a)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_fpr = np.log(fpr)
+        log_tnr = np.log1p(-fpr)
+        eps1 = np.log(am1 / a) + am1 * rho - log_fpr / a
+        eps2 = a * rho + np.log(am1 / a) - log_tnr / am1
+        at_zero = fpr + np.exp(log_c)
+        g1 = np.where(eps1 >= 0, np.exp((am1 / a) * log_fpr + am1 * rho), at_zero)
+        g2 = np.where(eps2 >= 0, -np.expm1((a / am1) * log_tnr - a * rho), at_zero)
+    return g1, g2
+
+
+def _golden_minimum(func, lo: NDArray, hi: NDArray) -> NDArray:
+    """Vectorized golden-section search: the smallest value of func seen on each [lo, hi]."""
+    x1 = hi - _GOLDEN * (hi - lo)
+    x2 = lo + _GOLDEN * (hi - lo)
+    f1, f2 = func(x1), func(x2)
+    best = np.minimum(f1, f2)
+    for _ in range(_GOLDEN_STEPS):
+        left = f1 <= f2  # the minimum lies in [lo, x2]
+        hi = np.where(left, x2, hi)
+        lo = np.where(left, lo, x1)
+        new_x1 = np.where(left, hi - _GOLDEN * (hi - lo), x2)
+        new_x2 = np.where(left, x1, lo + _GOLDEN * (hi - lo))
+        f_new = func(np.where(left, new_x1, new_x2))
+        f1, f2 = np.where(left, f_new, f2), np.where(left, f1, f_new)
+        x1, x2 = new_x1, new_x2
+        best = np.minimum(best, f_new)
+    return best
+
+
+def _zcdp_tradeoff(rho: float, fpr: NDArray) -> NDArray:
+    flat = fpr.ravel()
+    tpr = np.empty_like(flat)
+    grid = _LOG_ORDER_GRID
+    step = grid[1] - grid[0]
+    block = max(1, MAX_BLOCK_ELEMENTS // (4 * grid.size))
+    for start in range(0, flat.size, block):
+        alpha = flat[start:start + block, None]
+        g1, g2 = _zcdp_constraint_values(rho, alpha, grid[None, :])
+        best = []
+        for which, values in enumerate((g1, g2)):
+            i = np.argmin(values, axis=1)
+            lo = grid[np.maximum(i - 1, 0)] - (i == 0) * step
+            hi = grid[np.minimum(i + 1, grid.size - 1)]
+            refined = _golden_minimum(
+                lambda t, w=which, al=alpha[:, 0]: _zcdp_constraint_values(rho, al, t)[w],
+                lo.astype(np.float64), hi.astype(np.float64),
+            )
+            best.append(np.minimum(values[np.arange(values.shape[0]), i], refined))
+        tpr[start:start + block] = np.minimum(best[0], best[1])
+    tpr = np.minimum(1.0, np.maximum(tpr, flat))
+    return tpr.reshape(fpr.shape)
+
+
+def gaussian_tradeoff(mu: float, fpr: ArrayLike) -> float | NDArray[np.float64]:
+    """Highest TPR of any membership test against a mu-Gaussian-DP release, at each ``fpr``.
+
+    .. math:: \\mathrm{TPR}(\\alpha) = \\Phi(\\Phi^{-1}(\\alpha) + \\mu)
+
+    The Gaussian mechanism with noise standard deviation sigma and sensitivity Delta is exactly
+    mu-GDP with mu = Delta / sigma: the curve is reached by thresholding the output.
+
+    References
+    ----------
+    J. Dong, A. Roth, W. J. Su. "Gaussian Differential Privacy." JRSS-B 2022 (arXiv 1905.02383).
+    """
+    mu = check_positive("mu", mu)
+    alpha = _probability_array("fpr", fpr, open_interval=False)
+    tpr = np.maximum(ndtr(ndtri(alpha) + mu), alpha)
+    return _as_output(tpr, alpha)
+
+
+def tradeoff(
+    privacy: PureDP | ApproxDP | ZCDP | None,
+    fpr: ArrayLike,
+    *,
+    gaussian_mu: float | None = None,
+) -> float | NDArray[np.float64]:
+    """The highest true-positive rate any membership test can reach at each false-positive rate.
+
+    A test that says "Alice is in" on some set of outputs has a false-positive rate (FPR: it
+    says "in" when she is out) and a true-positive rate (TPR: it says "in" when she is in);
+    differential privacy is exactly a limit on the (FPR, TPR) pairs any test can reach.
+
+    Pure and approximate DP (Kairouz, Oh & Viswanath 2015, Section 2: the privacy region is
+    exactly the set of (FPR, FNR) with FPR + e^eps FNR >= 1 - delta and e^eps FPR + FNR >= 1 -
+    delta; FNR = 1 - TPR):
+
+    .. math:: \\mathrm{TPR}(\\alpha) = \\min\\{1,\\; e^\\varepsilon\\alpha + \\delta,\\;
+              1 - e^{-\\varepsilon}(1 - \\delta - \\alpha)\\}
+
+    (delta = 0 for pure DP). It starts at TPR(0) = delta and never falls below TPR = FPR.
+
+    zCDP: the exact envelope (pointwise minimum) of the curves above over its privacy profile
+    (epsilon(delta), delta), delta in (0, 1), from the Canonne-Kamath-Steinke conversion that
+    ``ZCDP.to_approx`` uses. The minimum over delta is taken exactly over epsilon (closed form)
+    and numerically over the Renyi order (grid plus golden-section refinement). It is what the
+    zCDP guarantee alone implies; a particular zCDP mechanism may be safer (the Gaussian
+    mechanism with rho = mu²/2 reaches only :func:`gaussian_tradeoff`).
+
+    Parameters
+    ----------
+    privacy
+        The guarantee; ``None`` when ``gaussian_mu`` is given.
+    fpr
+        False-positive rates in [0, 1], scalar or array.
+    gaussian_mu
+        When given, return the exact mu-Gaussian-DP curve instead (:func:`gaussian_tradeoff`);
+        then ``privacy`` must be ``None``.
+
+    Returns
+    -------
+    float or NDArray
+        TPR with the shape of ``fpr``.
+
+    References
+    ----------
+    P. Kairouz, S. Oh, P. Viswanath. "The Composition Theorem for Differential Privacy." 2015.
+    L. Wasserman, S. Zhou. "A statistical framework for differential privacy." JASA 2010.
+    C. L. Canonne, G. Kamath, T. Steinke. "The Discrete Gaussian for Differential Privacy." 2020.
+    J. Dong, A. Roth, W. J. Su. "Gaussian Differential Privacy." JRSS-B 2022.
+    """
+    if gaussian_mu is not None:
+        if privacy is not None:
+            raise ValueError("give either privacy or gaussian_mu, not both")
+        return gaussian_tradeoff(gaussian_mu, fpr)
+    privacy = _check_measure(privacy)
+    alpha = _probability_array("fpr", fpr, open_interval=False)
+    if isinstance(privacy, ZCDP):
+        tpr = _zcdp_tradeoff(privacy.rho, alpha)
+    else:
+        tpr = _approx_tradeoff(privacy.epsilon, getattr(privacy, "delta", 0.0), alpha)
+    return _as_output(tpr, alpha)
+
+
+def advantage(
+    privacy: PureDP | ApproxDP | ZCDP | None, *, gaussian_mu: float | None = None
+) -> float:
+    """The largest TPR − FPR any membership test can reach (the attacker's advantage).
+
+    Pure DP: tanh(epsilon/2) = (e^eps − 1)/(e^eps + 1); approximate DP: delta + (1 − delta)
+    tanh(epsilon/2), both at the kink FPR = (1 − delta)/(e^eps + 1) of the trade-off curve;
+    mu-GDP: 2 Phi(mu/2) − 1; zCDP: the maximum of its envelope minus FPR, found numerically
+    (the envelope is concave, so TPR − FPR is unimodal).
+
+    References
+    ----------
+    P. Kairouz, S. Oh, P. Viswanath. "The Composition Theorem for Differential Privacy." 2015.
+    J. Dong, A. Roth, W. J. Su. "Gaussian Differential Privacy." JRSS-B 2022.
+    """
+    if gaussian_mu is not None:
+        if privacy is not None:
+            raise ValueError("give either privacy or gaussian_mu, not both")
+        return float(2.0 * ndtr(check_positive("gaussian_mu", gaussian_mu) / 2.0) - 1.0)
+    privacy = _check_measure(privacy)
+    if not isinstance(privacy, ZCDP):
+        delta = getattr(privacy, "delta", 0.0)
+        return float(delta + (1.0 - delta) * math.tanh(privacy.epsilon / 2.0))
+    grid = np.linspace(0.0, 1.0, 1001)
+    gaps = _zcdp_tradeoff(privacy.rho, grid) - grid
+    i = int(np.argmax(gaps))
+    result = minimize_scalar(
+        lambda a: -float(_zcdp_tradeoff(privacy.rho, np.array([a]))[0] - a),
+        bounds=(grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]),
+        method="bounded", options={"xatol": 1e-12},
+    )
+    return float(max(gaps[i], -result.fun))
+
+
+def _percent(p: float) -> str:
+    """A probability as a percentage, with enough digits that a bound never reads as certainty."""
+    if p >= 1.0:
+        return "100%"
+    if 1.0 - p < 0.01:
+        # Near 100%, show the distance to certainty with two significant digits: 99.9955%.
+        decimals = min(12, math.ceil(-math.log10(1.0 - p)) - 1)
+        return f"{100 * p:.{decimals}f}".rstrip("0").rstrip(".") + "%"
+    if p < 1e-5:
+        return "less than 0.001%"
+    return f"{100 * p:.3g}%"
+
+
+def describe_risk(
+    privacy: PureDP | ApproxDP | ZCDP, prior: float = 0.5, *, delta: float | None = None
+) -> str:
+    """One plain-language sentence on what an attacker can learn about one person.
+
+    >>> describe_risk(PureDP(1.0))  # doctest: +ELLIPSIS
+    'An attacker who knows everyone else's data and starts at 50% ... at most 73.1% certainty...'
+
+    Parameters
+    ----------
+    privacy
+        The guarantee of the release.
+    prior
+        The attacker's starting belief that Alice is in the data, in (0, 1).
+    delta
+        Only for zCDP: the delta at which it is read as (epsilon, delta) (default 1e-6).
+    """
+    if np.ndim(prior) != 0:
+        raise TypeError("prior must be a single number for a sentence")
+    bound = max_posterior(privacy, prior, delta=delta)
+    posterior = float(bound.posterior)
+    complement = float(expit(-(logit(float(prior)) + bound.epsilon)))  # 1 − posterior, exact
+    if complement < 1e-12:
+        reach = "can become essentially certain (above 99.9999999999%)"
+    else:
+        reach = f"can reach at most {_percent(posterior)} certainty"
+    sentence = (
+        f"An attacker who knows everyone else's data and starts at {_percent(float(prior))} "
+        f"{reach} that Alice is in the data"
+    )
+    if isinstance(privacy, ZCDP):
+        sentence = (
+            f"Reading ρ = {privacy.rho:.4g} as ε = {bound.epsilon:.3g} at "
+            f"δ = {bound.certainty_probability:.0e}: " + sentence[0].lower() + sentence[1:]
+        )
+    if bound.certainty_probability > 0:
+        sentence += (
+            f", except with probability at most {bound.certainty_probability:.2g}, when the "
+            "guarantee allows the release to reveal it outright"
+        )
+    return sentence + "."
