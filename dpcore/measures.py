@@ -49,13 +49,18 @@ class PureDP:
 
 @dataclass(frozen=True)
 class ApproxDP:
-    """(epsilon, delta)-differential privacy."""
+    """(epsilon, delta)-differential privacy.
+
+    epsilon = 0 is allowed here (a zCDP guarantee read at a large delta can give it); pure DP
+    needs epsilon > 0.
+    """
 
     epsilon: float
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon",
+                           check_positive("epsilon", self.epsilon, allow_zero=True))
         object.__setattr__(self, "delta", check_delta("delta", self.delta))
 
     def to_approx(self, delta: float | None = None) -> ApproxDP:
