@@ -1,0 +1,1 @@
+"""Streamlit-facing helpers of Epsilon Lab: datasets, charts, controls and session state."""
