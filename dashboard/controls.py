@@ -188,3 +188,22 @@ def trials_picker(*, key: str, default: int = 10_000, container: Any = st) -> in
     return select("Simulated releases", TRIAL_OPTIONS, key=key, default=default,
                   format_func=lambda n: f"{n:,}", container=container,
                   help="How many noisy releases to simulate for the error charts.")
+
+
+def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: str,
+              container: Any = st) -> None:
+    """Two download buttons: the noisy values as spreadsheet-safe CSV, the parameters as JSON.
+
+    ``parameters`` should name the dataset, query, mechanism, measure, ε/δ/ρ, sensitivity,
+    scale and seed, so a download can be reproduced.
+    """
+    from dashboard.exports import csv_bytes, parameters_json
+
+    left, right = container.columns(2)
+    left.download_button("Download noisy values (CSV)", csv_bytes(values),
+                         file_name=f"{file_stem}.csv", mime="text/csv", key=f"{key}_csv",
+                         on_click="ignore")
+    right.download_button("Download parameters (JSON)",
+                          parameters_json({**parameters, "seed": state.seed()}),
+                          file_name=f"{file_stem}-parameters.json", mime="application/json",
+                          key=f"{key}_json", on_click="ignore")
