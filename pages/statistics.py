@@ -1,6 +1,164 @@
-"""Placeholder until this page is built."""
+"""Noisy statistics: a count, sum, mean or histogram released with noise, many times over.
+
+Widgets pick the query and the mechanism(s); ``dashboard.analysis.statistics`` simulates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
 
 import streamlit as st
 
-st.title("statistics")
-st.info("This page is being built.")
+from dashboard import charts, controls, state
+from dashboard.analysis import statistics as stats
+from dashboard.text import plain
+
+NO_COMPARISON = "none"
+BOUND_LIMIT = 1e15
+
+
+def reset_when_changed(marker: str, context: tuple, keys: tuple[str, ...]) -> None:
+    """Forget the remembered values of ``keys`` when ``context`` (dataset, column…) changes."""
+    ss = st.session_state
+    if marker in ss and ss[marker] != context:
+        for key in keys:
+            ss.pop(key, None)
+            ss[state.SAVED].pop(key, None)
+            st.query_params.pop(key, None)
+    ss[marker] = context
+
+
+def fail(exc: Exception, fix: str) -> None:
+    st.error(f"{plain(exc, limit=400)} — {fix}")
+    st.stop()
+
+
+st.title("Noisy statistics")
+st.caption("Ask one question of the data, release the answer with noise, and see how far the "
+           "noisy answer lands from the truth: once, and over many simulated releases.")
+loaded = state.dataset()
+frame, data_key = loaded.frame, state.dataset_key()
+ask, protect, simulate = st.columns(3, gap="large")
+
+with ask:
+    st.subheader("Query")
+    query = controls.select("Query", stats.available_queries(loaded), key="stats_query",
+                            default="histogram", format_func=stats.QUERIES.get)
+    column = lower = upper = categories = None
+    if query != "count":
+        column = controls.select("Column", stats.columns_for(loaded, query), key="stats_column",
+                                 default=stats.default_column(loaded, query))
+    if query in ("sum", "mean"):
+        bounds = stats.default_bounds(loaded, column)
+        reset_when_changed("stats_bounds_for", (data_key, column), ("stats_lower", "stats_upper"))
+        lower = controls.number("Lower bound (smaller values are raised to it)",
+                                key="stats_lower", default=bounds.lower,
+                                min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
+        upper = controls.number("Upper bound (larger values are lowered to it)",
+                                key="stats_upper", default=bounds.upper,
+                                min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
+        (st.caption if bounds.public else st.warning)(bounds.note)
+    elif query == "histogram":
+        categories = stats.declared_categories(loaded, column)
+        st.caption("Categories from the column's public list, empty ones included."
+                   if categories else
+                   "No public category list: the categories come from the data, which reveals "
+                   "which values occur (a category only one person has reveals that person).")
+    spec = stats.QuerySpec(query, column, lower, upper, categories)
+    try:
+        integer_query, rows = stats.query_facts(frame, data_key, spec)
+    except (ValueError, TypeError) as exc:
+        fail(exc, "set a lower bound below the upper bound, or pick another column.")
+
+with protect:
+    st.subheader("Privacy")
+    choice = controls.privacy_controls(
+        "stats", integer_query=integer_query, bounds_declared=query != "mean",
+        allowed=stats.MEAN_MECHANISMS if query == "mean" else None, container=protect)
+    compare = controls.select(
+        "Compare with", [NO_COMPARISON, *stats.comparable_mechanisms(
+            choice, query=query, integer_query=integer_query)],
+        key="stats_compare", default=NO_COMPARISON,
+        format_func=lambda m: "No comparison" if m == NO_COMPARISON else controls.MECHANISMS[m])
+    st.caption("The second mechanism gets the same privacy level. Gaussian noise is never pure "
+               "DP: to compare Laplace with Gaussian, choose approximate DP.")
+    sum_share = 0.5
+    if query == "mean":
+        sum_share = controls.log_slider("Share of the budget for the noisy sum",
+                                        stats.SUM_SHARE_OPTIONS, key="stats_share",
+                                        default=0.5, help="The noisy count gets the rest.")
+    answer_range = None
+    if stats.uses_answer_range([choice.mechanism, compare]):
+        low, high = stats.default_answer_range(spec, rows)
+        reset_when_changed("stats_range_for", (data_key, query, column, lower, upper),
+                           ("stats_answer_lower", "stats_answer_upper"))
+        answer_range = (
+            controls.number("Lowest possible answer", key="stats_answer_lower", default=low,
+                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0),
+            controls.number("Highest possible answer", key="stats_answer_upper", default=high,
+                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0))
+        st.caption("Bounded and clamped Laplace keep the answer in a public range. It starts "
+                   "from a round number at or above the number of rows: the built-in datasets "
+                   "publish their size; for your own file, type a range you could publish "
+                   "without looking at the data.")
+
+with simulate:
+    st.subheader("Simulation")
+    confidence = controls.select("Confidence of the ± error bound", stats.CONFIDENCE_OPTIONS,
+                                 key="stats_confidence", default=0.95,
+                                 format_func=lambda c: f"{c:.0%}")
+    trials = controls.trials_picker(key="stats_trials")
+    st.caption(f"Seed {state.seed()} (sidebar): the same seed gives the same releases.")
+
+choices = [choice] + ([replace(choice, mechanism=compare)] if compare != NO_COMPARISON else [])
+try:
+    with st.spinner(f"Simulating {trials:,} releases…"):
+        runs = [stats.simulate_releases(frame, data_key, spec, c, answer_range=answer_range,
+                                        sum_share=sum_share, trials=trials, seed=state.seed())
+                for c in choices]
+except (ValueError, TypeError) as exc:
+    fail(exc, "check the bounds and the answer range (it must contain the true answer).")
+
+what = spec.describe()
+unit = stats.answer_unit(loaded, spec)
+st.subheader(f"The {plain(what)}")
+for run in runs:
+    st.markdown(f"**{run.label}** · sensitivity **{run.sensitivity}** (neighbours: add or "
+                f"remove one row) · noise scale **{run.scale}**")
+    st.caption(run.explanation)
+
+if query == "histogram":
+    st.plotly_chart(charts.noisy_bars(runs, confidence=confidence, x_title=column,
+                                      title=f"True counts of {column} and one noisy release"),
+                    key="stats_bars")
+    st.caption(f"Black bars: the true counts. Coloured bars: one noisy release; the whiskers "
+               f"show ±α, the range {confidence:.0%} of releases land in.")
+    st.dataframe(stats.release_table(runs), hide_index=True)
+else:
+    for i, run in enumerate(runs):
+        truth, *cells = st.columns(4)
+        if i == 0:
+            truth.metric("True answer", stats.fmt_value(run.true_value))
+        for col, (name, value) in zip(cells, stats.release_summary(run).items(), strict=True):
+            col.metric(name, value)
+
+for run in runs:
+    st.markdown(f"**{stats.accuracy_sentence(run, confidence)}**")
+st.plotly_chart(charts.error_spread(runs, confidence=confidence,
+                                    x_title=f"Error: noisy − true ({unit})",
+                                    title=f"Error of the noisy {what} over {trials:,} releases"),
+                key="stats_errors")
+st.caption(stats.error_chart_note(runs, confidence))
+
+if query == "histogram":
+    st.plotly_chart(charts.category_errors(runs, x_title=column,
+                                           title=f"Typical error per category of {column}"),
+                    key="stats_categories")
+    st.caption("The noise has the same size in every category, so small categories suffer "
+               "most: relative to its count, their error is largest.")
+
+st.markdown("**Metrics side by side**")
+st.dataframe(stats.metrics_table(runs, confidence))
+st.caption("RMSE: root mean squared error. Bias: the average of noisy − true; zero for Laplace, "
+           "Gaussian and geometric noise, not for bounded and clamped Laplace. Simulated "
+           f"quantiles use the first {runs[0].summary.quantile_from:,} errors.")

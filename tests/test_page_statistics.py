@@ -1,0 +1,231 @@
+"""AppTest interaction tests of the "Noisy statistics" page.
+
+Numbers on screen are checked against closed forms and pandas computed here, not copied from
+the app.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from dashboard import datasets
+from dpcore.additive import Laplace
+from tests.conftest import ROOT
+
+ADULT, IRIS, CENSUS = datasets.BUILTIN_DATASETS
+SENTENCE = re.compile(r"(\d+)% of (?:the simulated )?releases (?:are|were) within ±([\d,.]+)")
+
+
+def values(data) -> np.ndarray:
+    """A plotly JSON array: a list, or plotly's base64 typed array {'dtype', 'bdata'}."""
+    if isinstance(data, dict):
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"])
+    return np.asarray(data)
+
+
+def figures(at) -> dict[str, dict]:
+    """The page's plotly figures by the start of their title."""
+    out = {}
+    for element in at.get("plotly_chart"):
+        spec = json.loads(element.proto.spec)
+        out[spec["layout"]["title"]["text"].split(" ")[0]] = spec
+    return out
+
+
+def error_figure(at) -> dict:
+    return figures(at)["Error"]
+
+
+def simulated_spread(figure: dict, name_start: str = "") -> float:
+    """Standard deviation of the simulated error histogram drawn in the figure."""
+    bars = [t for t in figure["data"] if t["type"] == "bar" and t["name"].endswith("simulated")
+            and t["name"].startswith(name_start)]
+    x, y, width = (values(bars[0][k]).astype(float) for k in ("x", "y", "width"))
+    weights = y * width
+    mean = np.sum(weights * x) / weights.sum()
+    return float(np.sqrt(np.sum(weights * (x - mean) ** 2) / weights.sum()))
+
+
+def alpha_sentences(at) -> list[tuple[float, float]]:
+    """(confidence, alpha) of each '95% of releases are within ±alpha' sentence on the page."""
+    found = []
+    for element in at.markdown:
+        match = SENTENCE.search(element.value)
+        if match:
+            found.append((int(match[1]) / 100, float(match[2].replace(",", ""))))
+    return found
+
+
+@pytest.fixture
+def stats_page(monkeypatch):
+    """The page run through app.py on every rerun, so the sidebar (dataset picker) is there.
+
+    AppTest resets ``PagesManager.uses_pages_directory`` before each run and the repository's
+    ``pages/`` folder sets it again, so a switched-to page would run alone (Streamlit's MPA v1
+    fallback) without app.py's sidebar. A server clears the flag once app.py calls
+    st.navigation; this fixture clears it the same way.
+    """
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+    config.set_option("client.showErrorDetails", "full")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/statistics.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="dataset_choice").value == ADULT
+    return at
+
+
+def test_defaults_render_histogram_of_education(stats_page):
+    at = stats_page
+    assert at.title[0].value == "Noisy statistics"
+    assert at.selectbox(key="stats_query").value == "histogram"
+    assert at.selectbox(key="stats_column").value == "education"
+    figs = figures(at)
+    assert set(figs) == {"True", "Error", "Typical"}
+    bars = figs["True"]
+    assert bars["layout"]["barmode"] == "group"
+    # The true counts, computed here with pandas, in the public category order.
+    adult = datasets.load_builtin(ADULT)
+    order = adult.domains["education"].categories
+    expected = adult.frame["education"].value_counts().reindex(list(order)).to_numpy()
+    truth = next(t for t in bars["data"] if t["name"] == "True count")
+    assert truth["x"] == list(order)
+    np.testing.assert_array_equal(values(truth["y"]), expected)
+    noisy = next(t for t in bars["data"] if t["name"].startswith("One noisy release"))
+    # Error bars: ± the 95% Laplace bound b·ln(20) with b = 1/ε = 1.
+    np.testing.assert_allclose(values(noisy["error_y"]["array"]), math.log(20), rtol=1e-12)
+    assert not at.error
+
+
+def test_alpha_sentence_matches_laplace_accuracy(stats_page):
+    at = stats_page
+    at.select_slider(key="stats_epsilon").set_value(2.2).run()
+    [(confidence, alpha)] = alpha_sentences(at)
+    assert confidence == 0.95
+    assert alpha == pytest.approx(Laplace(sensitivity=1.0, epsilon=2.2).accuracy(0.05), rel=1e-3)
+    # A sum of age clamped to [17, 90]: sensitivity 90.
+    at.selectbox(key="stats_query").select("sum").run()
+    at.selectbox(key="stats_confidence").select(0.8).run()
+    assert not at.exception, [e.value for e in at.exception]
+    [(confidence, alpha)] = alpha_sentences(at)
+    assert confidence == 0.8
+    assert alpha == pytest.approx(90 / 2.2 * math.log(1 / 0.2), rel=1e-3)
+
+
+def test_larger_epsilon_shrinks_the_simulated_spread(stats_page):
+    at = stats_page
+    spreads = {}
+    for epsilon in (1.0, 4.7):
+        at.select_slider(key="stats_epsilon").set_value(epsilon).run()
+        assert not at.exception, [e.value for e in at.exception]
+        figure = error_figure(at)
+        spreads[epsilon] = simulated_spread(figure)
+        # Closed-form Laplace(b = 1/ε): standard deviation √2·b; the chart cuts the 0.1% tails,
+        # which lowers it by about 1.6%.
+        assert spreads[epsilon] == pytest.approx(math.sqrt(2) / epsilon, rel=0.06)
+        line = next(t for t in figure["data"] if t["name"].endswith("closed form"))
+        # The closed-form density peaks at 0 with 1/(2b) = ε/2.
+        assert values(line["y"]).max() == pytest.approx(epsilon / 2, rel=1e-9)
+    assert spreads[4.7] < spreads[1.0] / 4
+
+
+def test_switching_mechanism_changes_the_chart(stats_page):
+    at = stats_page
+    before = error_figure(at)
+    at.selectbox(key="stats_mechanism").select("geometric").run()
+    assert not at.exception, [e.value for e in at.exception]
+    after = error_figure(at)
+    assert after != before
+    bars = next(t for t in after["data"] if t["type"] == "bar")
+    assert bars["name"].startswith("Geometric")
+    centres = values(bars["x"])
+    np.testing.assert_array_equal(centres, np.round(centres))  # bins on whole numbers
+    line = next(t for t in after["data"] if t["name"].endswith("closed form"))
+    assert "markers" in line["mode"]
+
+
+def test_comparison_overlays_two_mechanisms(stats_page):
+    at = stats_page
+    at.selectbox(key="stats_query").select("count").run()
+    at.selectbox(key="stats_measure").select("approx").run()
+    assert "Gaussian" in at.selectbox(key="stats_compare").options
+    at.selectbox(key="stats_compare").select("gaussian").run()
+    assert not at.exception, [e.value for e in at.exception]
+    figure = error_figure(at)
+    names = {t["name"] for t in figure["data"]}
+    assert {"Laplace: simulated", "Gaussian: simulated", "Gaussian: closed form"} <= names
+    table = at.dataframe[-1].value
+    assert len(table.columns) == 2
+    assert len(alpha_sentences(at)) == 2
+    # Gaussian under pure DP is not offered.
+    at.selectbox(key="stats_measure").select("pure").run()
+    assert "Gaussian" not in at.selectbox(key="stats_compare").options
+
+
+def test_switching_dataset_changes_columns_and_resets_bounds(stats_page):
+    at = stats_page
+    adult_columns = at.selectbox(key="stats_column").options
+    assert "education" in adult_columns
+    at.selectbox(key="dataset_choice").select(IRIS).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="stats_column").options == ["species"]
+    assert "Typical" in figures(at)
+    at.selectbox(key="stats_query").select("mean").run()
+    assert at.selectbox(key="stats_column").value == "sepal_length"
+    assert (at.number_input(key="stats_lower").value,
+            at.number_input(key="stats_upper").value) == (0.0, 10.0)
+    at.selectbox(key="dataset_choice").select(CENSUS).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="stats_column").value == "Age"
+    assert (at.number_input(key="stats_lower").value,
+            at.number_input(key="stats_upper").value) == (0.0, 120.0)
+    assert "Error" in figures(at)
+    [(_, alpha)] = alpha_sentences(at)
+    assert "no closed form" in " ".join(m.value for m in at.markdown)
+
+
+def test_bad_bounds_show_an_error_not_an_exception(stats_page):
+    at = stats_page
+    at.selectbox(key="stats_query").select("sum").run()
+    at.number_input(key="stats_lower").set_value(95.0).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.error and "lower" in at.error[0].value
+    assert not at.get("plotly_chart")
+    at.number_input(key="stats_lower").set_value(20.0).run()
+    assert not at.error and "Error" in figures(at)
+
+
+def test_bounded_laplace_on_histogram_uses_answer_range(stats_page):
+    at = stats_page
+    at.selectbox(key="stats_mechanism").select("bounded_laplace").run()
+    assert not at.exception, [e.value for e in at.exception]
+    # Adult has 48,842 rows: the answer range starts at [0, 50,000].
+    assert at.number_input(key="stats_answer_upper").value == 50_000.0
+    assert "Error" in figures(at)
+    at.number_input(key="stats_answer_upper").set_value(100.0).run()  # below the true counts
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.error
+
+
+def test_settings_are_mirrored_in_the_url(stats_page):
+    at = stats_page
+    at.select_slider(key="stats_epsilon").set_value(0.47).run()
+    at.selectbox(key="stats_query").select("count").run()
+    assert at.query_params["stats_epsilon"] == "0.47"
+    assert at.query_params["stats_query"] == "count"
