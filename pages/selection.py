@@ -1,6 +1,164 @@
-"""Placeholder until this page is built."""
+"""Selection page: how often a private mechanism picks the right answer (report noisy max).
+
+Scores from the data, typed in, or revenues from bids; exact and simulated picks per candidate.
+"""
+
+from __future__ import annotations
 
 import streamlit as st
 
-st.title("selection")
-st.info("This page is being built.")
+from dashboard import charts, controls, state
+from dashboard.analysis import selection as sel
+from dashboard.datasets import categorical_columns
+from dashboard.text import plain
+
+ss = st.session_state
+loaded = state.dataset()
+dataset_key = state.dataset_key()
+
+
+def text_box(label: str, *, key: str, default: str, help: str) -> str:
+    """A text input that remembers its value and mirrors it in the URL."""
+    state.remembered(key, default)
+    value = st.text_input(label, key=key, help=help)
+    state.remember(key)
+    return value
+
+
+def column_scores() -> tuple:
+    """Counts of a categorical column of the sidebar's dataset."""
+    columns = categorical_columns(loaded)
+    if not columns:
+        st.info(f"{plain(loaded.name)} has no categorical column: type scores instead.")
+        st.stop()
+    state.remembered("sel_column", "education" if "education" in columns else columns[0],
+                     options=columns)
+    column = st.selectbox("Column (count per category)", columns, key="sel_column")
+    if dataset_key.startswith("upload:"):   # column names of an upload stay out of the URL
+        ss[state.SAVED]["sel_column"] = column
+    else:
+        state.remember("sel_column")
+    domain = loaded.domains.get(column)
+    declared = domain.categories if domain is not None else None
+    labels, scores, missing = sel.column_scores(loaded.frame, dataset_key, column, declared)
+    st.caption(sel.data_note(declared is not None, missing))
+    return labels, scores, 1.0, None, f"Category of {column}", "True count (people)"
+
+
+def typed_scores() -> tuple:
+    """Scores typed in, or read from a small CSV, with a declared sensitivity."""
+    text = text_box("Scores, separated by commas", key="sel_scores_text", default="0, 2, 4, 6",
+                    help=f"One score per candidate, {sel.MIN_CANDIDATES} to "
+                         f"{sel.MAX_CANDIDATES} of them.")
+    upload = st.file_uploader("…or a small CSV of scores (one per line, or label,score)",
+                              type=["csv", "txt"], key="sel_scores_file")
+    sensitivity = float(controls.number(
+        "Sensitivity Δ", key="sel_sensitivity", default=1.0, min_value=1e-6, max_value=1e9,
+        help="The most any one score can change when one person is added or removed "
+             "(add/remove one row)."))
+    if upload is not None:
+        labels, values = sel.parse_score_file(upload.getvalue())
+        st.caption(f"Using the {values.size} scores of {plain(upload.name)}.")
+    else:
+        values = sel.parse_numbers(text)
+        labels = sel.numbered_labels(values.size)
+    return labels, tuple(values.tolist()), sensitivity, None, "Candidate", "True score"
+
+
+def pricing_scores() -> tuple:
+    """Revenue at each price of a public grid, from typed or simulated bids."""
+    simulated = controls.toggle(f"Use {sel.SIMULATED_BIDS} simulated bids (from the seed)",
+                                key="sel_simulated_bids")
+    highest = float(controls.number(
+        "Highest price (public)", key="sel_highest", default=4.0, min_value=0.01, max_value=1e6,
+        help="Declared before seeing any bid: the price grid ends here, and it is the "
+             "sensitivity."))
+    step = controls.select("Price step", sel.PRICE_STEPS, key="sel_step", default=0.01)
+    bids = (sel.simulated_bids(highest, state.seed()) if simulated else sel.parse_bids(
+        text_box("Bids, separated by commas", key="sel_bids_text", default=sel.EXAMPLE_BIDS,
+                 help="The most each buyer would pay.")))
+    prices = sel.price_grid(highest, step).tolist()
+    st.caption(sel.pricing_note(len(bids), prices[-1]))
+    return (tuple(f"price {p:g}" for p in prices), tuple(sel.revenue_curve(bids, prices).tolist()),
+            prices[-1], prices, "Price", "Revenue at this price")
+
+
+st.title("Selection")
+st.markdown("Which category is most common? Which price earns most? A private answer adds "
+            "noise to every candidate's score and reports the best noisy one. The question "
+            "here is not how far off a number is, but **how often the right candidate is "
+            "picked**.")
+left, right = st.columns(2, gap="large")
+with left:
+    source = controls.select("Scores", list(sel.SOURCES), key="sel_source",
+                             format_func=sel.SOURCES.get)
+    read = {"data": column_scores, "typed": typed_scores, "pricing": pricing_scores}[source]
+    try:
+        labels, scores, sensitivity, prices, x_title, score_title = read()
+    except (ValueError, TypeError) as exc:
+        st.error(f"{plain(exc, limit=400)} — fix the input above to see the selection.")
+        st.stop()
+with right:
+    noise = controls.select("Noise", list(sel.NOISES), key="sel_noise",
+                            format_func=sel.NOISES.get)
+    measure = controls.select("Privacy measure", list(sel.MEASURES), key="sel_measure",
+                              format_func=sel.MEASURES.get,
+                              help="zCDP pairs naturally with Gumbel noise (ρ = ε²/8 per pick); "
+                                   "Laplace and exponential noise only get ρ = ε²/2.")
+    level = controls.log_slider(
+        sel.LEVEL_LABEL[measure], sel.EPSILON_GRID if measure == "pure" else sel.RHO_GRID,
+        key=f"sel_{measure}_level", default=sel.DEFAULT_LEVEL[measure],
+        help="Smaller is more private and noisier (log scale).")
+    monotonic = controls.toggle("Scores are monotonic", key="sel_monotonic", default=True,
+                                help="True when adding a person moves every score the same "
+                                     "way (counts, revenues): half the noise.")
+    negate = controls.toggle("Pick the smallest score instead", key="sel_negate")
+    k = controls.select("Candidates to pick (k)", range(1, min(len(scores), sel.K_MAX) + 1),
+                        key="sel_k", default=1)
+    trials = controls.select("Simulated releases", sel.TRIAL_OPTIONS, key="sel_trials",
+                             default=10_000, format_func=lambda n: f"{n:,}")
+
+params = {"sensitivity": sensitivity, "measure": measure, "monotonic": monotonic,
+          "negate": negate, "k": k, "seed": state.seed()}
+try:
+    with st.spinner("Computing selection probabilities and simulating releases…"):
+        summary = sel.selection_summary(scores, labels, noise=noise, level=level,
+                                        trials=trials, **params)
+        curves = sel.correctness_curves(scores, **params)
+except (ValueError, TypeError) as exc:
+    st.error(f"Could not compute the selection: {plain(exc, limit=400)}. Check the settings.")
+    st.stop()
+
+st.markdown(summary.map_text)
+st.markdown(sel.pick_sentence(summary, measure=measure, level=level, negate=negate, k=k))
+m1, m2, m3 = st.columns(3)
+m1.metric("P(best picked), exact", sel.fmt_share(summary.p_correct))
+m2.metric(f"Expected {'revenue' if prices else 'score'} lost (best − picked)",
+          sel.fmt_value(summary.expected_gap))
+m3.metric("Noise scale b", sel.fmt_value(summary.scale))
+
+first = "the first pick" if k > 1 else "picked"
+st.plotly_chart(charts.selection_chart(
+    summary.labels, summary.scores, summary.exact, summary.empirical, summary.half_width,
+    trials=summary.trials, inclusion=summary.inclusion, k=k, prices=prices,
+    title=(f"Which price is {first}, and the revenue it earns" if prices else
+           f"How often each candidate is {first}"),
+    x_title=x_title, score_title=score_title), key="sel_chart")
+st.caption(sel.chart_caption(summary, lines=prices is not None))
+
+symbol = sel.LEVEL_SYMBOL[measure]
+common = {"noise_names": sel.NOISE_NAMES, "current_noise": noise, "current_level": level,
+          "level_title": sel.LEVEL_AXIS[measure], "level_symbol": symbol}
+st.plotly_chart(charts.correctness_chart(
+    curves.levels, curves.p_correct, current_value=summary.p_correct, chance=curves.chance,
+    y_title="P(best candidate picked)" + (" first" if k > 1 else ""),
+    title=f"How often the best is {first}, by privacy level", **common), key="sel_curve")
+st.caption(sel.curve_caption(curves, noise=noise, measure=measure))
+
+if k > 1:
+    st.plotly_chart(charts.correctness_chart(
+        curves.top_k_levels, curves.top_k, current_value=summary.top_k,
+        standard_error=sel.top_k_standard_error(curves), y_title=f"P(true top {k} recovered)",
+        title=f"How often the {k} picks are exactly a true top {k}, by privacy level", **common),
+        key="sel_top_k")
+    st.caption(sel.top_k_caption(curves, summary))

@@ -1,0 +1,200 @@
+"""AppTest interaction tests of the Selection page: numbers on screen against independent ones.
+
+Counts come from pandas, the noise scale from the privacy-map formula written here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import datasets
+from dpcore.selection import prob_best_selected, selection_probabilities
+from tests.conftest import ROOT
+
+PAGE = "selection.py"
+
+
+def chart(at, key: str) -> dict:
+    """The figure JSON of the plotly chart whose widget key is ``key``."""
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith(f"-{key}"):
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no chart with key {key}")
+
+
+def values(data) -> np.ndarray | list:
+    """A trace's x or y: a list, or plotly's typed-array encoding {"dtype", "bdata"}."""
+    if isinstance(data, dict):
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+    return data
+
+
+def trace(fig: dict, name_start: str) -> dict:
+    return next(t for t in fig["data"] if t.get("name", "").startswith(name_start))
+
+
+def pick_sentence(at) -> str:
+    return next(m.value for m in at.markdown if "of the time" in m.value)
+
+
+def shown_percentage(sentence: str) -> float:
+    match = re.search(r"(?:is picked|is the first pick) (?:more than |less than )?([\d.]+)%",
+                      sentence)
+    assert match, sentence
+    return float(match.group(1))
+
+
+def adult_education_counts() -> np.ndarray:
+    frame = pd.read_csv(datasets.DATA_DIR / "adult.csv.gz", usecols=["education"])
+    return frame["education"].value_counts().to_numpy(dtype=float)
+
+
+@pytest.fixture
+def page(monkeypatch):
+    """The page run through app.py on every rerun (sidebar included), as on a server.
+
+    AppTest resets ``PagesManager.uses_pages_directory`` before each run and the repository's
+    ``pages/`` folder sets it again, so a switched-to page would run alone (Streamlit's MPA v1
+    fallback) without app.py's sidebar; a server clears the flag once app.py calls
+    st.navigation, and so does this fixture.
+    """
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+    config.set_option("client.showErrorDetails", "full")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(f"pages/{PAGE}").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="dataset_choice").value == datasets.BUILTIN_DATASETS[0]
+    return at
+
+
+def test_defaults_render_two_charts_and_the_privacy_map(page):
+    assert page.title[0].value == "Selection"
+    fig = chart(page, "sel_chart")
+    assert len(fig["data"][0]["x"]) == 16                # Adult: 16 education levels
+    assert fig["data"][0]["x"][0] == "HS-grad"
+    assert chart(page, "sel_curve")["layout"]["xaxis"]["type"] == "log"
+    text = " ".join(m.value for m in page.markdown)
+    assert "b = Δ/ε = 1/1 = **1**" in text and "ε = 1 (pure DP)" in text
+    assert not page.error
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.00027])
+def test_caption_percentage_equals_prob_best_selected(page, epsilon):
+    page.select_slider(key="sel_pure_level").set_value(epsilon).run()
+    counts = adult_education_counts()
+    # Laplace noise, monotonic counts (sensitivity 1), pure DP: ε = Δ/b, so b = 1/ε.
+    expected = prob_best_selected(counts, scale=1.0 / epsilon, noise="laplace")
+    sentence = pick_sentence(page)
+    assert "HS\\-grad" in sentence
+    assert shown_percentage(sentence) == pytest.approx(100 * expected, abs=0.05)
+    if epsilon == 1.0:
+        assert "100%" in sentence
+    else:
+        assert 0.5 < expected < 0.99   # a setting where the answer is genuinely uncertain
+
+
+def test_switching_noise_changes_the_chart(page):
+    page.select_slider(key="sel_pure_level").set_value(0.00027).run()
+    before = chart(page, "sel_chart")
+    curve_before = chart(page, "sel_curve")
+    page.selectbox(key="sel_noise").select("gumbel").run()
+    assert not page.exception
+    after = chart(page, "sel_chart")
+    assert not np.allclose(values(before["data"][0]["y"]), values(after["data"][0]["y"]))
+    # Gumbel noise of scale 1/ε is the softmax of the counts / scale.
+    counts = np.sort(adult_education_counts())[::-1]
+    weights = np.exp((counts - counts.max()) * 0.00027)
+    np.testing.assert_allclose(values(after["data"][0]["y"]), weights / weights.sum(), rtol=1e-9)
+    widths = {t["name"]: t["line"]["width"] for t in chart(page, "sel_curve")["data"]
+              if t.get("line", {}).get("width")}
+    assert widths["Gumbel"] > widths["Laplace"]
+    assert curve_before != chart(page, "sel_curve")
+    assert page.query_params["sel_noise"] == "gumbel"      # mirrored in the URL
+
+
+def test_typed_scores_give_four_candidates(page):
+    page.selectbox(key="sel_source").select("typed").run()
+    page.text_input(key="sel_scores_text").input("0, 2, 4, 6").run()
+    assert not page.exception and not page.error
+    fig = chart(page, "sel_chart")
+    assert fig["data"][0]["x"] == ["#1", "#2", "#3", "#4"]
+    exact = values(fig["data"][0]["y"])
+    np.testing.assert_allclose(exact, selection_probabilities([0, 2, 4, 6], scale=1.0,
+                                                              noise="laplace"), rtol=1e-9)
+    assert exact.sum() == pytest.approx(1.0)
+
+
+def test_bad_typed_scores_show_an_error_and_no_exception(page):
+    page.selectbox(key="sel_source").select("typed").run()
+    page.text_input(key="sel_scores_text").input("a, b").run()
+    assert not page.exception
+    assert page.error and "is not a number" in page.error[0].value
+    assert not page.get("plotly_chart")
+    assert page.title[0].value == "Selection"           # the page itself still renders
+
+
+def test_negate_selects_the_minimum(page):
+    page.selectbox(key="sel_source").select("typed").run()
+    page.text_input(key="sel_scores_text").input("5, 1, 7, 3").run()
+    page.toggle(key="sel_negate").set_value(True).run()
+    assert not page.exception
+    exact = values(chart(page, "sel_chart")["data"][0]["y"])
+    assert int(np.argmax(exact)) == 1                   # the score 1
+    assert "lowest score" in pick_sentence(page)
+
+
+def test_top_k_shows_its_chart(page):
+    page.selectbox(key="sel_source").select("typed").run()
+    page.text_input(key="sel_scores_text").input("0, 2, 4, 6, 8").run()
+    page.selectbox(key="sel_k").select(2).run()
+    assert not page.exception
+    fig = chart(page, "sel_top_k")
+    assert "true top 2" in fig["layout"]["title"]["text"]
+    assert {t["name"] for t in fig["data"]} >= {"Laplace", "Exponential", "Gumbel"}
+    assert trace(chart(page, "sel_chart"), "Among the 2 picks")
+    # ε = 2·Δ/b for two picks: b = 2.
+    assert "b = k·Δ/ε = 2/1 = **2**" in " ".join(m.value for m in page.markdown)
+
+
+def test_pricing_example_shows_revenue_and_zcdp_gumbel_scale(page):
+    page.selectbox(key="sel_source").select("pricing").run()
+    page.selectbox(key="sel_measure").select("zcdp").run()
+    page.selectbox(key="sel_noise").select("gumbel").run()
+    assert not page.exception and not page.error
+    fig = chart(page, "sel_chart")
+    revenue = trace(fig, "Revenue at this price")
+    prices, revenues = values(revenue["x"]), values(revenue["y"])
+    assert prices.size == 400
+    assert revenues[int(np.argmin(np.abs(prices - 1.0)))] == pytest.approx(4.0)
+    assert revenues[int(np.argmin(np.abs(prices - 3.01)))] == pytest.approx(3.01)
+    # Gumbel under ρ = 0.5, monotonic, Δ = 4 (the highest price): b = Δ·√(1/(8ρ)) = 2.
+    text = " ".join(m.value for m in page.markdown)
+    assert "**2**" in text and "ρ = 0.5 (zCDP)" in text
+
+
+def test_sidebar_dataset_switch_uses_its_categorical_columns(page):
+    page.selectbox(key="dataset_choice").select("Iris").run()
+    assert not page.exception and not page.error
+    assert page.selectbox(key="sel_column").value == "species"
+    fig = chart(page, "sel_chart")
+    assert sorted(fig["data"][0]["x"]) == ["setosa", "versicolor", "virginica"]
+    # 50 flowers of each species: a three-way tie, so the best is always "picked".
+    assert "one of the 3 candidates tied" in pick_sentence(page)
+    assert "100%" in pick_sentence(page)
