@@ -18,9 +18,8 @@ _E12 = (1.0, 1.2, 1.5, 1.8, 2.2, 2.7, 3.3, 3.9, 4.7, 5.6, 6.8, 8.2)
 EPSILON_GRID: tuple[float, ...] = tuple(
     [round(m * 10.0**e, 6) for e in (-2, -1, 0) for m in _E12] + [10.0]
 )
-RHO_GRID: tuple[float, ...] = tuple(
-    [round(m * 10.0**e, 7) for e in (-4, -3, -2, -1, 0) for m in _E12] + [10.0]
-)
+# ρ = ε²/2 for each ε on the grid, so a pure-DP ε and its zCDP equivalent line up (ε = 1 ↔ ρ = 0.5).
+RHO_GRID: tuple[float, ...] = tuple(float(f"{e * e / 2:.6g}") for e in EPSILON_GRID)
 DELTA_OPTIONS: tuple[float, ...] = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
 TRIAL_OPTIONS: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
 
