@@ -20,6 +20,16 @@ MAX_BLOCK_ELEMENTS = 2**22
 #: Largest number of trials any simulation accepts (chunked, so memory stays bounded).
 MAX_TRIALS = 10**9
 
+#: Most noise draws (trials × values per trial) one call may simulate. Memory is bounded by
+#: chunking whatever the request; this bounds time (about 10-30 s of sampling here), so a
+#: request for, say, 10^8 trials over 1,000 candidates is refused at once with a clear message
+#: instead of running for half an hour.
+MAX_DRAWS = 10**9
+
+#: Most elements a function may return as one array (2**27 = 1 GiB of float64). Charts need
+#: summaries, not every draw: larger simulations go through the chunked summary functions.
+MAX_RETURNED_ELEMENTS = 2**27
+
 
 def check_real(name: str, value: object) -> float:
     """Return ``value`` as a float, raising ``TypeError`` unless it is a real number."""
@@ -117,8 +127,26 @@ def finite_array(name: str, values: ArrayLike, *, min_size: int = 0) -> NDArray[
     return arr
 
 
+def check_returned_size(trials: int, elements_per_trial: int) -> None:
+    """Refuse, before allocating, an output array of more than MAX_RETURNED_ELEMENTS."""
+    size = trials * max(1, elements_per_trial)
+    if size > MAX_RETURNED_ELEMENTS:
+        raise ValueError(
+            f"trials × values per trial = {size:,} results would not fit the "
+            f"{MAX_RETURNED_ELEMENTS:,}-element memory bound for one array: ask for at most "
+            f"{max(1, MAX_RETURNED_ELEMENTS // max(1, elements_per_trial)):,} trials"
+        )
+
+
 def trial_chunks(trials: int, elements_per_trial: int) -> list[int]:
     """Chunk sizes for ``trials`` so that chunk × elements_per_trial <= MAX_BLOCK_ELEMENTS."""
+    draws = trials * max(1, elements_per_trial)
+    if draws > MAX_DRAWS:
+        raise ValueError(
+            f"trials × values per trial = {trials:,} × {elements_per_trial:,} = {draws:,} noise "
+            f"draws, more than the {MAX_DRAWS:,} one simulation may use: ask for at most "
+            f"{max(1, MAX_DRAWS // max(1, elements_per_trial)):,} trials"
+        )
     per_chunk = max(1, MAX_BLOCK_ELEMENTS // max(1, elements_per_trial))
     full, rest = divmod(trials, per_chunk)
     return [per_chunk] * full + ([rest] if rest else [])

@@ -245,6 +245,7 @@ class AdditiveMechanism(ABC):
         if trials is None:
             return _shaped(self._draw(base, base.shape, rng))
         chunks = _checks.trial_chunks(trials, base.size)
+        _checks.check_returned_size(trials, base.size)
         if len(chunks) == 1:
             return self._draw(base, (trials, *base.shape), rng)
         out = np.empty((trials, *base.shape), dtype=np.int64 if self.integer_output else float)

@@ -17,6 +17,7 @@ from dpcore._checks import (
     check_choice,
     check_int,
     check_positive,
+    check_returned_size,
     check_rng,
     check_trials,
     finite_array,
@@ -104,9 +105,11 @@ def _noisy_argmax(
     if trials is None:
         noisy = values + _draw_noise(noise, scale, (1, d), rng)[0]
         return int(np.argmax(noisy))
+    chunks = trial_chunks(trials, d)  # refuses oversized work before anything is allocated
+    check_returned_size(trials, 1)
     winners = np.empty(trials, dtype=np.int64)
     start = 0
-    for chunk in trial_chunks(trials, d):
+    for chunk in chunks:
         noisy = _draw_noise(noise, scale, (chunk, d), rng)
         noisy += values
         winners[start:start + chunk] = np.argmax(noisy, axis=1)
@@ -230,9 +233,11 @@ def noisy_top_k(
     rng = check_rng(rng)
     if trials is None:
         return _top_k_block(values, k, scale, noise, 1, rng)[0]
+    chunks = trial_chunks(trials, values.size)
+    check_returned_size(trials, k)
     out = np.empty((trials, k), dtype=np.int64)
     start = 0
-    for chunk in trial_chunks(trials, values.size):
+    for chunk in chunks:
         out[start:start + chunk] = _top_k_block(values, k, scale, noise, chunk, rng)
         start += chunk
     return out
