@@ -1,0 +1,165 @@
+"""Private learning: DP naive Bayes accuracy against epsilon on Iris or Adult.
+
+Plain functions (no Streamlit) pick features with declared bounds, split rows and run the sweep;
+``learning_curve`` is the cached wrapper behind the page's chart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from numpy.typing import NDArray
+
+from dashboard.datasets import LoadedDataset
+from dpcore._checks import check_choice, check_int
+from dpcore.learning import accuracy_vs_epsilon
+
+
+@dataclass(frozen=True)
+class LearningTask:
+    """A classification task on a built-in dataset: a label column and numeric features."""
+
+    name: str
+    dataset: str
+    label: str
+    features: tuple[str, ...]
+
+
+#: The tasks the page offers (its own dataset choice: a classifier needs a label column).
+TASKS = {
+    "Iris": LearningTask("Iris", "Iris", "species",
+                         ("sepal_length", "sepal_width", "petal_length", "petal_width")),
+    "Adult": LearningTask("Adult", "Adult (UCI census income)", "income",
+                          ("age", "education_num", "hours_per_week", "capital_gain",
+                           "capital_loss")),
+}
+#: Noise for the released statistics, in the user's words.
+NOISES = {"laplace": "Laplace", "bounded_laplace": "Bounded Laplace"}
+#: 13 log-spaced epsilons from 0.01 to 10 (quarter decades, so 0.01, 0.1, 1 and 10 are on it).
+EPSILONS: tuple[float, ...] = tuple(float(f"{e:.2g}") for e in np.logspace(-2, 1, 13))
+REPETITION_OPTIONS = (20, 50, 100)
+#: Share of rows held out to measure accuracy.
+TEST_SHARE = 0.2
+#: A private model is "as good as" the non-private one within this many accuracy points.
+CLOSE_TO_BASELINE = 0.02
+_RNG_OFFSET = 8  # this page's own random streams, apart from the other pages'
+
+
+def feature_bounds(loaded: LoadedDataset, task: LearningTask) -> pd.DataFrame:
+    """The declared bounds of each feature with unit and source (public domains, not data).
+
+    Raises ValueError naming the feature when the dataset declares no numeric domain for it.
+    """
+    rows = []
+    for feature in task.features:
+        domain = loaded.domains.get(feature)
+        if domain is None or domain.kind != "numeric":
+            raise ValueError(f"feature {feature!r} has no declared public range in "
+                             f"{loaded.name}")
+        rows.append({"Feature": feature, "Lower": float(domain.lower),
+                     "Upper": float(domain.upper), "Unit": domain.unit,
+                     "Source": domain.source})
+    return pd.DataFrame(rows, columns=["Feature", "Lower", "Upper", "Unit", "Source"])
+
+
+def declared_classes(loaded: LoadedDataset, task: LearningTask) -> tuple[str, ...]:
+    """The label's categories as the dataset declares them (public, not read off the rows)."""
+    domain = loaded.domains.get(task.label)
+    if domain is None or domain.categories is None:
+        raise ValueError(f"label {task.label!r} has no declared categories in {loaded.name}")
+    return domain.categories
+
+
+def split_rows(n_rows: int, seed: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """A random 80/20 split of ``range(n_rows)``: (training rows, test rows), each sorted.
+
+    The same seed gives the same split; the test part has round(0.2·n_rows) rows.
+    """
+    n_rows = check_int("n_rows", n_rows, minimum=2)
+    seed = check_int("seed", seed, minimum=0)
+    order = np.random.default_rng([seed, _RNG_OFFSET]).permutation(n_rows)
+    n_test = int(round(TEST_SHARE * n_rows))
+    return np.sort(order[n_test:]), np.sort(order[:n_test])
+
+
+def task_arrays(frame: pd.DataFrame, task: LearningTask,
+                classes: Sequence[str]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Features as an (n, d) float array and labels as class numbers 0..k−1 into ``classes``.
+
+    Rows with a missing feature or a label outside ``classes`` are dropped.
+    """
+    features = frame[list(task.features)].to_numpy(dtype=np.float64, na_value=np.nan)
+    labels = pd.Categorical(frame[task.label].astype("string").to_numpy(dtype=object),
+                            categories=list(classes)).codes.astype(np.int64)
+    keep = np.isfinite(features).all(axis=1) & (labels >= 0)
+    return features[keep], labels[keep]
+
+
+@dataclass(frozen=True)
+class LearningCurve:
+    """Test accuracy against epsilon for one kind of noise, over repeated private fits."""
+
+    task: str
+    noise: str
+    epsilon: NDArray[np.float64]
+    median: NDArray[np.float64]
+    p05: NDArray[np.float64]
+    p95: NDArray[np.float64]
+    accuracies: NDArray[np.float64]      # (epsilons, repetitions)
+    baseline: float                      # the non-private model on the same split
+    majority: float                      # always guessing the commonest training class
+    train_rows: int
+    test_rows: int
+
+    def at(self, epsilon: float) -> tuple[float, float, float]:
+        """(median, 5th, 95th percentile) of the accuracy at a grid epsilon."""
+        i = int(np.argmin(np.abs(np.log(self.epsilon) - np.log(epsilon))))
+        return float(self.median[i]), float(self.p05[i]), float(self.p95[i])
+
+    def smallest_close_epsilon(self) -> float | None:
+        """The smallest grid epsilon whose median is within ``CLOSE_TO_BASELINE`` of baseline."""
+        close = np.flatnonzero(self.median >= self.baseline - CLOSE_TO_BASELINE)
+        return float(self.epsilon[close[0]]) if close.size else None
+
+
+def accuracy_curve(features: NDArray, labels: NDArray, *, n_classes: int,
+                   bounds: Sequence[tuple[float, float]], noise: str, repetitions: int,
+                   seed: int, task: str = "") -> LearningCurve:
+    """Split, then sweep the private classifier over ``EPSILONS`` with ``dpcore.learning``.
+
+    Labels are class numbers 0..n_classes−1 and the classes are passed as declared, so the
+    set of labels is never read off the data.
+    """
+    noise = check_choice("noise", noise, tuple(NOISES))
+    train, test = split_rows(labels.shape[0], seed)
+    # One noise stream per kind of noise, derived from the seed (never a global generator).
+    noise_seed = int(np.random.SeedSequence(
+        [seed, _RNG_OFFSET, list(NOISES).index(noise)]).generate_state(1)[0])
+    result = accuracy_vs_epsilon(
+        features[train], labels[train], features[test], labels[test], epsilons=EPSILONS,
+        bounds=list(bounds), noise=noise, repetitions=repetitions, seed=noise_seed,
+        classes=np.arange(n_classes))
+    commonest = np.bincount(labels[train], minlength=n_classes).argmax()
+    return LearningCurve(
+        task=task, noise=noise, epsilon=result["epsilon"], median=result["median"],
+        p05=result["p05"], p95=result["p95"], accuracies=result["accuracies"],
+        baseline=float(result["baseline"]), majority=float(np.mean(labels[test] == commonest)),
+        train_rows=int(train.size), test_rows=int(test.size))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def learning_curve(_loaded: LoadedDataset, dataset_key: str, task_name: str, noise: str,
+                   repetitions: int, seed: int) -> LearningCurve:
+    """Cached :func:`accuracy_curve` for a task of :data:`TASKS` (keyed by dataset, noise,
+    repetitions and seed)."""
+    task = TASKS[task_name]
+    bounds = feature_bounds(_loaded, task)
+    classes = declared_classes(_loaded, task)
+    features, labels = task_arrays(_loaded.frame, task, classes)
+    return accuracy_curve(features, labels, n_classes=len(classes),
+                          bounds=list(zip(bounds["Lower"], bounds["Upper"], strict=True)),
+                          noise=noise, repetitions=repetitions, seed=seed, task=task_name)
