@@ -1,6 +1,151 @@
-"""Placeholder until this page is built."""
+"""Choose epsilon: the error of a query against epsilon, the smallest epsilon meeting a target,
+and what an attacker can learn at the epsilon chosen.
+"""
+
+from __future__ import annotations
 
 import streamlit as st
 
-st.title("choose_epsilon")
-st.info("This page is being built.")
+from dashboard import charts, controls, state
+from dashboard.analysis import epsilon as ana
+from dashboard.text import plain
+
+ss = st.session_state
+loaded = state.dataset()
+frame, data_key, saved = loaded.frame, state.dataset_key(), ss[state.SAVED]
+
+st.title("Choose epsilon")
+st.caption("Pick ε by looking at it: how the error of your query shrinks as ε grows, the "
+           "smallest ε that meets your accuracy target, and what that ε lets an attacker learn.")
+state.remembered("choose_source", "statistics", options=list(ana.SOURCES))
+source = st.radio("Query", list(ana.SOURCES), key="choose_source", horizontal=True,
+                  format_func=ana.SOURCES.get)
+state.remember("choose_source")
+if source == "selection":
+    question = ana.selection_question(loaded, saved, data_key, state.seed(), escape=plain)
+    query = None
+else:
+    question = None
+    query = (ana.statistics_query(loaded, saved, data_key, escape=plain) if source == "statistics"
+             else ana.tables_query(loaded, saved, escape=plain))
+if query is None and question is None:
+    st.info(f"{plain(loaded.name)} has too few categorical columns for this query: pick "
+            "another query above or another dataset in the sidebar.")
+    st.stop()
+st.markdown((query or question).note)
+
+setup, target_box = st.columns(2, gap="large")
+with setup:
+    mechanisms, relative, measure, delta = [], False, "alpha", ana.DEFAULT_DELTA
+    if query is not None:
+        numbers = ana.cached_numbers(frame, data_key, query)
+        picked = f"choose_mechanisms_{source}"
+        state.remembered(picked, list(query.chosen), parse=ana.parse_list)
+        ss[picked] = ana.pick_list(ss[picked], query.mechanisms, query.chosen)
+        mechanisms = st.multiselect("Mechanisms to compare", list(query.mechanisms), key=picked,
+                                    format_func=ana.mechanism_name)
+        state.remember(picked)
+        measure = controls.select("Measure of error", list(ana.MEASURES), key="choose_measure",
+                                  format_func=ana.MEASURES.get)
+        if not query.per_cell and float(numbers.true_value) != 0:
+            relative = controls.toggle("Show errors as % of the true value",
+                                       key=f"choose_relative_{query.kind}",
+                                       default=query.kind in ("sum", "mean"))
+        st.caption(ana.sensitivity_note(query, numbers))
+        if query.answer_range and {"bounded_laplace", "clamped_laplace"} & set(mechanisms):
+            low, high = query.answer_range
+            st.caption(f"Bounded and clamped Laplace keep the answer in [{low:g}, {high:g}], a "
+                       "public range from the statistics page; a range read off the data "
+                       "would leak.")
+        confidence = controls.select("Confidence (share of releases the error bound covers)",
+                                     ana.CONFIDENCES, key="choose_confidence", default=0.95,
+                                     format_func=lambda c: f"{c:.0%}")
+    else:
+        confidence = 0.95  # not used: a selection is right or wrong
+        st.caption(f"Sensitivity of the scores: {question.sensitivity:g} under add/remove one "
+                   "row (set on the Selection page).")
+    if "gaussian" in mechanisms:
+        delta = controls.select("δ for the Gaussian mechanism", controls.DELTA_OPTIONS,
+                                key="choose_delta", default=query.delta,
+                                format_func=controls.fmt_number)
+
+with target_box:
+    epsilon = controls.epsilon_slider(key="choose_epsilon", label="Current ε (marked on the chart)",
+                                      default=(query or question).epsilon)
+    if query is not None:
+        unit = "% of the true value" if relative else query.unit
+        target = controls.number(f"Target: error at most ± ({plain(unit)})",
+                                 key=f"choose_target_{query.kind}_{'pct' if relative else 'abs'}",
+                                 default=1.0 if relative else 10.0, min_value=1e-6,
+                                 max_value=1e15)
+        st.caption(f"…in at least {confidence:.0%} of releases (change it on the left).")
+    else:
+        target = controls.number("Target: the right answer at least this often (%)",
+                                 key="choose_target_selection", default=90.0, min_value=1.0,
+                                 max_value=99.99)
+
+beta = round(1 - confidence, 10)
+if query is not None and not mechanisms:
+    st.info("Pick at least one mechanism to draw its curve.")
+    st.stop()
+with st.spinner("Sweeping ε and solving for the target…"):
+    if query is not None:
+        alpha = target / 100 * abs(float(numbers.true_value)) if relative else target
+        results, answers = {}, {}
+        for kind in mechanisms:
+            try:
+                results[kind] = ana.cached_curves(frame, data_key, query, kind, beta, delta,
+                                                  state.seed())
+            except (ValueError, TypeError) as exc:
+                st.error(f"{ana.mechanism_name(kind)}: {plain(exc, limit=300)} — check the "
+                         "query's bounds and range on the Noisy statistics page.")
+                continue
+            answers[kind] = ana.cached_smallest(frame, data_key, query, kind, alpha, beta,
+                                                delta, state.seed())
+        view = ana.error_view(query, results, answers, measure=measure, relative=relative,
+                              beta=beta, delta=delta, target_value=target, escape=plain)
+    else:
+        sweep, answer = ana.cached_selection(question, target / 100, state.seed())
+        view = ana.selection_view(question, sweep, answer, target=target / 100, escape=plain)
+if not view.curves:
+    st.stop()
+
+st.plotly_chart(charts.utility_curves(
+    view.curves, title=view.title, y_title=view.y_title, measure_label=view.measure_label,
+    band_label=view.band_label, current_epsilon=epsilon, target=view.target,
+    smallest=view.smallest, log_y=view.log_y, value_format=view.value_format),
+    key="choose_curve")
+if query is not None:
+    st.caption("Lines: the exact error of each mechanism; shaded: where 90% of simulated "
+               "releases' errors fall (5th to 95th percentile); dots: the same measure from "
+               "the simulation. Diamonds: the smallest ε meeting the target; dashed: the "
+               "current ε.")
+else:
+    st.caption("The probability that report noisy max picks the right answer (exact for one "
+               "pick, simulated for k > 1); a tie for first counts as right. Diamond: the "
+               "smallest ε meeting the target; dashed: the current ε.")
+for sentence in view.sentences:
+    st.success(sentence)
+for problem in view.problems:
+    st.warning(plain(problem, limit=400))
+if query is not None and measure != "alpha" and view.sentences:
+    st.caption("The target is about the ±α error bound: choose that measure to see it on the "
+               "chart.")
+
+st.subheader(f"What an attacker can learn at ε = {epsilon:g}")
+gaussian = "gaussian" in mechanisms
+summary = ana.cached_risk(epsilon, delta if gaussian else None,
+                          question is not None or any(m != "gaussian" for m in mechanisms))
+chart_col, table_col = st.columns([3, 2], gap="large")
+with chart_col:
+    st.plotly_chart(charts.tradeoff_chart(
+        summary.fpr, summary.curves,
+        title=f"Membership tests against a release at ε = {epsilon:g}"), key="choose_tradeoff")
+    st.caption("Each line is the best any test for 'is Alice in the data?' can do: below the "
+               "line is possible, above it is ruled out. The diagonal is a blind guess.")
+with table_col:
+    st.dataframe(summary.posteriors, hide_index=True, key="choose_posteriors")
+    st.caption("An attacker who knows every other row starts with a belief (prior) that "
+               "Alice is in the data; no release at this ε lifts it above these values.")
+    for sentence in summary.sentences:
+        st.info(sentence)

@@ -1,0 +1,655 @@
+"""Choose epsilon: privacy–utility curves, the smallest epsilon meeting a target, attacker risk.
+
+Plain functions (no Streamlit) read the query set up on another page and sweep it over epsilon;
+the ``st.cache_data`` wrappers at the end are what the "Choose epsilon" page calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from numpy.typing import NDArray
+
+from dashboard.analysis import selection as sel
+from dashboard.analysis import statistics as stats
+from dashboard.analysis import tables
+from dashboard.charts.epsilon import Curve
+from dashboard.controls import EPSILON_GRID, MECHANISMS, PrivacyChoice
+from dashboard.datasets import LoadedDataset, categorical_columns
+from dpcore import queries, risk, utility
+from dpcore.additive import Gaussian
+from dpcore.measures import ApproxDP, PureDP
+
+#: Where the query comes from (the "Query" radio).
+SOURCES = {
+    "statistics": "The Noisy statistics query",
+    "tables": "The Noisy tables crosstab (error per cell)",
+    "selection": "The Selection question (is the top category right?)",
+}
+#: What the curve shows for an error query.
+MEASURES = {
+    "alpha": "Error bound ±α at the chosen confidence",
+    "rmse": "Root mean squared error",
+    "mae": "Mean absolute error",
+}
+CONFIDENCES = (0.8, 0.9, 0.95, 0.99)
+#: Epsilons of the exact curves and of the simulated points (0.01 to 10, log-spaced).
+GRID = tuple(float(x) for x in np.geomspace(0.01, 10, 41))
+SIM_GRID = tuple(float(x) for x in np.geomspace(0.01, 10, 13))
+#: Simulated errors per epsilon (pooled over the cells of a histogram or table).
+SIM_ERRORS = 20_000
+#: The attacker's starting beliefs in the posterior table.
+PRIORS = (0.01, 0.1, 0.5)
+DEFAULT_DELTA = 1e-6
+#: Epsilons of the selection curve: counts of thousands are picked right far below 0.01.
+SELECTION_GRID = tuple(float(x) for x in np.geomspace(1e-4, 10, 51))
+#: Simulated releases per point of a top-k curve (standard error at most 0.5/sqrt(2000) = 1.1%).
+TOP_K_TRIALS = 2_000
+_ARRAY_MECHANISMS = ("laplace", "gaussian", "geometric")
+_RNG_OFFSET = 6  # this page's own random stream
+
+
+def mechanism_name(kind: str) -> str:
+    """'Laplace', 'Geometric', 'Gaussian', 'Bounded Laplace', 'Clamped Laplace'."""
+    return MECHANISMS[kind].split(" (")[0]
+
+
+def ceil_significant(x: float, digits: int = 3) -> float:
+    """``x`` rounded up to ``digits`` significant digits: a shown epsilon still meets the target."""
+    if not (x > 0 and math.isfinite(x)):
+        return x
+    step = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    shown = math.ceil(round(x / step, 9)) * step
+    return float(f"{shown:.{digits}g}")
+
+
+def fmt(x: float) -> str:
+    return stats.fmt_value(x)
+
+
+# --------------------------------------------------------------------------------------------
+# The question: read off the other pages' remembered widgets
+
+
+@dataclass(frozen=True)
+class ErrorQuery:
+    """A count, sum, mean, histogram or crosstab whose error is swept over epsilon (hashable).
+
+    ``what`` names the answer in a sentence ("count", "sum of age", "count in each cell") and
+    may quote a column name from the user's file: escape it before display.
+    """
+
+    source: str
+    kind: str
+    what: str
+    unit: str
+    spec: stats.QuerySpec | None = None
+    table: tuple[str, str, tuple[str, ...], tuple[str, ...]] | None = None
+    mechanisms: tuple[str, ...] = ("laplace",)
+    chosen: tuple[str, ...] = ("laplace",)
+    answer_range: tuple[float, float] | None = None
+    epsilon: float = 1.0
+    delta: float = DEFAULT_DELTA
+    sum_share: float = 0.5
+    note: str = ""
+
+    @property
+    def per_cell(self) -> bool:
+        return self.kind in ("histogram", "table")
+
+
+@dataclass(frozen=True)
+class SelectionQuestion:
+    """Which candidate has the best score, answered by report noisy max (hashable).
+
+    ``what`` names the right answer in a sentence ("the most common education") and may quote
+    a column name from the user's file: escape it before display.
+    """
+
+    scores: tuple[float, ...]
+    what: str
+    noise: str = "laplace"
+    sensitivity: float = 1.0
+    monotonic: bool = True
+    negate: bool = False
+    k: int = 1
+    epsilon: float = 1.0
+    note: str = ""
+
+
+def _saved_epsilon(saved: Mapping, prefix: str) -> float:
+    """The epsilon another page's slider was left at (a value of the shared grid), else 1."""
+    value = saved.get(prefix if prefix.endswith("level") else f"{prefix}_epsilon", 1.0)
+    return float(value) if value in EPSILON_GRID else 1.0
+
+
+def _saved_delta(saved: Mapping, prefix: str) -> float:
+    value = saved.get(f"{prefix}_delta", DEFAULT_DELTA)
+    return float(value) if isinstance(value, float) and 0 < value < 1 else DEFAULT_DELTA
+
+
+def _count_query(loaded: LoadedDataset, note: str) -> ErrorQuery:
+    rows = len(loaded.frame)
+    spec = stats.QuerySpec("count")
+    return ErrorQuery("statistics", "count", "count", "people", spec=spec,
+                      mechanisms=tuple(MECHANISMS), chosen=("laplace", "gaussian"),
+                      answer_range=stats.default_answer_range(spec, rows), note=note)
+
+
+def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
+                     escape: Callable[[str], str] = str) -> ErrorQuery:
+    """The query of the Noisy statistics page, or a count when it has not been set up.
+
+    ``escape`` is applied to the user's text (column names) in the note, which is markdown.
+    """
+    query = saved.get("stats_query")
+    fallback = ("The Noisy statistics page has no query set up for this dataset yet: "
+                "showing the **count of rows**. Set up a sum, mean or histogram there and "
+                "come back.")
+    if query not in stats.available_queries(loaded):
+        return _count_query(loaded, fallback)
+    column = saved.get("stats_column")
+    if query != "count" and column not in stats.columns_for(loaded, query):
+        return _count_query(loaded, fallback)
+    lower = upper = categories = None
+    if query in ("sum", "mean"):
+        bounds = stats.default_bounds(loaded, column)
+        lower = float(saved.get("stats_lower", bounds.lower))
+        upper = float(saved.get("stats_upper", bounds.upper))
+        if not lower < upper:
+            return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
+                                        "be below upper): showing the count of rows.")
+    elif query == "histogram":
+        categories = stats.declared_categories(loaded, column)
+    spec = stats.QuerySpec(query, column, lower, upper, categories)
+    try:
+        integer, rows = stats.query_facts(loaded.frame, dataset_key, spec)
+    except (ValueError, TypeError):
+        return _count_query(loaded, fallback)
+    if query == "mean":
+        offered = tuple(m for m in queries.MEAN_MECHANISMS if integer or m != "geometric")
+    elif query == "histogram":
+        offered = _ARRAY_MECHANISMS
+    else:
+        offered = tuple(MECHANISMS)
+    if not integer:
+        offered = tuple(m for m in offered if m != "geometric")
+    chosen = tuple(dict.fromkeys(
+        m for m in (saved.get("stats_mechanism"), saved.get("stats_compare")) if m in offered))
+    answer_range = None
+    if query in ("count", "sum"):
+        low, high = stats.default_answer_range(spec, rows)
+        answer_range = (float(saved.get("stats_answer_lower", low)),
+                        float(saved.get("stats_answer_upper", high)))
+    share = saved.get("stats_share", 0.5)
+    what = {"count": "count", "sum": f"sum of {column}", "mean": f"mean of {column}",
+            "histogram": f"count of each {column} category"}[query]
+    return ErrorQuery(
+        "statistics", query, what, stats.answer_unit(loaded, spec), spec=spec,
+        mechanisms=offered, chosen=chosen or offered[:1], answer_range=answer_range,
+        epsilon=_saved_epsilon(saved, "stats"), delta=_saved_delta(saved, "stats"),
+        sum_share=float(share) if share in stats.SUM_SHARE_OPTIONS else 0.5,
+        note=f"The query set up on the Noisy statistics page: the **{escape(spec.describe())}**.")
+
+
+def tables_query(loaded: LoadedDataset, saved: Mapping, *,
+                 escape: Callable[[str], str] = str) -> ErrorQuery | None:
+    """The crosstab of the Noisy tables page (its default pair when not visited); None when
+    the dataset has fewer than two categorical columns."""
+    columns = tables.table_columns(loaded)
+    axes = tables.default_axes(loaded, columns)
+    if axes is None:
+        return None
+    row, column = saved.get("tables_row"), saved.get("tables_column")
+    note = "The crosstab set up on the Noisy tables page"
+    if row not in columns or column not in columns or row == column:
+        row, column = axes
+        note = "The Noisy tables page's default crosstab"
+    row_cats = tables.declared_categories(loaded, row)[0]
+    col_cats = tables.declared_categories(loaded, column)[0]
+    chosen = saved.get("tables_mechanism")
+    return ErrorQuery(
+        "tables", "table", "count in each cell", "people", table=(row, column, row_cats,
+                                                                   col_cats),
+        mechanisms=_ARRAY_MECHANISMS,
+        chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else ("geometric",),
+        epsilon=_saved_epsilon(saved, "tables"), delta=_saved_delta(saved, "tables"),
+        note=f"{note}: **{escape(row)} × {escape(column)}**, "
+             f"{len(row_cats) * len(col_cats):,} cells, before post-processing "
+             "(clipping negatives can only bring a cell closer to the truth).")
+
+
+def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int,
+                      source: str) -> tuple[tuple[float, ...], float, str]:
+    """(scores, sensitivity, what is right) as the Selection page computes them."""
+    negate = saved.get("sel_negate") is True
+    if source == "typed":
+        scores = sel.parse_numbers(str(saved.get("sel_scores_text", "0, 2, 4, 6")))
+        sensitivity = float(saved.get("sel_sensitivity", 1.0))
+        return (tuple(float(v) for v in scores), sensitivity,
+                "the lowest score" if negate else "the highest score")
+    if source == "pricing":
+        highest = float(saved.get("sel_highest", 4.0))
+        prices = sel.price_grid(highest, float(saved.get("sel_step", 0.01)))
+        bids = (sel.simulated_bids(highest, seed) if saved.get("sel_bids_from") == "simulated"
+                else sel.parse_bids(str(saved.get("sel_bids_text", sel.EXAMPLE_BIDS))))
+        revenue = sel.revenue_curve(bids, prices)
+        return (tuple(float(r) for r in revenue), float(prices[-1]),
+                "the worst price" if negate else "the best price")
+    columns = categorical_columns(loaded)
+    column = saved.get("sel_column")
+    if column not in columns:
+        column = "education" if "education" in columns else columns[0]
+    domain = loaded.domains.get(column)
+    declared = domain.categories if domain is not None else None
+    counts = sel.column_scores(loaded.frame, dataset_key, column, declared)[1]
+    return counts, 1.0, f"the {'least' if negate else 'most'} common {column}"
+
+
+def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int, *,
+                       escape: Callable[[str], str] = str) -> SelectionQuestion | None:
+    """The Selection page's question (its remembered widgets), or its default: the most common
+    category of a column. None when that default has no categorical column to count."""
+    source = saved.get("sel_source", "data")
+    note = "The question set up on the Selection page"
+    if "sel_source" not in saved:
+        note = "The Selection page has no question set up yet; its default"
+    try:
+        scores, sensitivity, what = _selection_scores(loaded, saved, dataset_key, seed, source)
+    except (ValueError, TypeError, IndexError):
+        if source == "data" or not categorical_columns(loaded):
+            return None
+        scores, sensitivity, what = _selection_scores(loaded, {}, dataset_key, seed, "data")
+        note = "The Selection page's scores do not parse; instead"
+    noise = saved.get("sel_noise")
+    k = saved.get("sel_k", 1)
+    k = k if isinstance(k, int) and 1 <= k < len(scores) else 1
+    zcdp = (" It uses zCDP there; here the privacy level is pure ε."
+            if saved.get("sel_measure") == "zcdp" else "")
+    top = f"a true top {k}" if k > 1 else escape(what)
+    return SelectionQuestion(
+        scores, what, noise=noise if noise in sel.NOISES else "laplace", sensitivity=sensitivity,
+        monotonic=saved.get("sel_monotonic", True) is True, negate=saved.get("sel_negate") is True,
+        k=k, epsilon=_saved_epsilon(saved, "sel_pure_level"),
+        note=f"{note}: does report noisy max pick **{top}** among {len(scores):,} candidates?"
+             f"{zcdp}")
+
+
+# --------------------------------------------------------------------------------------------
+# The numbers behind an error query
+
+
+@dataclass(frozen=True)
+class QueryNumbers:
+    """True answer and sensitivities of an error query."""
+
+    true_value: NDArray[np.float64]
+    l1: float
+    l2: float
+    integer: bool
+
+
+def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
+    """True answer (the clamped mean for a mean) and L1/L2 sensitivity (of the sum, for a mean)."""
+    if query.kind == "table":
+        row, column, row_cats, col_cats = query.table
+        answer = tables.true_table(frame, row, column, row_categories=row_cats,
+                                   column_categories=col_cats)
+    else:
+        answered = stats.answer_query(frame, query.spec)
+        if query.kind == "mean":
+            sum_answer, count_answer = answered
+            truth = float(np.clip(sum_answer.true_value / max(float(count_answer.true_value), 1),
+                                  query.spec.lower, query.spec.upper))
+            return QueryNumbers(np.array(truth), sum_answer.l1_sensitivity,
+                                sum_answer.l2_sensitivity, sum_answer.integer_valued)
+        answer = answered
+    return QueryNumbers(np.asarray(answer.true_value, dtype=np.float64), answer.l1_sensitivity,
+                        answer.l2_sensitivity, answer.integer_valued)
+
+
+def sensitivity_note(query: ErrorQuery, numbers: QueryNumbers) -> str:
+    """One line: the sensitivity, the neighbour relation, and where clamping bounds come from."""
+    note = (f"Sensitivity: L1 = {numbers.l1:g}, L2 = {numbers.l2:g} — the most one person can "
+            "change the answer when a row is added or removed.")
+    if query.spec is not None and query.spec.lower is not None:
+        note += (f" Values are clamped to [{query.spec.lower:g}, {query.spec.upper:g}], the "
+                 "bounds set on the Noisy statistics page (the column's public range unless "
+                 "you changed them); bounds read off the data itself would leak.")
+    return note
+
+
+def _options(query: ErrorQuery, mechanism: str, numbers: QueryNumbers,
+             delta: float) -> dict:
+    """Keyword arguments of the utility sweeps for one mechanism."""
+    options: dict = {"sensitivity": numbers.l1, "l2_sensitivity": numbers.l2}
+    if mechanism == "gaussian":
+        options["delta"] = delta
+    if mechanism in ("bounded_laplace", "clamped_laplace"):
+        options["lower"], options["upper"] = query.answer_range
+    return options
+
+
+@dataclass(frozen=True)
+class MechanismCurves:
+    """Exact (``exact``, None for the mean) and simulated error measures over epsilon."""
+
+    kind: str
+    exact: dict[str, NDArray[np.float64]] | None
+    simulated: dict[str, NDArray[np.float64]]
+    true_value: float | None
+
+
+def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, beta: float,
+                     delta: float, seed: int) -> MechanismCurves:
+    """Sweep one mechanism over :data:`GRID` (exact) and :data:`SIM_GRID` (simulated)."""
+    numbers = query_numbers(frame, query)
+    scalar = None if query.per_cell else float(numbers.true_value)
+    rng = np.random.default_rng([seed, _RNG_OFFSET, 0])
+    trials = max(200, math.ceil(SIM_ERRORS / numbers.true_value.size))
+    if query.kind == "mean":
+        def release(eps: float, n: int, gen: np.random.Generator) -> NDArray:
+            budget = {"epsilon": eps, "delta": delta} if mechanism == "gaussian" else {
+                "epsilon": eps}
+            choice = PrivacyChoice("approx" if mechanism == "gaussian" else "pure", mechanism,
+                                   **budget)
+            plan = stats.make_plan(frame, query.spec, choice, sum_share=query.sum_share)
+            return plan.sample(n, gen)
+
+        simulated = utility.monte_carlo_sweep(release, epsilons=SIM_GRID, true_value=scalar,
+                                              trials=trials, rng=rng, beta=beta)
+        return MechanismCurves(mechanism, None, simulated, scalar)
+    options = _options(query, mechanism, numbers, delta)
+    # Per-cell errors of additive noise do not depend on the cell's value: one sweep serves all.
+    exact = utility.error_sweep(mechanism, epsilons=GRID, beta=beta, true_value=scalar,
+                                **options)
+    simulated = utility.monte_carlo_error_sweep(
+        mechanism, epsilons=SIM_GRID, true_value=numbers.true_value, trials=trials, rng=rng,
+        beta=beta, **options)
+    return MechanismCurves(mechanism, exact, simulated, scalar)
+
+
+def smallest_for(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, alpha: float,
+                 beta: float, delta: float,
+                 curves: MechanismCurves | None = None) -> utility.SmallestEpsilon:
+    """The smallest epsilon meeting P(|error| > alpha) <= beta for one mechanism.
+
+    Exact (``utility.smallest_epsilon``) except for the mean, which has no closed form: there
+    it is read off the simulated curve by log-log interpolation between the grid points that
+    straddle alpha. Raises ValueError when the target cannot be met.
+    """
+    numbers = query_numbers(frame, query)
+    if query.kind != "mean":
+        options = _options(query, mechanism, numbers, delta)
+        l2 = options.pop("l2_sensitivity")
+        if mechanism == "gaussian":
+            options["sensitivity"] = l2
+        bounded = mechanism in ("bounded_laplace", "clamped_laplace")
+        truth = float(numbers.true_value) if bounded else None
+        return utility.smallest_epsilon(mechanism, alpha=alpha, beta=beta, true_value=truth,
+                                        **options)
+    return read_off(curves.simulated["epsilon"], curves.simulated["alpha"], alpha,
+                    decreasing=True)
+
+
+def read_off(epsilons: NDArray, values: NDArray, target: float, *,
+             decreasing: bool) -> utility.SmallestEpsilon:
+    """The smallest epsilon where a simulated curve reaches ``target`` (an error falling to it,
+    or a success rate rising to it), by log-log interpolation between the straddling points."""
+    eps = np.asarray(epsilons, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    meets = np.flatnonzero(values <= target if decreasing else values >= target)
+    if meets.size == 0:
+        raise ValueError(f"no simulated epsilon up to {eps[-1]:g} reaches the target "
+                         f"{fmt(target)}")
+    i = int(meets[0])
+    if i == 0:
+        return utility.SmallestEpsilon(float(eps[0]), True)
+    x0, x1 = math.log(eps[i - 1]), math.log(eps[i])
+    y0, y1, y = (math.log(max(v, 1e-300)) for v in (values[i - 1], values[i], target))
+    t = (y - y0) / (y1 - y0) if y1 != y0 else 1.0
+    return utility.SmallestEpsilon(float(math.exp(x0 + t * (x1 - x0))), False)
+
+
+# --------------------------------------------------------------------------------------------
+# What the page draws and says
+
+
+@dataclass
+class CurveView:
+    """Everything the privacy–utility chart and its sentences need."""
+
+    curves: list[Curve] = field(default_factory=list)
+    title: str = ""
+    y_title: str = ""
+    measure_label: str = ""
+    band_label: str | None = None
+    target: float | None = None
+    smallest: list[tuple[str, float]] = field(default_factory=list)
+    sentences: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    log_y: bool = True
+    value_format: str = ",.3g"
+
+
+def error_view(query: ErrorQuery, results: Mapping[str, MechanismCurves],
+               answers: Mapping[str, utility.SmallestEpsilon | str], *, measure: str,
+               relative: bool, beta: float, delta: float, target_value: float,
+               escape: Callable[[str], str] = str) -> CurveView:
+    """Curves (exact line, simulated 5–95% band and points) and the target's sentences.
+
+    ``target_value`` is in the units shown (a percentage when ``relative``).
+    """
+    conf = 1 - beta
+    scale = 100.0 if relative else 1.0
+    unit = "% of the true value" if relative else query.unit
+    measure_words = {"alpha": f"±α at {conf:.0%} confidence", "rmse": "RMSE",
+                     "mae": "mean absolute error"}[measure]
+    view = CurveView(
+        title=f"Error of the {query.what} against ε: {measure_words}",
+        y_title=f"{measure_words} ({unit}, log scale)",
+        band_label="5–95% of simulated |errors|",
+        measure_label={"alpha": f"error at most {{y}} in {conf:.0%} of releases",
+                       "rmse": "RMSE {y}", "mae": "mean |error| {y}"}[measure]
+        + (" %" if relative else ""),
+        target=target_value if measure == "alpha" else None,
+    )
+    if query.per_cell:
+        view.title += " (per cell)"
+
+    def pick(values: Mapping[str, NDArray], name: str) -> NDArray:
+        return values[f"relative_{name}" if relative else name] * scale
+
+    for kind, res in results.items():
+        name, sim = mechanism_name(kind), res.simulated
+        band = {"low": pick(sim, "p05"), "high": pick(sim, "p95")}
+        if res.exact is not None:
+            curve = Curve(name, np.asarray(GRID), line=pick(res.exact, measure),
+                          simulated=pick(sim, measure), simulated_epsilon=sim["epsilon"],
+                          **band)
+        else:  # the mean: only simulated
+            curve = Curve(f"{name} (simulated)", sim["epsilon"], line=pick(sim, measure), **band)
+        view.curves.append(curve)
+        answer = answers.get(kind)
+        if answer is None:
+            continue
+        if isinstance(answer, str):
+            view.problems.append(f"{name}: {answer}")
+            continue
+        if measure == "alpha":
+            view.smallest.append((curve.name, answer.epsilon))
+        view.sentences.append(target_sentence(query, kind, answer, beta=beta, delta=delta,
+                                              target_value=target_value, relative=relative,
+                                              true_value=res.true_value, escape=escape))
+    return view
+
+
+def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilon, *,
+                    beta: float, delta: float, target_value: float, relative: bool,
+                    true_value: float | None, escape: Callable[[str], str] = str) -> str:
+    """e.g. 'With Laplace noise, ε ≥ 0.3 keeps the count within ±10 of the truth in 95% of
+    releases.' (may quote a column name: escape before display)."""
+    name = mechanism_name(kind) + " noise" + (f" (δ = {delta:g})" if kind == "gaussian" else "")
+    what = escape(query.what)
+    if relative:
+        within = f"±{target_value:g}% (±{fmt(target_value / 100 * abs(true_value))})"
+    else:
+        within = f"±{fmt(target_value)}"
+    how = "≈ " if query.kind == "mean" else ""
+    tail = " (read off the simulated curve: a noisy mean has no closed form)" \
+        if query.kind == "mean" else ""
+    if answer.met_at_lower_end:
+        return (f"With {name}, every ε down to {answer.epsilon:g} keeps the {what} "
+                f"within {within} of the truth in {1 - beta:.0%} of releases{tail}.")
+    shown = ceil_significant(answer.epsilon)
+    return (f"With {name}, ε ≥ {how}{shown:g} keeps the {what} within {within} of "
+            f"the truth in {1 - beta:.0%} of releases{tail}.")
+
+
+def selection_view(question: SelectionQuestion, sweep: Mapping[str, NDArray],
+                   answer: utility.SmallestEpsilon | str, *, target: float,
+                   escape: Callable[[str], str] = str) -> CurveView:
+    """P(correct) against epsilon for report noisy max, and the target sentence."""
+    noise, _, how = sel.NOISES[question.noise].partition(" (")
+    noise = f"{noise} noise ({how}" if how else f"{noise} noise"
+    right = f"a true top {question.k}" if question.k > 1 else escape(question.what)
+    view = CurveView(
+        title=f"How often report noisy max picks {right}, against ε",
+        y_title="Releases that pick the right answer (%)",
+        measure_label="the right answer in {y}% of releases",
+        target=100 * target, log_y=False, value_format=".3g")
+    view.curves.append(Curve(name=noise + (" (simulated)" if question.k > 1 else ""),
+                             epsilon=sweep["epsilon"], line=100 * sweep["p_correct"]))
+    if isinstance(answer, str):
+        view.problems.append(answer)
+        return view
+    view.smallest.append((view.curves[0].name, answer.epsilon))
+    approx = "≈ " if question.k > 1 else ""
+    if answer.met_at_lower_end:
+        view.sentences.append(f"With {noise}, every ε down to {answer.epsilon:g} picks "
+                              f"{right} in at least {target:.0%} of releases.")
+    else:
+        view.sentences.append(
+            f"With {noise}, ε ≥ {approx}{ceil_significant(answer.epsilon):g} picks "
+            f"{right} in at least {target:.0%} of releases.")
+    return view
+
+
+@dataclass(frozen=True)
+class RiskSummary:
+    """Trade-off curves, posterior table and sentences for one privacy level."""
+
+    fpr: NDArray[np.float64]
+    curves: list[tuple[str, NDArray[np.float64]]]
+    posteriors: pd.DataFrame
+    sentences: list[str]
+
+
+def risk_summary(epsilon: float, *, delta: float | None, pure: bool) -> RiskSummary:
+    """What an attacker can learn at ``epsilon``: pure DP and, with ``delta``, the Gaussian.
+
+    ``pure`` adds the ε-DP guarantee (Laplace-type mechanisms, selection); ``delta`` adds the
+    (ε, δ)-DP guarantee and the exact trade-off of the Gaussian mechanism calibrated to it
+    (μ-Gaussian-DP with μ = sensitivity / σ, the same for every sensitivity).
+    """
+    fpr = np.linspace(0.0, 1.0, 201)
+    curves, sentences = [], []
+    measures: list[tuple[str, PureDP | ApproxDP]] = []
+    if pure:
+        measures.append((f"ε-DP, ε = {epsilon:g}", PureDP(epsilon)))
+    if delta is not None:
+        measures.append((f"(ε, δ)-DP, ε = {epsilon:g}, δ = {delta:g}", ApproxDP(epsilon, delta)))
+    for label, measure in measures:
+        curves.append((f"Any {label} release", np.asarray(risk.tradeoff(measure, fpr))))
+        sentences.append(risk.describe_risk(measure, 0.5))
+    # The belief bound depends on epsilon alone; delta is the chance it does not hold.
+    bound = risk.max_posterior(measures[0][1], np.array(PRIORS))
+    table = {"Attacker's prior": [f"{p:.0%}" for p in PRIORS],
+             f"Highest belief after the release (ε = {epsilon:g})":
+                 [f"{100 * p:.3g}%" for p in bound.posterior]}
+    if delta is not None:
+        table["Except with probability (δ)"] = [f"{delta:g}"] * len(PRIORS)
+    if delta is not None:
+        mu = 1.0 / Gaussian(sensitivity=1.0, epsilon=epsilon, delta=delta).scale
+        curves.append((f"The Gaussian mechanism itself (exactly μ-GDP, μ = {mu:.3g})",
+                       np.asarray(risk.gaussian_tradeoff(mu, fpr))))
+    return RiskSummary(fpr, curves, pd.DataFrame(table), sentences)
+
+
+# --------------------------------------------------------------------------------------------
+# Cached wrappers (what the page calls)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_numbers(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery) -> QueryNumbers:
+    return query_numbers(_frame, query)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_curves(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, mechanism: str,
+                  beta: float, delta: float, seed: int) -> MechanismCurves:
+    return mechanism_curves(_frame, query, mechanism, beta=beta, delta=delta, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def cached_smallest(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, mechanism: str,
+                    alpha: float, beta: float, delta: float, seed: int
+                    ) -> utility.SmallestEpsilon | str:
+    """The smallest epsilon, or the reason it does not exist (a message)."""
+    curves = None
+    if query.kind == "mean":
+        curves = cached_curves(_frame, dataset_key, query, mechanism, beta, delta, seed)
+    try:
+        return smallest_for(_frame, query, mechanism, alpha=alpha, beta=beta, delta=delta,
+                            curves=curves)
+    except ValueError as exc:
+        return str(exc)
+
+
+def selection_curve(question: SelectionQuestion, target: float, *, seed: int
+                    ) -> tuple[dict[str, NDArray], utility.SmallestEpsilon | str]:
+    """P(correct) over :data:`SELECTION_GRID` and the smallest epsilon meeting ``target``.
+
+    k = 1: exact (``utility.selection_sweep`` and ``smallest_epsilon_for_selection``). k > 1:
+    P(true top k recovered) simulated, and the smallest epsilon read off that curve.
+    """
+    common = {"noise": question.noise, "sensitivity": question.sensitivity,
+              "monotonic": question.monotonic, "negate": question.negate}
+    rng = np.random.default_rng([seed, _RNG_OFFSET, 1])
+    sweep = utility.selection_sweep(question.scores, epsilons=SELECTION_GRID, k=question.k,
+                                    trials=TOP_K_TRIALS, rng=rng, **common)
+    try:
+        if question.k == 1:
+            return sweep, utility.smallest_epsilon_for_selection(question.scores, target=target,
+                                                                 **common)
+        return sweep, read_off(sweep["epsilon"], sweep["p_correct"], target, decreasing=False)
+    except ValueError as exc:
+        return sweep, str(exc)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_selection(question: SelectionQuestion, target: float, seed: int
+                     ) -> tuple[dict[str, NDArray], utility.SmallestEpsilon | str]:
+    return selection_curve(question, target, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_risk(epsilon: float, delta: float | None, pure: bool) -> RiskSummary:
+    return risk_summary(epsilon, delta=delta, pure=pure)
+
+
+def parse_list(raw: str) -> list[str]:
+    """A list mirrored in the URL as "['laplace', 'gaussian']" (never evaluated as code)."""
+    parts = (p.strip().strip("'\"") for p in raw.strip().strip("[]").split(","))
+    return [p for p in parts if p]
+
+
+def pick_list(value: object, options: Sequence[str], default: Sequence[str]) -> list[str]:
+    """A remembered multiselect value kept to the options offered now."""
+    kept = [v for v in value if v in options] if isinstance(value, (list, tuple)) else []
+    return kept or [d for d in default if d in options] or list(options[:1])
