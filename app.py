@@ -22,22 +22,39 @@ PAGES = [
 ]
 
 UPLOAD_CHOICE = "Upload your own CSV"
+UPLOAD_TRIED = "upload_tried_id"   # file_id of the last upload parsed, whether it loaded or not
+UPLOAD_ERROR = "upload_error"
 
 
 def _load_upload() -> None:
-    """Parse a newly uploaded file once; on failure keep the dataset loaded before."""
-    upload = st.session_state.get("upload_file")
-    if upload is None or st.session_state.get(state.UPLOAD_ID) == upload.file_id:
+    """Parse a newly uploaded file once; on failure keep the dataset loaded before.
+
+    ``state.UPLOAD_ID`` names the upload that loaded (it keys the caches), so it changes only
+    when a file loads; a file that fails is remembered apart, so it is parsed only once.
+    """
+    ss = st.session_state
+    upload = ss.get("upload_file")
+    if upload is None:
+        ss.pop(UPLOAD_ERROR, None)   # the file the error was about has been removed
         return
-    st.session_state[state.UPLOAD_ID] = upload.file_id
+    if ss.get(UPLOAD_TRIED) == upload.file_id:
+        return
+    ss[UPLOAD_TRIED] = upload.file_id
     try:
         loaded = datasets.load_upload(upload.getvalue(), upload.name)
     except datasets.DatasetError as exc:
-        st.session_state["upload_error"] = str(exc)
+        ss[UPLOAD_ERROR] = str(exc)
         return
-    st.session_state.pop("upload_error", None)
-    st.session_state[state.UPLOADED] = loaded
-    st.session_state[state.DATASET] = loaded
+    except Exception as exc:  # noqa: BLE001 — a bad file must never show a traceback
+        # The exception's text is not shown: it may quote the file's content.
+        ss[UPLOAD_ERROR] = (f"The file could not be read (unexpected {type(exc).__name__}). "
+                            "Check that it is a CSV file with a header row, save it again "
+                            "as 'CSV UTF-8' and upload it again.")
+        return
+    ss.pop(UPLOAD_ERROR, None)
+    ss[state.UPLOAD_ID] = upload.file_id
+    ss[state.UPLOADED] = loaded
+    ss[state.DATASET] = loaded
 
 
 def sidebar() -> None:
@@ -56,8 +73,8 @@ def sidebar() -> None:
                      "memory: it is never written to disk or shared with other users.",
             )
             _load_upload()
-            if ss.get("upload_error"):
-                st.error(ss["upload_error"])
+            if ss.get(UPLOAD_ERROR):
+                st.error(plain(ss[UPLOAD_ERROR], limit=1000), icon=":material/error:")
             if ss.get(state.UPLOADED) is not None:
                 ss[state.DATASET] = ss[state.UPLOADED]
             else:

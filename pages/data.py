@@ -1,6 +1,117 @@
-"""Placeholder until this page is built."""
+"""Data page: the loaded dataset as it is — first rows, a profile per column, distributions.
 
+For the data owner's eyes: nothing on this page is private.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pandas as pd
 import streamlit as st
 
-st.title("data")
-st.info("This page is being built.")
+from dashboard import charts, controls, datasets, state
+from dashboard.text import plain
+
+COLUMNS_KEY = "data_columns"
+COLUMNS_OWNER = "data_columns_dataset"   # which dataset the chosen columns belong to
+
+
+def domain_text(domain: datasets.ColumnDomain | None) -> str:
+    """A column's public domain in words, for the profile table."""
+    if domain is None:
+        return "none declared"
+    if domain.kind == "numeric":
+        return f"[{domain.lower:g}, {domain.upper:g}] {domain.unit}".strip()
+    cats = domain.categories or ()
+    more = ", …" if len(cats) > 6 else ""
+    return f"{len(cats)} categories: {', '.join(cats[:6])}{more}"
+
+
+def parse_names(raw: str) -> list[str]:
+    """Column names from the URL (a Python list literal; never evaluated as code)."""
+    try:
+        names = ast.literal_eval(raw) if len(raw) <= 100_000 else None
+    except (SyntaxError, MemoryError, RecursionError):
+        names = None   # a mangled URL: fall back to the default columns
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError("not a list of column names")
+    return names
+
+
+loaded = state.dataset()
+frame = loaded.frame
+is_upload = state.dataset_key().startswith("upload:")
+
+st.title("Data")
+st.markdown(f"**{plain(loaded.name)}**: {len(frame):,} rows × {frame.shape[1]} columns. "
+            f"{plain(loaded.source, limit=300)}")
+st.warning(
+    "**For the data owner's eyes only.** This page shows the data itself, with no privacy "
+    "protection: the preview, the counts and the minimum and maximum below are exact. Do not "
+    "publish anything from this page; the other pages show what a private release would look "
+    "like.", icon=":material/visibility:")
+for warning in loaded.warnings:
+    st.warning(plain(warning, limit=400), icon=":material/report:")
+
+st.subheader("First rows")
+n_rows = controls.select("Rows to show", (5, 10, 20, 50, 100), key="data_preview_rows",
+                         default=10)
+st.dataframe(frame.head(n_rows), width="stretch")
+
+st.subheader("Column profile")
+profile = datasets.profile(frame)
+profile["public domain"] = [domain_text(loaded.domains.get(c)) for c in profile["column"]]
+profile["domain source"] = [getattr(loaded.domains.get(c), "source", "") for c in
+                            profile["column"]]
+st.dataframe(profile, hide_index=True, width="stretch", placeholder="—", column_config={
+    "missing": st.column_config.NumberColumn("missing", help="cells with no value"),
+    "distinct": st.column_config.NumberColumn("distinct", help="different non-missing values"),
+    "min": st.column_config.NumberColumn("min (data)", help="read off the data: not public"),
+    "max": st.column_config.NumberColumn("max (data)", help="read off the data: not public"),
+})
+st.caption(
+    "Min and max are read off the data, so they are not public bounds: clamping to them "
+    "would leak information about the people at the extremes. The public domain comes from "
+    "documentation or general knowledge (its source is shown); the query pages use it. "
+    + ("An uploaded file has no declared domains: declare bounds and categories yourself on "
+       "the query pages." if is_upload else ""))
+
+st.subheader("Distributions")
+columns = [str(c) for c in frame.columns]
+ss = st.session_state
+state.remembered(COLUMNS_KEY, columns[:2], parse=parse_names)
+chosen = [c for c in ss[COLUMNS_KEY] if c in columns] if isinstance(ss[COLUMNS_KEY], list) else []
+if ss.get(COLUMNS_OWNER, state.dataset_key()) != state.dataset_key():
+    chosen = columns[:2]   # another dataset: start from its first two columns
+ss[COLUMNS_KEY], ss[COLUMNS_OWNER] = chosen, state.dataset_key()
+picked = st.multiselect("Columns to draw", columns, key=COLUMNS_KEY,
+                        help="A bar chart for a categorical column, a histogram for a "
+                             "numeric one.")
+if is_upload:   # column names of an upload stay out of the URL (and the browser history)
+    ss[state.SAVED][COLUMNS_KEY] = ss[COLUMNS_KEY]
+else:
+    state.remember(COLUMNS_KEY)
+
+numeric = set(datasets.numeric_columns(frame))
+cells = st.columns(2)
+for i, column in enumerate(picked):
+    domain = loaded.domains.get(column)
+    with cells[i % 2]:
+        if column in numeric:
+            bounds = {"unit": domain.unit, "lower": domain.lower, "upper": domain.upper} \
+                if domain is not None and domain.kind == "numeric" else {}
+            st.plotly_chart(charts.numeric_histogram(frame[column], column=column, **bounds),
+                            key=f"data_chart_{i}")
+            st.caption(f"How many rows have each value of {plain(column)}"
+                       + (" (dashed lines: the public bounds)." if bounds else "."))
+        else:
+            categories = domain.categories if domain is not None else (
+                frame[column].cat.categories
+                if isinstance(frame[column].dtype, pd.CategoricalDtype) else None)
+            st.plotly_chart(charts.category_bars(frame[column], column=column,
+                                                 categories=categories), key=f"data_chart_{i}")
+            st.caption(f"How many rows fall in each category of {plain(column)}; declared "
+                       "categories with no rows show as empty bars.")
+if not picked:
+    st.info("Pick one or more columns above to see their distributions.")

@@ -1,6 +1,178 @@
-"""Placeholder until this page is built."""
+"""Noisy tables page: a crosstab of two categorical columns released with noise on every cell.
+
+The census-table workflow: geometric noise, post-processing, and the L1 error over many releases.
+"""
+
+from __future__ import annotations
 
 import streamlit as st
 
-st.title("tables")
-st.info("This page is being built.")
+from dashboard import charts, controls, state
+from dashboard.analysis import tables
+from dashboard.text import plain
+
+ss = st.session_state
+loaded = state.dataset()
+dataset_key = state.dataset_key()
+is_upload = dataset_key.startswith("upload:")
+
+
+def use_census() -> None:
+    ss["dataset_choice"] = tables.CENSUS   # a callback runs before the sidebar is drawn
+
+
+def pick_column(label: str, options: list[str], *, key: str, default: str) -> str:
+    state.remembered(key, default, options=options)
+    value = st.selectbox(label, options, key=key)
+    if is_upload:   # column names of an upload stay out of the URL (and browser history)
+        ss[state.SAVED][key] = value
+    else:
+        state.remember(key)
+    return value
+
+
+st.title("Noisy tables")
+st.markdown("How many people fall in each combination of two categories, released with noise "
+            "on every cell. Every declared category keeps its cell, **true zeros included**: "
+            "dropping an empty cell would reveal that nobody has that combination.")
+columns = tables.table_columns(loaded)
+axes = tables.default_axes(loaded, columns)
+if loaded.name != tables.CENSUS:
+    st.button("Use the synthetic census (Occupation × Sex, the classic example)",
+              key="tables_use_census", on_click=use_census, icon=":material/swap_horiz:")
+if axes is None:
+    st.info(f"{plain(loaded.name)} has fewer than two categorical columns (with at most "
+            f"{tables.MAX_TABLE_CATEGORIES} categories), so there is no table to make. Pick "
+            "another dataset in the sidebar, or use the button above.")
+    st.stop()
+
+left, right = st.columns(2, gap="large")
+with left:
+    row = pick_column("Rows of the table", columns, key="tables_row", default=axes[0])
+    others = [c for c in columns if c != row]
+    column = pick_column("Columns of the table", others, key="tables_column",
+                         default=axes[1] if axes[1] != row else others[0])
+    privacy = controls.privacy_controls("tables", integer_query=True,
+                                        allowed=("geometric", "laplace", "gaussian"),
+                                        default_mechanism="geometric")
+with right:
+    clip = controls.toggle("Clip negative counts to 0", key="tables_clip", default=True)
+    round_ = controls.toggle("Round to whole numbers", key="tables_round", default=True)
+    rescale = controls.toggle("Rescale to a noisy total", key="tables_rescale", default=False)
+    source, share = "cells", 0.2
+    if rescale:
+        source = controls.select("Noisy total from", list(tables.TOTAL_SOURCES),
+                                 key="tables_total_source", format_func=tables.TOTAL_SOURCES.get)
+        if source == "separate":
+            share = controls.select("Share of the budget spent on the total",
+                                    tables.TOTAL_SHARES, key="tables_total_share", default=0.2,
+                                    format_func=lambda s: f"{s:.0%}")
+        if not clip:
+            st.caption("Rescaling needs non-negative cells, so negatives are set to 0 first.")
+    trials = controls.trials_picker(key="tables_trials")
+
+row_categories, row_from_data = tables.declared_categories(loaded, row)
+column_categories, column_from_data = tables.declared_categories(loaded, column)
+if len(row_categories) * len(column_categories) > tables.MAX_TABLE_CELLS:
+    st.error(f"This table would have {len(row_categories) * len(column_categories):,} cells "
+             f"(the limit is {tables.MAX_TABLE_CELLS:,}). Pick columns with fewer categories.")
+    st.stop()
+try:
+    with st.spinner(f"Simulating {trials:,} noisy releases of the table…"):
+        release = tables.table_release(
+            loaded.frame, dataset_key, row, column, row_categories, column_categories, privacy,
+            clip, round_, rescale, source, share, trials, state.seed())
+except (ValueError, TypeError) as exc:
+    st.error(f"Could not release this table: {plain(exc, limit=400)}. Check the columns and "
+             "the privacy settings above.")
+    st.stop()
+
+st.markdown(f"**Privacy:** {release.privacy}. **Noise:** {release.noise}. **Sensitivity:** "
+            "L1 = L2 = 1 under add/remove one row (one person is in exactly one cell).")
+if row_from_data or column_from_data:
+    st.warning("The categories of this uploaded file are read off the data, which reveals "
+               "which values exist (a category only one person has points at that person). "
+               "For a real release, declare the categories from public knowledge.")
+if release.missing_rows:
+    st.caption(f"{release.missing_rows:,} rows with a missing value in either column are not "
+               "counted.")
+
+errors = release.example_errors
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Total L1 error (published)", f"{errors['l1_after']:,.1f}",
+          help="Sum over cells of |published − true| for the example release below.")
+relative_l1 = errors["relative_after"]   # NaN when no row was counted
+m2.metric("Relative L1 error (published)",
+          f"{relative_l1:.2f} %" if relative_l1 == relative_l1 else "—",
+          help="Total L1 error as a share of the number of people counted.")
+m3.metric("Total L1 error before post-processing", f"{errors['l1_before']:,.1f}")
+m4.metric(f"Median L1 error ({release.trials:,} releases)",
+          f"{release.after.quantiles[0.5]:,.1f}")
+if release.example_total is not None:
+    st.caption(f"Noisy total of this release: {release.example_total:,.1f} "
+               f"(true total {release.true.sum():,.0f}).")
+
+absolute, relative = tables.cell_errors(release.true, release.example_published)
+shown = (release.true, release.example_noisy, release.example_published)
+span = (min(0.0, *(float(t.min()) for t in shown)), max(1.0, *(float(t.max()) for t in shown)))
+views = {
+    "True": (release.true, "true count", span, "The exact counts: never published."),
+    "Noisy": (release.example_noisy, "noisy count", span,
+              "One release: the true counts plus noise, before any post-processing."),
+    "Published": (release.example_published, "published count", span,
+                  "The same release after the post-processing chosen above."),
+    "Absolute error": (absolute, "|published − true| (people)", (None, None),
+                       "How far each published cell is from the truth, in people."),
+    "Relative error": (relative, "relative error (%)", (None, None),
+                       "The absolute error as a percentage of the true count (blank where "
+                       "the true count is 0)."),
+}
+state.remembered("tables_view", "Published", options=list(views))
+tabs = st.tabs(list(views), key="tables_view", on_change="rerun")   # draws the open tab only
+state.remember("tables_view")
+for tab, (name, (values, value_name, (zmin, zmax), caption)) in zip(tabs, views.items(),
+                                                                    strict=True):
+    with tab:
+        if tab.open:
+            st.plotly_chart(charts.table_heatmap(
+                values, release.row_labels, release.column_labels,
+                title=f"{name}: {row} by {column}", value_name=value_name, row_title=row,
+                column_title=column, zmin=zmin, zmax=zmax,
+                value_format=",.1f" if name == "Relative error" else None,
+                colorscale="Viridis" if "error" in name else "Cividis"), key="tables_heatmap")
+            st.caption(caption)
+        st.dataframe(release.labelled(values, row, column), key=f"tables_frame_{name}")
+
+st.subheader("The error over many releases")
+chosen = next(label for label, c, r, s in tables.STEPS if (c, r, s) == (clip or rescale, round_,
+                                                                         rescale))
+st.plotly_chart(charts.l1_error_histograms(
+    release.histogram_edges, release.histogram_before, release.histogram_after,
+    median_before=release.before.quantiles[0.5], median_after=release.after.quantiles[0.5],
+    trials=release.trials, after_label=chosen.lower()), key="tables_l1_histogram")
+capped = (f" Only {release.trials:,} of the {release.requested_trials:,} releases asked for "
+          f"were simulated: the table has {release.true.size:,} cells."
+          if release.trials < release.requested_trials else "")
+st.caption("How the total L1 error of the whole table varies from one release to the next, "
+           "before and after post-processing (same noise, dashed lines: medians)." + capped)
+st.dataframe(release.quantile_table().style.format("{:,.2f}"), key="tables_quantiles")
+
+st.subheader("What each post-processing step does to the error")
+st.markdown(
+    "- **Clip negatives to 0**: a true count is never negative, so clipping only moves a cell "
+    "closer to the truth and lowers the L1 error, but it pushes small cells and the table's "
+    "total upwards (bias).\n"
+    "- **Round**: moves each cell by at most ½. Geometric noise is already whole, so rounding "
+    "alone changes nothing; it matters after rescaling or with Laplace/Gaussian noise.\n"
+    "- **Rescale to a noisy total**: keeps the proportions of the clipped cells and makes them "
+    "sum to a noisy total, removing the upward drift of the total that clipping causes. The "
+    "sum of the noisy cells is computed from the release itself (post-processing: free). A "
+    "separate noisy count spends part of the budget, so every cell gets more noise and the "
+    "L1 error grows; what it buys is a more accurate total in big tables, where the sum of "
+    "many noisy cells is itself noisy (K cells: K times the variance of one).")
+st.dataframe(release.steps.style.format({"Mean total L1 error": "{:,.2f}",
+                                         "Mean error of the table total": "{:+,.2f}",
+                                         "RMS error of the table total": "{:,.2f}"}),
+             hide_index=True, key="tables_steps")
+st.caption(f"Means over the same {release.compare_trials:,} simulated noisy tables. Chosen now: "
+           f"{chosen.lower()}. Post-processing never costs privacy.")

@@ -1,0 +1,1 @@
+"""Cached computations behind the pages: small summaries of simulations, keyed by dataset."""

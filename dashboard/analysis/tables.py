@@ -1,0 +1,391 @@
+"""Noisy tables: a crosstab of two categorical columns released with noise and post-processed.
+
+Plain functions (no Streamlit) pick the columns, split the budget and simulate releases;
+``table_release`` is the cached wrapper the "Noisy tables" page calls.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from numpy.typing import ArrayLike, NDArray
+
+from dashboard.controls import PrivacyChoice
+from dashboard.datasets import LoadedDataset, categorical_columns
+from dpcore import postprocess, queries
+from dpcore._checks import check_rng, check_trials, trial_chunks
+from dpcore.measures import compose
+
+#: A column with more categories than this is not offered for a table (a 100 × 100 table
+#: already has 10,000 cells, most of them pure noise).
+MAX_TABLE_CATEGORIES = 100
+#: Largest table the page draws (rows × columns).
+MAX_TABLE_CELLS = 2_500
+#: Work cap of one simulation: simulated releases × cells (about 5 s on one core at worst).
+MAX_SIMULATED_CELLS = 10**7
+#: Work cap of the comparison of the post-processing steps (six pipelines on the same noise).
+MAX_STEP_CELLS = 2 * 10**6
+
+#: Where the noisy total used for rescaling comes from.
+TOTAL_SOURCES = {
+    "cells": "Sum of the noisy cells (post-processing: costs nothing)",
+    "separate": "A separate noisy count of all rows (spends a share of the budget)",
+}
+#: Shares of the budget the separate noisy total may take.
+TOTAL_SHARES = (0.05, 0.1, 0.2, 0.3, 0.5)
+
+#: Default crosstab (rows, columns) for the built-in datasets.
+PREFERRED_AXES = {
+    "Synthetic census": ("Occupation", "Sex"),
+    "Adult (UCI census income)": ("education", "sex"),
+}
+CENSUS = "Synthetic census"
+
+#: Post-processing pipelines compared on the same simulated noise: (label, clip, round,
+#: rescale). Rescaling needs non-negative cells, so it always clips first.
+STEPS: tuple[tuple[str, bool, bool, bool], ...] = (
+    ("No post-processing", False, False, False),
+    ("Clip negatives to 0", True, False, False),
+    ("Round to integers", False, True, False),
+    ("Clip, then round", True, True, False),
+    ("Clip, rescale to the noisy total", True, False, True),
+    ("Clip, rescale, round (sums exactly to the total)", True, True, True),
+)
+QUANTILES = (0.05, 0.5, 0.95)
+_HISTOGRAM_BINS = 60
+_RNG_OFFSET = 3   # the tables page's own random stream, apart from the other pages'
+
+
+# --------------------------------------------------------------------------------------------
+# Columns and categories
+
+
+def table_columns(loaded: LoadedDataset) -> list[str]:
+    """Categorical columns with at most ``MAX_TABLE_CATEGORIES`` declared categories."""
+    return [c for c in categorical_columns(loaded.frame)
+            if len(declared_categories(loaded, c)[0]) <= MAX_TABLE_CATEGORIES]
+
+
+def declared_categories(loaded: LoadedDataset, column: str) -> tuple[tuple[str, ...], bool]:
+    """The categories of ``column`` and whether they were read off the data.
+
+    Built-in columns have a public category list (every category keeps its cell, zeros
+    included). An upload has none: its categories are the values found in the file, which
+    leaks which values exist; the page says so.
+    """
+    domain = loaded.domains.get(column)
+    if domain is not None and domain.kind == "categorical" and domain.categories:
+        return tuple(domain.categories), False
+    series = loaded.frame[column]
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return tuple(str(c) for c in series.cat.categories), True
+    return tuple(sorted(str(v) for v in series.dropna().unique())), True
+
+
+def default_axes(loaded: LoadedDataset, columns: list[str]) -> tuple[str, str] | None:
+    """Sensible (row, column) for the crosstab, or None when fewer than two columns qualify.
+
+    Built-in datasets have a preferred pair; otherwise the first two columns with at most 30
+    categories (then any two), in file order.
+    """
+    preferred = PREFERRED_AXES.get(loaded.name)
+    if preferred and all(c in columns for c in preferred):
+        return preferred
+    if len(columns) < 2:
+        return None
+    small = [c for c in columns if len(declared_categories(loaded, c)[0]) <= 30]
+    pick = small if len(small) >= 2 else columns
+    return pick[0], pick[1]
+
+
+def true_table(frame: pd.DataFrame, row: str, column: str, *,
+               row_categories: tuple[str, ...],
+               column_categories: tuple[str, ...]) -> queries.QueryAnswer:
+    """The crosstab over every declared category pair (add/remove one row: L1 = L2 = 1)."""
+    return queries.crosstab(frame, row, column, row_categories=list(row_categories),
+                            column_categories=list(column_categories))
+
+
+# --------------------------------------------------------------------------------------------
+# The budget
+
+
+def _split(total: float, share: float) -> tuple[float, float]:
+    """(share·total, the rest), never adding up to more than ``total`` after rounding."""
+    first = total * share
+    rest = total - first
+    if first + rest > total:
+        rest = math.nextafter(rest, 0.0)
+    return first, rest
+
+
+def split_budget(choice: PrivacyChoice, total_share: float) -> tuple[PrivacyChoice,
+                                                                      PrivacyChoice]:
+    """(the table's choice, the separate total's choice): the total gets ``total_share``.
+
+    Epsilon, delta and rho are each split, so by sequential composition the two releases
+    together cost exactly the chosen budget.
+    """
+    if not 0 < total_share < 1:
+        raise ValueError(f"total_share must lie strictly between 0 and 1, got {total_share}")
+    parts: dict[str, tuple[float | None, float | None]] = {}
+    for name in ("epsilon", "delta", "rho"):
+        value = getattr(choice, name)
+        parts[name] = (None, None) if value is None else _split(value, total_share)
+    total = replace(choice, **{k: v[0] for k, v in parts.items()})
+    table = replace(choice, **{k: v[1] for k, v in parts.items()})
+    return table, total
+
+
+# --------------------------------------------------------------------------------------------
+# Simulation
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    """Mean and quantiles of the total L1 error over the simulated releases."""
+
+    mean: float
+    quantiles: dict[float, float]
+
+
+@dataclass(frozen=True)
+class TableRelease:
+    """What the page shows about a table release: one example and the error distribution.
+
+    ``example_*`` is the first simulated release. ``histogram_*`` hold the share of releases
+    whose total L1 error falls in each bin of ``histogram_edges`` (same bins before and after
+    post-processing). ``steps`` compares the post-processing pipelines of ``STEPS`` on the same
+    noise (the first ``compare_trials`` releases): mean total L1 error, and the mean (bias) and
+    root-mean-square error of the table's total. ``trials`` releases were simulated; fewer
+    than ``requested_trials`` when the work cap ``MAX_SIMULATED_CELLS`` stopped a big table.
+    """
+
+    row_labels: tuple[str, ...]
+    column_labels: tuple[str, ...]
+    true: NDArray[np.float64]
+    example_noisy: NDArray[np.float64]
+    example_published: NDArray[np.float64]
+    example_total: float | None
+    #: total L1 error and relative L1 error (%) of the example, before/after post-processing
+    example_errors: dict[str, float]
+    histogram_edges: NDArray[np.float64]
+    histogram_before: NDArray[np.float64]
+    histogram_after: NDArray[np.float64]
+    before: ErrorSummary
+    after: ErrorSummary
+    steps: pd.DataFrame
+    trials: int
+    compare_trials: int
+    requested_trials: int
+    privacy: str
+    noise: str
+    missing_rows: int = 0
+
+    def quantile_table(self) -> pd.DataFrame:
+        """Mean and quantiles of the total L1 error, before and after post-processing."""
+        rows = {"Noisy (no post-processing)": self.before, "Published": self.after}
+        return pd.DataFrame(
+            [[s.mean, *s.quantiles.values()] for s in rows.values()], index=list(rows),
+            columns=["mean", *(f"{100 * q:g}% quantile" for q in QUANTILES)])
+
+    def labelled(self, values: ArrayLike, row: str, column: str) -> pd.DataFrame:
+        """A table of this release's shape as a DataFrame with its category labels."""
+        return pd.DataFrame(np.asarray(values), index=pd.Index(self.row_labels, name=row),
+                            columns=pd.Index(self.column_labels, name=column))
+
+
+def _summary(errors: NDArray[np.float64]) -> ErrorSummary:
+    q = np.quantile(errors, QUANTILES)
+    return ErrorSummary(float(errors.mean()), {p: float(v) for p, v in zip(QUANTILES, q,
+                                                                           strict=True)})
+
+
+def shared_histogram(*samples: NDArray[np.float64], bins: int = _HISTOGRAM_BINS
+                     ) -> tuple[NDArray[np.float64], list[NDArray[np.float64]]]:
+    """Common bin edges for several samples and each sample's share of values per bin.
+
+    When any sample holds whole numbers only, the bins have whole-number width and are centred
+    on the integers, so no bin holds more possible values than its neighbours (which would draw
+    a comb instead of a histogram).
+    """
+    lo = float(min(s.min() for s in samples))
+    hi = float(max(s.max() for s in samples))
+    if any(np.array_equal(s, np.rint(s)) for s in samples):
+        lo, hi = math.floor(lo), math.ceil(hi)
+        width = max(1, math.ceil((hi - lo + 1) / bins))
+        edges = np.arange(lo - 0.5, hi + 0.5 + width, width, dtype=np.float64)
+    else:
+        if hi <= lo:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = np.linspace(lo, hi, bins + 1)
+    shares = [np.histogram(s, bins=edges)[0] / s.size for s in samples]
+    return edges, shares
+
+
+def simulated_trials(trials: int, cells: int) -> int:
+    """How many releases to simulate: ``trials``, capped so trials × cells <= the work cap.
+
+    At least 1,000 releases are always simulated (enough for the quantiles shown).
+    """
+    return int(min(trials, max(1_000, MAX_SIMULATED_CELLS // max(cells, 1))))
+
+
+def step_trials(trials: int, cells: int) -> int:
+    """How many of the releases the comparison of post-processing steps uses."""
+    return int(min(trials, max(1_000, MAX_STEP_CELLS // max(cells, 1))))
+
+
+def _post_process(noisy: NDArray[np.float64], noisy_total: NDArray[np.float64], *, clip: bool,
+                  round: bool, rescale: bool) -> NDArray[np.float64]:
+    return postprocess.publish(noisy, clip=clip or rescale, round=round,
+                               total=noisy_total if rescale else None)
+
+
+def simulate_release(true: ArrayLike, *, table_mechanism, total_mechanism=None,
+                     clip: bool, round: bool, rescale: bool, trials: int,
+                     rng: np.random.Generator, compare_trials: int | None = None) -> dict:
+    """Simulate ``trials`` releases of a table and keep their errors.
+
+    Each release adds the table mechanism's noise to every cell. When ``rescale``, the noisy
+    total is the sum of the noisy cells (``total_mechanism`` None: post-processing, free) or a
+    separate noisy count of all rows drawn from ``total_mechanism`` (which then spends its own
+    budget). Post-processing follows :func:`dpcore.postprocess.publish` (clip, rescale, round;
+    rescaling always clips first). Trials run in chunks from ``trial_chunks``, so no noise block
+    exceeds ``MAX_BLOCK_ELEMENTS``; only per-trial errors are kept.
+
+    The pipelines of ``STEPS`` are compared on the first ``compare_trials`` releases (all of
+    them by default), on the very same noise.
+
+    Returns
+    -------
+    dict
+        ``l1_before`` and ``l1_after`` (per-trial total L1 error, shape ``(trials,)``),
+        ``steps`` (label → (mean total L1 error, mean and root-mean-square error of the
+        table's total)),
+        ``compare_trials``, and the first release: ``example_noisy``, ``example_published``,
+        ``example_total`` (the noisy total it was rescaled to, or None).
+    """
+    rng = check_rng(rng)
+    trials = check_trials(trials)
+    compare = trials if compare_trials is None else min(check_trials(compare_trials), trials)
+    truth = np.asarray(true, dtype=np.float64)
+    true_total = float(truth.sum())
+    l1_before, l1_after = np.empty(trials), np.empty(trials)
+    sums = {label: np.zeros(3) for label, *_ in STEPS}
+    example: dict = {}
+    start = 0
+    for n in trial_chunks(trials, truth.size):
+        noisy = np.asarray(table_mechanism.sample(truth, rng=rng, trials=n), dtype=np.float64)
+        if total_mechanism is None:
+            noisy_total = noisy.sum(axis=(1, 2))
+        else:
+            noisy_total = np.asarray(total_mechanism.sample(true_total, rng=rng, trials=n),
+                                     dtype=np.float64)
+        published = _post_process(noisy, noisy_total, clip=clip, round=round, rescale=rescale)
+        l1_before[start:start + n] = postprocess.table_errors(truth, noisy)["l1_error"]
+        l1_after[start:start + n] = postprocess.table_errors(truth, published)["l1_error"]
+        if not example:
+            example = {"example_noisy": noisy[0], "example_published": published[0],
+                       "example_total": float(noisy_total[0]) if rescale else None}
+        k = min(n, compare - start)
+        for label, step_clip, step_round, step_rescale in STEPS if k > 0 else ():
+            released = _post_process(noisy[:k], noisy_total[:k], clip=step_clip,
+                                     round=step_round, rescale=step_rescale)
+            errors = postprocess.table_errors(truth, released)["l1_error"]
+            total_errors = released.sum(axis=(1, 2)) - true_total
+            sums[label] += (errors.sum(), total_errors.sum(), np.square(total_errors).sum())
+        start += n
+    steps = {label: (s[0] / compare, s[1] / compare, math.sqrt(s[2] / compare))
+             for label, s in sums.items()}
+    return {"l1_before": l1_before, "l1_after": l1_after, "steps": steps,
+            "compare_trials": compare, **example}
+
+
+def release_summary(answer: queries.QueryAnswer, simulated: dict, *, privacy: str,
+                    noise: str, requested_trials: int) -> TableRelease:
+    """Shrink a simulation to what the page shows (histograms and quantiles, one example)."""
+    true = answer.true_value
+    before, after = simulated["l1_before"], simulated["l1_after"]
+    errors = {}
+    for when, table in (("before", simulated["example_noisy"]),
+                        ("after", simulated["example_published"])):
+        found = postprocess.table_errors(true, table)
+        errors[f"l1_{when}"] = float(found["l1_error"])
+        errors[f"relative_{when}"] = float(found["relative_l1_error_percent"])
+    edges, (hist_before, hist_after) = shared_histogram(before, after)
+    steps = pd.DataFrame(
+        [(label, *simulated["steps"][label]) for label, *_ in STEPS],
+        columns=["Post-processing", "Mean total L1 error", "Mean error of the table total",
+                 "RMS error of the table total"],
+    )
+    return TableRelease(
+        row_labels=answer.labels, column_labels=answer.column_labels,
+        true=np.array(true, dtype=np.float64),
+        example_noisy=simulated["example_noisy"],
+        example_published=simulated["example_published"],
+        example_total=simulated["example_total"], example_errors=errors,
+        histogram_edges=edges, histogram_before=hist_before, histogram_after=hist_after,
+        before=_summary(before), after=_summary(after), steps=steps, trials=before.size,
+        compare_trials=simulated["compare_trials"], requested_trials=requested_trials,
+        privacy=privacy, noise=noise, missing_rows=answer.missing_rows,
+    )
+
+
+def cell_errors(true: ArrayLike, published: ArrayLike) -> tuple[NDArray[np.float64],
+                                                                   NDArray[np.float64]]:
+    """Per-cell absolute error and relative error in % (NaN where the true count is 0)."""
+    truth = np.asarray(true, dtype=np.float64)
+    absolute = np.abs(np.asarray(published, dtype=np.float64) - truth)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(truth > 0, 100.0 * absolute / truth, np.nan)
+    return absolute, relative
+
+
+def build_mechanisms(choice: PrivacyChoice, *, rescale: bool, total_source: str,
+                     total_share: float) -> tuple[object, object | None, str, str]:
+    """(table mechanism, total mechanism or None, privacy spent, noise description).
+
+    A crosstab has L1 = L2 sensitivity 1 (adding or removing one row changes one cell by 1),
+    and so has the count of all rows.
+    """
+    separate = rescale and total_source == "separate"
+    if not separate:
+        table = choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
+        return (table, None, table.privacy.describe(),
+                f"{type(table).__name__} noise of scale {table.scale:.4g} on every cell")
+    table_choice, total_choice = split_budget(choice, total_share)
+    table = table_choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
+    total = total_choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
+    spent = compose(table.privacy, total.privacy)
+    privacy = (f"{spent.describe()} in all: the table {table.privacy.describe()}, the noisy "
+               f"total {total.privacy.describe()} (sequential composition)")
+    noise = (f"{type(table).__name__} noise of scale {table.scale:.4g} on every cell, scale "
+             f"{total.scale:.4g} on the total")
+    return table, total, privacy, noise
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
+                  row_categories: tuple[str, ...], column_categories: tuple[str, ...],
+                  choice: PrivacyChoice, clip: bool, round: bool, rescale: bool,
+                  total_source: str, total_share: float, trials: int,
+                  seed: int) -> TableRelease:
+    """Cached: the true table, one example release and the error summaries of ``trials``."""
+    answer = true_table(_frame, row, column, row_categories=row_categories,
+                        column_categories=column_categories)
+    table, total, privacy, noise = build_mechanisms(choice, rescale=rescale,
+                                                    total_source=total_source,
+                                                    total_share=total_share)
+    rng = np.random.default_rng([seed, _RNG_OFFSET])
+    cells = answer.true_value.size
+    simulated = simulate_release(answer.true_value, table_mechanism=table, total_mechanism=total,
+                                 clip=clip, round=round, rescale=rescale,
+                                 trials=simulated_trials(trials, cells), rng=rng,
+                                 compare_trials=step_trials(trials, cells))
+    return release_summary(answer, simulated, privacy=privacy, noise=noise,
+                           requested_trials=trials)

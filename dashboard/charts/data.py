@@ -1,0 +1,85 @@
+"""Figures of the "Data" page: the distribution of one column (bars or a histogram).
+
+Pure functions from a column's values to ``go.Figure``; names from a user's file shown literally.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from numpy.typing import ArrayLike
+
+from dashboard.charts.base import PALETTE, finish
+from dashboard.charts.tables import svg_text
+
+#: At most this many bars: a column with more categories shows its most common ones.
+MAX_BARS = 50
+HISTOGRAM_BINS = 40
+
+
+def category_bars(values: pd.Series, *, column: str,
+                  categories: Sequence[str] | None = None) -> go.Figure:
+    """Bar chart of how many rows hold each category (declared categories with no rows too).
+
+    With more than ``MAX_BARS`` categories only the most common ones are drawn, and the title
+    says so.
+    """
+    counts = values.dropna().astype(str).value_counts()
+    if categories is not None:
+        counts = counts.reindex([str(c) for c in categories], fill_value=0)
+    total = int(counts.sum())
+    shown = counts if len(counts) <= MAX_BARS else counts.sort_values(ascending=False)[:MAX_BARS]
+    name = svg_text(column)
+    labels = [svg_text(c) for c in shown.index]
+    share = 100 * shown.to_numpy(dtype=np.float64) / max(total, 1)
+    fig = go.Figure(go.Bar(
+        x=labels, y=shown.to_numpy(), marker_color=PALETTE[0], customdata=share,
+        hovertemplate=(f"{name} = %{{x}}<br>%{{y:,}} rows (%{{customdata:.1f}}% of the "
+                       "non-missing values)<extra></extra>"),
+    ))
+    title = f"Rows per category of {name}"
+    if len(shown) < len(counts):
+        title += f" (the {MAX_BARS} most common of {len(counts):,})"
+    finish(fig, title=title, x_title=f"{name} (category)", y_title="rows (people)")
+    fig.update_xaxes(type="category")
+    return fig
+
+
+def numeric_histogram(values: ArrayLike, *, column: str, unit: str = "",
+                      lower: float | None = None, upper: float | None = None) -> go.Figure:
+    """Histogram of a numeric column; dashed lines at its public bounds when it has them.
+
+    Whole numbers over a short range get one bar per value.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    name = svg_text(column)
+    axis = f"{name} ({svg_text(unit)})" if unit else name
+    fig = go.Figure()
+    if x.size:
+        lo, hi = float(x.min()), float(x.max())
+        if np.array_equal(x, np.rint(x)) and hi - lo <= 2 * HISTOGRAM_BINS:
+            edges = np.arange(lo - 0.5, hi + 1.5)
+        else:
+            edges = np.linspace(lo, hi if hi > lo else lo + 1, HISTOGRAM_BINS + 1)
+        counts, edges = np.histogram(x, bins=edges)
+        fig.add_trace(go.Bar(
+            x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges),
+            marker_color=PALETTE[0], customdata=np.column_stack([edges[:-1], edges[1:]]),
+            hovertemplate=(f"{name} from %{{customdata[0]:,.4g}} to %{{customdata[1]:,.4g}}:"
+                           " %{y:,} rows<extra></extra>"),
+            name="rows",
+        ))
+        fig.update_layout(bargap=0.02)
+    else:
+        fig.add_annotation(text="no values: every cell is missing", showarrow=False,
+                           x=0.5, y=0.5, xref="paper", yref="paper")
+    for bound, label in ((lower, "public lower bound"), (upper, "public upper bound")):
+        if bound is not None and math.isfinite(bound):
+            fig.add_vline(x=bound, line_dash="dash", line_color=PALETTE[5],
+                          annotation_text=f"{label} {bound:,.6g}", annotation_position="top")
+    return finish(fig, title=f"Distribution of {name}", x_title=axis, y_title="rows (people)")

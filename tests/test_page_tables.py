@@ -1,0 +1,210 @@
+"""AppTest interaction tests of the "Noisy tables" page.
+
+Numbers on screen are checked against pandas crosstabs and numpy sums computed here from the
+tables the page shows; post-processing toggles against the properties they promise.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import datasets
+from tests.conftest import ROOT
+
+CENSUS = "Synthetic census"
+VIEWS = ("True", "Noisy", "Published", "Absolute error", "Relative error")
+
+
+@pytest.fixture
+def run_app(monkeypatch):
+    """AppTest of app.py where every run executes app.py (sidebar included), as on a server.
+
+    AppTest resets PagesManager.uses_pages_directory before each run, and the repository's
+    ``pages/`` folder sets it again, so a page switched to would run alone (the MPA v1
+    fallback) without app.py's sidebar. A real server clears the flag when app.py calls
+    st.navigation; this fixture clears it the same way.
+    """
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+    config.set_option("client.showErrorDetails", "full")
+
+    def make(dataset: str | None = CENSUS):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.run()
+        if dataset is not None:
+            at.selectbox(key="dataset_choice").select(dataset)
+            at.run()
+        at.switch_page("pages/tables.py")
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return make
+
+
+def shown_tables(at) -> dict[str, pd.DataFrame]:
+    """The five tables of the example release, as the page shows them (one per tab)."""
+    frames = [f.value for f in at.dataframe]
+    return dict(zip(VIEWS, frames[:5], strict=True))
+
+
+def metric(at, label: str) -> float:
+    value = next(m.value for m in at.metric if m.label == label)
+    return float(re.sub(r"[^0-9.\-]", "", value))
+
+
+def figures(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def array(data) -> np.ndarray:
+    """A trace's x, y or z: a list, or plotly's typed-array encoding {dtype, bdata, shape}."""
+    if isinstance(data, dict):
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        shape = tuple(int(n) for n in str(data.get("shape", flat.size)).split(","))
+        return flat.reshape(shape).astype(float)
+    return np.array(data, dtype=float)
+
+
+def rerun(at, **settings):
+    for key, value in settings.items():
+        widget = next(w for w in (*at.toggle, *at.selectbox, *at.select_slider) if w.key == key)
+        widget.set_value(value)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_default_census_table_is_occupation_by_sex_with_every_category(run_app):
+    at = run_app()
+    assert at.selectbox(key="tables_row").value == "Occupation"
+    assert at.selectbox(key="tables_column").value == "Sex"
+    assert at.selectbox(key="tables_mechanism").value == "geometric"
+    true = shown_tables(at)["True"]
+    frame = datasets.load_builtin(CENSUS, census_rows=1000).frame
+    expected = pd.crosstab(frame["Occupation"].astype(str), frame["Sex"].astype(str))
+    rows = ["Statistician", "Economist", "Geographer", "IT Specialist", "Unicorn Wrangler"]
+    expected = expected.reindex(index=rows, columns=["M", "F"], fill_value=0)
+    assert list(true.index) == rows and list(true.columns) == ["M", "F"]
+    np.testing.assert_array_equal(true.to_numpy(), expected.to_numpy())
+    figs = figures(at)                      # the open tab's heatmap, then the L1 histograms
+    assert [f["data"][0]["type"] for f in figs] == ["heatmap", "bar"]
+    assert len(figs[1]["data"]) == 2        # before and after post-processing
+    np.testing.assert_array_equal(array(figs[0]["data"][0]["z"]),
+                                  shown_tables(at)["Published"].to_numpy())
+    for view in VIEWS:                      # each tab draws its own table
+        at.session_state["tables_view"] = view
+        at.run()
+        z = array(figures(at)[0]["data"][0]["z"])
+        np.testing.assert_array_equal(z, shown_tables(at)[view].to_numpy(dtype=float))
+    at.session_state["tables_view"] = "True"
+    at.run()
+    np.testing.assert_array_equal(array(figures(at)[0]["data"][0]["z"]), expected.to_numpy())
+    text = " ".join(m.value for m in at.markdown)
+    assert "add/remove one row" in text
+
+
+def test_numbers_on_screen_match_the_tables_shown(run_app):
+    at = run_app()
+    shown = shown_tables(at)
+    true, published = shown["True"].to_numpy(), shown["Published"].to_numpy()
+    noisy = shown["Noisy"].to_numpy()
+    l1 = np.abs(published - true).sum()
+    assert metric(at, "Total L1 error (published)") == pytest.approx(l1, abs=0.05)
+    assert metric(at, "Relative L1 error (published)") == pytest.approx(
+        100 * l1 / true.sum(), abs=0.005)
+    assert metric(at, "Total L1 error before post-processing") == pytest.approx(
+        np.abs(noisy - true).sum(), abs=0.05)
+    np.testing.assert_allclose(shown["Absolute error"].to_numpy(), np.abs(published - true))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.where(true > 0, 100 * np.abs(published - true) / true, np.nan)
+    np.testing.assert_allclose(shown["Relative error"].to_numpy(dtype=float), relative)
+
+
+def test_post_processing_toggles_change_the_published_table(run_app):
+    at = run_app()
+    # Laplace noise at epsilon = 0.01 (scale 100): some of the 10 cells (true counts <= 160)
+    # is negative with probability > 0.99, and fractions are certain; the seed is fixed
+    rerun(at, tables_mechanism="laplace", tables_epsilon=0.01, tables_clip=False,
+          tables_round=False)
+    shown = shown_tables(at)
+    noisy, published = shown["Noisy"].to_numpy(), shown["Published"].to_numpy()
+    np.testing.assert_array_equal(published, noisy)
+    assert noisy.min() < 0 and not np.array_equal(noisy, np.rint(noisy))
+
+    rerun(at, tables_clip=True)
+    published = shown_tables(at)["Published"].to_numpy()
+    assert published.min() >= 0
+    np.testing.assert_array_equal(published, np.maximum(noisy, 0))   # same seed, same noise
+
+    rerun(at, tables_round=True)
+    published = shown_tables(at)["Published"].to_numpy()
+    np.testing.assert_array_equal(published, np.rint(np.maximum(noisy, 0)))
+
+    rerun(at, tables_rescale=True)   # total = sum of the noisy cells (free)
+    published = shown_tables(at)["Published"].to_numpy()
+    assert published.min() >= 0
+    np.testing.assert_array_equal(published, np.rint(published))
+    assert published.sum() == np.rint(noisy.sum())
+
+    rerun(at, tables_total_source="separate")
+    rerun(at, tables_total_share=0.3)
+    text = " ".join(m.value for m in at.markdown)
+    assert "sequential composition" in text
+    caption = next(c.value for c in at.caption if c.value.startswith("Noisy total"))
+    total = float(re.search(r"release: ([\d,.\-]+)", caption).group(1).replace(",", ""))
+    published = shown_tables(at)["Published"].to_numpy()
+    assert published.sum() == np.rint(total)
+
+
+def test_switching_mechanism_changes_the_noise_and_the_charts(run_app):
+    at = run_app()
+    at.session_state["tables_view"] = "Noisy"
+    at.run()
+    before = figures(at)
+    noisy = shown_tables(at)["Noisy"].to_numpy()
+    np.testing.assert_array_equal(noisy, np.rint(noisy))          # geometric: whole numbers
+    rerun(at, tables_mechanism="laplace")
+    after = figures(at)
+    noisy = shown_tables(at)["Noisy"].to_numpy()
+    assert not np.array_equal(noisy, np.rint(noisy))              # Laplace: fractions
+    assert not np.array_equal(array(after[0]["data"][0]["z"]),       # the noisy heatmap
+                              array(before[0]["data"][0]["z"]))
+    assert after[1]["data"] != before[1]["data"]                  # the L1 histograms
+    rerun(at, tables_measure="zcdp")
+    assert at.selectbox(key="tables_mechanism").value == "gaussian"
+    assert "Gaussian" in " ".join(m.value for m in at.markdown)
+
+
+def test_other_datasets_get_defaults_or_a_switch_to_the_census(run_app):
+    at = run_app(dataset=None)                       # Adult, the default dataset
+    assert (at.selectbox(key="tables_row").value,
+            at.selectbox(key="tables_column").value) == ("education", "sex")
+    assert shown_tables(at)["True"].shape == (16, 2)
+    at.button(key="tables_use_census").click()
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="dataset_choice").value == CENSUS
+    assert at.selectbox(key="tables_row").value == "Occupation"
+
+    at = run_app(dataset="Iris")                     # one categorical column: no table
+    assert any("fewer than two categorical columns" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+    at.button(key="tables_use_census").click()
+    at.run()
+    assert not at.exception and len(figures(at)) == 2
