@@ -4,3 +4,10 @@ One template for the whole app (``base``); one module per page area, re-exported
 """
 
 from dashboard.charts.base import PALETTE, TEMPLATE, finish  # noqa: F401
+from dashboard.charts.budget import releases_budget  # noqa: F401
+from dashboard.charts.data import category_bars, numeric_histogram  # noqa: F401
+from dashboard.charts.epsilon import tradeoff_chart, utility_curves  # noqa: F401
+from dashboard.charts.learning import accuracy_against_epsilon  # noqa: F401
+from dashboard.charts.selection import correctness_chart, selection_chart  # noqa: F401
+from dashboard.charts.statistics import category_errors, error_spread, noisy_bars  # noqa: F401
+from dashboard.charts.tables import l1_error_histograms, svg_text, table_heatmap  # noqa: F401
