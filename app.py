@@ -11,14 +11,14 @@ from dashboard import datasets, state
 from dashboard.text import plain
 
 PAGES = [
-    st.Page("pages/home.py", title="Welcome", icon=":material/home:", default=True),
-    st.Page("pages/data.py", title="Data", icon=":material/table:"),
-    st.Page("pages/statistics.py", title="Noisy statistics", icon=":material/bar_chart:"),
-    st.Page("pages/tables.py", title="Noisy tables", icon=":material/grid_on:"),
-    st.Page("pages/selection.py", title="Selection", icon=":material/how_to_vote:"),
-    st.Page("pages/choose_epsilon.py", title="Choose epsilon", icon=":material/tune:"),
-    st.Page("pages/budget.py", title="Budget", icon=":material/account_balance:"),
-    st.Page("pages/learning.py", title="Private learning", icon=":material/model_training:"),
+    st.Page("app_pages/home.py", title="Welcome", icon=":material/home:", default=True),
+    st.Page("app_pages/data.py", title="Data", icon=":material/table:"),
+    st.Page("app_pages/statistics.py", title="Noisy statistics", icon=":material/bar_chart:"),
+    st.Page("app_pages/tables.py", title="Noisy tables", icon=":material/grid_on:"),
+    st.Page("app_pages/selection.py", title="Selection", icon=":material/how_to_vote:"),
+    st.Page("app_pages/choose_epsilon.py", title="Choose epsilon", icon=":material/tune:"),
+    st.Page("app_pages/budget.py", title="Budget", icon=":material/account_balance:"),
+    st.Page("app_pages/learning.py", title="Private learning", icon=":material/model_training:"),
 ]
 
 UPLOAD_CHOICE = "Upload your own CSV"

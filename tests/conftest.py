@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-PAGE_FILES = sorted(p.name for p in (ROOT / "pages").glob("*.py"))
+PAGE_FILES = sorted(p.name for p in (ROOT / "app_pages").glob("*.py"))
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def app():
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         if page is not None:
-            at.switch_page(f"pages/{page}")
+            at.switch_page(f"app_pages/{page}")
             at.run()
         return at
 

@@ -136,8 +136,8 @@ def test_plan_survives_a_page_change_and_is_mirrored_in_the_url(at):
                                     if isinstance(at.query_params["budget_plan"], list)
                                     else at.query_params["budget_plan"])
     assert shared is not None and shared.loc[1, budget.EPSILON] == 2.0
-    at.switch_page("pages/home.py").run()
-    at.switch_page("pages/budget.py").run()
+    at.switch_page("app_pages/home.py").run()
+    at.switch_page("app_pages/budget.py").run()
     assert not at.exception
     assert epsilon_of(metric(at, "Basic composition")) == pytest.approx(DEFAULT_BASIC + 1.5,
                                                                         rel=1e-3)
@@ -148,7 +148,7 @@ def test_a_shared_url_opens_its_plan(app):
     at.query_params["budget_plan"] = budget.plan_to_param(budget._plan_frame([
         ("one", "laplace", "pure", 0.7, None, None, 1.0),
         ("two", "gaussian", "approx", 0.3, 1e-7, None, 2.0)]))
-    at.switch_page("pages/budget.py").run()
+    at.switch_page("app_pages/budget.py").run()
     assert not at.exception
     assert epsilon_of(metric(at, "Basic composition")) == pytest.approx(1.0)
     assert list(at.data_editor[0].value[budget.QUERY]) == ["one", "two"]

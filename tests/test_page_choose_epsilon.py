@@ -65,24 +65,13 @@ def no_exception(at) -> None:
 @pytest.fixture
 def app(monkeypatch):
     """AppTest of app.py where every rerun runs app.py (sidebar included), as on a server.
-
-    AppTest resets ``PagesManager.uses_pages_directory`` before each run and the repository's
-    ``pages/`` folder sets it again, so after a switch the page would rerun alone, without
-    the sidebar; a real server clears the flag when app.py calls st.navigation, as done here.
     """
     from streamlit import config
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
     from tests.conftest import ROOT
 
-    original = PagesManager.__init__
 
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
     config.set_option("client.showErrorDetails", "full")
 
     def make(page: str | None = None):
@@ -90,7 +79,7 @@ def app(monkeypatch):
         at.run()
         no_exception(at)
         if page is not None:
-            at.switch_page(f"pages/{page}")
+            at.switch_page(f"app_pages/{page}")
             at.run()
         return at
 
@@ -209,7 +198,7 @@ def test_statistics_sum_relative_target(app):
     at = app("statistics.py")
     at.selectbox(key="stats_query").select("sum")
     at.run()
-    at.switch_page(f"pages/{PAGE}")
+    at.switch_page(f"app_pages/{PAGE}")
     at.run()
     no_exception(at)
     assert at.toggle(key="choose_relative_sum").value is True
@@ -231,7 +220,7 @@ def test_statistics_mean_is_simulated_only(app):
     at = app("statistics.py")
     at.selectbox(key="stats_query").select("mean")
     at.run()
-    at.switch_page(f"pages/{PAGE}")
+    at.switch_page(f"app_pages/{PAGE}")
     at.run()
     no_exception(at)
     names = [t["name"] for t in figure(at, 0)["data"]]
@@ -280,7 +269,7 @@ def test_dataset_without_a_table(app):
     at = app()
     at.selectbox(key="dataset_choice").select("Iris")
     at.run()
-    at.switch_page(f"pages/{PAGE}")
+    at.switch_page(f"app_pages/{PAGE}")
     at.run()
     at.radio(key="choose_source").set_value("tables")
     at.run()

@@ -25,22 +25,11 @@ DATA = ROOT / "tests" / "data"
 @pytest.fixture
 def run_app(monkeypatch):
     """AppTest of app.py where every run executes app.py (sidebar included), as on a server.
-
-    AppTest resets PagesManager.uses_pages_directory before each run and the ``pages/``
-    folder sets it, so a switched-to page would run alone (MPA v1 fallback), without app.py's
-    sidebar; a real server clears the flag when app.py calls st.navigation, as done here.
     """
     from streamlit import config
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
-    original = PagesManager.__init__
 
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
     config.set_option("client.showErrorDetails", "full")
 
     def make(dataset: str | None = None):
@@ -49,7 +38,7 @@ def run_app(monkeypatch):
         if dataset is not None:
             at.selectbox(key="dataset_choice").select(dataset)
             at.run()
-        at.switch_page("pages/data.py")
+        at.switch_page("app_pages/data.py")
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         return at
@@ -139,7 +128,7 @@ def test_chosen_columns_come_back_from_the_url(run_app, raw, expected):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["data_columns"] = raw
     at.run()
-    at.switch_page("pages/data.py")
+    at.switch_page("app_pages/data.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.multiselect(key="data_columns").value == expected

@@ -58,27 +58,15 @@ def adult_education_counts() -> np.ndarray:
 @pytest.fixture
 def page(monkeypatch):
     """The page run through app.py on every rerun (sidebar included), as on a server.
-
-    AppTest resets ``PagesManager.uses_pages_directory`` before each run and the repository's
-    ``pages/`` folder sets it again, so a switched-to page would run alone (Streamlit's MPA v1
-    fallback) without app.py's sidebar; a server clears the flag once app.py calls
-    st.navigation, and so does this fixture.
     """
     from streamlit import config
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
-    original = PagesManager.__init__
 
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
     config.set_option("client.showErrorDetails", "full")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page(f"pages/{PAGE}").run()
+    at.switch_page(f"app_pages/{PAGE}").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="dataset_choice").value == datasets.BUILTIN_DATASETS[0]
     return at

@@ -65,27 +65,15 @@ def alpha_sentences(at) -> list[tuple[float, float]]:
 @pytest.fixture
 def stats_page(monkeypatch):
     """The page run through app.py on every rerun, so the sidebar (dataset picker) is there.
-
-    AppTest resets ``PagesManager.uses_pages_directory`` before each run and the repository's
-    ``pages/`` folder sets it again, so a switched-to page would run alone (Streamlit's MPA v1
-    fallback) without app.py's sidebar. A server clears the flag once app.py calls
-    st.navigation; this fixture clears it the same way.
     """
     from streamlit import config
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
-    original = PagesManager.__init__
 
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
     config.set_option("client.showErrorDetails", "full")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/statistics.py").run()
+    at.switch_page("app_pages/statistics.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="dataset_choice").value == ADULT
     return at

@@ -24,23 +24,11 @@ VIEWS = ("True", "Noisy", "Published", "Absolute error", "Relative error")
 @pytest.fixture
 def run_app(monkeypatch):
     """AppTest of app.py where every run executes app.py (sidebar included), as on a server.
-
-    AppTest resets PagesManager.uses_pages_directory before each run, and the repository's
-    ``pages/`` folder sets it again, so a page switched to would run alone (the MPA v1
-    fallback) without app.py's sidebar. A real server clears the flag when app.py calls
-    st.navigation; this fixture clears it the same way.
     """
     from streamlit import config
-    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import AppTest
 
-    original = PagesManager.__init__
 
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
     config.set_option("client.showErrorDetails", "full")
 
     def make(dataset: str | None = CENSUS):
@@ -49,7 +37,7 @@ def run_app(monkeypatch):
         if dataset is not None:
             at.selectbox(key="dataset_choice").select(dataset)
             at.run()
-        at.switch_page("pages/tables.py")
+        at.switch_page("app_pages/tables.py")
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         return at

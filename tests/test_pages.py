@@ -12,7 +12,7 @@ def test_all_pages_are_in_navigation():
 
     app_source = (ROOT / "app.py").read_text()
     for name in PAGE_FILES:
-        assert f'"pages/{name}"' in app_source, f"{name} is not in st.navigation"
+        assert f'"app_pages/{name}"' in app_source, f"{name} is not in st.navigation"
 
 
 @pytest.mark.parametrize("page", PAGE_FILES)

@@ -114,25 +114,11 @@ def test_the_corpus_is_complete_and_specified():
 
 @pytest.fixture(scope="module")
 def patched_pages():
-    """Make every AppTest run execute app.py (sidebar included), as a server does.
-
-    AppTest resets PagesManager.uses_pages_directory before each run and the pages/ folder
-    sets it again, which would run a switched-to page alone (the MPA v1 fallback) without the
-    sidebar; cleared here as st.navigation clears it on a server.
-    """
+    """Show full error details in AppTest (users get the redacted ones)."""
     from streamlit import config
-    from streamlit.runtime.pages_manager import PagesManager
 
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(PagesManager, "__init__", init)
-        config.set_option("client.showErrorDetails", "full")
-        yield
+    config.set_option("client.showErrorDetails", "full")
+    yield
 
 
 def new_session():
@@ -155,7 +141,7 @@ def session(patched_pages):
 
 def upload(at, name: str, content: bytes):
     """Choose a file in the sidebar's uploader, as the browser would send it, and run."""
-    at.switch_page("pages/home.py")
+    at.switch_page("app_pages/home.py")
     at.run()
     at.file_uploader(key="upload_file").set_value((name, content, "text/csv"))
     at.run()
@@ -176,7 +162,7 @@ def sidebar_caption(at) -> str:
 
 
 def data_page(at):
-    at.switch_page("pages/data.py")
+    at.switch_page("app_pages/data.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

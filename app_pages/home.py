@@ -13,11 +13,11 @@ st.markdown(
     """
 | Page | What it shows |
 | --- | --- |
-| **Data** | the loaded dataset: preview, column profile, distributions (for the data owner's eyes) |
+| **Data** | the loaded data: preview, column profile, distributions (for its owner only) |
 | **Noisy statistics** | a count, sum, mean or histogram with noise: the error over many releases |
 | **Noisy tables** | a cross-tabulation released with noise, and what post-processing does to it |
 | **Selection** | picking the most common category privately: how often is the answer right? |
-| **Choose epsilon** | error against ε, the smallest ε that meets an accuracy target, attacker risk |
+| **Choose epsilon** | error against ε, the smallest ε meeting an accuracy target, attacker risk |
 | **Budget** | several releases together: basic, advanced and zCDP composition |
 | **Private learning** | a differentially private naive Bayes classifier: accuracy against ε |
 """
