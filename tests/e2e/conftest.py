@@ -6,6 +6,7 @@ the reason shown.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -43,8 +44,8 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
-def server_url() -> Iterator[str]:
+@contextlib.contextmanager
+def running_server() -> Iterator[str]:
     """Start `streamlit run app.py` headless on a free localhost port; stop it afterwards."""
     port = _free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
@@ -56,24 +57,33 @@ def server_url() -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-            pytest.fail(f"streamlit did not become healthy:\n{output[-3000:]}")
-        time.sleep(0.3)
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                    if response.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+                pytest.fail(f"streamlit did not become healthy:\n{output[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    """One server shared by the browser tests of a session."""
+    with running_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -113,5 +123,17 @@ def assert_no_exception(page) -> None:
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
+    # Streamlit scrolls inside its own container, so a full-page screenshot would stop at the
+    # viewport: grow the viewport to the content's height for the picture, then restore it.
+    size = page.viewport_size
+    height = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=\"stMain\"], "
+        "[data-testid=\"stAppViewContainer\"]')].map(e => e.scrollHeight), 0)"
+    )
+    if size and height > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, 8000)})
+        page.wait_for_timeout(300)
     page.screenshot(path=str(path), full_page=True)
+    if size:
+        page.set_viewport_size(size)
     return path
