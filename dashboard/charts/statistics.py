@@ -150,5 +150,5 @@ def category_errors(runs: Sequence[MechanismErrors], *, title: str, x_title: str
     fig = finish(fig, title=svg_text(title), x_title=svg_text(x_title),
                  y_title="Typical error ÷ true count (%, log scale)")
     fig.update_xaxes(type="category")
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(type="log", dtick=1, tickformat="~g", ticksuffix="%")
     return fig
