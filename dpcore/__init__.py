@@ -1,0 +1,55 @@
+"""dpcore: Epsilon Lab's differential-privacy engine — pure numpy/scipy, vectorized over trials.
+
+The most used names are importable from here; every module keeps its own ``__all__``.
+"""
+
+from dpcore.additive import (
+    BoundedLaplace,
+    ClampedLaplace,
+    Gaussian,
+    Geometric,
+    Laplace,
+    make_mechanism,
+)
+from dpcore.measures import (
+    ZCDP,
+    ApproxDP,
+    PureDP,
+    advanced_composition,
+    compose,
+    zcdp_epsilon,
+)
+from dpcore.selection import (
+    exponential_mechanism,
+    noisy_max_privacy,
+    noisy_max_scale,
+    noisy_top_k,
+    permute_and_flip,
+    report_noisy_max,
+    selection_probabilities,
+)
+from dpcore.utility import smallest_epsilon, smallest_epsilon_for_selection
+
+__all__ = [
+    "ApproxDP",
+    "BoundedLaplace",
+    "ClampedLaplace",
+    "Gaussian",
+    "Geometric",
+    "Laplace",
+    "PureDP",
+    "ZCDP",
+    "advanced_composition",
+    "compose",
+    "exponential_mechanism",
+    "make_mechanism",
+    "noisy_max_privacy",
+    "noisy_max_scale",
+    "noisy_top_k",
+    "permute_and_flip",
+    "report_noisy_max",
+    "selection_probabilities",
+    "smallest_epsilon",
+    "smallest_epsilon_for_selection",
+    "zcdp_epsilon",
+]
