@@ -14,22 +14,30 @@ if str(ROOT) not in sys.path:
 PAGE_FILES = sorted(p.name for p in (ROOT / "app_pages").glob("*.py"))
 
 
-@pytest.fixture
-def app():
-    """A fresh AppTest of app.py, run once with defaults; switch pages with ``goto``."""
+def open_app(page: str | None = None, *, dataset: str | None = None, timeout: float = 120):
+    """An AppTest of app.py run once with defaults, then on ``dataset`` and ``page`` if given.
+
+    Every rerun executes app.py (sidebar included) and then the page, as on a server.
+    """
     from streamlit import config
     from streamlit.testing.v1 import AppTest
 
     # Tests want the real error text; users get the redacted one from config.toml.
     config.set_option("client.showErrorDetails", "full")
-
-    def make(page: str | None = None, timeout: float = 120):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    if dataset is not None:
+        at.selectbox(key="dataset_choice").select(dataset)
         at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        if page is not None:
-            at.switch_page(f"app_pages/{page}")
-            at.run()
-        return at
+    if page is not None:
+        at.switch_page(f"app_pages/{page}")
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
 
-    return make
+
+@pytest.fixture
+def app():
+    """``open_app`` as a fixture: ``at = app("statistics.py")``."""
+    return open_app

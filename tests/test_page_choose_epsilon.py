@@ -63,30 +63,6 @@ def no_exception(at) -> None:
 
 
 @pytest.fixture
-def app(monkeypatch):
-    """AppTest of app.py where every rerun runs app.py (sidebar included), as on a server.
-    """
-    from streamlit import config
-    from streamlit.testing.v1 import AppTest
-
-    from tests.conftest import ROOT
-
-
-    config.set_option("client.showErrorDetails", "full")
-
-    def make(page: str | None = None):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.run()
-        no_exception(at)
-        if page is not None:
-            at.switch_page(f"app_pages/{page}")
-            at.run()
-        return at
-
-    return make
-
-
-@pytest.fixture
 def page(app):
     at = app(PAGE)
     no_exception(at)

@@ -16,35 +16,16 @@ import pytest
 
 from dashboard import charts, datasets
 from dashboard.text import plain
-from tests.conftest import ROOT
+from tests.conftest import ROOT, open_app
 
 ADULT = "Adult (UCI census income)"
 DATA = ROOT / "tests" / "data"
 
 
 @pytest.fixture
-def run_app(monkeypatch):
-    """AppTest of app.py where every run executes app.py (sidebar included), as on a server.
-    """
-    from streamlit import config
-    from streamlit.testing.v1 import AppTest
-
-
-    config.set_option("client.showErrorDetails", "full")
-
-    def make(dataset: str | None = None):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.run()
-        if dataset is not None:
-            at.selectbox(key="dataset_choice").select(dataset)
-            at.run()
-        at.switch_page("app_pages/data.py")
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-    return make
-
+def run_app():
+    """The Data page, on ``dataset`` if given."""
+    return lambda dataset=None: open_app("data.py", dataset=dataset)
 
 @pytest.fixture(scope="module")
 def adult():

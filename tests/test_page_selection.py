@@ -15,7 +15,7 @@ import pytest
 
 from dashboard import datasets
 from dpcore.selection import prob_best_selected, selection_probabilities
-from tests.conftest import ROOT
+from tests.conftest import open_app
 
 PAGE = "selection.py"
 
@@ -56,21 +56,11 @@ def adult_education_counts() -> np.ndarray:
 
 
 @pytest.fixture
-def page(monkeypatch):
-    """The page run through app.py on every rerun (sidebar included), as on a server.
-    """
-    from streamlit import config
-    from streamlit.testing.v1 import AppTest
-
-
-    config.set_option("client.showErrorDetails", "full")
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page(f"app_pages/{PAGE}").run()
-    assert not at.exception, [e.value for e in at.exception]
+def page():
+    """The Selection page with defaults (Adult)."""
+    at = open_app(PAGE)
     assert at.selectbox(key="dataset_choice").value == datasets.BUILTIN_DATASETS[0]
     return at
-
 
 def test_defaults_render_two_charts_and_the_privacy_map(page):
     assert page.title[0].value == "Selection"

@@ -16,7 +16,7 @@ import pytest
 
 from dashboard import datasets
 from dpcore.additive import Laplace
-from tests.conftest import ROOT
+from tests.conftest import open_app
 
 ADULT, IRIS, CENSUS = datasets.BUILTIN_DATASETS
 SENTENCE = re.compile(r"(\d+)% of (?:the simulated )?releases (?:are|were) within ±([\d,.]+)")
@@ -63,21 +63,11 @@ def alpha_sentences(at) -> list[tuple[float, float]]:
 
 
 @pytest.fixture
-def stats_page(monkeypatch):
-    """The page run through app.py on every rerun, so the sidebar (dataset picker) is there.
-    """
-    from streamlit import config
-    from streamlit.testing.v1 import AppTest
-
-
-    config.set_option("client.showErrorDetails", "full")
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page("app_pages/statistics.py").run()
-    assert not at.exception, [e.value for e in at.exception]
+def stats_page():
+    """The Noisy statistics page with defaults (Adult)."""
+    at = open_app("statistics.py")
     assert at.selectbox(key="dataset_choice").value == ADULT
     return at
-
 
 def test_defaults_render_histogram_of_education(stats_page):
     at = stats_page

@@ -15,35 +15,16 @@ import pandas as pd
 import pytest
 
 from dashboard import datasets
-from tests.conftest import ROOT
+from tests.conftest import open_app
 
 CENSUS = "Synthetic census"
 VIEWS = ("True", "Noisy", "Published", "Absolute error", "Relative error")
 
 
 @pytest.fixture
-def run_app(monkeypatch):
-    """AppTest of app.py where every run executes app.py (sidebar included), as on a server.
-    """
-    from streamlit import config
-    from streamlit.testing.v1 import AppTest
-
-
-    config.set_option("client.showErrorDetails", "full")
-
-    def make(dataset: str | None = CENSUS):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.run()
-        if dataset is not None:
-            at.selectbox(key="dataset_choice").select(dataset)
-            at.run()
-        at.switch_page("app_pages/tables.py")
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-    return make
-
+def run_app():
+    """The Noisy tables page, on the synthetic census unless told otherwise."""
+    return lambda dataset=CENSUS: open_app("tables.py", dataset=dataset)
 
 def shown_tables(at) -> dict[str, pd.DataFrame]:
     """The five tables of the example release, as the page shows them (one per tab)."""
