@@ -104,9 +104,14 @@ with st.spinner("Sweeping ε and solving for the target…"):
                                                 delta, state.seed())
         view = ana.error_view(query, results, answers, measure=measure, relative=relative,
                               beta=beta, delta=delta, target_value=target, escape=plain)
+        download = ana.error_download(view, query, results, numbers, dataset=loaded.name,
+                                      measure=measure, relative=relative, beta=beta,
+                                      delta=delta, epsilon=epsilon, target=target)
     else:
         sweep, answer = ana.cached_selection(question, target / 100, state.seed())
         view = ana.selection_view(question, sweep, answer, target=target / 100, escape=plain)
+        download = ana.selection_download(view, question, sweep, dataset=loaded.name,
+                                          epsilon=epsilon, target=target / 100)
 if not view.curves:
     st.stop()
 
@@ -124,6 +129,8 @@ else:
     st.caption("The probability that report noisy max picks the right answer (exact for one "
                "pick, simulated for k > 1); a tie for first counts as right. Diamond: the "
                "smallest ε meeting the target; dashed: the current ε.")
+controls.downloads(*download, key="choose_download", file_stem="privacy-utility-curve",
+                   csv_label="Download the curves (CSV)")
 for sentence in view.sentences:
     st.success(sentence)
 for problem in view.problems:

@@ -74,6 +74,10 @@ st.plotly_chart(charts.accuracy_against_epsilon(
 st.caption(f"Each point is the median test accuracy of {repetitions} private classifiers "
            "trained at that ε (shaded: 90% of them); the dashed line is the same classifier "
            "without privacy, the dotted one what always guessing the commonest class scores.")
+controls.downloads(*learning.learning_download(
+    curves, task_name, dataset=loaded.name, bounds=bounds, classes=classes,
+    repetitions=repetitions, epsilon=marked), key="learning_download", file_stem="private-learning",
+    csv_label="Download accuracy against ε (CSV)")
 
 st.markdown(f"**At ε = {fmt_number(marked)}** ({first.train_rows:,} training rows, "
             f"{first.test_rows:,} test rows):")

@@ -145,6 +145,10 @@ st.plotly_chart(charts.selection_chart(
            f"How often each candidate is {first}"),
     x_title=x_title, score_title=score_title), key="sel_chart")
 st.caption(sel.chart_caption(summary, lines=prices is not None))
+release = sel.private_release(summary, source=source, dataset=loaded.name, candidates=x_title,
+                              noise=noise, level=level, **params)
+st.markdown(release.sentence)
+controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
 
 symbol = sel.LEVEL_SYMBOL[measure]
 common = {"noise_names": sel.NOISE_NAMES, "current_noise": noise, "current_level": level,

@@ -48,6 +48,8 @@ with ask:
     if query != "count":
         column = controls.select("Column", stats.columns_for(loaded, query), key="stats_column",
                                  default=stats.default_column(loaded, query))
+        if data_key.startswith("upload:"):   # column names of an upload stay out of the URL
+            st.query_params.pop("stats_column", None)
     if query in ("sum", "mean"):
         bounds = stats.default_bounds(loaded, column)
         reset_when_changed("stats_bounds_for", (data_key, column), ("stats_lower", "stats_upper"))
@@ -141,6 +143,9 @@ else:
             truth.metric("True answer", stats.fmt_value(run.true_value))
         for col, (name, value) in zip(cells, stats.release_summary(run).items(), strict=True):
             col.metric(name, value)
+controls.downloads(stats.release_values(runs, spec), stats.release_parameters(
+    frame, data_key, spec, tuple(choices), dataset=loaded.name, answer_range=answer_range,
+    sum_share=sum_share, trials=trials), key="stats_download", file_stem="noisy-statistics")
 
 for run in runs:
     st.markdown(f"**{stats.accuracy_sentence(run, confidence)}**")

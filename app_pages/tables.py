@@ -142,6 +142,10 @@ for tab, (name, (values, value_name, (zmin, zmax), caption)) in zip(tabs, views.
                 colorscale="Viridis" if "error" in name else "Cividis"), key="tables_heatmap")
             st.caption(caption)
         st.dataframe(release.labelled(values, row, column), key=f"tables_frame_{name}")
+controls.downloads(*tables.table_download(
+    release, row, column, privacy, dataset=loaded.name, clip=clip, round=round_, rescale=rescale,
+    total_source=source, total_share=share, categories_from_data=row_from_data or column_from_data),
+    key="tables_download", file_stem="noisy-table")
 
 st.subheader("The error over many releases")
 chosen = next(label for label, c, r, s in tables.STEPS if (c, r, s) == (clip or rescale, round_,

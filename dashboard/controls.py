@@ -190,7 +190,7 @@ def trials_picker(*, key: str, default: int = 10_000, container: Any = st) -> in
 
 
 def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: str,
-              container: Any = st) -> None:
+              csv_label: str = "Download noisy values (CSV)", container: Any = st) -> None:
     """Two download buttons: the noisy values as spreadsheet-safe CSV, the parameters as JSON.
 
     ``parameters`` should name the dataset, query, mechanism, measure, ε/δ/ρ, sensitivity,
@@ -199,7 +199,7 @@ def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: s
     from dashboard.exports import csv_bytes, parameters_json
 
     left, right = container.columns(2)
-    left.download_button("Download noisy values (CSV)", csv_bytes(values),
+    left.download_button(csv_label, csv_bytes(values),
                          file_name=f"{file_stem}.csv", mime="text/csv", key=f"{key}_csv",
                          on_click="ignore")
     right.download_button("Download parameters (JSON)",

@@ -163,3 +163,72 @@ def learning_curve(_loaded: LoadedDataset, dataset_key: str, task_name: str, noi
     return accuracy_curve(features, labels, n_classes=len(classes),
                           bounds=list(zip(bounds["Lower"], bounds["Upper"], strict=True)),
                           noise=noise, repetitions=repetitions, seed=seed, task=task_name)
+
+
+# --------------------------------------------------------------------------------------------
+# Downloads: accuracy per epsilon and the settings behind it
+
+
+def accuracy_values(curves: dict[str, LearningCurve]) -> pd.DataFrame:
+    """Test accuracy against ε, one line per noise and ε: median, 5th and 95th percentile over
+    the private fits, the non-private model and the commonest-class guess for reference, and
+    the noise scale of the class counts (their sensitivity 1 over their share ε/3)."""
+    frames = []
+    for noise, curve in curves.items():
+        epsilon = np.asarray(curve.epsilon, dtype=np.float64)
+        frames.append(pd.DataFrame({
+            "Noise": NOISES[noise], "epsilon": epsilon,
+            "Median test accuracy": curve.median, "5th percentile": curve.p05,
+            "95th percentile": curve.p95, "Non-private test accuracy": curve.baseline,
+            "Always the commonest class": curve.majority,
+            "Noise scale of the class counts (rows)": 3.0 / epsilon,
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def describe_learning(curves: dict[str, LearningCurve], task: LearningTask, *, dataset: str,
+                      bounds: pd.DataFrame, classes: Sequence[str], repetitions: int,
+                      epsilon: float) -> dict:
+    """The settings of the sweep: task, declared bounds and classes, budget split,
+    sensitivities and (Laplace) noise scales at ``epsilon``. The seed is added by the download.
+    """
+    first = next(iter(curves.values()))
+    d = len(task.features)
+    half = {str(f): (float(u) - float(lo)) / 2
+            for f, lo, u in zip(bounds["Feature"], bounds["Lower"], bounds["Upper"], strict=True)}
+    return {
+        "page": "Private learning", "dataset": dataset, "task": task.name,
+        "model": "Gaussian naive Bayes from noisy class counts, feature sums and sums of squares",
+        "label": task.label, "classes": [str(c) for c in classes],
+        "features": {str(f): {"lower": float(lo), "upper": float(u), "unit": unit}
+                     for f, lo, u, unit in zip(bounds["Feature"], bounds["Lower"],
+                                               bounds["Upper"], bounds["Unit"], strict=True)},
+        "neighbouring_datasets": "add/remove one row (one row = one person)",
+        "mechanisms": list(curves), "measure": "pure", "delta": None, "rho": None,
+        "epsilons": [float(e) for e in first.epsilon], "epsilon": epsilon,
+        "budget_split": {"class_counts": "ε/3",
+                         "sums": f"ε/(3·{d}) per feature",
+                         "sums_of_squares": f"ε/(3·{d}) per feature"},
+        # Sums are centred at the middle of each feature's bounds: sensitivity = half-width.
+        "sensitivity": {"class_counts": 1.0, "sums": half,
+                        "sums_of_squares": {f: h * h for f, h in half.items()}},
+        "noise_scale": {
+            "meaning": "Laplace scale b = sensitivity / ε share, at the ε above; bounded "
+                       "Laplace uses these for the counts and a larger calibrated b for the "
+                       "sums, per class",
+            "class_counts": 3.0 / epsilon,
+            "sums": {f: h * 3 * d / epsilon for f, h in half.items()},
+            "sums_of_squares": {f: h * h * 3 * d / epsilon for f, h in half.items()}},
+        "private_fits_per_epsilon": repetitions,
+        "test_share": TEST_SHARE, "train_rows": first.train_rows, "test_rows": first.test_rows,
+        "split_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}])",
+    }
+
+
+def learning_download(curves: dict[str, LearningCurve], task_name: str, *, dataset: str,
+                      bounds: pd.DataFrame, classes: Sequence[str], repetitions: int,
+                      epsilon: float) -> tuple[pd.DataFrame, dict]:
+    """(accuracy table, parameters) for ``controls.downloads``."""
+    return accuracy_values(curves), describe_learning(
+        curves, TASKS[task_name], dataset=dataset, bounds=bounds, classes=classes,
+        repetitions=repetitions, epsilon=epsilon)

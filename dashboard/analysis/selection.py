@@ -11,7 +11,7 @@ import csv
 import io
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -637,3 +637,96 @@ def correctness_curves(scores: tuple[float, ...], *, measure: str, sensitivity: 
     the slider never recomputes it."""
     return compute_curves(scores, measure=measure, sensitivity=sensitivity, monotonic=monotonic,
                           negate=negate, k=k, seed=seed)
+
+
+# --------------------------------------------------------------------------------------------
+# One private release, and the download of the page's results
+
+#: What the noise scale means for each noise, for the parameters file.
+NOISE_SCALE_MEANING = {
+    "laplace": "scale b of the Laplace noise added to each score",
+    "exponential": "scale b of the one-sided exponential noise added to each score",
+    "gumbel": "scale b of the Gumbel noise added to each score",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionRelease:
+    """One private pick at the page's settings, a sentence about it, and the download."""
+
+    picks: tuple[int, ...]
+    sentence: str
+    values: pd.DataFrame
+    parameters: dict
+
+
+def one_release(scores: ArrayLike, *, scale: float, noise: str, negate: bool, k: int,
+                seed: int) -> tuple[int, ...]:
+    """The candidate(s) one private release picks, best first (stream ``[seed, 4, 2]``)."""
+    values = np.asarray(scores, dtype=np.float64)
+    rng = np.random.default_rng([seed, _RNG_OFFSET, 2])
+    if k == 1:
+        return (int(report_noisy_max(values, scale=scale, noise=noise, negate=negate,
+                                     rng=rng)),)
+    chosen = noisy_top_k(values, k, scale=scale, noise=noise, negate=negate, rng=rng)
+    return tuple(int(i) for i in np.asarray(chosen).reshape(-1))
+
+
+def selection_values(summary: SelectionSummary, picks: tuple[int, ...], *,
+                     candidates: str) -> pd.DataFrame:
+    """Per candidate: exact probability of being (first) picked, simulated share of releases
+    with its 95% half-width, top-k inclusion when k > 1, and its rank in one release.
+
+    The true scores are left out: the file holds what the mechanism releases and how often.
+    """
+    k = len(picks)
+    first = " first" if k > 1 else ""
+    rank = np.full(len(summary.labels), np.nan)
+    rank[list(picks)] = np.arange(1, k + 1)
+    columns = {
+        candidates: [str(label) for label in summary.labels],
+        f"Exact probability of being picked{first}": summary.exact,
+        f"Simulated share of releases picking it{first}": summary.empirical,
+        "95% half-width of the simulated share": summary.half_width,
+    }
+    if summary.inclusion is not None:
+        columns[f"Simulated share of releases with it in the top {k}"] = summary.inclusion
+    columns["Rank in one private release (empty: not picked)"] = rank
+    return pd.DataFrame(columns)
+
+
+def private_release(summary: SelectionSummary, *, source: str, dataset: str, candidates: str,
+                    noise: str, measure: str, level: float, sensitivity: float,
+                    monotonic: bool, negate: bool, k: int, seed: int) -> SelectionRelease:
+    """One private release at the page's settings, with the download's values and parameters
+    (the seed is added by the download)."""
+    picks = one_release(summary.scores, scale=summary.scale, noise=noise, negate=negate, k=k,
+                        seed=seed)
+    names = ", ".join(f"**{plain(summary.labels[i])}**" for i in picks)
+    sentence = (f"One private release at these settings (from the seed) picks {names}"
+                + (" (best first)." if k > 1 else "."))
+    privacy = noisy_max_privacy(summary.scale, sensitivity=sensitivity, noise=noise,
+                                monotonic=monotonic, k=k, measure=measure)
+    parameters = {
+        "page": "Selection", "scores_from": SOURCES[source],
+        "dataset": dataset if source == "data" else None, "candidates": candidates,
+        "number_of_candidates": int(summary.scores.size),
+        "mechanism": NOISES[noise] + (f", top {k} picks" if k > 1 else ""),
+        "noise": noise, "measure": measure,
+        "epsilon": level if measure == "pure" else None, "delta": None,
+        "rho": level if measure == "zcdp" else None,
+        "sensitivity": sensitivity,
+        "sensitivity_meaning": "the most any one score changes when one row is added or "
+                               "removed (add/remove one row = one person)",
+        "monotonic": monotonic, "pick": "smallest score" if negate else "largest score",
+        "k": k, "noise_scale": float(summary.scale),
+        "noise_scale_meaning": NOISE_SCALE_MEANING[noise],
+        "privacy": {**{n: float(v) for n, v in asdict(privacy).items()},
+                    "guarantee": privacy.describe()},
+        "picked_in_one_release": [str(summary.labels[i]) for i in picks],
+        "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 2])",
+        "simulated_releases": int(summary.trials),
+        "simulated_releases_requested": int(summary.requested_trials),
+    }
+    return SelectionRelease(picks, sentence, selection_values(summary, picks,
+                                                              candidates=candidates), parameters)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -802,3 +802,113 @@ def simulate_releases(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
     """Plan the release and simulate it (cached by every parameter, the dataset and the seed)."""
     plan = make_plan(_frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
     return run_mechanism(plan, trials=trials, seed=seed)
+
+
+# --------------------------------------------------------------------------------------------
+# Downloads: the noisy release shown, and the parameters that produced it
+
+#: What the noise scale of each mechanism means, for the parameters file.
+NOISE_SCALE_MEANING = {
+    "laplace": "Laplace scale b (standard deviation √2·b)",
+    "geometric": "two-sided geometric scale s: P(noise = k) ∝ exp(−|k|/s), k whole",
+    "gaussian": "standard deviation σ",
+    "bounded_laplace": "scale b of the Laplace density restricted to the answer range",
+    "clamped_laplace": "Laplace scale b; the noisy answer is then clamped to the answer range",
+}
+NEIGHBOURS = "add/remove one row (one row = one person)"
+
+
+def _unique_header(name: str, taken: Sequence[str]) -> str:
+    """``name``, suffixed until it differs from every header in ``taken`` (a user's column
+    may be called like one of ours)."""
+    while name in taken:
+        name += " (category)"
+    return name
+
+
+def release_values(runs: Sequence[MechanismRun], spec: QuerySpec) -> pd.DataFrame:
+    """The one noisy release the page shows, per mechanism (per category for a histogram).
+
+    The true answer and the errors are left out on purpose: this file is a release, and a
+    file that may be published must hold noisy values only. Values are full precision (the
+    page rounds them for display).
+    """
+    noun = "count" if spec.query == "histogram" else spec.query
+    noisy = {f"Noisy {noun} ({run.name})": np.asarray(run.release, dtype=np.float64).reshape(-1)
+             for run in runs}
+    if spec.query == "histogram":
+        label = _unique_header(str(spec.column), list(noisy))
+        first = pd.DataFrame({label: [str(c) for c in runs[0].labels or ()]})
+    else:
+        first = pd.DataFrame({"Query": [spec.describe()]})
+    return pd.concat([first, pd.DataFrame(noisy)], axis=1)
+
+
+def _privacy_fields(measure) -> dict:
+    """A privacy measure as numbers (epsilon, delta or rho) and one sentence."""
+    return {**{k: float(v) for k, v in asdict(measure).items()}, "guarantee": measure.describe()}
+
+
+def _mechanism_fields(plan: ReleasePlan) -> dict:
+    """Sensitivities, noise scale and privacy of one planned release (numbers, not text)."""
+    kind = plan.choice.mechanism
+    norm = "L2" if kind == "gaussian" else "L1"
+    fields = {"mechanism": kind, "label": plan.choice.label(), "sensitivity_norm": norm,
+              "noise_scale_meaning": NOISE_SCALE_MEANING[kind]}
+    if plan.mechanism is not None:
+        fields |= {"l1_sensitivity": float(plan.answer.l1_sensitivity),
+                   "l2_sensitivity": float(plan.answer.l2_sensitivity),
+                   "sensitivity": float(plan.mechanism.sensitivity),
+                   "noise_scale": float(plan.mechanism.scale),
+                   "privacy": _privacy_fields(plan.mechanism.privacy)}
+        if kind in _BOUNDED_KINDS:
+            fields["answer_range"] = [float(plan.mechanism.lower), float(plan.mechanism.upper)]
+        return fields
+    # The mean: a noisy sum over a noisy count, each with its share of the budget.
+    parts = {}
+    for part, answer, mechanism in (("sum", plan.answer, plan.mean_mechanisms[0]),
+                                    ("count", plan.count_answer, plan.mean_mechanisms[1])):
+        parts[part] = {"l1_sensitivity": float(answer.l1_sensitivity),
+                       "l2_sensitivity": float(answer.l2_sensitivity),
+                       "sensitivity": float(mechanism.sensitivity),
+                       "noise_scale": float(mechanism.scale),
+                       "privacy": _privacy_fields(mechanism.privacy)}
+    total = queries.mean_privacy(plan.answer, plan.count_answer, mechanism=kind,
+                                 sum_share=plan.sum_share, **_mean_budget(plan.choice))
+    return fields | {"sum_share": float(plan.sum_share), **parts,
+                     "privacy": _privacy_fields(total)}
+
+
+def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int) -> dict:
+    """The parameters behind the page's release(s): dataset, query, measure, ε/δ/ρ, and per
+    mechanism its sensitivities, noise scale and privacy. The seed is added by the download."""
+    first = plans[0]
+    spec, choice = first.spec, first.choice
+    parameters = {
+        "page": "Noisy statistics", "dataset": dataset, "query": spec.query,
+        "description": spec.describe(), "column": spec.column,
+        "clamping_bounds": None if spec.lower is None else [spec.lower, spec.upper],
+        "neighbouring_datasets": NEIGHBOURS,
+        "measure": choice.measure, "epsilon": choice.epsilon, "delta": choice.delta,
+        "rho": choice.rho,
+        "mechanisms": [_mechanism_fields(plan) for plan in plans],
+        "simulated_releases": trials,
+        "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 1])",
+    }
+    if spec.query == "histogram":
+        parameters["categories"] = [str(c) for c in first.labels or ()]
+        parameters["categories_from"] = ("the column's public list" if spec.categories
+                                         is not None else "the data (this reveals which "
+                                                          "values occur)")
+    return parameters
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def release_parameters(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
+                       choices: tuple[PrivacyChoice, ...], *, dataset: str,
+                       answer_range: tuple[float, float] | None, sum_share: float,
+                       trials: int) -> dict:
+    """Cached :func:`describe_release` for the page's choices (plans rebuilt, not simulated)."""
+    plans = [make_plan(_frame, spec, c, answer_range=answer_range, sum_share=sum_share)
+             for c in choices]
+    return describe_release(plans, dataset=dataset, trials=trials)

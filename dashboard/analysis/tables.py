@@ -7,7 +7,7 @@ Plain functions (no Streamlit) pick the columns, split the budget and simulate r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -389,3 +389,93 @@ def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
                                  compare_trials=step_trials(trials, cells))
     return release_summary(answer, simulated, privacy=privacy, noise=noise,
                            requested_trials=trials)
+
+
+# --------------------------------------------------------------------------------------------
+# Downloads: the example release (noisy and published) and the parameters behind it
+
+NOISY_HEADER = "Noisy count"
+PUBLISHED_HEADER = "Published count"
+
+
+def _header(name: str, taken: list[str]) -> str:
+    """``name``, suffixed until it differs from the headers in ``taken`` (a user's column may
+    be called "Noisy count")."""
+    while name in taken:
+        name += " (category)"
+    return name
+
+
+def table_values(release: TableRelease, row: str, column: str) -> pd.DataFrame:
+    """The example release in long format: one line per cell with its row and column labels,
+    the noisy count and the published (post-processed) count.
+
+    The true counts are left out on purpose: this file is a release, and a file that may be
+    published must hold noisy values only.
+    """
+    row_header = _header(str(row), [NOISY_HEADER, PUBLISHED_HEADER])
+    column_header = _header(str(column), [NOISY_HEADER, PUBLISHED_HEADER, row_header])
+    rows, columns = len(release.row_labels), len(release.column_labels)
+    return pd.DataFrame({
+        row_header: np.repeat([str(r) for r in release.row_labels], columns),
+        column_header: np.tile([str(c) for c in release.column_labels], rows),
+        NOISY_HEADER: np.asarray(release.example_noisy, dtype=np.float64).reshape(-1),
+        PUBLISHED_HEADER: np.asarray(release.example_published, dtype=np.float64).reshape(-1),
+    })
+
+
+def _privacy_fields(measure) -> dict:
+    return {**{k: float(v) for k, v in asdict(measure).items()}, "guarantee": measure.describe()}
+
+
+def describe_table(release: TableRelease, row: str, column: str, choice: PrivacyChoice, *,
+                   dataset: str, clip: bool, round: bool, rescale: bool, total_source: str,
+                   total_share: float, categories_from_data: bool) -> dict:
+    """The parameters behind the example release: crosstab, measure, ε/δ/ρ, mechanism,
+    sensitivities, noise scale(s) and post-processing. The seed is added by the download."""
+    table, total, privacy, _ = build_mechanisms(choice, rescale=rescale,
+                                                total_source=total_source,
+                                                total_share=total_share)
+    separate = total is not None
+    parameters = {
+        "page": "Noisy tables", "dataset": dataset, "query": "crosstab (count per cell)",
+        "rows": row, "columns": column,
+        "row_categories": [str(r) for r in release.row_labels],
+        "column_categories": [str(c) for c in release.column_labels],
+        "categories_from": ("the data (this reveals which values occur)" if
+                            categories_from_data else "the columns' public lists"),
+        "rows_not_counted_missing_value": int(release.missing_rows),
+        "neighbouring_datasets": "add/remove one row (one row = one person)",
+        "measure": choice.measure, "epsilon": choice.epsilon, "delta": choice.delta,
+        "rho": choice.rho, "mechanism": choice.mechanism,
+        "l1_sensitivity": 1.0, "l2_sensitivity": 1.0,
+        "noise_scale": float(table.scale),
+        "table_privacy": _privacy_fields(table.privacy),
+        "privacy_spent": privacy,
+        "post_processing": {"clip_negatives": bool(clip or rescale), "round": bool(round),
+                            "rescale_to_noisy_total": bool(rescale)},
+        "simulated_releases": int(release.trials),
+        "simulated_releases_requested": int(release.requested_trials),
+        "release": "the first simulated release, from numpy.random.default_rng([seed, "
+                   f"{_RNG_OFFSET}])",
+    }
+    if rescale:
+        parameters["post_processing"] |= {
+            "noisy_total_from": total_source,
+            "noisy_total": release.example_total,
+        }
+    if separate:
+        parameters["post_processing"] |= {
+            "total_budget_share": total_share,
+            "total_sensitivity": 1.0,
+            "total_noise_scale": float(total.scale),
+            "total_privacy": _privacy_fields(total.privacy),
+        }
+    return parameters
+
+
+def table_download(release: TableRelease, row: str, column: str, choice: PrivacyChoice,
+                   **settings) -> tuple[pd.DataFrame, dict]:
+    """(values, parameters) for ``controls.downloads``; ``settings`` as :func:`describe_table`."""
+    return (table_values(release, row, column),
+            describe_table(release, row, column, choice, **settings))
