@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -26,6 +27,11 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-dev-shm-usage",
 ]
+
+
+def _drain(stream, lines: list[str]) -> None:
+    for raw in iter(stream.readline, b""):
+        lines.append(raw.decode(errors="replace"))
 
 
 def _free_port() -> int:
@@ -45,8 +51,12 @@ def chromium_path() -> str:
 
 
 @contextlib.contextmanager
-def running_server() -> Iterator[str]:
-    """Start `streamlit run app.py` headless on a free localhost port; stop it afterwards."""
+def running_server(output: list[str] | None = None) -> Iterator[str]:
+    """Start `streamlit run app.py` headless on a free localhost port; stop it afterwards.
+
+    The server's stdout and stderr are read as they come (a full pipe would stall the server)
+    and, when ``output`` is given, appended to it line by line: complete once the block exits.
+    """
     port = _free_port()
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     proc = subprocess.Popen(
@@ -55,6 +65,9 @@ def running_server() -> Iterator[str]:
          "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
+    lines = output if output is not None else []
+    reader = threading.Thread(target=_drain, args=(proc.stdout, lines), daemon=True)
+    reader.start()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     try:
@@ -67,8 +80,8 @@ def running_server() -> Iterator[str]:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-                pytest.fail(f"streamlit did not become healthy:\n{output[-3000:]}")
+                reader.join(timeout=5)
+                pytest.fail(f"streamlit did not become healthy:\n{''.join(lines)[-3000:]}")
             time.sleep(0.3)
         yield url
     finally:
@@ -77,6 +90,8 @@ def running_server() -> Iterator[str]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(timeout=10)
+        reader.join(timeout=10)
 
 
 @pytest.fixture(scope="session")
