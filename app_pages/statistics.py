@@ -60,6 +60,9 @@ with ask:
                                 key="stats_upper", default=bounds.upper,
                                 min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
         (st.caption if bounds.public else st.warning)(bounds.note)
+        if data_key.startswith("upload:"):   # bounds suggested from an upload's values too
+            for key in ("stats_lower", "stats_upper"):
+                st.query_params.pop(key, None)
     elif query == "histogram":
         categories = stats.declared_categories(loaded, column)
         st.caption("Categories from the column's public list, empty ones included."
