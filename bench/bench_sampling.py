@@ -14,12 +14,14 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import timing  # noqa: E402
 
 from dpcore.additive import Gaussian, Geometric, Laplace  # noqa: E402
 
@@ -31,17 +33,6 @@ TARGET_RATIO = 0.8
 
 EPSILON, DELTA, SEED = 1.0, 1e-6, 2024
 
-
-def paired_best_times(first: Callable[[], object], second: Callable[[], object],
-                      repeats: int = REPEATS) -> tuple[float, float]:
-    """Best-of-``repeats`` times of two runs, alternated so both see the same machine load."""
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(repeats):
-        for run, bucket in ((first, times[0]), (second, times[1])):
-            start = time.process_time()
-            run()
-            bucket.append(time.process_time() - start)
-    return min(times[0]), min(times[1])
 
 
 def diffprivlib_rate(mechanism) -> float:
@@ -105,7 +96,7 @@ def main() -> None:
     print("-" * len(header))
     below_target = []
     for name, mech, raw, dpl_mech, odp_meas, odp_vector in cases:
-        ours_time, numpy_time = paired_best_times(
+        ours_time, numpy_time = timing.paired_best_times(
             lambda mech=mech: mech.sample(zeros, rng=rng), raw, repeats)
         ours, numpy_rate = DRAWS / ours_time, DRAWS / numpy_time
         ratio = ours / numpy_rate

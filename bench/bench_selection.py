@@ -17,6 +17,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import timing  # noqa: E402
 
 from dpcore.selection import (  # noqa: E402
     NOISE_TYPES,
@@ -33,16 +36,10 @@ TARGET_RATIO = 0.8
 SCALE, EPSILON, SENSITIVITY, SEED = 2.0, 1.0, 1.0, 2024
 
 
+
 def paired_best_times(first: Callable[[], object], second: Callable[[], object],
                       repeats: int = REPEATS) -> tuple[float, float]:
-    """Best-of-``repeats`` times of two runs, alternated so both see the same machine load."""
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(repeats):
-        for run, bucket in ((first, times[0]), (second, times[1])):
-            start = time.perf_counter()
-            run()
-            bucket.append(time.perf_counter() - start)
-    return min(times[0]), min(times[1])
+    return timing.paired_best_times(first, second, repeats, clock=time.perf_counter)
 
 
 def time_calls(run: Callable[[], object], calls: int) -> float:
