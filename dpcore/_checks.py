@@ -35,7 +35,11 @@ def check_real(name: str, value: object) -> float:
     """Return ``value`` as a float, raising ``TypeError`` unless it is a real number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float64 (10**400) is no finite number either
+        raise ValueError(f"{name} must be finite, got an integer too large for a float "
+                         f"({len(str(abs(int(value))))} digits)") from None
 
 
 def check_finite(name: str, value: object) -> float:
@@ -114,12 +118,24 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     return value
 
 
-def finite_array(name: str, values: ArrayLike, *, min_size: int = 0) -> NDArray[np.float64]:
-    """``values`` as a float64 array with only finite entries."""
+def numeric_array(name: str, values: ArrayLike) -> NDArray[np.float64]:
+    """``values`` as a float64 array (NaN and ±inf kept); ``TypeError`` unless numeric."""
+    if values is None:
+        raise TypeError(f"{name} must be numeric array-like, got None")
     try:
-        arr = np.asarray(values, dtype=np.float64)
+        raw = np.asarray(values)
+        # Complex numbers would silently lose their imaginary part, and text ("1.0") is not a
+        # number: both are wrong types, not values to convert.
+        if raw.dtype.kind not in "biufO":
+            raise TypeError(f"got dtype {raw.dtype}")
+        return np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric array-like: {exc}") from None
+
+
+def finite_array(name: str, values: ArrayLike, *, min_size: int = 0) -> NDArray[np.float64]:
+    """``values`` as a float64 array with only finite entries."""
+    arr = numeric_array(name, values)
     if arr.size < min_size:
         raise ValueError(f"{name} must have at least {min_size} element(s), got {arr.size}")
     if not np.all(np.isfinite(arr)):

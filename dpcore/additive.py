@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
-from scipy.special import gammainc, log_ndtr, ndtr, ndtri
+from scipy.special import gammainc, log_ndtr, ndtr, ndtri, ndtri_exp
 
 from dpcore import _checks
 from dpcore._checks import (
@@ -25,6 +25,7 @@ from dpcore._checks import (
     check_rng,
     check_trials,
     finite_array,
+    numeric_array,
 )
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 
@@ -46,10 +47,20 @@ MECHANISM_KINDS = ("laplace", "gaussian", "geometric", "bounded_laplace", "clamp
 # finding tolerance can never leave a mechanism with less noise than its privacy claim needs.
 _SAFETY_STEP = 1 + 2.0**-40
 
+
+def _step_up(x: float) -> float:
+    """x raised by _SAFETY_STEP, and by at least one ulp (a subnormal times 1 + 2^-40 rounds
+    back to itself, which would loop forever)."""
+    return max(x * _SAFETY_STEP, math.nextafter(x, math.inf))
+
 # Above this scale numpy's geometric draws (success probability ~1/scale) approach the int64
 # limit and saturate; 1e12 keeps every draw far below it and exactly representable in float64.
 _MAX_GEOMETRIC_SCALE = 1e12
 _MAX_GEOMETRIC_VALUE = 2**62
+
+# Noise scales outside this range make the error density (~1/scale) or the variance (~scale²)
+# of a mechanism overflow float64; no release needs them.
+_SCALE_RANGE = (1e-300, 1e150)
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,10 +80,7 @@ def _exactly_one(mechanism: str, **options: object) -> str:
 
 def _real_points(name: str, x: ArrayLike) -> NDArray[np.float64]:
     """Points at which a distribution function is evaluated: numbers, ±inf allowed, no NaN."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be numeric array-like: {exc}") from None
+    arr = numeric_array(name, x)
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN")
     return arr
@@ -86,6 +94,25 @@ def _check_integer_valued(name: str, value: object) -> int:
     return int(x)
 
 
+def _check_domain(lower: object, upper: object) -> tuple[float, float]:
+    """Finite bounds lower < upper whose width upper − lower is finite too."""
+    lo, hi = check_bounds(lower, upper)
+    if not hi - lo < math.inf:
+        raise ValueError(f"upper − lower overflows float64 (lower={lo:g}, upper={hi:g}): "
+                         "narrow the bounds")
+    return lo, hi
+
+
+def _points_and_truth(x: ArrayLike, q: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+    """Evaluation points and true values broadcast together (ValueError naming both)."""
+    points = _real_points("x", x)
+    try:
+        return np.broadcast_arrays(points, q)
+    except ValueError:
+        raise ValueError(f"x (shape {points.shape}) and true_value (shape {q.shape}) must "
+                         "broadcast together") from None
+
+
 def _shaped(arr: NDArray) -> NDArray:
     # A 0-d result becomes a numpy scalar (a float/int subclass); arrays pass through.
     return arr[()]
@@ -96,14 +123,27 @@ def _shaped(arr: NDArray) -> NDArray:
 # --------------------------------------------------------------------------------------------
 
 
+def _laplace_half_tail(x: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
+    """½e^{−|x|/b}; |x|/b may overflow to inf for huge x, where the tail is rightly 0."""
+    with np.errstate(over="ignore"):
+        return 0.5 * np.exp(-np.abs(x) / scale)
+
+
 def _laplace_cdf(x: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
-    half_tail = 0.5 * np.exp(-np.abs(x) / scale)
+    half_tail = _laplace_half_tail(x, scale)
     return np.where(x < 0, half_tail, 1.0 - half_tail)
 
 
 def _laplace_sf(x: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
-    half_tail = 0.5 * np.exp(-np.abs(x) / scale)
+    half_tail = _laplace_half_tail(x, scale)
     return np.where(x < 0, 1.0 - half_tail, half_tail)
+
+
+def _half_beta_quantile(beta: float) -> float:
+    """Φ⁻¹(beta/2), through log(beta/2) where beta/2 would underflow (beta = 5e-324)."""
+    if beta > 1e-300:
+        return float(ndtri(beta / 2))
+    return float(ndtri_exp(math.log(beta) - math.log(2)))
 
 
 def _gaussian_log_delta(mu: float, epsilon: float) -> float:
@@ -116,6 +156,8 @@ def _gaussian_log_delta(mu: float, epsilon: float) -> float:
     tiny tails nor the difference of two nearly equal terms lose precision.
     """
     log_first = float(log_ndtr(mu / 2 - epsilon / mu))
+    if log_first == -math.inf:  # Φ(x₁) underflows (e.g. epsilon = 1e300): delta is 0 in float64
+        return -math.inf
     log_ratio = epsilon + float(log_ndtr(-mu / 2 - epsilon / mu)) - log_first
     if log_ratio >= 0:  # only by rounding: the true profile is strictly positive
         return -math.inf
@@ -133,13 +175,15 @@ def _analytic_gaussian_mu(epsilon: float, delta: float) -> float:
     if excess(0.0) < 0:
         while excess(hi) < 0:
             lo, hi = hi, hi + 1.0
-            if hi > 50:
-                raise RuntimeError("analytic Gaussian calibration failed to bracket the root")
+            if hi > 400:  # mu = e^400 covers every finite epsilon (mu ~ sqrt(2 epsilon))
+                raise ValueError(f"epsilon = {epsilon:g} and delta = {delta:g} are too extreme "
+                                 "to calibrate the Gaussian mechanism in float64")
     else:
         while excess(lo) >= 0:
             lo, hi = lo - 1.0, lo
             if lo < -700:
-                raise RuntimeError("analytic Gaussian calibration failed to bracket the root")
+                raise ValueError(f"epsilon = {epsilon:g} and delta = {delta:g} are too extreme "
+                                 "to calibrate the Gaussian mechanism in float64")
     return math.exp(brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps,
                            maxiter=500))
 
@@ -203,10 +247,25 @@ class AdditiveMechanism(ABC):
         return (f"{type(self).__name__}(sensitivity={self._sensitivity:g}, "
                 f"scale={self._scale:.6g}) — {self.privacy.describe()}")
 
+    def _check_scale(self, given: str) -> None:
+        """Refuse a noise scale whose density, variance or privacy loss leaves float64.
+
+        ``given`` names what the scale came from ("scale", "epsilon", "rho", ...).
+        """
+        source = "scale" if given == "scale" else f"the noise scale from sensitivity and {given}"
+        low, high = _SCALE_RANGE
+        if not low <= self._scale <= high:
+            raise ValueError(f"{source} = {self._scale:g} is outside [{low:g}, {high:g}], beyond "
+                             "which the noise density or variance overflows float64")
+        if not 0 < self._sensitivity / self._scale < math.inf:
+            raise ValueError(f"sensitivity / scale = {self._sensitivity:g} / {self._scale:g} "
+                             "is no positive finite privacy loss: sensitivity and scale are too "
+                             "far apart")
+
     # -- sampling ------------------------------------------------------------------------------
 
-    def _check_values(self, values: ArrayLike) -> NDArray:
-        return finite_array("values", values)
+    def _check_values(self, values: ArrayLike, name: str = "values") -> NDArray:
+        return finite_array(name, values)
 
     @abstractmethod
     def _draw(self, base: NDArray, size: tuple[int, ...], rng: np.random.Generator) -> NDArray:
@@ -333,6 +392,7 @@ class Laplace(AdditiveMechanism):
             self._scale = self._sensitivity / check_positive("epsilon", epsilon)
         else:
             self._scale = check_positive("scale", scale)
+        self._check_scale(given)
 
     @property
     def privacy(self) -> PureDP:
@@ -344,7 +404,7 @@ class Laplace(AdditiveMechanism):
         return noisy
 
     def _accuracy(self, beta, true_value):
-        return self._scale * math.log(1 / beta)
+        return self._scale * -math.log(beta)  # not log(1/beta): 1/beta overflows
 
     def error_cdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         return _shaped(_laplace_cdf(_real_points("x", x), self._scale))
@@ -352,7 +412,7 @@ class Laplace(AdditiveMechanism):
     def error_pdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         """Density of the error at ``x``."""
         x = _real_points("x", x)
-        return _shaped(np.exp(-np.abs(x) / self._scale) / (2 * self._scale))
+        return _shaped(_laplace_half_tail(x, self._scale) / self._scale)
 
     def variance(self, values: ArrayLike) -> NDArray:
         base = self._check_values(values)
@@ -422,12 +482,22 @@ class Gaussian(AdditiveMechanism):
             self._scale = self._sensitivity / math.sqrt(2 * check_positive("rho", rho))
         else:
             self._scale = check_positive("scale", scale)
+        self._check_scale(given)
+        mu = self._sensitivity / self._scale
+        self._rho = mu * mu / 2  # (Δ/σ)²/2, not Δ²/(2σ²): the squares alone may leave float64
+        if not 0 < self._rho < math.inf:
+            raise ValueError(f"sensitivity / scale = {mu:g}: its zCDP rho = (sensitivity / "
+                             "scale)² / 2 leaves float64; sensitivity and scale are too far "
+                             "apart")
 
     def _calibrate(self, epsilon: float, delta: float) -> float:
         sigma = self._sensitivity / _analytic_gaussian_mu(epsilon, delta)
+        low, high = _SCALE_RANGE
+        if not low <= sigma <= high:  # refused by _check_scale, naming the parameters
+            return sigma
         target = math.log(delta)
         while _gaussian_log_delta(self._sensitivity / sigma, epsilon) > target:
-            sigma *= _SAFETY_STEP
+            sigma = _step_up(sigma)
         return sigma
 
     @property
@@ -438,7 +508,7 @@ class Gaussian(AdditiveMechanism):
     @property
     def zcdp(self) -> ZCDP:
         """The zCDP guarantee rho = sensitivity² / (2 sigma²), whatever it was built from."""
-        return ZCDP(self._sensitivity**2 / (2 * self._scale**2))
+        return ZCDP(self._rho)
 
     def delta_for_epsilon(self, epsilon: float) -> float:
         """Exact privacy profile: the smallest delta with (epsilon, delta)-DP at this sigma."""
@@ -475,15 +545,17 @@ class Gaussian(AdditiveMechanism):
 
     def _accuracy(self, beta, true_value):
         # sigma·Φ⁻¹(1 − beta/2), written with the lower tail to stay exact for tiny beta.
-        return -self._scale * float(ndtri(beta / 2))
+        return -self._scale * _half_beta_quantile(beta)
 
     def error_cdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
-        return _shaped(ndtr(_real_points("x", x) / self._scale))
+        with np.errstate(over="ignore"):  # x/sigma = ±inf is the right limit for huge x
+            return _shaped(ndtr(_real_points("x", x) / self._scale))
 
     def error_pdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         """Density of the error at ``x``."""
-        z = _real_points("x", x) / self._scale
-        return _shaped(np.exp(-0.5 * z * z) / (self._scale * math.sqrt(2 * math.pi)))
+        with np.errstate(over="ignore"):  # z² = inf for huge x: density 0, as it should be
+            z = _real_points("x", x) / self._scale
+            return _shaped(np.exp(-0.5 * z * z) / (self._scale * math.sqrt(2 * math.pi)))
 
     def variance(self, values: ArrayLike) -> NDArray:
         base = self._check_values(values)
@@ -537,6 +609,7 @@ class Geometric(AdditiveMechanism):
             self._scale = self._sensitivity / check_positive("epsilon", epsilon)
         else:
             self._scale = check_positive("scale", scale)
+        self._check_scale(given)
         if not self._scale <= _MAX_GEOMETRIC_SCALE:
             raise ValueError(f"scale (sensitivity/epsilon) = {self._scale:g} exceeds "
                              f"{_MAX_GEOMETRIC_SCALE:g}, where int64 geometric sampling "
@@ -549,23 +622,26 @@ class Geometric(AdditiveMechanism):
     def privacy(self) -> PureDP:
         return PureDP(self._sensitivity / self._scale)
 
-    def _check_values(self, values: ArrayLike) -> NDArray[np.int64]:
-        arr = np.asarray(values)
+    def _check_values(self, values: ArrayLike, name: str = "values") -> NDArray[np.int64]:
+        try:
+            arr = np.asarray(values)
+        except ValueError:  # ragged nesting: finite_array words the TypeError
+            arr = finite_array(name, values)
         if arr.dtype.kind not in "iu":
             if arr.dtype != np.float64:
-                arr = finite_array("values", arr)
+                arr = finite_array(name, arr)
             # One cast and one comparison catch NaN, ±inf, fractions and magnitudes beyond
             # int64: none of them survives the round trip through int64.
             with np.errstate(invalid="ignore"):
                 whole = arr.astype(np.int64)
             if not np.array_equal(whole, arr):
-                finite_array("values", arr)  # raises the usual message for NaN or inf
-                raise ValueError("values must be whole numbers for the geometric mechanism")
+                finite_array(name, arr)  # raises the usual message for NaN or inf
+                raise ValueError(f"{name} must be whole numbers for the geometric mechanism")
             arr = whole
         # Headroom so that adding noise can never wrap around int64.
         if arr.size and not (-_MAX_GEOMETRIC_VALUE <= arr.min() and arr.max()
                              <= _MAX_GEOMETRIC_VALUE):
-            raise ValueError("values must lie within ±2**62 for the geometric mechanism")
+            raise ValueError(f"{name} must lie within ±2**62 for the geometric mechanism")
         return arr.astype(np.int64, copy=False)
 
     def _draw(self, base, size, rng):
@@ -580,7 +656,7 @@ class Geometric(AdditiveMechanism):
 
     def _accuracy(self, beta, true_value):
         # P(|Z| > a) <= beta  <=>  a + 1 >= s·ln(2 / (beta (1 + r))); then fix rounding exactly.
-        threshold = self._scale * math.log(2 / (beta * (1 + self._ratio)))
+        threshold = self._scale * (math.log(2) - math.log(beta) - math.log1p(self._ratio))
         a = max(0, math.ceil(threshold) - 1)
         for _ in range(4):  # rounding moves the threshold by far less than one step
             if self._tail(a) <= beta:
@@ -630,11 +706,16 @@ class _BoundedDomain(AdditiveMechanism):
     def upper(self) -> float:
         return self._upper
 
+    def _in_scales(self, distance: NDArray[np.float64]) -> NDArray[np.float64]:
+        """distance / scale; ±inf beyond ~1e308 scales, where every tail term is exactly 0."""
+        with np.errstate(over="ignore"):
+            return distance / self._scale
+
     def _true_value(self, true_value: ArrayLike | None) -> NDArray[np.float64]:
         if true_value is None:
             raise ValueError(f"true_value is required: the {self.name} mechanism's error "
                              "depends on where the true value lies between the bounds")
-        return self._check_values(true_value)
+        return self._check_values(true_value, "true_value")
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(sensitivity={self._sensitivity:g}, "
@@ -695,7 +776,7 @@ class BoundedLaplace(_BoundedDomain):
                  epsilon: float | None = None, delta: float = 0.0,
                  scale: float | None = None) -> None:
         self._sensitivity = check_positive("sensitivity", sensitivity)
-        self._lower, self._upper = check_bounds(lower, upper)
+        self._lower, self._upper = _check_domain(lower, upper)
         self._delta = check_delta("delta", delta)
         given = _exactly_one("BoundedLaplace", epsilon=epsilon, scale=scale)
         width = self._upper - self._lower
@@ -708,6 +789,9 @@ class BoundedLaplace(_BoundedDomain):
             if self._delta != 0:
                 raise ValueError("delta must be 0 when the bounded Laplace is built from scale")
             self._scale = check_positive("scale", scale)
+        # The calibrated scale also depends on the domain: a tiny width gives a tiny scale.
+        self._check_scale("scale" if given == "scale" else "epsilon, delta, lower and upper")
+        if given == "scale":
             self._epsilon = self.effective_epsilon
 
     def _calibrate(self, epsilon: float, delta: float) -> float:
@@ -730,7 +814,7 @@ class BoundedLaplace(_BoundedDomain):
             scale = math.exp(brentq(excess, lo, hi, xtol=1e-15,
                                     rtol=4 * np.finfo(float).eps, maxiter=500))
         while _bounded_laplace_epsilon(scale, sens, width) > target:
-            scale *= _SAFETY_STEP
+            scale = _step_up(scale)
         return scale
 
     @property
@@ -745,18 +829,18 @@ class BoundedLaplace(_BoundedDomain):
             return ApproxDP(self._epsilon, self._delta)
         return PureDP(self._epsilon)
 
-    def _check_values(self, values: ArrayLike) -> NDArray[np.float64]:
-        arr = finite_array("values", values)
+    def _check_values(self, values: ArrayLike, name: str = "values") -> NDArray[np.float64]:
+        arr = finite_array(name, values)
         if arr.size and not (arr.min() >= self._lower and arr.max() <= self._upper):
             raise ValueError(
-                f"values must lie in [lower, upper] = [{self._lower:g}, {self._upper:g}], the "
+                f"{name} must lie in [lower, upper] = [{self._lower:g}, {self._upper:g}], the "
                 "bounded Laplace mechanism's domain; clamp them first")
         return arr
 
     def _tails(self, q: NDArray[np.float64]):
         """Half-tails ½e^{−(q−l)/b}, ½e^{−(u−q)/b} and the mass Z = C_b(q) inside [l, u]."""
-        a = (q - self._lower) / self._scale
-        c = (self._upper - q) / self._scale
+        a = self._in_scales(q - self._lower)
+        c = self._in_scales(self._upper - q)
         mass = -0.5 * (np.expm1(-a) + np.expm1(-c))
         return 0.5 * np.exp(-a), 0.5 * np.exp(-c), mass
 
@@ -776,8 +860,8 @@ class BoundedLaplace(_BoundedDomain):
     def _accuracy(self, beta, true_value):
         q = self._true_value(true_value)
         lower_tail, upper_tail, mass = self._tails(q)
-        a = (q - self._lower) / self._scale
-        c = (self._upper - q) / self._scale
+        a = self._in_scales(q - self._lower)
+        c = self._in_scales(self._upper - q)
         # While alpha is below both distances to the bounds, both tails count:
         #   P(|E| > alpha) = (2 e^{-alpha} - e^{-a} - e^{-c}) / (2 Z)   (in units of b);
         # beyond the nearer bound, only the far tail: (e^{-alpha} - e^{-max(a,c)}) / (2 Z).
@@ -788,7 +872,7 @@ class BoundedLaplace(_BoundedDomain):
 
     def error_cdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         q = self._true_value(true_value)
-        x, q = np.broadcast_arrays(_real_points("x", x), q)
+        x, q = _points_and_truth(x, q)
         lower_tail, upper_tail, mass = self._tails(q)
         e = np.clip(x, self._lower - q, self._upper - q)
         below = (_laplace_cdf(e, self._scale) - lower_tail) / mass
@@ -798,10 +882,10 @@ class BoundedLaplace(_BoundedDomain):
     def error_pdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         """Density of the error at ``x`` (zero outside [lower − true, upper − true])."""
         q = self._true_value(true_value)
-        x, q = np.broadcast_arrays(_real_points("x", x), q)
+        x, q = _points_and_truth(x, q)
         _, _, mass = self._tails(q)
         inside = (x >= self._lower - q) & (x <= self._upper - q)
-        density = np.exp(-np.abs(x) / self._scale) / (2 * self._scale * mass)
+        density = _laplace_half_tail(x, self._scale) / (self._scale * mass)
         return _shaped(np.where(inside, density, 0.0))
 
     def _moments(self, values: ArrayLike):
@@ -812,8 +896,8 @@ class BoundedLaplace(_BoundedDomain):
         moment P(3,a) + P(3,c). ``gammainc`` keeps these exact when a and c are small.
         """
         q = self._check_values(values)
-        a = (q - self._lower) / self._scale
-        c = (self._upper - q) / self._scale
+        a = self._in_scales(q - self._lower)
+        c = self._in_scales(self._upper - q)
         mass = 0.5 * (gammainc(1, a) + gammainc(1, c))
         mean = 0.5 * (gammainc(2, c) - gammainc(2, a)) / mass
         second = (gammainc(3, a) + gammainc(3, c)) / mass
@@ -865,12 +949,13 @@ class ClampedLaplace(_BoundedDomain):
     def __init__(self, *, sensitivity: float, lower: float, upper: float,
                  epsilon: float | None = None, scale: float | None = None) -> None:
         self._sensitivity = check_positive("sensitivity", sensitivity)
-        self._lower, self._upper = check_bounds(lower, upper)
+        self._lower, self._upper = _check_domain(lower, upper)
         given = _exactly_one("ClampedLaplace", epsilon=epsilon, scale=scale)
         if given == "epsilon":
             self._scale = self._sensitivity / check_positive("epsilon", epsilon)
         else:
             self._scale = check_positive("scale", scale)
+        self._check_scale(given)
 
     @property
     def privacy(self) -> PureDP:
@@ -882,6 +967,15 @@ class ClampedLaplace(_BoundedDomain):
         np.clip(noisy, self._lower, self._upper, out=noisy)
         return noisy
 
+    def _check_values(self, values: ArrayLike, name: str = "values") -> NDArray[np.float64]:
+        arr = finite_array(name, values)
+        with np.errstate(over="ignore"):
+            reachable = np.isfinite(arr - self._lower) & np.isfinite(self._upper - arr)
+        if not np.all(reachable):  # the bias (about the distance to a bound) would overflow
+            raise ValueError(f"{name} must lie within float64 reach of [lower, upper] = "
+                             f"[{self._lower:g}, {self._upper:g}]: the distance overflows")
+        return arr
+
     def point_masses(self, true_value: ArrayLike) -> tuple[NDArray, NDArray]:
         """(P(noisy = lower), P(noisy = upper)) for each true value."""
         q = self._true_value(true_value)
@@ -891,7 +985,7 @@ class ClampedLaplace(_BoundedDomain):
 
     def _tail(self, alpha: NDArray, q: NDArray) -> NDArray:
         """P(|E| > alpha) for alpha >= 0, E = clip(q + L, l, u) − q."""
-        half = 0.5 * np.exp(-alpha / self._scale)
+        half = _laplace_half_tail(alpha, self._scale)
         low, high = self._lower - q, self._upper - q
         above = np.where(alpha < low, 1.0, np.where(alpha < high, half, 0.0))
         below = np.where(alpha < -high, 1.0, np.where(alpha < -low, half, 0.0))
@@ -902,7 +996,8 @@ class ClampedLaplace(_BoundedDomain):
         # The answer is the left end of a piece of the tail function or the point where a piece
         # ½e^{-alpha/b}·k (k = 1, 2) crosses beta: try them all, keep the smallest that works.
         low, high = self._lower - q, self._upper - q
-        crossings = [np.full(q.shape, self._scale * math.log(k / (2 * beta))) for k in (1, 2)]
+        crossings = [np.full(q.shape, self._scale * (math.log(k / 2) - math.log(beta)))
+                     for k in (1, 2)]
         candidates = np.stack([np.zeros(q.shape), low, high, -low, -high, *crossings])
         candidates = np.maximum(candidates, 0.0)
         feasible = self._tail(candidates, q) <= beta * (1 + 1e-12)
@@ -910,7 +1005,7 @@ class ClampedLaplace(_BoundedDomain):
 
     def error_cdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         q = self._true_value(true_value)
-        x, q = np.broadcast_arrays(_real_points("x", x), q)
+        x, q = _points_and_truth(x, q)
         cdf = _laplace_cdf(x, self._scale)
         cdf = np.where(x < self._lower - q, 0.0, np.where(x >= self._upper - q, 1.0, cdf))
         return _shaped(cdf)
@@ -918,32 +1013,32 @@ class ClampedLaplace(_BoundedDomain):
     def error_pdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         """Density of the continuous part of the error (the bounds carry point masses too)."""
         q = self._true_value(true_value)
-        x, q = np.broadcast_arrays(_real_points("x", x), q)
+        x, q = _points_and_truth(x, q)
         inside = (x > self._lower - q) & (x < self._upper - q)
-        return _shaped(np.where(inside, np.exp(-np.abs(x) / self._scale) / (2 * self._scale),
-                                0.0))
+        return _shaped(np.where(inside, _laplace_half_tail(x, self._scale) / self._scale, 0.0))
 
     def _moments(self, values: ArrayLike):
         q = self._check_values(values)
-        a = (self._lower - q) / self._scale
-        c = (self._upper - q) / self._scale
-        d = c - a
-        # true value at or below the lower bound (a >= 0)
+        b = self._scale
+        a, c = self._in_scales(self._lower - q), self._in_scales(self._upper - q)
+        d = self._in_scales(self._upper - self._lower)  # c − a, which is NaN when both are inf
+        # true value at or below the lower bound (a >= 0); the bias b·E W is formed in the
+        # data's units, (l − q) + ..., since a itself can overflow when b is small
         ea = np.exp(-np.maximum(a, 0.0))
-        mean_below = np.maximum(a, 0.0) - 0.5 * ea * np.expm1(-d)
+        bias_below = np.maximum(self._lower - q, 0.0) - 0.5 * b * ea * np.expm1(-d)
         var_below = ea * gammainc(2, d) - 0.25 * (ea * np.expm1(-d)) ** 2
         # true value at or above the upper bound (c <= 0): the mirror image
         ec = np.exp(np.minimum(c, 0.0))
-        mean_above = np.minimum(c, 0.0) + 0.5 * ec * np.expm1(-d)
+        bias_above = np.minimum(self._upper - q, 0.0) + 0.5 * b * ec * np.expm1(-d)
         var_above = ec * gammainc(2, d) - 0.25 * (ec * np.expm1(-d)) ** 2
         # true value strictly between the bounds
         e_low, e_high = np.exp(np.minimum(a, 0.0)), np.exp(-np.maximum(c, 0.0))
         mean_inside = 0.5 * (e_low - e_high)
         var_inside = (gammainc(2, np.maximum(c, 0.0)) + gammainc(2, np.maximum(-a, 0.0))
                       - 0.25 * (e_low - e_high) ** 2)
-        mean = np.where(a >= 0, mean_below, np.where(c <= 0, mean_above, mean_inside))
+        bias = np.where(a >= 0, bias_below, np.where(c <= 0, bias_above, b * mean_inside))
         var = np.where(a >= 0, var_below, np.where(c <= 0, var_above, var_inside))
-        return self._scale * mean, self._scale**2 * np.maximum(var, 0.0)
+        return bias, b**2 * np.maximum(var, 0.0)
 
     def bias(self, values: ArrayLike) -> NDArray:
         return _shaped(self._moments(values)[0])

@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import beta as beta_distribution
 
 from dpcore._checks import (
+    MAX_DRAWS,
     check_delta,
     check_int,
     check_probability_open,
@@ -22,6 +23,7 @@ from dpcore._checks import (
 )
 
 __all__ = [
+    "MAX_EVENTS",
     "Event",
     "AuditResult",
     "threshold_events",
@@ -29,6 +31,10 @@ __all__ = [
     "audit_samples",
     "audit_mechanism",
 ]
+
+#: Most categories :func:`category_events` builds (one closure and one pass over the samples
+#: each): beyond that, building and counting the events would take minutes.
+MAX_EVENTS = 10**5
 
 #: An event: (description, predicate mapping outputs with samples on the leading axis to a
 #: boolean array with one entry per sample).
@@ -50,6 +56,15 @@ class AuditResult:
     q_hat: float
     samples: int
     confidence: float
+
+
+def _as_array(name: str, values: object) -> NDArray:
+    """Any array-like (numbers, labels, ...); ragged nesting is a TypeError naming it."""
+    try:
+        return np.asarray(values)
+    except ValueError as exc:
+        raise TypeError(f"{name} must be array-like with samples on the first axis: "
+                        f"{exc}") from None
 
 
 def _first_coordinate(outputs: NDArray) -> NDArray:
@@ -76,9 +91,10 @@ def threshold_events(thresholds: ArrayLike) -> list[Event]:
 def category_events(n_categories: int) -> list[Event]:
     """The events {y == i} for i in range(n_categories) (outputs are integer indices).
 
-    For vector outputs the events look at the first coordinate.
+    For vector outputs the events look at the first coordinate. At most
+    :data:`MAX_EVENTS` categories: each event is counted by its own pass over the samples.
     """
-    n = check_int("n_categories", n_categories, minimum=1)
+    n = check_int("n_categories", n_categories, minimum=1, maximum=MAX_EVENTS)
     return [(f"y == {i}", lambda y, i=i: _first_coordinate(y) == i) for i in range(n)]
 
 
@@ -209,8 +225,8 @@ def audit_samples(
     """
     delta, confidence = _check_audit_parameters(delta, confidence)
     events = _check_events(events)
-    out_x = np.asarray(outputs_x)
-    out_xp = np.asarray(outputs_xprime)
+    out_x = _as_array("outputs_x", outputs_x)
+    out_xp = _as_array("outputs_xprime", outputs_xprime)
     if out_x.ndim == 0 or out_xp.ndim == 0:
         raise ValueError("outputs must have the samples along a leading axis")
     samples = out_x.shape[0]
@@ -219,6 +235,8 @@ def audit_samples(
                          f"got {samples} and {out_xp.shape[0]}")
     if samples == 0:
         raise ValueError("outputs must hold at least one sample")
+    if out_x.size == 0 or out_xp.size == 0:  # shape (samples, 0): nothing for events to read
+        raise ValueError("outputs must hold at least one value per sample")
     return _audit_counts(
         _event_counts(out_x, events), _event_counts(out_xp, events), samples,
         [d for d, _ in events], delta, confidence,
@@ -250,13 +268,19 @@ def audit_mechanism(
     samples = check_int("samples", samples, minimum=1)
     delta, confidence = _check_audit_parameters(delta, confidence)
     events = _check_events(events)
-    data_x, data_xp = np.asarray(x), np.asarray(x_prime)
+    data_x, data_xp = _as_array("x", x), _as_array("x_prime", x_prime)
+    # Both sides together within the work bound of one call, refused before any sampling.
+    per_output = max(1, data_x.size, data_xp.size)
+    if 2 * samples * per_output > MAX_DRAWS:
+        raise ValueError(f"samples = {samples:,} on each side × {per_output:,} values per output "
+                         f"is more than the {MAX_DRAWS:,} draws one audit may make: ask for at "
+                         f"most {max(1, MAX_DRAWS // (2 * per_output)):,} samples")
     counts = {"x": np.zeros(len(events), dtype=np.int64),
               "x'": np.zeros(len(events), dtype=np.int64)}
     for side, data in (("x", data_x), ("x'", data_xp)):
         for chunk in trial_chunks(samples, max(1, data.size)):
-            outputs = np.asarray(release(data, rng, chunk))
-            if outputs.ndim == 0 or outputs.shape[0] != chunk:
+            outputs = _as_array("the release's outputs", release(data, rng, chunk))
+            if outputs.ndim == 0 or outputs.shape[0] != chunk or outputs.size == 0:
                 raise ValueError(f"release must return {chunk} outputs along the leading axis, "
                                  f"got shape {outputs.shape}")
             counts[side] += _event_counts(outputs, events)

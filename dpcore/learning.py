@@ -16,11 +16,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpcore._checks import (
     MAX_BLOCK_ELEMENTS,
+    MAX_DRAWS,
+    MAX_RETURNED_ELEMENTS,
     check_choice,
     check_finite,
     check_int,
     check_positive,
     check_rng,
+    numeric_array,
     trial_chunks,
 )
 from dpcore.additive import BoundedLaplace, Laplace
@@ -37,6 +40,9 @@ MIN_VARIANCE_FRACTION = 1e-4
 #: training rows) this lifts the median accuracy at epsilon = 10 from about 0.7 to 0.9.
 NOISE_FLOOR = 1.0
 _NOISES = ("laplace", "bounded_laplace")
+# Most (repetition, class, epsilon) triples of accuracy_vs_epsilon with bounded Laplace noise,
+# each two mechanisms built in Python: about 10-20 s.
+_MAX_BOUNDED_RELEASES = 10**5
 _PARTS = ("counts", "sums", "sums_of_squares")
 
 
@@ -88,6 +94,14 @@ def _feature_matrix(X: ArrayLike, names: list[str] | None, n_features: int) -> N
     if not np.all(np.isfinite(arr)):
         raise ValueError("X must contain only finite numbers (no NaN or inf)")
     return arr
+
+
+def _unique_labels(name: str, labels: ArrayLike) -> NDArray:
+    """The sorted distinct labels (TypeError naming ``name`` when they cannot be ordered)."""
+    try:
+        return np.unique(np.asarray(labels))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be labels of one orderable kind: {exc}") from None
 
 
 def _labels(y: ArrayLike, n_rows: int) -> NDArray:
@@ -194,12 +208,22 @@ class PrivateGaussianNB:
         self.feature_names, self.lower, self.upper = _check_feature_bounds(bounds)
         self.noise = check_choice("noise", noise, _NOISES)
         self.var_smoothing = check_positive("var_smoothing", var_smoothing, allow_zero=True)
-        self.classes = None if classes is None else np.unique(np.asarray(classes))
+        self.classes = None if classes is None else _unique_labels("classes", classes)
         if self.classes is not None and self.classes.size < 1:
             raise ValueError("classes must contain at least one label")
         self.n_features = self.lower.size
-        self.centre = (self.lower + self.upper) / 2
-        self.half_width = (self.upper - self.lower) / 2
+        # Halves first: (lower + upper) and (upper − lower) overflow at float64's edges.
+        self.centre = self.lower / 2 + self.upper / 2
+        self.half_width = self.upper / 2 - self.lower / 2
+        with np.errstate(over="ignore", under="ignore"):  # checked just below
+            squares = self.half_width * self.half_width
+        if not np.all((squares > 0) & (squares < np.inf)):
+            raise ValueError("bounds must keep ((upper − lower)/2)², the sensitivity of the sums "
+                             "of squares, a positive finite float64: a feature's bounds are too "
+                             "far apart or too close together")
+        if not self.var_smoothing * float(np.max(squares)) < np.inf:
+            raise ValueError(f"var_smoothing = {self.var_smoothing:g} times the largest variance "
+                             "the bounds allow overflows float64")
         self.sensitivities: dict[str, float | NDArray] = {
             "counts": 1.0,
             "sums": self.half_width.copy(),
@@ -211,6 +235,13 @@ class PrivateGaussianNB:
         else:
             self.budget_split = {part: self.epsilon / 3 for part in _PARTS}
             self.epsilon_per_feature = self.epsilon / (3 * self.n_features)
+            if not self.epsilon_per_feature > 0:  # a subnormal epsilon, split, underflows
+                raise ValueError(f"epsilon = {self.epsilon:g} is too small to split over "
+                                 f"3 × {self.n_features} statistics in float64")
+            # The Laplace mechanisms of the counts and of the (unit) sums, built once here so
+            # that an epsilon whose noise leaves float64 is refused before any data is seen.
+            Laplace(sensitivity=1.0, epsilon=self.budget_split["counts"])
+            Laplace(sensitivity=1.0, epsilon=self.epsilon_per_feature)
 
     @property
     def privacy(self) -> PureDP | None:
@@ -220,7 +251,7 @@ class PrivateGaussianNB:
     # -- fitting ---------------------------------------------------------------------------
 
     def _classes_for(self, labels: NDArray) -> NDArray:
-        present = np.unique(labels)
+        present = _unique_labels("y", labels)
         if self.classes is None:
             if self.epsilon is not None:
                 warnings.warn(
@@ -278,6 +309,10 @@ class PrivateGaussianNB:
         self.smoothing_ = self.var_smoothing * np.var(data, axis=0).max()
         self.theta_ = theta
         self.var_ = var + self.smoothing_
+        if not np.all(self.var_ > 0):  # scikit-learn would divide by these zeros
+            raise ValueError("X has no spread for the non-private model: a feature is constant "
+                             "within a class, and var_smoothing times the largest variance of "
+                             "X adds nothing (one row, or var_smoothing = 0)")
         self.class_prior_ = count / count.sum()
         # The statistics a private fit would noise, exact (for comparison and audits).
         statistics = _class_statistics(data, labels, self.classes_, self.centre)
@@ -360,9 +395,9 @@ class PrivateGaussianNB:
         """log P(class) + log P(x | class) for each row and class, shape (rows, classes)."""
         self._check_fitted()
         data = _feature_matrix(X, self.feature_names, self.n_features)
-        return _joint_log_likelihood(
+        return _checked_likelihoods("X", _joint_log_likelihood(
             data, self.class_prior_[None], self.theta_[None], self.var_[None]
-        )[0]
+        ))[0]
 
     def predict(self, X: ArrayLike) -> NDArray:
         """The most likely class of each row of ``X``."""
@@ -403,6 +438,27 @@ def _joint_log_likelihood(
     trials, k, d = theta.shape
     n_rows = data.shape[0]
     out = np.empty((trials, n_rows, k))
+    # Rows far outside the bounds overflow (x − θ)² to inf, a log-likelihood of -inf:
+    # _checked_likelihoods refuses those afterwards.
+    with np.errstate(over="ignore"):
+        _fill_likelihoods(out, data, prior, theta, var)
+    return out
+
+
+def _checked_likelihoods(name: str, jll: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``jll``, unless a row lies so far outside the bounds that its likelihoods left float64."""
+    if not np.all(np.isfinite(jll)):
+        raise ValueError(f"{name} has values too far outside the declared bounds: their "
+                         "likelihoods underflow float64 under every class")
+    return jll
+
+
+def _fill_likelihoods(
+    out: NDArray, data: NDArray, prior: NDArray, theta: NDArray, var: NDArray
+) -> None:
+    """The blocks of :func:`_joint_log_likelihood`, written into ``out``."""
+    trials, k, d = theta.shape
+    n_rows = data.shape[0]
     rows_per_block = max(1, MAX_BLOCK_ELEMENTS // d)
     for row_start in range(0, n_rows, rows_per_block):
         rows = data[row_start:row_start + rows_per_block]
@@ -416,7 +472,29 @@ def _joint_log_likelihood(
                 n_ij = n_ij[:, None] - 0.5 * np.sum(squared, axis=-1)
                 out[block, row_start:row_start + rows.shape[0], i] = jointi[:, None] + n_ij
             start += size
-    return out
+
+
+def _check_repetitions(repetitions: int, n_epsilons: int, n_test: int, n_classes: int,
+                       n_features: int, noise: str) -> None:
+    """Refuse, before any noise is drawn, a request too large to answer in reasonable time.
+
+    Per epsilon the likelihood of every test row under every repetition's model is held at
+    once (repetitions × rows × classes values) and computed from repetitions × rows × classes
+    × features terms; bounded Laplace noise builds two mechanisms per repetition and class, in
+    Python (about 0.1 ms each).
+    """
+    held = repetitions * n_test * n_classes
+    terms = held * n_features * n_epsilons
+    fits = repetitions * n_classes * n_epsilons
+    if held > MAX_RETURNED_ELEMENTS or terms > MAX_DRAWS or (
+            noise == "bounded_laplace" and fits > _MAX_BOUNDED_RELEASES):
+        most = min(MAX_RETURNED_ELEMENTS // (n_test * n_classes),
+                   MAX_DRAWS // (n_test * n_classes * n_features * n_epsilons))
+        if noise == "bounded_laplace":
+            most = min(most, _MAX_BOUNDED_RELEASES // (n_classes * n_epsilons))
+        raise ValueError(f"repetitions = {repetitions:,} over {n_epsilons} epsilon(s) and "
+                         f"{n_test} test rows is more work than one call may do: ask for at "
+                         f"most {max(1, most):,} repetitions")
 
 
 def accuracy_vs_epsilon(
@@ -445,7 +523,7 @@ def accuracy_vs_epsilon(
         repetitions, one per epsilon), ``accuracies`` (epsilons × repetitions) and
         ``baseline`` (accuracy of the non-private model on the same clamped data).
     """
-    eps_values = np.asarray(epsilons, dtype=np.float64).ravel()
+    eps_values = numeric_array("epsilons", epsilons).ravel()
     if eps_values.size < 1:
         raise ValueError("epsilons must contain at least one value")
     eps_values = np.array([check_positive("epsilons", float(e)) for e in eps_values])
@@ -464,6 +542,8 @@ def accuracy_vs_epsilon(
     exact.fit(X_train, y_train)
     test_data = _feature_matrix(X_test, exact.feature_names, exact.n_features)
     test_labels = _labels(y_test, test_data.shape[0])
+    _check_repetitions(repetitions, eps_values.size, test_data.shape[0], exact.classes_.size,
+                       exact.n_features, noise)
     baseline = exact.score(test_data, test_labels)
     train_data = exact._clamped(X_train)
     train_labels = _labels(y_train, train_data.shape[0])
@@ -479,7 +559,8 @@ def accuracy_vs_epsilon(
         )
         released, scales = model._release(counts, sums, squares, rng=rng, trials=repetitions)
         prior, theta, var = model._parameters(released, scales)
-        jll = _joint_log_likelihood(test_data, prior, theta, var)
+        jll = _checked_likelihoods("X_test", _joint_log_likelihood(test_data, prior, theta,
+                                                                    var))
         predicted = exact.classes_[np.argmax(jll, axis=-1)]
         accuracies[e] = np.mean(predicted == test_labels[None], axis=1)
     return {

@@ -37,7 +37,11 @@ class PureDP:
 
     def to_zcdp(self) -> ZCDP:
         """epsilon-DP implies (epsilon²/2)-zCDP (Bun & Steinke 2016, Proposition 1.4)."""
-        return ZCDP(self.epsilon**2 / 2)
+        rho = self.epsilon * self.epsilon / 2  # a product: float ** raises on overflow
+        if not 0 < rho < math.inf:
+            raise ValueError(f"epsilon = {self.epsilon:g} has no zCDP equivalent in float64: "
+                             "rho = epsilon²/2 overflows or underflows")
+        return ZCDP(rho)
 
     def to_approx(self, delta: float = 0.0) -> ApproxDP:
         """epsilon-DP is (epsilon, delta)-DP for every delta >= 0."""
@@ -132,6 +136,9 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
         bounds=(lo, hi), method="bounded", options={"xatol": 1e-12},
     )
     best = min(float(result.fun), float(values[i]))
+    if not best < math.inf:
+        raise ValueError(f"rho = {rho:g} is too large: its epsilon at delta = {delta:g} "
+                         "overflows float64")
     return max(best, 0.0)
 
 
@@ -149,13 +156,22 @@ def compose(*measures: M) -> M:
     if any(type(m) is not kind for m in measures):
         raise TypeError("measures must all be of one kind; convert them first")
     if kind is PureDP:
-        return PureDP(math.fsum(m.epsilon for m in measures))
+        return PureDP(_total("epsilon", [m.epsilon for m in measures]))
     if kind is ZCDP:
-        return ZCDP(math.fsum(m.rho for m in measures))
+        return ZCDP(_total("rho", [m.rho for m in measures]))
     delta = math.fsum(m.delta for m in measures)
     if not delta < 1:
         raise ValueError(f"composed delta must be < 1, got {delta:g}")
-    return ApproxDP(math.fsum(m.epsilon for m in measures), delta)
+    return ApproxDP(_total("epsilon", [m.epsilon for m in measures]), delta)
+
+
+def _total(name: str, values: list[float]) -> float:
+    """Exactly rounded sum; a total beyond float64 is refused, naming the quantity."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        raise ValueError(f"the composed {name} overflows float64 (largest part "
+                         f"{max(values):g})") from None
 
 
 def advanced_composition(measure: PureDP | ApproxDP, k: int, delta_prime: float) -> ApproxDP:
@@ -175,8 +191,17 @@ def advanced_composition(measure: PureDP | ApproxDP, k: int, delta_prime: float)
     delta_prime = check_delta("delta_prime", delta_prime, allow_zero=False)
     eps = measure.epsilon
     delta = getattr(measure, "delta", 0.0)
-    total_delta = k * delta + delta_prime
+    try:
+        folds = float(k)
+    except OverflowError:  # k beyond float64: no finite composed budget
+        raise ValueError(f"k is too large ({len(str(k))} digits)") from None
+    total_delta = folds * delta + delta_prime
     if not total_delta < 1:
         raise ValueError(f"composed delta k·delta + delta_prime must be < 1, got {total_delta:g}")
-    total_eps = eps * math.sqrt(2 * k * math.log(1 / delta_prime)) + k * eps * math.expm1(eps)
+    # math.expm1 raises OverflowError beyond epsilon ≈ 709.78; the product can reach inf too.
+    growth = math.expm1(eps) if eps < 709 else math.inf
+    total_eps = eps * math.sqrt(2 * folds * -math.log(delta_prime)) + folds * eps * growth
+    if not total_eps < math.inf:
+        raise ValueError(f"the composed epsilon of k = {k:g} mechanisms of epsilon = {eps:g} "
+                         "overflows float64")
     return ApproxDP(total_eps, total_delta)

@@ -78,11 +78,15 @@ def rescale_to_total(
     total_arr = np.maximum(finite_array("total", total), 0.0)
     lead_shape, axes, per_table = _table_layout(cells, total_arr, table_ndim)
     target = per_table.reshape(lead_shape + (1,) * len(axes))
-    sums = cells.sum(axis=axes, keepdims=True)
+    # Shares first, each table divided by its largest cell: the sum cannot overflow (1e308
+    # twice), and share × target cannot underflow where target / sum would.
+    peak = cells.max(axis=axes, keepdims=True)
+    positive = peak > 0
+    shares = cells / np.where(positive, peak, 1.0)
+    sums = shares.sum(axis=axes, keepdims=True)
     n_cells = int(np.prod([cells.shape[a] for a in axes]))
-    positive = sums > 0
-    factor = target / np.where(positive, sums, 1.0)
-    return np.where(positive, cells * factor, target / n_cells)
+    return np.where(positive, shares / np.where(positive, sums, 1.0) * target,
+                    target / n_cells)
 
 
 def round_to_total(
@@ -168,10 +172,22 @@ def table_errors(true: ArrayLike, published: ArrayLike) -> dict[str, NDArray[np.
             f"got {released.shape}"
         )
     axes = tuple(range(released.ndim - truth.ndim, released.ndim))
-    l1 = np.abs(released - truth).sum(axis=axes)
-    true_total = float(np.abs(truth).sum())
-    relative = (100.0 * l1 / true_total if true_total > 0
-                else np.full_like(np.asarray(l1, dtype=np.float64), np.nan))
+    magnitude = np.abs(truth)
+    with np.errstate(over="ignore"):
+        l1 = np.abs(released - truth).sum(axis=axes)
+        true_total = float(magnitude.sum())
+    if not np.all(np.isfinite(l1)):
+        raise ValueError("published is so far from true that the L1 error overflows float64")
+    if true_total > 0:
+        # Relative to the largest |cell| (a sum of shares <= 1 cannot overflow), then percent.
+        peak = float(magnitude.max())
+        with np.errstate(over="ignore"):
+            relative = 100.0 * (l1 / peak) / float((magnitude / peak).sum())
+        if not np.all(np.isfinite(relative)):
+            raise ValueError(f"the relative error of published against true (total "
+                             f"{true_total:g}) overflows float64")
+    else:
+        relative = np.full_like(np.asarray(l1, dtype=np.float64), np.nan)
     return {
         "l1_error": np.asarray(l1, dtype=np.float64),
         "relative_l1_error_percent": np.asarray(relative, dtype=np.float64),

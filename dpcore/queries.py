@@ -20,6 +20,7 @@ from dpcore._checks import (
     check_positive,
     check_real,
     check_rng,
+    finite_array,
 )
 from dpcore.measures import ZCDP, ApproxDP, Measure, PureDP, compose
 
@@ -65,7 +66,8 @@ class QueryAnswer:
     upper: float | None = None
 
     def __post_init__(self) -> None:
-        value = np.array(self.true_value, dtype=np.float64)
+        # A copy (the caller's array stays writable), finite: NaN is no answer to noise.
+        value = np.array(finite_array("true_value", self.true_value))
         value.setflags(write=False)
         object.__setattr__(self, "true_value", value)
         object.__setattr__(
@@ -185,6 +187,8 @@ def count_where(frame: pd.DataFrame, column: str, value: object) -> QueryAnswer:
     """
     frame = _check_frame(frame)
     series = _column(frame, column)
+    if pd.api.types.is_list_like(value):  # == would compare element by element, or fail
+        raise TypeError(f"value must be a single value to count, got {type(value).__name__}")
     matches = int((series == value).fillna(False).to_numpy(dtype=bool).sum())
     return QueryAnswer(
         true_value=np.array(float(matches)),
@@ -217,10 +221,15 @@ def bounded_sum(frame: pd.DataFrame, column: str, *, lower: float, upper: float)
     missing = np.isnan(values)
     present = values[~missing]
     clamped = np.clip(present, lower, upper)
+    with np.errstate(over="ignore"):
+        total = float(np.sum(clamped))
+    if not math.isfinite(total):
+        raise ValueError(f"the sum of {column} clamped to [lower, upper] = [{lower:g}, "
+                         f"{upper:g}] overflows float64: narrow the bounds")
     sensitivity = max(abs(lower), abs(upper))
     integer_valued = _is_integer_column(series) and lower.is_integer() and upper.is_integer()
     return QueryAnswer(
-        true_value=np.array(float(np.sum(clamped))),
+        true_value=np.array(total),
         l1_sensitivity=sensitivity,
         l2_sensitivity=sensitivity,
         integer_valued=bool(integer_valued),

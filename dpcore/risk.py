@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, logit, ndtr, ndtri
 
-from dpcore._checks import MAX_BLOCK_ELEMENTS, check_delta, check_positive
+from dpcore._checks import MAX_BLOCK_ELEMENTS, check_delta, check_positive, numeric_array
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 
 __all__ = [
@@ -66,10 +66,7 @@ def _check_measure(privacy: object) -> PureDP | ApproxDP | ZCDP:
 
 def _probability_array(name: str, values: ArrayLike, *, open_interval: bool) -> NDArray:
     """``values`` as a float64 array of probabilities; NaN fails both comparisons below."""
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be numeric array-like: {exc}") from None
+    arr = numeric_array(name, values)
     inside = (0 < arr) & (arr < 1) if open_interval else (0 <= arr) & (arr <= 1)
     if not np.all(inside):
         interval = "(0, 1)" if open_interval else "[0, 1]"
@@ -151,7 +148,9 @@ def max_posterior(
     prior_arr = _probability_array("prior", prior, open_interval=True)
     epsilon, certainty = _epsilon_delta(privacy, delta)
     # Posterior log-odds = prior log-odds + epsilon; expit keeps it finite at any epsilon.
-    posterior = expit(logit(prior_arr) + epsilon)
+    # It is never below the prior (epsilon >= 0): the maximum only undoes rounding, as for a
+    # subnormal prior, where expit underflows to 0.
+    posterior = np.maximum(expit(logit(prior_arr) + epsilon), prior_arr)
     return PosteriorBound(_as_output(posterior, prior_arr), float(certainty), float(epsilon))
 
 
@@ -178,14 +177,18 @@ def _zcdp_constraint_values(rho: float, fpr: NDArray, t: NDArray) -> tuple[NDArr
     """
     a = 1.0 + np.exp(t)
     am1 = np.exp(t)
-    log_c = am1 * (a * rho + t) - a * np.log(a)
+    # Overflow to inf at huge rho is harmless: an infinite bound constrains nothing.
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_c = am1 * (a * rho + t) - a * np.log(a)
         log_fpr = np.log(fpr)
         log_tnr = np.log1p(-fpr)
         eps1 = np.log(am1 / a) + am1 * rho - log_fpr / a
         eps2 = a * rho + np.log(am1 / a) - log_tnr / am1
         at_zero = fpr + np.exp(log_c)
-        g1 = np.where(eps1 >= 0, np.exp((am1 / a) * log_fpr + am1 * rho), at_zero)
+        # fpr^{(a-1)/a} e^{(a-1) rho} is 0 at fpr = 0 even where e^{(a-1) rho} overflows
+        # (the exponent would be -inf + inf = NaN).
+        interior = np.where(fpr == 0, 0.0, np.exp((am1 / a) * log_fpr + am1 * rho))
+        g1 = np.where(eps1 >= 0, interior, at_zero)
         g2 = np.where(eps2 >= 0, -np.expm1((a / am1) * log_tnr - a * rho), at_zero)
     return g1, g2
 

@@ -56,6 +56,9 @@ _GL_NODES = 10
 # Terms kept in the series log(1 - a) = -sum a^n / n and a / (1 - a) = sum a^n, a <= 1/2:
 # the remainder is below 2^-60 ≈ 9e-19 per candidate.
 _SERIES_TERMS = 60
+# Gaps (in noise scales) beyond which selection_probabilities treats a candidate as never
+# selected; its probability underflows to 0 long before.
+_NEVER = 1e3
 
 
 # ----------------------------------------------------------------------------------------------
@@ -82,8 +85,41 @@ def _oriented(scores: ArrayLike, negate: object, name: str = "scores") -> NDArra
     return -arr if _check_flag("negate", negate) else arr
 
 
+def _folds(k: int) -> float:
+    """k as a float (a count of rounds beyond float64, such as 10**400, is refused)."""
+    try:
+        return float(k)
+    except OverflowError:
+        raise ValueError(f"k is too large ({len(str(k))} digits)") from None
+
+
+def _positive_finite(value: float, what: str) -> float:
+    """A privacy loss or noise scale computed from valid inputs, if float64 can hold it."""
+    if not 0 < value < math.inf:
+        raise ValueError(f"{what} = {value:g} is no positive finite number in float64")
+    return value
+
+
 # ----------------------------------------------------------------------------------------------
 # sampling
+
+# Candidates more than this many noise scales below the best are tied there: each is selected
+# with probability below e^-(1e300) anyway, and the floor keeps noisy values finite, leaving
+# -inf free to mark candidates already chosen.
+_FAR_BELOW = -1e300
+
+
+def _gaps_in_noise_units(values: NDArray[np.float64], factor: float) -> NDArray[np.float64]:
+    """(values − max)·factor, factor = 1/scale: the best at 0, the rest in [_FAR_BELOW, 0].
+
+    Adding standard noise to these never overflows, whatever the scores and the scale; the
+    argmax is that of values + scale·noise.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        gaps = (values - values.max()) * factor
+    # NaN is 0·inf (the best, when factor overflowed) or inf·0 (a gap beyond float64 times a
+    # factor that underflowed): both are gaps of 0 in the limit.
+    return np.maximum(np.where(np.isnan(gaps), 0.0, gaps), _FAR_BELOW)
 
 
 def _draw_noise(
@@ -159,7 +195,7 @@ def report_noisy_max(
     noise = check_choice("noise", noise, NOISE_TYPES)
     trials = check_trials(trials)
     rng = check_rng(rng)
-    return _noisy_argmax(values, scale, noise, trials, rng)
+    return _noisy_argmax(_gaps_in_noise_units(values, 1 / scale), 1.0, noise, trials, rng)
 
 
 def _top_k_block(
@@ -231,6 +267,7 @@ def noisy_top_k(
     noise = check_choice("noise", noise, NOISE_TYPES)
     trials = check_trials(trials)
     rng = check_rng(rng)
+    values, scale = _gaps_in_noise_units(values, 1 / scale), 1.0
     if trials is None:
         return _top_k_block(values, k, scale, noise, 1, rng)[0]
     chunks = trial_chunks(trials, values.size)
@@ -307,11 +344,12 @@ def noisy_max_privacy(
     k = check_int("k", k, minimum=1)
     measure = check_choice("measure", measure, _MEASURES)
     eps_round = _range_factor(monotonic) * sensitivity / scale
+    # Products, not **: a float power raises OverflowError where a product gives inf.
     if measure == "pure":
-        return PureDP(k * eps_round)
-    if noise == "gumbel":
-        return ZCDP(k * eps_round**2 / 8)
-    return ZCDP(k * eps_round**2 / 2)
+        return PureDP(_positive_finite(_folds(k) * eps_round,
+                                       "epsilon = k·c·sensitivity / scale"))
+    per_round = eps_round * eps_round / (8 if noise == "gumbel" else 2)
+    return ZCDP(_positive_finite(_folds(k) * per_round, "rho from k, sensitivity and scale"))
 
 
 def noisy_max_scale(
@@ -335,11 +373,14 @@ def noisy_max_scale(
     monotonic = _check_flag("monotonic", monotonic)
     k = check_int("k", k, minimum=1)
     range_sens = _range_factor(monotonic) * sensitivity
+    folds = _folds(k)
     if isinstance(privacy, PureDP):
-        return k * range_sens / privacy.epsilon
-    if noise == "gumbel":
-        return range_sens * math.sqrt(k / (8 * privacy.rho))
-    return range_sens / math.sqrt(2 * privacy.rho / k)
+        scale = folds * range_sens / privacy.epsilon
+    elif noise == "gumbel":
+        scale = range_sens * math.sqrt(folds / (8 * privacy.rho))
+    else:
+        scale = range_sens / math.sqrt(2 * privacy.rho / folds)
+    return _positive_finite(scale, "the noise scale from k, sensitivity and privacy")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -354,10 +395,8 @@ def _standardized_logits(
     epsilon = check_positive("epsilon", epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
     monotonic = _check_flag("monotonic", monotonic)
-    # Subtract before multiplying: u − max is <= 0, and a huge product underflows to -inf
-    # (probability 0) rather than overflowing.
-    with np.errstate(over="ignore"):
-        return (u - u.max()) * (epsilon / (_range_factor(monotonic) * sensitivity))
+    # Subtract before multiplying: u − max is <= 0, so a huge product cannot overflow upwards.
+    return _gaps_in_noise_units(u, epsilon / (_range_factor(monotonic) * sensitivity))
 
 
 def exponential_mechanism(
@@ -526,7 +565,8 @@ def _laplace_noise_probabilities(x: NDArray[np.float64]) -> NDArray[np.float64]:
     mass = weights * np.exp(log_r)
     split = np.searchsorted(nodes, xs)  # first node above each score
     probs = np.concatenate([[0.0], np.cumsum(mass)])[split]
-    log_mass = np.log(weights) + log_r
+    with np.errstate(divide="ignore"):  # a panel between two scores 1 ulp apart has weight 0
+        log_mass = np.log(weights) + log_r
     with np.errstate(under="ignore"):
         for n in range(1, _SERIES_TERMS + 1):
             terms = (log_mass - n * nodes)[::-1]
@@ -581,10 +621,11 @@ def selection_probabilities(
     values = _oriented(scores, negate)
     scale = check_positive("scale", scale)
     noise = check_choice("noise", noise, NOISE_TYPES)
-    # Standardize: scores in noise-scale units, best at 0. A gap too large for float64 becomes
-    # -inf, which every branch treats as "never selected".
+    # Standardize: scores in noise-scale units, best at 0. A candidate more than _NEVER scales
+    # below the best has probability below e^-745, which is 0 in float64 for every noise:
+    # flooring its gap there is exact, and keeps the series below from overflowing.
     with np.errstate(over="ignore"):
-        x = (values - values.max()) / scale
+        x = np.maximum((values - values.max()) / scale, -_NEVER)
     return np.clip(_PROBABILITIES[noise](x), 0.0, 1.0)
 
 
@@ -604,7 +645,16 @@ def expected_score_gap(
     smallest), from the exact selection probabilities."""
     values = _oriented(scores, negate)
     probs = selection_probabilities(values, scale=scale, noise=noise)
-    return float(max(0.0, np.dot(probs, values.max() - values)))
+    with np.errstate(over="ignore"):
+        gaps = values.max() - values
+    if np.isinf(gaps).any():  # scores spanning more than float64 (±1e308): halve first
+        gap = 2 * float(np.dot(probs, values.max() / 2 - values / 2))
+    else:
+        gap = float(np.dot(probs, gaps))
+    if not gap < math.inf:
+        raise ValueError("the expected gap between the best and the selected score overflows "
+                         "float64: scores span too much at this scale")
+    return max(0.0, gap)
 
 
 def prob_top_k_recovered(

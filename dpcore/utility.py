@@ -12,9 +12,10 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
-from scipy.special import gammainc, ndtri
+from scipy.special import gammainc
 
 from dpcore._checks import (
+    MAX_DRAWS,
     check_choice,
     check_delta,
     check_finite,
@@ -24,13 +25,16 @@ from dpcore._checks import (
     check_rng,
     check_trials,
     finite_array,
+    numeric_array,
     trial_chunks,
 )
 from dpcore.additive import (
+    _SCALE_RANGE,
     MECHANISM_KINDS,
     AdditiveMechanism,
     Gaussian,
     Geometric,
+    _half_beta_quantile,
     make_mechanism,
 )
 from dpcore.measures import ZCDP, PureDP
@@ -115,6 +119,9 @@ def _check_scalar_true_value(true_value: object, *, required: bool, kind: str) -
 def _mechanism_options(kind: str, *, delta: float | None, lower: float | None,
                        upper: float | None) -> dict[str, float | None]:
     """The keyword arguments of ``make_mechanism`` besides sensitivity and epsilon."""
+    if kind in ("laplace", "gaussian", "geometric") and (lower is not None
+                                                         or upper is not None):
+        raise ValueError(f"lower and upper do not apply to the {kind} mechanism")
     if kind == "gaussian":
         if delta is None:
             raise ValueError("delta is required for the gaussian mechanism (approximate DP)")
@@ -130,8 +137,6 @@ def _mechanism_options(kind: str, *, delta: float | None, lower: float | None,
         return options
     if delta is not None:
         raise ValueError(f"delta does not apply to the {kind} mechanism")
-    if lower is not None or upper is not None:
-        raise ValueError(f"lower and upper do not apply to the {kind} mechanism")
     return {}
 
 
@@ -256,14 +261,19 @@ def error_sweep(
     q = _check_scalar_true_value(true_value, required=bounded, kind=kind)
     if kind == "geometric":
         Geometric(sensitivity=sens, epsilon=1.0)  # validates a whole-number sensitivity
+    if kind in ("laplace", "geometric"):
+        # Their scales, sensitivity / epsilon, are computed below without building the
+        # mechanisms; building them at both ends of the grid validates every scale between.
+        for end in (grid.min(), grid.max()):
+            make_mechanism(kind, sensitivity=sens, epsilon=float(end))
 
     if kind == "laplace":
         scale = sens / grid
-        alpha, rmse, mae = scale * math.log(1 / beta), math.sqrt(2) * scale, scale
+        alpha, rmse, mae = scale * -math.log(beta), math.sqrt(2) * scale, scale
     elif kind == "gaussian":
         scale = np.array([Gaussian(sensitivity=sens, epsilon=e, delta=options["delta"]).scale
                           for e in grid])
-        alpha = -scale * float(ndtri(beta / 2))
+        alpha = -scale * _half_beta_quantile(beta)
         rmse, mae = scale, scale * math.sqrt(2 / math.pi)
     elif kind == "geometric":
         scale = sens / grid
@@ -339,7 +349,7 @@ def monte_carlo_sweep(
     below the Monte Carlo noise. MAE and RMSE are exact running sums.
     """
     grid = _check_epsilons(epsilons)
-    truth = finite_array("true_value", true_value)
+    truth = finite_array("true_value", true_value, min_size=1)  # no errors to summarise else
     trials = check_trials(trials)
     if trials is None:
         raise ValueError("trials must be a positive integer")
@@ -347,20 +357,32 @@ def monte_carlo_sweep(
     beta = check_probability_open("beta", beta)
     levels = np.array([0.05, 0.5, 0.95, 1 - beta])
     out = {key: np.empty(grid.size) for key in _MONTE_CARLO_KEYS}
-    chunks = trial_chunks(trials, max(1, truth.size))
+    chunks = trial_chunks(trials, truth.size)
+    draws = trials * truth.size * grid.size  # the bound on one call's work covers the sweep
+    if draws > MAX_DRAWS:
+        raise ValueError(
+            f"trials × values per release × epsilons = {draws:,} simulated values, more than "
+            f"the {MAX_DRAWS:,} one sweep may use: ask for at most "
+            f"{max(1, MAX_DRAWS // (truth.size * grid.size)):,} trials")
     for i, eps in enumerate(grid):
         quantiles = np.zeros(levels.size)
         abs_sum = square_sum = 0.0
         for n in chunks:
-            noisy = np.asarray(release(float(eps), n, rng), dtype=np.float64)
+            noisy = numeric_array("the release's output", release(float(eps), n, rng))
             if noisy.shape != (n, *truth.shape):
                 raise ValueError(f"release returned shape {noisy.shape}, expected "
                                  f"{(n, *truth.shape)}")
-            err = np.abs(noisy - truth).ravel()
-            abs_sum += float(err.sum())
-            square_sum += float(np.dot(err, err))
+            if not np.all(np.isfinite(noisy)):
+                raise ValueError(f"release returned NaN or inf at epsilon = {eps:g}")
+            with np.errstate(over="ignore"):  # checked below, once per epsilon
+                err = np.abs(noisy - truth).ravel()
+                abs_sum += float(err.sum())
+                square_sum += float(np.dot(err, err))
+            if not math.isfinite(square_sum):
+                raise ValueError(f"the errors of release against true_value at epsilon = "
+                                 f"{eps:g} are too large for float64")
             quantiles += np.quantile(err, levels, method="inverted_cdf") * (n / trials)
-        cells = trials * max(1, truth.size)
+        cells = trials * truth.size
         out["p05"][i], out["median"][i], out["p95"][i], out["alpha"][i] = quantiles
         out["mae"][i] = abs_sum / cells
         out["rmse"][i] = math.sqrt(square_sum / cells)
@@ -465,6 +487,8 @@ def selection_sweep(
     measure = check_choice("measure", measure, ("pure", "zcdp"))
     sensitivity = check_positive("sensitivity", sensitivity)
     scores_arr = finite_array("scores", scores, min_size=1)
+    if scores_arr.ndim != 1:  # before k, whose range depends on it
+        raise ValueError(f"scores must be a one-dimensional vector, got shape {scores_arr.shape}")
     k = check_int("k", k, minimum=1, maximum=max(1, scores_arr.size))
     if k > 1:
         if rng is None:
@@ -535,12 +559,12 @@ def _geometric_solution(sens: int, alpha: float, beta: float) -> float:
     """
     m = math.floor(alpha) + 1
     if m == 1:
-        return sens * math.log((2 - beta) / beta)
+        return sens * (math.log(2 - beta) - math.log(beta))
 
     def excess(t: float) -> float:
-        return math.log(2 / beta) - m * t - math.log1p(math.exp(-t))
+        return math.log(2) - math.log(beta) - m * t - math.log1p(math.exp(-t))
 
-    lo, hi = math.log(1 / beta) / m, math.log(2 / beta) / m
+    lo, hi = -math.log(beta) / m, (math.log(2) - math.log(beta)) / m
     return sens * brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps,
                          maxiter=500)
 
@@ -601,10 +625,17 @@ def smallest_epsilon(
         return bool(mech.accuracy(beta, q) <= alpha)
 
     if kind == "laplace":
-        return _in_range(sens * math.log(1 / beta) / alpha, met,
+        return _in_range(sens * -math.log(beta) / alpha, met,
                          "alpha is too small for Laplace noise at this sensitivity")
     if kind == "gaussian":
-        sigma = alpha / float(-ndtri(beta / 2))
+        sigma = alpha / -_half_beta_quantile(beta)
+        smallest, largest = _SCALE_RANGE
+        if not sigma >= smallest:
+            raise ValueError(f"alpha = {alpha:g} is too small for Gaussian noise: the noise "
+                             f"scale it allows, {sigma:g}, is below {smallest:g}")
+        # More noise than 1e150 allowed: building at 1e150 gives an epsilon at least as large,
+        # which still meets the target (and is confirmed below).
+        sigma = min(sigma, largest)
         eps = Gaussian(sensitivity=sens, scale=sigma).epsilon_for_delta(options["delta"])
         return _in_range(eps, met, "alpha is too small for Gaussian noise at this "
                                    "sensitivity and delta")
