@@ -46,11 +46,11 @@ from dpcore.measures import ZCDP, ApproxDP, PureDP
 
 # Hundreds of examples per test, reproducible in CI (derandomize), generous per-example deadline
 # on this shared machine. Examples are small, so the whole file runs in about a minute.
-PROPERTY = settings(max_examples=200, deadline=2000, derandomize=True, database=None,
+PROPERTY = settings(max_examples=200, deadline=10_000, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
 # Targets that search numerically per example (root finding, quadrature inside bisection):
 # a longer deadline, for a loaded machine.
-SLOW_PROPERTY = settings(PROPERTY, deadline=5000)
+SLOW_PROPERTY = settings(PROPERTY, deadline=30_000)
 
 
 # ============================================================================================
@@ -2008,7 +2008,8 @@ def test_accuracy_vs_epsilon(case, epsilons, noise, repetitions, huge, seed, dec
         if len(bad) == 1:
             assert names(error, bad[0]) or bad == ["classes"] and names(error, "class"), error
         elif huge is not None and not bad:
-            assert names(error, "repetitions"), error
+            # a subnormal epsilon in the grid is refused first, by name, before the work bound
+            assert names(error, "repetitions") or names(error, "epsilon"), error
         return
     assert not bad, (bad, result)
     n = np.size(epsilons)
