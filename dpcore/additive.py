@@ -1046,6 +1046,16 @@ class ClampedLaplace(_BoundedDomain):
     def variance(self, values: ArrayLike) -> NDArray:
         return _shaped(self._moments(values)[1])
 
+    def mse(self, values: ArrayLike) -> NDArray:
+        bias, variance = self._moments(values)
+        with np.errstate(over="ignore"):
+            mse = variance + np.square(bias)
+        if not np.all(np.isfinite(mse)):  # |bias| beyond ~1e154: a true value absurdly far out
+            raise ValueError(f"values lie so far outside [lower, upper] = [{self._lower:g}, "
+                             f"{self._upper:g}] that the mean squared error overflows float64; "
+                             "keep them within 1e154 of the bounds")
+        return _shaped(mse)
+
 
 # --------------------------------------------------------------------------------------------
 # factory

@@ -6,6 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Every Hypothesis test is reproducible: the same examples on every run and machine (CI
+# checks what ran here), no example database, and no per-example deadline (a loaded machine
+# is not a failure; speed is measured in bench/).
+settings.register_profile("epsilon-lab", derandomize=True, database=None, deadline=None)
+settings.load_profile("epsilon-lab")
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

@@ -448,6 +448,16 @@ def test_clamped_laplace_moments_match_quadrature_and_point_masses():
     assert mech.bias(5.0) == pytest.approx(0.0, abs=1e-9)  # symmetric in the middle
 
 
+def test_clamped_laplace_mse_far_outside_the_domain_is_refused_not_an_overflow():
+    mech = ClampedLaplace(sensitivity=1.0, lower=0.0, upper=10.0, epsilon=1.0)
+    with np.errstate(over="raise", invalid="raise"):
+        with pytest.raises(ValueError, match="overflows float64"):
+            mech.mse([1e300, 5.0])  # bias -1e300: its square is beyond float64
+        far = mech.mse([1e150, 5.0])  # still representable: variance + bias²
+    assert far[0] == pytest.approx((1e150 - 10.0) ** 2, rel=1e-12)
+    assert far[1] == pytest.approx(float(mech.variance(5.0) + mech.bias(5.0) ** 2), rel=1e-12)
+
+
 def test_clamped_laplace_accuracy_is_tight_against_the_mixed_law():
     """P(|E| > alpha) from the mixed CDF (point masses + Laplace middle, via scipy) is <= beta,
     and any smaller alpha fails — for true values inside, at and beyond the bounds."""

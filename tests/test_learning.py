@@ -21,6 +21,7 @@ from dpcore.learning import (
     MIN_VARIANCE_FRACTION,
     NOISE_FLOOR,
     PrivateGaussianNB,
+    _bounded_domains,
     accuracy_vs_epsilon,
 )
 from dpcore.measures import PureDP, compose
@@ -255,7 +256,10 @@ def test_bounded_laplace_stays_in_its_domains_with_calibrated_scales():
     for _ in range(50):
         model = PrivateGaussianNB(epsilon=epsilon, bounds=SMALL_BOUNDS, noise="bounded_laplace",
                                   classes=["a", "b"]).fit(X, y, rng=rng)
-        m = np.maximum(model.released_["counts"], 1.0)[:, None]
+        counts = np.maximum(model.released_["counts"], 1.0)
+        m = _bounded_domains(model.released_["counts"])[:, None]
+        # the domain is the released count rounded up by less than one grid step (2^(1/64))
+        assert np.all((counts <= m[:, 0]) & (m[:, 0] < counts * 2 ** (1 / 64) * (1 + 1e-12)))
         assert np.all(np.abs(model.released_["sums"]) <= m * half_width + 1e-9)
         sq = model.released_["sums_of_squares"]
         assert np.all((sq >= 0) & (sq <= m * half_width**2 + 1e-9))
@@ -266,6 +270,19 @@ def test_bounded_laplace_stays_in_its_domains_with_calibrated_scales():
             np.testing.assert_allclose(model.noise_scales_["sums"][c], unit.scale * half_width)
             assert np.all(model.noise_scales_["sums"][c] >= half_width / (epsilon / 6))
         assert unit.privacy == PureDP(epsilon / 6)
+
+
+def test_bounded_domains_are_few_and_cover_the_released_counts():
+    """Trials share calibrated mechanisms: 10,000 noisy counts fall on a few dozen domains."""
+    counts = np.random.default_rng(3).laplace(50.0, 6.0, size=(5000, 2))
+    domains = _bounded_domains(counts)
+    assert np.all(domains >= np.maximum(counts, 1.0))
+    assert np.unique(domains).size < 64 * math.log2(domains.max() / domains.min()) + 2
+    steps = np.log2(np.unique(domains)) * 64  # on the grid 2^(i/64)
+    np.testing.assert_allclose(steps, np.round(steps), atol=1e-9)
+    assert np.all(_bounded_domains(np.array([-5.0, 0.0, 1.0])) == 1.0)
+    huge = _bounded_domains(np.array([1.79e308]))  # rounding up would overflow: kept as is
+    assert huge[0] == 1.79e308
 
 
 def test_post_processing_keeps_the_model_valid():
