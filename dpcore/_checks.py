@@ -39,7 +39,7 @@ def check_real(name: str, value: object) -> float:
         return float(value)
     except OverflowError:  # an int beyond float64 (10**400) is no finite number either
         raise ValueError(f"{name} must be finite, got an integer too large for a float "
-                         f"({len(str(abs(int(value))))} digits)") from None
+                         f"({int(value).bit_length()} bits)") from None
 
 
 def check_finite(name: str, value: object) -> float:
@@ -91,7 +91,7 @@ def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None
     n = int(value)
     if n < minimum or (maximum is not None and n > maximum):
         upper = "" if maximum is None else f" and <= {maximum}"
-        raise ValueError(f"{name} must be >= {minimum}{upper}, got {n}")
+        raise ValueError(f"{name} must be >= {minimum}{upper}, got {_count(n)}")
     return n
 
 
@@ -143,12 +143,18 @@ def finite_array(name: str, values: ArrayLike, *, min_size: int = 0) -> NDArray[
     return arr
 
 
+def _count(n: int) -> str:
+    """``n`` with thousands separators; Python refuses to print an int of more than 4300
+    digits, so a huge one is described by its size instead."""
+    return f"{n:,}" if n.bit_length() <= 256 else f"an integer of {n.bit_length()} bits"
+
+
 def check_returned_size(trials: int, elements_per_trial: int) -> None:
     """Refuse, before allocating, an output array of more than MAX_RETURNED_ELEMENTS."""
     size = trials * max(1, elements_per_trial)
     if size > MAX_RETURNED_ELEMENTS:
         raise ValueError(
-            f"trials × values per trial = {size:,} results would not fit the "
+            f"trials × values per trial = {_count(size)} results would not fit the "
             f"{MAX_RETURNED_ELEMENTS:,}-element memory bound for one array: ask for at most "
             f"{max(1, MAX_RETURNED_ELEMENTS // max(1, elements_per_trial)):,} trials"
         )
@@ -159,7 +165,8 @@ def trial_chunks(trials: int, elements_per_trial: int) -> list[int]:
     draws = trials * max(1, elements_per_trial)
     if draws > MAX_DRAWS:
         raise ValueError(
-            f"trials × values per trial = {trials:,} × {elements_per_trial:,} = {draws:,} noise "
+            f"trials × values per trial = {_count(trials)} × {_count(elements_per_trial)} = "
+            f"{_count(draws)} noise "
             f"draws, more than the {MAX_DRAWS:,} one simulation may use: ask for at most "
             f"{max(1, MAX_DRAWS // max(1, elements_per_trial)):,} trials"
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -46,12 +47,6 @@ MECHANISM_KINDS = ("laplace", "gaussian", "geometric", "bounded_laplace", "clamp
 # A calibrated scale is nudged up by this factor until its privacy check passes, so that root
 # finding tolerance can never leave a mechanism with less noise than its privacy claim needs.
 _SAFETY_STEP = 1 + 2.0**-40
-
-
-def _step_up(x: float) -> float:
-    """x raised by _SAFETY_STEP, and by at least one ulp (a subnormal times 1 + 2^-40 rounds
-    back to itself, which would loop forever)."""
-    return max(x * _SAFETY_STEP, math.nextafter(x, math.inf))
 
 # Above this scale numpy's geometric draws (success probability ~1/scale) approach the int64
 # limit and saturate; 1e12 keeps every draw far below it and exactly representable in float64.
@@ -92,6 +87,23 @@ def _check_integer_valued(name: str, value: object) -> int:
     if not x.is_integer():
         raise ValueError(f"{name} must be a whole number, got {x}")
     return int(x)
+
+
+def _step_up(x: float) -> float:
+    """x raised by _SAFETY_STEP, and by at least one ulp (a subnormal times 1 + 2^-40 rounds
+    back to itself, which would loop forever)."""
+    return max(x * _SAFETY_STEP, math.nextafter(x, math.inf))
+
+
+def _scale_within(loss: Callable[[float], float], scale: float, budget: float) -> float:
+    """``scale`` raised ulp by ulp until ``loss(scale) <= budget``.
+
+    A scale computed as sensitivity / epsilon can round down, leaving the privacy loss the
+    mechanism reports (and has) an ulp above the budget it was built for.
+    """
+    while 0 < scale < math.inf and loss(scale) > budget:
+        scale = math.nextafter(scale, math.inf)
+    return scale
 
 
 def _check_domain(lower: object, upper: object) -> tuple[float, float]:
@@ -389,7 +401,9 @@ class Laplace(AdditiveMechanism):
         self._sensitivity = check_positive("sensitivity", sensitivity)
         given = _exactly_one("Laplace", epsilon=epsilon, scale=scale)
         if given == "epsilon":
-            self._scale = self._sensitivity / check_positive("epsilon", epsilon)
+            eps = check_positive("epsilon", epsilon)
+            self._scale = _scale_within(lambda b: self._sensitivity / b,
+                                        self._sensitivity / eps, eps)
         else:
             self._scale = check_positive("scale", scale)
         self._check_scale(given)
@@ -479,7 +493,10 @@ class Gaussian(AdditiveMechanism):
             self._scale = self._calibrate(eps, dlt)
             self._approx = ApproxDP(eps, dlt)
         elif given == "rho":
-            self._scale = self._sensitivity / math.sqrt(2 * check_positive("rho", rho))
+            target = check_positive("rho", rho)
+            self._scale = _scale_within(
+                lambda b: (self._sensitivity / b) * (self._sensitivity / b) / 2,  # as _rho
+                self._sensitivity / math.sqrt(2 * target), target)
         else:
             self._scale = check_positive("scale", scale)
         self._check_scale(given)
@@ -606,7 +623,9 @@ class Geometric(AdditiveMechanism):
         self._sensitivity = _check_integer_valued("sensitivity", sensitivity)
         given = _exactly_one("Geometric", epsilon=epsilon, scale=scale)
         if given == "epsilon":
-            self._scale = self._sensitivity / check_positive("epsilon", epsilon)
+            eps = check_positive("epsilon", epsilon)
+            self._scale = _scale_within(lambda b: self._sensitivity / b,
+                                        self._sensitivity / eps, eps)
         else:
             self._scale = check_positive("scale", scale)
         self._check_scale(given)
@@ -797,6 +816,10 @@ class BoundedLaplace(_BoundedDomain):
     def _calibrate(self, epsilon: float, delta: float) -> float:
         sens, width = self._domain_sensitivity, self._upper - self._lower
         target = epsilon - math.log1p(-delta)
+        if not sens / target <= _SCALE_RANGE[1]:  # the root lies above Δ/T (see below)
+            raise ValueError(f"the noise scale from sensitivity and epsilon would exceed "
+                             f"{_SCALE_RANGE[1]:g}: epsilon = {epsilon:g} is too small for "
+                             f"sensitivity {sens:g}")
 
         def excess(log_scale: float) -> float:  # decreasing in the scale
             return _bounded_laplace_epsilon(math.exp(log_scale), sens, width) - target
@@ -952,7 +975,9 @@ class ClampedLaplace(_BoundedDomain):
         self._lower, self._upper = _check_domain(lower, upper)
         given = _exactly_one("ClampedLaplace", epsilon=epsilon, scale=scale)
         if given == "epsilon":
-            self._scale = self._sensitivity / check_positive("epsilon", epsilon)
+            eps = check_positive("epsilon", epsilon)
+            self._scale = _scale_within(lambda b: self._sensitivity / b,
+                                        self._sensitivity / eps, eps)
         else:
             self._scale = check_positive("scale", scale)
         self._check_scale(given)

@@ -14,6 +14,7 @@ from scipy.stats import beta as beta_distribution
 
 from dpcore._checks import (
     MAX_DRAWS,
+    _count,
     check_delta,
     check_int,
     check_probability_open,
@@ -272,9 +273,9 @@ def audit_mechanism(
     # Both sides together within the work bound of one call, refused before any sampling.
     per_output = max(1, data_x.size, data_xp.size)
     if 2 * samples * per_output > MAX_DRAWS:
-        raise ValueError(f"samples = {samples:,} on each side × {per_output:,} values per output "
-                         f"is more than the {MAX_DRAWS:,} draws one audit may make: ask for at "
-                         f"most {max(1, MAX_DRAWS // (2 * per_output)):,} samples")
+        raise ValueError(f"samples = {_count(samples)} on each side × {per_output:,} values "
+                         f"per output is more than the {MAX_DRAWS:,} draws one audit may make: "
+                         f"ask for at most {max(1, MAX_DRAWS // (2 * per_output)):,} samples")
     counts = {"x": np.zeros(len(events), dtype=np.int64),
               "x'": np.zeros(len(events), dtype=np.int64)}
     for side, data in (("x", data_x), ("x'", data_xp)):

@@ -464,10 +464,12 @@ def _joint_log_likelihood(
 
 
 def _checked_likelihoods(name: str, jll: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``jll``, unless a row lies so far outside the bounds that its likelihoods left float64."""
+    """``jll``, unless a row's likelihoods left float64 (it lies so far from the fitted means,
+    in units of the fitted standard deviations, that (x − θ)²/σ² overflows)."""
     if not np.all(np.isfinite(jll)):
-        raise ValueError(f"{name} has values too far outside the declared bounds: their "
-                         "likelihoods underflow float64 under every class")
+        raise ValueError(f"{name} has values whose likelihoods underflow float64 under every "
+                         "class: they lie too far outside the bounds, or the fitted variances "
+                         "are too small (training data without spread)")
     return jll
 
 

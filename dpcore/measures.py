@@ -194,7 +194,7 @@ def advanced_composition(measure: PureDP | ApproxDP, k: int, delta_prime: float)
     try:
         folds = float(k)
     except OverflowError:  # k beyond float64: no finite composed budget
-        raise ValueError(f"k is too large ({len(str(k))} digits)") from None
+        raise ValueError(f"k is too large ({k.bit_length()} bits)") from None
     total_delta = folds * delta + delta_prime
     if not total_delta < 1:
         raise ValueError(f"composed delta k·delta + delta_prime must be < 1, got {total_delta:g}")

@@ -90,7 +90,7 @@ def _folds(k: int) -> float:
     try:
         return float(k)
     except OverflowError:
-        raise ValueError(f"k is too large ({len(str(k))} digits)") from None
+        raise ValueError(f"k is too large ({k.bit_length()} bits)") from None
 
 
 def _positive_finite(value: float, what: str) -> float:
@@ -376,11 +376,22 @@ def noisy_max_scale(
     folds = _folds(k)
     if isinstance(privacy, PureDP):
         scale = folds * range_sens / privacy.epsilon
+        measure, budget = "pure", privacy.epsilon
     elif noise == "gumbel":
         scale = range_sens * math.sqrt(folds / (8 * privacy.rho))
+        measure, budget = "zcdp", privacy.rho
     else:
         scale = range_sens / math.sqrt(2 * privacy.rho / folds)
-    return _positive_finite(scale, "the noise scale from k, sensitivity and privacy")
+        measure, budget = "zcdp", privacy.rho
+    scale = _positive_finite(scale, "the noise scale from k, sensitivity and privacy")
+    # Rounding can leave the privacy of this scale an ulp above the target: raise the scale
+    # until noisy_max_privacy itself confirms the target.
+    while True:
+        spent = noisy_max_privacy(scale, sensitivity=sensitivity, noise=noise,
+                                  monotonic=monotonic, k=k, measure=measure)
+        if (spent.epsilon if measure == "pure" else spent.rho) <= budget:
+            return scale
+        scale = math.nextafter(scale, math.inf)
 
 
 # ----------------------------------------------------------------------------------------------

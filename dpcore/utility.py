@@ -192,14 +192,19 @@ def _clamped_laplace_mae(scale: NDArray, lower: float, upper: float, q: float) -
     Inside the bounds, E|W| = ∫ P(|W| > t) dt = b (1 − ½(e^{−(u−q)/b} + e^{−(q−l)/b})); outside
     them the error has one sign, so E|W| = |E W| = |bias|.
     """
-    if lower < q < upper:
-        return scale * (1 - 0.5 * (np.exp(-(upper - q) / scale) + np.exp(-(q - lower) / scale)))
-    d = upper - lower
-    if q <= lower:
-        a = (lower - q) / scale  # error = b·W with W in [a, a + d/b]
-        return scale * (a - 0.5 * np.exp(-a) * np.expm1(-d / scale))
-    c = (q - upper) / scale
-    return scale * (c - 0.5 * np.exp(-c) * np.expm1(-d / scale))
+    # Distances of more than ~1e308 noise scales overflow to inf, where the exponentials are
+    # rightly 0; outside the bounds the distance itself is added in the data's units, since
+    # b·(distance / b) would be inf·b there.
+    with np.errstate(over="ignore"):
+        if lower < q < upper:
+            return scale * (1 - 0.5 * (np.exp(-(upper - q) / scale)
+                                       + np.exp(-(q - lower) / scale)))
+        d = (upper - lower) / scale
+        if q <= lower:
+            a = (lower - q) / scale  # error = b·W with W in [a, a + d]
+            return (lower - q) - 0.5 * scale * np.exp(-a) * np.expm1(-d)
+        c = (q - upper) / scale
+        return (q - upper) - 0.5 * scale * np.exp(-c) * np.expm1(-d)
 
 
 def error_sweep(
@@ -541,8 +546,9 @@ def _nudge_up(eps: float, met: Callable[[float], bool]) -> float:
 def _in_range(eps: float, met: Callable[[float], bool], why: str) -> SmallestEpsilon:
     """Place a closed-form answer in EPSILON_RANGE: clip below, refuse above."""
     low, high = EPSILON_RANGE
-    if eps <= low:
+    if eps <= low and met(low):  # building the mechanism at low also validates its scale
         return SmallestEpsilon(low, True)
+    eps = max(eps, low)
     if eps > high:
         raise ValueError(f"the target needs epsilon = {eps:.4g}, above the largest epsilon "
                          f"searched ({high:g}): {why}")

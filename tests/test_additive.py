@@ -844,3 +844,37 @@ def test_make_mechanism_builds_each_kind():
 def test_make_mechanism_rejects_what_does_not_apply(kind, kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_mechanism(kind, sensitivity=1, **kwargs)
+
+
+# -- the reported privacy never exceeds the budget a mechanism was built for ----------------
+
+
+def random_budgets(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return 10 ** rng.uniform(-3, 1.5, n), 10 ** rng.uniform(-2, 2, n)
+
+
+@pytest.mark.parametrize("cls, extra", [
+    (Laplace, {}), (Geometric, {}), (ClampedLaplace, {"lower": 0.0, "upper": 5.0})])
+def test_built_from_epsilon_the_reported_epsilon_is_at_most_the_budget(cls, extra):
+    """sensitivity / epsilon rounds down about half the time; the scale is then raised by an
+    ulp or two, so the mechanism never claims (or has) more than the epsilon asked for."""
+    epsilons, sensitivities = random_budgets(3000, seed=11)
+    raised = 0
+    for epsilon, sensitivity in zip(epsilons.tolist(), sensitivities.tolist(), strict=True):
+        sensitivity = float(max(1, round(sensitivity))) if cls is Geometric else sensitivity
+        mech = cls(sensitivity=sensitivity, epsilon=epsilon, **extra)
+        assert mech.privacy.epsilon <= epsilon
+        assert mech.sensitivity / mech.scale <= epsilon
+        naive = sensitivity / epsilon
+        assert naive <= mech.scale <= math.nextafter(math.nextafter(naive, math.inf), math.inf)
+        raised += mech.scale > naive
+    assert raised > 100  # the naive scale really does overshoot the budget sometimes
+
+
+def test_gaussian_built_from_rho_reports_at_most_rho():
+    rhos, sensitivities = random_budgets(3000, seed=12)
+    for rho, sensitivity in zip(rhos.tolist(), sensitivities.tolist(), strict=True):
+        mech = Gaussian(sensitivity=sensitivity, rho=rho)
+        assert mech.privacy.rho <= rho
+        assert mech.scale == pytest.approx(sensitivity / math.sqrt(2 * rho), rel=1e-15)

@@ -2249,10 +2249,20 @@ REGRESSIONS = {
         finite(lambda: CLAMPED.bias(-1e306)) == pytest.approx(1e306)),
     "ClampedLaplace.bias beyond float64: inf": lambda: refused(
         lambda: FAR_CLAMPED.bias(-1e308), "values"),
+    "BoundedLaplace(epsilon=5e-324): ZeroDivisionError": lambda: refused(
+        lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=1.0, epsilon=TINY),
+        "epsilon"),
+    "Laplace(sensitivity=1, epsilon=3.7).privacy: epsilon an ulp above 3.7": lambda: (
+        additive.Laplace(sensitivity=1.0, epsilon=3.7).privacy.epsilon <= 3.7),
+    "Gaussian(sensitivity=1, rho=0.3).zcdp: rho an ulp above 0.3": lambda: (
+        additive.Gaussian(sensitivity=1.0, rho=0.3).zcdp.rho <= 0.3),
     "ClampedLaplace.mse(1e300) on [0, 10]: inf (bias squared)": lambda: refused(
         lambda: additive.ClampedLaplace(sensitivity=1.0, lower=0.0, upper=10.0,
                                         epsilon=1.0).mse([1e300]), "values"),
     # dpcore.selection
+    "noisy_max_scale(PureDP(0.3), k=3): its privacy an ulp above 0.3": lambda: (
+        selection.noisy_max_privacy(selection.noisy_max_scale(
+            PureDP(0.3), noise="laplace", k=3), noise="laplace", k=3).epsilon <= 0.3),
     "exponential_mechanism(sensitivity=5e-324): ties always index 0":
         exponential_mechanism_breaks_ties_at_random,
     "report_noisy_max([±1.8e308], scale=1e300): overflow to inf": lambda: (
@@ -2289,6 +2299,10 @@ REGRESSIONS = {
     "QueryAnswer(true_value=None): NaN": lambda: refused(
         lambda: queries.QueryAnswer(true_value=None, l1_sensitivity=1.0, l2_sensitivity=1.0,
                                     integer_valued=True), "true_value", TypeError),
+    "mean_privacy(laplace, epsilon=3.7): 3.7000000000000006, above the budget": lambda: (
+        queries.mean_privacy(*queries.bounded_mean_parts(
+            pd.DataFrame({"x": [0, 1]}), "x", lower=0, upper=1), mechanism="laplace",
+            epsilon=3.7).epsilon <= 3.7),
     # dpcore.postprocess
     "rescale_to_total([1e300], 3e-277): 0 (underflow)": lambda: (
         finite(lambda: postprocess.rescale_to_total([1e300], 3e-277)).tolist() == [3e-277]),
@@ -2316,6 +2330,15 @@ REGRESSIONS = {
                                     upper=1.0), "upper"),
     "error_sweep(laplace, sensitivity=5e-324): scale 0 reported": lambda: refused(
         lambda: utility.error_sweep("laplace", epsilons=[2.0], sensitivity=TINY), "epsilon"),
+    "error_sweep(clamped_laplace, true value 1e306 outside): MSE and MAE overflow": lambda: (
+        refused(lambda: utility.error_sweep(
+            "clamped_laplace", epsilons=[2e3], sensitivity=1.0, lower=0.0, upper=1.0,
+            true_value=-1e306), "values")),
+    "smallest_epsilon(sensitivity=5e-324): an epsilon no mechanism has": lambda: refused(
+        lambda: utility.smallest_epsilon("laplace", sensitivity=TINY, alpha=1.0, beta=0.5),
+        "sensitivity"),
+    "check_int(10**5000): Python refuses to print the number": lambda: refused(
+        lambda: _checks.check_int("trials", 10**5000, maximum=10), "trials"),
     "smallest_epsilon(gaussian, alpha=5e-324): named scale": lambda: refused(
         lambda: utility.smallest_epsilon("gaussian", sensitivity=1.0, alpha=TINY, beta=0.5,
                                          delta=0.5), "alpha"),

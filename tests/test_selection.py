@@ -553,3 +553,27 @@ OK = {"scale": 1.0, "noise": "gumbel", "rng": RNG}
 def test_validation(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("noise", NOISE_TYPES)
+@pytest.mark.parametrize("measure", ["pure", "zcdp"])
+def test_noisy_max_scale_never_spends_more_than_the_target(noise, measure):
+    """The inverse rounds: its scale is raised until noisy_max_privacy confirms the target."""
+    rng = np.random.default_rng(21)
+    checked = 0
+    for _ in range(1000):
+        budget, sensitivity = 10 ** rng.uniform(-3, 1.5), 10 ** rng.uniform(-2, 2)
+        k, monotonic = int(rng.integers(1, 6)), bool(rng.integers(2))
+        target = PureDP(budget) if measure == "pure" else ZCDP(budget)
+        try:
+            scale = noisy_max_scale(target, sensitivity=sensitivity, noise=noise,
+                                    monotonic=monotonic, k=k)
+        except ValueError:
+            continue  # this noise does not give that measure: refused, not miscalibrated
+        spent = noisy_max_privacy(scale, sensitivity=sensitivity, noise=noise,
+                                  monotonic=monotonic, k=k, measure=measure)
+        spent_value = spent.epsilon if measure == "pure" else spent.rho
+        assert spent_value <= budget
+        assert spent_value == pytest.approx(budget, rel=1e-14)
+        checked += 1
+    assert checked > 900
