@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,8 +12,11 @@ from hypothesis import settings
 # Every Hypothesis test is reproducible: the same examples on every run and machine (CI
 # checks what ran here), no example database, and no per-example deadline (a loaded machine
 # is not a failure; speed is measured in bench/).
+# HYPOTHESIS_PROFILE=explore draws fresh examples instead (pytest --hypothesis-seed=N to
+# replay a run): for hunting bugs by hand, never in CI.
 settings.register_profile("epsilon-lab", derandomize=True, database=None, deadline=None)
-settings.load_profile("epsilon-lab")
+settings.register_profile("explore", database=None, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "epsilon-lab"))
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

@@ -44,11 +44,10 @@ from dpcore import (
 )
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 
-# Hundreds of examples per test, reproducible in CI (derandomize). No per-example deadline:
-# timing on a shared CI machine is not a property (bench/ measures speed); runaway work is
-# caught by bounded_time() below. Examples are small: the file runs in about a minute.
-PROPERTY = settings(max_examples=200, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+# Hundreds of examples per test; derandomized, without deadline or database by the profile in
+# conftest.py (timing on a shared CI machine is not a property; bench/ measures speed, and
+# runaway work is caught by bounded_time() below). The file runs in about a minute.
+PROPERTY = settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ============================================================================================
