@@ -106,6 +106,16 @@ def _scale_within(loss: Callable[[float], float], scale: float, budget: float) -
     return scale
 
 
+def _epsilon_or_scale(mechanism: str, sensitivity: float, epsilon: object,
+                      scale: object) -> tuple[str, float]:
+    """("epsilon" or "scale", b) for the mechanisms with pure-DP loss sensitivity / b."""
+    given = _exactly_one(mechanism, epsilon=epsilon, scale=scale)
+    if given == "scale":
+        return given, check_positive("scale", scale)
+    eps = check_positive("epsilon", epsilon)
+    return given, _scale_within(lambda b: sensitivity / b, sensitivity / eps, eps)
+
+
 def _check_domain(lower: object, upper: object) -> tuple[float, float]:
     """Finite bounds lower < upper whose width upper − lower is finite too."""
     lo, hi = check_bounds(lower, upper)
@@ -399,13 +409,7 @@ class Laplace(AdditiveMechanism):
     def __init__(self, *, sensitivity: float, epsilon: float | None = None,
                  scale: float | None = None) -> None:
         self._sensitivity = check_positive("sensitivity", sensitivity)
-        given = _exactly_one("Laplace", epsilon=epsilon, scale=scale)
-        if given == "epsilon":
-            eps = check_positive("epsilon", epsilon)
-            self._scale = _scale_within(lambda b: self._sensitivity / b,
-                                        self._sensitivity / eps, eps)
-        else:
-            self._scale = check_positive("scale", scale)
+        given, self._scale = _epsilon_or_scale("Laplace", self._sensitivity, epsilon, scale)
         self._check_scale(given)
 
     @property
@@ -621,13 +625,7 @@ class Geometric(AdditiveMechanism):
     def __init__(self, *, sensitivity: int, epsilon: float | None = None,
                  scale: float | None = None) -> None:
         self._sensitivity = _check_integer_valued("sensitivity", sensitivity)
-        given = _exactly_one("Geometric", epsilon=epsilon, scale=scale)
-        if given == "epsilon":
-            eps = check_positive("epsilon", epsilon)
-            self._scale = _scale_within(lambda b: self._sensitivity / b,
-                                        self._sensitivity / eps, eps)
-        else:
-            self._scale = check_positive("scale", scale)
+        given, self._scale = _epsilon_or_scale("Geometric", self._sensitivity, epsilon, scale)
         self._check_scale(given)
         if not self._scale <= _MAX_GEOMETRIC_SCALE:
             raise ValueError(f"scale (sensitivity/epsilon) = {self._scale:g} exceeds "
@@ -973,13 +971,7 @@ class ClampedLaplace(_BoundedDomain):
                  epsilon: float | None = None, scale: float | None = None) -> None:
         self._sensitivity = check_positive("sensitivity", sensitivity)
         self._lower, self._upper = _check_domain(lower, upper)
-        given = _exactly_one("ClampedLaplace", epsilon=epsilon, scale=scale)
-        if given == "epsilon":
-            eps = check_positive("epsilon", epsilon)
-            self._scale = _scale_within(lambda b: self._sensitivity / b,
-                                        self._sensitivity / eps, eps)
-        else:
-            self._scale = check_positive("scale", scale)
+        given, self._scale = _epsilon_or_scale("ClampedLaplace", self._sensitivity, epsilon, scale)
         self._check_scale(given)
 
     @property
