@@ -109,9 +109,12 @@ with right:
         sel.LEVEL_LABEL[measure], sel.EPSILON_GRID if measure == "pure" else sel.RHO_GRID,
         key=f"sel_{measure}_level", default=sel.DEFAULT_LEVEL[measure],
         help="Smaller is more private and noisier (log scale).")
-    monotonic = controls.toggle("Scores are monotonic", key="sel_monotonic", default=True,
-                                help="True when adding a person moves every score the same "
-                                     "way (counts, revenues): half the noise.")
+    monotonic_key, monotonic_default = sel.monotonic_setting(source)
+    monotonic = controls.toggle(
+        "Scores are monotonic", key=monotonic_key, default=monotonic_default,
+        help="On only when adding a person moves every score the same way (counts, revenues "
+             "are): half the noise for the same ε. If unsure, leave it off: with scores that "
+             "can move in opposite directions the ε shown would be half the true one.")
     negate = controls.toggle("Pick the smallest score instead", key="sel_negate")
     k = controls.select("Candidates to pick (k)", range(1, min(len(scores), sel.K_MAX) + 1),
                         key="sel_k", default=1)

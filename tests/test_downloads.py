@@ -390,10 +390,16 @@ def test_selection_typed_scores_exact_probabilities_and_top_k(served):
     ok(at.run())
     rows, _ = read_back(downloaded(at, served, "sel_download")[0])
     scores = np.array([0.0, 2.0, 4.0, 6.0])
-    # Gumbel noise is the exponential mechanism: P(i) ∝ exp(s_i / b), b = Δ/ε = 1 (monotonic).
+    # Typed scores start not monotonic: Gumbel noise is the exponential mechanism,
+    # P(i) ∝ exp(s_i / b), with b = 2Δ/ε = 2.
+    np.testing.assert_allclose(numeric_column(rows, "Exact probability of being picked"),
+                               softmax(scores / 2.0), rtol=1e-9)
+    at.toggle(key="sel_monotonic_typed").set_value(True).run()
+    rows, _ = read_back(downloaded(at, served, "sel_download")[0])
+    # Declared monotonic: b = Δ/ε = 1.
     np.testing.assert_allclose(numeric_column(rows, "Exact probability of being picked"),
                                softmax(scores), rtol=1e-9)
-    at.toggle(key="sel_monotonic").set_value(False).run()
+    at.toggle(key="sel_monotonic_typed").set_value(False).run()
     at.selectbox(key="sel_k").select(2)
     ok(at.run())
     data, params, _ = downloaded(at, served, "sel_download")
@@ -422,7 +428,7 @@ def test_selection_score_file_labels_come_back_escaped(served):
     expected = [escaped(lab.strip()) for lab in labels]
     assert [r[0] for r in rows[1:]] == expected
     assert frame["Candidate"].tolist() == expected
-    scale = 1.0                                 # Laplace, Δ = 1, ε = 1, monotonic
+    scale = 2.0                                 # Laplace, Δ = 1, ε = 1, not monotonic
     np.testing.assert_allclose(
         numeric_column(rows, "Exact probability of being picked"),
         selection_probabilities(np.array([3.0, 5, 2, -4, 1]), scale=scale, noise="laplace"),

@@ -241,6 +241,29 @@ def test_selection_query(page):
         pytest.approx(exact, rel=1e-12)]
 
 
+def test_selection_question_reads_the_selection_pages_settings():
+    """Typed scores are monotonic only when declared so on their own toggle (the counts'
+    toggle says nothing about them); simulated bids are the ones the Selection page used."""
+    from dashboard.analysis import selection as sel
+    from dashboard.analysis.epsilon import selection_question
+
+    loaded = load_builtin(ADULT)
+    typed = {"sel_source": "typed", "sel_scores_text": "1, 5, 2", "sel_monotonic": True}
+    question = selection_question(loaded, typed, "builtin:Adult", 0)
+    assert question.scores == (1.0, 5.0, 2.0) and question.monotonic is False
+    question = selection_question(loaded, {**typed, "sel_monotonic_typed": True},
+                                  "builtin:Adult", 0)
+    assert question.monotonic is True
+    assert selection_question(loaded, {}, "builtin:Adult", 0).monotonic is True  # counts
+    pricing = {"sel_source": "pricing", "sel_highest": 4.0, "sel_step": 0.5,
+               "sel_simulated_bids": True}
+    revenue = sel.revenue_curve(sel.simulated_bids(4.0, 7), sel.price_grid(4.0, 0.5))
+    question = selection_question(loaded, pricing, "builtin:Adult", 7)
+    np.testing.assert_allclose(question.scores, revenue)
+    typed_bids = sel.revenue_curve(sel.parse_bids(sel.EXAMPLE_BIDS), sel.price_grid(4.0, 0.5))
+    assert not np.allclose(revenue, typed_bids)  # the two sources really differ
+
+
 def test_dataset_without_a_table(app):
     at = app()
     at.selectbox(key="dataset_choice").select("Iris")

@@ -114,9 +114,28 @@ def test_typed_scores_give_four_candidates(page):
     fig = chart(page, "sel_chart")
     assert fig["data"][0]["x"] == ["#1", "#2", "#3", "#4"]
     exact = values(fig["data"][0]["y"])
-    np.testing.assert_allclose(exact, selection_probabilities([0, 2, 4, 6], scale=1.0,
+    # Typed scores are not monotonic unless declared so: ε = 2Δ/b, so b = 2 at ε = 1.
+    np.testing.assert_allclose(exact, selection_probabilities([0, 2, 4, 6], scale=2.0,
                                                               noise="laplace"), rtol=1e-9)
     assert exact.sum() == pytest.approx(1.0)
+
+
+def test_monotonic_is_off_for_typed_scores_until_declared(page):
+    """Counts are monotonic (the toggle starts on); switching to typed scores must not carry
+    that over: their toggle starts off, and turning it on halves the noise."""
+    assert page.toggle(key="sel_monotonic").value is True
+    page.selectbox(key="sel_source").select("typed").run()
+    assert page.toggle(key="sel_monotonic_typed").value is False
+    text = " ".join(m.value for m in page.markdown)
+    assert "b = 2Δ/ε = 2/1 = **2**" in text, text
+    page.toggle(key="sel_monotonic_typed").set_value(True).run()
+    assert not page.exception
+    assert "b = Δ/ε = 1/1 = **1**" in " ".join(m.value for m in page.markdown)
+    exact = values(chart(page, "sel_chart")["data"][0]["y"])
+    np.testing.assert_allclose(exact, selection_probabilities([0, 2, 4, 6], scale=1.0,
+                                                              noise="laplace"), rtol=1e-9)
+    page.selectbox(key="sel_source").select("data").run()
+    assert page.toggle(key="sel_monotonic").value is True
 
 
 def test_bad_typed_scores_show_an_error_and_no_exception(page):
@@ -147,8 +166,8 @@ def test_top_k_shows_its_chart(page):
     assert "true top 2" in fig["layout"]["title"]["text"]
     assert {t["name"] for t in fig["data"]} >= {"Laplace", "Exponential", "Gumbel"}
     assert trace(chart(page, "sel_chart"), "Among the 2 picks")
-    # ε = 2·Δ/b for two picks: b = 2.
-    assert "b = k·Δ/ε = 2/1 = **2**" in " ".join(m.value for m in page.markdown)
+    # ε = k·2Δ/b for two picks of scores not declared monotonic: b = 4.
+    assert "b = k·2Δ/ε = 4/1 = **4**" in " ".join(m.value for m in page.markdown)
 
 
 def test_pricing_example_shows_revenue_and_zcdp_gumbel_scale(page):

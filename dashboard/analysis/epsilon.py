@@ -236,7 +236,7 @@ def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, s
     if source == "pricing":
         highest = float(saved.get("sel_highest", 4.0))
         prices = sel.price_grid(highest, float(saved.get("sel_step", 0.01)))
-        bids = (sel.simulated_bids(highest, seed) if saved.get("sel_bids_from") == "simulated"
+        bids = (sel.simulated_bids(highest, seed) if saved.get("sel_simulated_bids") is True
                 else sel.parse_bids(str(saved.get("sel_bids_text", sel.EXAMPLE_BIDS))))
         revenue = sel.revenue_curve(bids, prices)
         return (tuple(float(r) for r in revenue), float(prices[-1]),
@@ -264,8 +264,10 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
     except (ValueError, TypeError, IndexError):
         if source == "data" or not categorical_columns(loaded):
             return None
-        scores, sensitivity, what = _selection_scores(loaded, {}, dataset_key, seed, "data")
+        source = "data"
+        scores, sensitivity, what = _selection_scores(loaded, {}, dataset_key, seed, source)
         note = "The Selection page's scores do not parse; instead"
+    monotonic_key, monotonic_default = sel.monotonic_setting(source)
     noise = saved.get("sel_noise")
     k = saved.get("sel_k", 1)
     k = k if isinstance(k, int) and 1 <= k < len(scores) else 1
@@ -274,7 +276,8 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
     top = f"a true top {k}" if k > 1 else escape(what)
     return SelectionQuestion(
         scores, what, noise=noise if noise in sel.NOISES else "laplace", sensitivity=sensitivity,
-        monotonic=saved.get("sel_monotonic", True) is True, negate=saved.get("sel_negate") is True,
+        monotonic=saved.get(monotonic_key, monotonic_default) is True,
+        negate=saved.get("sel_negate") is True,
         k=k, epsilon=_saved_epsilon(saved, "sel_pure_level"),
         note=f"{note}: does report noisy max pick **{top}** among {len(scores):,} candidates?"
              f"{zcdp}")

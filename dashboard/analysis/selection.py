@@ -40,6 +40,17 @@ SOURCES = {
     "typed": "Scores typed in (or a small CSV)",
     "pricing": "Pricing: pick a price from bids",
 }
+
+
+def monotonic_setting(source: str) -> tuple[str, bool]:
+    """The session key and default of the "Scores are monotonic" toggle for a score source.
+
+    Counts and revenues are monotonic by construction (adding a person never lowers any), so
+    the toggle starts on. Typed scores may move in opposite directions: it starts off — the
+    safe side, twice the noise — and is kept under its own key, so that switching sources
+    never carries a "monotonic" answer over to scores nobody has vouched for.
+    """
+    return ("sel_monotonic_typed", False) if source == "typed" else ("sel_monotonic", True)
 NOISES = {
     "laplace": "Laplace (report noisy max)",
     "exponential": "Exponential (permute-and-flip)",
