@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -109,6 +110,17 @@ def _positive_finite(value: float, what: str) -> float:
 _FAR_BELOW = -1e300
 
 
+def _ratio_at_most(numerator: float, denominator: float) -> float:
+    """numerator / denominator, rounded down: the float quotient lowered by an ulp when it
+    rounded up, so that noise in units of 1/quotient is never less than the exact amount
+    (a factor of ε/(cΔ) or 1/scale that rounded up would spend a hair more than ε)."""
+    quotient = numerator / denominator
+    if 0 < quotient < math.inf and math.isfinite(denominator) and (
+            Fraction(quotient) * Fraction(denominator) > Fraction(numerator)):
+        quotient = math.nextafter(quotient, 0.0)
+    return quotient
+
+
 def _gaps_in_noise_units(values: NDArray[np.float64], factor: float) -> NDArray[np.float64]:
     """(values − max)·factor, factor = 1/scale: the best at 0, the rest in [_FAR_BELOW, 0].
 
@@ -195,7 +207,8 @@ def report_noisy_max(
     noise = check_choice("noise", noise, NOISE_TYPES)
     trials = check_trials(trials)
     rng = check_rng(rng)
-    return _noisy_argmax(_gaps_in_noise_units(values, 1 / scale), 1.0, noise, trials, rng)
+    gaps = _gaps_in_noise_units(values, _ratio_at_most(1.0, scale))
+    return _noisy_argmax(gaps, 1.0, noise, trials, rng)
 
 
 def _top_k_block(
@@ -267,7 +280,7 @@ def noisy_top_k(
     noise = check_choice("noise", noise, NOISE_TYPES)
     trials = check_trials(trials)
     rng = check_rng(rng)
-    values, scale = _gaps_in_noise_units(values, 1 / scale), 1.0
+    values, scale = _gaps_in_noise_units(values, _ratio_at_most(1.0, scale)), 1.0
     if trials is None:
         return _top_k_block(values, k, scale, noise, 1, rng)[0]
     chunks = trial_chunks(trials, values.size)
@@ -407,7 +420,8 @@ def _standardized_logits(
     sensitivity = check_positive("sensitivity", sensitivity)
     monotonic = _check_flag("monotonic", monotonic)
     # Subtract before multiplying: u − max is <= 0, so a huge product cannot overflow upwards.
-    return _gaps_in_noise_units(u, epsilon / (_range_factor(monotonic) * sensitivity))
+    factor = _ratio_at_most(epsilon, _range_factor(monotonic) * sensitivity)
+    return _gaps_in_noise_units(u, factor)
 
 
 def exponential_mechanism(

@@ -577,3 +577,25 @@ def test_noisy_max_scale_never_spends_more_than_the_target(noise, measure):
         assert spent_value == pytest.approx(budget, rel=1e-14)
         checked += 1
     assert checked > 900
+
+
+def test_noise_units_never_round_the_budget_up():
+    """ε/(cΔ) and 1/scale are rounded down, so the noise is never a hair short of its claim."""
+    from fractions import Fraction
+
+    from dpcore.selection import _ratio_at_most, _standardized_logits
+
+    rng = np.random.default_rng(31)
+    rounded_up = 0
+    for _ in range(3000):
+        epsilon, sensitivity = 10 ** rng.uniform(-3, 1.5), 10 ** rng.uniform(-2, 2)
+        monotonic = bool(rng.integers(2))
+        c_delta = (1 if monotonic else 2) * sensitivity
+        rounded_up += Fraction(epsilon / c_delta) * Fraction(c_delta) > Fraction(epsilon)
+        # the logit of a score one below the best is −factor
+        factor = -_standardized_logits([0.0, -1.0], epsilon, sensitivity, monotonic)[1]
+        assert Fraction(factor) * Fraction(c_delta) <= Fraction(epsilon)
+        assert factor >= math.nextafter(epsilon / c_delta, 0.0)
+        inverse = _ratio_at_most(1.0, sensitivity)
+        assert Fraction(inverse) * Fraction(sensitivity) <= 1
+    assert rounded_up > 300  # plain division does round up often
