@@ -116,6 +116,13 @@ def _epsilon_or_scale(mechanism: str, sensitivity: float, epsilon: object,
     return given, _scale_within(lambda b: sensitivity / b, sensitivity / eps, eps)
 
 
+def _delta_above(mu: float, epsilon: float, delta: float) -> bool:
+    """Whether the Gaussian of sensitivity/sigma = mu needs more than ``delta`` at ``epsilon``,
+    in log space or as the number delta_for_epsilon reports (exp of the log can round up)."""
+    log_delta = _gaussian_log_delta(mu, epsilon)
+    return log_delta > math.log(delta) or math.exp(log_delta) > delta
+
+
 def _check_domain(lower: object, upper: object) -> tuple[float, float]:
     """Finite bounds lower < upper whose width upper − lower is finite too."""
     lo, hi = check_bounds(lower, upper)
@@ -516,8 +523,7 @@ class Gaussian(AdditiveMechanism):
         low, high = _SCALE_RANGE
         if not low <= sigma <= high:  # refused by _check_scale, naming the parameters
             return sigma
-        target = math.log(delta)
-        while _gaussian_log_delta(self._sensitivity / sigma, epsilon) > target:
+        while _delta_above(self._sensitivity / sigma, epsilon, delta):
             sigma = _step_up(sigma)
         return sigma
 
@@ -555,7 +561,7 @@ class Gaussian(AdditiveMechanism):
         while excess(hi) > 0:
             lo, hi = hi, 2 * hi
         eps = brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-        while excess(eps) > 0:
+        while _delta_above(mu, eps, delta):
             eps = eps * _SAFETY_STEP + 1e-300
         return eps
 

@@ -878,3 +878,15 @@ def test_gaussian_built_from_rho_reports_at_most_rho():
         mech = Gaussian(sensitivity=sensitivity, rho=rho)
         assert mech.privacy.rho <= rho
         assert mech.scale == pytest.approx(sensitivity / math.sqrt(2 * rho), rel=1e-15)
+
+
+def test_gaussian_reports_at_most_the_delta_it_was_built_for():
+    """The calibration works in log δ; exp of it can round above δ, so both are checked."""
+    g = Gaussian(sensitivity=1 / 3, epsilon=6.9323928976425435, delta=0.005784098293030811)
+    assert g.delta_for_epsilon(6.9323928976425435) <= 0.005784098293030811  # was 1 ulp above
+    rng = np.random.default_rng(13)
+    for _ in range(2000):
+        epsilon, delta = 10 ** rng.uniform(-3, 1.5), 10 ** rng.uniform(-12, -2)
+        g = Gaussian(sensitivity=10 ** rng.uniform(-2, 2), epsilon=epsilon, delta=delta)
+        assert g.delta_for_epsilon(epsilon) <= delta
+        assert g.delta_for_epsilon(g.epsilon_for_delta(delta)) <= delta
