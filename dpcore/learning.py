@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Literal, Self
 
 import numpy as np
@@ -46,6 +47,16 @@ _MAX_BOUNDED_RELEASES = 10**6
 _PARTS = ("counts", "sums", "sums_of_squares")
 #: Steps per doubling of the grid that bounded-Laplace domains are rounded up to.
 DOMAIN_STEPS_PER_DOUBLING = 64
+
+
+def _per_feature(epsilon: float, n_features: int) -> float:
+    """epsilon / (3d), lowered ulp by ulp until the parts really spent — ε/3 for the counts,
+    then 2d statistics at this epsilon — add up to at most epsilon (exact rational sum)."""
+    third, total = Fraction(epsilon / 3), Fraction(epsilon)
+    share = epsilon / (3 * n_features)
+    while share > 0 and third + 2 * n_features * Fraction(share) > total:
+        share = math.nextafter(share, 0.0)
+    return share
 
 
 def _bounded_domains(noisy_counts: NDArray) -> NDArray[np.float64]:
@@ -189,7 +200,8 @@ class PrivateGaussianNB:
     budget_split : dict[str, float]
         Epsilon per part (``counts``, ``sums``, ``sums_of_squares``); sums to ``epsilon``.
     epsilon_per_feature : float
-        Epsilon of each feature's sum (and of each feature's sum of squares): ε/(3d).
+        Epsilon of each feature's sum (and of each feature's sum of squares): ε/(3d), rounded
+        down so that what the fit spends adds up to at most ε.
     sensitivities : dict[str, float | NDArray]
         Add/remove sensitivity of each released statistic, in the features' units.
     classes_, class_prior_, theta_, var_, smoothing_ :
@@ -251,7 +263,7 @@ class PrivateGaussianNB:
             self.epsilon_per_feature: float | None = None
         else:
             self.budget_split = {part: self.epsilon / 3 for part in _PARTS}
-            self.epsilon_per_feature = self.epsilon / (3 * self.n_features)
+            self.epsilon_per_feature = _per_feature(self.epsilon, self.n_features)
             if not self.epsilon_per_feature > 0:  # a subnormal epsilon, split, underflows
                 raise ValueError(f"epsilon = {self.epsilon:g} is too small to split over "
                                  f"3 × {self.n_features} statistics in float64")

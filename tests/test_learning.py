@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 from sklearn.naive_bayes import GaussianNB
 
-from dpcore.additive import BoundedLaplace
+from dpcore.additive import BoundedLaplace, Laplace
 from dpcore.learning import (
     MIN_VARIANCE_FRACTION,
     NOISE_FLOOR,
@@ -364,3 +364,19 @@ def test_bad_sweep_arguments_rejected():
         accuracy_vs_epsilon(X, y, X, y, epsilons=[1.0], repetitions=0, **common)
     with pytest.raises(TypeError, match="seed"):
         accuracy_vs_epsilon(X, y, X, y, epsilons=[1.0], bounds=SMALL_BOUNDS, seed=1.5)
+
+
+def test_what_a_fit_spends_adds_up_to_at_most_epsilon():
+    """Counts at ε/3, then 2d sums at ε/(3d): in exact arithmetic never above ε (the float
+    quotients round up about as often as down)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(17)
+    for _ in range(2000):
+        epsilon, d = 10 ** rng.uniform(-3, 1.5), int(rng.integers(1, 15))
+        model = PrivateGaussianNB(epsilon=epsilon, bounds=[(0.0, 1.0)] * d)
+        counts = Laplace(sensitivity=1.0, epsilon=model.budget_split["counts"])
+        per_feature = Laplace(sensitivity=1.0, epsilon=model.epsilon_per_feature)
+        spent = Fraction(counts.privacy.epsilon) + 2 * d * Fraction(per_feature.privacy.epsilon)
+        assert spent <= Fraction(epsilon)
+        assert model.epsilon_per_feature == pytest.approx(epsilon / (3 * d), rel=1e-14)
