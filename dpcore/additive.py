@@ -824,6 +824,10 @@ class BoundedLaplace(_BoundedDomain):
             raise ValueError(f"the noise scale from sensitivity and epsilon would exceed "
                              f"{_SCALE_RANGE[1]:g}: epsilon = {epsilon:g} is too small for "
                              f"sensitivity {sens:g}")
+        if not 2 * sens / target >= _SCALE_RANGE[0]:  # ... and at most 2Δ/T
+            raise ValueError(f"the noise scale from sensitivity, bounds and epsilon would be "
+                             f"below {_SCALE_RANGE[0]:g}: epsilon = {epsilon:g} is too large "
+                             f"for a domain sensitivity of {sens:g}")
 
         def excess(log_scale: float) -> float:  # decreasing in the scale
             return _bounded_laplace_epsilon(math.exp(log_scale), sens, width) - target

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TypeVar
 
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from dpcore._checks import check_delta, check_int, check_positive
+from dpcore._checks import check_delta, check_int, check_positive, check_real
 
 __all__ = [
     "PureDP",
@@ -23,6 +24,7 @@ __all__ = [
     "compose",
     "advanced_composition",
     "zcdp_epsilon",
+    "split_budget",
 ]
 
 
@@ -205,3 +207,23 @@ def advanced_composition(measure: PureDP | ApproxDP, k: int, delta_prime: float)
         raise ValueError(f"the composed epsilon of k = {k:g} mechanisms of epsilon = {eps:g} "
                          "overflows float64")
     return ApproxDP(total_eps, total_delta)
+
+
+def split_budget(total: float, share: float) -> tuple[float, float]:
+    """Split a budget (an epsilon, delta or rho) into (share·total, the rest).
+
+    The rest is lowered by an ulp when rounding left the two parts adding up to more than
+    ``total`` in exact arithmetic, so by sequential composition the two releases together
+    never spend more than ``total``.
+    """
+    total = check_real("total", total)
+    if not 0 < total < math.inf:
+        raise ValueError(f"total must be positive and finite, got {total}")
+    share = check_real("share", share)
+    if not 0 < share < 1:
+        raise ValueError(f"share must lie strictly between 0 and 1, got {share}")
+    first = total * share
+    rest = total - first
+    while rest > 0 and Fraction(first) + Fraction(rest) > Fraction(total):
+        rest = math.nextafter(rest, 0.0)
+    return first, rest

@@ -22,7 +22,8 @@ from dpcore._checks import (
     check_rng,
     finite_array,
 )
-from dpcore.measures import ZCDP, ApproxDP, Measure, PureDP, compose
+from dpcore.additive import AdditiveMechanism, Gaussian, Geometric, Laplace
+from dpcore.measures import ZCDP, ApproxDP, Measure, PureDP, compose, split_budget
 
 __all__ = [
     "QueryAnswer",
@@ -33,6 +34,7 @@ __all__ = [
     "crosstab",
     "bounded_mean_parts",
     "noisy_mean",
+    "mean_mechanisms",
     "mean_privacy",
     "MEAN_MECHANISMS",
 ]
@@ -340,15 +342,6 @@ def bounded_mean_parts(
 # The noisy mean: two noisy parts, one budget
 
 
-def _split(total: float, share: float) -> tuple[float, float]:
-    """Split ``total`` into (share·total, the rest) so the two parts never add to more."""
-    first = total * share
-    rest = total - first
-    if first + rest > total:  # a rounding overshoot of one ulp would overspend the budget
-        rest = math.nextafter(rest, 0.0)
-    return first, rest
-
-
 def _check_share(sum_share: object) -> float:
     share = check_real("sum_share", sum_share)
     if not 0 < share < 1:
@@ -364,18 +357,20 @@ def _check_scalar_answer(name: str, answer: object) -> QueryAnswer:
     return answer
 
 
-def _mean_mechanisms(
+def mean_mechanisms(
     sum_answer: QueryAnswer,
     count_answer: QueryAnswer,
+    *,
     mechanism: str,
-    epsilon: float | None,
-    delta: float | None,
-    rho: float | None,
-    sum_share: float,
-) -> tuple[object, object]:
-    """Build the sum's and the count's mechanisms from the budget split (see ``noisy_mean``)."""
-    from dpcore.additive import Gaussian, Geometric, Laplace  # written alongside this module
+    epsilon: float | None = None,
+    delta: float | None = None,
+    rho: float | None = None,
+    sum_share: float = 0.5,
+) -> tuple[AdditiveMechanism, AdditiveMechanism]:
+    """The sum's and the count's mechanisms of :func:`noisy_mean`, from its budget split.
 
+    The very mechanisms it samples from: their scales and privacy are what a page shows.
+    """
     _check_scalar_answer("sum_answer", sum_answer)
     _check_scalar_answer("count_answer", count_answer)
     mechanism = check_choice("mechanism", mechanism, MEAN_MECHANISMS)
@@ -389,7 +384,7 @@ def _mean_mechanisms(
         if delta is not None or rho is not None:
             raise ValueError(f"the {mechanism} mechanism is pure DP: give epsilon only, "
                              "not delta or rho")
-        eps_sum, eps_count = _split(check_positive("epsilon", epsilon), share)
+        eps_sum, eps_count = split_budget(check_positive("epsilon", epsilon), share)
         if mechanism == "geometric":
             if not (sum_answer.integer_valued and count_answer.integer_valued):
                 raise ValueError(
@@ -406,14 +401,14 @@ def _mean_mechanisms(
         if epsilon is not None or delta is not None:
             raise ValueError("give either rho (zCDP) or epsilon and delta (approximate DP), "
                              "not both")
-        rho_sum, rho_count = _split(check_positive("rho", rho), share)
+        rho_sum, rho_count = split_budget(check_positive("rho", rho), share)
         return (Gaussian(sensitivity=sum_answer.l2_sensitivity, rho=rho_sum),
                 Gaussian(sensitivity=count_answer.l2_sensitivity, rho=rho_count))
     if epsilon is None or delta is None:
         raise ValueError("the gaussian mechanism needs rho (zCDP) or both epsilon and delta "
                          "(approximate DP)")
-    eps_sum, eps_count = _split(check_positive("epsilon", epsilon), share)
-    delta_sum, delta_count = _split(check_delta("delta", delta, allow_zero=False), share)
+    eps_sum, eps_count = split_budget(check_positive("epsilon", epsilon), share)
+    delta_sum, delta_count = split_budget(check_delta("delta", delta, allow_zero=False), share)
     return (Gaussian(sensitivity=sum_answer.l2_sensitivity, epsilon=eps_sum, delta=delta_sum),
             Gaussian(sensitivity=count_answer.l2_sensitivity, epsilon=eps_count,
                      delta=delta_count))
@@ -449,9 +444,9 @@ def noisy_mean(
     Returns a 0-d array (``trials=None``) or shape ``(trials,)``, one mean per simulated release.
     """
     rng = check_rng(rng)
-    sum_mechanism, count_mechanism = _mean_mechanisms(
-        sum_answer, count_answer, mechanism, epsilon, delta, rho, sum_share
-    )
+    sum_mechanism, count_mechanism = mean_mechanisms(
+        sum_answer, count_answer, mechanism=mechanism, epsilon=epsilon, delta=delta, rho=rho,
+        sum_share=sum_share)
     noisy_sum = np.asarray(sum_mechanism.sample(sum_answer.true_value, rng=rng, trials=trials),
                            dtype=np.float64)
     noisy_count = np.asarray(
@@ -477,8 +472,8 @@ def mean_privacy(
     ``PureDP`` for laplace/geometric, ``ZCDP`` for gaussian with rho, ``ApproxDP`` for gaussian
     with epsilon and delta; it equals the given budget (up to rounding, never above it).
     """
-    sum_mechanism, count_mechanism = _mean_mechanisms(
-        sum_answer, count_answer, mechanism, epsilon, delta, rho, sum_share
-    )
+    sum_mechanism, count_mechanism = mean_mechanisms(
+        sum_answer, count_answer, mechanism=mechanism, epsilon=epsilon, delta=delta, rho=rho,
+        sum_share=sum_share)
     parts: tuple[PureDP | ApproxDP | ZCDP, ...] = (sum_mechanism.privacy, count_mechanism.privacy)
     return compose(*parts)

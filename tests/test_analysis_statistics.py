@@ -7,6 +7,7 @@ random stream, never from the code under test.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -180,6 +181,8 @@ def test_mean_plan_splits_the_budget_and_spans_its_errors(adult):
     plan = stats.make_plan(adult.frame, spec, pure("laplace", 1.0), sum_share=0.3)
     sum_mech, count_mech = plan.mean_mechanisms
     assert sum_mech.scale == pytest.approx(90 / 0.3) and count_mech.scale == pytest.approx(1 / 0.7)
+    # shown parts = the parts sampled: at most the budget, exactly (1.0·0.3 rounds up)
+    assert Fraction(sum_mech.privacy.epsilon) + Fraction(count_mech.privacy.epsilon) <= 1
     ages = adult.frame["age"].clip(17, 90)
     assert float(plan.true_value) == pytest.approx(ages.mean(), rel=1e-12)
     assert plan.accuracy(0.05) is None and plan.error_density([0.0]) is None

@@ -125,7 +125,8 @@ def test_without_a_separate_total_the_whole_budget_goes_to_the_table():
 
 def test_planted_bug_overspending_split_is_caught(monkeypatch):
     """A split that gives the total its share on top of the whole budget must fail the test."""
-    monkeypatch.setattr(tables, "_split", lambda total, share: (total * share, total))
+    monkeypatch.setattr(tables.measures, "split_budget",
+                        lambda total, share: (total * share, total))
     with pytest.raises(AssertionError):
         test_separate_total_spends_exactly_the_budget(
             PrivacyChoice("pure", "laplace", epsilon=1.0), PureDP, 0.2)

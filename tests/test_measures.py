@@ -269,3 +269,24 @@ def test_gaussian_built_from_epsilon_delta_is_no_better_through_zcdp():
     mech = Gaussian(sensitivity=1.0, epsilon=0.9, delta=1e-6)
     assert mech.privacy == ApproxDP(0.9, 1e-6)
     assert mech.zcdp.to_approx(1e-6).epsilon >= 0.9
+
+
+def test_split_budget_never_adds_up_to_more_than_the_total():
+    from fractions import Fraction
+
+    from dpcore.measures import split_budget
+
+    rng = np.random.default_rng(41)
+    lowered = 0
+    for _ in range(4000):
+        total, share = 10 ** rng.uniform(-6, 2), float(rng.choice([0.1, 0.2, 0.3, 0.5, 0.7]))
+        first, rest = split_budget(total, share)
+        assert Fraction(first) + Fraction(rest) <= Fraction(total)
+        assert first == total * share and rest >= math.nextafter(total - first, 0.0)
+        lowered += rest < total - first
+    assert lowered > 100  # the plain split overspends by a fraction of an ulp that often
+    for share in (0.0, 1.0, -0.5, float("nan")):
+        with pytest.raises(ValueError, match="share"):
+            split_budget(1.0, share)
+    with pytest.raises(ValueError, match="total"):
+        split_budget(float("inf"), 0.5)

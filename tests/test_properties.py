@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import fields, is_dataclass
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
@@ -675,6 +676,21 @@ def test_advanced_composition(measure, k, delta_prime):
         assert any(names(error, n) for n in ("k", "epsilon", "delta")), error
     else:
         assert result.epsilon > 0 and as_real(delta_prime.value) <= result.delta < 1
+
+
+@covers("measures.split_budget")
+@PROPERTY
+@given(total=positive(), share=probability(zero_ok=False, nice_hi=0.99))
+def test_split_budget(total, share):
+    if share.tag != "bad" and not 0 < float(share.value) < 1:
+        share = Arg(share.value, "bad")  # (0, 1) open: a share of 1 leaves nothing
+    parts = ok(lambda: measures.split_budget(total.value, share.value),
+               {"total": total, "share": share})
+    if parts is not None:
+        first, rest = parts
+        assert first >= 0 and rest >= 0
+        assert Fraction(first) + Fraction(rest) <= Fraction(float(total.value))
+        assert first + rest == pytest.approx(float(total.value), rel=1e-15)
 
 
 @covers("measures.zcdp_epsilon")
@@ -1350,7 +1366,7 @@ def sum_and_count(draw) -> tuple[Arg, Arg]:
     return Arg(total, tag), Arg(how_many, "nice")
 
 
-@covers("queries.noisy_mean", "queries.mean_privacy")
+@covers("queries.noisy_mean", "queries.mean_privacy", "queries.mean_mechanisms")
 @PROPERTY
 @given(parts=sum_and_count(), mechanism=choices(queries.MEAN_MECHANISMS),
        epsilon=positive(), delta=probability(zero_ok=False), rho=positive(),
@@ -1384,6 +1400,13 @@ def test_noisy_mean_and_mean_privacy(parts, mechanism, epsilon, delta, rho, sum_
                                               mechanism=mechanism.value,
                                               sum_share=sum_share.value, **kwargs), args,
                  {"sum_answer": ("sensitivity", "lower", "upper")})
+    built = ok(lambda: queries.mean_mechanisms(sum_answer.value, count_answer.value,
+                                               mechanism=mechanism.value,
+                                               sum_share=sum_share.value, **kwargs), args,
+               {"sum_answer": ("sensitivity", "lower", "upper")})
+    assert (built is None) == (privacy is None)
+    if built is not None:  # the parts noisy_mean samples from compose to mean_privacy
+        assert measures.compose(*(m.privacy for m in built)) == privacy
     with bounded_time():
         mean, error = attempt(lambda: queries.noisy_mean(
             sum_answer.value, count_answer.value, mechanism=mechanism.value,
@@ -2251,6 +2274,9 @@ REGRESSIONS = {
     "BoundedLaplace(epsilon=5e-324): ZeroDivisionError": lambda: refused(
         lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=1.0, epsilon=TINY),
         "epsilon"),
+    "BoundedLaplace(width 1e-120, epsilon=4e203): math domain error": lambda: refused(
+        lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=9.67e-121,
+                                        epsilon=3.9e203), "epsilon"),
     "Laplace(sensitivity=1, epsilon=3.7).privacy: epsilon an ulp above 3.7": lambda: (
         additive.Laplace(sensitivity=1.0, epsilon=3.7).privacy.epsilon <= 3.7),
     "Gaussian(sensitivity=1, rho=0.3).zcdp: rho an ulp above 0.3": lambda: (

@@ -19,7 +19,7 @@ from dashboard.controls import MECHANISMS, VALID_MECHANISMS, PrivacyChoice, fmt_
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dpcore import queries
 from dpcore._checks import check_int, check_trials, trial_chunks
-from dpcore.additive import AdditiveMechanism, make_mechanism
+from dpcore.additive import AdditiveMechanism
 from dpcore.queries import MEAN_MECHANISMS, QueryAnswer
 
 #: The queries the page offers, in the user's words.
@@ -375,14 +375,10 @@ def make_plan(frame: pd.DataFrame, spec: QuerySpec, choice: PrivacyChoice, *,
         sum_answer, count_answer = answered
         if float(count_answer.true_value) == 0:
             raise ValueError(f"column {spec.column!r} has no values to average")
-        # The same split as queries.noisy_mean, to show each part's sensitivity and scale.
-        budget = _mean_budget(choice)
-        parts = []
-        for answer, share in ((sum_answer, sum_share), (count_answer, 1 - sum_share)):
-            split = {k: v * share for k, v in budget.items()}
-            sens = answer.l2_sensitivity if choice.mechanism == "gaussian" else (
-                answer.l1_sensitivity)
-            parts.append(make_mechanism(choice.mechanism, sensitivity=sens, **split))
+        # The very mechanisms queries.noisy_mean samples from, to show each part's
+        # sensitivity and scale.
+        parts = queries.mean_mechanisms(sum_answer, count_answer, mechanism=choice.mechanism,
+                                        sum_share=sum_share, **_mean_budget(choice))
         mean = float(np.clip(sum_answer.true_value / count_answer.true_value,
                              sum_answer.lower, sum_answer.upper))
         return ReleasePlan(spec, choice, np.array(mean), None, sum_answer,

@@ -16,9 +16,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
-from dpcore import postprocess, queries
+from dpcore import measures, postprocess, queries
 from dpcore._checks import check_rng, check_trials, trial_chunks
-from dpcore.measures import compose
 
 #: A column with more categories than this is not offered for a table (a 100 × 100 table
 #: already has 10,000 cells, most of them pure noise).
@@ -114,15 +113,6 @@ def true_table(frame: pd.DataFrame, row: str, column: str, *,
 # The budget
 
 
-def _split(total: float, share: float) -> tuple[float, float]:
-    """(share·total, the rest), never adding up to more than ``total`` after rounding."""
-    first = total * share
-    rest = total - first
-    if first + rest > total:
-        rest = math.nextafter(rest, 0.0)
-    return first, rest
-
-
 def split_budget(choice: PrivacyChoice, total_share: float) -> tuple[PrivacyChoice,
                                                                       PrivacyChoice]:
     """(the table's choice, the separate total's choice): the total gets ``total_share``.
@@ -135,7 +125,7 @@ def split_budget(choice: PrivacyChoice, total_share: float) -> tuple[PrivacyChoi
     parts: dict[str, tuple[float | None, float | None]] = {}
     for name in ("epsilon", "delta", "rho"):
         value = getattr(choice, name)
-        parts[name] = (None, None) if value is None else _split(value, total_share)
+        parts[name] = (None, None) if value is None else measures.split_budget(value, total_share)
     total = replace(choice, **{k: v[0] for k, v in parts.items()})
     table = replace(choice, **{k: v[1] for k, v in parts.items()})
     return table, total
@@ -361,7 +351,7 @@ def build_mechanisms(choice: PrivacyChoice, *, rescale: bool, total_source: str,
     table_choice, total_choice = split_budget(choice, total_share)
     table = table_choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
     total = total_choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
-    spent = compose(table.privacy, total.privacy)
+    spent = measures.compose(table.privacy, total.privacy)
     privacy = (f"{spent.describe()} in all: the table {table.privacy.describe()}, the noisy "
                f"total {total.privacy.describe()} (sequential composition)")
     noise = (f"{type(table).__name__} noise of scale {table.scale:.4g} on every cell, scale "
