@@ -13,7 +13,13 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, logit, ndtr, ndtri
 
-from dpcore._checks import MAX_BLOCK_ELEMENTS, check_delta, check_positive, numeric_array
+from dpcore._checks import (
+    MAX_BLOCK_ELEMENTS,
+    check_delta,
+    check_positive,
+    check_real,
+    numeric_array,
+)
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 
 __all__ = [
@@ -24,6 +30,7 @@ __all__ = [
     "gaussian_tradeoff",
     "advantage",
     "describe_risk",
+    "percent",
 ]
 
 #: The delta at which a zCDP guarantee is read as (epsilon, delta) for posterior bounds.
@@ -351,10 +358,18 @@ def advantage(
     return float(max(gaps[i], -result.fun))
 
 
-def _percent(p: float) -> str:
-    """A probability as a percentage, with enough digits that a bound never reads as certainty."""
+def percent(p: float) -> str:
+    """A probability as a percentage, with enough digits that a bound never reads as certainty.
+
+    0.9997 reads "99.97%", not the "100%" of three significant digits; only 1 reads "100%".
+    """
+    p = check_real("p", p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p}")
     if p >= 1.0:
         return "100%"
+    if 1.0 - p < 1e-12:  # 12 decimals would round it to 100
+        return "more than 99.9999999999%"
     if 1.0 - p < 0.01:
         # Near 100%, show the distance to certainty with two significant digits: 99.9955%.
         decimals = min(12, math.ceil(-math.log10(1.0 - p)) - 1)
@@ -389,9 +404,9 @@ def describe_risk(
     if complement < 1e-12:
         reach = "can become essentially certain (above 99.9999999999%)"
     else:
-        reach = f"can reach at most {_percent(posterior)} certainty"
+        reach = f"can reach at most {percent(posterior)} certainty"
     sentence = (
-        f"An attacker who knows everyone else's data and starts at {_percent(float(prior))} "
+        f"An attacker who knows everyone else's data and starts at {percent(float(prior))} "
         f"{reach} that Alice is in the data"
     )
     if isinstance(privacy, ZCDP):

@@ -289,3 +289,14 @@ def test_shown_epsilon_is_rounded_up_and_urls_are_never_evaluated():
         assert x <= shown <= x * 1.01
     assert parse_list("['laplace', 'gaussian']") == ["laplace", "gaussian"]
     assert parse_list("__import__('os').system('true')") == ["__import__('os').system('true')"]
+
+
+def test_posterior_table_never_rounds_a_bound_to_certainty():
+    from dashboard.analysis.epsilon import risk_summary
+
+    table = risk_summary(8.2, delta=None, pure=True).posteriors
+    column = next(c for c in table.columns if c.startswith("Highest belief"))
+    # prior 50%: posterior odds e^8.2, so 1 − p = 1/(1 + e^8.2) ≈ 2.7e-4 — not certainty
+    exact = 100 / (1 + math.exp(-8.2))
+    shown = table[column].tolist()[2]
+    assert shown != "100%" and float(shown.rstrip("%")) == pytest.approx(exact, abs=0.005)

@@ -678,6 +678,20 @@ def test_advanced_composition(measure, k, delta_prime):
         assert result.epsilon > 0 and as_real(delta_prime.value) <= result.delta < 1
 
 
+@covers("risk.percent")
+@PROPERTY
+@given(p=probability(zero_ok=True, nice_hi=1.0))
+def test_percent(p):
+    if type(p.value) is float and p.value == 1.0:
+        p = Arg(1.0, "nice")  # certainty is a probability too (probability() excludes it)
+    text = ok(lambda: risk.percent(p.value), {"p": p})
+    if text is not None:
+        assert text.endswith("%")
+        assert (text == "100%") == (float(p.value) >= 1.0)  # a bound never reads as certainty
+        if text[0].isdigit():
+            assert float(text.rstrip("%")) == pytest.approx(100 * float(p.value), abs=0.51)
+
+
 @covers("measures.split_budget")
 @PROPERTY
 @given(total=positive(), share=probability(zero_ok=False, nice_hi=0.99))

@@ -574,7 +574,7 @@ def risk_summary(epsilon: float, *, delta: float | None, pure: bool) -> RiskSumm
     bound = risk.max_posterior(measures[0][1], np.array(PRIORS))
     table = {"Attacker's prior": [f"{p:.0%}" for p in PRIORS],
              f"Highest belief after the release (ε = {epsilon:g})":
-                 [f"{100 * p:.3g}%" for p in bound.posterior]}
+                 [risk.percent(float(p)) for p in bound.posterior]}
     if delta is not None:
         table["Except with probability (δ)"] = [f"{delta:g}"] * len(PRIORS)
     if delta is not None:
