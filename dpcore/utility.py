@@ -207,6 +207,17 @@ def _clamped_laplace_mae(scale: NDArray, lower: float, upper: float, q: float) -
         return (q - upper) - 0.5 * scale * np.exp(-c) * np.expm1(-d)
 
 
+def _pure_scales(sensitivity: float, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
+    """sensitivity / epsilon per epsilon, each raised by an ulp where it rounded down: the
+    scales the mechanisms built at those epsilons have (see ``additive._scale_within``)."""
+    scale = sensitivity / epsilons
+    short = sensitivity / scale > epsilons
+    while np.any(short):
+        scale[short] = np.nextafter(scale[short], np.inf)
+        short = sensitivity / scale > epsilons
+    return scale
+
+
 def error_sweep(
     kind: str,
     *,
@@ -273,7 +284,7 @@ def error_sweep(
             make_mechanism(kind, sensitivity=sens, epsilon=float(end))
 
     if kind == "laplace":
-        scale = sens / grid
+        scale = _pure_scales(sens, grid)
         alpha, rmse, mae = scale * -math.log(beta), math.sqrt(2) * scale, scale
     elif kind == "gaussian":
         scale = np.array([Gaussian(sensitivity=sens, epsilon=e, delta=options["delta"]).scale
@@ -281,9 +292,9 @@ def error_sweep(
         alpha = -scale * _half_beta_quantile(beta)
         rmse, mae = scale, scale * math.sqrt(2 / math.pi)
     elif kind == "geometric":
-        scale = sens / grid
-        ratio = np.exp(-grid / sens)
-        one_minus = -np.expm1(-grid / sens)
+        scale = _pure_scales(sens, grid)
+        ratio = np.exp(-1 / scale)  # as additive.Geometric computes them
+        one_minus = -np.expm1(-1 / scale)
         alpha = _geometric_alpha(ratio, beta)
         rmse = np.sqrt(2 * ratio) / one_minus
         mae = 2 * ratio / (one_minus * (1 + ratio))

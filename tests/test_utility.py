@@ -402,3 +402,15 @@ def test_selection_ties_count_as_correct_and_unreachable_targets_raise():
         smallest_epsilon_for_selection([5.0, 5.0 + 1e-9], noise="laplace", target=0.99)
     with pytest.raises(ValueError, match="target"):
         smallest_epsilon_for_selection(SCORES, noise="laplace", target=1.0)
+
+
+def test_sweep_scales_are_the_built_mechanisms_scales():
+    """The sweep computes its scales without building each mechanism: they must still be the
+    very scales (to the ulp) that Laplace and Geometric use at each epsilon."""
+    from dpcore.additive import Geometric, Laplace
+
+    grid = np.sort(10 ** np.random.default_rng(5).uniform(-2, 1, 200))
+    for kind, cls, sens in (("laplace", Laplace, 3.0), ("geometric", Geometric, 3)):
+        sweep = error_sweep(kind, epsilons=grid, sensitivity=sens)
+        built = np.array([cls(sensitivity=sens, epsilon=float(e)).scale for e in grid])
+        np.testing.assert_array_equal(sweep["scale"], built)
