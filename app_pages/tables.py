@@ -112,36 +112,21 @@ if release.example_total is not None:
     st.caption(f"Noisy total of this release: {release.example_total:,.1f} "
                f"(true total {release.true.sum():,.0f}).")
 
-absolute, relative = tables.cell_errors(release.true, release.example_published)
-shown = (release.true, release.example_noisy, release.example_published)
-span = (min(0.0, *(float(t.min()) for t in shown)), max(1.0, *(float(t.max()) for t in shown)))
-views = {
-    "True": (release.true, "true count", span, "The exact counts: never published."),
-    "Noisy": (release.example_noisy, "noisy count", span,
-              "One release: the true counts plus noise, before any post-processing."),
-    "Published": (release.example_published, "published count", span,
-                  "The same release after the post-processing chosen above."),
-    "Absolute error": (absolute, "|published − true| (people)", (None, None),
-                       "How far each published cell is from the truth, in people."),
-    "Relative error": (relative, "relative error (%)", (None, None),
-                       "The absolute error as a percentage of the true count (blank where "
-                       "the true count is 0)."),
-}
+views = tables.table_views(release)
 state.remembered("tables_view", "Published", options=list(views))
 tabs = st.tabs(list(views), key="tables_view", on_change="rerun")   # draws the open tab only
 state.remember("tables_view")
-for tab, (name, (values, value_name, (zmin, zmax), caption)) in zip(tabs, views.items(),
-                                                                    strict=True):
+for tab, (name, view) in zip(tabs, views.items(), strict=True):
     with tab:
         if tab.open:
             st.plotly_chart(charts.table_heatmap(
-                values, release.row_labels, release.column_labels,
-                title=f"{name}: {row} by {column}", value_name=value_name, row_title=row,
-                column_title=column, zmin=zmin, zmax=zmax,
+                view.values, release.row_labels, release.column_labels,
+                title=f"{name}: {row} by {column}", value_name=view.value_name, row_title=row,
+                column_title=column, zmin=view.zmin, zmax=view.zmax,
                 value_format=",.1f" if name == "Relative error" else None,
-                colorscale="Viridis" if "error" in name else "Cividis"), key="tables_heatmap")
-            st.caption(caption)
-        st.dataframe(release.labelled(values, row, column), key=f"tables_frame_{name}")
+                colorscale="Viridis" if view.is_error else "Cividis"), key="tables_heatmap")
+            st.caption(view.caption)
+        st.dataframe(release.labelled(view.values, row, column), key=f"tables_frame_{name}")
 controls.downloads(*tables.table_download(
     release, row, column, privacy, dataset=loaded.name, clip=clip, round=round_, rescale=rescale,
     total_source=source, total_share=share, categories_from_data=row_from_data or column_from_data),
@@ -162,18 +147,7 @@ st.caption("How the total L1 error of the whole table varies from one release to
 st.dataframe(release.quantile_table().style.format("{:,.2f}"), key="tables_quantiles")
 
 st.subheader("What each post-processing step does to the error")
-st.markdown(
-    "- **Clip negatives to 0**: a true count is never negative, so clipping only moves a cell "
-    "closer to the truth and lowers the L1 error, but it pushes small cells and the table's "
-    "total upwards (bias).\n"
-    "- **Round**: moves each cell by at most ½. Geometric noise is already whole, so rounding "
-    "alone changes nothing; it matters after rescaling or with Laplace/Gaussian noise.\n"
-    "- **Rescale to a noisy total**: keeps the proportions of the clipped cells and makes them "
-    "sum to a noisy total, removing the upward drift of the total that clipping causes. The "
-    "sum of the noisy cells is computed from the release itself (post-processing: free). A "
-    "separate noisy count spends part of the budget, so every cell gets more noise and the "
-    "L1 error grows; what it buys is a more accurate total in big tables, where the sum of "
-    "many noisy cells is itself noisy (K cells: K times the variance of one).")
+st.markdown(tables.STEPS_EXPLAINED)
 st.dataframe(release.steps.style.format({"Mean total L1 error": "{:,.2f}",
                                          "Mean error of the table total": "{:+,.2f}",
                                          "RMS error of the table total": "{:,.2f}"}),

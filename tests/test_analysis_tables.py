@@ -296,3 +296,12 @@ def test_release_summary_reports_the_example_errors(census):
     quantiles = release.quantile_table()
     assert quantiles.loc["Published", "50% quantile"] == pytest.approx(
         release.after.quantiles[0.5])
+    views = tables.table_views(release)
+    assert list(views) == ["True", "Noisy", "Published", "Absolute error", "Relative error"]
+    counts = [views[n] for n in ("True", "Noisy", "Published")]
+    assert len({(v.zmin, v.zmax) for v in counts}) == 1  # one colour scale for the counts
+    assert counts[0].zmin <= min(float(v.values.min()) for v in counts)
+    assert counts[0].zmax >= max(float(v.values.max()) for v in counts)
+    np.testing.assert_allclose(views["Absolute error"].values,
+                               np.abs(release.example_published - release.true))
+    assert views["Relative error"].is_error and not views["Published"].is_error
