@@ -17,17 +17,6 @@ NO_COMPARISON = "none"
 BOUND_LIMIT = 1e15
 
 
-def reset_when_changed(marker: str, context: tuple, keys: tuple[str, ...]) -> None:
-    """Forget the remembered values of ``keys`` when ``context`` (dataset, column…) changes."""
-    ss = st.session_state
-    if marker in ss and ss[marker] != context:
-        for key in keys:
-            ss.pop(key, None)
-            ss[state.SAVED].pop(key, None)
-            st.query_params.pop(key, None)
-    ss[marker] = context
-
-
 def fail(exc: Exception, fix: str) -> None:
     st.error(f"{plain(exc, limit=400)} — {fix}")
     st.stop()
@@ -52,7 +41,8 @@ with ask:
             st.query_params.pop("stats_column", None)
     if query in ("sum", "mean"):
         bounds = stats.default_bounds(loaded, column)
-        reset_when_changed("stats_bounds_for", (data_key, column), ("stats_lower", "stats_upper"))
+        state.forget_when_changed("stats_bounds_for", (data_key, column),
+                                  ("stats_lower", "stats_upper"))
         lower = controls.number("Lower bound (smaller values are raised to it)",
                                 key="stats_lower", default=bounds.lower,
                                 min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
@@ -95,7 +85,7 @@ with protect:
     answer_range = None
     if stats.uses_answer_range([choice.mechanism, compare]):
         low, high = stats.default_answer_range(spec, rows)
-        reset_when_changed("stats_range_for", (data_key, query, column, lower, upper),
+        state.forget_when_changed("stats_range_for", (data_key, query, column, lower, upper),
                            ("stats_answer_lower", "stats_answer_upper"))
         answer_range = (
             controls.number("Lowest possible answer", key="stats_answer_lower", default=low,

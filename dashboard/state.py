@@ -109,3 +109,15 @@ def remember(*keys: str) -> None:
             value = ss[key]
             value = value.item() if hasattr(value, "item") else value  # numpy scalar → Python
             st.query_params[key] = value if isinstance(value, str) else repr(value)
+
+
+def forget_when_changed(marker: str, context: tuple, keys: tuple[str, ...]) -> None:
+    """Forget the remembered values of ``keys`` (session, saved and URL) when ``context`` —
+    the dataset, column… they were suggested for — differs from the last run's."""
+    ss = st.session_state
+    if marker in ss and ss[marker] != context:
+        for key in keys:
+            ss.pop(key, None)
+            ss[SAVED].pop(key, None)
+            st.query_params.pop(key, None)
+    ss[marker] = context
