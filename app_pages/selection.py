@@ -12,17 +12,8 @@ from dashboard.analysis import selection as sel
 from dashboard.datasets import categorical_columns
 from dashboard.text import plain
 
-ss = st.session_state
 loaded = state.dataset()
 dataset_key = state.dataset_key()
-
-
-def text_box(label: str, *, key: str, default: str, help: str) -> str:
-    """A text input that remembers its value and mirrors it in the URL."""
-    state.remembered(key, default)
-    value = st.text_input(label, key=key, help=help)
-    state.remember(key)
-    return value
 
 
 def column_scores() -> tuple:
@@ -31,13 +22,9 @@ def column_scores() -> tuple:
     if not columns:
         st.info(f"{plain(loaded.name)} has no categorical column: type scores instead.")
         st.stop()
-    state.remembered("sel_column", "education" if "education" in columns else columns[0],
-                     options=columns)
-    column = st.selectbox("Column (count per category)", columns, key="sel_column")
-    if dataset_key.startswith("upload:"):   # column names of an upload stay out of the URL
-        ss[state.SAVED]["sel_column"] = column
-    else:
-        state.remember("sel_column")
+    column = controls.select("Column (count per category)", columns, key="sel_column",
+                             default="education" if "education" in columns else columns[0],
+                             in_url=not dataset_key.startswith("upload:"))
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
     labels, scores, missing = sel.column_scores(loaded.frame, dataset_key, column, declared)
@@ -47,7 +34,7 @@ def column_scores() -> tuple:
 
 def typed_scores() -> tuple:
     """Scores typed in, or read from a small CSV, with a declared sensitivity."""
-    text = text_box("Scores, separated by commas", key="sel_scores_text", default="0, 2, 4, 6",
+    text = controls.text("Scores, separated by commas", key="sel_scores_text", default="0, 2, 4, 6",
                     help=f"One score per candidate, {sel.MIN_CANDIDATES} to "
                          f"{sel.MAX_CANDIDATES} of them.")
     upload = st.file_uploader("…or a small CSV of scores (one per line, or label,score)",
@@ -75,7 +62,7 @@ def pricing_scores() -> tuple:
              "sensitivity."))
     step = controls.select("Price step", sel.PRICE_STEPS, key="sel_step", default=0.01)
     bids = (sel.simulated_bids(highest, state.seed()) if simulated else sel.parse_bids(
-        text_box("Bids, separated by commas", key="sel_bids_text", default=sel.EXAMPLE_BIDS,
+        controls.text("Bids, separated by commas", key="sel_bids_text", default=sel.EXAMPLE_BIDS,
                  help="The most each buyer would pay.")))
     prices = sel.price_grid(highest, step).tolist()
     st.caption(sel.pricing_note(len(bids), prices[-1]))

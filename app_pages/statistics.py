@@ -36,9 +36,8 @@ with ask:
     column = lower = upper = categories = None
     if query != "count":
         column = controls.select("Column", stats.columns_for(loaded, query), key="stats_column",
-                                 default=stats.default_column(loaded, query))
-        if data_key.startswith("upload:"):   # column names of an upload stay out of the URL
-            st.query_params.pop("stats_column", None)
+                                 default=stats.default_column(loaded, query),
+                                 in_url=not data_key.startswith("upload:"))
     if query in ("sum", "mean"):
         bounds = stats.default_bounds(loaded, column)
         state.forget_when_changed("stats_bounds_for", (data_key, column),

@@ -21,16 +21,6 @@ def use_census() -> None:
     ss["dataset_choice"] = tables.CENSUS   # a callback runs before the sidebar is drawn
 
 
-def pick_column(label: str, options: list[str], *, key: str, default: str) -> str:
-    state.remembered(key, default, options=options)
-    value = st.selectbox(label, options, key=key)
-    if is_upload:   # column names of an upload stay out of the URL (and browser history)
-        ss[state.SAVED][key] = value
-    else:
-        state.remember(key)
-    return value
-
-
 st.title("Noisy tables")
 st.markdown("How many people fall in each combination of two categories, released with noise "
             "on every cell. Every declared category keeps its cell, **true zeros included**: "
@@ -48,10 +38,12 @@ if axes is None:
 
 left, right = st.columns(2, gap="large")
 with left:
-    row = pick_column("Rows of the table", columns, key="tables_row", default=axes[0])
+    row = controls.select("Rows of the table", columns, key="tables_row", default=axes[0],
+                          in_url=not is_upload)
     others = [c for c in columns if c != row]
-    column = pick_column("Columns of the table", others, key="tables_column",
-                         default=axes[1] if axes[1] != row else others[0])
+    column = controls.select("Columns of the table", others, key="tables_column",
+                             default=axes[1] if axes[1] != row else others[0],
+                             in_url=not is_upload)
     privacy = controls.privacy_controls("tables", integer_query=True,
                                         allowed=("geometric", "laplace", "gaussian"),
                                         default_mechanism="geometric")

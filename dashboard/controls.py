@@ -89,8 +89,13 @@ class PrivacyChoice:
 
 
 def select(label: str, options: Sequence[Any], *, key: str, default: Any = None,
-           format_func: Any = str, help: str | None = None, container: Any = st) -> Any:
-    """A selectbox that remembers its value and mirrors it in the URL."""
+           format_func: Any = str, help: str | None = None, container: Any = st,
+           in_url: bool = True) -> Any:
+    """A selectbox that remembers its value and mirrors it in the URL.
+
+    ``in_url=False`` keeps the value for the session only: an uploaded file's column names
+    stay out of the URL, and so out of the browser's history and shared links.
+    """
     options = list(options)
     default = options[0] if default is None or default not in options else default
     sample = options[0]
@@ -98,6 +103,19 @@ def select(label: str, options: Sequence[Any], *, key: str, default: Any = None,
         else None
     state.remembered(key, default, parse=parse, options=options)
     value = container.selectbox(label, options, key=key, format_func=format_func, help=help)
+    if in_url:
+        state.remember(key)
+    else:
+        st.session_state[state.SAVED][key] = value
+        st.query_params.pop(key, None)
+    return value
+
+
+def text(label: str, *, key: str, default: str, help: str | None = None,
+         container: Any = st) -> str:
+    """A text input that remembers its value and mirrors it in the URL."""
+    state.remembered(key, default)
+    value = container.text_input(label, key=key, help=help)
     state.remember(key)
     return value
 

@@ -239,3 +239,19 @@ def test_removing_a_bad_file_clears_its_error(session):
     at.run()
     assert not at.exception and not at.sidebar.error
     assert sidebar_caption(at) == caption
+
+
+def test_an_uploads_column_names_stay_out_of_the_url(patched_pages):
+    """Statistics, Noisy tables and Selection remember an upload's columns for the session
+    only: none of its column names reaches the URL (the built-ins' do, for sharing)."""
+    content = ("secret_income,secret_group,secret_region\n"
+               + "".join(f"{i % 90},{'ab'[i % 2]},{'xyz'[i % 3]}\n" for i in range(60)))
+    at = upload(new_session(), "private.csv", content.encode())
+    for page, key in (("statistics.py", "stats_column"), ("tables.py", "tables_row"),
+                      ("selection.py", "sel_column")):
+        at.switch_page(f"app_pages/{page}")
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.selectbox(key=key).value.startswith("secret_"), page
+        shown = " ".join(f"{k}={v}" for k, v in at.query_params.items())
+        assert "secret_" not in shown, f"{page}: {shown}"
