@@ -33,6 +33,9 @@ if query is None and question is None:
             "another query above or another dataset in the sidebar.")
     st.stop()
 st.markdown((query or question).note)
+if query is not None and query.rho is not None:
+    st.caption(f"That page uses zCDP, ρ = {query.rho:g}: the curves below are drawn against "
+               "ε; the risk panel at the bottom shows what that ρ lets an attacker learn.")
 
 setup, target_box = st.columns(2, gap="large")
 with setup:
@@ -140,9 +143,16 @@ if query is not None and measure != "alpha" and view.sentences:
                "chart.")
 
 st.subheader(f"What an attacker can learn at ε = {epsilon:g}")
+carried_rho = (query or question).rho
+rho = None
+if controls.toggle("Also show a zCDP guarantee (ρ)", key="choose_show_rho",
+                   default=carried_rho is not None,
+                   help="On when the query's page uses zCDP: its ρ, read as membership risk."):
+    rho = controls.log_slider("ρ (zCDP)", ana.RISK_RHO_GRID, key="choose_rho",
+                              default=carried_rho or 0.5)
 gaussian = "gaussian" in mechanisms
 summary = ana.cached_risk(epsilon, delta if gaussian else None,
-                          question is not None or any(m != "gaussian" for m in mechanisms))
+                          question is not None or any(m != "gaussian" for m in mechanisms), rho)
 chart_col, table_col = st.columns([3, 2], gap="large")
 with chart_col:
     st.plotly_chart(charts.tradeoff_chart(

@@ -300,3 +300,33 @@ def test_posterior_table_never_rounds_a_bound_to_certainty():
     exact = 100 / (1 + math.exp(-8.2))
     shown = table[column].tolist()[2]
     assert shown != "100%" and float(shown.rstrip("%")) == pytest.approx(exact, abs=0.005)
+
+
+def test_risk_panel_reads_a_zcdp_query_as_rho(app):
+    """A statistics query under zCDP: the risk panel adds that ρ's trade-off curve, its belief
+    bound (through the CKS conversion at δ = 1e-6) and its sentence."""
+    from dpcore import risk
+    from dpcore.measures import ZCDP
+
+    at = app()
+    at.switch_page("app_pages/statistics.py")
+    at.run()
+    at.selectbox(key="stats_measure").select("zcdp").run()
+    at.select_slider(key="stats_rho").set_value(0.0242).run()
+    at.switch_page(f"app_pages/{PAGE}")
+    at.run()
+    no_exception(at)
+    assert at.toggle(key="choose_show_rho").value is True
+    assert at.select_slider(key="choose_rho").value == 0.0242
+    assert any("ρ = 0.0242" in c.value for c in at.caption)
+    fig = json.loads(next(e for e in at.get("plotly_chart")
+                          if e.proto.id.endswith("-choose_tradeoff")).proto.spec)
+    curve = next(t for t in fig["data"] if t.get("name", "").startswith("Any ρ-zCDP"))
+    x, y = np.asarray(values(curve["x"]), float), np.asarray(values(curve["y"]), float)
+    np.testing.assert_allclose(y, risk.tradeoff(ZCDP(0.0242), x), rtol=1e-9)
+    table = next(d.value for d in at.dataframe if "Attacker's prior" in d.value.columns)
+    column = next(c for c in table.columns if "ρ = 0.0242" in c)
+    epsilon = ZCDP(0.0242).to_approx(1e-6).epsilon  # belief bound at the converted ε
+    exact = 1 / (1 + math.exp(-epsilon))          # prior 50%
+    assert float(table[column].tolist()[2].rstrip("%")) == pytest.approx(100 * exact, abs=0.05)
+    assert any("ρ" in i.value or "zCDP" in i.value for i in at.info)

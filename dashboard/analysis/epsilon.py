@@ -19,11 +19,11 @@ from dashboard.analysis import selection as sel
 from dashboard.analysis import statistics as stats
 from dashboard.analysis import tables
 from dashboard.charts.epsilon import Curve
-from dashboard.controls import EPSILON_GRID, MECHANISMS, PrivacyChoice
+from dashboard.controls import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dpcore import queries, risk, utility
 from dpcore.additive import Gaussian
-from dpcore.measures import ApproxDP, PureDP
+from dpcore.measures import ZCDP, ApproxDP, PureDP
 
 #: Where the query comes from (the "Query" radio).
 SOURCES = {
@@ -95,6 +95,7 @@ class ErrorQuery:
     answer_range: tuple[float, float] | None = None
     epsilon: float = 1.0
     delta: float = DEFAULT_DELTA
+    rho: float | None = None
     sum_share: float = 0.5
     note: str = ""
 
@@ -119,6 +120,7 @@ class SelectionQuestion:
     negate: bool = False
     k: int = 1
     epsilon: float = 1.0
+    rho: float | None = None
     note: str = ""
 
 
@@ -126,6 +128,19 @@ def _saved_epsilon(saved: Mapping, prefix: str) -> float:
     """The epsilon another page's slider was left at (a value of the shared grid), else 1."""
     value = saved.get(prefix if prefix.endswith("level") else f"{prefix}_epsilon", 1.0)
     return float(value) if value in EPSILON_GRID else 1.0
+
+
+#: ρ values the risk panel offers: both pages' slider grids, so a carried ρ is always on it.
+RISK_RHO_GRID: tuple[float, ...] = tuple(sorted(set(RHO_GRID) | set(sel.RHO_GRID)))
+
+
+def saved_rho(saved: Mapping, prefix: str) -> float | None:
+    """The ρ another page used when its privacy measure is zCDP (its default 0.5 if the
+    slider was never moved); None under pure or approximate DP."""
+    if saved.get(f"{prefix}_measure") != "zcdp":
+        return None
+    value = saved.get("sel_zcdp_level" if prefix == "sel" else f"{prefix}_rho", 0.5)
+    return float(value) if value in RISK_RHO_GRID else 0.5
 
 
 def _saved_delta(saved: Mapping, prefix: str) -> float:
@@ -193,6 +208,7 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         "statistics", query, what, stats.answer_unit(loaded, spec), spec=spec,
         mechanisms=offered, chosen=chosen or offered[:1], answer_range=answer_range,
         epsilon=_saved_epsilon(saved, "stats"), delta=_saved_delta(saved, "stats"),
+        rho=saved_rho(saved, "stats"),
         sum_share=float(share) if share in stats.SUM_SHARE_OPTIONS else 0.5,
         note=f"The query set up on the Noisy statistics page: the **{escape(spec.describe())}**.")
 
@@ -219,6 +235,7 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
         mechanisms=_ARRAY_MECHANISMS,
         chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else ("geometric",),
         epsilon=_saved_epsilon(saved, "tables"), delta=_saved_delta(saved, "tables"),
+        rho=saved_rho(saved, "tables"),
         note=f"{note}: **{escape(row)} × {escape(column)}**, "
              f"{len(row_cats) * len(col_cats):,} cells, before post-processing "
              "(clipping negatives can only bring a cell closer to the truth).")
@@ -278,7 +295,7 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
         scores, what, noise=noise if noise in sel.NOISES else "laplace", sensitivity=sensitivity,
         monotonic=saved.get(monotonic_key, monotonic_default) is True,
         negate=saved.get("sel_negate") is True,
-        k=k, epsilon=_saved_epsilon(saved, "sel_pure_level"),
+        k=k, epsilon=_saved_epsilon(saved, "sel_pure_level"), rho=saved_rho(saved, "sel"),
         note=f"{note}: does report noisy max pick **{top}** among {len(scores):,} candidates?"
              f"{zcdp}")
 
@@ -553,12 +570,15 @@ class RiskSummary:
     sentences: list[str]
 
 
-def risk_summary(epsilon: float, *, delta: float | None, pure: bool) -> RiskSummary:
+def risk_summary(epsilon: float, *, delta: float | None, pure: bool,
+                 rho: float | None = None) -> RiskSummary:
     """What an attacker can learn at ``epsilon``: pure DP and, with ``delta``, the Gaussian.
 
     ``pure`` adds the ε-DP guarantee (Laplace-type mechanisms, selection); ``delta`` adds the
     (ε, δ)-DP guarantee and the exact trade-off of the Gaussian mechanism calibrated to it
-    (μ-Gaussian-DP with μ = sensitivity / σ, the same for every sensitivity).
+    (μ-Gaussian-DP with μ = sensitivity / σ, the same for every sensitivity); ``rho`` adds a
+    ρ-zCDP guarantee (its trade-off is the envelope over its privacy profile; its belief bound
+    holds except with probability ``risk.DEFAULT_ZCDP_DELTA``).
     """
     fpr = np.linspace(0.0, 1.0, 201)
     curves, sentences = [], []
@@ -577,6 +597,13 @@ def risk_summary(epsilon: float, *, delta: float | None, pure: bool) -> RiskSumm
                  [risk.percent(float(p)) for p in bound.posterior]}
     if delta is not None:
         table["Except with probability (δ)"] = [f"{delta:g}"] * len(PRIORS)
+    if rho is not None:
+        zcdp = ZCDP(rho)
+        curves.append((f"Any ρ-zCDP release, ρ = {rho:g}", np.asarray(risk.tradeoff(zcdp, fpr))))
+        sentences.append(risk.describe_risk(zcdp, 0.5))
+        reached = risk.max_posterior(zcdp, np.array(PRIORS)).posterior
+        table[f"Highest belief at ρ = {rho:g} (except with probability "
+              f"{risk.DEFAULT_ZCDP_DELTA:g})"] = [risk.percent(float(p)) for p in reached]
     if delta is not None:
         mu = 1.0 / Gaussian(sensitivity=1.0, epsilon=epsilon, delta=delta).scale
         curves.append((f"The Gaussian mechanism itself (exactly μ-GDP, μ = {mu:.3g})",
@@ -642,8 +669,9 @@ def cached_selection(question: SelectionQuestion, target: float, seed: int
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def cached_risk(epsilon: float, delta: float | None, pure: bool) -> RiskSummary:
-    return risk_summary(epsilon, delta=delta, pure=pure)
+def cached_risk(epsilon: float, delta: float | None, pure: bool,
+                rho: float | None = None) -> RiskSummary:
+    return risk_summary(epsilon, delta=delta, pure=pure, rho=rho)
 
 
 def parse_list(raw: str) -> list[str]:
