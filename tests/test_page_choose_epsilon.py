@@ -211,6 +211,8 @@ def test_tables_query(page):
     assert "education × sex" in page.markdown[0].value.replace("\\", "")
     sentence = sentence_for(page, "Geometric")
     assert "each cell" in sentence
+    # per cell, not all 32 (16 education levels × 2) at once: those hold in ≥ 0.95^32
+    assert f"all 32 at once in at least {100 * 0.95**32:.3g}%" in sentence, sentence
     # Geometric noise, m = floor(10) + 1 = 11: 2 r^11 / (1 + r) = 0.05 with r = e^{-ε}.
     eps = shown_epsilon(sentence)
     r = math.exp(-eps)

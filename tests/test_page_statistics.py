@@ -97,6 +97,16 @@ def test_alpha_sentence_matches_laplace_accuracy(stats_page):
     [(confidence, alpha)] = alpha_sentences(at)
     assert confidence == 0.95
     assert alpha == pytest.approx(Laplace(sensitivity=1.0, epsilon=2.2).accuracy(0.05), rel=1e-3)
+    # The bound is per category; all 16 education levels at once hold far less often:
+    # 0.95^16 ≈ 44% with independent noise per cell, and so in the simulation.
+    sentence = next(m.value for m in at.markdown if "categories at once" in m.value)
+    assert "In each category" in sentence and "All 16 categories at once" in sentence
+    match = re.search(r"at least ([\d.]+)% of releases .*?; ([\d.]+)% of the ([\d,]+) simul",
+                      sentence)
+    assert match, sentence
+    assert float(match[1]) == pytest.approx(100 * 0.95**16, abs=0.05)
+    simulated, releases = float(match[2]) / 100, int(match[3].replace(",", ""))
+    assert abs(simulated - 0.95**16) < 5 * math.sqrt(0.95**16 * (1 - 0.95**16) / releases)
     # A sum of age clamped to [17, 90]: sensitivity 90.
     at.selectbox(key="stats_query").select("sum").run()
     at.selectbox(key="stats_confidence").select(0.8).run()

@@ -363,6 +363,7 @@ class MechanismCurves:
     exact: dict[str, NDArray[np.float64]] | None
     simulated: dict[str, NDArray[np.float64]]
     true_value: float | None
+    cells: int = 1
 
 
 def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, beta: float,
@@ -383,7 +384,7 @@ def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, 
 
         simulated = utility.monte_carlo_sweep(release, epsilons=SIM_GRID, true_value=scalar,
                                               trials=trials, rng=rng, beta=beta)
-        return MechanismCurves(mechanism, None, simulated, scalar)
+        return MechanismCurves(mechanism, None, simulated, scalar, numbers.true_value.size)
     options = _options(query, mechanism, numbers, delta)
     # Per-cell errors of additive noise do not depend on the cell's value: one sweep serves all.
     exact = utility.error_sweep(mechanism, epsilons=GRID, beta=beta, true_value=scalar,
@@ -391,7 +392,7 @@ def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, 
     simulated = utility.monte_carlo_error_sweep(
         mechanism, epsilons=SIM_GRID, true_value=numbers.true_value, trials=trials, rng=rng,
         beta=beta, **options)
-    return MechanismCurves(mechanism, exact, simulated, scalar)
+    return MechanismCurves(mechanism, exact, simulated, scalar, numbers.true_value.size)
 
 
 def smallest_for(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, alpha: float,
@@ -505,15 +506,21 @@ def error_view(query: ErrorQuery, results: Mapping[str, MechanismCurves],
             view.smallest.append((curve.name, answer.epsilon))
         view.sentences.append(target_sentence(query, kind, answer, beta=beta, delta=delta,
                                               target_value=target_value, relative=relative,
-                                              true_value=res.true_value, escape=escape))
+                                              true_value=res.true_value, cells=res.cells,
+                                              escape=escape))
     return view
 
 
 def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilon, *,
                     beta: float, delta: float, target_value: float, relative: bool,
-                    true_value: float | None, escape: Callable[[str], str] = str) -> str:
+                    true_value: float | None, cells: int = 1,
+                    escape: Callable[[str], str] = str) -> str:
     """e.g. 'With Laplace noise, ε ≥ 0.3 keeps the count within ±10 of the truth in 95% of
-    releases.' (may quote a column name: escape before display)."""
+    releases.' (may quote a column name: escape before display).
+
+    For a histogram or table the bound holds for each cell on its own; the cells' noise is
+    independent, so all ``cells`` at once hold in at least (1 − β)^cells of releases.
+    """
     name = mechanism_name(kind) + " noise" + (f" (δ = {delta:g})" if kind == "gaussian" else "")
     what = escape(query.what)
     if relative:
@@ -523,12 +530,20 @@ def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilo
     how = "≈ " if query.kind == "mean" else ""
     tail = " (read off the simulated curve: a noisy mean has no closed form)" \
         if query.kind == "mean" else ""
+    if cells > 1:
+        tail = f" ({all_cells_note(1 - beta, cells)})"
     if answer.met_at_lower_end:
         return (f"With {name}, every ε down to {answer.epsilon:g} keeps the {what} "
                 f"within {within} of the truth in {1 - beta:.0%} of releases{tail}.")
     shown = ceil_significant(answer.epsilon)
     return (f"With {name}, ε ≥ {how}{shown:g} keeps the {what} within {within} of "
             f"the truth in {1 - beta:.0%} of releases{tail}.")
+
+
+def all_cells_note(confidence: float, cells: int) -> str:
+    """What a per-cell bound says about all cells at once, with independent noise per cell."""
+    return (f"each one on its own; all {cells:,} at once in at least "
+            f"{risk.percent(confidence**cells)} of releases, the noise being independent")
 
 
 def selection_view(question: SelectionQuestion, sweep: Mapping[str, NDArray],

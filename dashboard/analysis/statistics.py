@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ from dpcore import queries
 from dpcore._checks import check_int, check_trials, trial_chunks
 from dpcore.additive import AdditiveMechanism
 from dpcore.queries import MEAN_MECHANISMS, QueryAnswer
+from dpcore.risk import percent
 
 #: The queries the page offers, in the user's words.
 QUERIES = {
@@ -439,6 +440,8 @@ class ErrorSummary:
         MAX_BLOCK_ELEMENTS errors).
     within_alpha : dict
         Confidence c → share of errors within the closed-form ±alpha (empty without one).
+    all_within : dict
+        Confidence c → share of releases with every cell within ±(the largest alpha).
     """
 
     edges: NDArray[np.float64]
@@ -456,6 +459,7 @@ class ErrorSummary:
     abs_error_quantiles: dict[float, float]
     quantile_from: int
     within_alpha: dict[float, float]
+    all_within: dict[float, float] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -506,6 +510,7 @@ def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cell
     squares = np.zeros(cells)
     absolutes = np.zeros(cells)
     inside = dict.fromkeys(alphas, 0)
+    every = dict.fromkeys(alphas, 0)
     quantiles: dict[float, float] = {}
     quantile_from = 0
     for n in trial_chunks(trials, cells):
@@ -521,6 +526,7 @@ def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cell
         absolutes += size.sum(axis=0)
         for c, alpha in alphas.items():
             inside[c] += int(np.count_nonzero(size <= alpha))
+            every[c] += int(np.count_nonzero(np.all(size <= alpha.max(), axis=1)))
         if not quantiles:
             values = np.quantile(size.reshape(-1), list(confidences), method="inverted_cdf")
             quantiles = {c: float(v) for c, v in zip(confidences, values, strict=True)}
@@ -533,6 +539,7 @@ def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cell
         cell_mae=absolutes / trials, cell_bias=sums / trials,
         abs_error_quantiles=quantiles, quantile_from=quantile_from,
         within_alpha={c: k / total for c, k in inside.items()},
+        all_within={c: k / trials for c, k in every.items()},
     )
 
 
@@ -694,10 +701,16 @@ def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
     """e.g. '95% of releases are within ±2.996 of the true count (Laplace, closed form).'"""
     alpha, exact = run.alpha_at(confidence)
     what = {"count": "count", "sum": "sum", "mean": "mean", "histogram": "count"}[run.query]
-    where = " in every category" if run.query == "histogram" else ""
+    if exact and run.query == "histogram":
+        cells = int(run.true_value.size)
+        return (f"In each category, {confidence:.0%} of releases are within ±{fmt_value(alpha)} "
+                f"of the true count ({run.name}, closed form). All {cells:,} categories at "
+                f"once: at least {percent(confidence**cells)} of releases (independent noise "
+                f"per category; {percent(run.summary.all_within[confidence])} of the "
+                f"{run.summary.releases:,} simulated ones).")
     if exact:
         return (f"{confidence:.0%} of releases are within ±{fmt_value(alpha)} of the true "
-                f"{what}{where} ({run.name}, closed form).")
+                f"{what} ({run.name}, closed form).")
     return (f"{confidence:.0%} of the simulated releases were within ±{fmt_value(alpha)} of the "
             f"true {what} ({run.name}, Monte Carlo quantile: the noisy mean has no closed form).")
 
