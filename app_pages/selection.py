@@ -86,7 +86,11 @@ with left:
         st.error(f"{plain(exc, limit=400)} — fix the input above to see the selection.")
         st.stop()
 with right:
+    # Pricing is the exponential mechanism's classic example (Gumbel noise is exactly it):
+    # entering or leaving the pricing example resets the noise to that source's default.
+    state.forget_when_changed("sel_noise_for", (source == "pricing",), ("sel_noise",))
     noise = controls.select("Noise", list(sel.NOISES), key="sel_noise",
+                            default="gumbel" if source == "pricing" else "laplace",
                             format_func=sel.NOISES.get)
     measure = controls.select("Privacy measure", list(sel.MEASURES), key="sel_measure",
                               format_func=sel.MEASURES.get,

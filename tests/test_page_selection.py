@@ -172,6 +172,13 @@ def test_top_k_shows_its_chart(page):
 
 def test_pricing_example_shows_revenue_and_zcdp_gumbel_scale(page):
     page.selectbox(key="sel_source").select("pricing").run()
+    # the pricing example starts on the exponential mechanism (Gumbel noise)…
+    assert page.selectbox(key="sel_noise").value == "gumbel"
+    page.selectbox(key="sel_noise").select("laplace").run()
+    page.selectbox(key="sel_source").select("typed").run()
+    assert page.selectbox(key="sel_noise").value == "laplace"  # …the others on Laplace
+    page.selectbox(key="sel_source").select("pricing").run()
+    assert page.selectbox(key="sel_noise").value == "gumbel"
     page.selectbox(key="sel_measure").select("zcdp").run()
     page.selectbox(key="sel_noise").select("gumbel").run()
     assert not page.exception and not page.error
