@@ -514,9 +514,10 @@ class Gaussian(AdditiveMechanism):
         mu = self._sensitivity / self._scale
         self._rho = mu * mu / 2  # (Δ/σ)²/2, not Δ²/(2σ²): the squares alone may leave float64
         if not 0 < self._rho < math.inf:
-            raise ValueError(f"sensitivity / scale = {mu:g}: its zCDP rho = (sensitivity / "
-                             "scale)² / 2 leaves float64; sensitivity and scale are too far "
-                             "apart")
+            # (the scale comes from what was given: name it, an epsilon of 1e308 say)
+            raise ValueError(f"sensitivity / scale = {mu:g}, the scale from sensitivity and "
+                             f"{given}: its zCDP rho = (sensitivity / scale)² / 2 leaves "
+                             "float64; sensitivity and scale are too far apart")
 
     def _calibrate(self, epsilon: float, delta: float) -> float:
         sigma = self._sensitivity / _analytic_gaussian_mu(epsilon, delta)
@@ -693,13 +694,14 @@ class Geometric(AdditiveMechanism):
         """P(Z = k); zero where k is not a whole number."""
         k = _real_points("k", k)
         whole = np.floor(k) == k
-        with np.errstate(invalid="ignore"):
+        # (|k| / scale beyond float64 at |k| ~ 1e308: e^{-inf} = 0 is the right answer)
+        with np.errstate(invalid="ignore", over="ignore"):
             pmf = (self._success / (1 + self._ratio)) * np.exp(-np.abs(k) / self._scale)
         return _shaped(np.where(whole & np.isfinite(k), pmf, 0.0))
 
     def error_cdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         k = np.floor(_real_points("x", x))
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # (as in error_pmf)
             # k >= 0: 1 − r^{k+1}/(1+r);  k < 0: r^{|k|}/(1+r)
             upper = 1.0 - np.exp(-(np.maximum(k, 0) + 1) / self._scale) / (1 + self._ratio)
             lower = np.exp(-np.abs(np.minimum(k, 0)) / self._scale) / (1 + self._ratio)
@@ -824,10 +826,11 @@ class BoundedLaplace(_BoundedDomain):
             raise ValueError(f"the noise scale from sensitivity and epsilon would exceed "
                              f"{_SCALE_RANGE[1]:g}: epsilon = {epsilon:g} is too small for "
                              f"sensitivity {sens:g}")
-        if not 2 * sens / target >= _SCALE_RANGE[0]:  # ... and at most 2Δ/T
-            raise ValueError(f"the noise scale from sensitivity, bounds and epsilon would be "
-                             f"below {_SCALE_RANGE[0]:g}: epsilon = {epsilon:g} is too large "
-                             f"for a domain sensitivity of {sens:g}")
+        if not 2 * sens / target >= _SCALE_RANGE[0]:  # the root lies below 2Δ/T (see below)
+            raise ValueError(f"the noise scale from sensitivity and epsilon, delta, lower and "
+                             f"upper would be below {_SCALE_RANGE[0]:g}, beyond which the noise "
+                             f"density overflows float64: 2·min(sensitivity, upper − lower) / "
+                             f"epsilon = {2 * sens / target:g}")
 
         def excess(log_scale: float) -> float:  # decreasing in the scale
             return _bounded_laplace_epsilon(math.exp(log_scale), sens, width) - target

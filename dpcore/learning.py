@@ -556,7 +556,7 @@ def accuracy_vs_epsilon(
         ``baseline`` (accuracy of the non-private model on the same clamped data).
     """
     eps_values = numeric_array("epsilons", epsilons)
-    if eps_values.ndim > 1:
+    if eps_values.ndim != 1:  # a grid, as in the utility sweeps: a lone number is refused
         raise ValueError(f"epsilons must be a flat list of values, not an array of shape "
                          f"{eps_values.shape}")
     eps_values = eps_values.ravel()

@@ -6,7 +6,8 @@ Count, sum, mean, histogram and crosstab under add/remove-one-row neighbours (on
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -349,6 +350,18 @@ def _check_share(sum_share: object) -> float:
     return share
 
 
+@contextmanager
+def _split_named(budget: str, total: float, share: float) -> Iterator[None]:
+    """A part of the budget its mechanism refuses (a geometric scale beyond 1e12 from a tiny
+    share) is reported with the split behind it: the user chose epsilon and sum_share, not
+    the part."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(f"{exc} (the sum gets sum_share = {share:g} of {budget} = {total:g}, "
+                         "the count the rest)") from exc
+
+
 def _check_scalar_answer(name: str, answer: object) -> QueryAnswer:
     if not isinstance(answer, QueryAnswer):
         raise TypeError(f"{name} must be a QueryAnswer, got {type(answer).__name__}")
@@ -384,34 +397,42 @@ def mean_mechanisms(
         if delta is not None or rho is not None:
             raise ValueError(f"the {mechanism} mechanism is pure DP: give epsilon only, "
                              "not delta or rho")
-        eps_sum, eps_count = split_budget(check_positive("epsilon", epsilon), share)
+        total = check_positive("epsilon", epsilon)
+        eps_sum, eps_count = split_budget(total, share)
         if mechanism == "geometric":
             if not (sum_answer.integer_valued and count_answer.integer_valued):
                 raise ValueError(
                     "the geometric mechanism needs integer answers: sum an integer column "
                     "with whole-number bounds, or use laplace"
                 )
-            return (Geometric(sensitivity=sum_answer.l1_sensitivity, epsilon=eps_sum),
-                    Geometric(sensitivity=count_answer.l1_sensitivity, epsilon=eps_count))
-        return (Laplace(sensitivity=sum_answer.l1_sensitivity, epsilon=eps_sum),
-                Laplace(sensitivity=count_answer.l1_sensitivity, epsilon=eps_count))
+            with _split_named("epsilon", total, share):
+                return (Geometric(sensitivity=sum_answer.l1_sensitivity, epsilon=eps_sum),
+                        Geometric(sensitivity=count_answer.l1_sensitivity, epsilon=eps_count))
+        with _split_named("epsilon", total, share):
+            return (Laplace(sensitivity=sum_answer.l1_sensitivity, epsilon=eps_sum),
+                    Laplace(sensitivity=count_answer.l1_sensitivity, epsilon=eps_count))
 
     # Gaussian: zCDP when rho is given, approximate DP when epsilon and delta are.
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise ValueError("give either rho (zCDP) or epsilon and delta (approximate DP), "
                              "not both")
-        rho_sum, rho_count = split_budget(check_positive("rho", rho), share)
-        return (Gaussian(sensitivity=sum_answer.l2_sensitivity, rho=rho_sum),
-                Gaussian(sensitivity=count_answer.l2_sensitivity, rho=rho_count))
+        total = check_positive("rho", rho)
+        rho_sum, rho_count = split_budget(total, share)
+        with _split_named("rho", total, share):
+            return (Gaussian(sensitivity=sum_answer.l2_sensitivity, rho=rho_sum),
+                    Gaussian(sensitivity=count_answer.l2_sensitivity, rho=rho_count))
     if epsilon is None or delta is None:
         raise ValueError("the gaussian mechanism needs rho (zCDP) or both epsilon and delta "
                          "(approximate DP)")
-    eps_sum, eps_count = split_budget(check_positive("epsilon", epsilon), share)
+    total = check_positive("epsilon", epsilon)
+    eps_sum, eps_count = split_budget(total, share)
     delta_sum, delta_count = split_budget(check_delta("delta", delta, allow_zero=False), share)
-    return (Gaussian(sensitivity=sum_answer.l2_sensitivity, epsilon=eps_sum, delta=delta_sum),
-            Gaussian(sensitivity=count_answer.l2_sensitivity, epsilon=eps_count,
-                     delta=delta_count))
+    with _split_named("epsilon", total, share):
+        return (Gaussian(sensitivity=sum_answer.l2_sensitivity, epsilon=eps_sum,
+                         delta=delta_sum),
+                Gaussian(sensitivity=count_answer.l2_sensitivity, epsilon=eps_count,
+                         delta=delta_count))
 
 
 def noisy_mean(

@@ -396,7 +396,8 @@ def describe_risk(
     delta
         Only for zCDP: the delta at which it is read as (epsilon, delta) (default 1e-6).
     """
-    if np.ndim(prior) != 0:
+    # the prior first (a ragged list too), so that its message is not preempted by privacy's
+    if np.ndim(_probability_array("prior", prior, open_interval=True)) != 0:
         raise TypeError("prior must be a single number for a sentence")
     bound = max_posterior(privacy, prior, delta=delta)
     posterior = float(bound.posterior)

@@ -16,6 +16,7 @@ from scipy.special import gammainc
 
 from dpcore._checks import (
     MAX_DRAWS,
+    check_bounds,
     check_choice,
     check_delta,
     check_finite,
@@ -39,6 +40,7 @@ from dpcore.additive import (
 )
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import (
+    _check_flag,
     noisy_max_scale,
     prob_best_selected,
     prob_top_k_recovered,
@@ -116,6 +118,19 @@ def _check_scalar_true_value(true_value: object, *, required: bool, kind: str) -
     return float(arr)
 
 
+def _check_in_domain(kind: str, truth: float | NDArray | None,
+                     options: dict[str, float | None]) -> None:
+    """Bounded Laplace true values lie in [lower, upper]. Checked before any calibration, so
+    that a true value outside is named even when an extreme epsilon would be refused too."""
+    if kind != "bounded_laplace" or truth is None:
+        return
+    lo, hi = check_bounds(options["lower"], options["upper"])
+    arr = np.asarray(truth)
+    if arr.size and not (arr.min() >= lo and arr.max() <= hi):
+        raise ValueError(f"true_value must lie in [lower, upper] = [{lo:g}, {hi:g}], the "
+                         "bounded Laplace mechanism's domain; clamp it first")
+
+
 def _mechanism_options(kind: str, *, delta: float | None, lower: float | None,
                        upper: float | None) -> dict[str, float | None]:
     """The keyword arguments of ``make_mechanism`` besides sensitivity and epsilon."""
@@ -150,10 +165,11 @@ def _sensitivity_for(kind: str, sensitivity: float, l2_sensitivity: float | None
 
 def _with_relative(result: dict[str, NDArray], keys: tuple[str, ...],
                    true_value: float | None) -> dict[str, NDArray]:
-    """Add ``relative_<key>`` = value / |true value| (inf where the true value is 0)."""
+    """Add ``relative_<key>`` = value / |true value| (inf where the true value is 0, or so
+    near 0 that the ratio is beyond float64: a relative error that large is as undefined)."""
     if true_value is None:
         return result
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for key in keys:
             result[f"relative_{key}"] = np.where(
                 result[key] == 0, 0.0, result[key] / abs(true_value))
@@ -165,9 +181,11 @@ def _with_relative(result: dict[str, NDArray], keys: tuple[str, ...],
 # --------------------------------------------------------------------------------------------
 
 
-def _geometric_alpha(ratio: NDArray[np.float64], beta: float) -> NDArray[np.float64]:
-    """Smallest whole a with P(|Z| > a) = 2 r^{a+1} / (1 + r) <= beta, for each ratio r."""
-    log_ratio = np.log(ratio)
+def _geometric_alpha(log_ratio: NDArray[np.float64], beta: float) -> NDArray[np.float64]:
+    """Smallest whole a with P(|Z| > a) = 2 r^{a+1} / (1 + r) <= beta, for each log r.
+
+    Takes log r = −epsilon/sensitivity itself: r underflows to 0 beyond epsilon ≈ 745."""
+    ratio = np.exp(log_ratio)
 
     def log_tail(a: NDArray[np.float64]) -> NDArray[np.float64]:
         return math.log(2) + (a + 1) * log_ratio - np.log1p(ratio)
@@ -257,7 +275,7 @@ def error_sweep(
         P(|error| > alpha) <= beta, as the mechanism's ``accuracy``); ``rmse`` (sqrt of
         E[error²], bias included); ``mae`` (E|error|); with ``true_value``, also
         ``relative_alpha``, ``relative_rmse``, ``relative_mae`` (divided by |true_value|, inf
-        when it is 0).
+        when it is 0 or so near 0 that the ratio is beyond float64).
 
     Notes
     -----
@@ -275,6 +293,7 @@ def error_sweep(
     options = _mechanism_options(kind, delta=delta, lower=lower, upper=upper)
     bounded = kind in ("bounded_laplace", "clamped_laplace")
     q = _check_scalar_true_value(true_value, required=bounded, kind=kind)
+    _check_in_domain(kind, q, options)
     if kind == "geometric":
         Geometric(sensitivity=sens, epsilon=1.0)  # validates a whole-number sensitivity
     if kind in ("laplace", "geometric"):
@@ -295,7 +314,7 @@ def error_sweep(
         scale = _pure_scales(sens, grid)
         ratio = np.exp(-1 / scale)  # as additive.Geometric computes them
         one_minus = -np.expm1(-1 / scale)
-        alpha = _geometric_alpha(ratio, beta)
+        alpha = _geometric_alpha(-1 / scale, beta)
         rmse = np.sqrt(2 * ratio) / one_minus
         mae = 2 * ratio / (one_minus * (1 + ratio))
     else:
@@ -353,7 +372,8 @@ def monte_carlo_sweep(
     dict of str to ndarray, each shape (m,)
         ``epsilon``; quantiles of |error| over all releases and cells — ``p05``, ``median``,
         ``p95``, ``alpha`` (at 1 − beta; the sample version of the analytic ``alpha``); ``mae``
-        and ``rmse``; with a scalar ``true_value``, ``relative_<each>`` too.
+        and ``rmse``; with a scalar ``true_value``, ``relative_<each>`` too (inf as in
+        :func:`error_sweep`).
 
     Notes
     -----
@@ -431,6 +451,7 @@ def monte_carlo_error_sweep(
     sens = _sensitivity_for(kind, sensitivity, l2_sensitivity)
     options = _mechanism_options(kind, delta=delta, lower=lower, upper=upper)
     truth = finite_array("true_value", true_value)
+    _check_in_domain(kind, truth, options)
     built: dict[float, AdditiveMechanism] = {}
 
     def release(eps: float, n: int, gen: np.random.Generator) -> NDArray:
@@ -506,6 +527,8 @@ def selection_sweep(
     if scores_arr.ndim != 1:  # before k, whose range depends on it
         raise ValueError(f"scores must be a one-dimensional vector, got shape {scores_arr.shape}")
     k = check_int("k", k, minimum=1, maximum=max(1, scores_arr.size))
+    # before the scales, which an extreme epsilon may refuse first
+    negate = _check_flag("negate", negate)
     if k > 1:
         if rng is None:
             raise ValueError("rng is required for k > 1 (P(top-k recovered) is simulated)")

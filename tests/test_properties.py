@@ -965,6 +965,11 @@ def test_bounded_laplace(sensitivity, lower, upper, epsilon, delta, scale, data)
     if "scale" in kwargs and delta.tag != "bad" and as_real(delta.value) != 0:
         delta = Arg(delta.value, "bad")  # a mechanism built from scale reports pure DP
     args = {"sensitivity": sensitivity, **bounds_args(lower, upper), "delta": delta, **tags}
+    if args["lower"].tag != "bad" and args["upper"].tag != "bad" and (
+            as_real(upper.value) - as_real(lower.value) < 1e-290):
+        # A domain 2e-308 wide (both bounds nice) makes the calibrated scale, which shrinks
+        # with the width, leave float64's range: at the edge of float64, refused naming them.
+        args["upper"] = Arg(upper.value, "extreme")
     mech = built_mechanism(lambda: additive.BoundedLaplace(
         sensitivity=sensitivity.value, lower=lower.value, upper=upper.value, delta=delta.value,
         **kwargs), args)
@@ -1017,6 +1022,9 @@ def test_make_mechanism(kind, sensitivity, extra, use_extra, data):
     given_ = dict(suits.get(kind.value, {}))
     if use_extra == 0:  # a quarter of the time, options drawn at random on top
         given_.update(extra)
+    if kind.value != "geometric" and isinstance(sensitivity.value, float) and (
+            sensitivity.value == 1.5):
+        sensitivity = Arg(1.5, "nice")  # only the geometric mechanism needs a whole number
     mech, error = attempt(lambda: additive.make_mechanism(kind.value,
                                                           sensitivity=sensitivity.value,
                                                           **given_))
@@ -1410,6 +1418,16 @@ def test_noisy_mean_and_mean_privacy(parts, mechanism, epsilon, delta, rho, sum_
     if mechanism.value == "geometric" and sum_answer.tag != "bad" and not (
             sum_answer.value.integer_valued):
         args["mechanism"] = Arg(mechanism.value, "bad")
+    if mechanism.value == "geometric" and all(args.get(n, Arg(0, "bad")).tag != "bad" for n in (
+            "sum_answer", "count_answer", "epsilon", "sum_share", "mechanism")):
+        # A nice epsilon (1e-3) times a nice sum_share (1e-9) leaves the sum a scale beyond
+        # the geometric mechanism's 1e12 (int64 sampling): refused, naming the split.
+        eps, share = np.float64(as_real(epsilon.value)), as_real(sum_share.value)
+        with np.errstate(divide="ignore", over="ignore"):  # (a subnormal epsilon's part: 0)
+            widest = max(sum_answer.value.l1_sensitivity / (eps * share),
+                         1 / (eps * (1 - share)))
+        if widest > additive._MAX_GEOMETRIC_SCALE * (1 - 1e-9):
+            args["sum_share"] = Arg(sum_share.value, "extreme")
     privacy = ok(lambda: queries.mean_privacy(sum_answer.value, count_answer.value,
                                               mechanism=mechanism.value,
                                               sum_share=sum_share.value, **kwargs), args,
@@ -1606,7 +1624,8 @@ def test_max_posterior_and_describe_risk(privacy, prior, delta):
         assert posterior.shape == p.shape
         assert np.all((p * (1 - 1e-12) <= posterior) & (posterior <= 1))
         assert 0 <= bound.certainty_probability < 1 and bound.epsilon >= 0
-    if np.ndim(prior) != 0 and args["prior"].tag != "bad":
+    # (the tag first: np.ndim raises on a ragged prior, which is already tagged bad)
+    if args["prior"].tag != "bad" and np.ndim(prior) != 0:
         args["prior"] = Arg(prior, "bad")  # a sentence needs one number
     sentence = ok(lambda: risk.describe_risk(privacy.value, prior, delta=delta.value), args,
                   MEASURE_WORDS)
@@ -1729,6 +1748,21 @@ def sensitivity_for(kind: Arg, sensitivity: Arg) -> Arg:
     return sensitivity
 
 
+def check_relative(result: dict[str, np.ndarray], key: str, truth: float) -> None:
+    """relative_<m> = <m> / |truth| is finite, or inf (documented) exactly where that ratio is
+    beyond float64: a true value of 0, or one so near 0 (1e-308) that the ratio overflows."""
+    log_huge = math.log(HUGE)
+    for measure, relative in zip(np.ravel(result[key.removeprefix("relative_")]),
+                                 np.ravel(result[key]), strict=True):
+        if measure == 0:
+            assert relative == 0, (key, truth)
+            continue
+        excess = INF if truth == 0 else math.log(measure) - math.log(abs(truth)) - log_huge
+        if abs(excess) > 1e-12:  # (either is right within rounding of the boundary)
+            assert relative == INF if excess > 0 else math.isfinite(relative), (
+                key, measure, truth, relative)
+
+
 @covers("utility.error_sweep")
 @PROPERTY
 @given(setting=mechanism_settings(), epsilons=epsilon_grids(), sensitivity=positive(),
@@ -1745,8 +1779,8 @@ def test_error_sweep(setting, epsilons, sensitivity, beta, l2):
     n = np.size(epsilons)
     for key, value in result.items():
         assert value.shape == (n,), key
-        if key.startswith("relative_") and float(options.get("true_value", 1.0)) == 0.0:
-            assert np.all((value == 0) | (value == INF))  # documented: inf against a 0 truth
+        if key.startswith("relative_"):
+            check_relative(result, key, float(options["true_value"]))
         else:
             assert_finite(value, key)
     assert np.all(result["alpha"] >= 0) and np.all(result["scale"] > 0)
@@ -1790,8 +1824,8 @@ def test_monte_carlo_sweep(release, epsilons, true_value, trials, beta, rng):
     if result is None:
         return
     for key, value in result.items():
-        if key.startswith("relative_") and float(truth) == 0.0:
-            assert np.all((value == 0) | (value == INF))
+        if key.startswith("relative_"):
+            check_relative(result, key, float(truth))
         else:
             assert_finite(value, key)
     assert np.all(result["p05"] <= result["median"]) and np.all(result["median"] <= result["p95"])
@@ -1979,7 +2013,9 @@ def test_private_gaussian_nb(case, epsilon, noise, var_smoothing, declared, rng,
     d = len(good_bounds)
     classes = {"none": Arg(None, "nice"), "all": Arg(labels, "nice"),
                "more": Arg([*labels, labels[0] * 3], "nice"),
-               "fewer": Arg(labels[:1], "bad" if len(set(y_train.tolist())) > 1 else "nice"),
+               # (bad when y_train has a label outside it: y = [1] against classes [0] too)
+               "fewer": Arg(labels[:1], "bad" if set(y_train.tolist()) - set(labels[:1])
+                            else "nice"),
                "junk": Arg([[1, 2], "a"], "bad")}[declared]
     x = data.draw(st.one_of(st.just(x_train), st.just(x_train), any_arrays(max_dims=2)),
                   label="X")
@@ -2162,9 +2198,12 @@ def test_audit_mechanism(x, samples, events, delta, confidence, rng, release_kin
             rng=rng.value), args, {"events": ("event",)})
     if result is not None:
         assert result.samples == int(samples.value) and result.epsilon_lower_bound >= 0
-        # Laplace(1) on neighbours 1 apart is 1-DP: a valid audit never proves more
-        # (fails with probability at most 1 − confidence; the examples are derandomized)
-        assert result.epsilon_lower_bound <= 1.0 + 1e-9
+        # Laplace(1) on neighbours 1 apart is 1-DP: a valid audit proves more with probability
+        # at most 1 − confidence. At a low confidence (0.03 is valid input) the bound exceeds 1
+        # most of the time, as it may: checked only from 0.99 on, where it fails on at most 1%
+        # of such examples (fewer: the Bonferroni correction over events is conservative).
+        if as_real(confidence.value) >= 0.99:
+            assert result.epsilon_lower_bound <= 1.0 + 1e-9
 
 
 # ============================================================================================
@@ -2212,6 +2251,16 @@ def exponential_mechanism_breaks_ties_at_random():
         [0.0, 0.0, 0.0], epsilon=1.0, sensitivity=TINY, trials=300,
         rng=np.random.default_rng(0)))
     assert set(picks.tolist()) == {0, 1, 2}
+
+
+def relative_error_beyond_float64_is_inf():
+    # alpha = ln 8 = 2.08 over |true value| 1.1e-308 is beyond float64: inf, as against a 0
+    result, _ = attempt(lambda: utility.error_sweep(
+        "laplace", epsilons=[1.0], sensitivity=1.0, beta=0.125,
+        true_value=1.1125369292536007e-308))
+    assert_finite({k: v for k, v in result.items() if not k.startswith("relative_")})
+    assert result["relative_alpha"].tolist() == [INF]
+    assert result["relative_mae"] == pytest.approx(1.0 / 1.1125369292536007e-308)
 
 
 def fitted_model():
@@ -2285,6 +2334,18 @@ REGRESSIONS = {
         finite(lambda: CLAMPED.bias(-1e306)) == pytest.approx(1e306)),
     "ClampedLaplace.bias beyond float64: inf": lambda: refused(
         lambda: FAR_CLAMPED.bias(-1e308), "values"),
+    "Geometric.error_cdf(±1.8e308) at scale 0.5: overflow warning": lambda: (
+        finite(lambda: additive.Geometric(sensitivity=1, scale=0.5).error_cdf([-HUGE, HUGE]))
+        .tolist() == [0.0, 1.0]),
+    "Geometric.error_pmf(1.8e308) at scale 0.5: overflow warning": lambda: (
+        finite(lambda: additive.Geometric(sensitivity=1, scale=0.5).error_pmf([HUGE]))
+        .tolist() == [0.0]),
+    "Gaussian(epsilon=9e307, delta=0.5): rho overflow named sensitivity and scale": lambda: (
+        refused(lambda: additive.Gaussian(sensitivity=1.0, epsilon=8.988465674327692e307,
+                                          delta=0.5), "epsilon")),
+    "BoundedLaplace(sensitivity=5e-324, epsilon=2): 'math domain error'": lambda: refused(
+        lambda: additive.BoundedLaplace(sensitivity=TINY, lower=0.0, upper=1.0, epsilon=2.0),
+        "sensitivity"),
     "BoundedLaplace(epsilon=5e-324): ZeroDivisionError": lambda: refused(
         lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=1.0, epsilon=TINY),
         "epsilon"),
@@ -2342,6 +2403,10 @@ REGRESSIONS = {
         queries.mean_privacy(*queries.bounded_mean_parts(
             pd.DataFrame({"x": [0, 1]}), "x", lower=0, upper=1), mechanism="laplace",
             epsilon=3.7).epsilon <= 3.7),
+    "mean_privacy(geometric, epsilon=0.004, sum_share=1e-9): sum_share not named": lambda: (
+        refused(lambda: queries.mean_privacy(*queries.bounded_mean_parts(
+            pd.DataFrame({"x": [0]}), "x", lower=0, upper=4), mechanism="geometric",
+            epsilon=0.00390625, sum_share=1e-9), "sum_share")),
     # dpcore.postprocess
     "rescale_to_total([1e300], 3e-277): 0 (underflow)": lambda: (
         finite(lambda: postprocess.rescale_to_total([1e300], 3e-277)).tolist() == [3e-277]),
@@ -2356,6 +2421,8 @@ REGRESSIONS = {
     # dpcore.risk
     "max_posterior(prior=5e-324): posterior 0, below the prior": lambda: (
         finite(lambda: risk.max_posterior(PureDP(1.0), TINY)).posterior >= TINY),
+    "describe_risk(prior=ragged list): numpy's message": lambda: refused(
+        lambda: risk.describe_risk(PureDP(1.0), [[1.0], [1.0, 2.0]]), "prior", TypeError),
     "tradeoff(ZCDP(1e300), fpr=0): NaN": lambda: (
         finite(lambda: risk.tradeoff(ZCDP(1e300), [0.0, 0.5])).tolist() == [0.0, 1.0]),
     "tradeoff(fpr=complex array): imaginary part dropped": lambda: refused(
@@ -2373,6 +2440,22 @@ REGRESSIONS = {
         refused(lambda: utility.error_sweep(
             "clamped_laplace", epsilons=[2e3], sensitivity=1.0, lower=0.0, upper=1.0,
             true_value=-1e306), "values")),
+    "error_sweep(bounded_laplace, true value outside, epsilon 1e300): named epsilon": lambda: (
+        refused(lambda: utility.error_sweep(
+            "bounded_laplace", epsilons=[1e300], sensitivity=0.5, lower=0.0, upper=1.0,
+            true_value=-5.0), "true_value")),
+    "monte_carlo_error_sweep(same): named epsilon": lambda: refused(
+        lambda: utility.monte_carlo_error_sweep(
+            "bounded_laplace", epsilons=[1e300], sensitivity=0.5, lower=0.0, upper=1.0,
+            true_value=-5.0, trials=3, rng=np.random.default_rng(0)), "true_value"),
+    "error_sweep(true_value=1.1e-308): relative error overflow warning":
+        relative_error_beyond_float64_is_inf,
+    "error_sweep(geometric, epsilon=746): log(0), r underflowed": lambda: (
+        finite(lambda: utility.error_sweep("geometric", epsilons=[746.0], sensitivity=1,
+                                           beta=0.5))["alpha"].tolist() == [0.0]),
+    "selection_sweep(negate=1, epsilon=5e-324): named the scale, not negate": lambda: refused(
+        lambda: utility.selection_sweep([0.0], noise="laplace", epsilons=[TINY], negate=1),
+        "negate", TypeError),
     "smallest_epsilon(sensitivity=5e-324): an epsilon no mechanism has": lambda: refused(
         lambda: utility.smallest_epsilon("laplace", sensitivity=TINY, alpha=1.0, beta=0.5),
         "sensitivity"),
@@ -2415,6 +2498,10 @@ REGRESSIONS = {
             ROWS, LABELS, ROWS, LABELS, epsilons=[1.0], bounds=[(0.0, 1.0)],
             noise="bounded_laplace", repetitions=10**6, seed=0, classes=[0, 1]),
         "repetitions"),
+    "accuracy_vs_epsilon(epsilons=1.0): a lone number taken as a grid": lambda: refused(
+        lambda: learning.accuracy_vs_epsilon(ROWS, LABELS, ROWS, LABELS, epsilons=1.0,
+                                             bounds=[(0.0, 1.0)], seed=0, classes=[0, 1]),
+        "epsilons"),
     "accuracy_vs_epsilon(epsilons='1'): numpy's message": lambda: refused(
         lambda: learning.accuracy_vs_epsilon(ROWS, LABELS, ROWS, LABELS, epsilons="1",
                                              bounds=[(0.0, 1.0)], seed=0, classes=[0, 1]),
