@@ -41,6 +41,7 @@ from dpcore.additive import (
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import (
     _check_flag,
+    _check_scores,
     noisy_max_scale,
     prob_best_selected,
     prob_top_k_recovered,
@@ -743,7 +744,9 @@ def smallest_epsilon_for_selection(
         leads by too little for the noise at that epsilon).
     """
     target = check_probability_open("target", target)
-    scores_arr = finite_array("scores", scores, min_size=1)
+    # scores and negate before the scales, which an extreme sensitivity may refuse first
+    scores_arr = _check_scores(scores)
+    negate = _check_flag("negate", negate)
     sensitivity = check_positive("sensitivity", sensitivity)
 
     def p_correct(eps: float) -> float:

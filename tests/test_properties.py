@@ -2456,6 +2456,9 @@ REGRESSIONS = {
     "selection_sweep(negate=1, epsilon=5e-324): named the scale, not negate": lambda: refused(
         lambda: utility.selection_sweep([0.0], noise="laplace", epsilons=[TINY], negate=1),
         "negate", TypeError),
+    "smallest_epsilon_for_selection(scores=0.0, sensitivity=1.8e304): named the scale":
+        lambda: refused(lambda: utility.smallest_epsilon_for_selection(
+            0.0, noise="laplace", sensitivity=1.797693134862316e304, target=0.5), "scores"),
     "smallest_epsilon(sensitivity=5e-324): an epsilon no mechanism has": lambda: refused(
         lambda: utility.smallest_epsilon("laplace", sensitivity=TINY, alpha=1.0, beta=0.5),
         "sensitivity"),
