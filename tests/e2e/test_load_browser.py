@@ -33,8 +33,8 @@ CONTENT_TIMEOUT_MS = 30_000     # the page showing a run's result once it finish
 TOTAL_TIMEOUT_S = 170.0         # the whole scenario
 RESULTS = ROOT / "bench" / "results" / "load.txt"
 
-SENTENCE = re.compile(r"95% of releases are within ±([\d,.]+) of the true count in every "
-                      r"category \((Laplace|Geometric), closed form\)")
+SENTENCE = re.compile(r"In each category, 95% of releases are within ±([\d,.]+) of the true "
+                      r"count \((Laplace|Geometric), closed form\)")
 NOISE_OPTIONS = {"exponential": "Exponential (permute-and-flip)",
                  "gumbel": "Gumbel (exponential mechanism)"}
 
