@@ -48,6 +48,10 @@ MECHANISM_KINDS = ("laplace", "gaussian", "geometric", "bounded_laplace", "clamp
 # finding tolerance can never leave a mechanism with less noise than its privacy claim needs.
 _SAFETY_STEP = 1 + 2.0**-40
 
+# A bounded Laplace domain narrower than this has a calibrated scale, and renormalising
+# masses, at the edge of float64 (a subnormal width gives 0/0).
+_MIN_BOUNDED_WIDTH = 1e-290
+
 # Above this scale numpy's geometric draws (success probability ~1/scale) approach the int64
 # limit and saturate; 1e12 keeps every draw far below it and exactly representable in float64.
 _MAX_GEOMETRIC_SCALE = 1e12
@@ -805,6 +809,9 @@ class BoundedLaplace(_BoundedDomain):
         self._delta = check_delta("delta", delta)
         given = _exactly_one("BoundedLaplace", epsilon=epsilon, scale=scale)
         width = self._upper - self._lower
+        if width < _MIN_BOUNDED_WIDTH:  # its renormalising masses underflow to 0
+            raise ValueError(f"upper − lower = {width:g} is too narrow for the bounded Laplace "
+                             f"mechanism (at least {_MIN_BOUNDED_WIDTH:g}): widen [lower, upper]")
         # Neighbouring true values are both in [lower, upper]: they differ by at most width.
         self._domain_sensitivity = min(self._sensitivity, width)
         if given == "epsilon":

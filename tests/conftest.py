@@ -10,8 +10,9 @@ import pytest
 from hypothesis import settings
 
 # Every Hypothesis test is reproducible: the same examples on every run and machine (CI
-# checks what ran here), no example database, and no per-example deadline (a loaded machine
-# is not a failure; speed is measured in bench/).
+# checks what ran here; see also _freeze_hypothesis_constants below), no example database,
+# and no per-example deadline (a loaded machine is not a failure; speed is measured in
+# bench/).
 # HYPOTHESIS_PROFILE=explore draws fresh examples instead (pytest --hypothesis-seed=N to
 # replay a run): for hunting bugs by hand, never in CI.
 settings.register_profile("epsilon-lab", derandomize=True, database=None, deadline=None)
@@ -21,6 +22,36 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "epsilon-lab"))
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def _freeze_hypothesis_constants() -> None:
+    """Make derandomized examples independent of what else the run has imported.
+
+    Hypothesis mixes into its examples literal constants read from the source of every local
+    module in ``sys.modules`` at the time. That pool grew as other test files, lazy imports
+    and AppTest pages loaded modules, so CI's full run drew different examples than a
+    developer's run of one file. The pool is fixed here, once, to the constants of dpcore's
+    modules (good edge values: 1e-300, 1e150, 2**62 …) and this file. Private Hypothesis API,
+    pinned by requirements-dev.txt; a version that moves it fails loudly here.
+    """
+    import importlib
+    import pkgutil
+    import warnings
+
+    from hypothesis.errors import HypothesisSideeffectWarning
+    from hypothesis.internal.conjecture import providers
+
+    import dpcore
+
+    for info in pkgutil.iter_modules(dpcore.__path__):
+        importlib.import_module(f"dpcore.{info.name}")
+    with warnings.catch_warnings():  # reading the constants now, at start-up, is the point
+        warnings.simplefilter("ignore", HypothesisSideeffectWarning)
+        frozen = providers._get_local_constants()
+    providers._get_local_constants = lambda: frozen
+
+
+_freeze_hypothesis_constants()
 
 PAGE_FILES = sorted(p.name for p in (ROOT / "app_pages").glob("*.py"))
 

@@ -2349,6 +2349,9 @@ REGRESSIONS = {
     "BoundedLaplace(epsilon=5e-324): ZeroDivisionError": lambda: refused(
         lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=1.0, epsilon=TINY),
         "epsilon"),
+    "BoundedLaplace(lower=0, upper=5e-324, scale=1): 0/0 in its masses": lambda: refused(
+        lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=TINY, scale=1.0),
+        "upper"),
     "BoundedLaplace(width 1e-120, epsilon=4e203): math domain error": lambda: refused(
         lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=9.67e-121,
                                         epsilon=3.9e203), "epsilon"),
