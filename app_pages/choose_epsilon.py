@@ -4,10 +4,13 @@ and what an attacker can learn at the epsilon chosen.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from dashboard import charts, controls, state
 from dashboard.analysis import epsilon as ana
+from dashboard.analysis import selection as sel
 from dashboard.text import plain
 
 ss = st.session_state
@@ -65,6 +68,12 @@ with setup:
                                      format_func=lambda c: f"{c:.0%}")
     else:
         confidence = 0.95  # not used: a selection is right or wrong
+        state.remembered("choose_noises", [question.noise], parse=ana.parse_list)
+        ss["choose_noises"] = ana.pick_list(ss["choose_noises"], list(sel.NOISES),
+                                            [question.noise])
+        noises = st.multiselect("Noises to compare", list(sel.NOISES), key="choose_noises",
+                                format_func=sel.NOISES.get)
+        state.remember("choose_noises")
         st.caption(f"Sensitivity of the scores: {question.sensitivity:g} under add/remove one "
                    "row (set on the Selection page).")
     if "gaussian" in mechanisms:
@@ -88,7 +97,7 @@ with target_box:
                                  max_value=99.99)
 
 beta = round(1 - confidence, 10)
-if query is not None and not mechanisms:
+if (query is not None and not mechanisms) or (question is not None and not noises):
     st.info("Pick at least one mechanism to draw its curve.")
     st.stop()
 with st.spinner("Sweeping ε and solving for the target…"):
@@ -111,9 +120,10 @@ with st.spinner("Sweeping ε and solving for the target…"):
                                       measure=measure, relative=relative, beta=beta,
                                       delta=delta, epsilon=epsilon, target=target)
     else:
-        sweep, answer = ana.cached_selection(question, target / 100, state.seed())
-        view = ana.selection_view(question, sweep, answer, target=target / 100, escape=plain)
-        download = ana.selection_download(view, question, sweep, dataset=loaded.name,
+        picks = {n: ana.cached_selection(replace(question, noise=n), target / 100,
+                                         state.seed()) for n in noises}
+        view = ana.selection_view(question, picks, target=target / 100, escape=plain)
+        download = ana.selection_download(view, question, picks, dataset=loaded.name,
                                           epsilon=epsilon, target=target / 100)
 if not view.curves:
     st.stop()

@@ -243,6 +243,33 @@ def test_selection_query(page):
         pytest.approx(exact, rel=1e-12)]
 
 
+def test_selection_curves_overlay_the_noises(page):
+    """Several noises at the same ε: one exact curve and one smallest ε each."""
+    page.radio(key="choose_source").set_value("selection")
+    page.run()
+    page.multiselect(key="choose_noises").set_value(["laplace", "exponential", "gumbel"])
+    page.number_input(key="choose_target_selection").set_value(80.0)
+    page.run()
+    no_exception(page)
+    loaded = load_builtin(ADULT)
+    scores = queries.histogram(loaded.frame, "education",
+                               categories=list(loaded.domains["education"].categories)
+                               ).true_value
+    fig = figure(page, 0)
+    for noise, name in (("laplace", "Laplace"), ("exponential", "Exponential"),
+                        ("gumbel", "Gumbel")):
+        exact = smallest_epsilon_for_selection(scores, noise=noise, monotonic=True,
+                                               target=0.8).epsilon
+        assert exact <= shown_epsilon(sentence_for(page, name)) <= exact * 1.01
+        curve = next(t for t in fig["data"] if t.get("name", "").startswith(name))
+        epsilons = np.asarray(values(curve["x"]), float)
+        at = np.argmin(np.abs(epsilons - 1e-3))
+        scale = noisy_max_scale(PureDP(float(epsilons[at])), noise=noise, monotonic=True)
+        expected = 100 * prob_best_selected(scores, scale=scale, noise=noise)
+        assert float(np.asarray(values(curve["y"]), float)[at]) == pytest.approx(expected,
+                                                                                  rel=1e-9)
+
+
 def test_selection_question_reads_the_selection_pages_settings():
     """Typed scores are monotonic only when declared so on their own toggle (the counts'
     toggle says nothing about them); simulated bids are the ones the Selection page used."""

@@ -546,32 +546,35 @@ def all_cells_note(confidence: float, cells: int) -> str:
             f"{risk.percent(confidence**cells)} of releases, the noise being independent")
 
 
-def selection_view(question: SelectionQuestion, sweep: Mapping[str, NDArray],
-                   answer: utility.SmallestEpsilon | str, *, target: float,
-                   escape: Callable[[str], str] = str) -> CurveView:
-    """P(correct) against epsilon for report noisy max, and the target sentence."""
-    noise, _, how = sel.NOISES[question.noise].partition(" (")
-    noise = f"{noise} noise ({how}" if how else f"{noise} noise"
+def selection_view(question: SelectionQuestion,
+                   results: Mapping[str, tuple[Mapping[str, NDArray],
+                                               utility.SmallestEpsilon | str]], *,
+                   target: float, escape: Callable[[str], str] = str) -> CurveView:
+    """P(correct) against epsilon for report noisy max with each noise in ``results`` (noise →
+    its sweep and smallest epsilon), and the target sentences."""
     right = f"a true top {question.k}" if question.k > 1 else escape(question.what)
     view = CurveView(
         title=f"How often report noisy max picks {right}, against ε",
         y_title="Releases that pick the right answer (%)",
         measure_label="the right answer in {y}% of releases",
         target=100 * target, log_y=False, value_format=".3g")
-    view.curves.append(Curve(name=noise + (" (simulated)" if question.k > 1 else ""),
-                             epsilon=sweep["epsilon"], line=100 * sweep["p_correct"]))
-    if isinstance(answer, str):
-        view.problems.append(answer)
-        return view
-    view.smallest.append((view.curves[0].name, answer.epsilon))
     approx = "≈ " if question.k > 1 else ""
-    if answer.met_at_lower_end:
-        view.sentences.append(f"With {noise}, every ε down to {answer.epsilon:g} picks "
-                              f"{right} in at least {target:.0%} of releases.")
-    else:
-        view.sentences.append(
-            f"With {noise}, ε ≥ {approx}{ceil_significant(answer.epsilon):g} picks "
-            f"{right} in at least {target:.0%} of releases.")
+    for kind, (sweep, answer) in results.items():
+        noise, _, how = sel.NOISES[kind].partition(" (")
+        noise = f"{noise} noise ({how}" if how else f"{noise} noise"
+        view.curves.append(Curve(name=noise + (" (simulated)" if question.k > 1 else ""),
+                                 epsilon=sweep["epsilon"], line=100 * sweep["p_correct"]))
+        if isinstance(answer, str):
+            view.problems.append(f"{noise}: {answer}")
+            continue
+        view.smallest.append((view.curves[-1].name, answer.epsilon))
+        if answer.met_at_lower_end:
+            view.sentences.append(f"With {noise}, every ε down to {answer.epsilon:g} picks "
+                                  f"{right} in at least {target:.0%} of releases.")
+        else:
+            view.sentences.append(
+                f"With {noise}, ε ≥ {approx}{ceil_significant(answer.epsilon):g} picks "
+                f"{right} in at least {target:.0%} of releases.")
     return view
 
 
@@ -791,18 +794,20 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
 
 
 def selection_download(view: CurveView, question: SelectionQuestion,
-                       sweep: Mapping[str, NDArray], *, dataset: str, epsilon: float,
-                       target: float) -> tuple[pd.DataFrame, dict]:
+                       results: Mapping[str, tuple[Mapping[str, NDArray], object]], *,
+                       dataset: str, epsilon: float, target: float
+                       ) -> tuple[pd.DataFrame, dict]:
     """(curve table, parameters) of the selection question for ``controls.downloads``."""
     how = "closed form" if question.k == 1 else "simulation"
-    table = curve_values(view, computed_by=[how], scales=[sweep["scale"]], unit="%",
+    table = curve_values(view, computed_by=[how] * len(results),
+                         scales=[sweep["scale"] for sweep, _ in results.values()], unit="%",
                          scale_unit="score units")
+    top = f", top {question.k} picks" if question.k > 1 else ""
     parameters = {
         "page": "Choose epsilon", "dataset": dataset, "query_from": SOURCES["selection"],
         "question": question.what, "number_of_candidates": len(question.scores),
-        "mechanism": sel.NOISES[question.noise] + (f", top {question.k} picks"
-                                                   if question.k > 1 else ""),
-        "noise": question.noise, "measure": "pure", "delta": None, "rho": None,
+        "mechanism": [sel.NOISES[n] + top for n in results],
+        "noise": list(results), "measure": "pure", "delta": None, "rho": None,
         "sensitivity": question.sensitivity, "neighbouring_datasets": NEIGHBOURS,
         "monotonic": question.monotonic,
         "pick": "smallest score" if question.negate else "largest score", "k": question.k,
