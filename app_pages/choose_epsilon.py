@@ -45,12 +45,9 @@ with setup:
     mechanisms, relative, measure, delta = [], False, "alpha", ana.DEFAULT_DELTA
     if query is not None:
         numbers = ana.cached_numbers(frame, data_key, query)
-        picked = f"choose_mechanisms_{source}"
-        state.remembered(picked, list(query.chosen), parse=ana.parse_list)
-        ss[picked] = ana.pick_list(ss[picked], query.mechanisms, query.chosen)
-        mechanisms = st.multiselect("Mechanisms to compare", list(query.mechanisms), key=picked,
-                                    format_func=ana.mechanism_name)
-        state.remember(picked)
+        mechanisms = controls.multiselect(
+            "Mechanisms to compare", query.mechanisms, key=f"choose_mechanisms_{source}",
+            default=query.chosen, format_func=ana.mechanism_name)
         measure = controls.select("Measure of error", list(ana.MEASURES), key="choose_measure",
                                   format_func=ana.MEASURES.get)
         if not query.per_cell and float(numbers.true_value) != 0:
@@ -68,12 +65,9 @@ with setup:
                                      format_func=lambda c: f"{c:.0%}")
     else:
         confidence = 0.95  # not used: a selection is right or wrong
-        state.remembered("choose_noises", [question.noise], parse=ana.parse_list)
-        ss["choose_noises"] = ana.pick_list(ss["choose_noises"], list(sel.NOISES),
-                                            [question.noise])
-        noises = st.multiselect("Noises to compare", list(sel.NOISES), key="choose_noises",
-                                format_func=sel.NOISES.get)
-        state.remember("choose_noises")
+        noises = controls.multiselect("Noises to compare", list(sel.NOISES),
+                                      key="choose_noises", default=[question.noise],
+                                      format_func=sel.NOISES.get)
         st.caption(f"Sensitivity of the scores: {question.sensitivity:g} under add/remove one "
                    "row (set on the Selection page).")
     if "gaussian" in mechanisms:
@@ -133,24 +127,13 @@ st.plotly_chart(charts.utility_curves(
     band_label=view.band_label, current_epsilon=epsilon, target=view.target,
     smallest=view.smallest, log_y=view.log_y, value_format=view.value_format),
     key="choose_curve")
-if query is not None:
-    st.caption("Lines: the exact error of each mechanism; shaded: where 90% of simulated "
-               "releases' errors fall (5th to 95th percentile); dots: the same measure from "
-               "the simulation. Diamonds: the smallest ε meeting the target; dashed: the "
-               "current ε.")
-else:
-    st.caption("The probability that report noisy max picks the right answer (exact for one "
-               "pick, simulated for k > 1); a tie for first counts as right. Diamond: the "
-               "smallest ε meeting the target; dashed: the current ε.")
+st.caption(view.caption)
 controls.downloads(*download, key="choose_download", file_stem="privacy-utility-curve",
                    csv_label="Download the curves (CSV)")
 for sentence in view.sentences:
     st.success(sentence)
 for problem in view.problems:
     st.warning(plain(problem, limit=400))
-if query is not None and measure != "alpha" and view.sentences:
-    st.caption("The target is about the ±α error bound: choose that measure to see it on the "
-               "chart.")
 
 st.subheader(f"What an attacker can learn at ε = {epsilon:g}")
 carried_rho = (query or question).rho

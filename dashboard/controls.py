@@ -120,6 +120,29 @@ def text(label: str, *, key: str, default: str, help: str | None = None,
     return value
 
 
+def parse_list(raw: str) -> list[str]:
+    """A list mirrored in the URL as "['laplace', 'gaussian']" (never evaluated as code)."""
+    parts = (p.strip().strip("'\"") for p in raw.strip().strip("[]").split(","))
+    return [p for p in parts if p]
+
+
+def pick_list(value: object, options: Sequence[str], default: Sequence[str]) -> list[str]:
+    """A remembered multiselect value kept to the options offered now."""
+    kept = [v for v in value if v in options] if isinstance(value, (list, tuple)) else []
+    return kept or [d for d in default if d in options] or list(options[:1])
+
+
+def multiselect(label: str, options: Sequence[str], *, key: str, default: Sequence[str],
+                format_func: Any = str, container: Any = st) -> list[str]:
+    """A multiselect that remembers its choices (mirrored in the URL as a list), kept to the
+    options offered now."""
+    state.remembered(key, list(default), parse=parse_list)
+    st.session_state[key] = pick_list(st.session_state[key], options, default)
+    value = container.multiselect(label, list(options), key=key, format_func=format_func)
+    state.remember(key)
+    return value
+
+
 def log_slider(label: str, grid: Sequence[float], *, key: str, default: float,
                help: str | None = None, container: Any = st) -> float:
     """A slider over a log-spaced grid (moves in equal ratios)."""

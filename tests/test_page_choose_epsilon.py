@@ -306,7 +306,8 @@ def test_dataset_without_a_table(app):
 
 
 def test_shown_epsilon_is_rounded_up_and_urls_are_never_evaluated():
-    from dashboard.analysis.epsilon import ceil_significant, parse_list
+    from dashboard.analysis.epsilon import ceil_significant
+    from dashboard.controls import parse_list
 
     assert ceil_significant(0.29957322735539907) == 0.3
     assert ceil_significant(0.8161805748803257) == 0.817

@@ -456,6 +456,7 @@ class CurveView:
     problems: list[str] = field(default_factory=list)
     log_y: bool = True
     value_format: str = ",.3g"
+    caption: str = ""
 
 
 def error_view(query: ErrorQuery, results: Mapping[str, MechanismCurves],
@@ -472,6 +473,12 @@ def error_view(query: ErrorQuery, results: Mapping[str, MechanismCurves],
     measure_words = {"alpha": f"±α at {conf:.0%} confidence", "rmse": "RMSE",
                      "mae": "mean absolute error"}[measure]
     view = CurveView(
+        caption=("Lines: the exact error of each mechanism; shaded: where 90% of simulated "
+                 "releases' errors fall (5th to 95th percentile); dots: the same measure from "
+                 "the simulation. Diamonds: the smallest ε meeting the target; dashed: the "
+                 "current ε."
+                 + (" The target is about the ±α error bound: choose that measure to see it "
+                    "on the chart." if measure != "alpha" else "")),
         title=f"Error of the {query.what} against ε: {measure_words}",
         y_title=f"{measure_words} ({unit}, log scale)",
         band_label="5–95% of simulated |errors|",
@@ -557,7 +564,10 @@ def selection_view(question: SelectionQuestion,
         title=f"How often report noisy max picks {right}, against ε",
         y_title="Releases that pick the right answer (%)",
         measure_label="the right answer in {y}% of releases",
-        target=100 * target, log_y=False, value_format=".3g")
+        target=100 * target, log_y=False, value_format=".3g",
+        caption="The probability that report noisy max picks the right answer (exact for one "
+                "pick, simulated for k > 1); a tie for first counts as right. Diamonds: the "
+                "smallest ε meeting the target; dashed: the current ε.")
     approx = "≈ " if question.k > 1 else ""
     for kind, (sweep, answer) in results.items():
         noise, _, how = sel.NOISES[kind].partition(" (")
@@ -690,18 +700,6 @@ def cached_selection(question: SelectionQuestion, target: float, seed: int
 def cached_risk(epsilon: float, delta: float | None, pure: bool,
                 rho: float | None = None) -> RiskSummary:
     return risk_summary(epsilon, delta=delta, pure=pure, rho=rho)
-
-
-def parse_list(raw: str) -> list[str]:
-    """A list mirrored in the URL as "['laplace', 'gaussian']" (never evaluated as code)."""
-    parts = (p.strip().strip("'\"") for p in raw.strip().strip("[]").split(","))
-    return [p for p in parts if p]
-
-
-def pick_list(value: object, options: Sequence[str], default: Sequence[str]) -> list[str]:
-    """A remembered multiselect value kept to the options offered now."""
-    kept = [v for v in value if v in options] if isinstance(value, (list, tuple)) else []
-    return kept or [d for d in default if d in options] or list(options[:1])
 
 
 # --------------------------------------------------------------------------------------------
