@@ -678,19 +678,22 @@ class Geometric(AdditiveMechanism):
         noisy += base
         return noisy
 
-    def _tail(self, a: int) -> float:
-        """P(|Z| > a) = 2 r^{a+1} / (1 + r) for a whole number a >= 0."""
-        return 2 * math.exp(-(a + 1) / self._scale) / (1 + self._ratio)
+    def _log_tail(self, a: int) -> float:
+        """ln P(|Z| > a) = ln(2 r^{a+1} / (1 + r)) for a whole number a >= 0.
+
+        In logs: near a subnormal beta the tail itself keeps only a bit or two of precision."""
+        return math.log(2) - (a + 1) / self._scale - math.log1p(self._ratio)
 
     def _accuracy(self, beta, true_value):
         # P(|Z| > a) <= beta  <=>  a + 1 >= s·ln(2 / (beta (1 + r))); then fix rounding exactly.
-        threshold = self._scale * (math.log(2) - math.log(beta) - math.log1p(self._ratio))
+        log_beta = math.log(beta)
+        threshold = self._scale * (math.log(2) - log_beta - math.log1p(self._ratio))
         a = max(0, math.ceil(threshold) - 1)
         for _ in range(4):  # rounding moves the threshold by far less than one step
-            if self._tail(a) <= beta:
+            if self._log_tail(a) <= log_beta:
                 break
             a += 1
-        while a > 0 and self._tail(a - 1) <= beta:
+        while a > 0 and self._log_tail(a - 1) <= log_beta:
             a -= 1
         return a
 
@@ -808,6 +811,13 @@ class BoundedLaplace(_BoundedDomain):
         self._lower, self._upper = _check_domain(lower, upper)
         self._delta = check_delta("delta", delta)
         given = _exactly_one("BoundedLaplace", epsilon=epsilon, scale=scale)
+        # Every parameter is checked before the domain width, so a bad one is the one named.
+        if given == "epsilon":
+            self._epsilon = check_positive("epsilon", epsilon)
+        else:
+            if self._delta != 0:
+                raise ValueError("delta must be 0 when the bounded Laplace is built from scale")
+            self._scale = check_positive("scale", scale)
         width = self._upper - self._lower
         if width < _MIN_BOUNDED_WIDTH:  # its renormalising masses underflow to 0
             raise ValueError(f"upper − lower = {width:g} is too narrow for the bounded Laplace "
@@ -815,12 +825,7 @@ class BoundedLaplace(_BoundedDomain):
         # Neighbouring true values are both in [lower, upper]: they differ by at most width.
         self._domain_sensitivity = min(self._sensitivity, width)
         if given == "epsilon":
-            self._epsilon = check_positive("epsilon", epsilon)
             self._scale = self._calibrate(self._epsilon, self._delta)
-        else:
-            if self._delta != 0:
-                raise ValueError("delta must be 0 when the bounded Laplace is built from scale")
-            self._scale = check_positive("scale", scale)
         # The calibrated scale also depends on the domain: a tiny width gives a tiny scale.
         self._check_scale("scale" if given == "scale" else "epsilon, delta, lower and upper")
         if given == "scale":

@@ -85,8 +85,15 @@ def rescale_to_total(
     shares = cells / np.where(positive, peak, 1.0)
     sums = shares.sum(axis=axes, keepdims=True)
     n_cells = int(np.prod([cells.shape[a] for a in axes]))
-    return np.where(positive, shares / np.where(positive, sums, 1.0) * target,
-                    target / n_cells)
+    scaled = np.where(positive, shares / np.where(positive, sums, 1.0) * target,
+                      target / n_cells)
+    # Cells rounded up by an ulp each can sum past float64's largest value when the total is
+    # within a few ulps of it: a table that "sums to total" must not sum to inf.
+    with np.errstate(over="ignore"):
+        if not np.all(np.isfinite(scaled.sum(axis=axes))):
+            raise ValueError(f"total = {np.max(per_table):g} is too close to the largest "
+                             f"float64: the rescaled cells would sum to inf")
+    return scaled
 
 
 def round_to_total(
