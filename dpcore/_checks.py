@@ -131,6 +131,9 @@ def numeric_array(name: str, values: ArrayLike) -> NDArray[np.float64]:
         return np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be numeric array-like: {exc}") from None
+    except OverflowError:  # a Python int beyond float64 (10**400): a value, not a type
+        raise ValueError(f"{name} must contain only finite numbers (an integer is beyond "
+                         "float64)") from None
 
 
 def finite_array(name: str, values: ArrayLike, *, min_size: int = 0) -> NDArray[np.float64]:
