@@ -206,6 +206,9 @@ def advanced_composition(measure: PureDP | ApproxDP, k: int, delta_prime: float)
     if not total_eps < math.inf:
         raise ValueError(f"the composed epsilon of k = {k:g} mechanisms of epsilon = {eps:g} "
                          "overflows float64")
+    # Rounded up, never down: a few float operations each err by an ulp or so, and a
+    # subnormal result would otherwise round to 0, claiming less privacy loss than there is.
+    total_eps = math.nextafter(total_eps * (1 + 2.0**-48), math.inf)
     return ApproxDP(total_eps, total_delta)
 
 

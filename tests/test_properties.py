@@ -2360,6 +2360,8 @@ REGRESSIONS = {
     "BoundedLaplace(epsilon=5e-324): ZeroDivisionError": lambda: refused(
         lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=1.0, epsilon=TINY),
         "epsilon"),
+    "advanced_composition(PureDP(5e-324), 1, 0.999999): epsilon rounded down to 0": lambda: (
+        measures.advanced_composition(PureDP(TINY), 1, 0.999999).epsilon > 0),
     "BoundedLaplace(lower=0, upper=5e-324, scale=1): 0/0 in its masses": lambda: refused(
         lambda: additive.BoundedLaplace(sensitivity=1.0, lower=0.0, upper=TINY, scale=1.0),
         "upper"),
