@@ -130,6 +130,15 @@ def wait_for_app(page, timeout: float = 60_000) -> None:
     page.wait_for_timeout(200)
 
 
+def choose_dataset(page, label: str) -> None:
+    """Pick a dataset in the sidebar's selectbox (a combobox with a list of options)."""
+    box = page.locator(".st-key-dataset_choice [role='combobox']")
+    box.wait_for(timeout=60_000)
+    box.click()
+    page.get_by_role("option", name=label, exact=True).click()
+    wait_for_app(page)
+
+
 def assert_no_exception(page) -> None:
     errors = page.locator("[data-testid='stException']")
     assert errors.count() == 0, errors.first.inner_text()

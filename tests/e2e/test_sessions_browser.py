@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ROOT, assert_no_exception, running_server, wait_for_app
+from tests.e2e.conftest import (
+    ROOT,
+    assert_no_exception,
+    choose_dataset,
+    running_server,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -117,14 +123,6 @@ def assert_never_shows(page, secrets: tuple[str, ...], where: str) -> None:
     for secret in secrets:
         assert secret not in html, f"{where}: {secret!r} is on the page"
         assert secret not in page.url, f"{where}: {secret!r} is in the URL {page.url}"
-
-
-def choose_dataset(page, label: str) -> None:
-    box = page.locator(".st-key-dataset_choice [role='combobox']")
-    box.wait_for(timeout=60_000)
-    box.click()
-    page.get_by_role("option", name=label, exact=True).click()
-    wait_for_app(page)
 
 
 def upload(page, url: str, path: Path, rows: int) -> None:

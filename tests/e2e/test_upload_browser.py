@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import ROOT, assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    ROOT,
+    assert_no_exception,
+    choose_dataset,
+    screenshot,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
 
 CSV = ROOT / "tests" / "data" / "semicolon.csv"   # city;temp;rain with decimal commas
-
-
-def choose_dataset(page, label: str) -> None:
-    """Pick a dataset in the sidebar's selectbox (a combobox with a list of options)."""
-    box = page.locator(".st-key-dataset_choice [role='combobox']")
-    box.wait_for(timeout=60_000)
-    box.click()
-    page.get_by_role("option", name=label, exact=True).click()
-    wait_for_app(page)
 
 
 def test_upload_a_csv_and_see_it_on_the_data_page(page, server_url):
