@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, logit, ndtr, ndtri
 
+from dpcore import figures
 from dpcore._checks import (
     MAX_BLOCK_ELEMENTS,
     check_delta,
@@ -20,12 +21,15 @@ from dpcore._checks import (
     check_real,
     numeric_array,
 )
-from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
+from dpcore.measures import ZCDP, ApproxDP, PureDP
 
 __all__ = [
+    "DEFAULT_FAILURE",
     "DEFAULT_ZCDP_DELTA",
+    "TAIL_MARGIN",
     "PosteriorBound",
     "max_posterior",
+    "exceed_probability",
     "tradeoff",
     "gaussian_tradeoff",
     "advantage",
@@ -33,8 +37,14 @@ __all__ = [
     "percent",
 ]
 
-#: The delta at which a zCDP guarantee is read as (epsilon, delta) for posterior bounds.
-DEFAULT_ZCDP_DELTA = 1e-6
+#: The failure probability at which a zCDP guarantee, or the Gaussian mechanism's exact
+#: privacy loss, is read as a belief bound (when none is given).
+DEFAULT_FAILURE = 1e-6
+#: The same default under its former name.
+DEFAULT_ZCDP_DELTA = DEFAULT_FAILURE
+#: t in P(L > epsilon + t) <= delta / (1 - e^-t): the belief bound of an (epsilon, delta)
+#: guarantee sits at epsilon + ln 2 and fails with probability at most 2 delta.
+TAIL_MARGIN = math.log(2.0)
 
 # Renyi orders searched for the zCDP trade-off envelope, as t = log(alpha - 1): the same range as
 # dpcore.measures.zcdp_epsilon, so every order its conversion can pick is covered.
@@ -44,22 +54,23 @@ _GOLDEN_STEPS = 80
 
 
 class PosteriorBound(NamedTuple):
-    """The most an attacker's belief that Alice is in the data can reach.
+    """The most an attacker's belief that Alice is in the data can reach, and how sure that is.
 
     Attributes
     ----------
     posterior
-        Bound on the attacker's belief (a probability) set by epsilon alone. For pure DP it
-        holds for every output; with delta > 0 it holds except on the rare event below.
-    certainty_probability
-        delta: the chance, when Alice is in the data, that an (epsilon, delta) guarantee lets
-        the release reveal her outright (belief 1). 0 for pure DP.
+        Bound on the attacker's belief (a probability). It holds for every output under pure
+        DP; otherwise it holds except on an event of probability ``failure_probability``.
+    failure_probability
+        The chance that the belief passes ``posterior`` (at most this; exact for the Gaussian
+        mechanism). It is the chance when Alice is in the data; when she is not, it is
+        smaller, so it also bounds the chance over the attacker's own prior. 0 for pure DP.
     epsilon
-        The epsilon behind ``posterior`` (for zCDP, epsilon(delta) of the conversion).
+        The privacy loss the bound is read at: posterior log-odds = prior log-odds + epsilon.
     """
 
     posterior: float | NDArray[np.float64]
-    certainty_probability: float
+    failure_probability: float
     epsilon: float
 
 
@@ -85,80 +96,171 @@ def _as_output(arr: NDArray, like: NDArray) -> float | NDArray[np.float64]:
     return float(arr) if like.ndim == 0 else arr
 
 
-def _epsilon_delta(privacy: PureDP | ApproxDP | ZCDP, delta: float | None) -> tuple[float, float]:
-    """The (epsilon, delta) pair a posterior bound is read from."""
-    if isinstance(privacy, ZCDP):
-        delta = DEFAULT_ZCDP_DELTA if delta is None else delta
-        delta = check_delta("delta", delta, allow_zero=False)
-        # The conversion ZCDP.to_approx uses; called directly because at a large delta it
-        # returns epsilon = 0, which ApproxDP rejects but which is a valid (if trivial) answer.
-        return zcdp_epsilon(privacy.rho, delta), delta
-    if delta is not None:
-        raise ValueError(
-            "delta is only used to read a zCDP guarantee as (epsilon, delta); "
-            f"a {type(privacy).__name__} measure carries its own"
-        )
-    return privacy.epsilon, getattr(privacy, "delta", 0.0)
+def _privacy_or_mu(privacy: object, gaussian_mu: float | None) -> PureDP | ApproxDP | ZCDP | float:
+    """The guarantee, or the Gaussian mechanism's mu (then ``privacy`` must be None)."""
+    if gaussian_mu is not None:
+        if privacy is not None:
+            raise ValueError("give either privacy or gaussian_mu, not both")
+        return check_positive("gaussian_mu", gaussian_mu)
+    return _check_measure(privacy)
+
+
+def _loss_bound(guarantee: PureDP | ApproxDP | ZCDP | float,
+                delta: float | None) -> tuple[float, float]:
+    """(s, f): the privacy loss L exceeds s with probability at most f (Alice in).
+
+    Pure DP: L <= epsilon always. (epsilon, delta)-DP: for the set S where L > epsilon + t,
+    P_in(S) <= e^epsilon P_out(S) + delta and P_out(S) <= e^-(epsilon + t) P_in(S), so
+    P_in(S) <= delta / (1 - e^-t); t = ln 2 gives 2 delta. rho-zCDP: E_in[e^{(a-1)L}] <=
+    e^{(a-1) a rho} for every order a > 1, and Markov's inequality at the best order gives
+    P(L > rho + 2 sqrt(rho ln(1/f))) <= f. The Gaussian mechanism (mu-GDP): L ~ N(mu²/2, mu²)
+    exactly, so s = mu²/2 + mu Phi^-1(1 - f), floored at 0 (a bound below the prior says
+    nothing more).
+    """
+    if isinstance(guarantee, (PureDP, ApproxDP)):
+        if delta is not None:
+            raise ValueError(
+                "delta is only the failure probability of a zCDP or Gaussian reading; "
+                f"a {type(guarantee).__name__} measure carries its own"
+            )
+        own = getattr(guarantee, "delta", 0.0)
+        if own == 0.0:
+            return guarantee.epsilon, 0.0
+        return guarantee.epsilon + TAIL_MARGIN, min(1.0, own / -math.expm1(-TAIL_MARGIN))
+    failure = DEFAULT_FAILURE if delta is None else delta
+    failure = check_delta("delta", failure, allow_zero=False)
+    if isinstance(guarantee, ZCDP):
+        rho = guarantee.rho
+        loss, name = rho + 2.0 * math.sqrt(rho) * math.sqrt(-math.log(failure)), "rho"
+    else:
+        mu = guarantee
+        loss, name = max(0.0, 0.5 * mu * mu - mu * float(ndtri(failure))), "gaussian_mu"
+    if not math.isfinite(loss):  # capping it would claim a bound that does not hold
+        raise ValueError(f"{name} is too large: the privacy loss bound overflows float64")
+    return loss, failure
 
 
 def max_posterior(
-    privacy: PureDP | ApproxDP | ZCDP, prior: ArrayLike, *, delta: float | None = None
+    privacy: PureDP | ApproxDP | ZCDP | None, prior: ArrayLike, *, delta: float | None = None,
+    gaussian_mu: float | None = None,
 ) -> PosteriorBound:
     """The most an attacker's belief that Alice is in the data can rise from ``prior``.
 
-    Pure DP: every output is at most e^epsilon times likelier with Alice in than out, so the
-    posterior odds are at most e^epsilon times the prior odds:
+    After an output y, the attacker's posterior odds are the prior odds times the likelihood
+    ratio, e^L with L the privacy loss of y. A bound s on L that fails with probability f
+    gives the belief bound
 
-    .. math:: \\Pr[\\text{in} \\mid \\text{output}] \\le
-              \\frac{p\\,e^\\varepsilon}{p\\,e^\\varepsilon + 1 - p}.
+    .. math:: \\Pr[\\text{in} \\mid y] \\le
+              \\frac{p\\,e^{s}}{p\\,e^{s} + 1 - p}
 
-    Approximate DP: the hypothesis-testing view gives, for a test with false-positive rate
-    ``a``, TPR <= e^epsilon·a + delta, so the posterior odds after the test says "in" are at most
-    the prior odds times e^epsilon + delta/a — unbounded as a -> 0. The worst case is certainty:
-    an (epsilon, delta)-DP release may, with probability delta when Alice is in, reveal her
-    outright. Kairouz, Oh & Viswanath (2015) show, through Blackwell's theorem (their Theorem
-    2.5) and a four-output mechanism, that this is the whole story: every (epsilon, delta)-DP
-    mechanism is a post-processing of one that reveals membership with probability delta and
-    otherwise is epsilon-DP. So the bound returned in ``posterior`` is the pure-DP bound at
-    epsilon, which holds except on that delta-event (``certainty_probability``), where belief
-    1 is possible. For a particular mechanism the delta-event may be blurred over many
-    outputs; the posterior is then an average of the two cases, so on average (over the
-    attacker's own prior) it exceeds ``posterior`` by at most prior·delta·(1 − posterior).
+    except with probability f:
 
-    zCDP: read through its (epsilon(delta), delta) conversion (``ZCDP.to_approx``) at
-    ``delta`` (default :data:`DEFAULT_ZCDP_DELTA` = 1e-6), then as approximate DP.
+    - pure DP: s = epsilon, f = 0 (L <= epsilon for every output);
+    - (epsilon, delta)-DP: s = epsilon + ln 2, f = 2 delta, from
+      P(L > epsilon + t) <= delta / (1 - e^-t). The guarantee does *not* make L > epsilon a
+      delta-rare event: the Gaussian mechanism calibrated to (1, 1e-6) has P(L > 1) = 2.0e-5;
+      and this f is tight (a two-output (epsilon, delta)-DP mechanism reaches the bound with
+      probability exactly 2 delta);
+    - rho-zCDP: s = rho + 2 sqrt(rho ln(1/f)) with f = ``delta`` (default
+      :data:`DEFAULT_FAILURE`), the Renyi-divergence tail bound;
+    - the Gaussian mechanism itself (``gaussian_mu`` = sensitivity / sigma): L ~ N(mu²/2, mu²)
+      exactly, so s = mu²/2 + mu Phi^-1(1 - f) and the belief passes the bound with
+      probability exactly f = ``delta`` (default :data:`DEFAULT_FAILURE`).
+
+    f is the probability when Alice is in the data; when she is not, the probability is
+    smaller (by at least e^-s), so f also bounds it over the attacker's prior.
 
     Parameters
     ----------
     privacy
-        The guarantee of the release.
+        The guarantee of the release; ``None`` when ``gaussian_mu`` is given.
     prior
         The attacker's belief before the release, scalar or array, each in (0, 1).
     delta
-        Only for zCDP: the delta of the conversion (in (0, 1)).
+        Only for zCDP and ``gaussian_mu``: the failure probability to read the bound at, in
+        (0, 1).
+    gaussian_mu
+        The Gaussian mechanism's sensitivity / sigma: its exact statement instead.
 
     Returns
     -------
     PosteriorBound
-        ``(posterior, certainty_probability, epsilon)``; ``posterior`` has the shape of
-        ``prior`` (a float for a scalar prior).
+        ``(posterior, failure_probability, epsilon)``; ``posterior`` has the shape of
+        ``prior`` (a float for a scalar prior), ``epsilon`` is s.
 
     References
     ----------
     L. Wasserman, S. Zhou. "A statistical framework for differential privacy." JASA 2010.
-    P. Kairouz, S. Oh, P. Viswanath. "The Composition Theorem for Differential Privacy."
-    ICML 2015 / IEEE Trans. Inf. Theory 2017.
-    C. L. Canonne, G. Kamath, T. Steinke. "The Discrete Gaussian for Differential Privacy."
-    NeurIPS 2020.
+    M. Bun, T. Steinke. "Concentrated Differential Privacy." TCC 2016 (the zCDP tail bound).
+    J. Dong, A. Roth, W. J. Su. "Gaussian Differential Privacy." JRSS-B 2022.
     """
-    privacy = _check_measure(privacy)
+    guarantee = _privacy_or_mu(privacy, gaussian_mu)
     prior_arr = _probability_array("prior", prior, open_interval=True)
-    epsilon, certainty = _epsilon_delta(privacy, delta)
-    # Posterior log-odds = prior log-odds + epsilon; expit keeps it finite at any epsilon.
-    # It is never below the prior (epsilon >= 0): the maximum only undoes rounding, as for a
+    loss, failure = _loss_bound(guarantee, delta)
+    # Posterior log-odds = prior log-odds + loss; expit keeps it finite at any loss.
+    # It is never below the prior (loss >= 0): the maximum only undoes rounding, as for a
     # subnormal prior, where expit underflows to 0.
-    posterior = np.maximum(expit(logit(prior_arr) + epsilon), prior_arr)
-    return PosteriorBound(_as_output(posterior, prior_arr), float(certainty), float(epsilon))
+    posterior = np.maximum(expit(logit(prior_arr) + loss), prior_arr)
+    return PosteriorBound(_as_output(posterior, prior_arr), float(failure), float(loss))
+
+
+def exceed_probability(
+    privacy: PureDP | ApproxDP | ZCDP | None, prior: ArrayLike, belief: ArrayLike, *,
+    gaussian_mu: float | None = None,
+) -> float | NDArray[np.float64]:
+    """The most often an attacker starting at ``prior`` can end above ``belief``.
+
+    The belief passes b exactly when the privacy loss passes s = logit(b) - logit(p). From the
+    guarantee alone: pure DP, 0 for s >= epsilon (else 1: nothing is promised);
+    (epsilon, delta)-DP, delta / (1 - e^-(s - epsilon)) for s > epsilon; rho-zCDP,
+    exp(-(s - rho)² / (4 rho)) for s > rho; each capped at 1. For the Gaussian mechanism
+    (``gaussian_mu``) the exact probability, Phi(-(s - mu²/2) / mu). All are the probability
+    when Alice is in the data, the larger of the two cases (see :func:`max_posterior`).
+
+    Parameters
+    ----------
+    privacy
+        The guarantee; ``None`` when ``gaussian_mu`` is given.
+    prior
+        Beliefs before the release, in (0, 1); broadcast against ``belief``.
+    belief
+        The beliefs to pass, in [0, 1].
+    gaussian_mu
+        The Gaussian mechanism's sensitivity / sigma.
+
+    Returns
+    -------
+    float or NDArray
+        Probabilities with the broadcast shape (a float when both inputs are scalars).
+    """
+    guarantee = _privacy_or_mu(privacy, gaussian_mu)
+    prior_arr = _probability_array("prior", prior, open_interval=True)
+    belief_arr = _probability_array("belief", belief, open_interval=False)
+    try:
+        prior_arr, belief_arr = np.broadcast_arrays(prior_arr, belief_arr)
+    except ValueError:
+        raise ValueError(f"prior and belief must broadcast together, got shapes "
+                         f"{np.shape(prior_arr)} and {np.shape(belief_arr)}") from None
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        s = logit(belief_arr) - logit(prior_arr)   # +inf at belief 1, -inf at belief 0
+        if isinstance(guarantee, PureDP) or (
+                isinstance(guarantee, ApproxDP) and guarantee.delta == 0.0):
+            chance = np.where(s >= guarantee.epsilon, 0.0, 1.0)
+        elif isinstance(guarantee, ApproxDP):
+            t = s - guarantee.epsilon
+            chance = np.where(t > 0, guarantee.delta / -np.expm1(-np.where(t > 0, t, 1.0)),
+                              1.0)
+        elif isinstance(guarantee, ZCDP):
+            rho = guarantee.rho
+            gap = np.where(s > rho, s - rho, 0.0)
+            chance = np.where(s > rho, np.exp(-(gap / (2.0 * math.sqrt(rho))) ** 2), 1.0)
+        else:
+            mu = guarantee
+            chance = ndtr(-(s / mu - 0.5 * mu))  # -inf at s = +inf: ndtr gives 0
+    # A belief of 1 is never passed; NaN cannot arise from valid input but would read as 1.
+    chance = np.where(belief_arr >= 1.0, 0.0, np.where(np.isnan(chance), 1.0, chance))
+    chance = np.clip(chance, 0.0, 1.0)
+    return _as_output(chance, belief_arr)
 
 
 def _approx_tradeoff(epsilon: float, delta: float, fpr: NDArray) -> NDArray:
@@ -379,45 +481,56 @@ def percent(p: float) -> str:
     return f"{100 * p:.3g}%"
 
 
+def _probability_text(p: float) -> str:
+    """A failure probability rounded up to two significant digits: 2e-06, 2.1e-05, 0.05."""
+    return f"{float(figures.upper(p, 2)):.2g}"
+
+
 def describe_risk(
-    privacy: PureDP | ApproxDP | ZCDP, prior: float = 0.5, *, delta: float | None = None
+    privacy: PureDP | ApproxDP | ZCDP | None, prior: float = 0.5, *, delta: float | None = None,
+    gaussian_mu: float | None = None,
 ) -> str:
     """One plain-language sentence on what an attacker can learn about one person.
 
+    The belief bound of :func:`max_posterior`, rounded up, with its failure probability
+    (rounded up) when there is one.
+
     >>> describe_risk(PureDP(1.0))  # doctest: +ELLIPSIS
-    'An attacker who knows everyone else's data and starts at 50% ... at most 73.1% certainty...'
+    'An attacker who knows everyone else's data and starts at 50% ... at most 73.2% certainty...'
 
     Parameters
     ----------
     privacy
-        The guarantee of the release.
+        The guarantee of the release; ``None`` with ``gaussian_mu``.
     prior
         The attacker's starting belief that Alice is in the data, in (0, 1).
     delta
-        Only for zCDP: the delta at which it is read as (epsilon, delta) (default 1e-6).
+        Only for zCDP and ``gaussian_mu``: the failure probability (default 1e-6).
+    gaussian_mu
+        The Gaussian mechanism's sensitivity / sigma: its exact privacy loss instead.
     """
     # the prior first (a ragged list too), so that its message is not preempted by privacy's
     if np.ndim(_probability_array("prior", prior, open_interval=True)) != 0:
         raise TypeError("prior must be a single number for a sentence")
-    bound = max_posterior(privacy, prior, delta=delta)
-    posterior = float(bound.posterior)
+    bound = max_posterior(privacy, prior, delta=delta, gaussian_mu=gaussian_mu)
     complement = float(expit(-(logit(float(prior)) + bound.epsilon)))  # 1 − posterior, exact
     if complement < 1e-12:
         reach = "can become essentially certain (above 99.9999999999%)"
     else:
-        reach = f"can reach at most {percent(posterior)} certainty"
+        reach = f"can reach at most {figures.percent_upper(float(bound.posterior))} certainty"
     sentence = (
         f"An attacker who knows everyone else's data and starts at {percent(float(prior))} "
         f"{reach} that Alice is in the data"
     )
+    failure = bound.failure_probability
+    if failure <= 0:
+        return sentence + "."
+    if gaussian_mu is not None:
+        return (sentence + f", except with probability {_probability_text(failure)} (the "
+                "Gaussian mechanism's exact privacy loss)" + ".")
     if isinstance(privacy, ZCDP):
-        sentence = (
-            f"Reading ρ = {privacy.rho:.4g} as ε = {bound.epsilon:.3g} at "
-            f"δ = {bound.certainty_probability:.0e}: " + sentence[0].lower() + sentence[1:]
-        )
-    if bound.certainty_probability > 0:
-        sentence += (
-            f", except with probability at most {bound.certainty_probability:.2g}, when the "
-            "guarantee allows the release to reveal it outright"
-        )
-    return sentence + "."
+        return (sentence + f", except with probability at most {_probability_text(failure)} "
+                f"(ρ = {figures.upper(privacy.rho, 4)} keeps the privacy loss below "
+                f"{figures.upper(bound.epsilon)} but for that chance).")
+    return (sentence + f", except with probability at most {_probability_text(failure)} (2δ: "
+            "with δ > 0 the belief can pass the ε-only bound more often than δ).")

@@ -1645,40 +1645,84 @@ def probability_tag(value: object, *, closed: bool) -> str:
     return "nice" if np.all(inside) else "bad"
 
 
-def zcdp_only(privacy: Arg, delta: Arg) -> Arg:
-    """delta applies only to zCDP (and must then be in (0, 1)); None is "not given"."""
+def zcdp_only(privacy: Arg, delta: Arg, *, mu: bool = False) -> Arg:
+    """delta applies only to zCDP and the Gaussian's ``gaussian_mu`` (and must then be in
+    (0, 1)); None is "not given"."""
     if delta.value is None:
         return Arg(None, "nice")
-    if privacy.tag != "bad" and not isinstance(privacy.value, ZCDP):
+    if not mu and privacy.tag != "bad" and not isinstance(privacy.value, ZCDP):
         return Arg(delta.value, "bad")
     return delta
+
+
+def privacy_or_mu(privacy: Arg, use_mu: bool) -> Arg:
+    """With ``gaussian_mu`` given, privacy must be None."""
+    if not use_mu:
+        return privacy
+    return Arg(None, "nice") if privacy.value is None else Arg(privacy.value, "bad")
 
 
 @covers("risk.max_posterior", "risk.PosteriorBound", "risk.describe_risk")
 @PROPERTY
 @given(privacy=measure_args(), prior=probability_arrays(closed=False),
        delta=st.one_of(*[st.none().map(lambda v: Arg(v, "nice"))] * 3,
-                       probability(zero_ok=False)))
-def test_max_posterior_and_describe_risk(privacy, prior, delta):
-    args = {"privacy": privacy, "prior": Arg(prior, probability_tag(prior, closed=False)),
-            "delta": zcdp_only(privacy, delta)}
-    bound = ok(lambda: risk.max_posterior(privacy.value, prior, delta=delta.value), args,
-               MEASURE_WORDS)
+                       probability(zero_ok=False)),
+       mu=positive(), use_mu=st.booleans())
+def test_max_posterior_and_describe_risk(privacy, prior, delta, mu, use_mu):
+    mu_value = mu.value if use_mu else None
+    args = {"privacy": privacy_or_mu(privacy, use_mu),
+            "prior": Arg(prior, probability_tag(prior, closed=False)),
+            "delta": zcdp_only(privacy, delta, mu=use_mu)}
+    if use_mu:
+        args["gaussian_mu"] = mu
+    aliases = {**MEASURE_WORDS, "gaussian_mu": ("mu",)}
+    bound = ok(lambda: risk.max_posterior(privacy.value, prior, delta=delta.value,
+                                          gaussian_mu=mu_value), args, aliases)
     if bound is not None:
         assert isinstance(bound, risk.PosteriorBound)
         p = np.asarray(prior, dtype=np.float64)
         posterior = np.asarray(bound.posterior)
         assert posterior.shape == p.shape
         assert np.all((p * (1 - 1e-12) <= posterior) & (posterior <= 1))
-        assert 0 <= bound.certainty_probability < 1 and bound.epsilon >= 0
+        assert 0 <= bound.failure_probability <= 1 and bound.epsilon >= 0
+        if not use_mu and isinstance(privacy.value, PureDP):
+            assert bound.failure_probability == 0
     # (the tag first: np.ndim raises on a ragged prior, which is already tagged bad)
     if args["prior"].tag != "bad" and np.ndim(prior) != 0:
         args["prior"] = Arg(prior, "bad")  # a sentence needs one number
-    sentence = ok(lambda: risk.describe_risk(privacy.value, prior, delta=delta.value), args,
-                  MEASURE_WORDS)
+    sentence = ok(lambda: risk.describe_risk(privacy.value, prior, delta=delta.value,
+                                             gaussian_mu=mu_value), args, aliases)
     if sentence is not None:
         assert isinstance(sentence, str) and "nan" not in sentence.lower()
         assert "inf" not in sentence.replace("information", "")
+
+
+@covers("risk.exceed_probability")
+@PROPERTY
+@given(privacy=measure_args(), prior=probability_arrays(closed=False),
+       belief=probability_arrays(closed=True), mu=positive(), use_mu=st.booleans())
+def test_exceed_probability(privacy, prior, belief, mu, use_mu):
+    args = {"privacy": privacy_or_mu(privacy, use_mu),
+            "prior": Arg(prior, probability_tag(prior, closed=False)),
+            "belief": Arg(belief, probability_tag(belief, closed=True))}
+    if use_mu:
+        args["gaussian_mu"] = mu
+    if all(a.tag != "bad" for a in (args["prior"], args["belief"])):
+        try:
+            np.broadcast_shapes(np.shape(prior), np.shape(belief))
+        except ValueError:
+            args["belief"] = Arg(belief, "bad")  # shapes that do not broadcast
+    chance = ok(lambda: risk.exceed_probability(privacy.value, prior, belief,
+                                                gaussian_mu=mu.value if use_mu else None),
+                args, {**MEASURE_WORDS, "gaussian_mu": ("mu",)})
+    if chance is not None:
+        values = np.asarray(chance)
+        assert values.shape == np.broadcast_shapes(np.shape(prior), np.shape(belief))
+        assert np.all((0 <= values) & (values <= 1))
+        # passing a belief at or below the prior is never promised against, passing 1 never
+        # happens (the privacy loss is finite)
+        b = np.broadcast_to(np.asarray(belief, dtype=np.float64), values.shape)
+        assert np.all(values[b == 1.0] == 0.0)
 
 
 @covers("risk.tradeoff", "risk.gaussian_tradeoff", "risk.advantage")

@@ -74,7 +74,7 @@ def test_pure_posterior_matches_closed_form(epsilon):
     bound = max_posterior(PureDP(epsilon), priors)
     assert isinstance(bound, PosteriorBound)
     np.testing.assert_allclose(bound.posterior, pure_posterior(epsilon, priors), rtol=1e-13)
-    assert bound.certainty_probability == 0.0
+    assert bound.failure_probability == 0.0
     assert bound.epsilon == epsilon
 
 
@@ -95,33 +95,37 @@ def test_posterior_finite_for_huge_epsilon():
     assert post == 1.0 and math.isfinite(post)
 
 
-def test_approx_posterior_is_tight_for_the_canonical_mechanism():
-    """The four-output mechanism of Kairouz, Oh & Viswanath attains the bound exactly."""
+def test_approx_posterior_holds_for_the_canonical_mechanism():
+    """The four-output mechanism of Kairouz, Oh & Viswanath: its belief passes the bound only on
+    the reveal output, with probability delta <= the stated 2 delta."""
     eps, delta, prior = 1.2, 1e-3, 0.3
     e = math.exp(eps)
     p_in = np.array([delta, (1 - delta) * e / (1 + e), (1 - delta) / (1 + e), 0.0])
     p_out = np.array([0.0, (1 - delta) / (1 + e), (1 - delta) * e / (1 + e), delta])
     belief = prior * p_in / (prior * p_in + (1 - prior) * p_out)
     bound = max_posterior(ApproxDP(eps, delta), prior)
-    assert bound.certainty_probability == delta
-    # outside the reveal output (probability delta when Alice is in) the bound holds, tightly
-    assert belief[1] == pytest.approx(bound.posterior, rel=1e-13)
-    assert np.all(belief[1:] <= bound.posterior + 1e-15)
-    assert belief[0] == 1.0 and p_in[0] == delta
+    assert bound.failure_probability == pytest.approx(2 * delta, rel=1e-15)
+    assert bound.posterior == pytest.approx(float(pure_posterior(eps + math.log(2), prior)))
+    passed = belief > bound.posterior
+    assert belief[0] == 1.0 and passed.tolist() == [True, False, False, False]
+    assert np.sum(p_in[passed]) <= bound.failure_probability
 
 
-def test_zcdp_posterior_through_its_conversion():
+def test_zcdp_posterior_through_its_loss_tail():
+    """ρ-zCDP is read through the tail of its privacy loss, P(L > ρ + 2√(ρ ln(1/f))) <= f, not
+    through the (ε, δ) conversion (whose ε the loss passes more often than δ)."""
     rho = 0.5
     default = max_posterior(ZCDP(rho), 0.5)
-    eps = ZCDP(rho).to_approx(DEFAULT_ZCDP_DELTA).epsilon
+    eps = rho + 2 * math.sqrt(rho * math.log(1e6))
     assert DEFAULT_ZCDP_DELTA == 1e-6
     assert default.epsilon == pytest.approx(eps, rel=1e-12)
-    assert default.certainty_probability == 1e-6
+    assert default.failure_probability == 1e-6
     assert default.posterior == pytest.approx(float(pure_posterior(eps, 0.5)), rel=1e-12)
+    assert default.epsilon > ZCDP(rho).to_approx(1e-6).epsilon
     chosen = max_posterior(ZCDP(rho), [0.1, 0.5], delta=1e-3)
-    eps3 = ZCDP(rho).to_approx(1e-3).epsilon
+    eps3 = rho + 2 * math.sqrt(rho * math.log(1e3))
     np.testing.assert_allclose(chosen.posterior, pure_posterior(eps3, [0.1, 0.5]), rtol=1e-12)
-    assert chosen.certainty_probability == 1e-3
+    assert chosen.failure_probability == 1e-3
 
 
 def test_delta_only_for_zcdp():
@@ -138,17 +142,31 @@ def test_delta_only_for_zcdp():
 
 def test_describe_risk_plain_sentence():
     text = describe_risk(PureDP(1.0))
-    assert f"{100 * math.e / (1 + math.e):.1f}%" == "73.1%"
-    assert "starts at 50%" in text and "at most 73.1% certainty" in text
+    # e/(1 + e) = 73.106%: a bound on a belief rounds up
+    assert 100 * math.e / (1 + math.e) == pytest.approx(73.106, abs=1e-3)
+    assert "starts at 50%" in text and "at most 73.2% certainty" in text
     assert "Alice" in text and "except" not in text
 
 
-def test_describe_risk_mentions_delta_and_zcdp_reading():
-    assert "probability at most 1e-05" in describe_risk(ApproxDP(1.0, 1e-5), 0.1)
-    assert "starts at 10%" in describe_risk(ApproxDP(1.0, 1e-5), 0.1)
+def test_describe_risk_states_the_true_failure_probability():
+    """(ε, δ): the bound at ε + ln 2 with 2δ (issue 9: at ε = 1, prior 50%, "at most 84.5%,
+    except with probability 2δ"); zCDP: the Rényi tail at 1e-6; the Gaussian: its exact law."""
+    text = describe_risk(ApproxDP(1.0, 1e-6), 0.5)
+    assert "at most 84.5% certainty" in text and "probability at most 2e-06" in text
+    text = describe_risk(ApproxDP(1.0, 1e-5), 0.1)
+    assert "starts at 10%" in text and "probability at most 2e-05" in text
+    # prior 10%: posterior odds (1/9)·2e → 2e/(2e + 9) = 37.66% → "37.7%"
+    assert "at most 37.7%" in text
     text = describe_risk(ZCDP(0.5))
-    eps = ZCDP(0.5).to_approx(1e-6).epsilon
-    assert "ρ = 0.5" in text and f"ε = {eps:.3g}" in text and "1e-06" in text
+    loss = 0.5 + 2 * math.sqrt(0.5 * math.log(1e6))      # 5.7565
+    assert "ρ = 0.5" in text and "5.76" in text and "probability at most 1e-06" in text
+    assert f"{100 / (1 + math.exp(-loss)):.2f}" == "99.68"   # 99.684 → shown rounded up
+    assert "at most 99.69%" in text
+    mu = 1.0
+    text = describe_risk(None, 0.5, gaussian_mu=mu, delta=1e-6)
+    loss = mu * mu / 2 + mu * norm.isf(1e-6)                # 5.2534
+    assert f"at most {math.ceil(1e4 / (1 + math.exp(-loss))) / 100}%" in text
+    assert "probability 1e-06" in text
 
 
 def test_describe_risk_never_rounds_a_bound_to_certainty():
@@ -156,7 +174,8 @@ def test_describe_risk_never_rounds_a_bound_to_certainty():
     text = describe_risk(PureDP(10.0))
     assert "100%" not in text and "99.9955%" in text
     assert "essentially certain" in describe_risk(PureDP(60.0))
-    assert "0.101%" in describe_risk(PureDP(0.01), 0.001)
+    # prior 0.1%: e^0.01·0.001/(e^0.01·0.001 + 0.999) = 0.101004% → rounded up 0.102%
+    assert "at most 0.102%" in describe_risk(PureDP(0.01), 0.001)
 
 
 # -- trade-off curves -----------------------------------------------------------------------
@@ -355,3 +374,182 @@ def test_wrong_types_and_conflicting_arguments():
             gaussian_tradeoff(mu, 0.5)
     with pytest.raises(TypeError, match="prior"):
         describe_risk(PureDP(1.0), np.array([0.1, 0.2]))
+
+
+# -- the failure probability of a belief bound, against the real mechanism ------------------
+
+
+def simulated_beliefs(mechanism, prior: float, *, releases: int, seed: int) -> np.ndarray:
+    """The attacker's realised belief after each of ``releases`` outputs of ``mechanism`` on
+    the neighbouring input with Alice in (true value = sensitivity; without her: 0).
+
+    The likelihood ratio of each output is read off scipy's normal density, independently of
+    dpcore.risk: posterior log-odds = prior log-odds + log p_in(y) − log p_out(y).
+    """
+    rng = np.random.default_rng(seed)
+    sigma, sensitivity = mechanism.scale, mechanism.sensitivity
+    beliefs = []
+    for chunk in np.array_split(np.arange(releases), 8):
+        y = mechanism.sample(sensitivity, rng=rng, trials=chunk.size)
+        loss = norm.logpdf(y, sensitivity, sigma) - norm.logpdf(y, 0.0, sigma)
+        beliefs.append(1 / (1 + np.exp(-(math.log(prior / (1 - prior)) + loss))))
+    return np.concatenate(beliefs)
+
+
+def binomial_upper(count: int, n: int) -> float:
+    """A one-sided 99.99% upper limit on a frequency (Clopper-Pearson)."""
+    from scipy.stats import beta as beta_dist
+    return float(beta_dist.ppf(1 - 1e-4, count + 1, n - count))
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "issue_figure"),
+                         [(1.0, 1e-6, 2.0e-5), (0.5, 1e-5, 2.9e-4)])
+def test_gaussian_passes_the_epsilon_bound_as_its_privacy_loss_says(epsilon, delta,
+                                                                    issue_figure):
+    """Issue 9: the app's Gaussian mechanism at (ε, δ) passes the ε-only belief bound (73.1% at
+    ε = 1, prior 50%) with probability ≈ 20·δ — not δ. The exact figure from the privacy-loss
+    law N(μ²/2, μ²) agrees with a simulation of the mechanism within sampling error."""
+    from dpcore.additive import Gaussian
+    from dpcore.risk import exceed_probability
+
+    mechanism = Gaussian(sensitivity=1.0, epsilon=epsilon, delta=delta)
+    mu = 1.0 / mechanism.scale
+    ceiling = float(pure_posterior(epsilon, 0.5))
+    exact = exceed_probability(None, 0.5, ceiling, gaussian_mu=mu)
+    assert exact == pytest.approx(issue_figure, rel=0.03)
+    releases = 8_000_000 if epsilon == 1.0 else 1_000_000
+    beliefs = simulated_beliefs(mechanism, 0.5, releases=releases, seed=9)
+    count = int(np.count_nonzero(beliefs > ceiling))
+    # ≈ 160 (ε = 1) and ≈ 290 (ε = 0.5) releases pass: within 4.5 Poisson standard errors
+    assert abs(count - exact * releases) <= 4.5 * math.sqrt(exact * releases), count
+    # ... and far above δ: the old claim ("except with probability at most δ") was wrong
+    assert count / releases > 5 * delta
+
+
+@pytest.mark.parametrize("prior", [0.01, 0.1, 0.5])
+def test_approx_belief_bound_holds_for_the_apps_gaussian(prior):
+    """The (ε, δ) statement — at most the bound, except with the stated probability — holds for
+    the Gaussian mechanism calibrated to (1, 1e-6): the stated probability is at least the
+    simulated frequency of passing the stated belief (a 99.99% upper limit of it)."""
+    from dpcore.additive import Gaussian
+
+    mechanism = Gaussian(sensitivity=1.0, epsilon=1.0, delta=1e-6)
+    posterior, failure, _ = max_posterior(ApproxDP(1.0, 1e-6), prior)
+    beliefs = simulated_beliefs(mechanism, prior, releases=2_000_000, seed=11)
+    passed = int(np.count_nonzero(beliefs > posterior))
+    assert failure >= passed / beliefs.size
+    # the statement is exact arithmetic, not luck: the exact tail is below it too
+    from dpcore.risk import exceed_probability
+    tail = exceed_probability(None, prior, posterior, gaussian_mu=1.0 / mechanism.scale)
+    assert tail <= failure
+
+
+def test_approx_belief_bound_is_the_issues_figure_and_tight():
+    """ε = 1, δ = 1e-6, prior 50%: at most 84.5%, except with probability 2δ (t = ln 2 in
+    P(L > ε + t) <= δ / (1 − e^−t)). A two-output mechanism that is exactly (ε, δ)-DP reaches
+    the bound with probability exactly 2δ, so neither number can be improved at this t."""
+    eps, delta, prior = 1.0, 1e-6, 0.5
+    posterior, failure, loss = max_posterior(ApproxDP(eps, delta), prior)
+    assert loss == pytest.approx(eps + math.log(2), rel=1e-15)
+    assert posterior == pytest.approx(2 * math.e / (2 * math.e + 1), rel=1e-14)
+    assert f"{100 * posterior:.1f}%" == "84.5%"
+    assert failure == pytest.approx(2 * delta, rel=1e-15)
+    q = delta / (1 - math.exp(-math.log(2)))                   # = 2δ
+    p_in = np.array([q, 1 - q])
+    p_out = np.array([q * math.exp(-eps - math.log(2)), 1 - q * math.exp(-eps - math.log(2))])
+    # exactly (ε, δ)-DP in both directions
+    assert np.sum(np.maximum(0, p_in - math.exp(eps) * p_out)) == pytest.approx(delta, rel=1e-9)
+    assert np.sum(np.maximum(0, p_out - math.exp(eps) * p_in)) <= delta
+    belief = prior * p_in / (prior * p_in + (1 - prior) * p_out)
+    assert belief[0] == pytest.approx(posterior, rel=1e-12) and p_in[0] == pytest.approx(failure)
+    assert belief[1] < posterior
+
+
+@settings(max_examples=150, deadline=None)
+@given(p_in=st.lists(st.floats(1e-6, 1.0), min_size=2, max_size=6),
+       p_out=st.lists(st.floats(1e-6, 1.0), min_size=6, max_size=6),
+       epsilon=st.floats(0.0, 3.0), prior=st.floats(1e-3, 0.999))
+def test_approx_belief_bound_holds_for_any_finite_mechanism(p_in, p_out, epsilon, prior):
+    """Any mechanism on a few outputs is (ε, δ(ε))-DP with δ(ε) = Σ (p_in − e^ε p_out)+ (and
+    the same the other way); the belief bound at that (ε, δ) fails at most as often as said."""
+    a = np.array(p_in) / np.sum(p_in)
+    b = np.array(p_out[:len(p_in)]) / np.sum(p_out[:len(p_in)])
+    delta = max(np.sum(np.maximum(0, a - math.exp(epsilon) * b)),
+                np.sum(np.maximum(0, b - math.exp(epsilon) * a)))
+    if not 0 < delta < 1:
+        return
+    posterior, failure, _ = max_posterior(ApproxDP(epsilon, float(delta)), prior)
+    belief = prior * a / (prior * a + (1 - prior) * b)
+    assert np.sum(a[belief > posterior * (1 + 1e-12)]) <= failure * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("rho", [0.005, 0.0242, 0.5, 3.0])
+def test_zcdp_belief_bound_holds_for_the_gaussian(rho):
+    """ρ-zCDP: the belief bound fails at most with the stated probability. Checked against the
+    Gaussian mechanism with σ = Δ/√(2ρ), which is ρ-zCDP: its privacy loss is N(ρ, 2ρ)
+    exactly (scipy), and a simulation. The old reading — ε(δ) of the (ε, δ) conversion, failing
+    with probability δ — does not hold: at ρ = 0.5 the Gaussian passes it with probability
+    1.2e-6 > 1e-6."""
+    from dpcore.additive import Gaussian
+
+    for prior in (0.01, 0.5):
+        posterior, failure, _ = max_posterior(ZCDP(rho), prior)
+        threshold = math.log(posterior / (1 - posterior)) - math.log(prior / (1 - prior))
+        exact = norm.sf((threshold - rho) / math.sqrt(2 * rho))
+        assert exact <= failure
+    mechanism = Gaussian(sensitivity=1.0, rho=rho)
+    posterior, failure, _ = max_posterior(ZCDP(rho), 0.5, delta=1e-2)
+    beliefs = simulated_beliefs(mechanism, 0.5, releases=400_000, seed=13)
+    passed = int(np.count_nonzero(beliefs > posterior))
+    assert binomial_upper(passed, beliefs.size) <= failure or passed / beliefs.size <= failure
+    assert passed / beliefs.size <= failure
+
+
+def test_zcdp_belief_bound_is_the_renyi_tail():
+    """P(L > ρ + 2√(ρ ln(1/δ))) <= δ for ρ-zCDP (Bun & Steinke 2016), read as a belief bound."""
+    for rho, delta in [(0.5, 1e-6), (0.0242, 1e-6), (2.0, 1e-3)]:
+        loss = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+        posterior, failure, epsilon = max_posterior(ZCDP(rho), 0.5, delta=delta)
+        assert epsilon == pytest.approx(loss, rel=1e-12)
+        assert posterior == pytest.approx(1 / (1 + math.exp(-loss)), rel=1e-12)
+        assert failure == delta
+
+
+@pytest.mark.parametrize("mu", [0.05, 0.2367, 1.0, 3.0])
+def test_gaussian_exact_belief_statement(mu):
+    """The Gaussian mechanism's own statement: its belief passes b with probability
+    Q((logit b − logit p − μ²/2)/μ) exactly, and the bound at failure f is that tail's inverse."""
+    from dpcore.risk import exceed_probability
+
+    for prior in (0.01, 0.5):
+        posterior, failure, loss = max_posterior(None, prior, gaussian_mu=mu, delta=1e-6)
+        assert failure == 1e-6
+        assert loss == pytest.approx(mu * mu / 2 + mu * norm.isf(1e-6), rel=1e-12)
+        assert exceed_probability(None, prior, posterior, gaussian_mu=mu) == pytest.approx(
+            1e-6, rel=1e-9)
+        for belief in (0.6, 0.9, 0.999):
+            s = math.log(belief / (1 - belief)) - math.log(prior / (1 - prior))
+            assert exceed_probability(None, prior, belief, gaussian_mu=mu) == pytest.approx(
+                norm.sf((s - mu * mu / 2) / mu), rel=1e-12, abs=1e-300)
+
+
+def test_exceed_probability_of_the_guarantees():
+    """What a guarantee alone says about passing a belief: pure DP never passes its bound and
+    promises nothing below it; (ε, δ) gives δ / (1 − e^−t) beyond e^(ε+t); zCDP the Rényi tail."""
+    from dpcore.risk import exceed_probability
+
+    bound = float(pure_posterior(1.0, 0.5))
+    assert exceed_probability(PureDP(1.0), 0.5, bound + 1e-9) == 0.0
+    assert exceed_probability(PureDP(1.0), 0.5, 0.7) == 1.0
+    belief = 1 / (1 + math.exp(-(1.0 + 0.3)))             # ε + t with t = 0.3
+    assert exceed_probability(ApproxDP(1.0, 1e-6), 0.5, belief) == pytest.approx(
+        1e-6 / (1 - math.exp(-0.3)), rel=1e-9)
+    assert exceed_probability(ApproxDP(1.0, 1e-6), 0.5, bound) == 1.0
+    belief = 1 / (1 + math.exp(-3.0))
+    assert exceed_probability(ZCDP(0.5), 0.5, belief) == pytest.approx(
+        math.exp(-(3.0 - 0.5) ** 2 / 2.0), rel=1e-9)
+    np.testing.assert_allclose(
+        exceed_probability(PureDP(1.0), np.array([0.1, 0.5]), np.array([0.99, 0.6])), [0.0, 1.0])
+    for privacy in (PureDP(1.0), ApproxDP(1.0, 1e-3), ZCDP(1.0)):  # nobody passes certainty
+        assert exceed_probability(privacy, 0.5, 1.0) == 0.0
+    assert exceed_probability(None, 0.5, 1.0, gaussian_mu=2.0) == 0.0
