@@ -33,9 +33,9 @@ st.markdown("Every release about the same people spends part of one privacy budg
             "values clamped to [0, upper].")
 left, right = st.columns(2)
 with left:
-    epsilon_budget = controls.log_slider("Total budget ε", budget.BUDGET_GRID,
-                                         key="budget_epsilon_total", default=5.0,
-                                         help="The most privacy loss you accept in total.")
+    epsilon_budget = controls.exact_slider("Total budget ε", budget.BUDGET_GRID,
+                                           key="budget_epsilon_total", default=5.0,
+                                           help="The most privacy loss you accept in total.")
 with right:
     delta_budget = controls.select("Total budget δ", DELTA_OPTIONS, key="budget_delta_total",
                                    default=1e-5, format_func=fmt_number,

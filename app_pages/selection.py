@@ -96,10 +96,10 @@ with right:
                               format_func=sel.MEASURES.get,
                               help="zCDP pairs naturally with Gumbel noise (ρ = ε²/8 per pick); "
                                    "Laplace and exponential noise only get ρ = ε²/2.")
-    level = controls.log_slider(
+    level = controls.exact_slider(
         sel.LEVEL_LABEL[measure], sel.EPSILON_GRID if measure == "pure" else sel.RHO_GRID,
         key=f"sel_{measure}_level", default=sel.DEFAULT_LEVEL[measure],
-        help="Smaller is more private and noisier (log scale).")
+        symbol=sel.LEVEL_SYMBOL[measure], help="Smaller is more private and noisier (log scale).")
     monotonic_key, monotonic_default = sel.monotonic_setting(source)
     monotonic = controls.toggle(
         "Scores are monotonic", key=monotonic_key, default=monotonic_default,

@@ -5,6 +5,7 @@ Every widget has a stable key, remembers its value for the session and mirrors i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -179,11 +180,84 @@ def number(label: str, *, key: str, default: float, min_value: float, max_value:
     return value
 
 
+def _in_range(value: object, low: float, high: float) -> bool:
+    """A real number (not a bool) in [low, high]; NaN fails the comparison."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and low <= value <= high)
+
+
+def _typed_level(key: str, low: float, high: float, symbol: str) -> None:
+    """The exact-value box changed: take its value, or keep the last valid one and say why."""
+    ss = st.session_state
+    typed = ss.get(f"{key}_exact")
+    if not _in_range(typed, low, high):
+        shown = "nothing" if typed is None else f"{typed:g}"
+        ss[f"{key}_error"] = (f"{symbol} must be between {fmt_number(low)} and "
+                              f"{fmt_number(high)}; {shown} is outside that range, so "
+                              f"{symbol} stays {fmt_number(ss.get(key, low))}. Type a value "
+                              "in the range.")
+        return
+    ss.pop(f"{key}_error", None)
+    ss[key] = float(typed)
+
+
+def _slid_level(key: str) -> None:
+    st.session_state.pop(f"{key}_error", None)
+
+
+def exact_slider(label: str, grid: Sequence[float], *, key: str, default: float,
+                 symbol: str = "ε", help: str | None = None, container: Any = st) -> float:
+    """A log slider over ``grid`` with a box beside it for an exact value in its range.
+
+    The value lives under ``key`` (the slider's key), is remembered for the session and
+    mirrored in the URL; a typed value off the grid joins the slider's stops. The box
+    (``{key}_exact``) always shows the value; a typed value outside [grid[0], grid[-1]] is
+    refused with a message and the last valid value is kept.
+    """
+    ss = st.session_state
+    low, high = float(grid[0]), float(grid[-1])
+    default = min(max(float(default), low), high)
+
+    def parse(raw: str) -> float | None:
+        value = float(raw)
+        return value if _in_range(value, low, high) else None
+
+    state.remembered(key, default, parse=parse)
+    if not _in_range(ss[key], low, high):
+        ss[key] = default
+    value = float(ss[key])
+    ss[f"{key}_exact"] = value   # the box shows the value in force (set before it is drawn)
+    slider, box = container.columns([3, 1], vertical_alignment="bottom")
+    slider.select_slider(label, options=sorted({*map(float, grid), value}), key=key,
+                         format_func=fmt_number, help=help, on_change=_slid_level, args=(key,))
+    box.number_input(f"Exact {symbol}", key=f"{key}_exact", format="%g",
+                     step=10.0 ** (math.floor(math.log10(value)) - 1),
+                     on_change=_typed_level, args=(key, low, high, symbol),
+                     help=f"Type any {symbol} from {fmt_number(low)} to {fmt_number(high)}, "
+                          "e.g. the smallest ε found on the Choose epsilon page.")
+    if ss.get(f"{key}_error"):
+        container.error(ss[f"{key}_error"], icon=":material/error:")
+    state.remember(key)
+    return float(ss[key])
+
+
+def set_for_another_page(values: dict[str, Any]) -> None:
+    """Set controls of another page before switching to it: their remembered values, which
+    ``state.remembered`` reads when that page draws them (widget state does not survive a
+    page change in the browser, and any left over is dropped here, with a stale message)."""
+    ss = st.session_state
+    ss.setdefault(state.SAVED, {})
+    for key, value in values.items():
+        ss[state.SAVED][key] = value
+        for stale in (key, f"{key}_exact", f"{key}_error"):
+            ss.pop(stale, None)
+
+
 def epsilon_slider(*, key: str, default: float = 1.0, label: str = "ε (epsilon)",
                    container: Any = st) -> float:
-    return log_slider(label, EPSILON_GRID, key=key, default=default, container=container,
-                      help="Privacy loss bound: smaller is more private and noisier. The "
-                           "slider is on a log scale.")
+    return exact_slider(label, EPSILON_GRID, key=key, default=default, container=container,
+                        help="Privacy loss bound: smaller is more private and noisier. The "
+                             "slider is on a log scale; type an exact value in the box.")
 
 
 def privacy_controls(prefix: str, *, integer_query: bool = True, bounds_declared: bool = True,
@@ -210,9 +284,9 @@ def privacy_controls(prefix: str, *, integer_query: bool = True, bounds_declared
     if notes:
         container.caption(" ".join(notes))
     if measure == "zcdp":
-        rho = log_slider("ρ (rho)", RHO_GRID, key=f"{prefix}_rho", default=0.5,
-                         container=container,
-                         help="zCDP parameter; pure ε-DP implies ρ = ε²/2.")
+        rho = exact_slider("ρ (rho)", RHO_GRID, key=f"{prefix}_rho", default=0.5, symbol="ρ",
+                           container=container,
+                           help="zCDP parameter; pure ε-DP implies ρ = ε²/2.")
         return PrivacyChoice(measure, mechanism, rho=rho)
     epsilon = epsilon_slider(key=f"{prefix}_epsilon", container=container)
     delta = None
