@@ -12,6 +12,7 @@ from dashboard import charts, controls, state
 from dashboard.analysis import epsilon as ana
 from dashboard.analysis import selection as sel
 from dashboard.text import plain
+from dpcore import figures
 
 ss = st.session_state
 loaded = state.dataset()
@@ -37,8 +38,9 @@ if query is None and question is None:
     st.stop()
 st.markdown((query or question).note)
 if query is not None and query.rho is not None:
-    st.caption(f"That page uses zCDP, ρ = {query.rho:g}: the curves below are drawn against "
-               "ε; the risk panel at the bottom shows what that ρ lets an attacker learn.")
+    st.caption(f"That page uses zCDP, ρ = {figures.upper(query.rho, 4)}: the curves below "
+               "are drawn against ε; the risk panel at the bottom shows what that ρ lets an "
+               "attacker learn.")
 
 setup, target_box = st.columns(2, gap="large")
 with setup:
@@ -125,37 +127,46 @@ if not view.curves:
 st.plotly_chart(charts.utility_curves(
     view.curves, title=view.title, y_title=view.y_title, measure_label=view.measure_label,
     band_label=view.band_label, current_epsilon=epsilon, target=view.target,
-    smallest=view.smallest, log_y=view.log_y, value_format=view.value_format),
+    smallest=view.smallest, log_y=view.log_y, round_values=view.round_values),
     key="choose_curve")
 st.caption(view.caption)
 controls.downloads(*download, key="choose_download", file_stem="privacy-utility-curve",
                    csv_label="Download the curves (CSV)")
-for sentence in view.sentences:
-    st.success(sentence)
+for sentence, use in zip(view.sentences, view.uses, strict=True):
+    said, act = st.columns([4, 1], vertical_alignment="center")
+    said.success(sentence)
+    if act.button(f"Use ε = {use.text}", key=f"choose_use_{use.kind}", help=use.help,
+                  disabled=use.problem is not None, icon=":material/arrow_forward:"):
+        controls.set_for_another_page(use.settings)
+        st.switch_page(use.page)
 for problem in view.problems:
     st.warning(plain(problem, limit=400))
 
-st.subheader(f"What an attacker can learn at ε = {epsilon:g}")
+st.subheader(f"What an attacker can learn at ε = {figures.upper(epsilon, 6)}")
 carried_rho = (query or question).rho
+state.forget_when_changed("choose_rho_for", (epsilon, carried_rho), ("choose_rho",))
 rho = None
 if controls.toggle("Also show a zCDP guarantee (ρ)", key="choose_show_rho",
                    default=carried_rho is not None,
-                   help="On when the query's page uses zCDP: its ρ, read as membership risk."):
-    rho = controls.log_slider("ρ (zCDP)", ana.RISK_RHO_GRID, key="choose_rho",
-                              default=carried_rho or 0.5)
+                   help="On when the query's page uses zCDP: its ρ, read as membership risk. "
+                        "Otherwise it starts at ρ = ε²/2, what ε-DP implies."):
+    rho = controls.exact_slider("ρ (zCDP)", ana.RISK_RHO_GRID, key="choose_rho", symbol="ρ",
+                                default=ana.default_rho(epsilon, carried_rho))
 gaussian = "gaussian" in mechanisms
 summary = ana.cached_risk(epsilon, delta if gaussian else None,
                           question is not None or any(m != "gaussian" for m in mechanisms), rho)
-chart_col, table_col = st.columns([3, 2], gap="large")
+st.dataframe(summary.posteriors, hide_index=True, key="choose_posteriors", width="stretch")
+st.caption("An attacker who knows every other row starts with a belief (prior) that Alice is "
+           "in the data; after the release it is at most the value shown, except with the "
+           "probability in the last column. Beliefs and probabilities are rounded up.")
+chart_col, text_col = st.columns([3, 2], gap="large")
 with chart_col:
     st.plotly_chart(charts.tradeoff_chart(
         summary.fpr, summary.curves,
-        title=f"Membership tests against a release at ε = {epsilon:g}"), key="choose_tradeoff")
+        title=f"Membership tests against a release at ε = {figures.upper(epsilon, 6)}"),
+        key="choose_tradeoff")
     st.caption("Each line is the best any test for 'is Alice in the data?' can do: below the "
                "line is possible, above it is ruled out. The diagonal is a blind guess.")
-with table_col:
-    st.dataframe(summary.posteriors, hide_index=True, key="choose_posteriors")
-    st.caption("An attacker who knows every other row starts with a belief (prior) that "
-               "Alice is in the data; no release at this ε lifts it above these values.")
+with text_col:
     for sentence in summary.sentences:
         st.info(sentence)

@@ -21,7 +21,7 @@ from dashboard.analysis import tables
 from dashboard.charts.epsilon import Curve
 from dashboard.controls import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
-from dpcore import queries, risk, utility
+from dpcore import figures, queries, risk, utility
 from dpcore.additive import Gaussian
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 
@@ -59,15 +59,6 @@ def mechanism_name(kind: str) -> str:
     return MECHANISMS[kind].split(" (")[0]
 
 
-def ceil_significant(x: float, digits: int = 3) -> float:
-    """``x`` rounded up to ``digits`` significant digits: a shown epsilon still meets the target."""
-    if not (x > 0 and math.isfinite(x)):
-        return x
-    step = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
-    shown = math.ceil(round(x / step, 9)) * step
-    return float(f"{shown:.{digits}g}")
-
-
 def fmt(x: float) -> str:
     return stats.fmt_value(x)
 
@@ -97,6 +88,9 @@ class ErrorQuery:
     delta: float = DEFAULT_DELTA
     rho: float | None = None
     sum_share: float = 0.5
+    #: The share of the budget a separately released total takes (Noisy tables, rescaled to
+    #: a separate noisy count); None when the table gets the whole budget.
+    total_share: float | None = None
     note: str = ""
 
     @property
@@ -124,10 +118,17 @@ class SelectionQuestion:
     note: str = ""
 
 
+def _in_range(value: object, grid: Sequence[float]) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and grid[0] <= value <= grid[-1])
+
+
 def _saved_epsilon(saved: Mapping, prefix: str) -> float:
-    """The epsilon another page's slider was left at (a value of the shared grid), else 1."""
-    value = saved.get(prefix if prefix.endswith("level") else f"{prefix}_epsilon", 1.0)
-    return float(value) if value in EPSILON_GRID else 1.0
+    """The epsilon another page's control was left at (on its slider or typed), else 1."""
+    key = prefix if prefix.endswith("level") else f"{prefix}_epsilon"
+    value = saved.get(key, 1.0)
+    grid = sel.EPSILON_GRID if prefix.startswith("sel") else EPSILON_GRID
+    return float(value) if _in_range(value, grid) else 1.0
 
 
 #: ρ values the risk panel offers: both pages' slider grids, so a carried ρ is always on it.
@@ -136,11 +137,18 @@ RISK_RHO_GRID: tuple[float, ...] = tuple(sorted(set(RHO_GRID) | set(sel.RHO_GRID
 
 def saved_rho(saved: Mapping, prefix: str) -> float | None:
     """The ρ another page used when its privacy measure is zCDP (its default 0.5 if the
-    slider was never moved); None under pure or approximate DP."""
+    control was never moved); None under pure or approximate DP."""
     if saved.get(f"{prefix}_measure") != "zcdp":
         return None
     value = saved.get("sel_zcdp_level" if prefix == "sel" else f"{prefix}_rho", 0.5)
-    return float(value) if value in RISK_RHO_GRID else 0.5
+    grid = sel.RHO_GRID if prefix == "sel" else RHO_GRID
+    return float(value) if _in_range(value, grid) else 0.5
+
+
+def default_rho(epsilon: float, carried_rho: float | None) -> float:
+    """The ρ the risk panel starts at: the query page's ρ under zCDP, else ρ = ε²/2, what
+    ε-DP implies (the page forgets a ρ the user set when ε or the query's ρ changes)."""
+    return carried_rho if carried_rho is not None else epsilon * epsilon / 2
 
 
 def _saved_delta(saved: Mapping, prefix: str) -> float:
@@ -229,16 +237,45 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
     row_cats = tables.declared_categories(loaded, row)[0]
     col_cats = tables.declared_categories(loaded, column)[0]
     chosen = saved.get("tables_mechanism")
+    share = saved.get("tables_total_share", 0.2)
+    separate = (saved.get("tables_rescale") is True
+                and saved.get("tables_total_source") == "separate")
+    total_share = (float(share) if share in tables.TOTAL_SHARES else 0.2) if separate else None
+    split = ("" if total_share is None else
+             f" The table is rescaled to a separate noisy total that takes {total_share:.0%} "
+             "of the budget: each ε below is the whole budget, of which the cells get "
+             f"{1 - total_share:.0%} (and as much of δ).")
     return ErrorQuery(
         "tables", "table", "count in each cell", "people", table=(row, column, row_cats,
                                                                    col_cats),
         mechanisms=_ARRAY_MECHANISMS,
         chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else ("geometric",),
         epsilon=_saved_epsilon(saved, "tables"), delta=_saved_delta(saved, "tables"),
-        rho=saved_rho(saved, "tables"),
+        rho=saved_rho(saved, "tables"), total_share=total_share,
         note=f"{note}: **{escape(row)} × {escape(column)}**, "
              f"{len(row_cats) * len(col_cats):,} cells, before post-processing "
-             "(clipping negatives can only bring a cell closer to the truth).")
+             f"(clipping negatives can only bring a cell closer to the truth).{split}")
+
+
+def cells_budget(query: ErrorQuery, epsilon: float, delta: float) -> tuple[float, float]:
+    """The (ε, δ) the cells of a table get out of a total budget (ε, δ): all of it, or what
+    the separate total leaves (``tables.split_budget``, the Noisy tables page's own split)."""
+    if query.total_share is None:
+        return epsilon, delta
+    table, _ = tables.split_budget(PrivacyChoice("approx", "laplace", epsilon=epsilon,
+                                                 delta=delta), query.total_share)
+    return table.epsilon, table.delta
+
+
+def total_for_cells(query: ErrorQuery, cells_epsilon: float, delta: float) -> float:
+    """The smallest total ε whose cells' share is at least ``cells_epsilon`` (the inverse of
+    :func:`cells_budget`, raised an ulp at a time where rounding fell short)."""
+    if query.total_share is None:
+        return cells_epsilon
+    total = cells_epsilon / (1 - query.total_share)
+    while cells_budget(query, total, delta)[0] < cells_epsilon:
+        total = math.nextafter(total, math.inf)
+    return total
 
 
 def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int,
@@ -335,8 +372,9 @@ def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
 
 def sensitivity_note(query: ErrorQuery, numbers: QueryNumbers) -> str:
     """One line: the sensitivity, the neighbour relation, and where clamping bounds come from."""
-    note = (f"Sensitivity: L1 = {numbers.l1:g}, L2 = {numbers.l2:g} — the most one person can "
-            "change the answer when a row is added or removed.")
+    note = (f"Sensitivity: L1 = {figures.upper(numbers.l1, 6)}, L2 = "
+            f"{figures.upper(numbers.l2, 6)} — the most one person can change the answer when "
+            "a row is added or removed.")
     if query.spec is not None and query.spec.lower is not None:
         note += (f" Values are clamped to [{query.spec.lower:g}, {query.spec.upper:g}], the "
                  "bounds set on the Noisy statistics page (the column's public range unless "
@@ -385,13 +423,19 @@ def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, 
         simulated = utility.monte_carlo_sweep(release, epsilons=SIM_GRID, true_value=scalar,
                                               trials=trials, rng=rng, beta=beta)
         return MechanismCurves(mechanism, None, simulated, scalar, numbers.true_value.size)
-    options = _options(query, mechanism, numbers, delta)
+    # A table with a separate total: the cells get their share of each total (ε, δ); the
+    # curves are drawn against the total.
+    grid = [cells_budget(query, e, delta)[0] for e in GRID]
+    sim_grid = [cells_budget(query, e, delta)[0] for e in SIM_GRID]
+    options = _options(query, mechanism, numbers, cells_budget(query, 1.0, delta)[1])
     # Per-cell errors of additive noise do not depend on the cell's value: one sweep serves all.
-    exact = utility.error_sweep(mechanism, epsilons=GRID, beta=beta, true_value=scalar,
+    exact = utility.error_sweep(mechanism, epsilons=grid, beta=beta, true_value=scalar,
                                 **options)
     simulated = utility.monte_carlo_error_sweep(
-        mechanism, epsilons=SIM_GRID, true_value=numbers.true_value, trials=trials, rng=rng,
+        mechanism, epsilons=sim_grid, true_value=numbers.true_value, trials=trials, rng=rng,
         beta=beta, **options)
+    exact = {**exact, "epsilon": np.array(GRID)}
+    simulated = {**simulated, "epsilon": np.array(SIM_GRID)}
     return MechanismCurves(mechanism, exact, simulated, scalar, numbers.true_value.size)
 
 
@@ -406,14 +450,16 @@ def smallest_for(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, alph
     """
     numbers = query_numbers(frame, query)
     if query.kind != "mean":
-        options = _options(query, mechanism, numbers, delta)
+        options = _options(query, mechanism, numbers, cells_budget(query, 1.0, delta)[1])
         l2 = options.pop("l2_sensitivity")
         if mechanism == "gaussian":
             options["sensitivity"] = l2
         bounded = mechanism in ("bounded_laplace", "clamped_laplace")
         truth = float(numbers.true_value) if bounded else None
-        return utility.smallest_epsilon(mechanism, alpha=alpha, beta=beta, true_value=truth,
-                                        **options)
+        found = utility.smallest_epsilon(mechanism, alpha=alpha, beta=beta, true_value=truth,
+                                         **options)
+        # The cells' ε, raised to the total that leaves the cells that much.
+        return found._replace(epsilon=total_for_cells(query, found.epsilon, delta))
     return read_off(curves.simulated["epsilon"], curves.simulated["alpha"], alpha,
                     decreasing=True)
 
@@ -441,6 +487,69 @@ def read_off(epsilons: NDArray, values: NDArray, target: float, *,
 # What the page draws and says
 
 
+#: Where each query is set up: (page file, page title), for "use this ε".
+QUERY_PAGES = {
+    "statistics": ("app_pages/statistics.py", "Noisy statistics"),
+    "tables": ("app_pages/tables.py", "Noisy tables"),
+    "selection": ("app_pages/selection.py", "Selection"),
+}
+
+
+@dataclass(frozen=True)
+class UseEpsilon:
+    """A "use this ε" action: the smallest ε found, rounded up (so the target is still met)
+    into the query page's range, and the settings it writes for that page (its remembered
+    measure, mechanism, ε and δ). ``problem`` says why it cannot be used (ε beyond the
+    page's range), else None."""
+
+    kind: str
+    epsilon: float
+    text: str
+    page: str
+    page_title: str
+    settings: dict
+    help: str
+    problem: str | None = None
+
+
+def use_epsilon(source: str, kind: str, answer: utility.SmallestEpsilon, *,
+                delta: float | None, query_kind: str | None = None) -> UseEpsilon:
+    """What "use this ε" sets on the query's page for one mechanism (or noise) and its answer.
+
+    The ε is the one the sentence shows, rounded up to three significant digits, never
+    below the lowest ε the page offers (a larger ε only lowers the error). The Gaussian
+    mechanism needs approximate DP at the δ of the curves; the others are pure ε-DP there.
+    ``query_kind`` (statistics) is set too: the count shown here when that page has none.
+    """
+    page, title = QUERY_PAGES[source]
+    grid = sel.EPSILON_GRID if source == "selection" else EPSILON_GRID
+    text = figures.upper(answer.epsilon)
+    value = float(text)
+    if value < grid[0]:
+        value, text = float(grid[0]), f"{grid[0]:g}"
+    if source == "selection":
+        settings = {"sel_measure": "pure", "sel_noise": kind, "sel_pure_level": value}
+        name = sel.NOISES[kind].split(" (")[0] + " noise"
+        how = "pure DP"
+    else:
+        prefix = "stats" if source == "statistics" else "tables"
+        settings = {f"{prefix}_measure": "approx" if kind == "gaussian" else "pure",
+                    f"{prefix}_mechanism": kind, f"{prefix}_epsilon": value}
+        if kind == "gaussian":
+            settings[f"{prefix}_delta"] = delta
+        if source == "statistics" and query_kind is not None:
+            settings["stats_query"] = query_kind
+        name = mechanism_name(kind)
+        how = f"δ = {delta:g}" if kind == "gaussian" else "pure DP"
+    problem = None
+    if value > grid[-1]:
+        problem = (f"ε = {text} is above the largest ε the {title} page offers "
+                   f"({grid[-1]:g}).")
+    return UseEpsilon(kind, value, text, page, title, settings,
+                      help=problem or f"Opens the {title} page with {name} at ε = {text} "
+                                      f"({how}).", problem=problem)
+
+
 @dataclass
 class CurveView:
     """Everything the privacy–utility chart and its sentences need."""
@@ -456,7 +565,11 @@ class CurveView:
     problems: list[str] = field(default_factory=list)
     log_y: bool = True
     value_format: str = ",.3g"
+    #: "up" for error bounds, "down" for success rates (how hover values are rounded)
+    round_values: str = "up"
     caption: str = ""
+    #: one per sentence: what its "use this ε" button does
+    uses: list[UseEpsilon] = field(default_factory=list)
 
 
 def error_view(query: ErrorQuery, results: Mapping[str, MechanismCurves],
@@ -473,12 +586,6 @@ def error_view(query: ErrorQuery, results: Mapping[str, MechanismCurves],
     measure_words = {"alpha": f"±α at {conf:.0%} confidence", "rmse": "RMSE",
                      "mae": "mean absolute error"}[measure]
     view = CurveView(
-        caption=("Lines: the exact error of each mechanism; shaded: where 90% of simulated "
-                 "releases' errors fall (5th to 95th percentile); dots: the same measure from "
-                 "the simulation. Diamonds: the smallest ε meeting the target; dashed: the "
-                 "current ε."
-                 + (" The target is about the ±α error bound: choose that measure to see it "
-                    "on the chart." if measure != "alpha" else "")),
         title=f"Error of the {query.what} against ε: {measure_words}",
         y_title=f"{measure_words} ({unit}, log scale)",
         band_label="5–95% of simulated |errors|",
@@ -515,7 +622,41 @@ def error_view(query: ErrorQuery, results: Mapping[str, MechanismCurves],
                                               target_value=target_value, relative=relative,
                                               true_value=res.true_value, cells=res.cells,
                                               escape=escape))
+        view.uses.append(use_epsilon(query.source, kind, answer, delta=delta,
+                                     query_kind=query.kind))
+    view.caption = error_caption(view, measure=measure) + off_chart_note(view)
     return view
+
+
+def off_chart_note(view: CurveView) -> str:
+    """A caption's last words when a target's smallest ε lies beyond the curves' ε range."""
+    grids = [np.asarray(c.epsilon, dtype=np.float64) for c in view.curves]
+    if not grids or not view.smallest:
+        return ""
+    low, high = min(g.min() for g in grids), max(g.max() for g in grids)
+    if all(low <= eps <= high for _, eps in view.smallest):
+        return ""
+    return " A smallest ε beyond the chart's range is named at that edge instead of a diamond."
+
+
+def error_caption(view: CurveView, *, measure: str) -> str:
+    """What the error chart draws: only what is on it (the mean has no exact line, no dots)."""
+    exact = any(c.simulated is not None for c in view.curves)
+    parts = [("Lines: the exact error of each mechanism; shaded: where 90% of simulated "
+              "releases' errors fall (5th to 95th percentile); dots: the same measure from the "
+              "simulation.") if exact else
+             ("Lines: the error of each mechanism from the simulation (a noisy mean has no "
+              "closed form); shaded: where 90% of simulated releases' errors fall (5th to 95th "
+              "percentile).")]
+    parts.append("Diamonds: the smallest ε meeting the target; dashed: the current ε."
+                 if measure == "alpha" else "Dashed: the current ε. The target is about the ±α "
+                 "error bound: choose that measure to see it on the chart.")
+    values = [np.asarray(part, dtype=np.float64) for c in view.curves
+              for part in (c.line, c.low, c.simulated) if part is not None]
+    if view.log_y and any(np.any(v <= 0) for v in values):
+        parts.append("An error of 0 (discrete noise: the exact answer) sits on the line "
+                     "marked 0 at the bottom, as a log axis has no 0.")
+    return " ".join(parts)
 
 
 def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilon, *,
@@ -540,17 +681,17 @@ def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilo
     if cells > 1:
         tail = f" ({all_cells_note(1 - beta, cells)})"
     if answer.met_at_lower_end:
-        return (f"With {name}, every ε down to {answer.epsilon:g} keeps the {what} "
-                f"within {within} of the truth in {1 - beta:.0%} of releases{tail}.")
-    shown = ceil_significant(answer.epsilon)
-    return (f"With {name}, ε ≥ {how}{shown:g} keeps the {what} within {within} of "
-            f"the truth in {1 - beta:.0%} of releases{tail}.")
+        return (f"With {name}, every ε down to {figures.upper(answer.epsilon)} keeps the "
+                f"{what} within {within} of the truth in {1 - beta:.0%} of releases{tail}.")
+    return (f"With {name}, ε ≥ {how}{figures.upper(answer.epsilon)} keeps the {what} within "
+            f"{within} of the truth in {1 - beta:.0%} of releases{tail}.")
 
 
 def all_cells_note(confidence: float, cells: int) -> str:
     """What a per-cell bound says about all cells at once, with independent noise per cell."""
     return (f"each one on its own; all {cells:,} at once in at least "
-            f"{risk.percent(confidence**cells)} of releases, the noise being independent")
+            f"{figures.percent_lower(confidence**cells)} of releases, the noise being "
+            "independent")
 
 
 def selection_view(question: SelectionQuestion,
@@ -564,7 +705,7 @@ def selection_view(question: SelectionQuestion,
         title=f"How often report noisy max picks {right}, against ε",
         y_title="Releases that pick the right answer (%)",
         measure_label="the right answer in {y}% of releases",
-        target=100 * target, log_y=False, value_format=".3g",
+        target=100 * target, log_y=False, value_format=".3g", round_values="down",
         caption="The probability that report noisy max picks the right answer (exact for one "
                 "pick, simulated for k > 1); a tie for first counts as right. Diamonds: the "
                 "smallest ε meeting the target; dashed: the current ε.")
@@ -579,18 +720,27 @@ def selection_view(question: SelectionQuestion,
             continue
         view.smallest.append((view.curves[-1].name, answer.epsilon))
         if answer.met_at_lower_end:
-            view.sentences.append(f"With {noise}, every ε down to {answer.epsilon:g} picks "
-                                  f"{right} in at least {target:.0%} of releases.")
+            view.sentences.append(f"With {noise}, every ε down to "
+                                  f"{figures.upper(answer.epsilon)} picks {right} in at "
+                                  f"least {target:.0%} of releases.")
         else:
             view.sentences.append(
-                f"With {noise}, ε ≥ {approx}{ceil_significant(answer.epsilon):g} picks "
+                f"With {noise}, ε ≥ {approx}{figures.upper(answer.epsilon)} picks "
                 f"{right} in at least {target:.0%} of releases.")
+        view.uses.append(use_epsilon("selection", kind, answer, delta=None))
+    view.caption += off_chart_note(view)
     return view
 
 
 @dataclass(frozen=True)
 class RiskSummary:
-    """Trade-off curves, posterior table and sentences for one privacy level."""
+    """Trade-off curves, posterior table and sentences for one privacy level.
+
+    ``posteriors`` has one row per statement (a guarantee, or the Gaussian mechanism itself):
+    the highest belief from each prior in :data:`PRIORS`, rounded up, and the probability
+    that the belief passes it (rounded up). ``sentences`` start with a bold label saying which
+    statement they are about.
+    """
 
     fpr: NDArray[np.float64]
     curves: list[tuple[str, NDArray[np.float64]]]
@@ -598,45 +748,87 @@ class RiskSummary:
     sentences: list[str]
 
 
+#: Column of the posterior table that holds the failure probability.
+FAILS_COLUMN = "Passed with probability"
+
+
+def prior_column(prior: float) -> str:
+    """The posterior table's column for one prior: 'From 1%'."""
+    return f"From {prior:.0%}"
+
+
+def chance_text(p: float) -> str:
+    """A failure probability rounded up to two significant digits: 2e-06, 1.9e-05."""
+    return f"{float(figures.upper(p, 2)):.2g}" if p > 0 else "0"
+
+
 def risk_summary(epsilon: float, *, delta: float | None, pure: bool,
                  rho: float | None = None) -> RiskSummary:
     """What an attacker can learn at ``epsilon``: pure DP and, with ``delta``, the Gaussian.
 
     ``pure`` adds the ε-DP guarantee (Laplace-type mechanisms, selection); ``delta`` adds the
-    (ε, δ)-DP guarantee and the exact trade-off of the Gaussian mechanism calibrated to it
-    (μ-Gaussian-DP with μ = sensitivity / σ, the same for every sensitivity); ``rho`` adds a
-    ρ-zCDP guarantee (its trade-off is the envelope over its privacy profile; its belief bound
-    holds except with probability ``risk.DEFAULT_ZCDP_DELTA``).
+    (ε, δ)-DP guarantee and the Gaussian mechanism calibrated to it, exactly μ-Gaussian-DP
+    with μ = sensitivity / σ (the same for every sensitivity): its trade-off curve, and how
+    often its privacy loss, N(μ²/2, μ²), lifts the belief past the ε-only bound. ``rho`` adds
+    a ρ-zCDP guarantee (its trade-off is the envelope over its privacy profile, its belief
+    bound the tail of its privacy loss at ``risk.DEFAULT_FAILURE``).
+
+    Every belief is rounded up and every failure probability is at least the probability
+    that the belief passes the belief as shown.
     """
     fpr = np.linspace(0.0, 1.0, 201)
-    curves, sentences = [], []
-    measures: list[tuple[str, PureDP | ApproxDP]] = []
+    priors = np.array(PRIORS)
+    curves, sentences, rows = [], [], []
+    eps = figures.upper(epsilon, 4)
+
+    def row(label: str, posterior: NDArray, fails: str) -> None:
+        rows.append({"Release": label, **{prior_column(p): figures.percent_upper(float(b))
+                                          for p, b in zip(PRIORS, posterior, strict=True)},
+                     FAILS_COLUMN: fails})
+
     if pure:
-        measures.append((f"ε-DP, ε = {epsilon:g}", PureDP(epsilon)))
+        measure = PureDP(epsilon)
+        curves.append((f"Any ε-DP release, ε = {eps}", np.asarray(risk.tradeoff(measure, fpr))))
+        row(f"Any ε-DP release (ε = {eps})", risk.max_posterior(measure, priors).posterior,
+            "never")
+        sentences.append("**Any ε-DP release** (Laplace, geometric, selection): "
+                         + risk.describe_risk(measure, 0.5))
     if delta is not None:
-        measures.append((f"(ε, δ)-DP, ε = {epsilon:g}, δ = {delta:g}", ApproxDP(epsilon, delta)))
-    for label, measure in measures:
-        curves.append((f"Any {label} release", np.asarray(risk.tradeoff(measure, fpr))))
-        sentences.append(risk.describe_risk(measure, 0.5))
-    # The belief bound depends on epsilon alone; delta is the chance it does not hold.
-    bound = risk.max_posterior(measures[0][1], np.array(PRIORS))
-    table = {"Attacker's prior": [f"{p:.0%}" for p in PRIORS],
-             f"Highest belief after the release (ε = {epsilon:g})":
-                 [risk.percent(float(p)) for p in bound.posterior]}
-    if delta is not None:
-        table["Except with probability (δ)"] = [f"{delta:g}"] * len(PRIORS)
+        measure = ApproxDP(epsilon, delta)
+        curves.append((f"Any (ε, δ)-DP release, ε = {eps}, δ = {delta:g}",
+                       np.asarray(risk.tradeoff(measure, fpr))))
+        bound = risk.max_posterior(measure, priors)
+        row(f"Any (ε, δ)-DP release (δ = {delta:g})", bound.posterior,
+            f"at most {chance_text(bound.failure_probability)}")
+        sentences.append(f"**Any (ε, δ)-DP release** (δ = {delta:g}): "
+                         + risk.describe_risk(measure, 0.5))
+        mu = 1.0 / Gaussian(sensitivity=1.0, epsilon=epsilon, delta=delta).scale
+        ceiling = risk.max_posterior(PureDP(epsilon), priors).posterior
+        # The belief passes the ε-only bound exactly when the privacy loss passes ε, from any
+        # prior: one probability for the row (and at least that of passing the rounded-up
+        # belief shown).
+        passes = float(np.max(risk.exceed_probability(None, priors, ceiling, gaussian_mu=mu)))
+        row("The Gaussian mechanism itself (passing the ε-only bound)", ceiling,
+            f"{chance_text(passes)} (exact)")
+        sentences.append(
+            f"**The Gaussian mechanism itself** (μ = {figures.upper(mu)}): "
+            + risk.describe_risk(None, 0.5, gaussian_mu=mu, delta=delta)[:-1]
+            + f". It passes {figures.percent_upper(float(ceiling[PRIORS.index(0.5)]))}, the "
+            f"bound ε = {eps} alone would set, with probability {chance_text(passes)} "
+            f"(about {max(1, round(passes / delta)):,} × δ).")
     if rho is not None:
         zcdp = ZCDP(rho)
-        curves.append((f"Any ρ-zCDP release, ρ = {rho:g}", np.asarray(risk.tradeoff(zcdp, fpr))))
-        sentences.append(risk.describe_risk(zcdp, 0.5))
-        reached = risk.max_posterior(zcdp, np.array(PRIORS)).posterior
-        table[f"Highest belief at ρ = {rho:g} (except with probability "
-              f"{risk.DEFAULT_ZCDP_DELTA:g})"] = [risk.percent(float(p)) for p in reached]
+        curves.append((f"Any ρ-zCDP release, ρ = {figures.upper(rho, 4)}",
+                       np.asarray(risk.tradeoff(zcdp, fpr))))
+        bound = risk.max_posterior(zcdp, priors)
+        row(f"Any ρ-zCDP release (ρ = {figures.upper(rho, 4)})", bound.posterior,
+            f"at most {chance_text(bound.failure_probability)}")
+        sentences.append(f"**Any ρ-zCDP release** (ρ = {figures.upper(rho, 4)}): "
+                         + risk.describe_risk(zcdp, 0.5))
     if delta is not None:
-        mu = 1.0 / Gaussian(sensitivity=1.0, epsilon=epsilon, delta=delta).scale
-        curves.append((f"The Gaussian mechanism itself (exactly μ-GDP, μ = {mu:.3g})",
+        curves.append((f"The Gaussian mechanism itself (exactly μ-GDP, μ = {figures.upper(mu)})",
                        np.asarray(risk.gaussian_tradeoff(mu, fpr))))
-    return RiskSummary(fpr, curves, pd.DataFrame(table), sentences)
+    return RiskSummary(fpr, curves, pd.DataFrame(rows), sentences)
 
 
 # --------------------------------------------------------------------------------------------
@@ -776,16 +968,19 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
         "answer_range": (list(query.answer_range) if query.answer_range is not None and
                          {"bounded_laplace", "clamped_laplace"} & set(results) else None),
         "mean_sum_share": query.sum_share if query.kind == "mean" else None,
+        "table_separate_total_share": query.total_share,
         "error_measure": MEASURES[measure], "confidence": round(1 - beta, 10),
         "relative": relative, "target": target, "target_unit": unit,
         "smallest_epsilon": dict(view.smallest), "current_epsilon": epsilon,
         "epsilons_closed_form": list(GRID), "epsilons_simulated": list(SIM_GRID),
         # As mechanism_curves: about SIM_ERRORS errors per epsilon, pooled over the cells.
         "simulated_releases_per_epsilon": max(200, math.ceil(SIM_ERRORS / cells)),
-        "noise_scale": ("per ε in the CSV's noise scale column (L1 sensitivity / ε for "
-                        "Laplace and geometric; calibrated for the others)" if query.kind !=
-                        "mean" else "the noisy sum and the noisy count each get their share "
-                        "of ε: no single scale"),
+        "noise_scale": ("the noisy sum and the noisy count each get their share of ε: no "
+                        "single scale" if query.kind == "mean" else
+                        "per ε in the CSV's noise scale column (L1 sensitivity / ε for "
+                        "Laplace and geometric; calibrated for the others)"
+                        + ("" if query.total_share is None else
+                           ", at the cells' share of ε (and δ)")),
         "simulation_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 0])",
     }
     return table, parameters
