@@ -15,6 +15,7 @@ ss = st.session_state
 PLAN = "budget_plan"               # the plan as last edited; also the URL parameter's name
 BASE = "budget_plan_base"          # the table the current editor was created with
 VERSION = "budget_editor_version"  # bumped by "reset" so that a fresh editor is drawn
+CLEARED = "budget_cleared_cells"   # what the last edit emptied, shown once
 ss.setdefault(VERSION, 0)
 editor_key = f"budget_editor_{ss[VERSION]}"
 
@@ -71,8 +72,15 @@ plan = st.data_editor(
            for low, high in [budget.LIMITS[column]]},
     },
 )
+plan, cleared = budget.clear_unused_cells(plan)
 ss[PLAN] = plan
 st.query_params[PLAN] = budget.plan_to_param(plan)
+if cleared:  # draw a fresh editor from the cleaned plan, so the cleared cells show empty
+    ss[BASE], ss[CLEARED] = plan, cleared
+    ss[VERSION] += 1
+    st.rerun()
+for sentence in ss.pop(CLEARED, []):
+    st.info(plain(sentence, limit=300), icon=":material/info:")
 st.button("Reset to the example plan", key="budget_reset", on_click=reset_plan,
           icon=":material/restart_alt:")
 

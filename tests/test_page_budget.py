@@ -152,3 +152,23 @@ def test_a_shared_url_opens_its_plan(app):
     assert not at.exception
     assert epsilon_of(metric(at, "Basic composition")) == pytest.approx(1.0)
     assert list(at.data_editor[0].value[budget.QUERY]) == ["one", "two"]
+
+
+def test_switching_a_row_to_pure_dp_clears_its_delta(at):
+    """Row 3 is a Gaussian (ε = 1, δ = 1e-6); made a pure-DP Laplace row, its δ would stay on
+    screen and be ignored: it is emptied in a fresh editor, with a message saying so."""
+    edit(at, edited={2: {budget.MECHANISM: "laplace", budget.MEASURE: "pure"}})
+    assert at.data_editor[0].key == "budget_editor_1"
+    shown = at.data_editor[0].value
+    assert math.isnan(shown.loc[2, budget.DELTA]) and math.isnan(shown.loc[2, budget.RHO])
+    assert shown.loc[2, budget.MEASURE] == "pure" and shown.loc[2, budget.EPSILON] == 1.0
+    notices = " ".join(i.value for i in at.info)
+    assert "Row 3" in notices and "no use for δ" in notices and "cleared" in notices
+    assert not at.error
+    shared = budget.plan_from_param(at.query_params["budget_plan"][0]
+                                    if isinstance(at.query_params["budget_plan"], list)
+                                    else at.query_params["budget_plan"])
+    assert math.isnan(shared.loc[2, budget.DELTA])
+    # The next run keeps the cleaned plan and says nothing more.
+    at.run()
+    assert at.data_editor[0].key == "budget_editor_1" and not at.info

@@ -256,6 +256,41 @@ def check_plan(plan: pd.DataFrame) -> list[CheckedRelease]:
         frame.itertuples(index=False, name=None))]
 
 
+#: The cells a row's privacy measure has no use for (the mechanism being valid for it).
+UNUSED_CELLS = {"pure": (DELTA, RHO), "approx": (RHO,), "zcdp": (EPSILON,)}
+
+
+def clear_unused_cells(plan: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The plan with the δ, ρ or ε cells its rows' measures do not use emptied, and what was
+    emptied, one sentence per row (quoting the row's query name: escape it before markdown).
+
+    A row switched to pure DP otherwise keeps its δ and ρ on screen while the totals ignore
+    them. A row whose mechanism is not valid for its measure (a pure-DP Gaussian) keeps its
+    cells: it is refused with a message, and switching back restores it as it was.
+    """
+    cleaned = plan.copy()
+    cleared = []
+    for position, (query, mechanism, measure, *_) in enumerate(
+            plan.reindex(columns=list(PLAN_COLUMNS)).itertuples(index=False, name=None)):
+        kind = _kind(mechanism, MECHANISMS, _MECHANISM_BY_LABEL)
+        measure_kind = _kind(measure, MEASURES, _MEASURE_BY_LABEL)
+        if kind is None or measure_kind is None or kind not in VALID_MECHANISMS[measure_kind]:
+            continue
+        emptied = [column for column in UNUSED_CELLS[measure_kind]
+                   if column in cleaned.columns
+                   and _number(cleaned.iloc[position][column]) is not None]
+        if not emptied:
+            continue
+        for column in emptied:
+            cleaned.iloc[position, cleaned.columns.get_loc(column)] = np.nan
+        name = f"Row {position + 1}" + (f" ({query})" if isinstance(query, str) and
+                                        query.strip() else "")
+        cells = " and ".join(emptied)
+        cleared.append(f"{name}: {MEASURES[measure_kind]} has no use for {cells}, so "
+                       f"{'it was' if len(emptied) == 1 else 'they were'} cleared.")
+    return cleaned, cleared
+
+
 def release_table(checked: Sequence[CheckedRelease]) -> pd.DataFrame:
     """What each row costs and buys, for display next to the editor."""
     rows = []
