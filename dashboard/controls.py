@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import state
+from dpcore import figures
 
 # A log-spaced grid (the E12 series) from 0.01 to 10: the slider moves in equal ratios.
 _E12 = (1.0, 1.2, 1.5, 1.8, 2.2, 2.7, 3.3, 3.9, 4.7, 5.6, 6.8, 8.2)
@@ -45,8 +46,15 @@ VALID_MECHANISMS = {
 
 
 def fmt_number(x: float) -> str:
-    """A short label for a grid value: 0.012, 1, 10, 1e-06."""
-    return f"{x:g}"
+    """A short label for a grid or typed value: 0.012, 1, 10, 1e-06 (six significant digits).
+
+    Never smaller than ``x``: these label privacy parameters (ε, δ, ρ), and a privacy loss
+    shown to a user rounds up (0.1234567 reads 0.123457, 0.12345649 reads 0.123457 too).
+    """
+    text = f"{x:g}"
+    if float(text) < x:
+        text = f"{float(figures.upper(x, 6)):g}"
+    return text
 
 
 @dataclass(frozen=True)

@@ -378,3 +378,21 @@ def test_cells_a_measure_does_not_use_are_cleared():
 def test_the_example_plan_has_nothing_to_clear():
     cleaned, cleared = budget.clear_unused_cells(budget.default_plan())
     assert cleared == [] and cleaned.equals(budget.default_plan())
+
+
+@pytest.mark.parametrize("deltas, delta_budget", [
+    ((1e-7, 5e-6), 3e-5), ((2e-6, 3e-7), 2e-5), ((2e-6, 5e-6), 1e-4)])
+def test_advanced_composition_spends_the_delta_budget_and_no_more(deltas, delta_budget):
+    """δ' = δ_budget − Σδᵢ in floats once put the composed δ an ulp over the budget
+    (3.0000000000000004e-05 for a budget of 3e-05): "over budget" for a plan that fits, and
+    a δ shown rounded up to 3.001e-05."""
+    from fractions import Fraction
+
+    rows = [budget.check_release(i + 1, "q", "gaussian", "approx", 0.1, d, None, 1.0)
+            for i, d in enumerate(deltas)]
+    totals = budget.plan_totals(rows, delta_budget)
+    assert Fraction(totals.advanced.delta) <= Fraction(delta_budget)
+    assert totals.advanced.delta == pytest.approx(delta_budget, rel=1e-12)
+    assert totals.fits("advanced", 100.0)
+    # The basic total's δ is never below the exact sum of the rows' δ.
+    assert Fraction(totals.basic.delta) >= sum(map(Fraction, deltas))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -172,3 +173,14 @@ def test_switching_a_row_to_pure_dp_clears_its_delta(at):
     # The next run keeps the cleaned plan and says nothing more.
     at.run()
     assert at.data_editor[0].key == "budget_editor_1" and not at.info
+
+
+def test_privacy_figures_and_error_bounds_round_up(at):
+    """Every shown loss is at least the exact one (computed here): the default plan's basic
+    total 4.25408… once read "4.254"; row 1's ±α = 2·ln 20 = 5.99146… read "± 5.991"."""
+    assert epsilon_of(metric(at, "Basic composition")) >= DEFAULT_BASIC
+    table = at.dataframe[1].value
+    alpha = float(table.loc[0, "Error at 95%"].removeprefix("± "))
+    assert alpha >= 2 * math.log(20)          # Laplace, b = Δ/ε = 2: P(|X| > α) = e^(−α/b)
+    counted = float(re.search(r"ε = ([\d.]+)", table.loc[3, "Basic / advanced count it as"])[1])
+    assert counted >= gaussian_profile_epsilon(0.125, 1e-6)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -144,3 +146,12 @@ def test_sweep_matches_dpcore_called_directly():
                                  noise="laplace", repetitions=5, seed=1, classes=np.arange(3))
     assert curve.baseline == direct["baseline"]
     assert curve.train_rows == 120 and curve.test_rows == 30
+
+
+def test_budget_shares_round_up(at):
+    """At ε = 1 each third is 1/3 and each of Iris's 4 features gets 1/12 = 0.08333… for its
+    sum: once shown as 0.333 and 0.0833, less than spent."""
+    sentence = next(m.value for m in at.markdown if "is split as" in m.value)
+    third = re.search(r"ε/3 = ([\d.]+)", sentence)[1]
+    per_feature = re.search(r"ε/\(3·4\) = ([\d.]+)", sentence)[1]
+    assert Fraction(third) >= Fraction(1, 3) and Fraction(per_feature) >= Fraction(1, 12)

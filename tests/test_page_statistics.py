@@ -217,3 +217,18 @@ def test_settings_are_mirrored_in_the_url(stats_page):
     at.selectbox(key="stats_query").select("count").run()
     assert at.query_params["stats_epsilon"] == "0.47"
     assert at.query_params["stats_query"] == "count"
+
+
+def test_bounds_round_up_and_guarantees_round_down(stats_page):
+    """At 50% the Laplace bound is b·ln 2 = 0.693147… (b = 1/ε = 1): it once read ±0.6931,
+    smaller than true; "at least" 0.5^16 = 0.00152587…% once read 0.00153%, more than true."""
+    at = stats_page
+    at.selectbox(key="stats_confidence").select(0.5).run()
+    assert not at.exception, [e.value for e in at.exception]
+    [(confidence, alpha)] = alpha_sentences(at)
+    assert confidence == 0.5 and alpha >= math.log(2)
+    sentence = next(m.value for m in at.markdown if "categories at once" in m.value)
+    at_least = float(re.search(r"at least ([\d.]+)% of releases", sentence)[1])
+    assert at_least <= 100 * 0.5**16
+    table = next(d.value for d in at.dataframe if "±α at 50%, closed form" in d.value.index)
+    assert float(table.loc["±α at 50%, closed form"].iloc[0]) >= math.log(2)

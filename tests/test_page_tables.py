@@ -177,3 +177,12 @@ def test_other_datasets_get_defaults_or_a_switch_to_the_census(run_app):
     at.button(key="tables_use_census").click()
     at.run()
     assert not at.exception and len(figures(at)) == 2
+
+
+def test_privacy_loss_rounds_up(run_app):
+    """ρ = 11.045 (the grid's ε = 4.7) once read "ρ = 11.04 (zCDP)", less than spent."""
+    at = rerun(run_app(), tables_measure="zcdp")
+    at = rerun(at, tables_rho=11.045)
+    privacy = next(m.value for m in at.markdown if m.value.startswith("**Privacy:**"))
+    shown = float(re.search(r"ρ = ([\d.]+) \(zCDP\)", privacy)[1])
+    assert shown >= 11.045

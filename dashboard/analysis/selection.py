@@ -19,6 +19,7 @@ import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import fmt_number
+from dashboard.shown import up
 from dashboard.text import plain
 from dpcore import queries
 from dpcore._checks import check_int, check_positive, trial_chunks
@@ -278,7 +279,7 @@ def privacy_map_text(*, noise: str, measure: str, level: float, sensitivity: flo
     else:
         parts.append(f"no zCDP bound better than the pure-DP one is known for {kind} "
                      f"noise: each pick is ε₀-DP with ε₀ = {cd}/b, hence ε₀²/2-zCDP (ρ = ε²/2); "
-                     f"so ε₀ = √(2ρ/k) = {fmt_value(math.sqrt(2 * level / k))} and b = "
+                     f"so ε₀ = √(2ρ/k) = {up(math.sqrt(2 * level / k))} and b = "
                      f"{cd}/ε₀ = **{fmt_value(scale)}** ({nums}). Gumbel noise gets ε²/8 "
                      "instead: at the same ρ it needs half this scale, which makes it the "
                      "natural zCDP choice.")
@@ -600,7 +601,7 @@ def curve_caption(curves: CorrectnessCurves, *, noise: str, measure: str) -> str
     """Where the chosen noise starts picking the best at least 90% of the time."""
     symbol, name = LEVEL_SYMBOL[measure], NOISE_NAMES[noise]
     reach = level_reaching(curves.levels, curves.p_correct[noise], 0.9)
-    where = (f"from {symbol} ≈ {reach:.2g} upwards" if reach is not None
+    where = (f"from {symbol} ≈ {up(reach, 2)} upwards" if reach is not None
              else "nowhere on this range")
     return (f"Exact, for the three noises at the same {symbol}. With {name} noise the best is "
             f"picked at least 90% of the time {where}.")

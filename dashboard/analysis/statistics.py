@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import MECHANISMS, VALID_MECHANISMS, PrivacyChoice, fmt_number
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
+from dashboard.shown import percent_down, up
 from dpcore import queries
 from dpcore._checks import check_int, check_trials, trial_chunks
 from dpcore.additive import AdditiveMechanism
@@ -703,15 +704,15 @@ def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
     what = {"count": "count", "sum": "sum", "mean": "mean", "histogram": "count"}[run.query]
     if exact and run.query == "histogram":
         cells = int(run.true_value.size)
-        return (f"In each category, {confidence:.0%} of releases are within ±{fmt_value(alpha)} "
+        return (f"In each category, {confidence:.0%} of releases are within ±{up(alpha)} "
                 f"of the true count ({run.name}, closed form). All {cells:,} categories at "
-                f"once: at least {percent(confidence**cells)} of releases (independent noise "
+                f"once: at least {percent_down(confidence**cells)} of releases (independent noise "
                 f"per category; {percent(run.summary.all_within[confidence])} of the "
                 f"{run.summary.releases:,} simulated ones).")
     if exact:
-        return (f"{confidence:.0%} of releases are within ±{fmt_value(alpha)} of the true "
+        return (f"{confidence:.0%} of releases are within ±{up(alpha)} of the true "
                 f"{what} ({run.name}, closed form).")
-    return (f"{confidence:.0%} of the simulated releases were within ±{fmt_value(alpha)} of the "
+    return (f"{confidence:.0%} of the simulated releases were within ±{up(alpha)} of the "
             f"true {what} ({run.name}, Monte Carlo quantile: the noisy mean has no closed form).")
 
 
@@ -749,7 +750,7 @@ def metrics_table(runs: Sequence[MechanismRun], confidence: float) -> pd.DataFra
         column = {
             "Sensitivity (add/remove one row)": run.sensitivity,
             "Noise scale": run.scale,
-            f"±α at {level}, closed form": (fmt_value(np.max(run.alpha[confidence])) if closed
+            f"±α at {level}, closed form": (up(np.max(run.alpha[confidence])) if closed
                                             else "— (no closed form)"),
             f"±α at {level}, simulated quantile of |error|":
                 fmt_value(s.abs_error_quantiles[confidence]),
