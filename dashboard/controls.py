@@ -243,15 +243,24 @@ def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: s
     """Two download buttons: the noisy values as spreadsheet-safe CSV, the parameters as JSON.
 
     ``parameters`` should name the dataset, query, mechanism, measure, ε/δ/ρ, sensitivity,
-    scale and seed, so a download can be reproduced.
+    scale and seed, so a download can be reproduced. When they hold a simulated release
+    (``exports.SIMULATION``), the file names start with "simulated-", the CSV ends with a
+    column saying so in every row, and a warning next to the buttons says that anyone with
+    the seed can remove the noise.
     """
-    from dashboard.exports import csv_bytes, parameters_json
+    from dashboard import exports
 
+    simulated = exports.SIMULATION in parameters
+    if simulated:
+        values = exports.with_simulation_column(values)
+        file_stem = exports.SIMULATED_PREFIX + file_stem
     left, right = container.columns(2)
-    left.download_button(csv_label, csv_bytes(values),
+    left.download_button(csv_label, exports.csv_bytes(values),
                          file_name=f"{file_stem}.csv", mime="text/csv", key=f"{key}_csv",
                          on_click="ignore")
     right.download_button("Download parameters (JSON)",
-                          parameters_json({**parameters, "seed": state.seed()}),
+                          exports.parameters_json({**parameters, "seed": state.seed()}),
                           file_name=f"{file_stem}-parameters.json", mime="application/json",
                           key=f"{key}_json", on_click="ignore")
+    if simulated:
+        container.caption(exports.SIMULATION_WARNING)

@@ -107,8 +107,10 @@ def test_numbers_on_screen_match_the_tables_shown(run_app):
 
 def test_post_processing_toggles_change_the_published_table(run_app):
     at = run_app()
-    # Laplace noise at epsilon = 0.01 (scale 100): some of the 10 cells (true counts <= 160)
-    # is negative with probability > 0.99, and fractions are certain; the seed is fixed
+    # Laplace noise at epsilon = 0.01 (scale 100): some of the 10 cells (true counts 3 to
+    # 170) is negative with probability 0.926, and fractions are certain; seed 1
+    # gives some (the sidebar's default, 2026, happens not to on this table).
+    at.number_input(key="seed_input").set_value(1)
     rerun(at, tables_mechanism="laplace", tables_epsilon=0.01, tables_clip=False,
           tables_round=False)
     shown = shown_tables(at)

@@ -19,6 +19,7 @@ import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import fmt_number
+from dashboard.exports import SIMULATION, simulation_fields
 from dashboard.shown import up
 from dashboard.text import plain
 from dpcore import queries
@@ -737,6 +738,7 @@ def private_release(summary: SelectionSummary, *, source: str, dataset: str, can
                     "guarantee": privacy.describe()},
         "picked_in_one_release": [str(summary.labels[i]) for i in picks],
         "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 2])",
+        SIMULATION: simulation_fields(f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 2])"),
         "simulated_releases": int(summary.trials),
         "simulated_releases_requested": int(summary.requested_trials),
     }

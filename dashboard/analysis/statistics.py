@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import MECHANISMS, VALID_MECHANISMS, PrivacyChoice, fmt_number
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
+from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dashboard.shown import percent_down, up
 from dpcore import queries
 from dpcore._checks import check_int, check_trials, trial_chunks
@@ -653,19 +654,20 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
     return sensitivity, scale, explanation
 
 
-def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int) -> MechanismRun:
+def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0) -> MechanismRun:
     """Simulate ``trials`` releases of ``plan`` and one example release, from ``seed``.
 
-    The simulations use the stream ``[seed, 2, 0]`` and the example release ``[seed, 2, 1]``:
-    two mechanisms run with the same seed share their random numbers where they can (common
-    random numbers make the comparison sharper).
+    The simulations use the stream ``[seed, 2, 0, stream]`` and the example release
+    ``[seed, 2, 1, stream]``, ``stream`` telling the dataset and query apart
+    (:func:`release_stream`): two mechanisms run on one query with the same seed share their
+    random numbers where they can (common random numbers make the comparison sharper).
     """
     low, high = plan.error_span()
     edges = error_bin_edges(low, high, integer=plan.integer_errors)
     alpha = None
     if plan.mechanism is not None:
         alpha = {c: plan.accuracy(1 - c) for c in CONFIDENCE_OPTIONS}
-    rng = np.random.default_rng([seed, _RNG_OFFSET, 0])
+    rng = np.random.default_rng([seed, _RNG_OFFSET, 0, stream])
     truth = plan.true_value.reshape(1, -1)
 
     def draw_errors(n: int) -> NDArray:
@@ -673,7 +675,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int) -> MechanismRun:
 
     summary = summarise_errors(draw_errors, trials=trials, cells=plan.cells, edges=edges,
                                alphas=alpha)
-    release = plan.sample(None, np.random.default_rng([seed, _RNG_OFFSET, 1]))
+    release = plan.sample(None, np.random.default_rng([seed, _RNG_OFFSET, 1, stream]))
     density_x = density_y = None
     if plan.mechanism is not None:
         if plan.integer_errors:
@@ -811,7 +813,15 @@ def simulate_releases(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
                       sum_share: float, trials: int, seed: int) -> MechanismRun:
     """Plan the release and simulate it (cached by every parameter, the dataset and the seed)."""
     plan = make_plan(_frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
-    return run_mechanism(plan, trials=trials, seed=seed)
+    return run_mechanism(plan, trials=trials, seed=seed,
+                         stream=release_stream(dataset_key, _frame, spec))
+
+
+def release_stream(dataset_key: str, frame: pd.DataFrame, spec: QuerySpec) -> int:
+    """The number mixed into the seed's streams for this dataset and query: the same seed
+    draws other noise for another dataset, query, column or clamping range."""
+    return noise_stream(dataset_key, frame, "statistics", spec.query, spec.column, spec.lower,
+                        spec.upper)
 
 
 # --------------------------------------------------------------------------------------------
@@ -889,11 +899,14 @@ def _mechanism_fields(plan: ReleasePlan) -> dict:
                      "privacy": _privacy_fields(total)}
 
 
-def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int) -> dict:
+def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
+                     stream: int = 0) -> dict:
     """The parameters behind the page's release(s): dataset, query, measure, ε/δ/ρ, and per
-    mechanism its sensitivities, noise scale and privacy. The seed is added by the download."""
+    mechanism its sensitivities, noise scale and privacy; marked as a simulation, with the
+    random stream the noise came from. The seed is added by the download."""
     first = plans[0]
     spec, choice = first.spec, first.choice
+    random_stream = f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 1, {stream}])"
     parameters = {
         "page": "Noisy statistics", "dataset": dataset, "query": spec.query,
         "description": spec.describe(), "column": spec.column,
@@ -903,7 +916,8 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int)
         "rho": choice.rho,
         "mechanisms": [_mechanism_fields(plan) for plan in plans],
         "simulated_releases": trials,
-        "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 1])",
+        "release_random_stream": random_stream,
+        SIMULATION: simulation_fields(random_stream),
     }
     if spec.query == "histogram":
         parameters["categories"] = [str(c) for c in first.labels or ()]
@@ -921,4 +935,5 @@ def release_parameters(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
     """Cached :func:`describe_release` for the page's choices (plans rebuilt, not simulated)."""
     plans = [make_plan(_frame, spec, c, answer_range=answer_range, sum_share=sum_share)
              for c in choices]
-    return describe_release(plans, dataset=dataset, trials=trials)
+    return describe_release(plans, dataset=dataset, trials=trials,
+                            stream=release_stream(dataset_key, _frame, spec))
