@@ -46,10 +46,7 @@ st.markdown(f"**Predict** `{task.label}` ({', '.join(plain(c) for c in classes)}
             f"{len(task.features)} numeric features of {plain(loaded.name)}, "
             f"{len(loaded.frame):,} rows, split 80/20 into training and test rows with the seed.")
 st.dataframe(bounds, hide_index=True, key="learning_bounds")
-st.caption("Feature bounds are declared from public knowledge (the dataset's documented "
-           "ranges), not read from the data: values outside are clamped to them. Bounds taken "
-           "from the data itself (its minimum and maximum) would leak information about the "
-           "people in it. The class labels are declared too.")
+st.caption(learning.bounds_note(bounds))
 
 curves = {}
 try:

@@ -17,6 +17,7 @@ from dashboard import datasets
 from dashboard.analysis import learning
 from dashboard.charts.learning import BASELINE_NAME, MAJORITY_NAME
 from dashboard.state import DEFAULT_SEED
+from tests.test_downloads import served  # noqa: F401 (a fixture: the files a page serves)
 
 
 def values(data) -> np.ndarray:
@@ -87,7 +88,7 @@ def test_page_defaults_draw_both_curves_and_the_baseline(at):
     assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis"]["type"] == "log"
     bounds = at.dataframe[0].value
     assert list(bounds["Feature"]) == list(learning.TASKS["Iris"].features)
-    assert "not read from the data" in " ".join(c.value for c in at.caption)
+    assert "Every bound here is documented" in " ".join(c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("task_name", ["Iris", "Adult"])
@@ -155,3 +156,24 @@ def test_budget_shares_round_up(at):
     third = re.search(r"ε/3 = ([\d.]+)", sentence)[1]
     per_feature = re.search(r"ε/\(3·4\) = ([\d.]+)", sentence)[1]
     assert Fraction(third) >= Fraction(1, 3) and Fraction(per_feature) >= Fraction(1, 12)
+
+
+def test_adult_flags_the_bound_read_off_the_data(app, served):  # noqa: F811
+    at = app("learning.py")
+    at.selectbox(key="learning_dataset").select("Adult").run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(d.value for d in at.dataframe if "Feature" in d.value).set_index("Feature")
+    assert table.loc["capital_loss", learning.FROM_DATA]
+    assert not table.drop(index="capital_loss")[learning.FROM_DATA].any()
+    captions = " ".join(c.value for c in at.caption)
+    assert "Read off the data: capital_loss" in captions
+    assert "not read from the data" not in captions
+    file_id = at.download_button(key="learning_download_json").proto.url.rsplit("/", 1)[-1]
+    params = json.loads(served[file_id.split(".")[0]][0])
+    assert "the data" in params["features"]["capital_loss"]["bounds_from"]
+    assert params["features"]["age"]["bounds_from"] == "documentation (public)"
+
+
+def test_iris_bounds_are_all_documented(at):
+    captions = " ".join(c.value for c in at.caption)
+    assert "Every bound here is documented" in captions and "Read off the data" not in captions

@@ -140,6 +140,13 @@ def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
     largest value is): the note says so, and the user should replace them.
     """
     domain = loaded.domains.get(column)
+    if domain is not None and domain.kind == "numeric" and domain.from_data:
+        unit = f" {domain.unit}" if domain.unit else ""
+        note = (f"These bounds, [{domain.lower:g}, {domain.upper:g}]{unit}, are declared for "
+                f"the column but read off the data ({domain.source}). A bound read off the "
+                "data leaks: it says that someone has exactly that value. Type bounds you "
+                "know without looking at the data for a release that is private in full.")
+        return BoundsSuggestion(float(domain.lower), float(domain.upper), False, note)
     if domain is not None and domain.kind == "numeric":
         unit = f" {domain.unit}" if domain.unit else ""
         note = (f"Bounds from the column's public range [{domain.lower:g}, {domain.upper:g}]"
