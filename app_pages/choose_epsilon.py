@@ -153,6 +153,12 @@ with chart_col:
         title=f"Membership tests against a release at ε = {epsilon:g}"), key="choose_tradeoff")
     st.caption("Each line is the best any test for 'is Alice in the data?' can do: below the "
                "line is possible, above it is ruled out. The diagonal is a blind guess.")
+    if gaussian:
+        st.caption("μ-GDP (Gaussian differential privacy, Dong, Roth & Su 2022): telling "
+                   "'Alice in' from 'Alice out' is exactly as hard as telling whether one "
+                   "number was drawn from a normal distribution with mean 0 or mean μ "
+                   "(standard deviation 1). Gaussian noise σ gives μ = sensitivity / σ: the "
+                   "smaller μ, the closer the line to the blind guess.")
 with table_col:
     st.dataframe(summary.posteriors, hide_index=True, key="choose_posteriors")
     st.caption("An attacker who knows every other row starts with a belief (prior) that "

@@ -360,3 +360,10 @@ def test_risk_panel_reads_a_zcdp_query_as_rho(app):
     exact = 1 / (1 + math.exp(-epsilon))          # prior 50%
     assert float(table[column].tolist()[2].rstrip("%")) == pytest.approx(100 * exact, abs=0.05)
     assert any("ρ" in i.value or "zCDP" in i.value for i in at.info)
+
+
+def test_mu_gdp_is_explained_next_to_its_line(page):
+    names = [t.get("name", "") for t in figure(page, 1)["data"]]
+    assert any("μ-GDP" in n for n in names)
+    caption = next(c.value for c in page.caption if c.value.startswith("μ-GDP"))
+    assert "Gaussian differential privacy" in caption and "μ = sensitivity / σ" in caption

@@ -215,3 +215,12 @@ def test_the_level_picking_the_best_90_percent_rounds_up(page):
     counts = np.sort(adult_education_counts())[::-1]
     logits = epsilon * (counts - counts[0])
     assert 1 / np.sum(np.exp(logits)) >= 0.9
+
+
+def test_permute_and_flip_and_monotonic_are_explained_where_they_appear(page):
+    noise = page.selectbox(key="sel_noise")
+    assert "Exponential (permute-and-flip)" in noise.options
+    assert "permute-and-flip" in noise.help and "random order" in noise.help
+    assert "exponential mechanism" in noise.help
+    monotonic = next(t for t in page.toggle if t.label == "Scores are monotonic")
+    assert "moves every score the same way" in monotonic.help

@@ -188,3 +188,10 @@ def test_privacy_loss_rounds_up(run_app):
     privacy = next(m.value for m in at.markdown if m.value.startswith("**Privacy:**"))
     shown = float(re.search(r"ρ = ([\d.]+) \(zCDP\)", privacy)[1])
     assert shown >= 11.045
+
+
+def test_l1_and_l2_sensitivity_are_explained(run_app):
+    at = run_app()
+    privacy = next(m.value for m in at.markdown if m.value.startswith("**Privacy:**"))
+    assert "L1 = L2 = 1" in privacy and "L1 adds up" in privacy
+    assert "square root of the sum of the squared changes" in privacy

@@ -59,6 +59,16 @@ NOISES = {
     "gumbel": "Gumbel (exponential mechanism)",
 }
 NOISE_NAMES = {noise: name.split(" (")[0] for noise, name in NOISES.items()}
+#: The three noises in plain words (the Noise picker's help).
+NOISE_HELP = (
+    "Each adds noise to every score and reports the best noisy one (report noisy max); they "
+    "differ in the noise. Laplace: two-sided Laplace noise. Exponential: one-sided "
+    "exponential noise, which is exactly **permute-and-flip** (McKenna & Sheldon 2020): visit "
+    "the candidates in a random order and accept each with probability "
+    "exp(ε·(score − best score)/(2Δ)) (Δ instead of 2Δ for monotonic scores), else go on; it "
+    "is never less accurate than the exponential mechanism. Gumbel: Gumbel noise, which is "
+    "exactly the exponential mechanism (pick with probability proportional to "
+    "exp(ε·score/(2Δ)), again Δ for monotonic scores).")
 MEASURES = {"pure": "Pure DP (ε)", "zcdp": "zCDP (ρ)"}
 LEVEL_SYMBOL = {"pure": "ε", "zcdp": "ρ"}
 LEVEL_AXIS = {"pure": "ε (pure DP, log scale)", "zcdp": "ρ (zCDP, log scale)"}

@@ -605,7 +605,7 @@ def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
         return "1", "adding or removing one row changes the count by at most 1"
     if spec.query == "histogram":
         return "1", (f"adding or removing one row changes one category's count by 1 "
-                     f"({norm} sensitivity 1)")
+                     f"({norm} sensitivity 1; {SENSITIVITY_NORMS[norm]})")
     bound = fmt_value(answer.l1_sensitivity)
     why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so adding or removing "
            f"one row changes the sum by at most max(|lower|, |upper|) = {bound}")
@@ -843,6 +843,13 @@ NOISE_SCALE_MEANING = {
     "clamped_laplace": "Laplace scale b; the noisy answer is then clamped to the answer range",
 }
 NEIGHBOURS = "add/remove one row (one row = one person)"
+#: The two sizes of a change to several released numbers at once, in plain words.
+SENSITIVITY_NORMS = {
+    "L1": "L1 adds up how much each released number can change, which Laplace and geometric "
+          "noise are calibrated to",
+    "L2": "L2 is the square root of the sum of the squared changes, which Gaussian noise is "
+          "calibrated to",
+}
 
 
 def _unique_header(name: str, taken: Sequence[str]) -> str:
