@@ -71,7 +71,11 @@ st.plotly_chart(charts.accuracy_against_epsilon(
     key="learning_chart")
 st.caption(f"Each point is the median test accuracy of {repetitions} private classifiers "
            "trained at that ε (shaded: 90% of them); the dashed line is the same classifier "
-           "without privacy, the dotted one what always guessing the commonest class scores.")
+           "without privacy, the dotted one what always guessing the commonest class scores. "
+           "The accuracy axis is zoomed to the curves.")
+above = learning.above_baseline_note(curves, learning.NOISES)
+if above:
+    st.info(above, icon=":material/casino:")
 controls.downloads(*learning.learning_download(
     curves, task_name, dataset=loaded.name, bounds=bounds, classes=classes,
     repetitions=repetitions, epsilon=marked), key="learning_download", file_stem="private-learning",

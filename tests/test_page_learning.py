@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from fractions import Fraction
 
@@ -177,3 +178,49 @@ def test_adult_flags_the_bound_read_off_the_data(app, served):  # noqa: F811
 def test_iris_bounds_are_all_documented(at):
     captions = " ".join(c.value for c in at.caption)
     assert "Every bound here is documented" in captions and "Read off the data" not in captions
+
+
+def adult_page(app):
+    at = app("learning.py")
+    at.selectbox(key="learning_dataset").select("Adult").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_adult_axis_is_zoomed_to_the_curves_with_the_baseline_in_view(app):
+    """Adult's curves lie between about 73% and 80%: on a 0–100% axis they were flat."""
+    at = adult_page(app)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    low, high = fig["layout"]["yaxis"]["range"]
+    shown = np.concatenate([values(t["y"]) for t in fig["data"]])
+    assert low <= shown.min() and shown.max() <= high       # every band, median and line
+    assert high - low < 0.2 and low > 0.5
+    baseline = values(traces(at)[BASELINE_NAME]["y"])[0]
+    assert low < baseline < high
+
+
+def test_iris_axis_keeps_its_whole_range(at):
+    low, high = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["yaxis"]["range"]
+    assert low == 0.0 and high >= 1.0     # Iris's bands reach from 3% to 100%
+
+
+def test_a_private_score_above_the_baseline_is_called_chance(app):
+    """On Adult a private median beats the non-private model at some ε (by under a point):
+    the page says that this is chance, with the test set's 95% spread 1.96·√(p(1−p)/n)."""
+    at = adult_page(app)
+    shown = traces(at)
+    baseline = values(shown[BASELINE_NAME]["y"])[0]
+    medians = {name: values(t["y"]) for name, t in shown.items() if name.endswith("(median)")}
+    excess = max(float(np.max(m)) - baseline for m in medians.values())
+    assert excess > 0
+    note = next(i.value for i in at.info if "chance" in i.value)
+    rows = int(re.search(r"the test set has ([\d,]+) rows", note)[1].replace(",", ""))
+    assert rows == round(0.2 * 48842)
+    spread = 100 * 1.96 * math.sqrt(baseline * (1 - baseline) / rows)
+    assert f"±{spread:.1f} points" in note and f"by {100 * excess:.1f} points" in note
+
+
+def test_no_chance_note_when_no_private_score_beats_the_baseline(at):
+    medians = [values(t["y"]) for n, t in traces(at).items() if n.endswith("(median)")]
+    assert max(float(np.max(m)) for m in medians) <= values(traces(at)[BASELINE_NAME]["y"])[0]
+    assert not any("chance" in i.value for i in at.info)

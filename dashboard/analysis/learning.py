@@ -6,7 +6,8 @@ Plain functions (no Streamlit) pick features with declared bounds, split rows an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,6 +148,37 @@ class LearningCurve:
         """The smallest grid epsilon whose median is within ``CLOSE_TO_BASELINE`` of baseline."""
         close = np.flatnonzero(self.median >= self.baseline - CLOSE_TO_BASELINE)
         return float(self.epsilon[close[0]]) if close.size else None
+
+
+def test_set_spread(accuracy: float, test_rows: int) -> float:
+    """Half-width of the 95% normal interval of an accuracy measured on ``test_rows`` rows:
+    1.96·√(p(1−p)/n), how far the same model's score moves from one test set to another."""
+    p = min(max(float(accuracy), 0.0), 1.0)
+    return 1.96 * math.sqrt(p * (1 - p) / check_int("test_rows", test_rows, minimum=1))
+
+
+def above_baseline_note(curves: Mapping[str, LearningCurve],
+                        labels: Mapping[str, str]) -> str | None:
+    """Why a private median above the non-private model is chance (quoting the largest
+    excess over the grid), or None when no median is above it."""
+    best: tuple[float, str, float, float] | None = None
+    for noise, curve in curves.items():
+        for i in range(curve.epsilon.size):
+            excess = float(curve.median[i]) - curve.baseline
+            if excess > 0 and (best is None or excess > best[0]):
+                best = (excess, noise, float(curve.epsilon[i]), float(curve.median[i]))
+    if best is None:
+        return None
+    excess, noise, eps, median = best
+    curve = curves[noise]
+    spread = test_set_spread(curve.baseline, curve.test_rows)
+    return (f"The private median ({labels[noise]} noise, ε = {eps:g}: {median:.1%}) is above "
+            f"the non-private model ({curve.baseline:.1%}) by {100 * excess:.1f} points. That is "
+            f"chance, not privacy making the model better: the test set has "
+            f"{curve.test_rows:,} rows, so the same model scores within about "
+            f"±{100 * spread:.1f} points of its accuracy from one test set to another (95%), "
+            "and the noise only moves the model's estimates at random, which now and then "
+            "happens to suit this test set.")
 
 
 def accuracy_curve(features: NDArray, labels: NDArray, *, n_classes: int,
