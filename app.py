@@ -101,7 +101,9 @@ def sidebar() -> None:
                    "adding or removing one row.")
 
 
-st.set_page_config(page_title="Epsilon Lab", page_icon=":material/lock:", layout="wide")
+# An emoji icon is drawn in the page itself (a data: URL); a ":material/…:" page icon would be
+# fetched from a third-party font host on every page view.
+st.set_page_config(page_title="Epsilon Lab", page_icon="🔒", layout="wide")
 state.init()
 navigation = st.navigation(PAGES)
 sidebar()

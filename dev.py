@@ -1,14 +1,22 @@
 """Developer entry point: `python3 dev.py run` starts the app, `python3 dev.py test` tests it.
 
 Needs only python3: each command creates ``.venv`` and installs what it needs first.
+
+    python3 dev.py run [--host HOST] [--port PORT]   # default localhost:8501
+    python3 dev.py test [pytest arguments]
+
+``--host 0.0.0.0`` serves every network interface (to show the app from a VM or to a class);
+the environment variables HOST and PORT set the same, the options win over them.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -38,11 +46,33 @@ def _ensure_venv(*requirement_files: str) -> None:
     stamp.write_text(digest.hexdigest())
 
 
-def run() -> int:
+DEFAULT_HOST = "localhost"
+DEFAULT_PORT = "8501"
+
+
+def run_command(argv: list[str], env: Mapping[str, str]) -> list[str]:
+    """The `streamlit run` command for ``dev.py run`` with ``argv``: host and port from the
+    options, else from the HOST and PORT variables in ``env``, else localhost:8501."""
+    parser = argparse.ArgumentParser(prog="python3 dev.py run",
+                                     description="Start the dashboard.")
+    parser.add_argument("--host", default=env.get("HOST") or DEFAULT_HOST,
+                        help="address to listen on: localhost (default) or 0.0.0.0 for "
+                             "every interface (env HOST)")
+    parser.add_argument("--port", default=env.get("PORT") or DEFAULT_PORT,
+                        help="port to listen on, default 8501 (env PORT)")
+    options = parser.parse_args(argv)
+    if not options.host.strip():
+        parser.error("--host must not be empty")
+    if not options.port.isdigit() or not 0 < int(options.port) < 65536:
+        parser.error(f"--port must be a number from 1 to 65535, got {options.port!r}")
+    return [str(PYTHON), "-m", "streamlit", "run", "app.py",
+            "--server.address", options.host.strip(), "--server.port", options.port]
+
+
+def run(argv: list[str]) -> int:
+    command = run_command(argv, os.environ)   # a bad option stops here, before installing
     _ensure_venv("requirements.txt")
-    port = os.environ.get("PORT", "8501")
-    _run(PYTHON, "-m", "streamlit", "run", "app.py", "--server.address", "localhost",
-         "--server.port", port)
+    _run(*command)
     return 0
 
 
@@ -61,7 +91,7 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     try:
-        return run() if argv[0] == "run" else test(argv[1:])
+        return run(argv[1:]) if argv[0] == "run" else test(argv[1:])
     except subprocess.CalledProcessError as exc:
         return exc.returncode or 1
     except KeyboardInterrupt:

@@ -9,12 +9,14 @@ import streamlit as st
 from dashboard import charts, controls
 from dashboard.analysis import budget
 from dashboard.controls import DELTA_OPTIONS, MEASURES, MECHANISMS, fmt_number
+from dashboard.shown import up
 from dashboard.text import plain
 
 ss = st.session_state
 PLAN = "budget_plan"               # the plan as last edited; also the URL parameter's name
 BASE = "budget_plan_base"          # the table the current editor was created with
 VERSION = "budget_editor_version"  # bumped by "reset" so that a fresh editor is drawn
+CLEARED = "budget_cleared_cells"   # what the last edit emptied, shown once
 ss.setdefault(VERSION, 0)
 editor_key = f"budget_editor_{ss[VERSION]}"
 
@@ -71,8 +73,15 @@ plan = st.data_editor(
            for low, high in [budget.LIMITS[column]]},
     },
 )
+plan, cleared = budget.clear_unused_cells(plan)
 ss[PLAN] = plan
 st.query_params[PLAN] = budget.plan_to_param(plan)
+if cleared:  # draw a fresh editor from the cleaned plan, so the cleared cells show empty
+    ss[BASE], ss[CLEARED] = plan, cleared
+    ss[VERSION] += 1
+    st.rerun()
+for sentence in ss.pop(CLEARED, []):
+    st.info(plain(sentence, limit=300), icon=":material/info:")
 st.button("Reset to the example plan", key="budget_reset", on_click=reset_plan,
           icon=":material/restart_alt:")
 
@@ -100,7 +109,7 @@ else:
         "basic": (totals.basic, "Sum of the rows' ε and δ."),
         "advanced": (totals.advanced, "Dwork–Rothblum–Vadhan, for releases of different "
                      "sizes: √(2 ln(1/δ′) Σεᵢ²) + Σεᵢ(e^εᵢ − 1), with δ′ = δ budget − Σδᵢ."),
-        "zcdp": (totals.zcdp, f"ρ = {totals.rho or 0:.4g} in total (the rows' ρ added up), "
+        "zcdp": (totals.zcdp, f"ρ = {up(totals.rho or 0)} in total (the rows' ρ added up), "
                  f"turned into ε at δ = {fmt_number(delta_budget)}."),
     }
     for column, (rule, (total, help)) in zip(st.columns(3), shown.items(), strict=True):
@@ -109,10 +118,10 @@ else:
             column.caption(plain(totals.advanced_problem, limit=400))
             continue
         fits = totals.fits(rule, epsilon_budget)
-        column.metric(budget.RULES[rule], f"ε = {total.epsilon:.4g}", help=help,
+        column.metric(budget.RULES[rule], f"ε = {up(total.epsilon)}", help=help,
                       delta="within budget" if fits else "over budget",
                       delta_color="green" if fits else "red", delta_arrow="off")
-        column.caption(f"δ = {fmt_number(total.delta)}" if total.delta > 0 else "δ = 0 (pure DP)")
+        column.caption(f"δ = {up(total.delta)}" if total.delta > 0 else "δ = 0 (pure DP)")
     for note in totals.notes:
         st.caption(note)
 

@@ -167,6 +167,12 @@ with chart_col:
         key="choose_tradeoff")
     st.caption("Each line is the best any test for 'is Alice in the data?' can do: below the "
                "line is possible, above it is ruled out. The diagonal is a blind guess.")
+    if gaussian:
+        st.caption("μ-GDP (Gaussian differential privacy, Dong, Roth & Su 2022): telling "
+                   "'Alice in' from 'Alice out' is exactly as hard as telling whether one "
+                   "number was drawn from a normal distribution with mean 0 or mean μ "
+                   "(standard deviation 1). Gaussian noise σ gives μ = sensitivity / σ: the "
+                   "smaller μ, the closer the line to the blind guess.")
 with text_col:
     for sentence in summary.sentences:
         st.info(sentence)

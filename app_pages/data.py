@@ -22,7 +22,8 @@ def domain_text(domain: datasets.ColumnDomain | None) -> str:
     if domain is None:
         return "none declared"
     if domain.kind == "numeric":
-        return f"[{domain.lower:g}, {domain.upper:g}] {domain.unit}".strip()
+        flag = " (read off the data)" if domain.from_data else ""
+        return f"[{domain.lower:g}, {domain.upper:g}] {domain.unit}".strip() + flag
     cats = domain.categories or ()
     more = ", …" if len(cats) > 6 else ""
     return f"{len(cats)} categories: {', '.join(cats[:6])}{more}"
@@ -73,7 +74,8 @@ st.dataframe(profile, hide_index=True, width="stretch", placeholder="—", colum
 st.caption(
     "Min and max are read off the data, so they are not public bounds: clamping to them "
     "would leak information about the people at the extremes. The public domain comes from "
-    "documentation or general knowledge (its source is shown); the query pages use it. "
+    "documentation or general knowledge (its source is shown); the query pages use it. A "
+    "domain marked \"read off the data\" has no documented bound: the pages flag it too. "
     + ("An uploaded file has no declared domains: declare bounds and categories yourself on "
        "the query pages." if is_upload else ""))
 

@@ -1,6 +1,8 @@
-"""Landing page: what Epsilon Lab is, who it is for, and the pages."""
+"""Landing page: what Epsilon Lab is, what ε = 1 means in plain words, and the pages."""
 
 import streamlit as st
+
+from dashboard.analysis import welcome
 
 st.title("Epsilon Lab")
 st.markdown(
@@ -9,6 +11,15 @@ st.markdown(
     "differentially private release would show — many times over, so you see the whole "
     "spread of the noise, not one lucky draw. Then pick ε by looking at it."
 )
+
+st.subheader("What ε = 1 means")
+st.markdown(welcome.epsilon_in_words(1.0))
+st.markdown(welcome.attacker_in_words(1.0))
+st.page_link("app_pages/choose_epsilon.py", icon=":material/tune:",
+             label="See it for any ε, for (ε, δ) and zCDP, and the best test an attacker can "
+                   "run: Choose epsilon, “What an attacker can learn”")
+
+st.subheader("The pages")
 st.markdown(
     """
 | Page | What it shows |
@@ -25,7 +36,10 @@ st.markdown(
 st.info(
     "**The privacy unit is one row = one person.** Two datasets are neighbours when they "
     "differ by adding or removing one row; every sensitivity on these pages is for that "
-    "change. Bounds used to clamp values must be public knowledge, never read off the data."
+    "change. Bounds used to clamp values should be public knowledge: a bound read off the "
+    "data leaks, so every one that is (Adult's capital_loss maximum, an upload's starting "
+    "bounds) is flagged where it is used."
 )
 st.caption("Pick a dataset in the sidebar (or upload a CSV) and a page above to begin. "
-           "Nothing you upload leaves this session's memory.")
+           "Nothing you upload leaves this session's memory. The numbers here are simulations "
+           "from a seed: nothing on these pages is a private release.")

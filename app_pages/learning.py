@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import charts, controls, state
 from dashboard.analysis import learning
 from dashboard.controls import fmt_number
+from dashboard.shown import up
 from dashboard.text import plain
 
 st.title("Private learning")
@@ -45,10 +46,7 @@ st.markdown(f"**Predict** `{task.label}` ({', '.join(plain(c) for c in classes)}
             f"{len(task.features)} numeric features of {plain(loaded.name)}, "
             f"{len(loaded.frame):,} rows, split 80/20 into training and test rows with the seed.")
 st.dataframe(bounds, hide_index=True, key="learning_bounds")
-st.caption("Feature bounds are declared from public knowledge (the dataset's documented "
-           "ranges), not read from the data: values outside are clamped to them. Bounds taken "
-           "from the data itself (its minimum and maximum) would leak information about the "
-           "people in it. The class labels are declared too.")
+st.caption(learning.bounds_note(bounds))
 
 curves = {}
 try:
@@ -73,7 +71,11 @@ st.plotly_chart(charts.accuracy_against_epsilon(
     key="learning_chart")
 st.caption(f"Each point is the median test accuracy of {repetitions} private classifiers "
            "trained at that ε (shaded: 90% of them); the dashed line is the same classifier "
-           "without privacy, the dotted one what always guessing the commonest class scores.")
+           "without privacy, the dotted one what always guessing the commonest class scores. "
+           "The accuracy axis is zoomed to the curves.")
+above = learning.above_baseline_note(curves, learning.NOISES)
+if above:
+    st.info(above, icon=":material/casino:")
 controls.downloads(*learning.learning_download(
     curves, task_name, dataset=loaded.name, bounds=bounds, classes=classes,
     repetitions=repetitions, epsilon=marked), key="learning_download", file_stem="private-learning",
@@ -90,9 +92,9 @@ for column, (noise, curve) in zip(columns[1:], curves.items(), strict=True):
                   delta_color="normal")
     column.caption(f"90% of fits between {low:.1%} and {high:.1%}.")
 d = len(task.features)
-st.markdown(f"The budget ε = {fmt_number(marked)} is split as ε/3 = {marked / 3:.3g} for the "
-            f"class counts (noise scale {3 / marked:.3g} rows) and ε/(3·{d}) = "
-            f"{marked / (3 * d):.3g} for each feature's sum and again for its sum of squares.")
+st.markdown(f"The budget ε = {fmt_number(marked)} is split as ε/3 = {up(marked / 3, 3)} for "
+            f"the class counts (noise scale {3 / marked:.3g} rows) and ε/(3·{d}) = "
+            f"{up(marked / (3 * d), 3)} for each feature's sum and again for its sum of squares.")
 
 sentences = []
 for noise, curve in curves.items():

@@ -91,7 +91,7 @@ with right:
     state.forget_when_changed("sel_noise_for", (source == "pricing",), ("sel_noise",))
     noise = controls.select("Noise", list(sel.NOISES), key="sel_noise",
                             default="gumbel" if source == "pricing" else "laplace",
-                            format_func=sel.NOISES.get)
+                            format_func=sel.NOISES.get, help=sel.NOISE_HELP)
     measure = controls.select("Privacy measure", list(sel.MEASURES), key="sel_measure",
                               format_func=sel.MEASURES.get,
                               help="zCDP pairs naturally with Gumbel noise (ρ = ε²/8 per pick); "

@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import state
+from dpcore import figures
 
 # A log-spaced grid (the E12 series) from 0.01 to 10: the slider moves in equal ratios.
 _E12 = (1.0, 1.2, 1.5, 1.8, 2.2, 2.7, 3.3, 3.9, 4.7, 5.6, 6.8, 8.2)
@@ -46,8 +47,15 @@ VALID_MECHANISMS = {
 
 
 def fmt_number(x: float) -> str:
-    """A short label for a grid value: 0.012, 1, 10, 1e-06."""
-    return f"{x:g}"
+    """A short label for a grid or typed value: 0.012, 1, 10, 1e-06 (six significant digits).
+
+    Never smaller than ``x``: these label privacy parameters (ε, δ, ρ), and a privacy loss
+    shown to a user rounds up (0.1234567 reads 0.123457, 0.12345649 reads 0.123457 too).
+    """
+    text = f"{x:g}"
+    if float(text) < x:
+        text = f"{float(figures.upper(x, 6)):g}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -309,15 +317,24 @@ def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: s
     """Two download buttons: the noisy values as spreadsheet-safe CSV, the parameters as JSON.
 
     ``parameters`` should name the dataset, query, mechanism, measure, ε/δ/ρ, sensitivity,
-    scale and seed, so a download can be reproduced.
+    scale and seed, so a download can be reproduced. When they hold a simulated release
+    (``exports.SIMULATION``), the file names start with "simulated-", the CSV ends with a
+    column saying so in every row, and a warning next to the buttons says that anyone with
+    the seed can remove the noise.
     """
-    from dashboard.exports import csv_bytes, parameters_json
+    from dashboard import exports
 
+    simulated = exports.SIMULATION in parameters
+    if simulated:
+        values = exports.with_simulation_column(values)
+        file_stem = exports.SIMULATED_PREFIX + file_stem
     left, right = container.columns(2)
-    left.download_button(csv_label, csv_bytes(values),
+    left.download_button(csv_label, exports.csv_bytes(values),
                          file_name=f"{file_stem}.csv", mime="text/csv", key=f"{key}_csv",
                          on_click="ignore")
     right.download_button("Download parameters (JSON)",
-                          parameters_json({**parameters, "seed": state.seed()}),
+                          exports.parameters_json({**parameters, "seed": state.seed()}),
                           file_name=f"{file_stem}-parameters.json", mime="application/json",
                           key=f"{key}_json", on_click="ignore")
+    if simulated:
+        container.caption(exports.SIMULATION_WARNING)

@@ -57,10 +57,12 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 @dataclass(frozen=True)
 class ColumnDomain:
-    """Public knowledge about a column: its range or its categories, never read off the data.
+    """What is declared about a column: its range or its categories, with their source.
 
-    Mechanisms clamp to these bounds and histograms use these categories, so they must come
-    from documentation or general knowledge; a bound computed from the data itself leaks.
+    Mechanisms clamp to these bounds and histograms use these categories, so they should come
+    from documentation or general knowledge; a bound computed from the data itself leaks. One
+    that is (no documented bound exists) says so in ``from_data``, and every page and export
+    that uses it flags it.
 
     Parameters
     ----------
@@ -75,6 +77,8 @@ class ColumnDomain:
         Unit of a numeric column, e.g. ``"years"``, ``"USD"``, ``"cm"``.
     source : str
         Where the bound or the category list comes from.
+    from_data : bool
+        Whether a bound was read off the data itself rather than documented.
     """
 
     kind: Literal["numeric", "categorical"]
@@ -84,6 +88,7 @@ class ColumnDomain:
     integer: bool = False
     unit: str = ""
     source: str = ""
+    from_data: bool = False
 
     def __post_init__(self) -> None:
         if self.kind == "numeric":
@@ -194,10 +199,13 @@ _ADULT_NUMERIC: dict[str, ColumnDomain] = {
     "capital_gain": ColumnDomain(
         "numeric", 0, 99_999, integer=True, unit="USD",
         source="CPS income top-code: capital gains are recorded up to 99,999 USD"),
+    # adult.names says only "capital-loss: continuous"; the CPS imputes capital losses from IRS
+    # data (Census tax model) and documents no top-code for them. The upper bound is the
+    # file's own maximum, so it is flagged as read off the data wherever it is used.
     "capital_loss": ColumnDomain(
-        "numeric", 0, 4_356, integer=True, unit="USD",
-        source="largest value in the published UCI file (public, but not a documented "
-               "top-code)"),
+        "numeric", 0, 4_356, integer=True, unit="USD", from_data=True,
+        source="READ OFF THE DATA: 4,356 is the largest value in the UCI file (3 rows hold "
+               "it); no top-code is documented for capital losses"),
     "hours_per_week": ColumnDomain(
         "numeric", 1, 99, integer=True, unit="hours/week",
         source="UCI adult.names (rows with hours > 0); the CPS field holds at most 99"),

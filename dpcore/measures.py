@@ -15,6 +15,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from dpcore._checks import check_delta, check_int, check_positive, check_real
+from dpcore.figures import upper
 
 __all__ = [
     "PureDP",
@@ -50,7 +51,8 @@ class PureDP:
         return ApproxDP(self.epsilon, delta)
 
     def describe(self) -> str:
-        return f"ε = {self.epsilon:.4g} (pure DP)"
+        """e.g. 'ε = 0.5 (pure DP)', ε rounded up (a privacy loss never reads smaller)."""
+        return f"ε = {upper(self.epsilon, 4)} (pure DP)"
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,8 @@ class ApproxDP:
         return self if delta is None else ApproxDP(self.epsilon, delta)
 
     def describe(self) -> str:
-        return f"ε = {self.epsilon:.4g}, δ = {self.delta:.3g} (approximate DP)"
+        """e.g. 'ε = 1, δ = 1e-06 (approximate DP)', both rounded up."""
+        return f"ε = {upper(self.epsilon, 4)}, δ = {upper(self.delta, 3)} (approximate DP)"
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ class ZCDP:
         return ApproxDP(zcdp_epsilon(self.rho, delta), delta)
 
     def describe(self) -> str:
-        return f"ρ = {self.rho:.4g} (zCDP)"
+        """e.g. 'ρ = 0.125 (zCDP)', ρ rounded up."""
+        return f"ρ = {upper(self.rho, 4)} (zCDP)"
 
 
 Measure = PureDP | ApproxDP | ZCDP

@@ -344,3 +344,55 @@ def test_plan_round_trips_through_the_url():
     + "]", '[["a","laplace","pure",true,null,null,1]]'])
 def test_bad_url_plans_are_ignored(text):
     assert budget.plan_from_param(text) is None
+
+
+# --- cells a row's measure has no use for ----------------------------------------------------
+
+
+def test_cells_a_measure_does_not_use_are_cleared():
+    edited = plan(
+        ("count", "laplace", "pure", 0.5, 1e-6, 0.3, 1.0),        # switched to pure DP
+        ("sum", "bounded_laplace", "approx", 0.5, 1e-6, 0.2, 9.0),  # approx: no ρ
+        ("mean", "gaussian", "zcdp", 0.5, 1e-6, 0.125, 90.0),       # zCDP: no ε
+        ("hist", "geometric", "pure", 0.5, None, None, 1.0),         # nothing to clear
+        ("bad", "gaussian", "pure", 1.0, 1e-6, 0.1, 1.0),            # refused, kept as typed
+    )
+    cleaned, cleared = budget.clear_unused_cells(edited)
+    empty = cleaned[[budget.EPSILON, budget.DELTA, budget.RHO]].isna().to_numpy()
+    assert empty.tolist() == [[False, True, True], [False, False, True], [True, False, False],
+                              [False, True, True], [False, False, False]]
+    assert cleared == [
+        "Row 1 (count): Pure DP (ε) has no use for δ and ρ, so they were cleared.",
+        "Row 2 (sum): Approximate DP (ε, δ) has no use for ρ, so it was cleared.",
+        "Row 3 (mean): zCDP (ρ) has no use for ε, so it was cleared.",
+    ]
+    assert edited.loc[0, budget.DELTA] == 1e-6   # the editor's frame is not changed in place
+    # What the row costs does not change: the cleared cells were ignored before.
+    before, after = budget.check_plan(edited), budget.check_plan(cleaned)
+    assert [(r.approx, r.zcdp, r.error) for r in before] == [
+        (r.approx, r.zcdp, r.error) for r in after]
+    again, none = budget.clear_unused_cells(cleaned)
+    assert none == [] and again.equals(cleaned)
+
+
+def test_the_example_plan_has_nothing_to_clear():
+    cleaned, cleared = budget.clear_unused_cells(budget.default_plan())
+    assert cleared == [] and cleaned.equals(budget.default_plan())
+
+
+@pytest.mark.parametrize("deltas, delta_budget", [
+    ((1e-7, 5e-6), 3e-5), ((2e-6, 3e-7), 2e-5), ((2e-6, 5e-6), 1e-4)])
+def test_advanced_composition_spends_the_delta_budget_and_no_more(deltas, delta_budget):
+    """δ' = δ_budget − Σδᵢ in floats once put the composed δ an ulp over the budget
+    (3.0000000000000004e-05 for a budget of 3e-05): "over budget" for a plan that fits, and
+    a δ shown rounded up to 3.001e-05."""
+    from fractions import Fraction
+
+    rows = [budget.check_release(i + 1, "q", "gaussian", "approx", 0.1, d, None, 1.0)
+            for i, d in enumerate(deltas)]
+    totals = budget.plan_totals(rows, delta_budget)
+    assert Fraction(totals.advanced.delta) <= Fraction(delta_budget)
+    assert totals.advanced.delta == pytest.approx(delta_budget, rel=1e-12)
+    assert totals.fits("advanced", 100.0)
+    # The basic total's δ is never below the exact sum of the rows' δ.
+    assert Fraction(totals.basic.delta) >= sum(map(Fraction, deltas))

@@ -326,3 +326,13 @@ def test_pick_sentence_for_ties_and_minimum():
 ])
 def test_fmt_share(p, text):
     assert sel.fmt_share(p) == text
+
+
+def test_curve_caption_rounds_the_level_up():
+    """The curve reaches 90% at ε = 0.01449 on its grid: shown as "0.014" (two digits, to
+    nearest) the claim would hold from a level where it does not; it must read 0.015."""
+    levels = np.array([0.01, 0.012, 0.01449, 0.02])
+    p_correct = {n: np.array([0.5, 0.8, 0.9, 0.95]) for n in sel.NOISE_TYPES}
+    curves = sel.CorrectnessCurves(levels, p_correct, chance=0.25)
+    caption = sel.curve_caption(curves, noise="laplace", measure="pure")
+    assert "from ε ≈ 0.015 upwards" in caption

@@ -31,3 +31,13 @@ def test_no_html_rendering_anywhere():
         text = path.read_text()
         assert "unsafe_allow_html=True" not in text, path
         assert "st.html(" not in text, path
+
+
+def test_page_icon_is_not_fetched_from_a_font_host():
+    """A ":material/…:" page icon is loaded from fonts.gstatic.com on every page view; an
+    emoji or a local file is not (the browser test checks every request)."""
+    source = (ROOT / "app.py").read_text()
+    call = source[source.index("st.set_page_config("):]
+    call = call[: call.index(")\n")]
+    assert "page_icon=" in call
+    assert ":material/" not in call and "http" not in call, call

@@ -586,3 +586,16 @@ def test_column_choices_of_the_builtins(adult):
     assert categorical_columns(census.frame) == ["Sex", "Married", "Occupation"]
     with pytest.raises(TypeError):
         numeric_columns([1, 2])  # type: ignore[arg-type]
+
+
+def test_capital_loss_upper_bound_is_flagged_as_read_off_the_data(adult):
+    """adult.names documents no range for capital-loss ("continuous") and no top-code is
+    documented for it: the declared 4,356 is the file's own maximum (3 rows), so the domain
+    must say it was read off the data, and it is the only built-in domain that is."""
+    domain = adult.domains["capital_loss"]
+    losses = adult.frame["capital_loss"]
+    assert domain.upper == losses.max() == 4356 and (losses == 4356).sum() == 3
+    assert domain.from_data and "READ OFF THE DATA" in domain.source
+    flagged = [(name, column) for name in BUILTIN_DATASETS
+               for column, d in load_builtin(name).domains.items() if d.from_data]
+    assert flagged == [(BUILTIN_DATASETS[0], "capital_loss")]

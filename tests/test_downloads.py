@@ -25,7 +25,8 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from dashboard import datasets, state
 from dashboard.analysis import statistics as stats
 from dashboard.controls import PrivacyChoice
-from dashboard.exports import FORMULA_TRIGGERS
+from dashboard.exports import FORMULA_TRIGGERS, SIMULATION_COLUMN
+from dpcore.additive import Laplace
 from dpcore.learning import PrivateGaussianNB
 from dpcore.selection import prob_best_selected, report_noisy_max, selection_probabilities
 from tests.conftest import open_app
@@ -155,9 +156,11 @@ def test_statistics_histogram_download_is_the_release_shown(served):
     assert buttons == {"stats_download_csv": "Download noisy values (CSV)",
                        "stats_download_json": "Download parameters (JSON)"}
     data, params, names = downloaded(at, served, "stats_download")
-    assert names == ("noisy-statistics.csv", "noisy-statistics-parameters.json")
+    assert names == ("simulated-noisy-statistics.csv",
+                     "simulated-noisy-statistics-parameters.json")
     rows, frame = read_back(data)
-    assert rows[0] == ["education", "Noisy count (Laplace)"]   # no true counts in a release
+    # No true counts in a release; the last column says, in every row, it is a simulation.
+    assert rows[0] == ["education", "Noisy count (Laplace)", SIMULATION_COLUMN]
     order, truth = adult_counts("education")
     assert frame["education"].tolist() == order
     noisy = numeric_column(rows, "Noisy count (Laplace)")
@@ -188,7 +191,8 @@ def test_statistics_count_compared_with_gaussian(served):
     at.selectbox(key="stats_compare").select("gaussian")
     ok(at.run())
     rows, frame = read_back(downloaded(at, served, "stats_download")[0])
-    assert rows[0] == ["Query", "Noisy count (Laplace)", "Noisy count (Gaussian)"]
+    assert rows[0] == ["Query", "Noisy count (Laplace)", "Noisy count (Gaussian)",
+                       SIMULATION_COLUMN]
     assert frame["Query"].tolist() == ["number of rows"]
     rows_in_adult = len(datasets.load_builtin(ADULT).frame)
     metrics = {m.label: m.value for m in at.metric}
@@ -236,7 +240,7 @@ def test_statistics_upload_labels_and_headers_come_back_escaped(served):
     at.selectbox(key="stats_column").select("=cmd")
     ok(at.run())
     rows, frame = read_back(downloaded(at, served, "stats_download")[0])
-    assert rows[0] == ["'=cmd", "Noisy count (Laplace)"]
+    assert rows[0] == ["'=cmd", "Noisy count (Laplace)", SIMULATION_COLUMN]
     expected = sorted(escaped(c) for c in FORMULA_COMMANDS)
     assert sorted(r[0] for r in rows[1:]) == expected
     assert sorted(frame["'=cmd"]) == expected
@@ -247,7 +251,7 @@ def test_statistics_upload_labels_and_headers_come_back_escaped(served):
     ok(at.run())
     data, params, _ = downloaded(at, served, "stats_download")
     rows, frame = read_back(data)
-    assert rows[0] == ["Query", "Noisy sum (Laplace)"]
+    assert rows[0] == ["Query", "Noisy sum (Laplace)", SIMULATION_COLUMN]
     assert frame["Query"].tolist() == ["sum of -score"]
     noisy = numeric_column(rows, "Noisy sum (Laplace)")[0]
     true_sum = -sum(i % 7 + 0.5 for i in range(40))               # −136
@@ -280,9 +284,9 @@ def test_tables_download_is_the_noisy_and_published_table(served):
     assert {b.key for b in at.download_button} == {"tables_download_csv",
                                                    "tables_download_json"}
     data, params, names = downloaded(at, served, "tables_download")
-    assert names == ("noisy-table.csv", "noisy-table-parameters.json")
+    assert names == ("simulated-noisy-table.csv", "simulated-noisy-table-parameters.json")
     rows, frame = read_back(data)
-    assert rows[0] == ["education", "sex", "Noisy count", "Published count"]
+    assert rows[0] == ["education", "sex", "Noisy count", "Published count", SIMULATION_COLUMN]
     adult = datasets.load_builtin(ADULT)
     education = list(adult.domains["education"].categories)
     sex = list(adult.domains["sex"].categories)
@@ -337,7 +341,7 @@ def test_tables_upload_labels_and_headers_come_back_escaped(served):
             at.selectbox(key="tables_column").value) == ("=cmd", "+city")
     data, params, _ = downloaded(at, served, "tables_download")
     rows, frame = read_back(data)
-    assert rows[0] == ["'=cmd", "'+city", "Noisy count", "Published count"]
+    assert rows[0] == ["'=cmd", "'+city", "Noisy count", "Published count", SIMULATION_COLUMN]
     assert set(frame["'=cmd"]) == {escaped(c) for c in FORMULA_COMMANDS}
     assert set(frame["'+city"]) == {escaped(c) for c in FORMULA_CITIES}
     assert len(frame) == len(FORMULA_COMMANDS) * len(FORMULA_CITIES)
@@ -354,7 +358,7 @@ def test_tables_upload_labels_and_headers_come_back_escaped(served):
 def test_selection_download_with_the_one_private_pick(served):
     at = ok(open_app("selection.py"))
     data, params, names = downloaded(at, served, "sel_download")
-    assert names == ("selection.csv", "selection-parameters.json")
+    assert names == ("simulated-selection.csv", "simulated-selection-parameters.json")
     rows, frame = read_back(data)
     order, counts = adult_counts("education")
     by_count = np.argsort(-counts, kind="stable")       # the page lists the commonest first
@@ -538,3 +542,76 @@ def test_learning_download_is_the_accuracy_curve(served):
         np.testing.assert_allclose(np.tile(list(params["noise_scale"][part].values()), (3, 1)),
                                    fitted, rtol=1e-12)
     assert params["private_fits_per_epsilon"] == 20 and params["seed"] == SEED
+
+
+# --------------------------------------------------------------------------------------------
+# Simulated releases say so, and anyone with the seed can remove their noise
+
+
+def test_simulated_release_is_labelled_in_names_files_and_page(served):
+    """The statistics, tables and selection downloads are simulations from a public seed:
+    the file names, every CSV row, the JSON and a caption next to the buttons say so."""
+    for page, key in (("statistics.py", "stats_download"), ("tables.py", "tables_download"),
+                      ("selection.py", "sel_download")):
+        at = ok(open_app(page))
+        data, params, names = downloaded(at, served, key)
+        assert all(name.startswith("simulated-") for name in names), names
+        rows, frame = read_back(data)
+        assert rows[0][-1] == SIMULATION_COLUMN
+        notes = set(frame[SIMULATION_COLUMN])
+        assert len(notes) == 1 and "not a private release" in notes.pop()
+        block = params["simulation"]
+        assert block["simulated"] is True and block["private_release"] is False
+        assert "recovering the true values" in block["warning"]
+        assert block["random_stream"].startswith("numpy.random.default_rng([seed, ")
+        captions = " ".join(c.value for c in at.caption)
+        assert "not a private release" in captions and "anyone with the seed" in captions
+
+
+def test_the_learning_curve_is_not_labelled_a_release(served):
+    at = ok(open_app("learning.py"))
+    _, params, names = downloaded(at, served, "learning_download")
+    assert "simulation" not in params and not names[0].startswith("simulated-")
+    assert "anyone with the seed" not in " ".join(c.value for c in at.caption)
+
+
+def noisy_count(at, served) -> tuple[float, dict]:
+    """The noisy count in the CSV and the parameters file beside it."""
+    data, params, _ = downloaded(at, served, "stats_download")
+    rows, _ = read_back(data)
+    return float(numeric_column(rows, "Noisy count (Laplace)")[0]), params
+
+
+def count_page(dataset: str):
+    at = ok(open_app())
+    at.selectbox(key="dataset_choice").select(dataset)
+    ok(at.run())
+    at.switch_page("app_pages/statistics.py")
+    ok(at.run())
+    at.selectbox(key="stats_query").select("count")
+    return ok(at.run())
+
+
+def test_each_dataset_gets_its_own_noise_at_one_seed(served):
+    """Adult's and Iris's noisy counts at one seed once carried the same noise (noisy − true
+    was the same number), so two simulated files gave the exact difference of true counts."""
+    rows = {ADULT: len(datasets.load_builtin(ADULT).frame), "Iris": 150}
+    noise = {name: noisy_count(count_page(name), served)[0] - rows[name] for name in rows}
+    # Laplace(1) noise: closer than 1e-6 with probability about 1e-6 (before: −1.5020922881
+    # on both, equal but for the rounding of 48,842 + noise).
+    assert abs(noise[ADULT] - noise["Iris"]) > 1e-6
+    # Reproducible: the same dataset and seed draw the same noise again.
+    assert noisy_count(count_page("Iris"), served)[0] - 150 == noise["Iris"]
+
+
+def test_the_parameters_file_alone_removes_the_noise(served):
+    """What the warning says is true: the JSON's seed and stream regenerate the noise, and
+    noisy − noise is the exact true count."""
+    noisy, params = noisy_count(count_page(ADULT), served)
+    stream = [int(n) for n in params["simulation"]["random_stream"].split("[")[1]
+              .split("]")[0].replace("seed", str(params["seed"])).split(",")]
+    [mechanism] = params["mechanisms"]
+    noise = Laplace(sensitivity=mechanism["l1_sensitivity"], epsilon=params["epsilon"]).sample(
+        0.0, rng=np.random.default_rng(stream))
+    assert noisy - float(noise) == pytest.approx(len(datasets.load_builtin(ADULT).frame),
+                                                 abs=1e-6)

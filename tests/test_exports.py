@@ -10,7 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.exports import FORMULA_TRIGGERS, csv_bytes, escape_cell, parameters_json
+from dashboard.exports import (
+    FORMULA_TRIGGERS,
+    SIMULATION_CELL,
+    SIMULATION_COLUMN,
+    csv_bytes,
+    escape_cell,
+    noise_stream,
+    parameters_json,
+    with_simulation_column,
+)
 
 
 @pytest.mark.parametrize("trigger", FORMULA_TRIGGERS)
@@ -64,3 +73,30 @@ def test_parameters_json_round_trip():
     back = json.loads(parameters_json(params))
     assert back == {"dataset": "Adult", "epsilon": 1.0, "delta": None, "scale": 2.5, "seed": 7,
                     "bounds": [17, 90], "alpha": None}
+
+
+def test_simulation_column_never_replaces_a_users_column():
+    frame = pd.DataFrame({SIMULATION_COLUMN: ["=x", "y"], "Noisy count": [1.5, -2.0]})
+    marked = with_simulation_column(frame)
+    assert marked.columns.tolist() == [SIMULATION_COLUMN, "Noisy count",
+                                       SIMULATION_COLUMN + " (note)"]
+    assert marked[SIMULATION_COLUMN].tolist() == ["=x", "y"]
+    assert set(marked[SIMULATION_COLUMN + " (note)"]) == {SIMULATION_CELL}
+    assert not SIMULATION_CELL.startswith(FORMULA_TRIGGERS)   # spreadsheet-safe as it is
+    assert frame.columns.tolist() == [SIMULATION_COLUMN, "Noisy count"]   # not changed
+
+
+def test_noise_stream_tells_datasets_and_queries_apart_and_ignores_values():
+    adult = noise_stream("builtin:Adult:48842", pd.DataFrame(), "count")
+    assert adult == noise_stream("builtin:Adult:48842", pd.DataFrame({"a": [1]}), "count")
+    assert adult != noise_stream("builtin:Iris:150", pd.DataFrame(), "count")
+    assert adult != noise_stream("builtin:Adult:48842", pd.DataFrame(), "sum", "age")
+    # An upload is known by its shape and column names, not by the session's random file id
+    # nor by its values: the same file uploaded again draws the same noise.
+    first = pd.DataFrame({"salary": [1.0, 2.0]})
+    same_shape = pd.DataFrame({"salary": [5.0, 9.0]})
+    assert noise_stream("upload:abc", first, "count") == noise_stream("upload:xyz",
+                                                                      same_shape, "count")
+    assert noise_stream("upload:abc", first, "count") != noise_stream(
+        "upload:abc", pd.DataFrame({"wage": [1.0, 2.0]}), "count")
+    assert 0 <= adult < 2**32

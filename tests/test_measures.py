@@ -290,3 +290,20 @@ def test_split_budget_never_adds_up_to_more_than_the_total():
             split_budget(1.0, share)
     with pytest.raises(ValueError, match="total"):
         split_budget(float("inf"), 0.5)
+
+
+def test_describe_rounds_every_loss_up():
+    """What a user reads is never less than the loss: 4.254084… once read "4.254", a δ of
+    1.2345e-07 "1.23e-07" and ρ = 11.045 (a float just below it) "11.04"."""
+    import re
+    from decimal import Decimal
+
+    def shown(text: str, symbol: str) -> Decimal:
+        return Decimal(re.search(rf"{symbol} = ([\d.e+-]+)", text)[1])
+
+    assert shown(PureDP(4.254084650221792).describe(), "ε") >= Decimal("4.254084650221792")
+    approx = ApproxDP(0.6931471805599453, 1.2345e-07).describe()
+    assert shown(approx, "ε") >= Decimal("0.6931471805599453")
+    assert shown(approx, "δ") >= Decimal("1.2345e-07")
+    assert shown(ZCDP(11.045).describe(), "ρ") >= Decimal("11.045")
+    assert PureDP(0.5).describe() == "ε = 0.5 (pure DP)"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -152,3 +153,34 @@ def test_a_shared_url_opens_its_plan(app):
     assert not at.exception
     assert epsilon_of(metric(at, "Basic composition")) == pytest.approx(1.0)
     assert list(at.data_editor[0].value[budget.QUERY]) == ["one", "two"]
+
+
+def test_switching_a_row_to_pure_dp_clears_its_delta(at):
+    """Row 3 is a Gaussian (ε = 1, δ = 1e-6); made a pure-DP Laplace row, its δ would stay on
+    screen and be ignored: it is emptied in a fresh editor, with a message saying so."""
+    edit(at, edited={2: {budget.MECHANISM: "laplace", budget.MEASURE: "pure"}})
+    assert at.data_editor[0].key == "budget_editor_1"
+    shown = at.data_editor[0].value
+    assert math.isnan(shown.loc[2, budget.DELTA]) and math.isnan(shown.loc[2, budget.RHO])
+    assert shown.loc[2, budget.MEASURE] == "pure" and shown.loc[2, budget.EPSILON] == 1.0
+    notices = " ".join(i.value for i in at.info)
+    assert "Row 3" in notices and "no use for δ" in notices and "cleared" in notices
+    assert not at.error
+    shared = budget.plan_from_param(at.query_params["budget_plan"][0]
+                                    if isinstance(at.query_params["budget_plan"], list)
+                                    else at.query_params["budget_plan"])
+    assert math.isnan(shared.loc[2, budget.DELTA])
+    # The next run keeps the cleaned plan and says nothing more.
+    at.run()
+    assert at.data_editor[0].key == "budget_editor_1" and not at.info
+
+
+def test_privacy_figures_and_error_bounds_round_up(at):
+    """Every shown loss is at least the exact one (computed here): the default plan's basic
+    total 4.25408… once read "4.254"; row 1's ±α = 2·ln 20 = 5.99146… read "± 5.991"."""
+    assert epsilon_of(metric(at, "Basic composition")) >= DEFAULT_BASIC
+    table = at.dataframe[1].value
+    alpha = float(table.loc[0, "Error at 95%"].removeprefix("± "))
+    assert alpha >= 2 * math.log(20)          # Laplace, b = Δ/ε = 2: P(|X| > α) = e^(−α/b)
+    counted = float(re.search(r"ε = ([\d.]+)", table.loc[3, "Basic / advanced count it as"])[1])
+    assert counted >= gaussian_profile_epsilon(0.125, 1e-6)

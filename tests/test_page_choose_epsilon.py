@@ -636,3 +636,10 @@ def test_hover_figures_round_the_safe_way(page):
     for text, y in zip(curve["text"], values(curve["y"]), strict=True):
         shown = float(re.search(r"the right answer in ([0-9.]+)% of releases", text)[1])
         assert y * 0.99 - 1e-9 <= shown <= y + 1e-9
+
+
+def test_mu_gdp_is_explained_next_to_its_line(page):
+    names = [t.get("name", "") for t in figure(page, 1)["data"]]
+    assert any("μ-GDP" in n for n in names)
+    caption = next(c.value for c in page.caption if c.value.startswith("μ-GDP"))
+    assert "Gaussian differential privacy" in caption and "μ = sensitivity / σ" in caption

@@ -163,3 +163,11 @@ def test_column_names_from_a_file_are_shown_as_data(run_app, name):
     for fig, column in zip(figures(at), names[:2], strict=True):
         title = fig["layout"]["title"]["text"]
         assert charts.svg_text(column) in title and ("<" not in title)
+
+
+def test_a_bound_read_off_the_data_is_flagged_in_the_profile(run_app):
+    at = run_app()
+    profile = at.dataframe[1].value.set_index("column")
+    assert profile.loc["capital_loss", "public domain"] == "[0, 4356] USD (read off the data)"
+    assert profile.loc["capital_gain", "public domain"] == "[0, 99999] USD"
+    assert "READ OFF THE DATA" in profile.loc["capital_loss", "domain source"]

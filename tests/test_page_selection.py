@@ -202,3 +202,25 @@ def test_sidebar_dataset_switch_uses_its_categorical_columns(page):
     # 50 flowers of each species: a three-way tie, so the best is always "picked".
     assert "one of the 3 candidates tied" in pick_sentence(page)
     assert "100%" in pick_sentence(page)
+
+
+def test_the_level_picking_the_best_90_percent_rounds_up(page):
+    """The caption's "picked at least 90% of the time from ε ≈ x upwards" must hold at the x
+    shown: with Gumbel noise (the exponential mechanism) and counts (monotonic, Δ = 1),
+    P(best) = softmax(ε·counts)[best], computed here in log space."""
+    page.selectbox(key="sel_noise").select("gumbel").run()
+    assert not page.exception, [e.value for e in page.exception]
+    caption = next(c.value for c in page.caption if "at least 90% of the time" in c.value)
+    epsilon = float(re.search(r"from ε ≈ ([\d.e+-]+) upwards", caption)[1])
+    counts = np.sort(adult_education_counts())[::-1]
+    logits = epsilon * (counts - counts[0])
+    assert 1 / np.sum(np.exp(logits)) >= 0.9
+
+
+def test_permute_and_flip_and_monotonic_are_explained_where_they_appear(page):
+    noise = page.selectbox(key="sel_noise")
+    assert "Exponential (permute-and-flip)" in noise.options
+    assert "permute-and-flip" in noise.help and "random order" in noise.help
+    assert "exponential mechanism" in noise.help
+    monotonic = next(t for t in page.toggle if t.label == "Scores are monotonic")
+    assert "moves every score the same way" in monotonic.help

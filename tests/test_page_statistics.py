@@ -217,3 +217,47 @@ def test_settings_are_mirrored_in_the_url(stats_page):
     at.selectbox(key="stats_query").select("count").run()
     assert at.query_params["stats_epsilon"] == "0.47"
     assert at.query_params["stats_query"] == "count"
+
+
+def test_bounds_round_up_and_guarantees_round_down(stats_page):
+    """At 50% the Laplace bound is b·ln 2 = 0.693147… (b = 1/ε = 1): it once read ±0.6931,
+    smaller than true; "at least" 0.5^16 = 0.00152587…% once read 0.00153%, more than true."""
+    at = stats_page
+    at.selectbox(key="stats_confidence").select(0.5).run()
+    assert not at.exception, [e.value for e in at.exception]
+    [(confidence, alpha)] = alpha_sentences(at)
+    assert confidence == 0.5 and alpha >= math.log(2)
+    sentence = next(m.value for m in at.markdown if "categories at once" in m.value)
+    at_least = float(re.search(r"at least ([\d.]+)% of releases", sentence)[1])
+    assert at_least <= 100 * 0.5**16
+    table = next(d.value for d in at.dataframe if "±α at 50%, closed form" in d.value.index)
+    assert float(table.loc["±α at 50%, closed form"].iloc[0]) >= math.log(2)
+
+
+def test_a_bound_read_off_the_data_is_flagged_not_called_public(stats_page):
+    """capital_loss's upper bound 4,356 is Adult's own maximum: the note is a warning that
+    says so, never "the column's public range"."""
+    at = stats_page
+    at.selectbox(key="stats_query").select("sum").run()
+    at.selectbox(key="stats_column").select("capital_loss").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert (at.number_input(key="stats_lower").value, at.number_input(key="stats_upper").value) \
+        == (0, 4356)
+    warnings = " ".join(w.value for w in at.warning)
+    assert "read off the data" in warnings and "4356" in warnings
+    assert not any("public range" in c.value for c in at.caption)
+    # A documented bound (capital_gain: the CPS top-code 99,999) is still called public.
+    at.selectbox(key="stats_column").select("capital_gain").run()
+    assert any("public range [0, 99999]" in c.value for c in at.caption)
+    assert "read off the data" not in " ".join(w.value for w in at.warning)
+
+
+def test_l1_and_l2_sensitivity_are_explained_where_they_appear(stats_page):
+    at = stats_page   # a histogram with Laplace noise: "L1 sensitivity 1"
+    shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "L1 sensitivity 1" in shown and "L1 adds up how much each released number" in shown
+    at.selectbox(key="stats_measure").select("approx").run()
+    at.selectbox(key="stats_mechanism").select("gaussian").run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "L2 sensitivity 1" in shown and "square root of the sum of the squared" in shown

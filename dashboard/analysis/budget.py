@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import streamlit as st
 from numpy.typing import NDArray
 
 from dashboard.controls import MEASURES, MECHANISMS, VALID_MECHANISMS, fmt_number
+from dashboard.shown import up
 from dpcore._checks import check_delta, check_positive
 from dpcore.additive import Gaussian, make_mechanism
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
@@ -221,7 +223,7 @@ def _cost(kind: str, measure: str, eps: float | None, dlt: float | None, rh: flo
                        "composition count this Gaussian as (ε, δ), e.g. 1e-6")
         mechanism = Gaussian(sensitivity=sens, rho=rho)
         read_eps = mechanism.epsilon_for_delta(delta)
-        note = (f"counted as (ε = {read_eps:.4g}, δ = {fmt_number(delta)}) by basic and "
+        note = (f"counted as (ε = {up(read_eps)}, δ = {fmt_number(delta)}) by basic and "
                 "advanced composition: the Gaussian's exact privacy curve at that δ")
         return ApproxDP(read_eps, delta), ZCDP(rho), mechanism.accuracy(ACCURACY_BETA), note
     epsilon = _positive("ε", eps, eps_hint, column=EPSILON)
@@ -229,13 +231,13 @@ def _cost(kind: str, measure: str, eps: float | None, dlt: float | None, rh: flo
         delta = _delta(dlt, required=True, hint="Gaussian noise needs a δ above 0, e.g. 1e-6")
         mechanism = Gaussian(sensitivity=sens, epsilon=epsilon, delta=delta)
         return (ApproxDP(epsilon, delta), mechanism.zcdp, mechanism.accuracy(ACCURACY_BETA),
-                f"its exact ρ = {mechanism.zcdp.rho:.4g} (from its noise σ) under zCDP")
+                f"its exact ρ = {up(mechanism.zcdp.rho)} (from its noise σ) under zCDP")
     if kind == "bounded_laplace":
         delta = _delta(dlt, required=False, hint="") if measure == "approx" else 0.0
         if delta > 0:
             pure = epsilon - math.log1p(-delta)
             note = (f"not a Gaussian, so no exact ρ: its calibration makes it pure "
-                    f"ε₀ = ε − ln(1 − δ) = {pure:.6g}-DP, and zCDP counts ρ = ε₀²/2")
+                    f"ε₀ = ε − ln(1 − δ) = {up(pure, 6)}-DP, and zCDP counts ρ = ε₀²/2")
             return ApproxDP(epsilon, delta), PureDP(pure).to_zcdp(), None, note
         return ApproxDP(epsilon, 0.0), PureDP(epsilon).to_zcdp(), None, ""
     # Laplace, geometric, clamped Laplace: pure ε-DP whatever the measure column says.
@@ -256,18 +258,53 @@ def check_plan(plan: pd.DataFrame) -> list[CheckedRelease]:
         frame.itertuples(index=False, name=None))]
 
 
+#: The cells a row's privacy measure has no use for (the mechanism being valid for it).
+UNUSED_CELLS = {"pure": (DELTA, RHO), "approx": (RHO,), "zcdp": (EPSILON,)}
+
+
+def clear_unused_cells(plan: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The plan with the δ, ρ or ε cells its rows' measures do not use emptied, and what was
+    emptied, one sentence per row (quoting the row's query name: escape it before markdown).
+
+    A row switched to pure DP otherwise keeps its δ and ρ on screen while the totals ignore
+    them. A row whose mechanism is not valid for its measure (a pure-DP Gaussian) keeps its
+    cells: it is refused with a message, and switching back restores it as it was.
+    """
+    cleaned = plan.copy()
+    cleared = []
+    for position, (query, mechanism, measure, *_) in enumerate(
+            plan.reindex(columns=list(PLAN_COLUMNS)).itertuples(index=False, name=None)):
+        kind = _kind(mechanism, MECHANISMS, _MECHANISM_BY_LABEL)
+        measure_kind = _kind(measure, MEASURES, _MEASURE_BY_LABEL)
+        if kind is None or measure_kind is None or kind not in VALID_MECHANISMS[measure_kind]:
+            continue
+        emptied = [column for column in UNUSED_CELLS[measure_kind]
+                   if column in cleaned.columns
+                   and _number(cleaned.iloc[position][column]) is not None]
+        if not emptied:
+            continue
+        for column in emptied:
+            cleaned.iloc[position, cleaned.columns.get_loc(column)] = np.nan
+        name = f"Row {position + 1}" + (f" ({query})" if isinstance(query, str) and
+                                        query.strip() else "")
+        cells = " and ".join(emptied)
+        cleared.append(f"{name}: {MEASURES[measure_kind]} has no use for {cells}, so "
+                       f"{'it was' if len(emptied) == 1 else 'they were'} cleared.")
+    return cleaned, cleared
+
+
 def release_table(checked: Sequence[CheckedRelease]) -> pd.DataFrame:
     """What each row costs and buys, for display next to the editor."""
     rows = []
     for r in checked:
         if r.valid:
             eps, dlt = r.approx.epsilon, r.approx.delta
-            counted = f"ε = {eps:.4g}" + (f", δ = {fmt_number(dlt)}" if dlt > 0 else "")
-            error = (f"± {r.accuracy:,.4g}" if r.accuracy is not None
+            counted = f"ε = {up(eps)}" + (f", δ = {up(dlt)}" if dlt > 0 else "")
+            error = (f"± {up(r.accuracy)}" if r.accuracy is not None
                      else "depends on the true value (output kept within bounds)")
             status = "OK" + (f": {r.note}" if r.note else "")
             rows.append({"Row": r.row, QUERY: r.query, "Basic / advanced count it as": counted,
-                         "zCDP ρ": f"{r.zcdp.rho:.4g}", "Error at 95%": error,
+                         "zCDP ρ": up(r.zcdp.rho), "Error at 95%": error,
                          "Status": status})
         else:
             rows.append({"Row": r.row, QUERY: r.query, "Basic / advanced count it as": "—",
@@ -304,12 +341,32 @@ def heterogeneous_advanced_composition(epsilons: Sequence[float], deltas: Sequen
     if eps.size < 1 or eps.size != dlt.size:
         raise ValueError("epsilons and deltas must be non-empty and of the same length")
     delta_prime = check_delta("delta_prime", delta_prime, allow_zero=False)
-    total_delta = math.fsum(dlt) + delta_prime
+    total_delta = _sum_up([*dlt.tolist(), delta_prime])
     if not total_delta < 1:
         raise ValueError(f"composed delta must be < 1, got {total_delta:g}")
     total_eps = (math.sqrt(2 * math.log(1 / delta_prime) * math.fsum(eps**2))
                  + math.fsum(eps * np.expm1(eps)))
     return ApproxDP(total_eps, total_delta)
+
+
+def _sum_up(values: Sequence[float]) -> float:
+    """The exact sum of floats, rounded up to a float (a δ never reads smaller than it is)."""
+    exact = sum(map(Fraction, values), Fraction(0))
+    nearest = float(exact)
+    return math.nextafter(nearest, math.inf) if nearest < exact else nearest
+
+
+def _room_left(delta_budget: float, deltas: Sequence[float]) -> float:
+    """The largest δ' with Σδᵢ + δ' <= δ_budget exactly (0 or less when there is none).
+
+    ``delta_budget − fsum(deltas)`` can round up by an ulp, which put the composed δ an ulp
+    over the budget: "over budget" for a plan that fits, and a δ shown as 1.001e-05.
+    """
+    used = sum(map(Fraction, deltas), Fraction(0))
+    room = float(Fraction(delta_budget) - used)
+    while room > 0 and used + Fraction(room) > Fraction(delta_budget):
+        room = math.nextafter(room, 0.0)
+    return room
 
 
 @dataclass(frozen=True)
@@ -351,24 +408,24 @@ def plan_totals(checked: Sequence[CheckedRelease], delta_budget: float) -> PlanT
         return PlanTotals(counted, skipped, delta_budget)
     eps = [r.approx.epsilon for r in valid]
     dlt = [r.approx.delta for r in valid]
-    row_delta = math.fsum(dlt)
+    row_delta = _sum_up(dlt)
     notes = []
     if row_delta >= 1:
         return PlanTotals(counted, skipped, delta_budget, advanced_problem=(
             "the rows' δ add up to 1 or more: no guarantee is left"))
-    basic = ApproxDP(math.fsum(eps), row_delta)
+    basic = ApproxDP(_sum_up(eps), row_delta)
     advanced, problem = None, ""
-    room = delta_budget - row_delta
+    room = _room_left(delta_budget, dlt)
     if room > 0:
         advanced = heterogeneous_advanced_composition(eps, dlt, room)
         if advanced.epsilon > basic.epsilon:
             notes.append("Advanced composition is worse than basic composition here (it pays "
                          "off only for many releases): use the basic total.")
     else:
-        problem = (f"the rows' own δ (total {row_delta:.3g}) already use up the δ budget "
+        problem = (f"the rows' own δ (total {up(row_delta)}) already use up the δ budget "
                    f"({fmt_number(delta_budget)}), leaving no room for the δ' advanced "
                    "composition needs — raise the δ budget or lower the rows' δ")
-    rho = math.fsum(r.zcdp.rho for r in valid)
+    rho = _sum_up([r.zcdp.rho for r in valid])
     zcdp = ZCDP(rho).to_approx(delta_budget)
     return PlanTotals(counted, skipped, delta_budget, basic, advanced, problem, rho, zcdp, notes)
 

@@ -6,7 +6,8 @@ Plain functions (no Streamlit) pick features with declared bounds, split rows an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,8 +50,13 @@ CLOSE_TO_BASELINE = 0.02
 _RNG_OFFSET = 8  # this page's own random streams, apart from the other pages'
 
 
+#: The column of :func:`feature_bounds` that flags a bound read off the data.
+FROM_DATA = "Read off the data"
+
+
 def feature_bounds(loaded: LoadedDataset, task: LearningTask) -> pd.DataFrame:
-    """The declared bounds of each feature with unit and source (public domains, not data).
+    """The declared bounds of each feature with unit and source, and whether a bound was read
+    off the data (no documented bound exists: Adult's capital_loss).
 
     Raises ValueError naming the feature when the dataset declares no numeric domain for it.
     """
@@ -62,8 +68,26 @@ def feature_bounds(loaded: LoadedDataset, task: LearningTask) -> pd.DataFrame:
                              f"{loaded.name}")
         rows.append({"Feature": feature, "Lower": float(domain.lower),
                      "Upper": float(domain.upper), "Unit": domain.unit,
-                     "Source": domain.source})
-    return pd.DataFrame(rows, columns=["Feature", "Lower", "Upper", "Unit", "Source"])
+                     FROM_DATA: bool(domain.from_data), "Source": domain.source})
+    return pd.DataFrame(rows, columns=["Feature", "Lower", "Upper", "Unit", FROM_DATA,
+                                       "Source"])
+
+
+def bounds_note(bounds: pd.DataFrame) -> str:
+    """What the page says about where the feature bounds come from (true for these bounds)."""
+    read = bounds.loc[bounds[FROM_DATA], "Feature"].tolist()
+    note = ("Feature bounds are declared, not computed by the app: values outside are clamped "
+            "to them. They should be public knowledge (documented ranges): bounds taken from "
+            "the data itself (its minimum and maximum) leak information about the people in "
+            "it.")
+    if not read:
+        return note + " Every bound here is documented; the class labels are declared too."
+    names = ", ".join(read)
+    return (note + f" **Read off the data: {names}.** No documented bound exists for "
+            f"{'this feature' if len(read) == 1 else 'these features'}, so the upper bound is "
+            "the published file's own maximum; it reveals that someone has exactly that value, "
+            "and the fit is ε-DP only if that maximum counts as public. The class labels are "
+            "declared.")
 
 
 def declared_classes(loaded: LoadedDataset, task: LearningTask) -> tuple[str, ...]:
@@ -124,6 +148,37 @@ class LearningCurve:
         """The smallest grid epsilon whose median is within ``CLOSE_TO_BASELINE`` of baseline."""
         close = np.flatnonzero(self.median >= self.baseline - CLOSE_TO_BASELINE)
         return float(self.epsilon[close[0]]) if close.size else None
+
+
+def test_set_spread(accuracy: float, test_rows: int) -> float:
+    """Half-width of the 95% normal interval of an accuracy measured on ``test_rows`` rows:
+    1.96·√(p(1−p)/n), how far the same model's score moves from one test set to another."""
+    p = min(max(float(accuracy), 0.0), 1.0)
+    return 1.96 * math.sqrt(p * (1 - p) / check_int("test_rows", test_rows, minimum=1))
+
+
+def above_baseline_note(curves: Mapping[str, LearningCurve],
+                        labels: Mapping[str, str]) -> str | None:
+    """Why a private median above the non-private model is chance (quoting the largest
+    excess over the grid), or None when no median is above it."""
+    best: tuple[float, str, float, float] | None = None
+    for noise, curve in curves.items():
+        for i in range(curve.epsilon.size):
+            excess = float(curve.median[i]) - curve.baseline
+            if excess > 0 and (best is None or excess > best[0]):
+                best = (excess, noise, float(curve.epsilon[i]), float(curve.median[i]))
+    if best is None:
+        return None
+    excess, noise, eps, median = best
+    curve = curves[noise]
+    spread = test_set_spread(curve.baseline, curve.test_rows)
+    return (f"The private median ({labels[noise]} noise, ε = {eps:g}: {median:.1%}) is above "
+            f"the non-private model ({curve.baseline:.1%}) by {100 * excess:.1f} points. That is "
+            f"chance, not privacy making the model better: the test set has "
+            f"{curve.test_rows:,} rows, so the same model scores within about "
+            f"±{100 * spread:.1f} points of its accuracy from one test set to another (95%), "
+            "and the noise only moves the model's estimates at random, which now and then "
+            "happens to suit this test set.")
 
 
 def accuracy_curve(features: NDArray, labels: NDArray, *, n_classes: int,
@@ -200,9 +255,13 @@ def describe_learning(curves: dict[str, LearningCurve], task: LearningTask, *, d
         "page": "Private learning", "dataset": dataset, "task": task.name,
         "model": "Gaussian naive Bayes from noisy class counts, feature sums and sums of squares",
         "label": task.label, "classes": [str(c) for c in classes],
-        "features": {str(f): {"lower": float(lo), "upper": float(u), "unit": unit}
-                     for f, lo, u, unit in zip(bounds["Feature"], bounds["Lower"],
-                                               bounds["Upper"], bounds["Unit"], strict=True)},
+        "features": {str(f): {"lower": float(lo), "upper": float(u), "unit": unit,
+                              "bounds_from": ("the data (the file's own maximum: it leaks)"
+                                              if read else "documentation (public)"),
+                              "source": source}
+                     for f, lo, u, unit, read, source in zip(
+                         bounds["Feature"], bounds["Lower"], bounds["Upper"], bounds["Unit"],
+                         bounds[FROM_DATA], bounds["Source"], strict=True)},
         "neighbouring_datasets": "add/remove one row (one row = one person)",
         "mechanisms": list(curves), "measure": "pure", "delta": None, "rho": None,
         "epsilons": [float(e) for e in first.epsilon], "epsilon": epsilon,

@@ -19,6 +19,8 @@ import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import fmt_number
+from dashboard.exports import SIMULATION, simulation_fields
+from dashboard.shown import up
 from dashboard.text import plain
 from dpcore import queries
 from dpcore._checks import check_int, check_positive, trial_chunks
@@ -57,6 +59,16 @@ NOISES = {
     "gumbel": "Gumbel (exponential mechanism)",
 }
 NOISE_NAMES = {noise: name.split(" (")[0] for noise, name in NOISES.items()}
+#: The three noises in plain words (the Noise picker's help).
+NOISE_HELP = (
+    "Each adds noise to every score and reports the best noisy one (report noisy max); they "
+    "differ in the noise. Laplace: two-sided Laplace noise. Exponential: one-sided "
+    "exponential noise, which is exactly **permute-and-flip** (McKenna & Sheldon 2020): visit "
+    "the candidates in a random order and accept each with probability "
+    "exp(ε·(score − best score)/(2Δ)) (Δ instead of 2Δ for monotonic scores), else go on; it "
+    "is never less accurate than the exponential mechanism. Gumbel: Gumbel noise, which is "
+    "exactly the exponential mechanism (pick with probability proportional to "
+    "exp(ε·score/(2Δ)), again Δ for monotonic scores).")
 MEASURES = {"pure": "Pure DP (ε)", "zcdp": "zCDP (ρ)"}
 LEVEL_SYMBOL = {"pure": "ε", "zcdp": "ρ"}
 LEVEL_AXIS = {"pure": "ε (pure DP, log scale)", "zcdp": "ρ (zCDP, log scale)"}
@@ -278,7 +290,7 @@ def privacy_map_text(*, noise: str, measure: str, level: float, sensitivity: flo
     else:
         parts.append(f"no zCDP bound better than the pure-DP one is known for {kind} "
                      f"noise: each pick is ε₀-DP with ε₀ = {cd}/b, hence ε₀²/2-zCDP (ρ = ε²/2); "
-                     f"so ε₀ = √(2ρ/k) = {fmt_value(math.sqrt(2 * level / k))} and b = "
+                     f"so ε₀ = √(2ρ/k) = {up(math.sqrt(2 * level / k))} and b = "
                      f"{cd}/ε₀ = **{fmt_value(scale)}** ({nums}). Gumbel noise gets ε²/8 "
                      "instead: at the same ρ it needs half this scale, which makes it the "
                      "natural zCDP choice.")
@@ -600,7 +612,7 @@ def curve_caption(curves: CorrectnessCurves, *, noise: str, measure: str) -> str
     """Where the chosen noise starts picking the best at least 90% of the time."""
     symbol, name = LEVEL_SYMBOL[measure], NOISE_NAMES[noise]
     reach = level_reaching(curves.levels, curves.p_correct[noise], 0.9)
-    where = (f"from {symbol} ≈ {reach:.2g} upwards" if reach is not None
+    where = (f"from {symbol} ≈ {up(reach, 2)} upwards" if reach is not None
              else "nowhere on this range")
     return (f"Exact, for the three noises at the same {symbol}. With {name} noise the best is "
             f"picked at least 90% of the time {where}.")
@@ -736,6 +748,7 @@ def private_release(summary: SelectionSummary, *, source: str, dataset: str, can
                     "guarantee": privacy.describe()},
         "picked_in_one_release": [str(summary.labels[i]) for i in picks],
         "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 2])",
+        SIMULATION: simulation_fields(f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 2])"),
         "simulated_releases": int(summary.trials),
         "simulated_releases_requested": int(summary.requested_trials),
     }

@@ -17,6 +17,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import MECHANISMS, VALID_MECHANISMS, PrivacyChoice, fmt_number
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
+from dashboard.exports import SIMULATION, noise_stream, simulation_fields
+from dashboard.shown import percent_down, up
 from dpcore import queries
 from dpcore._checks import check_int, check_trials, trial_chunks
 from dpcore.additive import AdditiveMechanism
@@ -138,6 +140,13 @@ def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
     largest value is): the note says so, and the user should replace them.
     """
     domain = loaded.domains.get(column)
+    if domain is not None and domain.kind == "numeric" and domain.from_data:
+        unit = f" {domain.unit}" if domain.unit else ""
+        note = (f"These bounds, [{domain.lower:g}, {domain.upper:g}]{unit}, are declared for "
+                f"the column but read off the data ({domain.source}). A bound read off the "
+                "data leaks: it says that someone has exactly that value. Type bounds you "
+                "know without looking at the data for a release that is private in full.")
+        return BoundsSuggestion(float(domain.lower), float(domain.upper), False, note)
     if domain is not None and domain.kind == "numeric":
         unit = f" {domain.unit}" if domain.unit else ""
         note = (f"Bounds from the column's public range [{domain.lower:g}, {domain.upper:g}]"
@@ -596,7 +605,7 @@ def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
         return "1", "adding or removing one row changes the count by at most 1"
     if spec.query == "histogram":
         return "1", (f"adding or removing one row changes one category's count by 1 "
-                     f"({norm} sensitivity 1)")
+                     f"({norm} sensitivity 1; {SENSITIVITY_NORMS[norm]})")
     bound = fmt_value(answer.l1_sensitivity)
     why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so adding or removing "
            f"one row changes the sum by at most max(|lower|, |upper|) = {bound}")
@@ -652,19 +661,20 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
     return sensitivity, scale, explanation
 
 
-def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int) -> MechanismRun:
+def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0) -> MechanismRun:
     """Simulate ``trials`` releases of ``plan`` and one example release, from ``seed``.
 
-    The simulations use the stream ``[seed, 2, 0]`` and the example release ``[seed, 2, 1]``:
-    two mechanisms run with the same seed share their random numbers where they can (common
-    random numbers make the comparison sharper).
+    The simulations use the stream ``[seed, 2, 0, stream]`` and the example release
+    ``[seed, 2, 1, stream]``, ``stream`` telling the dataset and query apart
+    (:func:`release_stream`): two mechanisms run on one query with the same seed share their
+    random numbers where they can (common random numbers make the comparison sharper).
     """
     low, high = plan.error_span()
     edges = error_bin_edges(low, high, integer=plan.integer_errors)
     alpha = None
     if plan.mechanism is not None:
         alpha = {c: plan.accuracy(1 - c) for c in CONFIDENCE_OPTIONS}
-    rng = np.random.default_rng([seed, _RNG_OFFSET, 0])
+    rng = np.random.default_rng([seed, _RNG_OFFSET, 0, stream])
     truth = plan.true_value.reshape(1, -1)
 
     def draw_errors(n: int) -> NDArray:
@@ -672,7 +682,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int) -> MechanismRun:
 
     summary = summarise_errors(draw_errors, trials=trials, cells=plan.cells, edges=edges,
                                alphas=alpha)
-    release = plan.sample(None, np.random.default_rng([seed, _RNG_OFFSET, 1]))
+    release = plan.sample(None, np.random.default_rng([seed, _RNG_OFFSET, 1, stream]))
     density_x = density_y = None
     if plan.mechanism is not None:
         if plan.integer_errors:
@@ -703,15 +713,15 @@ def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
     what = {"count": "count", "sum": "sum", "mean": "mean", "histogram": "count"}[run.query]
     if exact and run.query == "histogram":
         cells = int(run.true_value.size)
-        return (f"In each category, {confidence:.0%} of releases are within ±{fmt_value(alpha)} "
+        return (f"In each category, {confidence:.0%} of releases are within ±{up(alpha)} "
                 f"of the true count ({run.name}, closed form). All {cells:,} categories at "
-                f"once: at least {percent(confidence**cells)} of releases (independent noise "
+                f"once: at least {percent_down(confidence**cells)} of releases (independent noise "
                 f"per category; {percent(run.summary.all_within[confidence])} of the "
                 f"{run.summary.releases:,} simulated ones).")
     if exact:
-        return (f"{confidence:.0%} of releases are within ±{fmt_value(alpha)} of the true "
+        return (f"{confidence:.0%} of releases are within ±{up(alpha)} of the true "
                 f"{what} ({run.name}, closed form).")
-    return (f"{confidence:.0%} of the simulated releases were within ±{fmt_value(alpha)} of the "
+    return (f"{confidence:.0%} of the simulated releases were within ±{up(alpha)} of the "
             f"true {what} ({run.name}, Monte Carlo quantile: the noisy mean has no closed form).")
 
 
@@ -749,7 +759,7 @@ def metrics_table(runs: Sequence[MechanismRun], confidence: float) -> pd.DataFra
         column = {
             "Sensitivity (add/remove one row)": run.sensitivity,
             "Noise scale": run.scale,
-            f"±α at {level}, closed form": (fmt_value(np.max(run.alpha[confidence])) if closed
+            f"±α at {level}, closed form": (up(np.max(run.alpha[confidence])) if closed
                                             else "— (no closed form)"),
             f"±α at {level}, simulated quantile of |error|":
                 fmt_value(s.abs_error_quantiles[confidence]),
@@ -810,7 +820,15 @@ def simulate_releases(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
                       sum_share: float, trials: int, seed: int) -> MechanismRun:
     """Plan the release and simulate it (cached by every parameter, the dataset and the seed)."""
     plan = make_plan(_frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
-    return run_mechanism(plan, trials=trials, seed=seed)
+    return run_mechanism(plan, trials=trials, seed=seed,
+                         stream=release_stream(dataset_key, _frame, spec))
+
+
+def release_stream(dataset_key: str, frame: pd.DataFrame, spec: QuerySpec) -> int:
+    """The number mixed into the seed's streams for this dataset and query: the same seed
+    draws other noise for another dataset, query, column or clamping range."""
+    return noise_stream(dataset_key, frame, "statistics", spec.query, spec.column, spec.lower,
+                        spec.upper)
 
 
 # --------------------------------------------------------------------------------------------
@@ -825,6 +843,13 @@ NOISE_SCALE_MEANING = {
     "clamped_laplace": "Laplace scale b; the noisy answer is then clamped to the answer range",
 }
 NEIGHBOURS = "add/remove one row (one row = one person)"
+#: The two sizes of a change to several released numbers at once, in plain words.
+SENSITIVITY_NORMS = {
+    "L1": "L1 adds up how much each released number can change, which Laplace and geometric "
+          "noise are calibrated to",
+    "L2": "L2 is the square root of the sum of the squared changes, which Gaussian noise is "
+          "calibrated to",
+}
 
 
 def _unique_header(name: str, taken: Sequence[str]) -> str:
@@ -888,11 +913,14 @@ def _mechanism_fields(plan: ReleasePlan) -> dict:
                      "privacy": _privacy_fields(total)}
 
 
-def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int) -> dict:
+def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
+                     stream: int = 0) -> dict:
     """The parameters behind the page's release(s): dataset, query, measure, ε/δ/ρ, and per
-    mechanism its sensitivities, noise scale and privacy. The seed is added by the download."""
+    mechanism its sensitivities, noise scale and privacy; marked as a simulation, with the
+    random stream the noise came from. The seed is added by the download."""
     first = plans[0]
     spec, choice = first.spec, first.choice
+    random_stream = f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 1, {stream}])"
     parameters = {
         "page": "Noisy statistics", "dataset": dataset, "query": spec.query,
         "description": spec.describe(), "column": spec.column,
@@ -902,7 +930,8 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int)
         "rho": choice.rho,
         "mechanisms": [_mechanism_fields(plan) for plan in plans],
         "simulated_releases": trials,
-        "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 1])",
+        "release_random_stream": random_stream,
+        SIMULATION: simulation_fields(random_stream),
     }
     if spec.query == "histogram":
         parameters["categories"] = [str(c) for c in first.labels or ()]
@@ -920,4 +949,5 @@ def release_parameters(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
     """Cached :func:`describe_release` for the page's choices (plans rebuilt, not simulated)."""
     plans = [make_plan(_frame, spec, c, answer_range=answer_range, sum_share=sum_share)
              for c in choices]
-    return describe_release(plans, dataset=dataset, trials=trials)
+    return describe_release(plans, dataset=dataset, trials=trials,
+                            stream=release_stream(dataset_key, _frame, spec))

@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
+from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dpcore import measures, postprocess, queries
 from dpcore._checks import check_rng, check_trials, trial_chunks
 
@@ -175,6 +176,8 @@ class TableRelease:
     privacy: str
     noise: str
     missing_rows: int = 0
+    #: mixed into the seed's stream to tell this dataset and table apart (``noise_stream``)
+    stream: int = 0
 
     def quantile_table(self) -> pd.DataFrame:
         """Mean and quantiles of the total L1 error, before and after post-processing."""
@@ -425,14 +428,16 @@ def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
     table, total, privacy, noise = build_mechanisms(choice, rescale=rescale,
                                                     total_source=total_source,
                                                     total_share=total_share)
-    rng = np.random.default_rng([seed, _RNG_OFFSET])
+    # The same seed draws other noise for another dataset or table (exports.noise_stream).
+    stream = noise_stream(dataset_key, _frame, "tables", row, column)
+    rng = np.random.default_rng([seed, _RNG_OFFSET, stream])
     cells = answer.true_value.size
     simulated = simulate_release(answer.true_value, table_mechanism=table, total_mechanism=total,
                                  clip=clip, round=round, rescale=rescale,
                                  trials=simulated_trials(trials, cells), rng=rng,
                                  compare_trials=step_trials(trials, cells))
-    return release_summary(answer, simulated, privacy=privacy, noise=noise,
-                           requested_trials=trials)
+    return replace(release_summary(answer, simulated, privacy=privacy, noise=noise,
+                                   requested_trials=trials), stream=stream)
 
 
 # --------------------------------------------------------------------------------------------
@@ -481,6 +486,7 @@ def describe_table(release: TableRelease, row: str, column: str, choice: Privacy
                                                 total_source=total_source,
                                                 total_share=total_share)
     separate = total is not None
+    random_stream = f"numpy.random.default_rng([seed, {_RNG_OFFSET}, {release.stream}])"
     parameters = {
         "page": "Noisy tables", "dataset": dataset, "query": "crosstab (count per cell)",
         "rows": row, "columns": column,
@@ -500,8 +506,8 @@ def describe_table(release: TableRelease, row: str, column: str, choice: Privacy
                             "rescale_to_noisy_total": bool(rescale)},
         "simulated_releases": int(release.trials),
         "simulated_releases_requested": int(release.requested_trials),
-        "release": "the first simulated release, from numpy.random.default_rng([seed, "
-                   f"{_RNG_OFFSET}])",
+        "release": f"the first simulated release, from {random_stream}",
+        SIMULATION: simulation_fields(random_stream),
     }
     if rescale:
         parameters["post_processing"] |= {

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
 from dashboard.charts.base import PALETTE, TRUE_COLOUR, finish
+from dashboard.shown import up
 
 _RULE_STYLE = {
     "basic": ("Basic composition", PALETTE[0], "solid"),
@@ -36,8 +37,9 @@ def releases_budget(releases: ArrayLike, totals: Mapping[str, ArrayLike], *,
         top = max(top, float(np.nanmax(y)) if y.size else top)
         fig.add_trace(go.Scatter(
             x=ks, y=y, mode="lines", name=name, line={"color": colour, "dash": dash, "width": 2.5},
+            customdata=[up(v) for v in y.tolist()],   # rounded up, which d3 formats cannot
             hovertemplate=(f"{name}<br>%{{x:,}} releases of ε = {epsilon:g} each cost "
-                           f"ε = %{{y:.4g}} in total (δ = {delta_budget:g})<extra></extra>"),
+                           f"ε = %{{customdata}} in total (δ = {delta_budget:g})<extra></extra>"),
         ))
         k = int(most[rule])
         if k >= 1 and k in set(ks.tolist()):
@@ -47,7 +49,7 @@ def releases_budget(releases: ArrayLike, totals: Mapping[str, ArrayLike], *,
                 marker={"color": colour, "size": 10, "symbol": "circle-open", "line":
                         {"width": 2.5}}, showlegend=False,
                 hovertemplate=(f"{name}: at most {k:,} releases fit the budget "
-                               f"(total ε = {at:.4g})<extra></extra>"),
+                               f"(total ε = {up(at)})<extra></extra>"),
             ))
     fig.add_trace(go.Scatter(
         x=[ks.min() if ks.size else 1, ks.max() if ks.size else 1],

@@ -22,6 +22,21 @@ def _rgba(hex_colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+def accuracy_range(curves: Mapping[str, tuple[ArrayLike, ArrayLike, ArrayLike]],
+                   baseline: float, majority: float) -> list[float]:
+    """The y-axis range: every band, median and reference line, with a little room.
+
+    Zoomed to the data, not 0–100%: Adult's curves lie between about 73% and 80%, a flat
+    line on the full scale. Never beyond [0, 1.02]."""
+    values = [baseline, majority]
+    for band in curves.values():
+        values += [float(v) for part in band for v in np.asarray(part, dtype=np.float64).ravel()
+                   if np.isfinite(v)]
+    low, high = min(values), max(values)
+    pad = max(0.01, 0.06 * (high - low))
+    return [max(0.0, low - pad), min(1.02, high + pad)]
+
+
 def accuracy_against_epsilon(epsilons: ArrayLike,
                              curves: Mapping[str, tuple[ArrayLike, ArrayLike, ArrayLike]], *,
                              baseline: float, majority: float, repetitions: int,
@@ -58,7 +73,7 @@ def accuracy_against_epsilon(epsilons: ArrayLike,
     finish(fig, title=title, x_title="ε (privacy budget of the whole fit, log scale)",
            y_title="test accuracy (share of test rows classified right)", log_x=True,
            height=520)
-    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    fig.update_yaxes(range=accuracy_range(curves, baseline, majority), tickformat=".0%")
     # Six legend entries do not fit beside the title: list them under the plot.
     fig.update_layout(legend={"orientation": "h", "x": 0.0, "xanchor": "left", "y": -0.18,
                               "yanchor": "top"}, margin={"b": 120})

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish
 from dashboard.charts.tables import svg_text
+from dashboard.shown import up
 
 
 class _Summary(Protocol):
@@ -87,7 +88,7 @@ def error_spread(runs: Sequence[MechanismErrors], *, confidence: float, title: s
             fig.add_vline(x=sign * alpha, line={"color": colour, "dash": "dash", "width": 1.5})
         fig.add_annotation(x=alpha, y=1 - 0.07 * i, yref="paper", xanchor="left",
                            showarrow=False, font={"color": colour, "size": 12},
-                           text=f"±{alpha:.4g}: {confidence:.0%} ({how})")
+                           text=f"±{up(alpha)}: {confidence:.0%} ({how})")
     fig.add_vline(x=0, line={"color": TRUE_COLOUR, "width": 1.5})
     fig = finish(fig, title=svg_text(title), x_title=svg_text(x_title),
                  y_title="Share of releases per unit of error", height=460)
@@ -115,9 +116,11 @@ def noisy_bars(runs: Sequence[MechanismErrors], *, confidence: float, title: str
             x=labels, y=run.release, name=f"One noisy release: {name}",
             marker={"color": _colour(i)},
             error_y={"type": "data", "array": alpha, "visible": True, "thickness": 1.2},
-            customdata=np.column_stack([truth, alpha]),
+            # ±α rounded up here: a d3 format in the template would round it to nearest.
+            customdata=[[t, up(a)] for t, a in zip(truth.tolist(), alpha.tolist(),
+                                                   strict=True)],
             hovertemplate=("%{x}: noisy count %{y:,.1f} (true %{customdata[0]:,.0f})<br>"
-                           f"{confidence:.0%} of releases land within ±%{{customdata[1]:.3g}}"
+                           f"{confidence:.0%} of releases land within ±%{{customdata[1]}}"
                            f"<extra>{name}</extra>"),
         ))
     fig.update_layout(barmode="group")

@@ -51,14 +51,19 @@ def chromium_path() -> str:
 
 
 @contextlib.contextmanager
-def running_server(output: list[str] | None = None) -> Iterator[str]:
+def running_server(output: list[str] | None = None, *,
+                   settings_from_config_only: bool = False) -> Iterator[str]:
     """Start `streamlit run app.py` headless on a free localhost port; stop it afterwards.
 
     The server's stdout and stderr are read as they come (a full pipe would stall the server)
     and, when ``output`` is given, appended to it line by line: complete once the block exits.
+    Usage statistics are switched off by an environment variable too, unless
+    ``settings_from_config_only``: then ``.streamlit/config.toml`` alone decides, as for a user.
     """
     port = _free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
+    if not settings_from_config_only:
+        env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port),
