@@ -17,8 +17,7 @@ import pytest
 from scipy.stats import norm
 
 from dashboard.datasets import BUILTIN_DATASETS, load_builtin
-from dpcore import queries
-from dpcore.additive import Gaussian
+from dpcore import Gaussian, queries
 from dpcore.measures import PureDP
 from dpcore.selection import noisy_max_scale, prob_best_selected
 from dpcore.utility import smallest_epsilon, smallest_epsilon_for_selection

@@ -19,7 +19,7 @@ from dashboard.controls import MECHANISMS, VALID_MECHANISMS, PrivacyChoice, fmt_
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dpcore import queries
 from dpcore._checks import check_int, check_trials, trial_chunks
-from dpcore.additive import AdditiveMechanism
+from dpcore.mechanisms import AdditiveMechanism
 from dpcore.queries import MEAN_MECHANISMS, QueryAnswer
 from dpcore.risk import percent
 
