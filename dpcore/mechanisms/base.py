@@ -11,6 +11,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from types import MappingProxyType
 from typing import ClassVar
 
@@ -108,14 +109,38 @@ def _scale_within(loss: Callable[[float], float], scale: float, budget: float) -
 
 
 def _pure_scales(sensitivity: float, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
-    """sensitivity / epsilon per epsilon, each raised by an ulp where it rounded down: the
-    scales :func:`_epsilon_or_scale` gives at each epsilon, vectorised."""
+    """The scales :func:`_epsilon_or_scale` gives at each epsilon: sensitivity / epsilon,
+    raised ulp by ulp where the loss it claims (rounded up) would exceed epsilon. Only the
+    grid points whose quotient needs it go through the exact check."""
     scale = sensitivity / epsilons
-    short = sensitivity / scale > epsilons
-    while np.any(short):
-        scale[short] = np.nextafter(scale[short], np.inf)
-        short = sensitivity / scale > epsilons
+    # the float loss of the float scale: where it is below epsilon by more than rounding, the
+    # exact loss is below epsilon too; the rest are settled exactly
+    close = ~(sensitivity / scale < epsilons * (1 - 2.0**-50))
+    for i in np.flatnonzero(close):
+        eps = float(epsilons[i])
+        scale[i] = _scale_within(lambda b: _loss_up(sensitivity, b), float(scale[i]), eps)
     return scale
+
+
+def _loss_up(sensitivity: float, scale: float) -> float:
+    """The pure-DP loss sensitivity / scale, rounded up: the float quotient, raised by an ulp
+    when it rounded below the exact ratio, so that a claim never understates the loss."""
+    loss = sensitivity / scale
+    if 0 < loss < math.inf and Fraction(loss) < Fraction(sensitivity) / Fraction(scale):
+        loss = math.nextafter(loss, math.inf)
+    return loss
+
+
+def _rho_up(sensitivity: float, scale: float) -> float:
+    """The zCDP loss (sensitivity / scale)² / 2, rounded up likewise (0 or inf when it leaves
+    float64; the caller refuses those)."""
+    mu = sensitivity / scale
+    rho = mu * mu / 2  # (Δ/σ)²/2, not Δ²/(2σ²): the squares alone may leave float64
+    if 0 < rho < math.inf:
+        exact = Fraction(sensitivity) ** 2 / (2 * Fraction(scale) ** 2)
+        while Fraction(rho) < exact:
+            rho = math.nextafter(rho, math.inf)
+    return rho
 
 
 def _epsilon_or_scale(mechanism: str, sensitivity: float, epsilon: object,
@@ -125,7 +150,7 @@ def _epsilon_or_scale(mechanism: str, sensitivity: float, epsilon: object,
     if given == "scale":
         return given, check_positive("scale", scale)
     eps = check_positive("epsilon", epsilon)
-    return given, _scale_within(lambda b: sensitivity / b, sensitivity / eps, eps)
+    return given, _scale_within(lambda b: _loss_up(sensitivity, b), sensitivity / eps, eps)
 
 
 def _points_and_truth(x: ArrayLike, q: NDArray[np.float64]) -> list[NDArray[np.float64]]:

@@ -22,6 +22,7 @@ from dpcore.mechanisms.base import (
     MechanismSpec,
     _epsilon_or_scale,
     _exactly_one,
+    _loss_up,
     _points_and_truth,
     _shaped,
     _step_up,
@@ -372,7 +373,7 @@ class ClampedLaplace(_BoundedDomain):
 
     @property
     def privacy(self) -> PureDP:
-        return PureDP(self._sensitivity / self._scale)
+        return PureDP(_loss_up(self._sensitivity, self._scale))
 
     def _fill_noise(self, out, shift, rng):
         fill_laplace(out, scale=self._scale, shift=shift, rng=rng)

@@ -23,6 +23,7 @@ from dpcore.mechanisms.base import (
     _check_grid,
     _exactly_one,
     _real_points,
+    _rho_up,
     _scale_within,
     _shaped,
     _step_up,
@@ -146,14 +147,13 @@ class Gaussian(AdditiveMechanism):
             self._approx = ApproxDP(eps, dlt)
         elif given == "rho":
             target = check_positive("rho", rho)
-            self._scale = _scale_within(
-                lambda b: (self._sensitivity / b) * (self._sensitivity / b) / 2,  # as _rho
-                self._sensitivity / math.sqrt(2 * target), target)
+            self._scale = _scale_within(lambda b: _rho_up(self._sensitivity, b),
+                                        self._sensitivity / math.sqrt(2 * target), target)
         else:
             self._scale = check_positive("scale", scale)
         self._check_scale(given)
         mu = self._sensitivity / self._scale
-        self._rho = mu * mu / 2  # (Δ/σ)²/2, not Δ²/(2σ²): the squares alone may leave float64
+        self._rho = _rho_up(self._sensitivity, self._scale)
         if not 0 < self._rho < math.inf:
             # (the scale comes from what was given: name it, an epsilon of 1e308 say)
             raise ValueError(f"sensitivity / scale = {mu:g}, the scale from sensitivity and "

@@ -22,6 +22,7 @@ from dpcore.mechanisms.base import (
     _checked_grid,
     _epsilon_or_scale,
     _half_integers,
+    _loss_up,
     _pure_scales,
     _real_points,
     _shaped,
@@ -76,7 +77,7 @@ class Geometric(AdditiveMechanism):
 
     @property
     def privacy(self) -> PureDP:
-        return PureDP(self._sensitivity / self._scale)
+        return PureDP(_loss_up(self._sensitivity, self._scale))
 
     def _derive(self) -> None:
         # r = e^{-1/s} and the success probability 1 - r of each geometric draw.

@@ -18,6 +18,7 @@ from dpcore.mechanisms.base import (
     MechanismSpec,
     _checked_grid,
     _epsilon_or_scale,
+    _loss_up,
     _pure_scales,
     _real_points,
     _shaped,
@@ -78,7 +79,7 @@ class Laplace(AdditiveMechanism):
 
     @property
     def privacy(self) -> PureDP:
-        return PureDP(self._sensitivity / self._scale)
+        return PureDP(_loss_up(self._sensitivity, self._scale))
 
     def _fill_noise(self, out, shift, rng):
         fill_laplace(out, scale=self._scale, shift=shift, rng=rng)

@@ -5,6 +5,7 @@ and the audit catching the classic naive bounded Laplace."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -342,3 +343,11 @@ def test_planted_bug_naive_bounded_laplace_is_caught_only_at_the_edge():
     assert at_edge.epsilon_lower_bound > claimed  # measured 1.394: margin 0.39
     in_middle = _audit(naive, 4.5, 5.5, seed=8)
     assert in_middle.epsilon_lower_bound <= claimed  # measured 0.988
+
+
+def test_clamped_reported_epsilon_is_never_below_the_exact_loss():
+    rng = np.random.default_rng(63)
+    for _ in range(2000):
+        sens, scale = float(10 ** rng.uniform(-2, 2)), float(10 ** rng.uniform(-2, 3))
+        claim = ClampedLaplace(sensitivity=sens, lower=0, upper=1, scale=scale).privacy.epsilon
+        assert Fraction(claim) >= Fraction(sens) / Fraction(scale)

@@ -4,12 +4,12 @@ OpenDP, the sampler by a chi-square test, whole-number rules."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore.measures import PureDP
 from dpcore.mechanisms.geometric import Geometric
 
 # Statistical tests use fixed seeds and reject at p < P_MIN: a correct sampler fails one of them
@@ -55,7 +55,7 @@ def test_geometric_pmf_variance_cdf_and_tails_closed_forms(scale):
         if alpha > 0:  # smallest: one less fails
             assert table[np.abs(k) > alpha - 1].sum() > beta
     assert mech.integer_output is True
-    assert mech.privacy == PureDP(1 / scale)
+    assert mech.privacy.epsilon == pytest.approx(1 / scale, rel=1e-15)  # rounded up
 
 
 def test_geometric_scale_is_capped_where_draws_stay_exact_whole_numbers():
@@ -136,3 +136,11 @@ def test_empty_values_and_integer_arrays():
                        trials=3).shape == (3, 0)
     out = mech.sample(np.array([5, -2]), rng=np.random.default_rng(0))
     assert out.dtype == np.int64 and out.shape == (2,)
+
+
+def test_reported_epsilon_is_never_below_the_exact_loss():
+    rng = np.random.default_rng(62)
+    for _ in range(2000):
+        sens, scale = int(rng.integers(1, 20)), float(10 ** rng.uniform(-1, 3))
+        claim = Geometric(sensitivity=sens, scale=scale).privacy.epsilon
+        assert Fraction(claim) >= Fraction(sens) / Fraction(scale)
