@@ -146,11 +146,17 @@ def _check_in_domain(spec: MechanismSpec, truth: float | NDArray | None,
 
 def _sensitivity_for(spec: MechanismSpec, sensitivity: float,
                      l2_sensitivity: float | None) -> float:
+    """The sensitivity the spec calibrates to (L2 when given and the spec says so)."""
     sensitivity = check_positive("sensitivity", sensitivity)
-    if l2_sensitivity is None:
-        return sensitivity
-    l2 = check_positive("l2_sensitivity", l2_sensitivity)
-    return l2 if spec.sensitivity_norm == "L2" else sensitivity
+    name, chosen = "sensitivity", sensitivity
+    if l2_sensitivity is not None:
+        l2 = check_positive("l2_sensitivity", l2_sensitivity)
+        if spec.sensitivity_norm == "L2":
+            name, chosen = "l2_sensitivity", l2
+    if spec.integer_only and not chosen.is_integer():
+        raise ValueError(f"{name} must be a whole number for the {spec.kind} mechanism, got "
+                         f"{chosen:g}")
+    return chosen
 
 
 def _with_relative(result: dict[str, NDArray], keys: tuple[str, ...],

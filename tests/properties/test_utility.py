@@ -129,11 +129,17 @@ def check_relative(result: dict[str, np.ndarray], key: str, truth: float) -> Non
 @covers("utility.error_sweep")
 @PROPERTY
 @given(setting=mechanism_settings(), epsilons=epsilon_grids(), sensitivity=positive(),
-       beta=probability(zero_ok=False), l2=st.one_of(st.none(), st.floats(0.1, 10)))
+       beta=probability(zero_ok=False),
+       l2=st.one_of(st.none(), st.floats(0.1, 10), st.integers(1, 5).map(float)))
 def test_error_sweep(setting, epsilons, sensitivity, beta, l2):
     options, args = setting
     args = {**args, "epsilons": Arg(epsilons, grid_tag(epsilons)),
             "sensitivity": sensitivity_for(args["kind"], sensitivity), "beta": beta}
+    spec = _spec_of_kind(args["kind"])
+    if l2 is not None and spec.sensitivity_norm == "L2":  # the L2 one is used: whole for
+        args["sensitivity"] = sensitivity  # an integer kind, and the L1 one only positive
+        args["l2_sensitivity"] = Arg(l2, "bad" if spec.integer_only and not l2.is_integer()
+                                     else "nice")
     result = judge(lambda: utility.error_sweep(
         args["kind"].value, epsilons=epsilons, sensitivity=sensitivity.value, beta=beta.value,
         l2_sensitivity=l2, **options), args, {"epsilons": ("epsilon", "scale")})
