@@ -52,7 +52,8 @@ class _Law:
         if self.exact:
             top = math.ceil(40 * sigma) + 2
             k = np.arange(top + 1, dtype=np.float64)
-            self.log_weights = -0.5 * (k / sigma) ** 2  # log exp(−k²/2σ²), k = 0..top
+            with np.errstate(over="ignore"):  # (k/σ)² = inf: a weight of exactly 0
+                self.log_weights = -0.5 * (k / sigma) ** 2  # log exp(−k²/2σ²), k = 0..top
             # log Σ_{k>=m} w_k for m = 0..top, summed from the smallest term up
             self.log_upper = np.logaddexp.accumulate(self.log_weights[::-1])[::-1]
             self.log_norm = float(np.logaddexp(self.log_weights[0],
@@ -99,7 +100,11 @@ class _Law:
 
 
 def _log_tail_above(law: _Law, c: float) -> float:
-    """log P(Z > c) for a real c."""
+    """log P(Z > c) for a real c (±inf allowed)."""
+    if c == math.inf:
+        return -math.inf
+    if c == -math.inf:
+        return 0.0
     m = math.floor(c) + 1
     if m >= 1:
         return float(law.log_tail(np.array([float(m)]))[0])

@@ -30,6 +30,7 @@ from dpcore.mechanisms import (
     spec_of,
 )
 from dpcore.mechanisms.bounded import BoundedLaplace, ClampedLaplace
+from dpcore.mechanisms.discrete_gaussian import DiscreteGaussian
 from dpcore.mechanisms.gaussian import Gaussian
 from dpcore.mechanisms.geometric import Geometric
 from dpcore.mechanisms.laplace import Laplace
@@ -663,6 +664,13 @@ def gaussian_accuracy_at_tiny_beta():
 #: (what was wrong, check): each check fails on the code before the fix (verified against the
 #: commit before it) and passes after it.
 REGRESSIONS = {
+    "DiscreteGaussian.delta_for_epsilon(2.77e307): OverflowError (floor of an infinite "
+    "threshold)": lambda: finite(lambda: DiscreteGaussian(
+        sensitivity=1, epsilon=1.0, delta=1e-3).delta_for_epsilon(2.7728016134853587e307))
+    == 0.0,
+    "DiscreteGaussian(epsilon=1e300, delta=1e-3): (k/σ)² overflow in its law": lambda: (
+        finite(lambda: DiscreteGaussian(sensitivity=1, epsilon=1e300, delta=1e-3).scale)
+        < 1e-100),
     "Laplace(sensitivity=1e300, epsilon=1e-300): scale inf": lambda: refused(
         lambda: Laplace(sensitivity=1e300, epsilon=1e-300), "epsilon"),
     "Laplace(sensitivity=5e-324, epsilon=2): scale 0": lambda: refused(
