@@ -30,7 +30,7 @@ __all__ = ["FAMILIES", "CATALOGUE", "spec_for", "spec_of", "make_mechanism", "Cl
            "audit_claim"]
 
 #: The mechanism families, one module of this package each (in the order pages list them).
-FAMILIES = ("laplace", "geometric", "gaussian", "bounded", "discrete_gaussian")
+FAMILIES = ("laplace", "geometric", "gaussian", "bounded", "discrete_gaussian", "staircase")
 
 
 def _collect(families: tuple[str, ...]) -> Mapping[str, MechanismSpec]:
