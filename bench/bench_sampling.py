@@ -66,8 +66,38 @@ def numpy_baselines(rng: np.random.Generator) -> dict[str, Callable[[object, flo
     def clamped(m, q):
         return np.clip(rng.laplace(q, m.scale, DRAWS), m.lower, m.upper)
 
+    def discrete_gaussian(m, q):
+        # CKS Algorithm 3 as numpy would run it: discrete Laplace proposals of scale
+        # floor(σ) + 1 from two geometric draws, kept with probability e^{−(|y| − σ²/t)²/2σ²}
+        sigma = m.scale
+        t = math.floor(sigma) + 1.0
+        p = -math.expm1(-1 / t)
+        out = np.empty(DRAWS, dtype=np.int64)
+        filled = 0
+        while filled < DRAWS:
+            n = int((DRAWS - filled) * 1.5) + 16
+            y = rng.geometric(p, n) - rng.geometric(p, n)
+            gap = np.abs(y) - sigma * sigma / t
+            kept = y[rng.random(n) < np.exp(-0.5 * gap * gap / (sigma * sigma))]
+            kept = kept[:DRAWS - filled]
+            out[filled:filled + kept.size] = kept
+            filled += kept.size
+        return q + out
+
+    def staircase(m, q):
+        # Geng & Viswanath's construction with numpy's samplers (as diffprivlib draws it, but
+        # vectorised): a sign, a geometric step, a uniform place and the step's part
+        b, gamma, width = math.exp(-m.privacy.epsilon), m.gamma, m.scale
+        sign = np.where(rng.random(DRAWS) < 0.5, -1.0, 1.0)
+        steps = rng.geometric(1 - b, DRAWS) - 1
+        u = rng.random(DRAWS)
+        first = rng.random(DRAWS) < gamma / (gamma + (1 - gamma) * b)
+        place = np.where(first, gamma * u, gamma + (1 - gamma) * u)
+        return q + sign * width * (steps + place)
+
     return {"laplace": laplace, "gaussian": gaussian, "geometric": geometric,
-            "bounded_laplace": bounded, "clamped_laplace": clamped}
+            "bounded_laplace": bounded, "clamped_laplace": clamped,
+            "discrete_gaussian": discrete_gaussian, "staircase": staircase}
 
 
 def diffprivlib_rate(mechanism) -> float:
@@ -103,6 +133,11 @@ def peers(kind: str, mech, dpl, dp) -> tuple[object | None, tuple | None]:
     if kind == "bounded_laplace":
         return (dpl.LaplaceBoundedDomain(epsilon=EPSILON, sensitivity=1.0, lower=mech.lower,
                                          upper=mech.upper, random_state=SEED), None)
+    if kind == "discrete_gaussian":
+        return None, (dp.m.make_gaussian(ints, dp.l2_distance(T=int), scale=mech.scale),
+                      [0] * OPENDP_VECTOR)
+    if kind == "staircase":
+        return dpl.Staircase(epsilon=EPSILON, sensitivity=1.0, random_state=SEED), None
     return None, None
 
 
@@ -143,7 +178,7 @@ def main() -> None:
           f"{DIFFPRIVLIB_CALLS:.0e} randomise() calls; OpenDP: one vector of {OPENDP_VECTOR:.0e}")
     print(f"numpy {np.__version__}, {os.cpu_count()} CPUs (shared), epsilon={EPSILON}, "
           f"delta={DELTA} where needed; rates in draws per CPU-second; ratio = dpcore / numpy")
-    header = (f"{'mechanism':<20} {'dpcore/s':>10} {'numpy/s':>10} {'ratio':>6} "
+    header = (f"{'mechanism':<24} {'dpcore/s':>10} {'numpy/s':>10} {'ratio':>6} "
               f"{'diffprivlib/s':>14} {'speedup':>8} {'OpenDP/s':>10} {'speedup':>8}")
     print(header)
     print("-" * len(header))
@@ -152,7 +187,7 @@ def main() -> None:
         ours_time, numpy_time = timing.paired_best_times(ours_run, theirs_run, repeats)
         ours, numpy_rate = DRAWS / ours_time, DRAWS / numpy_time
         ratio = ours / numpy_rate
-        line = f"{name:<20} {ours:>10.3g} {numpy_rate:>10.3g} {ratio:>6.2f} "
+        line = f"{name:<24} {ours:>10.3g} {numpy_rate:>10.3g} {ratio:>6.2f} "
         if dpl_mech is not None:
             dpl_rate = diffprivlib_rate(dpl_mech)
             line += f"{dpl_rate:>14.3g} {ours / dpl_rate:>7.0f}x "
