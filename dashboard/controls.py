@@ -71,7 +71,7 @@ class PrivacyChoice:
     def build(self, *, l1_sensitivity: float, l2_sensitivity: float | None = None,
               lower: float | None = None, upper: float | None = None) -> Any:
         """The dpcore mechanism for this choice (L2 sensitivity for the Gaussian)."""
-        from dpcore.additive import make_mechanism
+        from dpcore.mechanisms import make_mechanism
 
         if self.mechanism == "gaussian":
             sens = l2_sensitivity if l2_sensitivity is not None else l1_sensitivity

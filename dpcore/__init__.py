@@ -3,14 +3,6 @@
 The most used names are importable from here; every module keeps its own ``__all__``.
 """
 
-from dpcore.additive import (
-    BoundedLaplace,
-    ClampedLaplace,
-    Gaussian,
-    Geometric,
-    Laplace,
-    make_mechanism,
-)
 from dpcore.measures import (
     ZCDP,
     ApproxDP,
@@ -19,6 +11,11 @@ from dpcore.measures import (
     compose,
     zcdp_epsilon,
 )
+from dpcore.mechanisms import CATALOGUE, make_mechanism
+from dpcore.mechanisms.bounded import BoundedLaplace, ClampedLaplace
+from dpcore.mechanisms.gaussian import Gaussian
+from dpcore.mechanisms.geometric import Geometric
+from dpcore.mechanisms.laplace import Laplace
 from dpcore.selection import (
     exponential_mechanism,
     noisy_max_privacy,
@@ -33,6 +30,7 @@ from dpcore.utility import smallest_epsilon, smallest_epsilon_for_selection
 __all__ = [
     "ApproxDP",
     "BoundedLaplace",
+    "CATALOGUE",
     "ClampedLaplace",
     "Gaussian",
     "Geometric",

@@ -27,8 +27,9 @@ from dpcore._checks import (
     numeric_array,
     trial_chunks,
 )
-from dpcore.additive import BoundedLaplace, Laplace
 from dpcore.measures import PureDP
+from dpcore.mechanisms.bounded import BoundedLaplace
+from dpcore.mechanisms.laplace import Laplace
 
 __all__ = ["PrivateGaussianNB", "accuracy_vs_epsilon", "MIN_VARIANCE_FRACTION", "NOISE_FLOOR"]
 

@@ -18,13 +18,15 @@ from dpcore._checks import (
     check_bounds,
     check_choice,
     check_delta,
+    check_int,
     check_positive,
+    check_probability_open,
     check_real,
     check_rng,
     finite_array,
 )
-from dpcore.additive import AdditiveMechanism, Gaussian, Geometric, Laplace
-from dpcore.measures import ZCDP, ApproxDP, Measure, PureDP, compose, split_budget
+from dpcore.measures import Measure, compose, split_budget
+from dpcore.mechanisms import CATALOGUE, AdditiveMechanism, make_mechanism
 
 __all__ = [
     "QueryAnswer",
@@ -34,14 +36,17 @@ __all__ = [
     "histogram",
     "crosstab",
     "bounded_mean_parts",
+    "NoisyMean",
     "noisy_mean",
     "mean_mechanisms",
     "mean_privacy",
     "MEAN_MECHANISMS",
 ]
 
-#: Mechanisms ``noisy_mean`` can use for its two parts (the noisy sum and the noisy count).
-MEAN_MECHANISMS = ("laplace", "gaussian", "geometric")
+#: Mechanisms the noisy mean can use for its two parts (the noisy sum and the noisy count):
+#: every kind of the catalogue that needs no public answer range (the sum's range would
+#: depend on the private count).
+MEAN_MECHANISMS = tuple(kind for kind, spec in CATALOGUE.items() if not spec.needs_range)
 
 
 @dataclass(frozen=True, eq=False)
@@ -370,6 +375,122 @@ def _check_scalar_answer(name: str, answer: object) -> QueryAnswer:
     return answer
 
 
+class NoisyMean:
+    """A noisy bounded mean, released as one object: a noisy sum over a noisy count.
+
+    The budget is split between the two parts: the sum gets ``sum_share`` of it and the count
+    the rest (``measures.split_budget``: the two parts never add up to more than the budget
+    in exact arithmetic) — of epsilon for a pure-DP mechanism, of rho under zCDP, of both
+    epsilon and delta under approximate DP. By sequential composition the mean then costs
+    exactly the given budget (:attr:`privacy`). The sum's noise is calibrated to its L1 or L2
+    sensitivity, ``max(|lower|, |upper|)``, as the mechanism's spec says; the count's to 1.
+
+    Post-processing, which costs no privacy: the noisy count is floored at 1 before dividing
+    (a count near zero would make the ratio explode or change sign), and the ratio is clamped
+    to ``[lower, upper]``, where the true mean lies. Both make the estimate biased for small
+    counts; at large counts the bias vanishes. There is no closed form for its error:
+    :meth:`accuracy` simulates it.
+
+    Parameters
+    ----------
+    sum_answer, count_answer : QueryAnswer
+        From :func:`bounded_mean_parts`.
+    mechanism : str
+        A kind of :data:`MEAN_MECHANISMS`; an integer-only kind needs integer answers.
+    epsilon, delta, rho : float, optional
+        The budget, as the mechanism's spec takes it (epsilon; epsilon and delta; or rho).
+    sum_share : float
+        The sum's share of the budget, in (0, 1).
+    """
+
+    def __init__(self, sum_answer: QueryAnswer, count_answer: QueryAnswer, *, mechanism: str,
+                 epsilon: float | None = None, delta: float | None = None,
+                 rho: float | None = None, sum_share: float = 0.5) -> None:
+        self._sum_answer = _check_scalar_answer("sum_answer", sum_answer)
+        self._count_answer = _check_scalar_answer("count_answer", count_answer)
+        kind = check_choice("mechanism", mechanism, MEAN_MECHANISMS)
+        share = _check_share(sum_share)
+        if sum_answer.lower is None or sum_answer.upper is None:
+            raise ValueError("sum_answer must come from bounded_sum (it carries the bounds)")
+        spec = CATALOGUE[kind]
+        given = {name: value for name, value in (("epsilon", epsilon), ("delta", delta),
+                                                  ("rho", rho)) if value is not None}
+        spec.measure_of(tuple(given))  # the budget the kind takes, else ValueError naming it
+        budget = {name: (check_delta(name, value, allow_zero=False) if name == "delta"
+                         else check_positive(name, value)) for name, value in given.items()}
+        if spec.integer_only and not (sum_answer.integer_valued
+                                      and count_answer.integer_valued):
+            raise ValueError(f"the {kind} mechanism needs integer answers: sum an integer "
+                             "column with whole-number bounds, or use laplace")
+        halves = {name: split_budget(value, share) for name, value in budget.items()}
+        norm = "l2_sensitivity" if spec.sensitivity_norm == "L2" else "l1_sensitivity"
+        first = next(iter(budget))
+        with _split_named(first, budget[first], share):
+            self._parts = tuple(
+                make_mechanism(kind, sensitivity=getattr(answer, norm),
+                               **{name: pair[i] for name, pair in halves.items()})
+                for i, answer in enumerate((sum_answer, count_answer)))
+        self._kind = kind
+
+    @property
+    def kind(self) -> str:
+        """The catalogue kind both parts use."""
+        return self._kind
+
+    @property
+    def parts(self) -> tuple[AdditiveMechanism, AdditiveMechanism]:
+        """(the sum's mechanism, the count's mechanism): the very ones :meth:`sample` uses."""
+        return self._parts
+
+    @property
+    def lower(self) -> float:
+        return float(self._sum_answer.lower)
+
+    @property
+    def upper(self) -> float:
+        return float(self._sum_answer.upper)
+
+    @property
+    def privacy(self) -> Measure:
+        """The two parts composed: at most the budget given (never above it)."""
+        return compose(*(part.privacy for part in self._parts))
+
+    @property
+    def true_value(self) -> float:
+        """The mean the release estimates: the true sum over the true count (floored at 1, as
+        the noisy count is), clamped to [lower, upper]."""
+        count = max(float(self._count_answer.true_value), 1.0)
+        mean = float(self._sum_answer.true_value) / count
+        return float(np.clip(mean, self.lower, self.upper))
+
+    def sample(self, *, rng: np.random.Generator, trials: int | None = None
+               ) -> NDArray[np.float64]:
+        """Noisy means: a 0-d array (``trials=None``) or shape ``(trials,)``."""
+        rng = check_rng(rng)
+        sum_mechanism, count_mechanism = self._parts
+        noisy_sum = np.asarray(
+            sum_mechanism.sample(self._sum_answer.true_value, rng=rng, trials=trials),
+            dtype=np.float64)
+        noisy_count = np.asarray(
+            count_mechanism.sample(self._count_answer.true_value, rng=rng, trials=trials),
+            dtype=np.float64)
+        mean = noisy_sum / np.maximum(noisy_count, 1.0)
+        return np.clip(mean, self.lower, self.upper)
+
+    def accuracy(self, beta: float, *, rng: np.random.Generator,
+                 trials: int = 100_000) -> float:
+        """The simulated (1 − beta) error bound: the smallest alpha with at least a share
+        1 − beta of ``trials`` simulated releases within alpha of :attr:`true_value`.
+
+        A Monte Carlo estimate (no closed form exists): its own error shrinks like
+        1/sqrt(trials · beta); fix ``rng``'s seed for reproducible numbers.
+        """
+        beta = check_probability_open("beta", beta)
+        trials = check_int("trials", trials, minimum=1, maximum=10**8)
+        errors = np.abs(self.sample(rng=rng, trials=trials) - self.true_value)
+        return float(np.quantile(errors, 1 - beta, method="inverted_cdf"))
+
+
 def mean_mechanisms(
     sum_answer: QueryAnswer,
     count_answer: QueryAnswer,
@@ -380,59 +501,12 @@ def mean_mechanisms(
     rho: float | None = None,
     sum_share: float = 0.5,
 ) -> tuple[AdditiveMechanism, AdditiveMechanism]:
-    """The sum's and the count's mechanisms of :func:`noisy_mean`, from its budget split.
+    """The sum's and the count's mechanisms of :func:`noisy_mean` (``NoisyMean(...).parts``).
 
     The very mechanisms it samples from: their scales and privacy are what a page shows.
     """
-    _check_scalar_answer("sum_answer", sum_answer)
-    _check_scalar_answer("count_answer", count_answer)
-    mechanism = check_choice("mechanism", mechanism, MEAN_MECHANISMS)
-    share = _check_share(sum_share)
-    if sum_answer.lower is None or sum_answer.upper is None:
-        raise ValueError("sum_answer must come from bounded_sum (it carries the bounds)")
-
-    if mechanism in ("laplace", "geometric"):
-        if epsilon is None:
-            raise ValueError(f"epsilon is required for the {mechanism} mechanism")
-        if delta is not None or rho is not None:
-            raise ValueError(f"the {mechanism} mechanism is pure DP: give epsilon only, "
-                             "not delta or rho")
-        total = check_positive("epsilon", epsilon)
-        eps_sum, eps_count = split_budget(total, share)
-        if mechanism == "geometric":
-            if not (sum_answer.integer_valued and count_answer.integer_valued):
-                raise ValueError(
-                    "the geometric mechanism needs integer answers: sum an integer column "
-                    "with whole-number bounds, or use laplace"
-                )
-            with _split_named("epsilon", total, share):
-                return (Geometric(sensitivity=sum_answer.l1_sensitivity, epsilon=eps_sum),
-                        Geometric(sensitivity=count_answer.l1_sensitivity, epsilon=eps_count))
-        with _split_named("epsilon", total, share):
-            return (Laplace(sensitivity=sum_answer.l1_sensitivity, epsilon=eps_sum),
-                    Laplace(sensitivity=count_answer.l1_sensitivity, epsilon=eps_count))
-
-    # Gaussian: zCDP when rho is given, approximate DP when epsilon and delta are.
-    if rho is not None:
-        if epsilon is not None or delta is not None:
-            raise ValueError("give either rho (zCDP) or epsilon and delta (approximate DP), "
-                             "not both")
-        total = check_positive("rho", rho)
-        rho_sum, rho_count = split_budget(total, share)
-        with _split_named("rho", total, share):
-            return (Gaussian(sensitivity=sum_answer.l2_sensitivity, rho=rho_sum),
-                    Gaussian(sensitivity=count_answer.l2_sensitivity, rho=rho_count))
-    if epsilon is None or delta is None:
-        raise ValueError("the gaussian mechanism needs rho (zCDP) or both epsilon and delta "
-                         "(approximate DP)")
-    total = check_positive("epsilon", epsilon)
-    eps_sum, eps_count = split_budget(total, share)
-    delta_sum, delta_count = split_budget(check_delta("delta", delta, allow_zero=False), share)
-    with _split_named("epsilon", total, share):
-        return (Gaussian(sensitivity=sum_answer.l2_sensitivity, epsilon=eps_sum,
-                         delta=delta_sum),
-                Gaussian(sensitivity=count_answer.l2_sensitivity, epsilon=eps_count,
-                         delta=delta_count))
+    return NoisyMean(sum_answer, count_answer, mechanism=mechanism, epsilon=epsilon,
+                     delta=delta, rho=rho, sum_share=sum_share).parts
 
 
 def noisy_mean(
@@ -447,35 +521,15 @@ def noisy_mean(
     rng: np.random.Generator,
     trials: int | None = None,
 ) -> NDArray[np.float64]:
-    """A noisy bounded mean: noisy sum over noisy count, clamped to the declared bounds.
+    """A noisy bounded mean: ``NoisyMean(...).sample(rng=rng, trials=trials)``.
 
-    The budget is split between the two parts: the sum gets ``sum_share`` of it and the count
-    the rest — of epsilon for ``"laplace"`` and ``"geometric"`` (pure DP); of rho for
-    ``"gaussian"`` with ``rho`` (zCDP); of both epsilon and delta for ``"gaussian"`` with
-    ``epsilon`` and ``delta`` (approximate DP). By sequential composition the mean then costs
-    exactly the given budget (:func:`mean_privacy`). The sum's noise is calibrated to its L1
-    (Laplace, geometric) or L2 (Gaussian) sensitivity, ``max(|lower|, |upper|)``, the
-    count's to 1.
-
-    Post-processing, which costs no privacy: the noisy count is floored at 1 before dividing
-    (a count near zero would make the ratio explode or change sign), and the ratio is clamped
-    to ``[lower, upper]``, where the true mean lies. Both make the estimate biased for small
-    counts; at large counts the bias vanishes.
-
-    Returns a 0-d array (``trials=None``) or shape ``(trials,)``, one mean per simulated release.
+    See :class:`NoisyMean` for the budget split and the post-processing. Returns a 0-d array
+    (``trials=None``) or shape ``(trials,)``, one mean per simulated release.
     """
     rng = check_rng(rng)
-    sum_mechanism, count_mechanism = mean_mechanisms(
-        sum_answer, count_answer, mechanism=mechanism, epsilon=epsilon, delta=delta, rho=rho,
-        sum_share=sum_share)
-    noisy_sum = np.asarray(sum_mechanism.sample(sum_answer.true_value, rng=rng, trials=trials),
-                           dtype=np.float64)
-    noisy_count = np.asarray(
-        count_mechanism.sample(count_answer.true_value, rng=rng, trials=trials),
-        dtype=np.float64,
-    )
-    mean = noisy_sum / np.maximum(noisy_count, 1.0)
-    return np.clip(mean, sum_answer.lower, sum_answer.upper)
+    release = NoisyMean(sum_answer, count_answer, mechanism=mechanism, epsilon=epsilon,
+                        delta=delta, rho=rho, sum_share=sum_share)
+    return release.sample(rng=rng, trials=trials)
 
 
 def mean_privacy(
@@ -488,13 +542,10 @@ def mean_privacy(
     rho: float | None = None,
     sum_share: float = 0.5,
 ) -> Measure:
-    """The total privacy of :func:`noisy_mean` with these settings: its two parts composed.
+    """The total privacy of :func:`noisy_mean` with these settings (``NoisyMean(...).privacy``).
 
-    ``PureDP`` for laplace/geometric, ``ZCDP`` for gaussian with rho, ``ApproxDP`` for gaussian
-    with epsilon and delta; it equals the given budget (up to rounding, never above it).
+    ``PureDP`` for a pure-DP kind, ``ZCDP`` with rho, ``ApproxDP`` with epsilon and delta; it
+    equals the given budget (up to rounding, never above it).
     """
-    sum_mechanism, count_mechanism = mean_mechanisms(
-        sum_answer, count_answer, mechanism=mechanism, epsilon=epsilon, delta=delta, rho=rho,
-        sum_share=sum_share)
-    parts: tuple[PureDP | ApproxDP | ZCDP, ...] = (sum_mechanism.privacy, count_mechanism.privacy)
-    return compose(*parts)
+    return NoisyMean(sum_answer, count_answer, mechanism=mechanism, epsilon=epsilon,
+                     delta=delta, rho=rho, sum_share=sum_share).privacy

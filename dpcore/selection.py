@@ -25,6 +25,7 @@ from dpcore._checks import (
     trial_chunks,
 )
 from dpcore.measures import ZCDP, PureDP
+from dpcore.sampling import standard_exponential, standard_gumbel, standard_laplace
 
 __all__ = [
     "NOISE_TYPES",
@@ -134,14 +135,22 @@ def _gaps_in_noise_units(values: NDArray[np.float64], factor: float) -> NDArray[
     return np.maximum(np.where(np.isnan(gaps), 0.0, gaps), _FAR_BELOW)
 
 
+#: Standard noise of each type, from dpcore.sampling's exact samplers (a Laplace draw is a
+#: random sign times an exponential one, a Gumbel draw −log of an exponential one).
+_SAMPLERS: dict[str, Callable[..., NDArray[np.float64]]] = {
+    "laplace": standard_laplace,
+    "exponential": standard_exponential,
+    "gumbel": standard_gumbel,
+}
+
+
 def _draw_noise(
     noise: str, scale: float, size: tuple[int, int], rng: np.random.Generator
 ) -> NDArray[np.float64]:
-    if noise == "laplace":
-        return rng.laplace(0.0, scale, size=size)
-    if noise == "exponential":
-        return rng.exponential(scale, size=size)
-    return rng.gumbel(0.0, scale, size=size)
+    draws = _SAMPLERS[noise](size, rng=rng)
+    if scale != 1.0:
+        draws *= scale
+    return draws
 
 
 def _noisy_argmax(

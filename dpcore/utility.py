@@ -1,6 +1,7 @@
 """Privacy–utility trade-offs: error and selection accuracy swept over a grid of epsilons.
 
-Also the smallest epsilon that meets an accuracy target, for additive mechanisms and selection.
+Also the smallest epsilon that meets an accuracy target, for the catalogue's mechanisms and
+for selection. Nothing here knows a mechanism by name: the specs and classes say it all.
 """
 
 from __future__ import annotations
@@ -11,15 +12,12 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
-from scipy.special import gammainc
 
 from dpcore._checks import (
     MAX_DRAWS,
     check_bounds,
     check_choice,
     check_delta,
-    check_finite,
     check_int,
     check_positive,
     check_probability_open,
@@ -29,16 +27,8 @@ from dpcore._checks import (
     numeric_array,
     trial_chunks,
 )
-from dpcore.additive import (
-    _SCALE_RANGE,
-    MECHANISM_KINDS,
-    AdditiveMechanism,
-    Gaussian,
-    Geometric,
-    _half_beta_quantile,
-    make_mechanism,
-)
 from dpcore.measures import ZCDP, PureDP
+from dpcore.mechanisms import AdditiveMechanism, MechanismSpec, make_mechanism, spec_for
 from dpcore.selection import (
     _check_flag,
     _check_scores,
@@ -103,14 +93,35 @@ def _check_epsilons(epsilons: ArrayLike, name: str = "epsilons") -> NDArray[np.f
     return grid
 
 
-def _check_kind(kind: object) -> str:
-    return check_choice("kind", kind, MECHANISM_KINDS)
+def _options(spec: MechanismSpec, options: dict[str, object]) -> dict[str, object]:
+    """The keyword arguments of ``make_mechanism`` besides sensitivity and epsilon.
+
+    An option given as None counts as not given. Options the kind does not take are refused;
+    the rest of an epsilon budget (delta, for a mechanism that is not pure DP) and an answer
+    range are required when the kind needs them.
+    """
+    given = {name: value for name, value in options.items() if value is not None}
+    allowed = set(spec.parameters) - {"epsilon", "rho", "scale"}
+    unused = sorted(set(given) - allowed)
+    if unused:
+        verb = "does" if len(unused) == 1 else "do"
+        raise ValueError(f"{' and '.join(unused)} {verb} not apply to the {spec.kind} mechanism")
+    budget = spec.epsilon_budget()
+    for name in budget:
+        if name != "epsilon" and name not in given:
+            raise ValueError(f"{name} is required for the {spec.kind} mechanism (approximate "
+                             "DP)")
+    if "delta" in given:
+        given["delta"] = check_delta("delta", given["delta"], allow_zero="delta" not in budget)
+    if spec.needs_range and not {"lower", "upper"} <= set(given):
+        raise ValueError(f"the {spec.kind} mechanism needs lower and upper")
+    return given
 
 
-def _check_scalar_true_value(true_value: object, *, required: bool, kind: str) -> float | None:
+def _check_scalar_true_value(true_value: object, spec: MechanismSpec) -> float | None:
     if true_value is None:
-        if required:
-            raise ValueError(f"true_value is required for the {kind} mechanism: its error "
+        if spec.needs_range:
+            raise ValueError(f"true_value is required for the {spec.kind} mechanism: its error "
                              "depends on where the true value lies between the bounds")
         return None
     arr = finite_array("true_value", true_value)
@@ -119,49 +130,33 @@ def _check_scalar_true_value(true_value: object, *, required: bool, kind: str) -
     return float(arr)
 
 
-def _check_in_domain(kind: str, truth: float | NDArray | None,
-                     options: dict[str, float | None]) -> None:
-    """Bounded Laplace true values lie in [lower, upper]. Checked before any calibration, so
-    that a true value outside is named even when an extreme epsilon would be refused too."""
-    if kind != "bounded_laplace" or truth is None:
+def _check_in_domain(spec: MechanismSpec, truth: float | NDArray | None,
+                     options: dict[str, object]) -> None:
+    """True values in [lower, upper] where the spec requires it. Checked before any
+    calibration, so that a true value outside is named even when an extreme epsilon would be
+    refused too."""
+    if not spec.true_value_in_range or truth is None:
         return
     lo, hi = check_bounds(options["lower"], options["upper"])
     arr = np.asarray(truth)
     if arr.size and not (arr.min() >= lo and arr.max() <= hi):
         raise ValueError(f"true_value must lie in [lower, upper] = [{lo:g}, {hi:g}], the "
-                         "bounded Laplace mechanism's domain; clamp it first")
+                         f"{spec.label} mechanism's domain; clamp it first")
 
 
-def _mechanism_options(kind: str, *, delta: float | None, lower: float | None,
-                       upper: float | None) -> dict[str, float | None]:
-    """The keyword arguments of ``make_mechanism`` besides sensitivity and epsilon."""
-    if kind in ("laplace", "gaussian", "geometric") and (lower is not None
-                                                         or upper is not None):
-        raise ValueError(f"lower and upper do not apply to the {kind} mechanism")
-    if kind == "gaussian":
-        if delta is None:
-            raise ValueError("delta is required for the gaussian mechanism (approximate DP)")
-        return {"delta": check_delta("delta", delta, allow_zero=False)}
-    if kind in ("bounded_laplace", "clamped_laplace"):
-        if lower is None or upper is None:
-            raise ValueError(f"the {kind} mechanism needs lower and upper")
-        options: dict[str, float | None] = {"lower": lower, "upper": upper}
-        if kind == "bounded_laplace" and delta is not None:
-            options["delta"] = delta
-        elif delta is not None:
-            raise ValueError("delta does not apply to the clamped_laplace mechanism")
-        return options
-    if delta is not None:
-        raise ValueError(f"delta does not apply to the {kind} mechanism")
-    return {}
-
-
-def _sensitivity_for(kind: str, sensitivity: float, l2_sensitivity: float | None) -> float:
+def _sensitivity_for(spec: MechanismSpec, sensitivity: float,
+                     l2_sensitivity: float | None) -> float:
+    """The sensitivity the spec calibrates to (L2 when given and the spec says so)."""
     sensitivity = check_positive("sensitivity", sensitivity)
-    if l2_sensitivity is None:
-        return sensitivity
-    l2 = check_positive("l2_sensitivity", l2_sensitivity)
-    return l2 if kind == "gaussian" else sensitivity
+    name, chosen = "sensitivity", sensitivity
+    if l2_sensitivity is not None:
+        l2 = check_positive("l2_sensitivity", l2_sensitivity)
+        if spec.sensitivity_norm == "L2":
+            name, chosen = "l2_sensitivity", l2
+    if spec.integer_only and not chosen.is_integer():
+        raise ValueError(f"{name} must be a whole number for the {spec.kind} mechanism, got "
+                         f"{chosen:g}")
+    return chosen
 
 
 def _with_relative(result: dict[str, NDArray], keys: tuple[str, ...],
@@ -182,92 +177,37 @@ def _with_relative(result: dict[str, NDArray], keys: tuple[str, ...],
 # --------------------------------------------------------------------------------------------
 
 
-def _geometric_alpha(log_ratio: NDArray[np.float64], beta: float) -> NDArray[np.float64]:
-    """Smallest whole a with P(|Z| > a) = 2 r^{a+1} / (1 + r) <= beta, for each log r.
-
-    Takes log r = −epsilon/sensitivity itself: r underflows to 0 beyond epsilon ≈ 745."""
-    ratio = np.exp(log_ratio)
-
-    def log_tail(a: NDArray[np.float64]) -> NDArray[np.float64]:
-        return math.log(2) + (a + 1) * log_ratio - np.log1p(ratio)
-
-    log_beta = math.log(beta)
-    a = np.maximum(0.0, np.ceil((log_beta - math.log(2) + np.log1p(ratio)) / log_ratio) - 1)
-    # The ceiling is exact up to rounding of the logs: settle the last step either way.
-    a = np.where(log_tail(a) > log_beta, a + 1, a)
-    a = np.where((a > 0) & (log_tail(a - 1) <= log_beta), a - 1, a)
-    return a
-
-
-def _bounded_laplace_mae(scale: float, lower: float, upper: float, q: float) -> float:
-    """E|error| of the bounded Laplace: ½ b (P(2, a) + P(2, c)) / (½ (P(1, a) + P(1, c)))."""
-    a, c = (q - lower) / scale, (upper - q) / scale
-    return scale * (gammainc(2, a) + gammainc(2, c)) / (gammainc(1, a) + gammainc(1, c))
-
-
-def _clamped_laplace_mae(scale: NDArray, lower: float, upper: float, q: float) -> NDArray:
-    """E|error| of the clamped Laplace.
-
-    Inside the bounds, E|W| = ∫ P(|W| > t) dt = b (1 − ½(e^{−(u−q)/b} + e^{−(q−l)/b})); outside
-    them the error has one sign, so E|W| = |E W| = |bias|.
-    """
-    # Distances of more than ~1e308 noise scales overflow to inf, where the exponentials are
-    # rightly 0; outside the bounds the distance itself is added in the data's units, since
-    # b·(distance / b) would be inf·b there.
-    with np.errstate(over="ignore"):
-        if lower < q < upper:
-            return scale * (1 - 0.5 * (np.exp(-(upper - q) / scale)
-                                       + np.exp(-(q - lower) / scale)))
-        d = (upper - lower) / scale
-        if q <= lower:
-            a = (lower - q) / scale  # error = b·W with W in [a, a + d]
-            return (lower - q) - 0.5 * scale * np.exp(-a) * np.expm1(-d)
-        c = (q - upper) / scale
-        return (q - upper) - 0.5 * scale * np.exp(-c) * np.expm1(-d)
-
-
-def _pure_scales(sensitivity: float, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
-    """sensitivity / epsilon per epsilon, each raised by an ulp where it rounded down: the
-    scales the mechanisms built at those epsilons have (see ``additive._scale_within``)."""
-    scale = sensitivity / epsilons
-    short = sensitivity / scale > epsilons
-    while np.any(short):
-        scale[short] = np.nextafter(scale[short], np.inf)
-        short = sensitivity / scale > epsilons
-    return scale
-
-
 def error_sweep(
     kind: str,
     *,
     epsilons: ArrayLike,
     sensitivity: float,
     beta: float = 0.05,
-    delta: float | None = None,
-    lower: float | None = None,
-    upper: float | None = None,
     true_value: float | None = None,
     l2_sensitivity: float | None = None,
+    **options: float | None,
 ) -> dict[str, NDArray[np.float64]]:
-    """Exact error measures of one additive mechanism at every epsilon of a grid.
+    """Exact error measures of one mechanism of the catalogue at every epsilon of a grid.
 
     Parameters
     ----------
-    kind : {"laplace", "gaussian", "geometric", "bounded_laplace", "clamped_laplace"}
+    kind : str
+        A key of ``dpcore.mechanisms.CATALOGUE``.
     epsilons : array_like, shape (n,)
         The grid (each > 0).
     sensitivity : float
-        L1 sensitivity (the Gaussian uses ``l2_sensitivity`` when given, else this).
+        L1 sensitivity (a kind calibrated to the L2 sensitivity uses ``l2_sensitivity`` when
+        given, else this).
     beta : float
         Failure probability of the error bound: ``alpha`` holds with probability 1 − beta.
-    delta : float, optional
-        Required for "gaussian" (approximate DP); optional for "bounded_laplace".
-    lower, upper : float, optional
-        Required for "bounded_laplace" and "clamped_laplace".
     true_value : float, optional
-        Required for the bounded and clamped mechanisms; when given, relative errors are
-        reported too.
+        Required by the kinds with an answer range; when given, relative errors are reported
+        too.
     l2_sensitivity : float, optional
+    **options
+        The kind's other parameters: ``delta`` (required when it is not pure DP, as for the
+        Gaussian), ``lower`` and ``upper`` (required by the kinds with an answer range),
+        ``gamma``...
 
     Returns
     -------
@@ -280,58 +220,19 @@ def error_sweep(
 
     Notes
     -----
-    Closed forms in the noise scale b: Laplace alpha = b ln(1/beta), RMSE = √2 b, MAE = b;
-    Gaussian alpha = sigma Φ⁻¹(1 − beta/2), RMSE = sigma, MAE = sigma √(2/π); geometric
-    (r = e^{−ε/Δ}) RMSE = √(2r)/(1 − r), MAE = 2r/(1 − r²). Laplace, Gaussian and geometric
-    are vectorized over the grid (the Gaussian and bounded Laplace scales are calibrated per
-    grid point); the bounded and clamped mechanisms' error bound and variance come from the
-    mechanism objects, their MAE from the truncated-Laplace moments.
+    The numbers come from the mechanism class's ``sweep``: closed forms vectorised over the
+    grid where the class has them, else the mechanism built at each epsilon.
     """
-    kind = _check_kind(kind)
+    spec = spec_for(kind)
     grid = _check_epsilons(epsilons)
     beta = check_probability_open("beta", beta)
-    sens = _sensitivity_for(kind, sensitivity, l2_sensitivity)
-    options = _mechanism_options(kind, delta=delta, lower=lower, upper=upper)
-    bounded = kind in ("bounded_laplace", "clamped_laplace")
-    q = _check_scalar_true_value(true_value, required=bounded, kind=kind)
-    _check_in_domain(kind, q, options)
-    if kind == "geometric":
-        Geometric(sensitivity=sens, epsilon=1.0)  # validates a whole-number sensitivity
-    if kind in ("laplace", "geometric"):
-        # Their scales, sensitivity / epsilon, are computed below without building the
-        # mechanisms; building them at both ends of the grid validates every scale between.
-        for end in (grid.min(), grid.max()):
-            make_mechanism(kind, sensitivity=sens, epsilon=float(end))
-
-    if kind == "laplace":
-        scale = _pure_scales(sens, grid)
-        alpha, rmse, mae = scale * -math.log(beta), math.sqrt(2) * scale, scale
-    elif kind == "gaussian":
-        scale = np.array([Gaussian(sensitivity=sens, epsilon=e, delta=options["delta"]).scale
-                          for e in grid])
-        alpha = -scale * _half_beta_quantile(beta)
-        rmse, mae = scale, scale * math.sqrt(2 / math.pi)
-    elif kind == "geometric":
-        scale = _pure_scales(sens, grid)
-        ratio = np.exp(-1 / scale)  # as additive.Geometric computes them
-        one_minus = -np.expm1(-1 / scale)
-        alpha = _geometric_alpha(-1 / scale, beta)
-        rmse = np.sqrt(2 * ratio) / one_minus
-        mae = 2 * ratio / (one_minus * (1 + ratio))
-    else:
-        mechanisms = [make_mechanism(kind, sensitivity=sens, epsilon=float(e), **options)
-                      for e in grid]
-        scale = np.array([m.scale for m in mechanisms])
-        alpha = np.array([float(m.accuracy(beta, q)) for m in mechanisms])
-        rmse = np.sqrt([float(m.mse(q)) for m in mechanisms])
-        if kind == "bounded_laplace":
-            mae = np.array([_bounded_laplace_mae(m.scale, m.lower, m.upper, q)
-                            for m in mechanisms])
-        else:
-            mae = _clamped_laplace_mae(scale, float(lower), float(upper), q)
-    result = {"epsilon": grid, "scale": np.asarray(scale, dtype=np.float64),
-              "alpha": np.asarray(alpha, dtype=np.float64),
-              "rmse": np.asarray(rmse, dtype=np.float64), "mae": np.asarray(mae, dtype=np.float64)}
+    sens = _sensitivity_for(spec, sensitivity, l2_sensitivity)
+    given = _options(spec, options)
+    q = _check_scalar_true_value(true_value, spec)
+    _check_in_domain(spec, q, given)
+    measures = spec.mechanism.sweep(grid, sensitivity=sens, beta=beta, true_value=q, **given)
+    result = {"epsilon": grid, **{key: np.asarray(measures[key], dtype=np.float64)
+                                  for key in ("scale", *_ANALYTIC_KEYS)}}
     return _with_relative(result, _ANALYTIC_KEYS, q)
 
 
@@ -436,29 +337,27 @@ def monte_carlo_error_sweep(
     trials: int,
     rng: np.random.Generator,
     beta: float = 0.05,
-    delta: float | None = None,
-    lower: float | None = None,
-    upper: float | None = None,
     l2_sensitivity: float | None = None,
+    **options: float | None,
 ) -> dict[str, NDArray[np.float64]]:
-    """Simulated error of one additive mechanism at each epsilon: median, 5–95% band, MAE, RMSE.
+    """Simulated error of one mechanism at each epsilon: median, 5–95% band, MAE, RMSE.
 
     Parameters are those of :func:`error_sweep` (``true_value`` always required, scalar or
     array) plus ``trials`` simulated releases per epsilon and ``rng``. Returns what
     :func:`monte_carlo_sweep` returns; the analytic curves of :func:`error_sweep` should run
     through it (``alpha`` near the analytic alpha, ``mae`` near the analytic MAE).
     """
-    kind = _check_kind(kind)
-    sens = _sensitivity_for(kind, sensitivity, l2_sensitivity)
-    options = _mechanism_options(kind, delta=delta, lower=lower, upper=upper)
+    spec = spec_for(kind)
+    sens = _sensitivity_for(spec, sensitivity, l2_sensitivity)
+    given = _options(spec, options)
     truth = finite_array("true_value", true_value)
-    _check_in_domain(kind, truth, options)
+    _check_in_domain(spec, truth, given)
     built: dict[float, AdditiveMechanism] = {}
 
     def release(eps: float, n: int, gen: np.random.Generator) -> NDArray:
         if eps not in built:  # one calibration per epsilon, not one per chunk
             built.clear()
-            built[eps] = make_mechanism(kind, sensitivity=sens, epsilon=eps, **options)
+            built[eps] = make_mechanism(kind, sensitivity=sens, epsilon=eps, **given)
         return built[eps].sample(truth, rng=gen, trials=n)
 
     return monte_carlo_sweep(release, epsilons=epsilons, true_value=truth, trials=trials,
@@ -590,24 +489,22 @@ def _in_range(eps: float, met: Callable[[float], bool], why: str) -> SmallestEps
     return SmallestEpsilon(_nudge_up(eps, met), False)
 
 
-def _geometric_solution(sens: int, alpha: float, beta: float) -> float:
-    """Exact epsilon with P(|Z| > alpha) = 2 r^m / (1 + r) = beta, m = floor(alpha) + 1.
-
-    With r = e^{−t}, t = epsilon / sensitivity, log(2/beta) − m t − log(1 + e^{−t}) is strictly
-    decreasing in t, so the root is unique. m = 1 is closed form, r = beta / (2 − beta);
-    otherwise Brent's method on the bracket [ln(1/beta)/m, ln(2/beta)/m] (log(1 + e^{−t}) lies
-    in (0, ln 2)).
-    """
-    m = math.floor(alpha) + 1
-    if m == 1:
-        return sens * (math.log(2 - beta) - math.log(beta))
-
-    def excess(t: float) -> float:
-        return math.log(2) - math.log(beta) - m * t - math.log1p(math.exp(-t))
-
-    lo, hi = -math.log(beta) / m, (math.log(2) - math.log(beta)) / m
-    return sens * brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps,
-                         maxiter=500)
+def _unreachable(spec: MechanismSpec, sens: float, alpha: float, q: float | None,
+                 options: dict[str, object]) -> str:
+    """Why no epsilon up to the largest searched meets the target, in the user's terms."""
+    high = EPSILON_RANGE[1]
+    mech = make_mechanism(spec.kind, sensitivity=sens, epsilon=high, **options)
+    bias = float(np.max(np.abs(mech.bias(0.0 if q is None else q))))
+    if alpha < bias:
+        why = (f"even at epsilon = {high:g} its bias alone is {bias:.4g}, above alpha "
+               f"({alpha:g})")
+        lo, hi = options.get("lower"), options.get("upper")
+        if q is not None and lo is not None and not lo <= q <= hi:
+            why += (f": the true value {q:g} lies outside [lower, upper] = [{lo:g}, {hi:g}], "
+                    "so every noisy answer errs by at least that distance; raise alpha or "
+                    "widen the bounds")
+        return why
+    return "alpha is too small for this mechanism even at the largest epsilon"
 
 
 def smallest_epsilon(
@@ -616,28 +513,22 @@ def smallest_epsilon(
     sensitivity: float,
     alpha: float,
     beta: float,
-    delta: float | None = None,
-    lower: float | None = None,
-    upper: float | None = None,
     true_value: float | None = None,
+    **options: float | None,
 ) -> SmallestEpsilon:
     """The smallest epsilon at which P(|error| > alpha) <= beta.
 
-    Searched over :data:`EPSILON_RANGE` = [1e-4, 1e3].
+    Searched over :data:`EPSILON_RANGE` = [1e-4, 1e3]. ``mechanism`` is a kind of the
+    catalogue; ``sensitivity`` is the one its spec calibrates to (the L2 one for the
+    Gaussian); ``options`` its other parameters as in :func:`error_sweep` (``true_value`` is
+    required by the kinds with an answer range).
 
-    - "laplace": closed form epsilon = sensitivity · ln(1/beta) / alpha.
-    - "gaussian" (needs ``delta``; ``sensitivity`` is the L2 one): the noise sigma must be at
-      most alpha / Φ⁻¹(1 − beta/2); epsilon is the exact privacy profile of that sigma at
-      ``delta`` (``Gaussian.epsilon_for_delta``, the analytic calibration inverted).
-    - "geometric" (whole-number sensitivity): the error is an integer, so the target is
-      P(|Z| >= m) = 2 r^m / (1 + r) <= beta with m = floor(alpha) + 1, r = e^{−epsilon /
-      sensitivity} — closed form for m = 1, a one-dimensional root otherwise.
-    - "bounded_laplace", "clamped_laplace" (need ``lower``, ``upper``, ``true_value``; bounded
-      Laplace takes an optional ``delta``): bisection on log epsilon of the mechanism's own
-      ``accuracy(beta, true_value) <= alpha``, which is monotone in epsilon.
-
-    Every answer is confirmed, and if need be raised by a few ulps, so that the mechanism built
-    at the returned epsilon meets the target in floating point.
+    When the mechanism's class has a closed form (``epsilon_for_accuracy``: Laplace
+    sensitivity·ln(1/beta)/alpha; the Gaussian's exact privacy profile at the largest sigma
+    allowed; the geometric's whole-number tail) it is used; otherwise a bisection on log
+    epsilon of the mechanism's own ``accuracy(beta, true_value) <= alpha``, which is
+    monotone in epsilon. Every answer is confirmed, and if need be raised by a few ulps, so
+    that the mechanism built at the returned epsilon meets the target in floating point.
 
     Returns
     -------
@@ -653,51 +544,28 @@ def smallest_epsilon(
         Laplace whose true value lies outside the bounds errs by at least that distance (its
         bias) at every epsilon.
     """
-    kind = _check_kind(mechanism)
+    spec = spec_for(mechanism)
     sens = check_positive("sensitivity", sensitivity)
     alpha = check_positive("alpha", alpha)
     beta = check_probability_open("beta", beta)
-    options = _mechanism_options(kind, delta=delta, lower=lower, upper=upper)
-    bounded = kind in ("bounded_laplace", "clamped_laplace")
-    q = _check_scalar_true_value(true_value, required=bounded, kind=kind)
+    given = _options(spec, options)
+    q = _check_scalar_true_value(true_value, spec)
+    _check_in_domain(spec, q, given)
 
     def met(eps: float) -> bool:
-        mech = make_mechanism(kind, sensitivity=sens, epsilon=eps, **options)
+        mech = make_mechanism(spec.kind, sensitivity=sens, epsilon=eps, **given)
         return bool(mech.accuracy(beta, q) <= alpha)
 
-    if kind == "laplace":
-        return _in_range(sens * -math.log(beta) / alpha, met,
-                         "alpha is too small for Laplace noise at this sensitivity")
-    if kind == "gaussian":
-        sigma = alpha / -_half_beta_quantile(beta)
-        smallest, largest = _SCALE_RANGE
-        if not sigma >= smallest:
-            raise ValueError(f"alpha = {alpha:g} is too small for Gaussian noise: the noise "
-                             f"scale it allows, {sigma:g}, is below {smallest:g}")
-        # More noise than 1e150 allowed: building at 1e150 gives an epsilon at least as large,
-        # which still meets the target (and is confirmed below).
-        sigma = min(sigma, largest)
-        eps = Gaussian(sensitivity=sens, scale=sigma).epsilon_for_delta(options["delta"])
-        return _in_range(eps, met, "alpha is too small for Gaussian noise at this "
-                                   "sensitivity and delta")
-    if kind == "geometric":
-        Geometric(sensitivity=sens, epsilon=1.0)  # whole-number sensitivity, else ValueError
-        return _in_range(_geometric_solution(int(sens), alpha, beta), met,
-                         "alpha is too small for geometric noise at this sensitivity")
+    closed = spec.mechanism.epsilon_for_accuracy(alpha, beta, sensitivity=sens, **given)
+    if closed is not None:
+        at = " and ".join(["sensitivity", *(n for n in spec.epsilon_budget() if n != "epsilon")])
+        return _in_range(closed, met, f"alpha is too small for {spec.label} noise at this {at}")
     low, high = EPSILON_RANGE
     if met(low):
         return SmallestEpsilon(low, True)
     if not met(high):
-        lo_b, hi_b = check_finite("lower", lower), check_finite("upper", upper)
-        gap = max(lo_b - q, q - hi_b, 0.0)
-        if kind == "clamped_laplace" and alpha < gap:
-            why = (f"the true value {q:g} lies {gap:g} outside [lower, upper] = [{lo_b:g}, "
-                   f"{hi_b:g}], so the clamped output errs by at least {gap:g} (its bias) "
-                   "at every epsilon; raise alpha or widen the bounds")
-        else:
-            why = "alpha is too small for this mechanism even at the largest epsilon"
         raise ValueError(f"no epsilon up to {high:g} meets P(|error| > {alpha:g}) <= "
-                         f"{beta:g}: {why}")
+                         f"{beta:g}: {_unreachable(spec, sens, alpha, q, given)}")
     return SmallestEpsilon(_bisect_log(met, low, high), False)
 
 

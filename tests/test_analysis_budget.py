@@ -15,7 +15,7 @@ from scipy import optimize, stats
 from scipy.special import ndtr
 
 from dashboard.analysis import budget
-from dpcore.additive import BoundedLaplace
+from dpcore import BoundedLaplace
 from dpcore.measures import PureDP, advanced_composition
 
 HYPOTHESIS = settings(max_examples=150, deadline=None)

@@ -17,8 +17,8 @@ from scipy import stats as scipy_stats
 from dashboard import datasets
 from dashboard.analysis import statistics as stats
 from dashboard.controls import PrivacyChoice
+from dpcore import Geometric, Laplace
 from dpcore._checks import MAX_BLOCK_ELEMENTS
-from dpcore.additive import Geometric, Laplace
 from dpcore.measures import PureDP
 
 ADULT, IRIS, CENSUS = datasets.BUILTIN_DATASETS

@@ -15,8 +15,8 @@ import pytest
 from dashboard import datasets
 from dashboard.analysis import tables
 from dashboard.controls import PrivacyChoice
+from dpcore import Gaussian, Geometric, Laplace
 from dpcore._checks import MAX_BLOCK_ELEMENTS
-from dpcore.additive import Gaussian, Geometric, Laplace
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 
 

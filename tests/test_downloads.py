@@ -26,8 +26,8 @@ from dashboard import datasets, state
 from dashboard.analysis import statistics as stats
 from dashboard.controls import PrivacyChoice
 from dashboard.exports import FORMULA_TRIGGERS, SIMULATION_COLUMN
-from dpcore.additive import Laplace
 from dpcore.learning import PrivateGaussianNB
+from dpcore.mechanisms.laplace import Laplace
 from dpcore.selection import prob_best_selected, report_noisy_max, selection_probabilities
 from tests.conftest import open_app
 

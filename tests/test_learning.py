@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 from sklearn.naive_bayes import GaussianNB
 
-from dpcore.additive import BoundedLaplace, Laplace
+from dpcore import BoundedLaplace, Laplace
 from dpcore.learning import (
     MIN_VARIANCE_FRACTION,
     NOISE_FLOOR,

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from dpcore.additive import Gaussian
+from dpcore import Gaussian
 from dpcore.measures import (
     ZCDP,
     ApproxDP,

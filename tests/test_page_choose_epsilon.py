@@ -17,8 +17,7 @@ import pytest
 from scipy.stats import norm
 
 from dashboard.datasets import BUILTIN_DATASETS, load_builtin
-from dpcore import queries
-from dpcore.additive import Gaussian
+from dpcore import Gaussian, queries
 from dpcore.measures import PureDP
 from dpcore.selection import noisy_max_scale, prob_best_selected
 from dpcore.utility import smallest_epsilon, smallest_epsilon_for_selection
@@ -436,7 +435,8 @@ def test_posterior_table_and_sentences_agree_with_the_simulated_mechanisms(page)
     the table is passed at most as often as its last column says, by the app's own Laplace
     and Gaussian mechanisms; the Gaussian's own row is its exact law, ≈ 2.0e-5 (20·δ), which
     a simulation reproduces within sampling error. The old table said δ."""
-    from dpcore.additive import Gaussian, Laplace
+    from dpcore.mechanisms.gaussian import Gaussian
+    from dpcore.mechanisms.laplace import Laplace
 
     table = page.dataframe[0].value
     names = ("Any ε-DP release", "Any (ε, δ)-DP release", "The Gaussian mechanism itself")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dashboard import datasets
-from dpcore.additive import Laplace
+from dpcore import Laplace
 from tests.conftest import open_app
 
 ADULT, IRIS, CENSUS = datasets.BUILTIN_DATASETS

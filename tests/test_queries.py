@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.additive import Gaussian, Geometric, Laplace
+from dpcore import Gaussian, Geometric, Laplace
 from dpcore.measures import ZCDP, ApproxDP, PureDP, compose
 from dpcore.queries import (
     QueryAnswer,

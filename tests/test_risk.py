@@ -409,7 +409,7 @@ def test_gaussian_passes_the_epsilon_bound_as_its_privacy_loss_says(epsilon, del
     """Issue 9: the app's Gaussian mechanism at (ε, δ) passes the ε-only belief bound (73.1% at
     ε = 1, prior 50%) with probability ≈ 20·δ — not δ. The exact figure from the privacy-loss
     law N(μ²/2, μ²) agrees with a simulation of the mechanism within sampling error."""
-    from dpcore.additive import Gaussian
+    from dpcore.mechanisms.gaussian import Gaussian
     from dpcore.risk import exceed_probability
 
     mechanism = Gaussian(sensitivity=1.0, epsilon=epsilon, delta=delta)
@@ -431,7 +431,7 @@ def test_approx_belief_bound_holds_for_the_apps_gaussian(prior):
     """The (ε, δ) statement — at most the bound, except with the stated probability — holds for
     the Gaussian mechanism calibrated to (1, 1e-6): the stated probability is at least the
     simulated frequency of passing the stated belief (a 99.99% upper limit of it)."""
-    from dpcore.additive import Gaussian
+    from dpcore.mechanisms.gaussian import Gaussian
 
     mechanism = Gaussian(sensitivity=1.0, epsilon=1.0, delta=1e-6)
     posterior, failure, _ = max_posterior(ApproxDP(1.0, 1e-6), prior)
@@ -490,7 +490,7 @@ def test_zcdp_belief_bound_holds_for_the_gaussian(rho):
     exactly (scipy), and a simulation. The old reading — ε(δ) of the (ε, δ) conversion, failing
     with probability δ — does not hold: at ρ = 0.5 the Gaussian passes it with probability
     1.2e-6 > 1e-6."""
-    from dpcore.additive import Gaussian
+    from dpcore.mechanisms.gaussian import Gaussian
 
     for prior in (0.01, 0.5):
         posterior, failure, _ = max_posterior(ZCDP(rho), prior)

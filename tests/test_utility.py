@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpcore.additive import Gaussian, make_mechanism
+from dpcore import Gaussian, make_mechanism
 from dpcore.measures import PureDP
 from dpcore.selection import noisy_max_scale, prob_best_selected
 from dpcore.utility import (
@@ -407,7 +407,7 @@ def test_selection_ties_count_as_correct_and_unreachable_targets_raise():
 def test_sweep_scales_are_the_built_mechanisms_scales():
     """The sweep computes its scales without building each mechanism: they must still be the
     very scales (to the ulp) that Laplace and Geometric use at each epsilon."""
-    from dpcore.additive import Geometric, Laplace
+    from dpcore import Geometric, Laplace
 
     grid = np.sort(10 ** np.random.default_rng(5).uniform(-2, 1, 200))
     for kind, cls, sens in (("laplace", Laplace, 3.0), ("geometric", Geometric, 3)):

@@ -20,8 +20,9 @@ from numpy.typing import NDArray
 from dashboard.controls import MEASURES, MECHANISMS, VALID_MECHANISMS, fmt_number
 from dashboard.shown import up
 from dpcore._checks import check_delta, check_positive
-from dpcore.additive import Gaussian, make_mechanism
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
+from dpcore.mechanisms import make_mechanism
+from dpcore.mechanisms.gaussian import Gaussian
 
 #: The editor's columns, in order.
 QUERY, MECHANISM, MEASURE, EPSILON, DELTA, RHO, SENSITIVITY = (

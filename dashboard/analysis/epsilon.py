@@ -22,8 +22,8 @@ from dashboard.charts.epsilon import Curve
 from dashboard.controls import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dpcore import figures, queries, risk, utility
-from dpcore.additive import Gaussian
 from dpcore.measures import ZCDP, ApproxDP, PureDP
+from dpcore.mechanisms.gaussian import Gaussian
 
 #: Where the query comes from (the "Query" radio).
 SOURCES = {
@@ -195,7 +195,8 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     except (ValueError, TypeError):
         return _count_query(loaded, fallback)
     if query == "mean":
-        offered = tuple(m for m in queries.MEAN_MECHANISMS if integer or m != "geometric")
+        offered = tuple(m for m in queries.MEAN_MECHANISMS
+                        if m in MECHANISMS and (integer or m != "geometric"))
     elif query == "histogram":
         offered = _ARRAY_MECHANISMS
     else:

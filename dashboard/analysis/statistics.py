@@ -21,7 +21,7 @@ from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dashboard.shown import percent_down, up
 from dpcore import queries
 from dpcore._checks import check_int, check_trials, trial_chunks
-from dpcore.additive import AdditiveMechanism
+from dpcore.mechanisms import AdditiveMechanism
 from dpcore.queries import MEAN_MECHANISMS, QueryAnswer
 from dpcore.risk import percent
 
