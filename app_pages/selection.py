@@ -20,8 +20,8 @@ def column_scores() -> tuple:
     """Counts of a categorical column of the sidebar's dataset."""
     columns = categorical_columns(loaded)
     if not columns:
-        st.info(f"{plain(loaded.name)} has no categorical column: type scores instead.")
-        st.stop()
+        raise ValueError(f"{plain(loaded.name)} has no categorical column: choose typed "
+                         "scores above, or another dataset in the sidebar")
     column = controls.select("Column (count per category)", columns, key="sel_column",
                              default="education" if "education" in columns else columns[0],
                              in_url=not dataset_key.startswith("upload:"))
@@ -80,11 +80,12 @@ with left:
     source = controls.select("Scores", list(sel.SOURCES), key="sel_source",
                              format_func=sel.SOURCES.get)
     read = {"data": column_scores, "typed": typed_scores, "pricing": pricing_scores}[source]
+    problem = None   # what keeps the results from being computed: shown in their place
     try:
         labels, scores, sensitivity, prices, x_title, score_title = read()
     except (ValueError, TypeError) as exc:
-        st.error(f"{plain(exc, limit=400)} — fix the input above to see the selection.")
-        st.stop()
+        problem = f"{plain(exc, limit=400)} — fix the input above to see the selection."
+        scores = (0.0,) * sel.K_MAX   # every control stays drawn; k keeps all its options
 with right:
     # Pricing is the exponential mechanism's classic example (Gumbel noise is exactly it):
     # entering or leaving the pricing example resets the noise to that source's default.
@@ -112,6 +113,9 @@ with right:
     trials = controls.select("Simulated releases", sel.TRIAL_OPTIONS, key="sel_trials",
                              default=10_000, format_func=lambda n: f"{n:,}")
 
+if problem:
+    st.error(problem)   # in place of the results; every control above keeps its value
+    st.stop()
 params = {"sensitivity": sensitivity, "measure": measure, "monotonic": monotonic,
           "negate": negate, "k": k, "seed": state.seed()}
 try:

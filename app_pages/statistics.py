@@ -17,9 +17,11 @@ NO_COMPARISON = "none"
 BOUND_LIMIT = 1e15
 
 
-def fail(exc: Exception, fix: str) -> None:
-    st.error(f"{plain(exc, limit=400)} — {fix}")
-    st.stop()
+def problem_text(exc: Exception, fix: str) -> str:
+    return f"{plain(exc, limit=400)} — {fix}"
+
+
+problem = None   # what keeps the results from being computed: shown in their place
 
 
 st.title("Noisy statistics")
@@ -62,7 +64,10 @@ with ask:
     try:
         integer_query, rows = stats.query_facts(frame, data_key, spec)
     except (ValueError, TypeError) as exc:
-        fail(exc, "set a lower bound below the upper bound, or pick another column.")
+        problem = problem_text(exc, "set a lower bound below the upper bound, or pick another "
+                                    "column.")
+        # Every control stays drawn, offering every mechanism, so no choice is dropped.
+        integer_query, rows = True, len(frame)
 
 with protect:
     st.subheader("Privacy")
@@ -107,11 +112,16 @@ with simulate:
 choices = [choice] + ([replace(choice, mechanism=compare)] if compare != NO_COMPARISON else [])
 try:
     with st.spinner(f"Simulating {trials:,} releases…"):
-        runs = [stats.simulate_releases(frame, data_key, spec, c, answer_range=answer_range,
-                                        sum_share=sum_share, trials=trials, seed=state.seed())
-                for c in choices]
+        runs = [] if problem else [
+            stats.simulate_releases(frame, data_key, spec, c, answer_range=answer_range,
+                                    sum_share=sum_share, trials=trials, seed=state.seed())
+            for c in choices]
 except (ValueError, TypeError) as exc:
-    fail(exc, "check the bounds and the answer range (it must contain the true answer).")
+    problem = problem_text(exc, "check the bounds and the answer range (it must contain the "
+                                "true answer).")
+if problem:
+    st.error(problem)   # in place of the results; every control above keeps its value
+    st.stop()
 
 what = spec.describe()
 unit = stats.answer_unit(loaded, spec)

@@ -79,12 +79,20 @@ def remembered(key: str, default: Any, *, parse: Callable[[str], Any] | None = N
     The value comes from the URL when it holds a valid one, else from the last time this
     session showed the widget, else ``default``. Call before creating the widget, and create
     the widget with ``key=key`` and no ``value``.
+
+    The value is written to the session state on every run, even when it is already there:
+    that write makes Streamlit send it to the browser with the widget. A browser forgets the
+    value of a widget that a run did not draw (a page stopped by an input error, a control
+    shown only for some settings) while the server may keep it; without the write the control
+    would show its first option while the results use the kept value.
     """
     ss = st.session_state
     ss.setdefault(SAVED, {})
     if key in ss:
-        if options is not None and ss[key] not in options:
-            ss[key] = default if default in options else options[0]
+        value = ss[key]
+        if options is not None and value not in options:
+            value = default if default in options else options[0]
+        ss[key] = value
         return
     value = ss[SAVED].get(key, default)
     raw = st.query_params.get(key)
