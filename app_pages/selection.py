@@ -36,7 +36,8 @@ def typed_scores() -> tuple:
     """Scores typed in, or read from a small CSV, with a declared sensitivity."""
     text = controls.text("Scores, separated by commas", key="sel_scores_text", default="0, 2, 4, 6",
                     help=f"One score per candidate, {sel.MIN_CANDIDATES} to "
-                         f"{sel.MAX_CANDIDATES} of them.")
+                         f"{sel.MAX_CANDIDATES} of them. With decimal commas, separate them "
+                         "by semicolons: 1,5; 2,5; 3,5.")
     upload = st.file_uploader("…or a small CSV of scores (one per line, or label,score)",
                               type=["csv", "txt"], key="sel_scores_file")
     sensitivity = float(controls.number(

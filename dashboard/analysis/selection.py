@@ -99,23 +99,56 @@ _Z95 = 1.959963984540054
 # Reading scores
 
 
+#: Scores are kept within ±MAX_SCORE: beyond, the spread of the scores and the noise scales
+#: that the curves sweep overflow float64 (±1e308 did). Scaling every score and the
+#: sensitivity by one factor leaves the selection probabilities unchanged.
+MAX_SCORE = 1e15
+#: A number with a decimal comma as the uploader reads it: 1,5 · -0,25 · 1.234,5 · 1 234,5.
+_DECIMAL_COMMA = re.compile(r"[+-]?(?:\d{1,3}(?:[. \u00a0\u202f']\d{3})+|\d+),\d+")
+_COMMA_NO_SPACE = re.compile(r",\S")
+_COMMA_SPACE = re.compile(r",\s")
+
+
+def _read_number(token: str, *, decimal_comma: bool) -> float:
+    """One typed number; with ``decimal_comma`` a comma is the decimal mark (1,5 = 1.5)."""
+    if decimal_comma and _DECIMAL_COMMA.fullmatch(token):
+        token = re.sub(r"[. \u00a0\u202f']", "", token).replace(",", ".")
+    return float(token)
+
+
 def parse_numbers(text: str, *, what: str = "scores", minimum: int = MIN_CANDIDATES,
-                  maximum: int = MAX_CANDIDATES) -> NDArray[np.float64]:
-    """Comma-separated numbers (semicolons too) → a float array; ValueError says what to fix."""
+                  maximum: int = MAX_CANDIDATES,
+                  largest: float | None = MAX_SCORE) -> NDArray[np.float64]:
+    """Typed numbers → a float array; ValueError says what to fix.
+
+    Numbers are separated by commas (0, 2, 4.5), or by semicolons, and then a comma is a
+    decimal comma (1,5; 2,5), as the uploader reads a semicolon-separated file. Commas with
+    and without a space after them in one text (1,5, 2,5) are refused: they may be decimal
+    commas. ``largest`` bounds the size of each number (None: no bound).
+    """
     if not isinstance(text, str):
         raise TypeError(f"{what} must be text, got {type(text).__name__}")
-    tokens = [t.strip() for t in re.split(r"[,;]", text)]
+    decimal_comma = ";" in text
+    if not decimal_comma and _COMMA_SPACE.search(text) and _COMMA_NO_SPACE.search(text):
+        raise ValueError(f"some commas in the {what} have a space after them and some do not, "
+                         "so they may be decimal commas: separate the numbers with semicolons "
+                         "to use decimal commas (1,5; 2,5; 3,5), or write decimals with a "
+                         "point (1.5, 2.5, 3.5)")
+    tokens = [t.strip() for t in text.split(";" if decimal_comma else ",")]
     tokens = [t for t in tokens if t]
     values = []
-    for token in tokens:
+    for position, token in enumerate(tokens, 1):
         try:
-            value = float(token)
+            value = _read_number(token, decimal_comma=decimal_comma)
         except ValueError:
-            raise ValueError(f"{token[:30]!r} is not a number: type {what} as "
-                             "numbers separated by commas, e.g. 0, 2, 4, 6") from None
+            example = "0; 2,5; 4; 6" if decimal_comma else "0, 2.5, 4, 6"
+            raise ValueError(f"{token[:30]!r} is not a number: type {what} as numbers "
+                             f"separated by commas, e.g. {example}") from None
         if not math.isfinite(value):
             raise ValueError(f"{token[:30]!r} is not a finite number: {what} must be "
                              "ordinary numbers")
+        if largest is not None and abs(value) > largest:
+            raise ValueError(_too_large(what, f"{token[:30]!r} (number {position})", largest))
         values.append(value)
     given = f"{len(values)} {what if len(values) != 1 else what.removesuffix('s')} given"
     if len(values) < minimum:
@@ -126,8 +159,15 @@ def parse_numbers(text: str, *, what: str = "scores", minimum: int = MIN_CANDIDA
     return np.array(values, dtype=np.float64)
 
 
+def _too_large(what: str, which: str, largest: float) -> str:
+    return (f"the {what.removesuffix('s')} {which} is too large: keep {what} between "
+            f"-{largest:g} and {largest:g}. Divide every score and the sensitivity by the same "
+            "number (e.g. 1,000): the chances of each pick do not change")
+
+
 def parse_score_file(data: bytes) -> tuple[tuple[str, ...], NDArray[np.float64]]:
     """A tiny CSV of scores: one number per line, or ``label,score``; an optional header line.
+    In a file separated by semicolons or tabs, a comma is a decimal comma (``a;1,5``).
 
     Returns (labels, scores); labels are ``#1, #2, …`` when the file has none. Raises
     ValueError naming the line that is wrong.
@@ -140,7 +180,8 @@ def parse_score_file(data: bytes) -> tuple[tuple[str, ...], NDArray[np.float64]]
     except UnicodeDecodeError:
         raise ValueError("the score file is not UTF-8 text: save it as a UTF-8 CSV") from None
     sample = text[:2000]
-    delimiter = max((",", ";", "\t"), key=sample.count)
+    # On a tie, not the comma: in "a;1,5" the comma is a decimal comma.
+    delimiter = max((";", "\t", ","), key=sample.count)
     labels: list[str] = []
     scores: list[float] = []
     rows = [(i, r) for i, r in enumerate(csv.reader(io.StringIO(text), delimiter=delimiter), 1)
@@ -151,7 +192,7 @@ def parse_score_file(data: bytes) -> tuple[tuple[str, ...], NDArray[np.float64]]
             raise ValueError(f"line {line} of the score file has {len(cells)} fields: give "
                              "one score per line, or a label and a score")
         try:
-            value = float(cells[-1])
+            value = _read_number(cells[-1], decimal_comma=delimiter != ",")
         except ValueError:
             if position == 0:
                 continue  # a header line
@@ -159,6 +200,9 @@ def parse_score_file(data: bytes) -> tuple[tuple[str, ...], NDArray[np.float64]]
                              "not a number") from None
         if not math.isfinite(value):
             raise ValueError(f"line {line} of the score file: the score must be finite")
+        if abs(value) > MAX_SCORE:
+            raise ValueError(_too_large("scores", f"on line {line} of the score file",
+                                        MAX_SCORE))
         scores.append(value)
         labels.append(cells[0] if len(cells) == 2 else "")
     if not MIN_CANDIDATES <= len(scores) <= MAX_CANDIDATES:
@@ -232,7 +276,7 @@ def simulated_bids(highest: float, seed: int, count: int = SIMULATED_BIDS) -> ND
 
 def parse_bids(text: str) -> NDArray[np.float64]:
     """Typed bids: 1 to MAX_BIDS non-negative numbers separated by commas."""
-    bids = parse_numbers(text, what="bids", minimum=1, maximum=MAX_BIDS)
+    bids = parse_numbers(text, what="bids", minimum=1, maximum=MAX_BIDS, largest=None)
     if np.any(bids < 0):
         raise ValueError("a bid is negative: bids are amounts a buyer would pay, 0 or more")
     return bids
