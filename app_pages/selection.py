@@ -29,7 +29,8 @@ def column_scores() -> tuple:
     declared = domain.categories if domain is not None else None
     labels, scores, missing = sel.column_scores(loaded.frame, dataset_key, column, declared)
     st.caption(sel.data_note(declared is not None, missing))
-    return labels, scores, 1.0, None, f"Category of {column}", "True count (people)"
+    return (labels, scores, 1.0, None, f"Category of {column}", "True count (people)",
+            sel.categories_origin(declared is not None))
 
 
 def typed_scores() -> tuple:
@@ -50,7 +51,7 @@ def typed_scores() -> tuple:
     else:
         values = sel.parse_numbers(text)
         labels = sel.numbered_labels(values.size)
-    return labels, tuple(values.tolist()), sensitivity, None, "Candidate", "True score"
+    return labels, tuple(values.tolist()), sensitivity, None, "Candidate", "True score", None
 
 
 def pricing_scores() -> tuple:
@@ -68,7 +69,7 @@ def pricing_scores() -> tuple:
     prices = sel.price_grid(highest, step).tolist()
     st.caption(sel.pricing_note(len(bids), prices[-1]))
     return (tuple(f"price {p:g}" for p in prices), tuple(sel.revenue_curve(bids, prices).tolist()),
-            prices[-1], prices, "Price", "Revenue at this price")
+            prices[-1], prices, "Price", "Revenue at this price", None)
 
 
 st.title("Selection")
@@ -83,7 +84,7 @@ with left:
     read = {"data": column_scores, "typed": typed_scores, "pricing": pricing_scores}[source]
     problem = None   # what keeps the results from being computed: shown in their place
     try:
-        labels, scores, sensitivity, prices, x_title, score_title = read()
+        labels, scores, sensitivity, prices, x_title, score_title, categories_from = read()
     except (ValueError, TypeError) as exc:
         problem = f"{plain(exc, limit=400)} — fix the input above to see the selection."
         scores = (0.0,) * sel.K_MAX   # every control stays drawn; k keeps all its options
@@ -145,7 +146,8 @@ st.plotly_chart(charts.selection_chart(
     x_title=x_title, score_title=score_title), key="sel_chart")
 st.caption(sel.chart_caption(summary, lines=prices is not None))
 release = sel.private_release(summary, source=source, dataset=loaded.name, candidates=x_title,
-                              noise=noise, level=level, **params)
+                              noise=noise, level=level, categories_from=categories_from,
+                              **params)
 st.markdown(release.sentence)
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
 

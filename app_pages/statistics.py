@@ -29,6 +29,7 @@ st.caption("Ask one question of the data, release the answer with noise, and see
            "noisy answer lands from the truth: once, and over many simulated releases.")
 loaded = state.dataset()
 frame, data_key = loaded.frame, state.dataset_key()
+upload = data_key.startswith("upload:")   # nothing suggested from its values enters the URL
 ask, protect, simulate = st.columns(3, gap="large")
 
 with ask:
@@ -39,21 +40,19 @@ with ask:
     if query != "count":
         column = controls.select("Column", stats.columns_for(loaded, query), key="stats_column",
                                  default=stats.default_column(loaded, query),
-                                 in_url=not data_key.startswith("upload:"))
+                                 in_url=not upload)
     if query in ("sum", "mean"):
         bounds = stats.default_bounds(loaded, column)
         state.forget_when_changed("stats_bounds_for", (data_key, column),
                                   ("stats_lower", "stats_upper"))
         lower = controls.number("Lower bound (smaller values are raised to it)",
-                                key="stats_lower", default=bounds.lower,
+                                key="stats_lower", default=bounds.lower, in_url=not upload,
                                 min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
         upper = controls.number("Upper bound (larger values are lowered to it)",
-                                key="stats_upper", default=bounds.upper,
+                                key="stats_upper", default=bounds.upper, in_url=not upload,
                                 min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
-        (st.caption if bounds.public else st.warning)(bounds.note)
-        if data_key.startswith("upload:"):   # bounds suggested from an upload's values too
-            for key in ("stats_lower", "stats_upper"):
-                st.query_params.pop(key, None)
+        note, warn = bounds.shown_note(lower, upper)
+        (st.warning if warn else st.caption)(note)
     elif query == "histogram":
         categories = stats.declared_categories(loaded, column)
         st.caption("Categories from the column's public list, empty ones included."
@@ -93,9 +92,11 @@ with protect:
                            ("stats_answer_lower", "stats_answer_upper"))
         answer_range = (
             controls.number("Lowest possible answer", key="stats_answer_lower", default=low,
-                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0),
+                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0,
+                            in_url=not upload),
             controls.number("Highest possible answer", key="stats_answer_upper", default=high,
-                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0))
+                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0,
+                            in_url=not upload))
         st.caption("Bounded and clamped Laplace keep the answer in a public range. It starts "
                    "from a round number at or above the number of rows: the built-in datasets "
                    "publish their size; for your own file, type a range you could publish "
@@ -147,7 +148,9 @@ else:
             col.metric(name, value)
 controls.downloads(stats.release_values(runs, spec), stats.release_parameters(
     frame, data_key, spec, tuple(choices), dataset=loaded.name, answer_range=answer_range,
-    sum_share=sum_share, trials=trials), key="stats_download", file_stem="noisy-statistics")
+    sum_share=sum_share, trials=trials, origins=stats.declaration_origins(
+        loaded, spec, answer_range=answer_range, upload=upload)),
+    key="stats_download", file_stem="noisy-statistics")
 
 for run in runs:
     st.markdown(f"**{stats.accuracy_sentence(run, confidence)}**")

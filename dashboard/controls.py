@@ -106,8 +106,7 @@ def select(label: str, options: Sequence[Any], *, key: str, default: Any = None,
     if in_url:
         state.remember(key)
     else:
-        st.session_state[state.SAVED][key] = value
-        st.query_params.pop(key, None)
+        state.remember_in_session(key)
     return value
 
 
@@ -163,8 +162,13 @@ def toggle(label: str, *, key: str, default: bool = False, help: str | None = No
 
 
 def number(label: str, *, key: str, default: float, min_value: float, max_value: float,
-           step: float | None = None, help: str | None = None, container: Any = st) -> float:
-    """A number input with hard limits that remembers its value."""
+           step: float | None = None, help: str | None = None, container: Any = st,
+           in_url: bool = True) -> float:
+    """A number input with hard limits that remembers its value.
+
+    ``in_url=False`` keeps the value for the session only: a number suggested from an
+    upload's values (a bound, an answer range) stays out of the URL.
+    """
     is_int = isinstance(default, int) and not isinstance(default, bool)
     cast = int if is_int else float
 
@@ -175,7 +179,10 @@ def number(label: str, *, key: str, default: float, min_value: float, max_value:
     state.remembered(key, default, parse=parse)
     value = container.number_input(label, min_value=min_value, max_value=max_value, step=step,
                                    key=key, help=help)
-    state.remember(key)
+    if in_url:
+        state.remember(key)
+    else:
+        state.remember_in_session(key)
     return value
 
 

@@ -119,6 +119,16 @@ def remember(*keys: str) -> None:
             st.query_params[key] = value if isinstance(value, str) else repr(value)
 
 
+def remember_in_session(*keys: str) -> None:
+    """Save widget values for this session only, and take them out of the URL: for values
+    that come from (or name parts of) an uploaded file."""
+    ss = st.session_state
+    for key in keys:
+        if key in ss:
+            ss[SAVED][key] = ss[key]
+        st.query_params.pop(key, None)
+
+
 def forget_when_changed(marker: str, context: tuple, keys: tuple[str, ...]) -> None:
     """Forget the remembered values of ``keys`` (session, saved and URL) when ``context`` —
     the dataset, column… they were suggested for — differs from the last run's."""

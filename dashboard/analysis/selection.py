@@ -610,6 +610,12 @@ def compute_curves(scores: ArrayLike, *, measure: str, sensitivity: float, monot
     return CorrectnessCurves(levels, p_correct, chance, top_levels, top, trials)
 
 
+def categories_origin(declared: bool) -> str:
+    """Where the candidates of a column's counts come from, for the parameters file."""
+    return ("the column's public list" if declared else
+            "the data (this reveals which values occur)")
+
+
 def data_note(declared: bool, missing_rows: int = 0) -> str:
     """Where the candidates and the sensitivity of a column's counts come from."""
     where = ("Categories: the column's public list, empty ones included." if declared else
@@ -752,9 +758,11 @@ def selection_values(summary: SelectionSummary, picks: tuple[int, ...], *,
 
 def private_release(summary: SelectionSummary, *, source: str, dataset: str, candidates: str,
                     noise: str, measure: str, level: float, sensitivity: float,
-                    monotonic: bool, negate: bool, k: int, seed: int) -> SelectionRelease:
+                    monotonic: bool, negate: bool, k: int, seed: int,
+                    categories_from: str | None = None) -> SelectionRelease:
     """One private release at the page's settings, with the download's values and parameters
-    (the seed is added by the download)."""
+    (the seed is added by the download). ``categories_from`` says where the candidates of a
+    column's counts come from (:func:`categories_origin`)."""
     picks = one_release(summary.scores, scale=summary.scale, noise=noise, negate=negate, k=k,
                         seed=seed)
     names = ", ".join(f"**{plain(summary.labels[i])}**" for i in picks)
@@ -765,6 +773,7 @@ def private_release(summary: SelectionSummary, *, source: str, dataset: str, can
     parameters = {
         "page": "Selection", "scores_from": SOURCES[source],
         "dataset": dataset if source == "data" else None, "candidates": candidates,
+        "categories_from": categories_from if source == "data" else None,
         "number_of_candidates": int(summary.scores.size),
         "mechanism": NOISES[noise] + (f", top {k} picks" if k > 1 else ""),
         "noise": noise, "measure": measure,

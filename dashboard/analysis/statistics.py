@@ -77,6 +77,22 @@ class BoundsSuggestion:
     upper: float
     public: bool
     note: str
+    origin: str = ""
+
+    def shown_note(self, lower: float | None, upper: float | None) -> tuple[str, bool]:
+        """(note, warn) under the bounds the user has now: the warning that the bounds come
+        from the data holds only while they are the suggested ones."""
+        if self.public or (lower, upper) == (self.lower, self.upper):
+            return self.note, not self.public
+        return (f"Your bounds [{lower:g}, {upper:g}] replace the suggestion read off the data "
+                f"([{self.lower:g}, {self.upper:g}]): values outside are clamped. Type bounds "
+                "you know without looking at the data."), False
+
+
+#: Where a declaration comes from, in the parameters file.
+TYPED = "typed by the user"
+FROM_DATA_BOUNDS = ("the data: round numbers around its own minimum and maximum (they reveal "
+                    "roughly how large the values are)")
 
 
 def available_queries(loaded: LoadedDataset) -> list[str]:
@@ -144,7 +160,8 @@ def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
                 f"{unit} — source: {domain.source}. Values outside are clamped. Bounds taken "
                 "from the data itself (its minimum and maximum) would leak information "
                 "about the people in it.")
-        return BoundsSuggestion(float(domain.lower), float(domain.upper), True, note)
+        return BoundsSuggestion(float(domain.lower), float(domain.upper), True, note,
+                                origin=f"the column's public range (source: {domain.source})")
     values = pd.to_numeric(loaded.frame[column], errors="coerce").to_numpy(dtype=float,
                                                                            na_value=np.nan)
     values = values[np.isfinite(values)]
@@ -158,7 +175,7 @@ def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
             "around the data's own minimum and maximum. Bounds taken from the data itself leak "
             "information about the people in it (here, roughly how large the largest value "
             "is): replace them with bounds you know without looking at the data.")
-    return BoundsSuggestion(lower, upper, False, note)
+    return BoundsSuggestion(lower, upper, False, note, origin=FROM_DATA_BOUNDS)
 
 
 def declared_categories(loaded: LoadedDataset, column: str) -> tuple[str, ...] | None:
@@ -180,6 +197,33 @@ def default_answer_range(spec: QuerySpec, rows: int) -> tuple[float, float]:
     if spec.query == "sum" and spec.lower is not None and spec.upper is not None:
         return size * min(spec.lower, 0.0), size * max(spec.upper, 0.0)
     return 0.0, size
+
+
+def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
+                        answer_range: tuple[float, float] | None,
+                        upload: bool) -> dict[str, str]:
+    """Where the clamping bounds and the answer range come from, for the parameters file:
+    typed by the user, public knowledge, or the data (an upload's row count is its own)."""
+    origins: dict[str, str] = {}
+    bounds_from_data = False
+    if spec.lower is not None and spec.column is not None:
+        suggested = default_bounds(loaded, spec.column)
+        if (spec.lower, spec.upper) == (suggested.lower, suggested.upper):
+            origins["clamping_bounds_from"] = suggested.origin
+            bounds_from_data = not suggested.public
+        else:
+            origins["clamping_bounds_from"] = TYPED
+    if answer_range is not None:
+        times = " times the clamping bounds" if spec.query == "sum" else ""
+        if tuple(answer_range) != default_answer_range(spec, len(loaded.frame)):
+            origins["answer_range_from"] = TYPED
+        elif upload or bounds_from_data:
+            origins["answer_range_from"] = ("the data: a round number at or above its number "
+                                            f"of rows{times}")
+        else:
+            origins["answer_range_from"] = ("the dataset's published number of rows, rounded "
+                                            f"up{times}")
+    return origins
 
 
 def answer_unit(loaded: LoadedDataset, spec: QuerySpec) -> str:
@@ -916,8 +960,9 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int)
 def release_parameters(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
                        choices: tuple[PrivacyChoice, ...], *, dataset: str,
                        answer_range: tuple[float, float] | None, sum_share: float,
-                       trials: int) -> dict:
-    """Cached :func:`describe_release` for the page's choices (plans rebuilt, not simulated)."""
+                       trials: int, origins: Mapping[str, str] | None = None) -> dict:
+    """Cached :func:`describe_release` for the page's choices (plans rebuilt, not simulated);
+    ``origins`` (from :func:`declaration_origins`) says where bounds and ranges come from."""
     plans = [make_plan(_frame, spec, c, answer_range=answer_range, sum_share=sum_share)
              for c in choices]
-    return describe_release(plans, dataset=dataset, trials=trials)
+    return {**describe_release(plans, dataset=dataset, trials=trials), **(origins or {})}
