@@ -114,6 +114,7 @@ with right:
                         key="sel_k", default=1)
     trials = controls.select("Simulated releases", sel.TRIAL_OPTIONS, key="sel_trials",
                              default=10_000, format_func=lambda n: f"{n:,}")
+    release = controls.release_picker(key="sel_release", seed=state.seed())
 
 if problem:
     st.error(problem)   # in place of the results; every control above keeps its value
@@ -147,7 +148,7 @@ st.plotly_chart(charts.selection_chart(
 st.caption(sel.chart_caption(summary, lines=prices is not None))
 release = sel.private_release(summary, source=source, dataset=loaded.name, candidates=x_title,
                               noise=noise, level=level, categories_from=categories_from,
-                              **params)
+                              release=release, **params)
 st.markdown(release.sentence)
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
 

@@ -109,13 +109,15 @@ with simulate:
                                  format_func=lambda c: f"{c:.0%}")
     trials = controls.trials_picker(key="stats_trials")
     st.caption(f"Seed {state.seed()} (sidebar): the same seed gives the same releases.")
+    release = controls.release_picker(key="stats_release", seed=state.seed())
 
 choices = [choice] + ([replace(choice, mechanism=compare)] if compare != NO_COMPARISON else [])
 try:
     with st.spinner(f"Simulating {trials:,} releases…"):
         runs = [] if problem else [
             stats.simulate_releases(frame, data_key, spec, c, answer_range=answer_range,
-                                    sum_share=sum_share, trials=trials, seed=state.seed())
+                                    sum_share=sum_share, trials=trials, seed=state.seed(),
+                                    release=release)
             for c in choices]
 except (ValueError, TypeError) as exc:
     problem = problem_text(exc, "check the bounds and the answer range (it must contain the "
@@ -134,7 +136,8 @@ for run in runs:
 
 if query == "histogram":
     st.plotly_chart(charts.noisy_bars(runs, confidence=confidence, x_title=column,
-                                      title=f"True counts of {column} and one noisy release"),
+                                      title=f"True counts of {column} and noisy release "
+                                            f"{release:,}"),
                     key="stats_bars")
     st.caption(f"Black bars: the true counts. Coloured bars: one noisy release; the whiskers "
                f"show ±α, the range {confidence:.0%} of releases land in.")
@@ -148,7 +151,7 @@ else:
             col.metric(name, value)
 controls.downloads(stats.release_values(runs, spec), stats.release_parameters(
     frame, data_key, spec, tuple(choices), dataset=loaded.name, answer_range=answer_range,
-    sum_share=sum_share, trials=trials, origins=stats.declaration_origins(
+    sum_share=sum_share, trials=trials, release=release, origins=stats.declaration_origins(
         loaded, spec, answer_range=answer_range, upload=upload)),
     key="stats_download", file_stem="noisy-statistics")
 

@@ -254,3 +254,34 @@ def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: s
                           parameters_json({**parameters, "seed": state.seed()}),
                           file_name=f"{file_stem}-parameters.json", mime="application/json",
                           key=f"{key}_json", on_click="ignore")
+
+
+def release_picker(*, key: str, seed: int, container: Any = st) -> int:
+    """Which simulated release of the seed the page shows, and a "Draw another release" button.
+
+    Release n of a seed is always the same noisy answer (its own random stream), so it is
+    mirrored in the URL like any setting; the simulation of many releases does not depend on
+    it. The number is a plain session value, not a widget's, so no run can reset it.
+    """
+    from dashboard.analysis.statistics import MAX_RELEASE
+
+    def parse(raw: str) -> int | None:
+        value = int(raw)
+        return value if 1 <= value <= MAX_RELEASE else None
+
+    def step(by: int | None) -> None:
+        ss = st.session_state
+        ss[key] = 1 if by is None else min(int(ss[key]) + by, MAX_RELEASE)
+
+    state.remembered(key, 1, parse=parse)
+    release = int(st.session_state[key])
+    container.button("Draw another release", key=f"{key}_next", on_click=step, args=(1,),
+                     icon=":material/casino:", help="A new random release at the same "
+                     "settings, for teaching: the noise changes from release to release.")
+    container.caption(f"Showing **release {release:,} of seed {seed}** (always the same noisy "
+                      "values). The charts of many simulated releases do not change.")
+    if release > 1:
+        container.button("Back to release 1", key=f"{key}_first", on_click=step,
+                         args=(None,), type="tertiary")
+    state.remember(key)
+    return release

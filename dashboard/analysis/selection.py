@@ -92,6 +92,7 @@ TOP_K_CURVE_POINTS = 20
 TOP_K_MAX_TRIALS = 2_000
 TOP_K_MIN_TRIALS = 200
 _RNG_OFFSET = 4  # the selection page's own random streams, apart from the other pages'
+MAX_RELEASE = 10**9   # the highest release number ("Draw another release" counts up from 1)
 _Z95 = 1.959963984540054
 
 
@@ -721,11 +722,20 @@ class SelectionRelease:
     parameters: dict
 
 
+def release_stream(release: int) -> list[int | str]:
+    """The random stream of release number ``release`` of a seed: ``[seed, 4, 2]`` for the
+    first, ``[seed, 4, 2, n]`` for release n > 1."""
+    check_int("release", release, minimum=1, maximum=MAX_RELEASE)
+    return ["seed", _RNG_OFFSET, 2] + ([release] if release > 1 else [])
+
+
 def one_release(scores: ArrayLike, *, scale: float, noise: str, negate: bool, k: int,
-                seed: int) -> tuple[int, ...]:
-    """The candidate(s) one private release picks, best first (stream ``[seed, 4, 2]``)."""
+                seed: int, release: int = 1) -> tuple[int, ...]:
+    """The candidate(s) release number ``release`` of ``seed`` picks, best first (its own
+    stream, :func:`release_stream`)."""
     values = np.asarray(scores, dtype=np.float64)
-    rng = np.random.default_rng([seed, _RNG_OFFSET, 2])
+    rng = np.random.default_rng([seed if part == "seed" else part
+                                 for part in release_stream(release)])
     if k == 1:
         return (int(report_noisy_max(values, scale=scale, noise=noise, negate=negate,
                                      rng=rng)),)
@@ -759,14 +769,15 @@ def selection_values(summary: SelectionSummary, picks: tuple[int, ...], *,
 def private_release(summary: SelectionSummary, *, source: str, dataset: str, candidates: str,
                     noise: str, measure: str, level: float, sensitivity: float,
                     monotonic: bool, negate: bool, k: int, seed: int,
-                    categories_from: str | None = None) -> SelectionRelease:
+                    categories_from: str | None = None, release: int = 1) -> SelectionRelease:
     """One private release at the page's settings, with the download's values and parameters
     (the seed is added by the download). ``categories_from`` says where the candidates of a
     column's counts come from (:func:`categories_origin`)."""
     picks = one_release(summary.scores, scale=summary.scale, noise=noise, negate=negate, k=k,
-                        seed=seed)
+                        seed=seed, release=release)
     names = ", ".join(f"**{plain(summary.labels[i])}**" for i in picks)
-    sentence = (f"One private release at these settings (from the seed) picks {names}"
+    sentence = (f"One private release at these settings (release {release:,} of seed {seed}) "
+                f"picks {names}"
                 + (" (best first)." if k > 1 else "."))
     privacy = noisy_max_privacy(summary.scale, sensitivity=sensitivity, noise=noise,
                                 monotonic=monotonic, k=k, measure=measure)
@@ -788,7 +799,9 @@ def private_release(summary: SelectionSummary, *, source: str, dataset: str, can
         "privacy": {**{n: float(v) for n, v in asdict(privacy).items()},
                     "guarantee": privacy.describe()},
         "picked_in_one_release": [str(summary.labels[i]) for i in picks],
-        "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 2])",
+        "release_number": release,
+        "release_random_stream": "numpy.random.default_rng([{}])".format(
+            ", ".join(str(part) for part in release_stream(release))),
         "simulated_releases": int(summary.trials),
         "simulated_releases_requested": int(summary.requested_trials),
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -696,6 +696,24 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
     return sensitivity, scale, explanation
 
 
+#: The highest release number a page may show ("Draw another release" counts up from 1).
+MAX_RELEASE = 10**9
+
+
+def release_stream(release: int) -> list[int | str]:
+    """The random stream of release number ``release`` of a seed: ``[seed, 2, 1]`` for the
+    first (as before there were more), ``[seed, 2, 1, n]`` for release n > 1."""
+    check_int("release", release, minimum=1, maximum=MAX_RELEASE)
+    return ["seed", _RNG_OFFSET, 1] + ([release] if release > 1 else [])
+
+
+def draw_release(plan: ReleasePlan, *, seed: int, release: int) -> NDArray[np.float64]:
+    """Release number ``release`` of ``seed``: one noisy answer, from its own random stream
+    (:func:`release_stream`), so every release of a seed can be drawn again."""
+    stream = [seed if part == "seed" else part for part in release_stream(release)]
+    return np.asarray(plan.sample(None, np.random.default_rng(stream)), dtype=np.float64)
+
+
 def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int) -> MechanismRun:
     """Simulate ``trials`` releases of ``plan`` and one example release, from ``seed``.
 
@@ -716,7 +734,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int) -> MechanismRun:
 
     summary = summarise_errors(draw_errors, trials=trials, cells=plan.cells, edges=edges,
                                alphas=alpha)
-    release = plan.sample(None, np.random.default_rng([seed, _RNG_OFFSET, 1]))
+    release = draw_release(plan, seed=seed, release=1)
     density_x = density_y = None
     if plan.mechanism is not None:
         if plan.integer_errors:
@@ -849,12 +867,33 @@ def query_facts(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec) -> tupl
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def simulate_releases(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
-                      choice: PrivacyChoice, *, answer_range: tuple[float, float] | None,
-                      sum_share: float, trials: int, seed: int) -> MechanismRun:
-    """Plan the release and simulate it (cached by every parameter, the dataset and the seed)."""
+def _simulate(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec, choice: PrivacyChoice, *,
+              answer_range: tuple[float, float] | None, sum_share: float, trials: int,
+              seed: int) -> MechanismRun:
     plan = make_plan(_frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
     return run_mechanism(plan, trials=trials, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _release(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec, choice: PrivacyChoice, *,
+             answer_range: tuple[float, float] | None, sum_share: float, seed: int,
+             release: int) -> NDArray[np.float64]:
+    plan = make_plan(_frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
+    return draw_release(plan, seed=seed, release=release)
+
+
+def simulate_releases(frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
+                      choice: PrivacyChoice, *, answer_range: tuple[float, float] | None,
+                      sum_share: float, trials: int, seed: int, release: int = 1) -> MechanismRun:
+    """Plan the release and simulate it (cached by every parameter, the dataset and the seed),
+    showing release number ``release`` of the seed: drawing another one leaves the
+    simulation as it is."""
+    common = {"answer_range": answer_range, "sum_share": sum_share, "seed": seed}
+    run = _simulate(frame, dataset_key, spec, choice, trials=trials, **common)
+    if release == 1:
+        return run
+    return replace(run, release=_release(frame, dataset_key, spec, choice, release=release,
+                                         **common))
 
 
 # --------------------------------------------------------------------------------------------
@@ -932,7 +971,8 @@ def _mechanism_fields(plan: ReleasePlan) -> dict:
                      "privacy": _privacy_fields(total)}
 
 
-def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int) -> dict:
+def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
+                     release: int = 1) -> dict:
     """The parameters behind the page's release(s): dataset, query, measure, ε/δ/ρ, and per
     mechanism its sensitivities, noise scale and privacy. The seed is added by the download."""
     first = plans[0]
@@ -946,7 +986,9 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int)
         "rho": choice.rho,
         "mechanisms": [_mechanism_fields(plan) for plan in plans],
         "simulated_releases": trials,
-        "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 1])",
+        "release_number": release,
+        "release_random_stream": "numpy.random.default_rng([{}])".format(
+            ", ".join(str(part) for part in release_stream(release))),
     }
     if spec.query == "histogram":
         parameters["categories"] = [str(c) for c in first.labels or ()]
@@ -960,9 +1002,11 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int)
 def release_parameters(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
                        choices: tuple[PrivacyChoice, ...], *, dataset: str,
                        answer_range: tuple[float, float] | None, sum_share: float,
-                       trials: int, origins: Mapping[str, str] | None = None) -> dict:
+                       trials: int, origins: Mapping[str, str] | None = None,
+                       release: int = 1) -> dict:
     """Cached :func:`describe_release` for the page's choices (plans rebuilt, not simulated);
     ``origins`` (from :func:`declaration_origins`) says where bounds and ranges come from."""
     plans = [make_plan(_frame, spec, c, answer_range=answer_range, sum_share=sum_share)
              for c in choices]
-    return {**describe_release(plans, dataset=dataset, trials=trials), **(origins or {})}
+    return {**describe_release(plans, dataset=dataset, trials=trials, release=release),
+            **(origins or {})}
