@@ -20,8 +20,8 @@ def column_scores() -> tuple:
     """Counts of a categorical column of the sidebar's dataset."""
     columns = categorical_columns(loaded)
     if not columns:
-        st.info(f"{plain(loaded.name)} has no categorical column: type scores instead.")
-        st.stop()
+        raise ValueError(f"{plain(loaded.name)} has no categorical column: choose typed "
+                         "scores above, or another dataset in the sidebar")
     column = controls.select("Column (count per category)", columns, key="sel_column",
                              default="education" if "education" in columns else columns[0],
                              in_url=not dataset_key.startswith("upload:"))
@@ -29,14 +29,16 @@ def column_scores() -> tuple:
     declared = domain.categories if domain is not None else None
     labels, scores, missing = sel.column_scores(loaded.frame, dataset_key, column, declared)
     st.caption(sel.data_note(declared is not None, missing))
-    return labels, scores, 1.0, None, f"Category of {column}", "True count (people)"
+    return (labels, scores, 1.0, None, f"Category of {column}", "True count (people)",
+            sel.categories_origin(declared is not None))
 
 
 def typed_scores() -> tuple:
     """Scores typed in, or read from a small CSV, with a declared sensitivity."""
     text = controls.text("Scores, separated by commas", key="sel_scores_text", default="0, 2, 4, 6",
                     help=f"One score per candidate, {sel.MIN_CANDIDATES} to "
-                         f"{sel.MAX_CANDIDATES} of them.")
+                         f"{sel.MAX_CANDIDATES} of them. With decimal commas, separate them "
+                         "by semicolons: 1,5; 2,5; 3,5.")
     upload = st.file_uploader("…or a small CSV of scores (one per line, or label,score)",
                               type=["csv", "txt"], key="sel_scores_file")
     sensitivity = float(controls.number(
@@ -49,7 +51,7 @@ def typed_scores() -> tuple:
     else:
         values = sel.parse_numbers(text)
         labels = sel.numbered_labels(values.size)
-    return labels, tuple(values.tolist()), sensitivity, None, "Candidate", "True score"
+    return labels, tuple(values.tolist()), sensitivity, None, "Candidate", "True score", None
 
 
 def pricing_scores() -> tuple:
@@ -67,7 +69,7 @@ def pricing_scores() -> tuple:
     prices = sel.price_grid(highest, step).tolist()
     st.caption(sel.pricing_note(len(bids), prices[-1]))
     return (tuple(f"price {p:g}" for p in prices), tuple(sel.revenue_curve(bids, prices).tolist()),
-            prices[-1], prices, "Price", "Revenue at this price")
+            prices[-1], prices, "Price", "Revenue at this price", None)
 
 
 st.title("Selection")
@@ -80,11 +82,12 @@ with left:
     source = controls.select("Scores", list(sel.SOURCES), key="sel_source",
                              format_func=sel.SOURCES.get)
     read = {"data": column_scores, "typed": typed_scores, "pricing": pricing_scores}[source]
+    problem = None   # what keeps the results from being computed: shown in their place
     try:
-        labels, scores, sensitivity, prices, x_title, score_title = read()
+        labels, scores, sensitivity, prices, x_title, score_title, categories_from = read()
     except (ValueError, TypeError) as exc:
-        st.error(f"{plain(exc, limit=400)} — fix the input above to see the selection.")
-        st.stop()
+        problem = f"{plain(exc, limit=400)} — fix the input above to see the selection."
+        scores = (0.0,) * sel.K_MAX   # every control stays drawn; k keeps all its options
 with right:
     # Pricing is the exponential mechanism's classic example (Gumbel noise is exactly it):
     # entering or leaving the pricing example resets the noise to that source's default.
@@ -111,7 +114,11 @@ with right:
                         key="sel_k", default=1)
     trials = controls.select("Simulated releases", sel.TRIAL_OPTIONS, key="sel_trials",
                              default=10_000, format_func=lambda n: f"{n:,}")
+    release = controls.release_picker(key="sel_release", seed=state.seed())
 
+if problem:
+    st.error(problem)   # in place of the results; every control above keeps its value
+    st.stop()
 params = {"sensitivity": sensitivity, "measure": measure, "monotonic": monotonic,
           "negate": negate, "k": k, "seed": state.seed()}
 try:
@@ -140,7 +147,8 @@ st.plotly_chart(charts.selection_chart(
     x_title=x_title, score_title=score_title), key="sel_chart")
 st.caption(sel.chart_caption(summary, lines=prices is not None))
 release = sel.private_release(summary, source=source, dataset=loaded.name, candidates=x_title,
-                              noise=noise, level=level, **params)
+                              noise=noise, level=level, categories_from=categories_from,
+                              release=release, **params)
 st.markdown(release.sentence)
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
 

@@ -17,9 +17,11 @@ NO_COMPARISON = "none"
 BOUND_LIMIT = 1e15
 
 
-def fail(exc: Exception, fix: str) -> None:
-    st.error(f"{plain(exc, limit=400)} — {fix}")
-    st.stop()
+def problem_text(exc: Exception, fix: str) -> str:
+    return f"{plain(exc, limit=400)} — {fix}"
+
+
+problem = None   # what keeps the results from being computed: shown in their place
 
 
 st.title("Noisy statistics")
@@ -27,6 +29,7 @@ st.caption("Ask one question of the data, release the answer with noise, and see
            "noisy answer lands from the truth: once, and over many simulated releases.")
 loaded = state.dataset()
 frame, data_key = loaded.frame, state.dataset_key()
+upload = data_key.startswith("upload:")   # nothing suggested from its values enters the URL
 ask, protect, simulate = st.columns(3, gap="large")
 
 with ask:
@@ -37,21 +40,19 @@ with ask:
     if query != "count":
         column = controls.select("Column", stats.columns_for(loaded, query), key="stats_column",
                                  default=stats.default_column(loaded, query),
-                                 in_url=not data_key.startswith("upload:"))
+                                 in_url=not upload)
     if query in ("sum", "mean"):
         bounds = stats.default_bounds(loaded, column)
         state.forget_when_changed("stats_bounds_for", (data_key, column),
                                   ("stats_lower", "stats_upper"))
         lower = controls.number("Lower bound (smaller values are raised to it)",
-                                key="stats_lower", default=bounds.lower,
+                                key="stats_lower", default=bounds.lower, in_url=not upload,
                                 min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
         upper = controls.number("Upper bound (larger values are lowered to it)",
-                                key="stats_upper", default=bounds.upper,
+                                key="stats_upper", default=bounds.upper, in_url=not upload,
                                 min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
-        (st.caption if bounds.public else st.warning)(bounds.note)
-        if data_key.startswith("upload:"):   # bounds suggested from an upload's values too
-            for key in ("stats_lower", "stats_upper"):
-                st.query_params.pop(key, None)
+        note, warn = bounds.shown_note(lower, upper)
+        (st.warning if warn else st.caption)(note)
     elif query == "histogram":
         categories = stats.declared_categories(loaded, column)
         st.caption("Categories from the column's public list, empty ones included."
@@ -62,7 +63,10 @@ with ask:
     try:
         integer_query, rows = stats.query_facts(frame, data_key, spec)
     except (ValueError, TypeError) as exc:
-        fail(exc, "set a lower bound below the upper bound, or pick another column.")
+        problem = problem_text(exc, "set a lower bound below the upper bound, or pick another "
+                                    "column.")
+        # Every control stays drawn, offering every mechanism, so no choice is dropped.
+        integer_query, rows = True, len(frame)
 
 with protect:
     st.subheader("Privacy")
@@ -88,9 +92,11 @@ with protect:
                            ("stats_answer_lower", "stats_answer_upper"))
         answer_range = (
             controls.number("Lowest possible answer", key="stats_answer_lower", default=low,
-                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0),
+                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0,
+                            in_url=not upload),
             controls.number("Highest possible answer", key="stats_answer_upper", default=high,
-                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0))
+                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0,
+                            in_url=not upload))
         st.caption("Bounded and clamped Laplace keep the answer in a public range. It starts "
                    "from a round number at or above the number of rows: the built-in datasets "
                    "publish their size; for your own file, type a range you could publish "
@@ -103,15 +109,22 @@ with simulate:
                                  format_func=lambda c: f"{c:.0%}")
     trials = controls.trials_picker(key="stats_trials")
     st.caption(f"Seed {state.seed()} (sidebar): the same seed gives the same releases.")
+    release = controls.release_picker(key="stats_release", seed=state.seed())
 
 choices = [choice] + ([replace(choice, mechanism=compare)] if compare != NO_COMPARISON else [])
 try:
     with st.spinner(f"Simulating {trials:,} releases…"):
-        runs = [stats.simulate_releases(frame, data_key, spec, c, answer_range=answer_range,
-                                        sum_share=sum_share, trials=trials, seed=state.seed())
-                for c in choices]
+        runs = [] if problem else [
+            stats.simulate_releases(frame, data_key, spec, c, answer_range=answer_range,
+                                    sum_share=sum_share, trials=trials, seed=state.seed(),
+                                    release=release)
+            for c in choices]
 except (ValueError, TypeError) as exc:
-    fail(exc, "check the bounds and the answer range (it must contain the true answer).")
+    problem = problem_text(exc, "check the bounds and the answer range (it must contain the "
+                                "true answer).")
+if problem:
+    st.error(problem)   # in place of the results; every control above keeps its value
+    st.stop()
 
 what = spec.describe()
 unit = stats.answer_unit(loaded, spec)
@@ -123,7 +136,8 @@ for run in runs:
 
 if query == "histogram":
     st.plotly_chart(charts.noisy_bars(runs, confidence=confidence, x_title=column,
-                                      title=f"True counts of {column} and one noisy release"),
+                                      title=f"True counts of {column} and noisy release "
+                                            f"{release:,}"),
                     key="stats_bars")
     st.caption(f"Black bars: the true counts. Coloured bars: one noisy release; the whiskers "
                f"show ±α, the range {confidence:.0%} of releases land in.")
@@ -137,7 +151,9 @@ else:
             col.metric(name, value)
 controls.downloads(stats.release_values(runs, spec), stats.release_parameters(
     frame, data_key, spec, tuple(choices), dataset=loaded.name, answer_range=answer_range,
-    sum_share=sum_share, trials=trials), key="stats_download", file_stem="noisy-statistics")
+    sum_share=sum_share, trials=trials, release=release, origins=stats.declaration_origins(
+        loaded, spec, answer_range=answer_range, upload=upload)),
+    key="stats_download", file_stem="noisy-statistics")
 
 for run in runs:
     st.markdown(f"**{stats.accuracy_sentence(run, confidence)}**")

@@ -115,8 +115,7 @@ def select(label: str, options: Sequence[Any], *, key: str, default: Any = None,
     if in_url:
         state.remember(key)
     else:
-        st.session_state[state.SAVED][key] = value
-        st.query_params.pop(key, None)
+        state.remember_in_session(key)
     return value
 
 
@@ -172,8 +171,13 @@ def toggle(label: str, *, key: str, default: bool = False, help: str | None = No
 
 
 def number(label: str, *, key: str, default: float, min_value: float, max_value: float,
-           step: float | None = None, help: str | None = None, container: Any = st) -> float:
-    """A number input with hard limits that remembers its value."""
+           step: float | None = None, help: str | None = None, container: Any = st,
+           in_url: bool = True) -> float:
+    """A number input with hard limits that remembers its value.
+
+    ``in_url=False`` keeps the value for the session only: a number suggested from an
+    upload's values (a bound, an answer range) stays out of the URL.
+    """
     is_int = isinstance(default, int) and not isinstance(default, bool)
     cast = int if is_int else float
 
@@ -184,7 +188,10 @@ def number(label: str, *, key: str, default: float, min_value: float, max_value:
     state.remembered(key, default, parse=parse)
     value = container.number_input(label, min_value=min_value, max_value=max_value, step=step,
                                    key=key, help=help)
-    state.remember(key)
+    if in_url:
+        state.remember(key)
+    else:
+        state.remember_in_session(key)
     return value
 
 
@@ -338,3 +345,34 @@ def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: s
                           key=f"{key}_json", on_click="ignore")
     if simulated:
         container.caption(exports.SIMULATION_WARNING)
+
+
+def release_picker(*, key: str, seed: int, container: Any = st) -> int:
+    """Which simulated release of the seed the page shows, and a "Draw another release" button.
+
+    Release n of a seed is always the same noisy answer (its own random stream), so it is
+    mirrored in the URL like any setting; the simulation of many releases does not depend on
+    it. The number is a plain session value, not a widget's, so no run can reset it.
+    """
+    from dashboard.analysis.statistics import MAX_RELEASE
+
+    def parse(raw: str) -> int | None:
+        value = int(raw)
+        return value if 1 <= value <= MAX_RELEASE else None
+
+    def step(by: int | None) -> None:
+        ss = st.session_state
+        ss[key] = 1 if by is None else min(int(ss[key]) + by, MAX_RELEASE)
+
+    state.remembered(key, 1, parse=parse)
+    release = int(st.session_state[key])
+    container.button("Draw another release", key=f"{key}_next", on_click=step, args=(1,),
+                     icon=":material/casino:", help="A new random release at the same "
+                     "settings, for teaching: the noise changes from release to release.")
+    container.caption(f"Showing **release {release:,} of seed {seed}** (always the same noisy "
+                      "values). The charts of many simulated releases do not change.")
+    if release > 1:
+        container.button("Back to release 1", key=f"{key}_first", on_click=step,
+                         args=(None,), type="tertiary")
+    state.remember(key)
+    return release

@@ -79,12 +79,20 @@ def remembered(key: str, default: Any, *, parse: Callable[[str], Any] | None = N
     The value comes from the URL when it holds a valid one, else from the last time this
     session showed the widget, else ``default``. Call before creating the widget, and create
     the widget with ``key=key`` and no ``value``.
+
+    The value is written to the session state on every run, even when it is already there:
+    that write makes Streamlit send it to the browser with the widget. A browser forgets the
+    value of a widget that a run did not draw (a page stopped by an input error, a control
+    shown only for some settings) while the server may keep it; without the write the control
+    would show its first option while the results use the kept value.
     """
     ss = st.session_state
     ss.setdefault(SAVED, {})
     if key in ss:
-        if options is not None and ss[key] not in options:
-            ss[key] = default if default in options else options[0]
+        value = ss[key]
+        if options is not None and value not in options:
+            value = default if default in options else options[0]
+        ss[key] = value
         return
     value = ss[SAVED].get(key, default)
     raw = st.query_params.get(key)
@@ -109,6 +117,16 @@ def remember(*keys: str) -> None:
             value = ss[key]
             value = value.item() if hasattr(value, "item") else value  # numpy scalar → Python
             st.query_params[key] = value if isinstance(value, str) else repr(value)
+
+
+def remember_in_session(*keys: str) -> None:
+    """Save widget values for this session only, and take them out of the URL: for values
+    that come from (or name parts of) an uploaded file."""
+    ss = st.session_state
+    for key in keys:
+        if key in ss:
+            ss[SAVED][key] = ss[key]
+        st.query_params.pop(key, None)
 
 
 def forget_when_changed(marker: str, context: tuple, keys: tuple[str, ...]) -> None:

@@ -6,6 +6,7 @@ Expected values are closed forms or hand computations written here, never the mo
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -21,7 +22,59 @@ NOISES = ("laplace", "exponential", "gumbel")
 
 def test_parse_numbers_reads_comma_separated_scores():
     np.testing.assert_array_equal(sel.parse_numbers("0, 2, 4, 6"), [0.0, 2.0, 4.0, 6.0])
-    np.testing.assert_array_equal(sel.parse_numbers(" -1.5;3e2 , 7,"), [-1.5, 300.0, 7.0])
+    np.testing.assert_array_equal(sel.parse_numbers("0,2,4,6"), [0.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(sel.parse_numbers(" -1.5, 3e2 , 7,"), [-1.5, 300.0, 7.0])
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1,5; 2,5; 3,5", [1.5, 2.5, 3.5]),           # issue 9: was read as 6 candidates
+    (" -1,5;3e2 ; 7;", [-1.5, 300.0, 7.0]),
+    ("1.234,5; 0,25; 2", [1234.5, 0.25, 2.0]),     # a thousands point, as the uploader reads
+    ("1.5; 2.5", [1.5, 2.5]),                      # points still work between semicolons
+])
+def test_parse_numbers_reads_decimal_commas_between_semicolons(text, expected):
+    np.testing.assert_array_equal(sel.parse_numbers(text), expected)
+
+
+@pytest.mark.parametrize("text", ["1,5, 2,5, 3,5", "0,5, 1"])
+def test_parse_numbers_refuses_commas_that_may_be_decimal_commas(text):
+    with pytest.raises(ValueError, match=r"decimal commas.*semicolons.*1,5; 2,5; 3,5"):
+        sel.parse_numbers(text)
+
+
+@pytest.mark.parametrize("text, which", [
+    ("1e308, 0, 1", "'1e308' (number 1)"), ("0; -1e308", "'-1e308' (number 2)"),
+    ("0, 1000000000000001", "'1000000000000001' (number 2)"),
+])
+def test_parse_numbers_refuses_scores_too_large_naming_them(text, which):
+    """±1e308 overflowed inside the selection, whose message blamed "the settings"."""
+    with pytest.raises(ValueError, match=re.escape(f"the score {which} is too large")) as raised:
+        sel.parse_numbers(text)
+    assert "Divide every score and the sensitivity by the same number" in str(raised.value)
+    assert sel.parse_numbers(f"0, {sel.MAX_SCORE:.0f}")[1] == sel.MAX_SCORE   # the limit holds
+
+
+def test_scores_at_the_limit_work_for_every_noise_and_measure():
+    """The largest scores allowed go through the page's computations without overflow."""
+    import warnings
+
+    scores = (sel.MAX_SCORE, 0.0, -sel.MAX_SCORE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # an overflow warning fails the test
+        for noise, measure, sensitivity in (("laplace", "pure", 1e-6), ("gumbel", "zcdp", 1e9),
+                                            ("exponential", "pure", 1.0)):
+            summary = sel.summarise_selection(
+                scores, sel.numbered_labels(3), sensitivity=sensitivity, noise=noise,
+                measure=measure, level=sel.DEFAULT_LEVEL[measure], monotonic=False,
+                negate=False, k=1, trials=1000, seed=1)
+            curves = sel.compute_curves(scores, measure=measure, sensitivity=sensitivity,
+                                        monotonic=False, negate=False, k=1, seed=1)
+            assert 0 <= summary.p_correct <= 1
+            assert all(np.all(np.isfinite(c)) for c in curves.p_correct.values())
+
+
+def test_bids_may_be_large():
+    np.testing.assert_array_equal(sel.parse_bids("1e308, 2"), [1e308, 2.0])
 
 
 @pytest.mark.parametrize("text, message", [
@@ -56,6 +109,8 @@ def test_score_file_of_bare_numbers_with_semicolons_or_one_column():
     assert labels == ("#1", "#2", "#3")
     _, scores = sel.parse_score_file(b"a;1\nb;2\n")
     np.testing.assert_array_equal(scores, [1.0, 2.0])
+    _, scores = sel.parse_score_file(b"a;1,5\nb;2,5\n")   # decimal commas, as the uploader
+    np.testing.assert_array_equal(scores, [1.5, 2.5])
 
 
 @pytest.mark.parametrize("data, message", [
@@ -64,6 +119,7 @@ def test_score_file_of_bare_numbers_with_semicolons_or_one_column():
     (b"only\n5\n", r"holds 1 score\(s\)"),
     (b"\xff\xfe\x00", "not UTF-8"),
     (b"1\n" * 60_000, "keep it under"),
+    (b"1\n-1e308\n", "score on line 2 of the score file is too large"),
 ])
 def test_score_file_errors_name_the_problem(data, message):
     with pytest.raises(ValueError, match=message):

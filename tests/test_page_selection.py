@@ -147,6 +147,31 @@ def test_bad_typed_scores_show_an_error_and_no_exception(page):
     assert page.title[0].value == "Selection"           # the page itself still renders
 
 
+@pytest.mark.parametrize("text, blamed", [
+    ("1e308, 0, 1", "the score '1e308' (number 1) is too large"),
+    ("1,5, 2,5, 3,5", "may be decimal commas"),
+])
+def test_typed_scores_errors_blame_the_scores(page, text, blamed):
+    """Scores of 1e308 overflowed inside the selection, and the message blamed the settings."""
+    page.selectbox(key="sel_source").select("typed").run()
+    page.text_input(key="sel_scores_text").input(text).run()
+    assert not page.exception
+    errors = [e.value for e in page.error]
+    assert len(errors) == 1 and blamed in errors[0].replace("\\", ""), errors
+    assert "settings" not in errors[0]
+    assert not page.get("plotly_chart")
+
+
+def test_typed_scores_with_decimal_commas_give_three_candidates(page):
+    page.selectbox(key="sel_source").select("typed").run()
+    page.text_input(key="sel_scores_text").input("1,5; 2,5; 3,5").run()
+    assert not page.exception and not page.error
+    fig = chart(page, "sel_chart")
+    assert fig["data"][0]["x"] == ["#1", "#2", "#3"]
+    np.testing.assert_allclose(values(fig["data"][0]["y"]), selection_probabilities(
+        [1.5, 2.5, 3.5], scale=2.0, noise="laplace"), rtol=1e-9)
+
+
 def test_negate_selects_the_minimum(page):
     page.selectbox(key="sel_source").select("typed").run()
     page.text_input(key="sel_scores_text").input("5, 1, 7, 3").run()

@@ -92,6 +92,8 @@ class ErrorQuery:
     #: a separate noisy count); None when the table gets the whole budget.
     total_share: float | None = None
     note: str = ""
+    #: Where bounds, answer range and categories come from (typed, public, or the data).
+    origins: tuple[tuple[str, str], ...] = ()
 
     @property
     def per_cell(self) -> bool:
@@ -116,6 +118,7 @@ class SelectionQuestion:
     epsilon: float = 1.0
     rho: float | None = None
     note: str = ""
+    origins: tuple[tuple[str, str], ...] = ()
 
 
 def _in_range(value: object, grid: Sequence[float]) -> bool:
@@ -156,12 +159,13 @@ def _saved_delta(saved: Mapping, prefix: str) -> float:
     return float(value) if isinstance(value, float) and 0 < value < 1 else DEFAULT_DELTA
 
 
-def _count_query(loaded: LoadedDataset, note: str) -> ErrorQuery:
-    rows = len(loaded.frame)
+def _count_query(loaded: LoadedDataset, note: str, *, upload: bool) -> ErrorQuery:
     spec = stats.QuerySpec("count")
+    answer_range = stats.default_answer_range(spec, len(loaded.frame))
+    origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
     return ErrorQuery("statistics", "count", "count", "people", spec=spec,
                       mechanisms=tuple(MECHANISMS), chosen=("laplace", "gaussian"),
-                      answer_range=stats.default_answer_range(spec, rows), note=note)
+                      answer_range=answer_range, note=note, origins=tuple(origins.items()))
 
 
 def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
@@ -171,14 +175,15 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     ``escape`` is applied to the user's text (column names) in the note, which is markdown.
     """
     query = saved.get("stats_query")
+    upload = dataset_key.startswith("upload:")
     fallback = ("The Noisy statistics page has no query set up for this dataset yet: "
                 "showing the **count of rows**. Set up a sum, mean or histogram there and "
                 "come back.")
     if query not in stats.available_queries(loaded):
-        return _count_query(loaded, fallback)
+        return _count_query(loaded, fallback, upload=upload)
     column = saved.get("stats_column")
     if query != "count" and column not in stats.columns_for(loaded, query):
-        return _count_query(loaded, fallback)
+        return _count_query(loaded, fallback, upload=upload)
     lower = upper = categories = None
     if query in ("sum", "mean"):
         bounds = stats.default_bounds(loaded, column)
@@ -186,14 +191,15 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         upper = float(saved.get("stats_upper", bounds.upper))
         if not lower < upper:
             return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
-                                        "be below upper): showing the count of rows.")
+                                        "be below upper): showing the count of rows.",
+                                upload=upload)
     elif query == "histogram":
         categories = stats.declared_categories(loaded, column)
     spec = stats.QuerySpec(query, column, lower, upper, categories)
     try:
         integer, rows = stats.query_facts(loaded.frame, dataset_key, spec)
     except (ValueError, TypeError):
-        return _count_query(loaded, fallback)
+        return _count_query(loaded, fallback, upload=upload)
     if query == "mean":
         offered = tuple(m for m in queries.MEAN_MECHANISMS
                         if m in MECHANISMS and (integer or m != "geometric"))
@@ -211,6 +217,9 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         answer_range = (float(saved.get("stats_answer_lower", low)),
                         float(saved.get("stats_answer_upper", high)))
     share = saved.get("stats_share", 0.5)
+    origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
+    if query == "histogram":
+        origins["categories_from"] = sel.categories_origin(categories is not None)
     what = {"count": "count", "sum": f"sum of {column}", "mean": f"mean of {column}",
             "histogram": f"count of each {column} category"}[query]
     return ErrorQuery(
@@ -219,7 +228,8 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         epsilon=_saved_epsilon(saved, "stats"), delta=_saved_delta(saved, "stats"),
         rho=saved_rho(saved, "stats"),
         sum_share=float(share) if share in stats.SUM_SHARE_OPTIONS else 0.5,
-        note=f"The query set up on the Noisy statistics page: the **{escape(spec.describe())}**.")
+        note=f"The query set up on the Noisy statistics page: the **{escape(spec.describe())}**.",
+        origins=tuple(origins.items()))
 
 
 def tables_query(loaded: LoadedDataset, saved: Mapping, *,
@@ -235,8 +245,8 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
     if row not in columns or column not in columns or row == column:
         row, column = axes
         note = "The Noisy tables page's default crosstab"
-    row_cats = tables.declared_categories(loaded, row)[0]
-    col_cats = tables.declared_categories(loaded, column)[0]
+    row_cats, row_from_data = tables.declared_categories(loaded, row)
+    col_cats, col_from_data = tables.declared_categories(loaded, column)
     chosen = saved.get("tables_mechanism")
     share = saved.get("tables_total_share", 0.2)
     separate = (saved.get("tables_rescale") is True
@@ -255,7 +265,9 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
         rho=saved_rho(saved, "tables"), total_share=total_share,
         note=f"{note}: **{escape(row)} × {escape(column)}**, "
              f"{len(row_cats) * len(col_cats):,} cells, before post-processing "
-             f"(clipping negatives can only bring a cell closer to the truth).{split}")
+             f"(clipping negatives can only bring a cell closer to the truth).{split}",
+        origins=(("categories_from", sel.categories_origin(
+            not (row_from_data or col_from_data))),))
 
 
 def cells_budget(query: ErrorQuery, epsilon: float, delta: float) -> tuple[float, float]:
@@ -280,14 +292,14 @@ def total_for_cells(query: ErrorQuery, cells_epsilon: float, delta: float) -> fl
 
 
 def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int,
-                      source: str) -> tuple[tuple[float, ...], float, str]:
-    """(scores, sensitivity, what is right) as the Selection page computes them."""
+                      source: str) -> tuple[tuple[float, ...], float, str, tuple]:
+    """(scores, sensitivity, what is right, origins) as the Selection page computes them."""
     negate = saved.get("sel_negate") is True
     if source == "typed":
         scores = sel.parse_numbers(str(saved.get("sel_scores_text", "0, 2, 4, 6")))
         sensitivity = float(saved.get("sel_sensitivity", 1.0))
         return (tuple(float(v) for v in scores), sensitivity,
-                "the lowest score" if negate else "the highest score")
+                "the lowest score" if negate else "the highest score", ())
     if source == "pricing":
         highest = float(saved.get("sel_highest", 4.0))
         prices = sel.price_grid(highest, float(saved.get("sel_step", 0.01)))
@@ -295,7 +307,7 @@ def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, s
                 else sel.parse_bids(str(saved.get("sel_bids_text", sel.EXAMPLE_BIDS))))
         revenue = sel.revenue_curve(bids, prices)
         return (tuple(float(r) for r in revenue), float(prices[-1]),
-                "the worst price" if negate else "the best price")
+                "the worst price" if negate else "the best price", ())
     columns = categorical_columns(loaded)
     column = saved.get("sel_column")
     if column not in columns:
@@ -303,7 +315,8 @@ def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, s
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
     counts = sel.column_scores(loaded.frame, dataset_key, column, declared)[1]
-    return counts, 1.0, f"the {'least' if negate else 'most'} common {column}"
+    return (counts, 1.0, f"the {'least' if negate else 'most'} common {column}",
+            (("categories_from", sel.categories_origin(declared is not None)),))
 
 
 def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int, *,
@@ -315,12 +328,14 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
     if "sel_source" not in saved:
         note = "The Selection page has no question set up yet; its default"
     try:
-        scores, sensitivity, what = _selection_scores(loaded, saved, dataset_key, seed, source)
+        scores, sensitivity, what, origins = _selection_scores(loaded, saved, dataset_key,
+                                                               seed, source)
     except (ValueError, TypeError, IndexError):
         if source == "data" or not categorical_columns(loaded):
             return None
         source = "data"
-        scores, sensitivity, what = _selection_scores(loaded, {}, dataset_key, seed, source)
+        scores, sensitivity, what, origins = _selection_scores(loaded, {}, dataset_key, seed,
+                                                               source)
         note = "The Selection page's scores do not parse; instead"
     monotonic_key, monotonic_default = sel.monotonic_setting(source)
     noise = saved.get("sel_noise")
@@ -335,7 +350,7 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
         negate=saved.get("sel_negate") is True,
         k=k, epsilon=_saved_epsilon(saved, "sel_pure_level"), rho=saved_rho(saved, "sel"),
         note=f"{note}: does report noisy max pick **{top}** among {len(scores):,} candidates?"
-             f"{zcdp}")
+             f"{zcdp}", origins=origins)
 
 
 # --------------------------------------------------------------------------------------------
@@ -984,7 +999,10 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
                            ", at the cells' share of ε (and δ)")),
         "simulation_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 0])",
     }
-    return table, parameters
+    origins = dict(query.origins)
+    if parameters["answer_range"] is None:
+        origins.pop("answer_range_from", None)
+    return table, parameters | origins
 
 
 def selection_download(view: CurveView, question: SelectionQuestion,
@@ -1012,4 +1030,4 @@ def selection_download(view: CurveView, question: SelectionQuestion,
         "simulation_random_stream": (f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 1])"
                                      if question.k > 1 else None),
     }
-    return table, parameters
+    return table, parameters | dict(question.origins)

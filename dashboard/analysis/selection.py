@@ -104,6 +104,7 @@ TOP_K_CURVE_POINTS = 20
 TOP_K_MAX_TRIALS = 2_000
 TOP_K_MIN_TRIALS = 200
 _RNG_OFFSET = 4  # the selection page's own random streams, apart from the other pages'
+MAX_RELEASE = 10**9   # the highest release number ("Draw another release" counts up from 1)
 _Z95 = 1.959963984540054
 
 
@@ -111,23 +112,56 @@ _Z95 = 1.959963984540054
 # Reading scores
 
 
+#: Scores are kept within ±MAX_SCORE: beyond, the spread of the scores and the noise scales
+#: that the curves sweep overflow float64 (±1e308 did). Scaling every score and the
+#: sensitivity by one factor leaves the selection probabilities unchanged.
+MAX_SCORE = 1e15
+#: A number with a decimal comma as the uploader reads it: 1,5 · -0,25 · 1.234,5 · 1 234,5.
+_DECIMAL_COMMA = re.compile(r"[+-]?(?:\d{1,3}(?:[. \u00a0\u202f']\d{3})+|\d+),\d+")
+_COMMA_NO_SPACE = re.compile(r",\S")
+_COMMA_SPACE = re.compile(r",\s")
+
+
+def _read_number(token: str, *, decimal_comma: bool) -> float:
+    """One typed number; with ``decimal_comma`` a comma is the decimal mark (1,5 = 1.5)."""
+    if decimal_comma and _DECIMAL_COMMA.fullmatch(token):
+        token = re.sub(r"[. \u00a0\u202f']", "", token).replace(",", ".")
+    return float(token)
+
+
 def parse_numbers(text: str, *, what: str = "scores", minimum: int = MIN_CANDIDATES,
-                  maximum: int = MAX_CANDIDATES) -> NDArray[np.float64]:
-    """Comma-separated numbers (semicolons too) → a float array; ValueError says what to fix."""
+                  maximum: int = MAX_CANDIDATES,
+                  largest: float | None = MAX_SCORE) -> NDArray[np.float64]:
+    """Typed numbers → a float array; ValueError says what to fix.
+
+    Numbers are separated by commas (0, 2, 4.5), or by semicolons, and then a comma is a
+    decimal comma (1,5; 2,5), as the uploader reads a semicolon-separated file. Commas with
+    and without a space after them in one text (1,5, 2,5) are refused: they may be decimal
+    commas. ``largest`` bounds the size of each number (None: no bound).
+    """
     if not isinstance(text, str):
         raise TypeError(f"{what} must be text, got {type(text).__name__}")
-    tokens = [t.strip() for t in re.split(r"[,;]", text)]
+    decimal_comma = ";" in text
+    if not decimal_comma and _COMMA_SPACE.search(text) and _COMMA_NO_SPACE.search(text):
+        raise ValueError(f"some commas in the {what} have a space after them and some do not, "
+                         "so they may be decimal commas: separate the numbers with semicolons "
+                         "to use decimal commas (1,5; 2,5; 3,5), or write decimals with a "
+                         "point (1.5, 2.5, 3.5)")
+    tokens = [t.strip() for t in text.split(";" if decimal_comma else ",")]
     tokens = [t for t in tokens if t]
     values = []
-    for token in tokens:
+    for position, token in enumerate(tokens, 1):
         try:
-            value = float(token)
+            value = _read_number(token, decimal_comma=decimal_comma)
         except ValueError:
-            raise ValueError(f"{token[:30]!r} is not a number: type {what} as "
-                             "numbers separated by commas, e.g. 0, 2, 4, 6") from None
+            example = "0; 2,5; 4; 6" if decimal_comma else "0, 2.5, 4, 6"
+            raise ValueError(f"{token[:30]!r} is not a number: type {what} as numbers "
+                             f"separated by commas, e.g. {example}") from None
         if not math.isfinite(value):
             raise ValueError(f"{token[:30]!r} is not a finite number: {what} must be "
                              "ordinary numbers")
+        if largest is not None and abs(value) > largest:
+            raise ValueError(_too_large(what, f"{token[:30]!r} (number {position})", largest))
         values.append(value)
     given = f"{len(values)} {what if len(values) != 1 else what.removesuffix('s')} given"
     if len(values) < minimum:
@@ -138,8 +172,15 @@ def parse_numbers(text: str, *, what: str = "scores", minimum: int = MIN_CANDIDA
     return np.array(values, dtype=np.float64)
 
 
+def _too_large(what: str, which: str, largest: float) -> str:
+    return (f"the {what.removesuffix('s')} {which} is too large: keep {what} between "
+            f"-{largest:g} and {largest:g}. Divide every score and the sensitivity by the same "
+            "number (e.g. 1,000): the chances of each pick do not change")
+
+
 def parse_score_file(data: bytes) -> tuple[tuple[str, ...], NDArray[np.float64]]:
     """A tiny CSV of scores: one number per line, or ``label,score``; an optional header line.
+    In a file separated by semicolons or tabs, a comma is a decimal comma (``a;1,5``).
 
     Returns (labels, scores); labels are ``#1, #2, …`` when the file has none. Raises
     ValueError naming the line that is wrong.
@@ -152,7 +193,8 @@ def parse_score_file(data: bytes) -> tuple[tuple[str, ...], NDArray[np.float64]]
     except UnicodeDecodeError:
         raise ValueError("the score file is not UTF-8 text: save it as a UTF-8 CSV") from None
     sample = text[:2000]
-    delimiter = max((",", ";", "\t"), key=sample.count)
+    # On a tie, not the comma: in "a;1,5" the comma is a decimal comma.
+    delimiter = max((";", "\t", ","), key=sample.count)
     labels: list[str] = []
     scores: list[float] = []
     rows = [(i, r) for i, r in enumerate(csv.reader(io.StringIO(text), delimiter=delimiter), 1)
@@ -163,7 +205,7 @@ def parse_score_file(data: bytes) -> tuple[tuple[str, ...], NDArray[np.float64]]
             raise ValueError(f"line {line} of the score file has {len(cells)} fields: give "
                              "one score per line, or a label and a score")
         try:
-            value = float(cells[-1])
+            value = _read_number(cells[-1], decimal_comma=delimiter != ",")
         except ValueError:
             if position == 0:
                 continue  # a header line
@@ -171,6 +213,9 @@ def parse_score_file(data: bytes) -> tuple[tuple[str, ...], NDArray[np.float64]]
                              "not a number") from None
         if not math.isfinite(value):
             raise ValueError(f"line {line} of the score file: the score must be finite")
+        if abs(value) > MAX_SCORE:
+            raise ValueError(_too_large("scores", f"on line {line} of the score file",
+                                        MAX_SCORE))
         scores.append(value)
         labels.append(cells[0] if len(cells) == 2 else "")
     if not MIN_CANDIDATES <= len(scores) <= MAX_CANDIDATES:
@@ -244,7 +289,7 @@ def simulated_bids(highest: float, seed: int, count: int = SIMULATED_BIDS) -> ND
 
 def parse_bids(text: str) -> NDArray[np.float64]:
     """Typed bids: 1 to MAX_BIDS non-negative numbers separated by commas."""
-    bids = parse_numbers(text, what="bids", minimum=1, maximum=MAX_BIDS)
+    bids = parse_numbers(text, what="bids", minimum=1, maximum=MAX_BIDS, largest=None)
     if np.any(bids < 0):
         raise ValueError("a bid is negative: bids are amounts a buyer would pay, 0 or more")
     return bids
@@ -578,6 +623,12 @@ def compute_curves(scores: ArrayLike, *, measure: str, sensitivity: float, monot
     return CorrectnessCurves(levels, p_correct, chance, top_levels, top, trials)
 
 
+def categories_origin(declared: bool) -> str:
+    """Where the candidates of a column's counts come from, for the parameters file."""
+    return ("the column's public list" if declared else
+            "the data (this reveals which values occur)")
+
+
 def data_note(declared: bool, missing_rows: int = 0) -> str:
     """Where the candidates and the sensitivity of a column's counts come from."""
     where = ("Categories: the column's public list, empty ones included." if declared else
@@ -683,11 +734,20 @@ class SelectionRelease:
     parameters: dict
 
 
+def release_stream(release: int) -> list[int | str]:
+    """The random stream of release number ``release`` of a seed: ``[seed, 4, 2]`` for the
+    first, ``[seed, 4, 2, n]`` for release n > 1."""
+    check_int("release", release, minimum=1, maximum=MAX_RELEASE)
+    return ["seed", _RNG_OFFSET, 2] + ([release] if release > 1 else [])
+
+
 def one_release(scores: ArrayLike, *, scale: float, noise: str, negate: bool, k: int,
-                seed: int) -> tuple[int, ...]:
-    """The candidate(s) one private release picks, best first (stream ``[seed, 4, 2]``)."""
+                seed: int, release: int = 1) -> tuple[int, ...]:
+    """The candidate(s) release number ``release`` of ``seed`` picks, best first (its own
+    stream, :func:`release_stream`)."""
     values = np.asarray(scores, dtype=np.float64)
-    rng = np.random.default_rng([seed, _RNG_OFFSET, 2])
+    rng = np.random.default_rng([seed if part == "seed" else part
+                                 for part in release_stream(release)])
     if k == 1:
         return (int(report_noisy_max(values, scale=scale, noise=noise, negate=negate,
                                      rng=rng)),)
@@ -720,19 +780,23 @@ def selection_values(summary: SelectionSummary, picks: tuple[int, ...], *,
 
 def private_release(summary: SelectionSummary, *, source: str, dataset: str, candidates: str,
                     noise: str, measure: str, level: float, sensitivity: float,
-                    monotonic: bool, negate: bool, k: int, seed: int) -> SelectionRelease:
+                    monotonic: bool, negate: bool, k: int, seed: int,
+                    categories_from: str | None = None, release: int = 1) -> SelectionRelease:
     """One private release at the page's settings, with the download's values and parameters
-    (the seed is added by the download)."""
+    (the seed is added by the download). ``categories_from`` says where the candidates of a
+    column's counts come from (:func:`categories_origin`)."""
     picks = one_release(summary.scores, scale=summary.scale, noise=noise, negate=negate, k=k,
-                        seed=seed)
+                        seed=seed, release=release)
     names = ", ".join(f"**{plain(summary.labels[i])}**" for i in picks)
-    sentence = (f"One private release at these settings (from the seed) picks {names}"
+    sentence = (f"One private release at these settings (release {release:,} of seed {seed}) "
+                f"picks {names}"
                 + (" (best first)." if k > 1 else "."))
     privacy = noisy_max_privacy(summary.scale, sensitivity=sensitivity, noise=noise,
                                 monotonic=monotonic, k=k, measure=measure)
     parameters = {
         "page": "Selection", "scores_from": SOURCES[source],
         "dataset": dataset if source == "data" else None, "candidates": candidates,
+        "categories_from": categories_from if source == "data" else None,
         "number_of_candidates": int(summary.scores.size),
         "mechanism": NOISES[noise] + (f", top {k} picks" if k > 1 else ""),
         "noise": noise, "measure": measure,
@@ -747,8 +811,11 @@ def private_release(summary: SelectionSummary, *, source: str, dataset: str, can
         "privacy": {**{n: float(v) for n, v in asdict(privacy).items()},
                     "guarantee": privacy.describe()},
         "picked_in_one_release": [str(summary.labels[i]) for i in picks],
-        "release_random_stream": f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 2])",
-        SIMULATION: simulation_fields(f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 2])"),
+        "release_number": release,
+        "release_random_stream": "numpy.random.default_rng([{}])".format(
+            ", ".join(str(part) for part in release_stream(release))),
+        SIMULATION: simulation_fields("numpy.random.default_rng([{}])".format(
+            ", ".join(str(part) for part in release_stream(release)))),
         "simulated_releases": int(summary.trials),
         "simulated_releases_requested": int(summary.requested_trials),
     }

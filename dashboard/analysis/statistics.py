@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -79,6 +79,22 @@ class BoundsSuggestion:
     upper: float
     public: bool
     note: str
+    origin: str = ""
+
+    def shown_note(self, lower: float | None, upper: float | None) -> tuple[str, bool]:
+        """(note, warn) under the bounds the user has now: the warning that the bounds come
+        from the data holds only while they are the suggested ones."""
+        if self.public or (lower, upper) == (self.lower, self.upper):
+            return self.note, not self.public
+        return (f"Your bounds [{lower:g}, {upper:g}] replace the suggestion read off the data "
+                f"([{self.lower:g}, {self.upper:g}]): values outside are clamped. Type bounds "
+                "you know without looking at the data."), False
+
+
+#: Where a declaration comes from, in the parameters file.
+TYPED = "typed by the user"
+FROM_DATA_BOUNDS = ("the data: round numbers around its own minimum and maximum (they reveal "
+                    "roughly how large the values are)")
 
 
 def available_queries(loaded: LoadedDataset) -> list[str]:
@@ -153,7 +169,8 @@ def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
                 f"{unit} — source: {domain.source}. Values outside are clamped. Bounds taken "
                 "from the data itself (its minimum and maximum) would leak information "
                 "about the people in it.")
-        return BoundsSuggestion(float(domain.lower), float(domain.upper), True, note)
+        return BoundsSuggestion(float(domain.lower), float(domain.upper), True, note,
+                                origin=f"the column's public range (source: {domain.source})")
     values = pd.to_numeric(loaded.frame[column], errors="coerce").to_numpy(dtype=float,
                                                                            na_value=np.nan)
     values = values[np.isfinite(values)]
@@ -167,7 +184,7 @@ def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
             "around the data's own minimum and maximum. Bounds taken from the data itself leak "
             "information about the people in it (here, roughly how large the largest value "
             "is): replace them with bounds you know without looking at the data.")
-    return BoundsSuggestion(lower, upper, False, note)
+    return BoundsSuggestion(lower, upper, False, note, origin=FROM_DATA_BOUNDS)
 
 
 def declared_categories(loaded: LoadedDataset, column: str) -> tuple[str, ...] | None:
@@ -189,6 +206,33 @@ def default_answer_range(spec: QuerySpec, rows: int) -> tuple[float, float]:
     if spec.query == "sum" and spec.lower is not None and spec.upper is not None:
         return size * min(spec.lower, 0.0), size * max(spec.upper, 0.0)
     return 0.0, size
+
+
+def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
+                        answer_range: tuple[float, float] | None,
+                        upload: bool) -> dict[str, str]:
+    """Where the clamping bounds and the answer range come from, for the parameters file:
+    typed by the user, public knowledge, or the data (an upload's row count is its own)."""
+    origins: dict[str, str] = {}
+    bounds_from_data = False
+    if spec.lower is not None and spec.column is not None:
+        suggested = default_bounds(loaded, spec.column)
+        if (spec.lower, spec.upper) == (suggested.lower, suggested.upper):
+            origins["clamping_bounds_from"] = suggested.origin
+            bounds_from_data = not suggested.public
+        else:
+            origins["clamping_bounds_from"] = TYPED
+    if answer_range is not None:
+        times = " times the clamping bounds" if spec.query == "sum" else ""
+        if tuple(answer_range) != default_answer_range(spec, len(loaded.frame)):
+            origins["answer_range_from"] = TYPED
+        elif upload or bounds_from_data:
+            origins["answer_range_from"] = ("the data: a round number at or above its number "
+                                            f"of rows{times}")
+        else:
+            origins["answer_range_from"] = ("the dataset's published number of rows, rounded "
+                                            f"up{times}")
+    return origins
 
 
 def answer_unit(loaded: LoadedDataset, spec: QuerySpec) -> str:
@@ -661,6 +705,26 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
     return sensitivity, scale, explanation
 
 
+#: The highest release number a page may show ("Draw another release" counts up from 1).
+MAX_RELEASE = 10**9
+
+
+def release_stream(release: int, stream: int = 0) -> list[int | str]:
+    """The random stream of release number ``release`` of a seed: ``[seed, 2, 1, stream]`` for
+    the first, ``[seed, 2, 1, stream, n]`` for release n > 1; ``stream`` tells the dataset and
+    query apart (:func:`query_stream`)."""
+    check_int("release", release, minimum=1, maximum=MAX_RELEASE)
+    return ["seed", _RNG_OFFSET, 1, stream] + ([release] if release > 1 else [])
+
+
+def draw_release(plan: ReleasePlan, *, seed: int, release: int,
+                 stream: int = 0) -> NDArray[np.float64]:
+    """Release number ``release`` of ``seed``: one noisy answer, from its own random stream
+    (:func:`release_stream`), so every release of a seed can be drawn again."""
+    parts = [seed if part == "seed" else part for part in release_stream(release, stream)]
+    return np.asarray(plan.sample(None, np.random.default_rng(parts)), dtype=np.float64)
+
+
 def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0) -> MechanismRun:
     """Simulate ``trials`` releases of ``plan`` and one example release, from ``seed``.
 
@@ -682,7 +746,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
 
     summary = summarise_errors(draw_errors, trials=trials, cells=plan.cells, edges=edges,
                                alphas=alpha)
-    release = plan.sample(None, np.random.default_rng([seed, _RNG_OFFSET, 1, stream]))
+    release = draw_release(plan, seed=seed, release=1, stream=stream)
     density_x = density_y = None
     if plan.mechanism is not None:
         if plan.integer_errors:
@@ -815,20 +879,42 @@ def query_facts(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec) -> tupl
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def simulate_releases(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
-                      choice: PrivacyChoice, *, answer_range: tuple[float, float] | None,
-                      sum_share: float, trials: int, seed: int) -> MechanismRun:
-    """Plan the release and simulate it (cached by every parameter, the dataset and the seed)."""
+def _simulate(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec, choice: PrivacyChoice, *,
+              answer_range: tuple[float, float] | None, sum_share: float, trials: int,
+              seed: int) -> MechanismRun:
     plan = make_plan(_frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
     return run_mechanism(plan, trials=trials, seed=seed,
-                         stream=release_stream(dataset_key, _frame, spec))
+                         stream=query_stream(dataset_key, _frame, spec))
 
 
-def release_stream(dataset_key: str, frame: pd.DataFrame, spec: QuerySpec) -> int:
+def query_stream(dataset_key: str, frame: pd.DataFrame, spec: QuerySpec) -> int:
     """The number mixed into the seed's streams for this dataset and query: the same seed
     draws other noise for another dataset, query, column or clamping range."""
     return noise_stream(dataset_key, frame, "statistics", spec.query, spec.column, spec.lower,
                         spec.upper)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _release(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec, choice: PrivacyChoice, *,
+             answer_range: tuple[float, float] | None, sum_share: float, seed: int,
+             release: int) -> NDArray[np.float64]:
+    plan = make_plan(_frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
+    return draw_release(plan, seed=seed, release=release,
+                        stream=query_stream(dataset_key, _frame, spec))
+
+
+def simulate_releases(frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
+                      choice: PrivacyChoice, *, answer_range: tuple[float, float] | None,
+                      sum_share: float, trials: int, seed: int, release: int = 1) -> MechanismRun:
+    """Plan the release and simulate it (cached by every parameter, the dataset and the seed),
+    showing release number ``release`` of the seed: drawing another one leaves the
+    simulation as it is."""
+    common = {"answer_range": answer_range, "sum_share": sum_share, "seed": seed}
+    run = _simulate(frame, dataset_key, spec, choice, trials=trials, **common)
+    if release == 1:
+        return run
+    return replace(run, release=_release(frame, dataset_key, spec, choice, release=release,
+                                         **common))
 
 
 # --------------------------------------------------------------------------------------------
@@ -914,13 +1000,14 @@ def _mechanism_fields(plan: ReleasePlan) -> dict:
 
 
 def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
-                     stream: int = 0) -> dict:
+                     stream: int = 0, release: int = 1) -> dict:
     """The parameters behind the page's release(s): dataset, query, measure, ε/δ/ρ, and per
     mechanism its sensitivities, noise scale and privacy; marked as a simulation, with the
     random stream the noise came from. The seed is added by the download."""
     first = plans[0]
     spec, choice = first.spec, first.choice
-    random_stream = f"numpy.random.default_rng([seed, {_RNG_OFFSET}, 1, {stream}])"
+    random_stream = "numpy.random.default_rng([{}])".format(
+        ", ".join(str(part) for part in release_stream(release, stream)))
     parameters = {
         "page": "Noisy statistics", "dataset": dataset, "query": spec.query,
         "description": spec.describe(), "column": spec.column,
@@ -930,6 +1017,7 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
         "rho": choice.rho,
         "mechanisms": [_mechanism_fields(plan) for plan in plans],
         "simulated_releases": trials,
+        "release_number": release,
         "release_random_stream": random_stream,
         SIMULATION: simulation_fields(random_stream),
     }
@@ -945,9 +1033,12 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
 def release_parameters(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
                        choices: tuple[PrivacyChoice, ...], *, dataset: str,
                        answer_range: tuple[float, float] | None, sum_share: float,
-                       trials: int) -> dict:
-    """Cached :func:`describe_release` for the page's choices (plans rebuilt, not simulated)."""
+                       trials: int, origins: Mapping[str, str] | None = None,
+                       release: int = 1) -> dict:
+    """Cached :func:`describe_release` for the page's choices (plans rebuilt, not simulated);
+    ``origins`` (from :func:`declaration_origins`) says where bounds and ranges come from."""
     plans = [make_plan(_frame, spec, c, answer_range=answer_range, sum_share=sum_share)
              for c in choices]
-    return describe_release(plans, dataset=dataset, trials=trials,
-                            stream=release_stream(dataset_key, _frame, spec))
+    stream = query_stream(dataset_key, _frame, spec)
+    return {**describe_release(plans, dataset=dataset, trials=trials, stream=stream,
+                               release=release), **(origins or {})}
