@@ -1,0 +1,108 @@
+"""Spark (local mode) gives the DuckDB answers and the pandas reference's, on frames, files
+and a catalogue table. One small local session for the whole test run (about half a minute).
+
+Without Java these tests are skipped on a developer's machine and fail under CI (CI=true):
+``.ci/run`` installs a Java runtime from Debian's packages.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine import (
+    BoundedSum,
+    Count,
+    EngineError,
+    FileSource,
+    FrameSource,
+    Histogram,
+    RowsPerPerson,
+    TableSource,
+)
+from engine.duckdb_backend import DuckDBBackend
+from tests import engine_reference as ref
+from tests.test_engine_duckdb import _write_files
+
+#: Small and quick: one core's worth of partitions, the JIT's first tier only (these jobs
+#: are tiny), no whole-stage code generation (compiling it costs more than it saves here).
+TEST_CONFIG = {
+    "spark.default.parallelism": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if shutil.which("java") is None:
+        message = "Java is not installed: Spark needs a Java 17+ runtime"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (.ci/run installs default-jre-headless)")
+        pytest.skip(message)
+    from engine.spark_backend import SparkBackend, spark_session
+
+    session = spark_session("local[2]", shuffle_partitions=1, config=TEST_CONFIG)
+    yield SparkBackend(session=session)
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def duck() -> DuckDBBackend:
+    return DuckDBBackend(threads=2)
+
+
+def test_three_way_equality_on_a_random_frame(spark, duck) -> None:
+    """Spark = pandas reference and Spark = DuckDB on every case (nulls, NaN, ±inf, huge and
+    negative values, undeclared and empty categories, odd names, contribution bounds)."""
+    frame = ref.random_frame(0)
+    source = FrameSource(frame)
+    for query, expected in ref.cases(frame):
+        answer = spark.run(source, query)
+        ref.assert_matches(query, answer, expected)
+        ref.assert_same(query, answer, duck.run(source, query))
+
+
+def test_files_and_tables_give_the_duckdb_answers(spark, duck, tmp_path) -> None:
+    frame = ref.random_frame(5, rows=120)[[ref.ODD, ref.SEMI, ref.WHO, ref.CODE]]
+    frame = frame.assign(**{ref.ODD: frame[ref.ODD].replace([np.inf, -np.inf, 1e300, -1e300],
+                                                            [5e6, -5e6, 1e7, -1e7])})
+    checks = [Count(), BoundedSum(ref.ODD, -1000.25, 2e6), Histogram(ref.SEMI, ref.DECLARED),
+              RowsPerPerson(ref.WHO)]
+    files = _write_files(frame, tmp_path)
+    del files["csv.gz"]  # the same reader as the plain CSV, with a codec: time saved
+    spark.session.createDataFrame(frame.astype({ref.SEMI: object})).createOrReplaceTempView(
+        "people")
+    sources = [*files.values(), TableSource("people")]
+    expected = {query: duck.run(FrameSource(frame), query) for query in checks}
+    for source in sources:
+        for query in checks:
+            ref.assert_same((source, query), expected[query], spark.run(source, query))
+
+
+def test_nan_in_a_parquet_file_is_missing(spark, duck, tmp_path) -> None:
+    values = [1.5, float("nan"), None, float("inf"), float("-inf"), 2.0, float("nan")]
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"x": pa.array(values, type=pa.float64(), from_pandas=False)}),
+                   path)
+    source = FileSource(path, "parquet")
+    for query in (BoundedSum("x", 0, 10), Histogram("x", (1.5, 2.0))):
+        ref.assert_same(query, duck.run(source, query), spark.run(source, query))
+    got = spark.run(source, BoundedSum("x", 0, 10))
+    assert (got.total, got.rows, got.missing, got.clamped) == (13.5, 4, 3, 2)
+
+
+def test_errors_are_engine_errors(spark, tmp_path) -> None:
+    with pytest.raises(EngineError, match="'nope' is not a column"):
+        spark.run(FrameSource(ref.random_frame(1, rows=10)), BoundedSum("nope", 0, 1))
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(EngineError, match="broken.parquet"):
+        spark.run(FileSource(broken, "parquet"), Count())
+    with pytest.raises(EngineError, match="does not exist on the Spark cluster"):
+        spark.run(TableSource("no_such_table"), Count())
