@@ -26,6 +26,7 @@ from engine import (
     TableSource,
 )
 from engine.duckdb_backend import DuckDBBackend
+from engine.spark_backend import _frame_to_arrow
 from tests import engine_reference as ref
 from tests.test_engine_duckdb import _write_files
 
@@ -33,6 +34,7 @@ from tests.test_engine_duckdb import _write_files
 #: are tiny), no whole-stage code generation (compiling it costs more than it saves here).
 TEST_CONFIG = {
     "spark.default.parallelism": "1",
+    "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 }
@@ -72,12 +74,12 @@ def test_files_and_tables_give_the_duckdb_answers(spark, duck, tmp_path) -> None
     frame = ref.random_frame(5, rows=120)[[ref.ODD, ref.SEMI, ref.WHO, ref.CODE]]
     frame = frame.assign(**{ref.ODD: frame[ref.ODD].replace([np.inf, -np.inf, 1e300, -1e300],
                                                             [5e6, -5e6, 1e7, -1e7])})
-    checks = [Count(), BoundedSum(ref.ODD, -1000.25, 2e6), Histogram(ref.SEMI, ref.DECLARED),
+    checks = [BoundedSum(ref.ODD, -1000.25, 2e6), Histogram(ref.SEMI, ref.DECLARED),
               RowsPerPerson(ref.WHO)]
     files = _write_files(frame, tmp_path)
-    del files["csv.gz"]  # the same reader as the plain CSV, with a codec: time saved
-    spark.session.createDataFrame(frame.astype({ref.SEMI: object})).createOrReplaceTempView(
-        "people")
+    del files["csv.gz"], files["parquet"]  # the readers of the CSV and the folder: time saved
+    table = spark.session.createDataFrame(_frame_to_arrow(frame)).toDF(*frame.columns)
+    table.createOrReplaceTempView("people")
     sources = [*files.values(), TableSource("people")]
     expected = {query: duck.run(FrameSource(frame), query) for query in checks}
     for source in sources:
