@@ -87,3 +87,18 @@ def test_kept_rows_is_the_bounded_count() -> None:
     assert [agg.kept_rows(k) for k in (1, 2, 3, 5, 9)] == [15, 20, 22, 26, 26]
     assert (agg.total_people, agg.max_rows) == (15, 5)
     assert not agg.rows.flags.writeable
+
+
+def test_layers_import_only_what_they_may() -> None:
+    """dpcore never imports the engine's databases; the engine never imports Streamlit, and
+    loads PySpark only when the Spark backend runs."""
+    import subprocess
+    import sys
+
+    code = ("import sys, dpcore, dpcore.queries; a = set(sys.modules); import engine, "
+            "engine.answers, engine.duckdb_backend, engine.spark_backend; b = set(sys.modules); "
+            "print(sorted({m.split('.')[0] for m in a} & {'duckdb', 'pyspark', 'engine'}), "
+            "sorted({m.split('.')[0] for m in b} & {'streamlit', 'pyspark', 'plotly'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+    assert out.stdout.split() == ["[]", "[]"], out.stdout
