@@ -18,6 +18,7 @@ import tempfile
 import threading
 import uuid
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -51,6 +52,7 @@ TEMP_ENV = "EPSILON_LAB_DUCKDB_TEMP"
 DEFAULT_MEMORY_LIMIT = "1GB"
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _SRC = "__SOURCE__"  # replaced by the source's FROM clause (never by user text)
+_SCHEMAS_KEPT = 256  # column lists remembered (one per source and version)
 
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
                   "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT")
@@ -360,7 +362,7 @@ class DuckDBBackend:
                               f"and temporary folder {self.temp_directory!r}: {exc}. Check "
                               f"{MEMORY_ENV} and {TEMP_ENV}.") from None
         self._lock = threading.Lock()
-        self._schemas: dict[tuple[str, str], tuple[ColumnInfo, ...]] = {}
+        self._schemas: OrderedDict[tuple[str, str], tuple[ColumnInfo, ...]] = OrderedDict()
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         with self._lock:  # creating a cursor is not thread-safe; using one is, per thread
@@ -408,7 +410,10 @@ class DuckDBBackend:
             names = [d[0] for d in described]
         info = tuple(ColumnInfo(name, column_kind(str(d[1])), str(d[1]))  # type: ignore[arg-type]
                      for name, d in zip(names, described, strict=True))
-        self._schemas[key] = info
+        with self._lock:
+            self._schemas[key] = info
+            while len(self._schemas) > _SCHEMAS_KEPT:
+                self._schemas.popitem(last=False)
         return info
 
     def run(self, source: Source, query: Query) -> Aggregate:
