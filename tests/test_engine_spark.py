@@ -108,3 +108,32 @@ def test_errors_are_engine_errors(spark, tmp_path) -> None:
         spark.run(FileSource(broken, "parquet"), Count())
     with pytest.raises(EngineError, match="does not exist on the Spark cluster"):
         spark.run(TableSource("no_such_table"), Count())
+
+
+CONNECT_SCRIPT = """
+from tests import engine_reference as ref
+from engine.spark_backend import SparkBackend
+from engine.sources import FrameSource
+from pyspark.sql import SparkSession
+
+session = SparkSession.builder.remote("local[2]").getOrCreate()
+backend = SparkBackend(session=session)
+frame = ref.random_frame(0)
+for query, expected in ref.cases(frame):
+    ref.assert_matches(query, backend.run(FrameSource(frame), query), expected)
+print("spark connect: all cases equal")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("EPSILON_LAB_TEST_SPARK_CONNECT") != "1",
+                    reason="about a minute: set EPSILON_LAB_TEST_SPARK_CONNECT=1 to run it")
+def test_spark_connect_gives_the_reference_answers() -> None:
+    """The Spark Connect client (sc:// URLs) on a local Connect server PySpark starts."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], capture_output=True,
+                         text=True, timeout=600, cwd=Path(__file__).resolve().parents[1])
+    assert "spark connect: all cases equal" in out.stdout, out.stderr[-3000:]
