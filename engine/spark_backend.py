@@ -40,6 +40,8 @@ __all__ = ["SparkBackend", "SPARK_ENV", "spark_session"]
 #: The environment variable naming the Spark master or Spark Connect URL.
 SPARK_ENV = "EPSILON_LAB_SPARK"
 DEFAULT_MASTER = "local[2]"
+#: Retries of a Spark Connect call before it fails (about 5 seconds in all).
+CONNECT_RETRIES = 3
 
 Plan = Callable[[Any], Aggregate]  # a compiled query: DataFrame (columns c0, c1, …) → answer
 
@@ -54,7 +56,14 @@ def spark_session(url: str, *, shuffle_partitions: int = 8,
     from pyspark.sql import SparkSession
 
     if url.startswith("sc://"):
-        return SparkSession.builder.remote(url).getOrCreate()
+        session = SparkSession.builder.remote(url).getOrCreate()
+        # The client's default retries wait up to 10 minutes for a server that is down: a
+        # page would hang that long. A few quick retries, then a clear error.
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        session.client.set_retry_policies([DefaultPolicy(
+            max_retries=CONNECT_RETRIES, initial_backoff=200, max_backoff=5000)])
+        return session
     builder = (SparkSession.builder.master(url).appName("Epsilon Lab")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -441,6 +450,8 @@ class SparkBackend:
             raise
         except Exception as exc:
             text = _first_line(exc)
+            if "RpcError" in text or "UNAVAILABLE" in str(exc):
+                text = "the server did not answer"
             if "PATH_NOT_FOUND" in text or "FileNotFound" in text or "does not exist" in text:
                 raise EngineError(f"{source.describe()} cannot be read ({text}). It may have "
                                   "been moved or removed: choose the dataset again.") from None

@@ -137,3 +137,36 @@ def test_spark_connect_gives_the_reference_answers() -> None:
     out = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], capture_output=True,
                          text=True, timeout=600, cwd=Path(__file__).resolve().parents[1])
     assert "spark connect: all cases equal" in out.stdout, out.stderr[-3000:]
+
+
+DOWN_SCRIPT = """
+import time, warnings
+import pandas as pd
+from engine import Count, EngineError, FrameSource
+from engine.spark_backend import SparkBackend
+
+warnings.simplefilter("ignore")
+start = time.monotonic()
+try:
+    SparkBackend("sc://127.0.0.1:1").run(FrameSource(pd.DataFrame({"x": [1]})), Count())
+except EngineError as exc:
+    print(f"{time.monotonic() - start:.1f}")
+    print(exc)
+"""
+
+
+def test_a_spark_connect_server_that_is_down_fails_fast() -> None:
+    """A few quick retries, then EngineError (the client's default waits 10 minutes).
+
+    In a process of its own: a remote session cannot start beside the local one.
+    """
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-c", DOWN_SCRIPT], capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).resolve().parents[1])
+    seconds, message = out.stdout.split("\n", 1)
+    assert float(seconds) < 30
+    assert ("(the server did not answer). Check that the cluster at 'sc://127.0.0.1:1' is "
+            "running") in message
