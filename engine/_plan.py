@@ -1,0 +1,182 @@
+"""What every backend shares: resolving a query's columns, matching categories, and turning
+the few rows a compiled query returns into an aggregate.
+
+A compiled query returns rows of (cell index, count[, total]) where cell index -1 means a
+missing value and 0 a value outside the declared categories; the functions here fold those
+rows into the aggregates of :mod:`engine.queries`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import Literal
+
+import numpy as np
+
+from engine.errors import EngineError
+from engine.queries import (
+    ColumnInfo,
+    Contribution,
+    HistogramAggregate,
+    RowsPerPersonAggregate,
+    TableAggregate,
+    category_kind,
+)
+
+#: How categories are compared with a column: as text, as exact integers, as reals, as
+#: booleans, or never (the kinds differ: every present value is outside, as in pandas).
+MatchKind = Literal["text", "integer", "real", "boolean", "never"]
+
+_INT64 = 2**63
+
+
+def column_index(columns: Sequence[ColumnInfo], name: str, role: str, where: str) -> int:
+    """Position of the first column called ``name``; EngineError naming the columns if none."""
+    for i, info in enumerate(columns):
+        if info.name == name:
+            return i
+    shown = ", ".join(repr(c.name) for c in columns[:20])
+    more = f" and {len(columns) - 20} more" if len(columns) > 20 else ""
+    raise EngineError(f"The {role} {name!r} is not a column of {where} (its columns: "
+                      f"{shown}{more}). Choose one of its columns; if the file changed, "
+                      "reload the dataset.")
+
+
+def numeric_column(columns: Sequence[ColumnInfo], name: str, where: str) -> int:
+    i = column_index(columns, name, "column", where)
+    if not columns[i].numeric:
+        raise EngineError(f"The column {name!r} of {where} holds {columns[i].kind} values "
+                          f"({columns[i].type_name}); a sum or a mean needs a numeric column.")
+    return i
+
+
+def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -> MatchKind:
+    """How to compare ``column``'s values with declared ``categories`` (pandas' equality)."""
+    if column.kind == "other":
+        raise EngineError(f"The column {column.name!r} of {where} holds {column.type_name} "
+                          "values, which cannot be used as categories.")
+    kind = category_kind("categories", categories)
+    if column.kind == "text":
+        return "text" if kind == "text" else "never"
+    if column.kind == "boolean":
+        return "boolean" if kind == "boolean" else "never"
+    if kind != "number":
+        return "never"
+    if column.kind == "integer" and all(
+            isinstance(c, int) and -_INT64 <= c < _INT64 for c in categories):
+        return "integer"
+    return "real"
+
+
+def category_values(kind: MatchKind, categories: tuple[object, ...]) -> list[object]:
+    """The categories as the backend compares them."""
+    if kind == "real":
+        return [float(c) for c in categories]
+    if kind == "integer":
+        return [int(c) for c in categories]
+    return list(categories)
+
+
+def exact_sum(column: ColumnInfo, lower: float, upper: float) -> bool:
+    """Sum in integers: an integer column with whole bounds that fit in 64 bits."""
+    return (column.kind == "integer" and lower.is_integer() and upper.is_integer()
+            and -_INT64 <= lower and upper < _INT64)
+
+
+def to_float(value: object) -> float:
+    """A backend's sum (int, Decimal, float or None) as float64 (inf when it overflows)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, int | Decimal):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    return float(value)  # type: ignore[arg-type]
+
+
+def check_contribution(columns: Sequence[ColumnInfo], contribution: Contribution | None,
+                       where: str) -> int | None:
+    if contribution is None:
+        return None
+    i = column_index(columns, contribution.person, "person-id column", where)
+    if columns[i].kind == "other":
+        raise EngineError(f"The person-id column {contribution.person!r} of {where} holds "
+                          f"{columns[i].type_name} values: choose a column of numbers or text.")
+    return i
+
+
+def fold_cells(rows: Iterable[Sequence[object]], cells: int) -> tuple[np.ndarray, int, int]:
+    """(counts per cell, outside, missing) from rows of (index, count); index 1-based."""
+    counts = np.zeros(cells, dtype=np.int64)
+    outside = missing = 0
+    for index, n in rows:
+        index, n = int(index), int(n)
+        if index < 0:
+            missing += n
+        elif index == 0:
+            outside += n
+        else:
+            counts[index - 1] += n
+    return counts, outside, missing
+
+
+def histogram_aggregate(rows: Iterable[Sequence[object]], cells: int, *,
+                        kept: Iterable[Sequence[object]] | None = None,
+                        missing_person_rows: int = 0) -> HistogramAggregate:
+    """The aggregate from the unbounded rows and, with contribution bounds, the kept ones.
+
+    ``kept`` rows are (cell, kept count, eligible count): eligible rows have a person id and a
+    declared value; the difference is what the bounds dropped.
+    """
+    counts, outside, missing = fold_cells(rows, cells)
+    dropped = 0
+    if kept is not None:
+        counts = np.zeros(cells, dtype=np.int64)
+        for index, k, n in kept:
+            counts[int(index) - 1] += int(k or 0)
+            dropped += int(n or 0) - int(k or 0)
+    return HistogramAggregate(counts, outside, missing, missing_person_rows, dropped)
+
+
+def table_aggregate(rows: Iterable[Sequence[object]], shape: tuple[int, int], *,
+                    kept: Iterable[Sequence[object]] | None = None,
+                    missing_person_rows: int = 0) -> TableAggregate:
+    """From rows of (row index, column index, count) and optional kept (cell, kept, eligible)."""
+    counts = np.zeros(shape, dtype=np.int64)
+    row_outside = column_outside = missing = 0
+    for a, b, n in rows:
+        a, b, n = int(a), int(b), int(n)
+        if a < 0 or b < 0:
+            missing += n
+        if a == 0:
+            row_outside += n
+        if b == 0:
+            column_outside += n
+        if a > 0 and b > 0:
+            counts[a - 1, b - 1] += n
+    dropped = 0
+    if kept is not None:
+        flat = np.zeros(shape[0] * shape[1], dtype=np.int64)
+        for index, k, n in kept:
+            flat[int(index) - 1] += int(k or 0)
+            dropped += int(n or 0) - int(k or 0)
+        counts = flat.reshape(shape)
+    return TableAggregate(counts, row_outside, column_outside, missing, missing_person_rows,
+                          dropped)
+
+
+def rows_per_person_aggregate(rows: Iterable[Sequence[object]]) -> RowsPerPersonAggregate:
+    """From rows of (person id missing, rows of a person, people with that many rows)."""
+    sizes: dict[int, int] = {}
+    missing = 0
+    for is_missing, n, people in rows:
+        if is_missing:
+            missing += int(n) * int(people)
+        else:
+            sizes[int(n)] = sizes.get(int(n), 0) + int(people)
+    keys = sorted(sizes)
+    return RowsPerPersonAggregate(np.array(keys, dtype=np.int64),
+                                  np.array([sizes[k] for k in keys], dtype=np.int64), missing)

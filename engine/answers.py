@@ -1,0 +1,119 @@
+"""The engine's aggregates as ``dpcore.queries.QueryAnswer``: drop-in for the pandas path.
+
+Each function answers what its namesake in ``dpcore.queries`` answers on a frame — the same
+true value, sensitivities (one row = one person), labels, description and missing/clamped
+counts — but computed by the engine on any source. The dashboard swaps
+``queries.histogram(frame, c, categories=cats)`` for ``answers.histogram(engine, source, c,
+categories=cats)``. Per-person bounds (``Contribution``) change the sensitivities and come
+with issue 10; these functions answer the one-row-per-person case.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from dpcore.queries import QueryAnswer
+from engine.queries import BoundedSum, Count, Crosstab, DistinctValues, Histogram
+from engine.service import Engine
+from engine.sources import Source
+
+__all__ = ["count", "bounded_sum", "bounded_mean_parts", "histogram", "crosstab"]
+
+
+def count(engine: Engine, source: Source) -> QueryAnswer:
+    """The number of rows (L1 = L2 = 1)."""
+    rows = engine.answer(source, Count()).rows
+    return QueryAnswer(true_value=np.array(float(rows)), l1_sensitivity=1.0,
+                       l2_sensitivity=1.0, integer_valued=True, description="number of rows")
+
+
+def _integer_column(engine: Engine, source: Source, column: str) -> bool:
+    return any(c.name == column and c.kind == "integer"
+               for c in engine.columns(source))
+
+
+def bounded_sum(engine: Engine, source: Source, column: str, *, lower: float,
+                upper: float) -> QueryAnswer:
+    """The sum of ``column`` clamped to ``[lower, upper]``, as ``dpcore.queries.bounded_sum``.
+
+    Raises ValueError when the sum overflows float64 (narrow the bounds), EngineError when
+    the column is missing or not numeric.
+    """
+    query = BoundedSum(column, lower, upper)
+    agg = engine.answer(source, query)
+    lower, upper = query.lower, query.upper
+    if not math.isfinite(agg.total):
+        raise ValueError(f"the sum of {column} clamped to [lower, upper] = [{lower:g}, "
+                         f"{upper:g}] overflows float64: narrow the bounds")
+    sensitivity = max(abs(lower), abs(upper))
+    integer_valued = (_integer_column(engine, source, column) and lower.is_integer()
+                      and upper.is_integer())
+    return QueryAnswer(
+        true_value=np.array(agg.total), l1_sensitivity=sensitivity,
+        l2_sensitivity=sensitivity, integer_valued=bool(integer_valued),
+        description=f"sum of {column} clamped to [{lower:g}, {upper:g}]",
+        clamped_rows=agg.clamped, missing_rows=agg.missing, lower=lower, upper=upper)
+
+
+def bounded_mean_parts(engine: Engine, source: Source, column: str, *, lower: float,
+                       upper: float) -> tuple[QueryAnswer, QueryAnswer]:
+    """(clamped sum, number of non-missing values): one scan, as ``bounded_mean_parts``."""
+    sum_answer = bounded_sum(engine, source, column, lower=lower, upper=upper)
+    present = engine.answer(source, BoundedSum(column, lower, upper)).rows  # cached
+    count_answer = QueryAnswer(
+        true_value=np.array(float(present)), l1_sensitivity=1.0, l2_sensitivity=1.0,
+        integer_valued=True, description=f"number of non-missing values of {column}",
+        missing_rows=sum_answer.missing_rows)
+    return sum_answer, count_answer
+
+
+def _outside_error(engine: Engine, source: Source, column: str, categories: tuple,
+                   rows: int, name: str) -> ValueError:
+    examples = engine.answer(source, DistinctValues(column, limit=5, exclude=categories))
+    return ValueError(
+        f"column {column!r} has {rows} row(s) whose value is not in {name} (for example "
+        f"{', '.join(map(repr, examples.values))}); add these values to {name} or filter "
+        "those rows out first")
+
+
+def histogram(engine: Engine, source: Source, column: str, *,
+              categories: Sequence[object]) -> QueryAnswer:
+    """Counts over every declared category, zeros kept (L1 = L2 = 1).
+
+    Values outside ``categories`` raise ValueError naming a few of them, as in
+    ``dpcore.queries.histogram``. Categories must be given: read them with
+    ``DistinctValues`` (and flag them as read from the data) when none are declared.
+    """
+    query = Histogram(column, tuple(categories))
+    agg = engine.answer(source, query)
+    if agg.outside:
+        raise _outside_error(engine, source, column, query.categories, agg.outside,
+                             "categories")
+    return QueryAnswer(
+        true_value=agg.counts.astype(np.float64), l1_sensitivity=1.0, l2_sensitivity=1.0,
+        integer_valued=True, labels=tuple(str(c) for c in query.categories),
+        description=f"counts of {column} over {len(query.categories)} categories",
+        missing_rows=agg.missing)
+
+
+def crosstab(engine: Engine, source: Source, row: str, column: str, *,
+             row_categories: Sequence[object],
+             column_categories: Sequence[object]) -> QueryAnswer:
+    """A table of counts over every declared category pair (L1 = L2 = 1), as
+    ``dpcore.queries.crosstab``."""
+    query = Crosstab(row, column, tuple(row_categories), tuple(column_categories))
+    agg = engine.answer(source, query)
+    if agg.row_outside:
+        raise _outside_error(engine, source, row, query.row_categories, agg.row_outside,
+                             "row_categories")
+    if agg.column_outside:
+        raise _outside_error(engine, source, column, query.column_categories,
+                             agg.column_outside, "column_categories")
+    return QueryAnswer(
+        true_value=agg.counts.astype(np.float64), l1_sensitivity=1.0, l2_sensitivity=1.0,
+        integer_valued=True, labels=tuple(str(c) for c in query.row_categories),
+        column_labels=tuple(str(c) for c in query.column_categories),
+        description=f"counts of {row} by {column}", missing_rows=agg.missing)

@@ -1,0 +1,353 @@
+"""The queries the engine answers and the small aggregates it returns: frozen dataclasses.
+
+A query names columns by the user's names and carries its declarations (bounds, categories,
+contribution bounds); a backend compiles it once and returns an aggregate — a few numbers or
+short numpy arrays, never rows. The semantics are those of ``dpcore.queries`` (the pandas
+reference): a missing value is NULL or NaN; ±inf is a value (clamped like any other); every
+declared category keeps its cell, zeros included; values outside the declared categories are
+counted, not dropped silently.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcore._checks import check_bounds, check_int
+
+__all__ = [
+    "Contribution", "Count", "BoundedSum", "Histogram", "Crosstab", "RowsPerPerson",
+    "DistinctValues", "Query", "CountAggregate", "SumAggregate", "HistogramAggregate",
+    "TableAggregate", "RowsPerPersonAggregate", "DistinctAggregate", "Aggregate",
+    "CategoryKind", "category_kind",
+]
+
+#: What declared categories are: text, numbers (integer codes or reals) or booleans.
+CategoryKind = Literal["text", "number", "boolean"]
+
+
+def _check_name(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a column name (a string), got {type(value).__name__}")
+    return value
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python value it holds (a query must hash and repr stably)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_categories(name: str, categories: object) -> tuple[object, ...]:
+    if isinstance(categories, (str, bytes)) or not hasattr(categories, "__iter__"):
+        raise TypeError(f"{name} must be a list of category values, got "
+                        f"{type(categories).__name__}")
+    values = tuple(_plain(c) for c in categories)  # type: ignore[union-attr]
+    if not values:
+        raise ValueError(f"{name} must contain at least one category")
+    category_kind(name, values)
+    if len(set(values)) != len(values) or len({repr(v) for v in values}) != len(values):
+        raise ValueError(f"{name} must not repeat a category")
+    return values
+
+
+def category_kind(name: str, categories: tuple[object, ...]) -> CategoryKind:
+    """Whether ``categories`` are all text, all (finite) numbers or all booleans."""
+    if all(isinstance(c, str) for c in categories):
+        return "text"
+    if all(isinstance(c, bool) for c in categories):
+        return "boolean"
+    if all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in categories):
+        if not all(math.isfinite(float(c)) for c in categories):
+            raise ValueError(f"{name} must not contain NaN or infinite numbers")
+        return "number"
+    raise TypeError(f"{name} must be all strings, all numbers or all booleans, got "
+                    f"{sorted({type(c).__name__ for c in categories})}")
+
+
+# --------------------------------------------------------------------------------------------
+# Contribution bounds (a person with many rows)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """Bounds on what one person adds, applied before anything is computed.
+
+    Rows with the same value in ``person`` belong to one person; rows whose person id is
+    missing are left out (``missing_person_rows`` in the aggregate). For a count or a sum each
+    person keeps at most ``max_rows`` rows. For a histogram or a crosstab, without
+    ``max_groups`` each person keeps at most ``max_rows`` rows; with it, at most
+    ``max_groups`` cells and at most ``max_rows`` rows in each kept cell.
+
+    Which rows and cells are kept is random per person and fixed by ``seed``: rows are ranked
+    within a person by ``md5(seed | person id | position)`` (the position among the person's
+    rows sorted by the query's values), cells by ``md5(seed | person id | cell number)``. The
+    choice depends on one person's rows only, and DuckDB and Spark make the same choice for
+    integer and text person ids.
+    """
+
+    person: str
+    max_rows: int
+    max_groups: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _check_name("person", self.person)
+        object.__setattr__(self, "max_rows", check_int("max_rows", self.max_rows, minimum=1))
+        if self.max_groups is not None:
+            object.__setattr__(self, "max_groups",
+                               check_int("max_groups", self.max_groups, minimum=1))
+        object.__setattr__(self, "seed", check_int("seed", self.seed, minimum=0))
+
+
+def _check_contribution(value: object) -> None:
+    if value is not None and not isinstance(value, Contribution):
+        raise TypeError(f"contribution must be a Contribution or None, got "
+                        f"{type(value).__name__}")
+
+
+# --------------------------------------------------------------------------------------------
+# Queries
+
+
+@dataclass(frozen=True)
+class Count:
+    """The number of rows (with ``contribution``: at most ``max_rows`` per person)."""
+
+    contribution: Contribution | None = None
+
+    def __post_init__(self) -> None:
+        _check_contribution(self.contribution)
+        if self.contribution is not None and self.contribution.max_groups is not None:
+            raise ValueError("max_groups applies to histograms and crosstabs, not to a count")
+
+
+@dataclass(frozen=True)
+class BoundedSum:
+    """The sum of ``column`` clamped to ``[lower, upper]``, and how many values it adds.
+
+    The aggregate's ``rows`` (non-missing values summed) is the mean's count: a bounded mean
+    is this one query.
+    """
+
+    column: str
+    lower: float
+    upper: float
+    contribution: Contribution | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("column", self.column)
+        lower, upper = check_bounds(self.lower, self.upper)
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+        _check_contribution(self.contribution)
+        if self.contribution is not None and self.contribution.max_groups is not None:
+            raise ValueError("max_groups applies to histograms and crosstabs, not to a sum")
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts of ``column`` over every declared category, zeros kept."""
+
+    column: str
+    categories: tuple[object, ...]
+    contribution: Contribution | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("column", self.column)
+        object.__setattr__(self, "categories", _check_categories("categories", self.categories))
+        _check_contribution(self.contribution)
+
+
+@dataclass(frozen=True)
+class Crosstab:
+    """Counts of (``row``, ``column``) over every declared category pair, zeros kept."""
+
+    row: str
+    column: str
+    row_categories: tuple[object, ...]
+    column_categories: tuple[object, ...]
+    contribution: Contribution | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("row", self.row)
+        _check_name("column", self.column)
+        object.__setattr__(self, "row_categories",
+                           _check_categories("row_categories", self.row_categories))
+        object.__setattr__(self, "column_categories",
+                           _check_categories("column_categories", self.column_categories))
+        _check_contribution(self.contribution)
+
+
+@dataclass(frozen=True)
+class RowsPerPerson:
+    """How many people have 1, 2, 3, … rows, given the person-id column."""
+
+    person: str
+
+    def __post_init__(self) -> None:
+        _check_name("person", self.person)
+
+
+@dataclass(frozen=True)
+class DistinctValues:
+    """The distinct non-missing values of ``column`` (sorted), at most ``limit`` of them.
+
+    For categories read off the data (which leaks which values exist: the caller flags it),
+    and, with ``exclude``, for examples of values outside declared categories.
+    """
+
+    column: str
+    limit: int = 1000
+    exclude: tuple[object, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_name("column", self.column)
+        object.__setattr__(self, "limit", check_int("limit", self.limit, minimum=1))
+        if self.exclude:
+            object.__setattr__(self, "exclude", _check_categories("exclude", self.exclude))
+        else:
+            object.__setattr__(self, "exclude", ())
+
+
+Query = Count | BoundedSum | Histogram | Crosstab | RowsPerPerson | DistinctValues
+
+
+def query_key(query: Query) -> str:
+    """A stable text key for a query (its repr: floats round-trip, strings are quoted)."""
+    if not isinstance(query, Count | BoundedSum | Histogram | Crosstab | RowsPerPerson
+                      | DistinctValues):
+        raise TypeError(f"query must be an engine query, got {type(query).__name__}")
+    return repr(query)
+
+
+# --------------------------------------------------------------------------------------------
+# Aggregates
+
+
+def _frozen_ints(values: object) -> NDArray[np.int64]:
+    array = np.array(values, dtype=np.int64)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class CountAggregate:
+    """``rows`` counted; with contribution bounds, the rows dropped to meet them."""
+
+    rows: int
+    missing_person_rows: int = 0
+    dropped_rows: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class SumAggregate:
+    """The clamped sum and its bookkeeping.
+
+    ``total`` is not finite when the sum overflows float64. ``rows`` counts the values summed
+    (non-missing, kept), ``missing`` the rows whose value is missing, ``clamped`` the summed
+    values the bounds changed. ``exact`` says the sum was computed in integers (an integer
+    column with whole-number bounds): then ``total`` is the exact sum rounded once.
+    """
+
+    total: float
+    rows: int
+    missing: int
+    clamped: int
+    exact: bool
+    missing_person_rows: int = 0
+    dropped_rows: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class HistogramAggregate:
+    """``counts[i]`` rows with the i-th declared category; rows outside them and missing."""
+
+    counts: NDArray[np.int64]
+    outside: int
+    missing: int
+    missing_person_rows: int = 0
+    dropped_rows: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counts", _frozen_ints(self.counts))
+
+
+@dataclass(frozen=True, eq=False)
+class TableAggregate:
+    """``counts[i, j]`` rows with the i-th row and j-th column category.
+
+    ``row_outside`` and ``column_outside`` count rows whose (present) value is outside that
+    column's declared categories, ``missing`` rows with a missing value in either column (a
+    row can be in both kinds).
+    """
+
+    counts: NDArray[np.int64]
+    row_outside: int
+    column_outside: int
+    missing: int
+    missing_person_rows: int = 0
+    dropped_rows: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counts", _frozen_ints(self.counts))
+
+
+@dataclass(frozen=True, eq=False)
+class RowsPerPersonAggregate:
+    """``people[i]`` people have exactly ``rows[i]`` rows (``rows`` ascending, no zeros)."""
+
+    rows: NDArray[np.int64]
+    people: NDArray[np.int64]
+    missing_person_rows: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", _frozen_ints(self.rows))
+        object.__setattr__(self, "people", _frozen_ints(self.people))
+
+    @property
+    def total_people(self) -> int:
+        return int(self.people.sum())
+
+    @property
+    def max_rows(self) -> int:
+        """The most rows one person has (0 when no row has a person id)."""
+        return int(self.rows[-1]) if self.rows.size else 0
+
+    def kept_rows(self, max_rows: int) -> int:
+        """Rows left when each person keeps at most ``max_rows`` (a count's true answer)."""
+        max_rows = check_int("max_rows", max_rows, minimum=1)
+        return int(np.sum(np.minimum(self.rows, max_rows) * self.people))
+
+
+@dataclass(frozen=True, eq=False)
+class DistinctAggregate:
+    """Up to ``limit`` distinct values, sorted; ``more`` says whether others exist."""
+
+    values: tuple[object, ...]
+    more: bool
+
+
+Aggregate = (CountAggregate | SumAggregate | HistogramAggregate | TableAggregate
+             | RowsPerPersonAggregate | DistinctAggregate)
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """A column as the engine sees it: the user's name, a kind, the backend's type name.
+
+    ``kind`` is ``"integer"``, ``"float"`` (floating point or decimal), ``"text"``,
+    ``"boolean"`` or ``"other"`` (dates, lists, …: not offered to any query).
+    """
+
+    name: str
+    kind: Literal["integer", "float", "text", "boolean", "other"]
+    type_name: str = field(default="", compare=False)
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in ("integer", "float")

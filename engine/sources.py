@@ -1,0 +1,372 @@
+"""Where a dataset's rows live: an in-memory frame, a file or Parquet folder, a Spark table.
+
+Also the server's data folder (environment variable ``EPSILON_LAB_DATA``): every CSV, CSV.gz
+and Parquet file and Parquet folder in it, by name, and nothing outside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from engine.errors import DataFolderError, EngineError
+from engine.queries import Query, query_key
+
+__all__ = [
+    "FrameSource", "FileSource", "TableSource", "Source", "DataFile", "DATA_ENV",
+    "data_folder", "list_data_folder", "open_data_file",
+]
+
+#: The environment variable naming the server's data folder.
+DATA_ENV = "EPSILON_LAB_DATA"
+#: A schema file larger than this is not read (a declaration is a few kilobytes).
+MAX_SCHEMA_BYTES = 1_000_000
+#: Characters DuckDB's file readers treat as a glob pattern: a file name with one is refused.
+GLOB_CHARACTERS = frozenset("*?[]{}")
+_SUFFIXES: tuple[tuple[str, Literal["csv", "parquet"]], ...] = (
+    (".csv.gz", "csv"), (".csv", "csv"), (".parquet", "parquet"),
+)
+
+
+def _key(identity: str, version: str, query: Query) -> str:
+    return f"{identity}\x1f{version}\x1f{query_key(query)}"
+
+
+@dataclass(frozen=True, eq=False)
+class FrameSource:
+    """A pandas frame held in memory: a built-in dataset or an upload.
+
+    DuckDB scans it in place (never written to disk). ``key`` names this frame's content: a
+    built-in's name and parameters, or an upload's id; two frames with the same key must hold
+    the same rows. Left out, every FrameSource gets a fresh random key.
+    """
+
+    frame: pd.DataFrame
+    name: str = "data"
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.frame, pd.DataFrame):
+            raise TypeError(f"frame must be a pandas DataFrame, got {type(self.frame).__name__}")
+
+    @property
+    def identity(self) -> str:
+        return f"frame:{self.key}"
+
+    @property
+    def version(self) -> str:
+        """A frame never changes: a new upload is a new FrameSource with a new key."""
+        return ""
+
+    def cache_key(self, query: Query) -> str:
+        return _key(self.identity, self.version, query)
+
+    def describe(self) -> str:
+        return f"the data {self.name!r} held in memory"
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """A CSV (optionally gzip-compressed) or Parquet file, or a folder of Parquet files.
+
+    Scanned out of core on every query; ``version`` (modification time and size) changes when
+    the file does, so cached aggregates of an older version are never reused.
+    """
+
+    path: Path
+    format: Literal["csv", "parquet"]
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path).absolute())
+        if self.format not in ("csv", "parquet"):
+            raise ValueError(f"format must be 'csv' or 'parquet', got {self.format!r}")
+        if not self.name:
+            object.__setattr__(self, "name", self.path.name)
+        if GLOB_CHARACTERS & set(str(self.path)):
+            raise EngineError(f"The path {str(self.path)!r} contains one of "
+                              f"{' '.join(sorted(GLOB_CHARACTERS))}, which file readers take "
+                              "for a pattern: rename the file or folder without them.")
+
+    @property
+    def is_folder(self) -> bool:
+        return self.path.is_dir()
+
+    @property
+    def identity(self) -> str:
+        return f"file:{self.path}"
+
+    @property
+    def version(self) -> str:
+        """Modification time and size (for a folder: of its newest file, total size, count)."""
+        try:
+            info = self.path.stat()
+            if not stat.S_ISDIR(info.st_mode):
+                return f"{info.st_mtime_ns}:{info.st_size}"
+            files = [p.stat() for p in self.path.rglob("*.parquet")]
+        except OSError as exc:
+            raise EngineError(
+                f"{self.describe()} cannot be read any more ({exc.strerror or exc}). It may "
+                "have been moved or removed: choose the dataset again from the list."
+            ) from None
+        newest = max((f.st_mtime_ns for f in files), default=info.st_mtime_ns)
+        return f"{newest}:{sum(f.st_size for f in files)}:{len(files)}"
+
+    def cache_key(self, query: Query) -> str:
+        return _key(self.identity, self.version, query)
+
+    def describe(self) -> str:
+        kind = "Parquet folder" if self.format == "parquet" and self.is_folder else (
+            "Parquet file" if self.format == "parquet" else "CSV file")
+        return f"the {kind} {self.name!r}"
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """A table of the Spark catalogue, by name (Spark only).
+
+    Spark says nothing cheap about a table's changes, so ``version`` is what the caller gives
+    (for example a date it was loaded): change it to read the table afresh.
+    """
+
+    table: str
+    version: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.table, str) or not self.table.strip():
+            raise ValueError("table must be a non-empty table name")
+
+    @property
+    def name(self) -> str:
+        return self.table
+
+    @property
+    def identity(self) -> str:
+        return f"table:{self.table}"
+
+    def cache_key(self, query: Query) -> str:
+        return _key(self.identity, self.version, query)
+
+    def describe(self) -> str:
+        return f"the Spark table {self.table!r}"
+
+
+Source = FrameSource | FileSource | TableSource
+
+
+# --------------------------------------------------------------------------------------------
+# The server's data folder
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One dataset found in the data folder.
+
+    ``problem`` says why it cannot be opened (None when it can); ``schema`` is the raw JSON of
+    ``NAME.schema.json`` beside it (None when there is none), ``schema_problem`` why a schema
+    file present could not be read.
+    """
+
+    name: str
+    path: Path
+    format: Literal["csv", "parquet"]
+    folder: bool
+    size: int
+    problem: str | None = None
+    schema: dict | None = None
+    schema_problem: str | None = None
+
+    def source(self) -> FileSource:
+        if self.problem is not None:
+            raise DataFolderError(self.problem)
+        return FileSource(self.path, self.format, self.name)
+
+
+def data_folder() -> Path | None:
+    """The folder named by ``EPSILON_LAB_DATA``, or None when it is not set."""
+    value = os.environ.get(DATA_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def _format_of(name: str) -> Literal["csv", "parquet"] | None:
+    lower = name.lower()
+    for suffix, kind in _SUFFIXES:
+        if lower.endswith(suffix) and len(lower) > len(suffix):
+            return kind
+    return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_head(path: Path) -> None:
+    """Open and read a few bytes: fails as reading the data would (permissions, I/O)."""
+    with open(path, "rb") as stream:
+        stream.read(4)
+
+
+def _unreadable(name: str, exc: OSError) -> str:
+    return (f"{name!r} in the data folder cannot be read ({exc.strerror or exc}). Ask the "
+            "server's administrator to make it readable by the app, or remove it.")
+
+
+def _check_file(name: str, path: Path, root: Path) -> str | None:
+    """Why this file (or Parquet folder) cannot be offered, or None."""
+    if GLOB_CHARACTERS & set(name):
+        return (f"{name!r}: a file name with any of {' '.join(sorted(GLOB_CHARACTERS))} cannot "
+                "be read (file readers take them for a pattern). Rename the file.")
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # a dangling link, a loop
+        return (f"{name!r} in the data folder points to nothing that exists "
+                f"({getattr(exc, 'strerror', None) or exc}). Fix or remove the link.")
+    if not _inside(real, root):
+        return (f"{name!r} links to a place outside the data folder, and only the data folder "
+                "is served. Copy the file into the folder instead of linking to it.")
+    try:
+        info = real.stat()
+        if stat.S_ISDIR(info.st_mode):
+            parts = sorted(real.rglob("*.parquet"))
+            if not parts:
+                return f"The folder {name!r} holds no .parquet files."
+            for part in parts:
+                if not _inside(part.resolve(), root):
+                    return (f"The folder {name!r} holds {part.name!r}, which links outside "
+                            "the data folder: only the data folder is served.")
+            _read_head(parts[0])
+        elif not stat.S_ISREG(info.st_mode):
+            return f"{name!r} in the data folder is not a regular file."
+        else:
+            _read_head(real)
+    except OSError as exc:
+        return _unreadable(name, exc)
+    return None
+
+
+def _schema_beside(name: str, fmt: str, root: Path) -> tuple[dict | None, str | None]:
+    stem = name
+    for suffix, _ in _SUFFIXES:
+        if name.lower().endswith(suffix):
+            stem = name[: -len(suffix)]
+            break
+    for candidate in (f"{stem}.schema.json", f"{name}.schema.json"):
+        path = root / candidate
+        if not path.exists() and not path.is_symlink():
+            continue
+        try:
+            real = path.resolve(strict=True)
+            if not _inside(real, root):
+                return None, (f"{candidate!r} links outside the data folder and was not read.")
+            if real.stat().st_size > MAX_SCHEMA_BYTES:
+                return None, f"{candidate!r} is larger than {MAX_SCHEMA_BYTES:,} bytes."
+            raw = json.loads(real.read_text(encoding="utf-8"))
+        except OSError as exc:
+            return None, f"{candidate!r} cannot be read ({exc.strerror or exc})."
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return None, f"{candidate!r} is not valid JSON ({exc})."
+        if not isinstance(raw, dict):
+            return None, f"{candidate!r} must hold a JSON object, got {type(raw).__name__}."
+        return raw, None
+    return None, None
+
+
+def _root(folder: str | os.PathLike | None) -> Path | None:
+    folder = data_folder() if folder is None else Path(folder)
+    if folder is None:
+        return None
+    try:
+        root = folder.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise DataFolderError(
+            f"The data folder {str(folder)!r} ({DATA_ENV}) does not exist or cannot be reached "
+            f"({getattr(exc, 'strerror', None) or exc}). Set {DATA_ENV} to an existing folder."
+        ) from None
+    if not root.is_dir():
+        raise DataFolderError(f"{DATA_ENV} names {str(folder)!r}, which is not a folder.")
+    if GLOB_CHARACTERS & set(str(root)):
+        raise DataFolderError(f"The data folder's path {str(root)!r} contains one of "
+                              f"{' '.join(sorted(GLOB_CHARACTERS))}: move or rename it.")
+    return root
+
+
+def list_data_folder(folder: str | os.PathLike | None = None) -> list[DataFile]:
+    """Every CSV, CSV.gz and Parquet file and Parquet folder directly in the data folder.
+
+    ``folder`` defaults to ``EPSILON_LAB_DATA`` (an empty list when that is not set). Sorted by
+    name; hidden names (starting with a dot) and ``*.schema.json`` files are not datasets. An
+    entry that cannot be opened — a link out of the folder, a dangling link, an unreadable
+    file, a folder without Parquet files — is listed with its ``problem``.
+
+    Raises
+    ------
+    DataFolderError
+        The folder does not exist, is not a folder, or cannot be listed.
+    """
+    root = _root(folder)
+    if root is None:
+        return []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as exc:
+        raise DataFolderError(f"The data folder {str(root)!r} cannot be listed "
+                              f"({exc.strerror or exc}). Make it readable by the app.") from None
+    found: list[DataFile] = []
+    for entry in entries:
+        name = entry.name
+        if name.startswith(".") or name.lower().endswith(".schema.json"):
+            continue
+        path = root / name
+        try:
+            is_dir = path.is_dir()
+        except OSError:
+            is_dir = False
+        fmt = "parquet" if is_dir else _format_of(name)
+        if fmt is None:
+            continue
+        problem = _check_file(name, path, root)
+        try:
+            size = path.stat().st_size if not is_dir else sum(
+                p.stat().st_size for p in path.rglob("*.parquet"))
+        except OSError:
+            size = 0
+        schema, schema_problem = _schema_beside(name, fmt, root)
+        found.append(DataFile(name, path, fmt, is_dir, size, problem, schema, schema_problem))
+    return found
+
+
+def open_data_file(name: str, folder: str | os.PathLike | None = None) -> FileSource:
+    """The source of the data-folder entry called ``name`` (as listed, nothing else).
+
+    Raises
+    ------
+    DataFolderError
+        ``name`` is not a plain name listed in the folder (``..``, a path, an absolute name),
+        or the entry cannot be opened (the message says why and what to do).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
+    if (not name or name in (".", "..") or "/" in name or "\\" in name or "\x00" in name
+            or os.path.isabs(name)):
+        raise DataFolderError(f"{name!r} is not a file name in the data folder: choose a "
+                              "dataset from the list.")
+    root = _root(folder)
+    if root is None:
+        raise DataFolderError(f"No data folder is configured: set {DATA_ENV} to a folder of "
+                              "CSV or Parquet files.")
+    for entry in list_data_folder(root):
+        if entry.name == name:
+            return entry.source()
+    raise DataFolderError(f"There is no dataset {name!r} in the data folder (it may have been "
+                          "removed): choose one from the list.")

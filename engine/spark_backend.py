@@ -1,0 +1,468 @@
+"""The cluster backend: the same queries with PySpark's DataFrame API (no SQL strings).
+
+``EPSILON_LAB_SPARK`` is a master URL (``local[2]``, ``spark://host:7077``) or a Spark
+Connect URL (``sc://host:15002``). Every relation's columns are renamed positionally with
+``toDF("c0", "c1", …)``, so a user's column name is never parsed (dots, backticks); values
+enter as literals. Each query builds the same cells, keys and bounds as the DuckDB backend,
+so the answers are the same.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from engine import _plan
+from engine.errors import EngineError
+from engine.queries import (
+    Aggregate,
+    BoundedSum,
+    ColumnInfo,
+    Contribution,
+    Count,
+    CountAggregate,
+    Crosstab,
+    DistinctAggregate,
+    DistinctValues,
+    Histogram,
+    Query,
+    RowsPerPerson,
+    SumAggregate,
+)
+from engine.sources import FileSource, FrameSource, Source, TableSource
+
+__all__ = ["SparkBackend", "SPARK_ENV", "spark_session"]
+
+#: The environment variable naming the Spark master or Spark Connect URL.
+SPARK_ENV = "EPSILON_LAB_SPARK"
+DEFAULT_MASTER = "local[2]"
+#: Retries of a Spark Connect call before it fails (about 5 seconds in all).
+CONNECT_RETRIES = 3
+
+Plan = Callable[[Any], Aggregate]  # a compiled query: DataFrame (columns c0, c1, …) → answer
+
+
+def spark_session(url: str, *, shuffle_partitions: int = 8,
+                  config: dict[str, str] | None = None) -> Any:
+    """A SparkSession for ``url``: Spark Connect for ``sc://``, else a classic master.
+
+    A local master binds to the loopback address only, with the web UI off; ``config`` adds
+    settings (tests use it to make a small local session start fast).
+    """
+    from pyspark.sql import SparkSession
+
+    if url.startswith("sc://"):
+        session = SparkSession.builder.remote(url).getOrCreate()
+        # The client's default retries wait up to 10 minutes for a server that is down: a
+        # page would hang that long. A few quick retries, then a clear error.
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        session.client.set_retry_policies([DefaultPolicy(
+            max_retries=CONNECT_RETRIES, initial_backoff=200, max_backoff=5000)])
+        return session
+    builder = (SparkSession.builder.master(url).appName("Epsilon Lab")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    if url.startswith("local"):
+        builder = (builder.config("spark.driver.host", "127.0.0.1")
+                   .config("spark.driver.bindAddress", "127.0.0.1"))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _col(i: int) -> str:
+    return f"c{i}"
+
+
+def column_kind(data_type: Any) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.ByteType | T.ShortType | T.IntegerType | T.LongType):
+        return "integer"
+    if isinstance(data_type, T.FloatType | T.DoubleType | T.DecimalType):
+        return "float"
+    if isinstance(data_type, T.StringType | T.CharType | T.VarcharType):
+        return "text"
+    if isinstance(data_type, T.BooleanType):
+        return "boolean"
+    return "other"
+
+
+def _missing(column: Any, info: ColumnInfo) -> Any:
+    from pyspark.sql import functions as F
+
+    if info.type_name in ("float", "double"):
+        return column.isNull() | F.isnan(column)
+    return column.isNull()
+
+
+def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
+          categories: tuple[object, ...]) -> Any:
+    """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
+    from pyspark.sql import functions as F
+
+    cast = {"text": "string", "integer": "long", "real": "double", "boolean": "boolean"}
+    if kind == "never":
+        match = F.lit(0)
+    else:
+        values = _plan.category_values(kind, categories)
+        array = F.array(*[F.lit(v).cast(cast[kind]) for v in values])
+        match = F.array_position(array, column.cast(cast[kind]))
+    return F.when(_missing(column, info), F.lit(-1)).otherwise(F.coalesce(match, F.lit(0)))
+
+
+def _row_key(contribution: Contribution, person: str, position: str, tag: str) -> Any:
+    """md5('seed|tag|person|position'): the same text, so the same order, as in DuckDB."""
+    from pyspark.sql import functions as F
+
+    return F.md5(F.concat_ws("|", F.lit(str(contribution.seed)), F.lit(tag),
+                             F.col(person).cast("string"), F.col(position).cast("string")))
+
+
+def _count_if(condition: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.count(F.when(condition, F.lit(1)))
+
+
+def _rows(df: Any) -> list[tuple]:
+    return [tuple(row) for row in df.collect()]
+
+
+def _compile_count(query: Count, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    from pyspark.sql import functions as F
+
+    person = _plan.check_contribution(columns, query.contribution, where)
+    if person is None:
+        return lambda df: CountAggregate(int(df.count()))
+    k = query.contribution.max_rows
+    p = _col(person)
+
+    def plan(df: Any) -> CountAggregate:
+        g = df.groupBy(p).agg(F.count(F.lit(1)).alias("n"))
+        g = g.select(_missing(F.col(p), columns[person]).alias("m"), F.col("n"))
+        kept, missing, total = _rows(g.agg(
+            F.sum(F.when(F.col("m"), F.lit(0)).otherwise(F.least(F.col("n"), F.lit(k)))),
+            F.sum(F.when(F.col("m"), F.col("n")).otherwise(F.lit(0))),
+            F.sum(F.col("n"))))[0]
+        kept, missing, total = int(kept or 0), int(missing or 0), int(total or 0)
+        return CountAggregate(kept, missing, total - missing - kept)
+
+    return plan
+
+
+def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    i = _plan.numeric_column(columns, query.column, where)
+    info = columns[i]
+    exact = _plan.exact_sum(info, query.lower, query.upper)
+    kind = "long" if exact else "double"
+    lo = F.lit(int(query.lower) if exact else query.lower).cast(kind)
+    hi = F.lit(int(query.upper) if exact else query.upper).cast(kind)
+
+    def total(condition: Any, values: Any) -> Any:
+        # Spark's least and greatest skip nulls (least(null, 3) = 3): clamp inside the when.
+        clamped = F.greatest(F.least(values, hi), lo)
+        return F.sum(F.when(condition, clamped.cast("decimal(38,0)") if exact else clamped))
+
+    person = _plan.check_contribution(columns, query.contribution, where)
+
+    def plan(df: Any) -> SumAggregate:
+        x = F.col(_col(i))
+        value = x.cast(kind)
+        missing = _missing(x, info)
+        n_missing, present, clamped, answer = _rows(df.agg(
+            _count_if(missing), _count_if(~missing),
+            _count_if(~missing & ((value < lo) | (value > hi))),
+            total(~missing, value)))[0]
+        if person is None:
+            return SumAggregate(_plan.to_float(answer), int(present), int(n_missing),
+                                int(clamped), exact)
+        contribution = query.contribution
+        p = F.col(_col(person))
+        p_missing = _missing(p, columns[person])
+        r = (df.where(~missing & ~p_missing).select(p.alias("pid"), value.alias("v"))
+             .withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("v"))))
+        order = Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "r0", "row"),
+                                                   F.col("r0"))
+        s = r.withColumn("r", F.row_number().over(order))
+        kept = F.col("r") <= contribution.max_rows
+        v = F.col("v")
+        answer, n_kept, clamped, eligible = _rows(s.agg(
+            total(kept, v), _count_if(kept), _count_if(kept & ((v < lo) | (v > hi))),
+            F.count(F.lit(1))))[0]
+        missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
+        return SumAggregate(_plan.to_float(answer), int(n_kept), int(n_missing), int(clamped),
+                            exact, missing_person, int(eligible) - int(n_kept))
+
+    return plan
+
+
+def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo],
+                   contribution: Contribution) -> tuple[list[tuple], int]:
+    """(cell, kept, eligible) rows under the contribution bounds, and the missing-id rows."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    p = F.col(_col(person))
+    p_missing = _missing(p, columns[person])
+    m = df.where(~p_missing).select(p.alias("pid"), cell.alias("idx")).where(F.col("idx") > 0)
+    k = contribution.max_rows
+    if contribution.max_groups is None:
+        r = m.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("idx")))
+        order = Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "r0", "row"),
+                                                   F.col("r0"))
+        s = r.withColumn("r", F.row_number().over(order))
+        kept = s.groupBy("idx").agg(_count_if(F.col("r") <= k), F.count(F.lit(1)))
+    else:
+        d = m.groupBy("pid", "idx").agg(F.count(F.lit(1)).alias("n"))
+        order = Window.partitionBy("pid").orderBy(
+            _row_key(contribution, "pid", "idx", "group"), F.col("idx"))
+        s = d.withColumn("g", F.row_number().over(order))
+        kept = s.groupBy("idx").agg(
+            F.sum(F.when(F.col("g") <= contribution.max_groups,
+                         F.least(F.col("n"), F.lit(k))).otherwise(F.lit(0))),
+            F.sum(F.col("n")))
+    missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
+    return _rows(kept), missing_person
+
+
+def _compile_histogram(query: Histogram, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    from pyspark.sql import functions as F
+
+    i = _plan.column_index(columns, query.column, "column", where)
+    info = columns[i]
+    kind = _plan.match_kind(info, query.categories, where)
+    cells = len(query.categories)
+    person = _plan.check_contribution(columns, query.contribution, where)
+
+    def plan(df: Any) -> Aggregate:
+        g = df.groupBy(_col(i)).agg(F.count(F.lit(1)).alias("n"))
+        g = g.select(_cell(F.col(_col(i)), info, kind, query.categories).alias("idx"), "n")
+        rows = _rows(g.groupBy("idx").agg(F.sum("n")))
+        if person is None:
+            return _plan.histogram_aggregate(rows, cells)
+        kept, missing_person = _bounded_cells(
+            df, _cell(F.col(_col(i)), info, kind, query.categories), person, columns,
+            query.contribution)
+        return _plan.histogram_aggregate(rows, cells, kept=kept,
+                                         missing_person_rows=missing_person)
+
+    return plan
+
+
+def _compile_crosstab(query: Crosstab, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    from pyspark.sql import functions as F
+
+    a = _plan.column_index(columns, query.row, "row", where)
+    b = _plan.column_index(columns, query.column, "column", where)
+    kind_a = _plan.match_kind(columns[a], query.row_categories, where)
+    kind_b = _plan.match_kind(columns[b], query.column_categories, where)
+    shape = (len(query.row_categories), len(query.column_categories))
+    person = _plan.check_contribution(columns, query.contribution, where)
+
+    def cell_a(df_col: Any) -> Any:
+        return _cell(df_col, columns[a], kind_a, query.row_categories)
+
+    def cell_b(df_col: Any) -> Any:
+        return _cell(df_col, columns[b], kind_b, query.column_categories)
+
+    def plan(df: Any) -> Aggregate:
+        g = df.groupBy(_col(a), _col(b)).agg(F.count(F.lit(1)).alias("n"))
+        g = g.select(cell_a(F.col(_col(a))).alias("ia"), cell_b(F.col(_col(b))).alias("ib"),
+                     "n")
+        rows = _rows(g.groupBy("ia", "ib").agg(F.sum("n")))
+        if person is None:
+            return _plan.table_aggregate(rows, shape)
+        ra, cb = cell_a(F.col(_col(a))), cell_b(F.col(_col(b)))
+        cell = F.when((ra > 0) & (cb > 0), (ra - 1) * shape[1] + cb).otherwise(F.lit(0))
+        kept, missing_person = _bounded_cells(df, cell, person, columns, query.contribution)
+        return _plan.table_aggregate(rows, shape, kept=kept, missing_person_rows=missing_person)
+
+    return plan
+
+
+def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo],
+                             where: str) -> Plan:
+    from pyspark.sql import functions as F
+
+    p = _plan.check_contribution(columns, Contribution(query.person, 1), where)
+
+    def plan(df: Any) -> Aggregate:
+        g = df.groupBy(_col(p)).agg(F.count(F.lit(1)).alias("n"))
+        g = g.select(_missing(F.col(_col(p)), columns[p]).alias("m"), "n")
+        return _plan.rows_per_person_aggregate(_rows(g.groupBy("m", "n").count()))
+
+    return plan
+
+
+def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
+                      where: str) -> Plan:
+    i = _plan.column_index(columns, query.column, "column", where)
+    info = columns[i]
+    kind = _plan.match_kind(info, query.exclude, where) if query.exclude else None
+
+    def plan(df: Any) -> Aggregate:
+        from pyspark.sql import functions as F
+
+        x = F.col(_col(i))
+        condition = ~_missing(x, info)
+        if kind is not None and kind != "never":
+            condition = condition & (_cell(x, info, kind, query.exclude) == 0)
+        value = x.cast("string") if info.kind == "text" else x
+        values = [r[0] for r in _rows(df.where(condition).select(value.alias("v")).distinct()
+                                      .orderBy("v").limit(query.limit + 1))]
+        return DistinctAggregate(tuple(values[: query.limit]), len(values) > query.limit)
+
+    return plan
+
+
+_COMPILERS: dict[type, Callable[..., Plan]] = {
+    Count: _compile_count, BoundedSum: _compile_sum, Histogram: _compile_histogram,
+    Crosstab: _compile_crosstab, RowsPerPerson: _compile_rows_per_person,
+    DistinctValues: _compile_distinct,
+}
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_query(query: Query, columns: tuple[ColumnInfo, ...], where: str) -> Plan:
+    """The Spark plan for ``query`` over a relation with these columns (compiled once)."""
+    compiler = _COMPILERS.get(type(query))
+    if compiler is None:
+        raise TypeError(f"query must be an engine query, got {type(query).__name__}")
+    return compiler(query, columns, where)
+
+
+def _frame_to_arrow(frame: Any) -> Any:
+    """The frame as an Arrow table with columns c0, c1, …; NaN and None become null."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    arrays = []
+    for name in frame.columns:
+        series = frame[name]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            values = np.asarray(series.astype(object))
+            arrays.append(pa.array(values, from_pandas=True))
+        else:
+            arrays.append(pa.array(series, from_pandas=True))
+    return pa.Table.from_arrays(arrays, names=[_col(i) for i in range(len(arrays))])
+
+
+class SparkBackend:
+    """Answers engine queries with Spark (local, a cluster, or Spark Connect).
+
+    Parameters
+    ----------
+    url : str, optional
+        Master or Spark Connect URL (default ``EPSILON_LAB_SPARK``, else ``local[2]``).
+    session : pyspark.sql.SparkSession, optional
+        An existing session to use instead (tests share one per test session).
+    """
+
+    name = "spark"
+
+    def __init__(self, url: str | None = None, *, session: Any = None,
+                 shuffle_partitions: int = 8) -> None:
+        self.url = url or os.environ.get(SPARK_ENV) or DEFAULT_MASTER
+        self._session = session
+        self._shuffle_partitions = shuffle_partitions
+        self._lock = threading.Lock()
+        self._frames: OrderedDict[tuple[str, str], tuple[Any, tuple[ColumnInfo, ...]]] = (
+            OrderedDict())
+
+    @property
+    def session(self) -> Any:
+        with self._lock:
+            if self._session is None:
+                try:
+                    self._session = spark_session(self.url,
+                                                  shuffle_partitions=self._shuffle_partitions)
+                except Exception as exc:  # Java missing, cluster unreachable, bad URL
+                    raise EngineError(
+                        f"Spark could not start at {self.url!r} ({_first_line(exc)}). Check "
+                        f"{SPARK_ENV} (a master URL such as local[2] or spark://host:7077, or "
+                        "sc://host:15002 for Spark Connect), that the cluster is running, and "
+                        "that Java 17 or later is installed.") from None
+            return self._session
+
+    def _dataframe(self, source: Source) -> tuple[Any, tuple[ColumnInfo, ...]]:
+        key = (source.identity, source.version)
+        with self._lock:
+            cached = self._frames.get(key)
+            if cached is not None:
+                self._frames.move_to_end(key)
+                return cached
+        session = self.session
+        if isinstance(source, FrameSource):
+            df = session.createDataFrame(_frame_to_arrow(source.frame))
+            names = [str(c) for c in source.frame.columns]
+        else:
+            if isinstance(source, FileSource):
+                path = str(source.path)
+                if source.format == "csv":
+                    df = session.read.csv(path, header=True, inferSchema=True, escape='"')
+                else:
+                    df = session.read.parquet(path)
+            elif isinstance(source, TableSource):
+                df = session.table(source.table)
+            else:
+                raise TypeError(f"source must be a FrameSource, FileSource or TableSource, "
+                                f"got {type(source).__name__}")
+            names = list(df.columns)
+            df = df.toDF(*[_col(i) for i in range(len(names))])
+        columns = tuple(
+            ColumnInfo(name, column_kind(field.dataType),  # type: ignore[arg-type]
+                       field.dataType.simpleString())
+            for name, field in zip(names, df.schema.fields, strict=True))
+        with self._lock:
+            self._frames[key] = (df, columns)
+            while len(self._frames) > 16:
+                self._frames.popitem(last=False)
+        return df, columns
+
+    def columns(self, source: Source) -> tuple[ColumnInfo, ...]:
+        return self._guard(source, lambda: self._dataframe(source)[1])
+
+    def run(self, source: Source, query: Query) -> Aggregate:
+        def answer() -> Aggregate:
+            df, columns = self._dataframe(source)
+            return compile_query(query, columns, source.describe())(df)
+
+        return self._guard(source, answer)
+
+    def _guard(self, source: Source, work: Callable[[], Any]) -> Any:
+        try:
+            return work()
+        except (EngineError, TypeError):
+            raise
+        except Exception as exc:
+            text = _first_line(exc)
+            if "RpcError" in text or "UNAVAILABLE" in str(exc):
+                text = "the server did not answer"
+            if "PATH_NOT_FOUND" in text or "FileNotFound" in text or "does not exist" in text:
+                raise EngineError(f"{source.describe()} cannot be read ({text}). It may have "
+                                  "been moved or removed: choose the dataset again.") from None
+            if "TABLE_OR_VIEW_NOT_FOUND" in text:
+                raise EngineError(f"{source.describe()} does not exist on the Spark cluster "
+                                  f"({text}). Check the table's name.") from None
+            raise EngineError(f"Spark could not answer this query on {source.describe()} "
+                              f"({text}). Check that the cluster at {self.url!r} is running "
+                              "and reachable, then try again.") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__

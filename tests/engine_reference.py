@@ -1,0 +1,243 @@
+"""A plain pandas/Python reference for the engine's queries, and random frames to test on.
+
+Written from the documented semantics, not from the engine's code: counts by pandas
+group-bys, sums with exact arithmetic (``fractions`` / ``math.fsum``), the contribution bounds
+by sorting each person's rows in Python with ``hashlib.md5`` keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+#: Column names a CSV header may legally hold.
+ODD = '"; drop table x; --'
+QUOTED = 'naïve ☃ "quoted"'
+SEMI = "a;b"
+DOTTED = "b.c`x`"
+PERSON = "Person id"
+WHO = "who"
+CODE = "code"
+SMALL = "small"
+LOG = "log-normal"
+DECLARED = ("red", "green", "blue", "never used", "also empty")  # the last two: no rows
+ROW_CATEGORIES = DECLARED
+CODE_CATEGORIES = (0, 1, 2, 3, 4)                   # code 5 is outside
+
+
+def random_frame(seed: int, rows: int = 300) -> pd.DataFrame:
+    """Nulls, NaN, ±inf, huge and negative values, undeclared categories, odd names."""
+    rng = np.random.default_rng(seed)
+    # Multiples of 1/4 under 2^40: every clamped sum is exact in float64, in any order.
+    dyadic = rng.integers(-2**20, 2**20, size=rows) / 4.0
+    special = rng.choice([np.nan, np.inf, -np.inf, 1e300, -1e300, -0.0], size=rows)
+    dyadic = np.where(rng.random(rows) < 0.15, special, dyadic)
+    dyadic[rng.random(rows) < 0.05] = np.nan
+    huge_ints = rng.integers(-2**62, 2**62, size=rows, dtype=np.int64)
+    colours = rng.choice(["red", "green", "blue", "purple", "Red"], size=rows,
+                         p=[0.4, 0.3, 0.2, 0.05, 0.05]).astype(object)
+    colours[rng.random(rows) < 0.08] = None
+    people = pd.array(rng.integers(0, rows // 4, size=rows), dtype="Int64")
+    people[rng.random(rows) < 0.04] = pd.NA
+    who = rng.choice(["ann", "bob", "ç\"'; --", "dee", "eve ☃"], size=rows).astype(object)
+    who[rng.random(rows) < 0.04] = None
+    return pd.DataFrame({
+        ODD: dyadic,
+        QUOTED: huge_ints,
+        SEMI: pd.Categorical(colours, categories=["red", "green", "blue", "purple", "Red"]),
+        DOTTED: pd.array(colours, dtype="str"),
+        PERSON: people,
+        WHO: pd.array(who, dtype="str"),
+        CODE: rng.integers(0, 6, size=rows),
+        SMALL: rng.integers(-5, 6, size=rows),
+        "A": rng.integers(0, 10, size=rows),
+        "a": rng.lognormal(3.0, 2.0, size=rows),
+        LOG: rng.lognormal(0.0, 3.0, size=rows) * rng.choice([-1, 1], size=rows),
+    })
+
+
+def _missing(series: pd.Series) -> np.ndarray:
+    return series.isna().to_numpy()
+
+
+def _present_values(series: pd.Series) -> list:
+    return [v for v, m in zip(series.tolist(), _missing(series), strict=True) if not m]
+
+
+def clamp(value: float, lower: float, upper: float) -> float:
+    return min(max(value, lower), upper)
+
+
+def exact_sum(values: list, lower: float, upper: float) -> float:
+    """The clamped sum rounded once: exact rationals for finite values."""
+    return float(sum(Fraction(clamp(v, lower, upper)) for v in values))
+
+
+def bounded_sum(frame: pd.DataFrame, column: str, lower: float, upper: float) -> dict:
+    values = _present_values(frame[column])
+    return {"total": exact_sum(values, lower, upper), "rows": len(values),
+            "missing": int(_missing(frame[column]).sum()),
+            "clamped": sum(1 for v in values if v < lower or v > upper)}
+
+
+def cell_codes(series: pd.Series, categories: tuple) -> np.ndarray:
+    """-1 missing, 0 outside, else the 1-based position (pandas equality, as dpcore)."""
+    missing = _missing(series)
+    codes = pd.Index(list(categories)).get_indexer(pd.Series(series.to_numpy(dtype=object)))
+    out = codes.astype(np.int64) + 1
+    out[missing] = -1
+    return out
+
+
+def histogram(frame: pd.DataFrame, column: str, categories: tuple) -> dict:
+    codes = cell_codes(frame[column], categories)
+    return {"counts": np.bincount(codes[codes > 0] - 1, minlength=len(categories)),
+            "outside": int((codes == 0).sum()), "missing": int((codes < 0).sum())}
+
+
+def crosstab(frame: pd.DataFrame, row: str, column: str, row_categories: tuple,
+             column_categories: tuple) -> dict:
+    a = cell_codes(frame[row], row_categories)
+    b = cell_codes(frame[column], column_categories)
+    both = (a > 0) & (b > 0)
+    shape = (len(row_categories), len(column_categories))
+    flat = np.bincount((a[both] - 1) * shape[1] + b[both] - 1, minlength=shape[0] * shape[1])
+    return {"counts": flat.reshape(shape), "row_outside": int((a == 0).sum()),
+            "column_outside": int((b == 0).sum()), "missing": int(((a < 0) | (b < 0)).sum())}
+
+
+def rows_per_person(frame: pd.DataFrame, person: str) -> dict:
+    ids = frame[person]
+    sizes = ids[~_missing(ids)].value_counts()
+    per_size = sizes.value_counts().sort_index()
+    return {"rows": per_size.index.to_numpy(dtype=np.int64),
+            "people": per_size.to_numpy(dtype=np.int64),
+            "missing_person_rows": int(_missing(ids).sum())}
+
+
+# --------------------------------------------------------------------------------------------
+# Contribution bounds, as documented in engine.queries.Contribution
+
+
+def _key(seed: int, tag: str, person: object, position: int) -> str:
+    return hashlib.md5(f"{seed}|{tag}|{person}|{position}".encode()).hexdigest()
+
+
+def _people(frame: pd.DataFrame, person: str) -> dict:
+    groups: dict = {}
+    for i, pid in enumerate(frame[person].tolist()):
+        if pid is None or pid is pd.NA or (isinstance(pid, float) and math.isnan(pid)):
+            continue
+        groups.setdefault(pid, []).append(i)
+    return groups
+
+
+def _keep_rows(values: list, seed: int, pid: object, k: int) -> list:
+    """Sort one person's values, rank positions by md5 key, keep the first k."""
+    ordered = sorted(values)
+    ranked = sorted(range(1, len(ordered) + 1), key=lambda r: (_key(seed, "row", pid, r), r))
+    return [ordered[r - 1] for r in ranked[:k]]
+
+
+def bounded_count(frame: pd.DataFrame, person: str, k: int) -> int:
+    return sum(min(len(rows), k) for rows in _people(frame, person).values())
+
+
+def bounded_sum_per_person(frame: pd.DataFrame, column: str, lower: float, upper: float,
+                           person: str, k: int, seed: int) -> dict:
+    values = frame[column].tolist()  # Python numbers: numpy int64 would overflow in sums
+    missing = _missing(frame[column])
+    kept: list = []
+    for pid, rows in _people(frame, person).items():
+        present = [values[i] for i in rows if not missing[i]]
+        kept += _keep_rows(present, seed, pid, k)
+    return {"total": exact_sum(kept, lower, upper), "rows": len(kept),
+            "clamped": sum(1 for v in kept if v < lower or v > upper)}
+
+
+def bounded_cells(codes: np.ndarray, frame: pd.DataFrame, person: str, cells: int, k: int,
+                  groups: int | None, seed: int) -> np.ndarray:
+    counts = np.zeros(cells, dtype=np.int64)
+    for pid, rows in _people(frame, person).items():
+        mine = [int(codes[i]) for i in rows if codes[i] > 0]
+        if groups is None:
+            for cell in _keep_rows(mine, seed, pid, k):
+                counts[cell - 1] += 1
+            continue
+        distinct = sorted(set(mine), key=lambda c: (_key(seed, "group", pid, c), c))
+        for cell in distinct[:groups]:
+            counts[cell - 1] += min(mine.count(cell), k)
+    return counts
+
+
+# --------------------------------------------------------------------------------------------
+# The cases every backend is checked on, with their expected aggregates
+
+
+def cases(frame: pd.DataFrame) -> list[tuple[object, dict]]:
+    """(query, expected fields) pairs over a frame from :func:`random_frame`."""
+    from engine.queries import BoundedSum, Contribution, Count, Crosstab, Histogram, RowsPerPerson
+
+    out: list[tuple[object, dict]] = [(Count(), {"rows": len(frame)})]
+    for column, lower, upper in ((ODD, -1000.25, 2e6), (QUOTED, -2.0**61, 2.0**61),
+                                 (SMALL, -3.0, 3.0), (LOG, -50.0, 50.5), ("a", 0.0, 1e3),
+                                 (CODE, 0.5, 3.5)):
+        out.append((BoundedSum(column, lower, upper), bounded_sum(frame, column, lower, upper)))
+    for column, categories in ((SEMI, DECLARED), (DOTTED, DECLARED), (CODE, CODE_CATEGORIES),
+                               (CODE, tuple(float(c) for c in CODE_CATEGORIES)),
+                               (CODE, tuple(str(c) for c in CODE_CATEGORIES)),
+                               (SEMI, DECLARED + ("purple", "Red"))):
+        out.append((Histogram(column, categories), histogram(frame, column, categories)))
+    out.append((Crosstab(SEMI, CODE, DECLARED, CODE_CATEGORIES),
+                crosstab(frame, SEMI, CODE, DECLARED, CODE_CATEGORIES)))
+    out.append((Crosstab(DOTTED, WHO, DECLARED, ("ann", "bob", "nobody")),
+                crosstab(frame, DOTTED, WHO, DECLARED, ("ann", "bob", "nobody"))))
+    for person in (PERSON, WHO):
+        out.append((RowsPerPerson(person), rows_per_person(frame, person)))
+    # Contribution bounds.
+    out.append((Count(Contribution(PERSON, 2)), {"rows": bounded_count(frame, PERSON, 2)}))
+    for column, lower, upper, person, k, seed in ((ODD, -1000.25, 2e6, PERSON, 2, 7),
+                                                   (QUOTED, -2.0**61, 2.0**61, WHO, 3, 1),
+                                                   (LOG, -50.0, 50.5, PERSON, 1, 0)):
+        out.append((BoundedSum(column, lower, upper, Contribution(person, k, seed=seed)),
+                    bounded_sum_per_person(frame, column, lower, upper, person, k, seed)))
+    semi = cell_codes(frame[SEMI], DECLARED)
+    for person, k, groups, seed in ((PERSON, 1, None, 2), (WHO, 4, 2, 5), (WHO, 3, None, 11)):
+        out.append((Histogram(SEMI, DECLARED, Contribution(person, k, groups, seed)),
+                    {"counts": bounded_cells(semi, frame, person, len(DECLARED), k, groups,
+                                             seed)}))
+    a, b = cell_codes(frame[SEMI], DECLARED), cell_codes(frame[CODE], CODE_CATEGORIES)
+    both = np.where((a > 0) & (b > 0), (a - 1) * len(CODE_CATEGORIES) + b, 0)
+    cells = len(DECLARED) * len(CODE_CATEGORIES)
+    out.append((Crosstab(SEMI, CODE, DECLARED, CODE_CATEGORIES, Contribution(PERSON, 2, 1, 3)),
+                {"counts": bounded_cells(both, frame, PERSON, cells, 2, 1, 3).reshape(
+                    len(DECLARED), len(CODE_CATEGORIES))}))
+    return out
+
+
+def assert_matches(query: object, aggregate: object, expected: dict) -> None:
+    """Counts equal; sums equal to 1e-9 relative (exact for the exact and dyadic sums)."""
+    for name, want in expected.items():
+        got = getattr(aggregate, name)
+        if name == "total":
+            assert math.isclose(got, want, rel_tol=1e-9, abs_tol=0.0), (query, got, want)
+        elif isinstance(want, np.ndarray):
+            np.testing.assert_array_equal(got, want, err_msg=repr(query))
+        else:
+            assert got == want, (query, name, got, want)
+
+
+def assert_same(query: object, first: object, second: object) -> None:
+    """Two backends' aggregates field by field (sums to 1e-9 relative)."""
+    for name in first.__dataclass_fields__:
+        x, y = getattr(first, name), getattr(second, name)
+        if name == "total":
+            assert math.isclose(x, y, rel_tol=1e-9), (query, x, y)
+        elif isinstance(x, np.ndarray):
+            np.testing.assert_array_equal(x, y, err_msg=repr(query))
+        else:
+            assert x == y, (query, name, x, y)
