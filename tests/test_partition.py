@@ -142,7 +142,7 @@ def test_parameters_are_validated():
                            rng=np.random.default_rng(0))
 
 
-# --- simulation ---------------------------------------------------------------------------------
+# --- simulation -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("noise", PARTITION_NOISES)
@@ -191,7 +191,7 @@ def test_one_release_has_one_row_of_results():
     assert release.noisy_counts.shape == (2,)
 
 
-# --- OpenDP 0.16 ---------------------------------------------------------------------------------
+# --- OpenDP 0.16 ----------------------------------------------------------------------------------
 
 
 def opendp_float_threshold(noise: str, scale: float, threshold: float):
