@@ -19,6 +19,7 @@ from dpcore.measures import (
     compose,
     zcdp_epsilon,
 )
+from dpcore.quantiles import quantile_probabilities
 from dpcore.selection import (
     exponential_mechanism,
     noisy_max_privacy,
@@ -47,6 +48,7 @@ __all__ = [
     "noisy_max_scale",
     "noisy_top_k",
     "permute_and_flip",
+    "quantile_probabilities",
     "report_noisy_max",
     "selection_probabilities",
     "smallest_epsilon",

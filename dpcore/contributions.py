@@ -134,7 +134,7 @@ def _scaled_sensitivity(bounds: ContributionBounds, magnitude: float, what: str)
     # l2² >= k·r²·M²: compared exactly (the square root of k is irrational unless k is square).
     l2 = math.sqrt(k) * r * magnitude
     if not 0 < l2 < math.inf:
-        raise ValueError(f"the L2 sensitivity of {what} is no positive finite number in float64")
+        raise ValueError(f"the L2 sensitivity of {what} overflows float64")
     while Fraction(l2) ** 2 < k * (r * m) ** 2:
         l2 = math.nextafter(l2, math.inf)
     return Sensitivity(l1=l1, l2=max(l2, linf), linf=linf)
@@ -177,6 +177,14 @@ def _magnitude(lower: object, upper: object) -> float:
     return max(abs(lo), abs(hi))
 
 
+def _sum_sensitivity(bounds: ContributionBounds, magnitude: float) -> Sensitivity:
+    try:
+        return _scaled_sensitivity(bounds, magnitude, "the sum")
+    except ValueError as exc:
+        raise ValueError(f"{exc}: max(|lower|, |upper|) = {magnitude:g} is too large for "
+                         "these bounds") from None
+
+
 def sum_sensitivity(bounds: ContributionBounds, *, lower: float, upper: float) -> Sensitivity:
     """Sensitivity of a sum of values clamped to [lower, upper], overall or by group.
 
@@ -195,7 +203,7 @@ def sum_sensitivity(bounds: ContributionBounds, *, lower: float, upper: float) -
     Sensitivity
     """
     bounds = _check_bounds_object(bounds)
-    return _scaled_sensitivity(bounds, _magnitude(lower, upper), "the sum")
+    return _sum_sensitivity(bounds, _magnitude(lower, upper))
 
 
 def mean_sensitivities(
@@ -209,8 +217,7 @@ def mean_sensitivities(
     """
     bounds = _check_bounds_object(bounds)
     magnitude = _magnitude(lower, upper)
-    return (_scaled_sensitivity(bounds, magnitude, "the sum"),
-            _scaled_sensitivity(bounds, 1.0, "the count"))
+    return _sum_sensitivity(bounds, magnitude), _scaled_sensitivity(bounds, 1.0, "the count")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,16 +394,15 @@ def contribution_cells(
     pair_key = person * n_groups + group
     pair_ids, pair = np.unique(pair_key, return_inverse=True)
     pair_person, pair_group = np.divmod(pair_ids, n_groups)
-    with np.errstate(over="raise"):
-        try:
-            n = np.bincount(pair).astype(np.float64)
-            c = np.bincount(pair, weights=clamped)
-            q = np.bincount(pair, weights=clamped * clamped)
-            raw_sum = np.bincount(pair, weights=raw)
-            c2 = c * c
-        except FloatingPointError:
-            raise ValueError("values are too large: their squares and sums overflow float64; "
-                             "rescale them (e.g. thousands instead of units)") from None
+    with np.errstate(over="ignore", invalid="ignore"):  # refused just below
+        n = np.bincount(pair).astype(np.float64)
+        c = np.bincount(pair, weights=clamped)
+        q = np.bincount(pair, weights=clamped * clamped)
+        raw_sum = np.bincount(pair, weights=raw)
+        c2 = c * c
+    if not all(np.all(np.isfinite(a)) for a in (c, q, raw_sum, c2)):
+        raise ValueError("values are too large: their squares and sums overflow float64; "
+                         "rescale them (e.g. thousands instead of units)")
     person_rows = np.bincount(person).astype(np.float64)[pair_person]
     person_groups = np.bincount(pair_person).astype(np.float64)[pair_person]
     # cells: pairs sharing (group, n, N, G)

@@ -123,11 +123,14 @@ def _inverse_survival(p: float, noise: str, scale: float) -> float:
     else:
         norm = 1.0 + math.exp(-1.0 / scale)
         if p <= 1.0 / norm:  # the answer is >= 1: e^{−j/b} <= p·norm
-            t = max(1.0, math.ceil(-scale * math.log(p * norm)))
+            t = max(1.0, -scale * math.log(p * norm))
         else:  # j <= 0: 1 − e^{−(1−j)/b}/norm <= p
-            t = math.ceil(1.0 + scale * math.log((1 - p) * norm))
+            t = 1.0 + scale * math.log((1 - p) * norm)
+        if math.isfinite(t):
+            t = float(math.ceil(t))
     if not math.isfinite(t):
-        raise ValueError("the threshold is beyond float64 for this scale and delta")
+        raise ValueError("the threshold is beyond float64 for this scale and delta: lower "
+                         "the scale")
     return _step_until(t, lambda v: float(_survival(np.array(v), noise, scale)) > p, noise,
                        scale, "the threshold")
 

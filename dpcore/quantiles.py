@@ -57,7 +57,7 @@ OUTSIDE = ("separate", "clamp")
 #: Most quantiles released together (each is one exponential mechanism over the candidates).
 MAX_QUANTILES = 1000
 #: Largest candidate for a DP quantile of rows per person (candidates 1..K).
-MAX_ROWS_CANDIDATE = 10**6
+MAX_ROWS_CANDIDATE = 10**5
 
 # The largest max_rows (rows per person) a quantile's sensitivity is scaled by.
 _MAX_ROWS = 10**9
@@ -91,16 +91,17 @@ def _check_q(q: object, name: str = "q") -> float:
     return value
 
 
-def _check_weights(counts: ArrayLike | None, size: int) -> NDArray[np.float64] | None:
+def _check_weights(counts: ArrayLike | None, size: int, name: str = "counts",
+                   of: str = "values") -> NDArray[np.float64] | None:
     """Multiplicities of the values (whole numbers >= 0), or None for one each."""
     if counts is None:
         return None
-    arr = finite_array("counts", counts)
+    arr = finite_array(name, counts)
     if arr.shape != (size,):
-        raise ValueError(f"counts must have one entry per value ({size}), got shape "
+        raise ValueError(f"{name} must have one entry per entry of {of} ({size}), got shape "
                          f"{arr.shape}")
     if np.any(arr < 0) or np.any(arr != np.floor(arr)) or np.any(arr > 2.0**53):
-        raise ValueError("counts must hold whole numbers >= 0 (how many rows have each value)")
+        raise ValueError(f"{name} must hold whole numbers >= 0 (how many have each of {of})")
     return arr
 
 
@@ -250,7 +251,8 @@ def true_quantile(values: ArrayLike, q: float, *, counts: ArrayLike | None = Non
     keep = w > 0
     x, w = x[keep], w[keep]
     if x.size == 0:
-        raise ValueError("values must hold at least one value (with a count > 0)")
+        raise ValueError("values must hold at least one value with a count > 0 (counts "
+                         "are all 0, or there are no values)")
     order = np.argsort(x, kind="stable")
     x, cumulative = x[order], np.cumsum(w[order])
     n = cumulative[-1]
@@ -412,7 +414,8 @@ def _rows_histogram(rows: ArrayLike, persons: ArrayLike | None) -> tuple[NDArray
     if n.ndim != 1 or np.any(n < 1) or np.any(n != np.floor(n)):
         raise ValueError("rows must be a one-dimensional array of whole numbers >= 1 (rows "
                          "per person)")
-    return n, _check_weights(persons, n.size) if persons is not None else np.ones_like(n)
+    weights = _check_weights(persons, n.size, "persons", "rows")
+    return n, np.ones_like(n) if weights is None else weights
 
 
 def rows_quantile_probabilities(
