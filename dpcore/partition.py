@@ -25,6 +25,7 @@ from dpcore._checks import (
     finite_array,
     trial_chunks,
 )
+from dpcore.contributions import MAX_BOUND
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 
 __all__ = [
@@ -42,9 +43,6 @@ __all__ = [
 #: Noises partition selection can add to the counts: continuous Laplace and Gaussian (what
 #: simulations add), and the discrete Laplace OpenDP adds to integer counts in a real release.
 PARTITION_NOISES = ("laplace", "discrete_laplace", "gaussian")
-
-#: Largest contribution bound accepted (rows per person per group, groups per person).
-_MAX_BOUND = 10**9
 
 # A survival probability or delta computed in float64 is within a few ulps of the exact value;
 # privacy figures are raised by this factor (and an ulp) so that they never round down.
@@ -64,8 +62,8 @@ def _check_noise(noise: object) -> str:
 
 
 def _check_contribution(max_rows: object, max_groups: object) -> tuple[int, int]:
-    return (check_int("max_rows", max_rows, maximum=_MAX_BOUND),
-            check_int("max_groups", max_groups, maximum=_MAX_BOUND))
+    return (check_int("max_rows", max_rows, maximum=MAX_BOUND),
+            check_int("max_groups", max_groups, maximum=MAX_BOUND))
 
 
 def _check_threshold(threshold: object) -> float:

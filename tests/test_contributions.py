@@ -13,6 +13,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import opendp.prelude as dp
 import pandas as pd
 import pytest
 
@@ -28,6 +29,8 @@ from dpcore.contributions import (
     sum_sensitivity,
     truncation_moments,
 )
+
+dp.enable_features("contrib")
 
 # --- closed forms ---------------------------------------------------------------------------------
 
@@ -62,6 +65,22 @@ def test_sum_and_mean_sensitivities_scale_by_the_largest_magnitude():
         sum_sensitivity(bounds, lower=1.0, upper=1.0)
     with pytest.raises(ValueError, match="overflows"):
         sum_sensitivity(ContributionBounds(10**9, 10**9), lower=0.0, upper=1e300)
+
+
+@pytest.mark.parametrize("r", [1, 3, 7])
+def test_total_bound_matches_opendp_maps(r):
+    """A person with at most r rows is r record changes under OpenDP's symmetric distance:
+    make_count_by maps it to (l0, l1, l∞) = (r, r, r), hence L2 <= sqrt(l1·l∞) = r, and
+    make_sum over integers in [L, U] to r·max(|L|, |U|) — our bounds without max_groups.
+    (OpenDP's float sum reads U − L for bounds of both signs, a float-arithmetic allowance.)"""
+    by_key = dp.t.make_count_by(dp.vector_domain(dp.atom_domain(T=str)),
+                                dp.symmetric_distance(), TV=int)
+    l0, l1, linf = by_key.map(r)
+    ours = count_sensitivity(ContributionBounds(r))
+    assert (ours.l1, ours.linf) == (l1, linf) and ours.l2 == math.sqrt(l1 * linf)
+    total = dp.t.make_sum(dp.vector_domain(dp.atom_domain(bounds=(-5, 2))),
+                          dp.symmetric_distance())
+    assert sum_sensitivity(ContributionBounds(r), lower=-5, upper=2).l1 == total.map(r)
 
 
 def test_bounds_validate_and_describe():
