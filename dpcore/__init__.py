@@ -16,6 +16,7 @@ from dpcore.mechanisms.bounded import BoundedLaplace, ClampedLaplace
 from dpcore.mechanisms.gaussian import Gaussian
 from dpcore.mechanisms.geometric import Geometric
 from dpcore.mechanisms.laplace import Laplace
+from dpcore.quantiles import quantile_probabilities
 from dpcore.selection import (
     exponential_mechanism,
     noisy_max_privacy,
@@ -45,6 +46,7 @@ __all__ = [
     "noisy_max_scale",
     "noisy_top_k",
     "permute_and_flip",
+    "quantile_probabilities",
     "report_noisy_max",
     "selection_probabilities",
     "smallest_epsilon",
