@@ -57,10 +57,10 @@ plan = st.data_editor(
             help="What is released, in your words."),
         budget.MECHANISM: st.column_config.SelectboxColumn(
             "Mechanism", options=list(MECHANISMS), format_func=MECHANISMS.get,
-            default="laplace", required=True, width=185),
+            default="laplace", required=True, width=180),
         budget.MEASURE: st.column_config.SelectboxColumn(
             "Measure", options=list(MEASURES), format_func=MEASURES.get, default="pure",
-            required=True, width=165, help="Gaussian noise needs approximate DP or zCDP."),
+            required=True, width=150, help="Gaussian noise needs approximate DP or zCDP."),
         **{column: number(label, min_value=low, max_value=high, step=step, format=shown,
                           default=default, help=help)
            for column, label, step, shown, default, help in (
@@ -86,9 +86,12 @@ st.button("Reset to the example plan", key="budget_reset", on_click=reset_plan,
           icon=":material/restart_alt:")
 
 checked = budget.check_plan(plan)
-st.dataframe(budget.release_table(checked), hide_index=True, key="budget_rows")
+st.dataframe(budget.release_table(checked), hide_index=True, key="budget_rows", width="stretch",
+             column_config={budget.QUERY: st.column_config.TextColumn(width="large")})
 st.caption("What each release costs under each rule, and the accuracy it buys: ± the error "
            "that 95% of releases stay within, for the row's sensitivity (add/remove one row).")
+for note in budget.release_notes(checked):
+    st.caption(plain(note, limit=400))
 invalid = [r for r in checked if not r.valid]
 if invalid:
     st.error("These rows are left out of the totals:\n" + "\n".join(

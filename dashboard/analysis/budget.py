@@ -68,7 +68,7 @@ def default_plan() -> pd.DataFrame:
         ("Histogram of education (16 cells)", "geometric", "pure", 0.5, None, None, 1.0),
         ("Total hours worked per week (clamped to 1–99)", "gaussian", "approx", 1.0, 1e-6,
          None, 99.0),
-        ("Sum of age (17–90), ÷ the count above for a mean", "gaussian", "zcdp", None, 1e-6,
+        ("Sum of age (17–90), for a mean", "gaussian", "zcdp", None, 1e-6,
          0.125, 90.0),
     ]
     return _plan_frame(rows)
@@ -295,7 +295,11 @@ def clear_unused_cells(plan: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def release_table(checked: Sequence[CheckedRelease]) -> pd.DataFrame:
-    """What each row costs and buys, for display next to the editor."""
+    """What each row costs and buys, for display next to the editor.
+
+    The status is one or two words, so the table fits a laptop screen; the notes and errors
+    it points to are listed under it (:func:`release_notes`, and the page's error box).
+    """
     rows = []
     for r in checked:
         if r.valid:
@@ -303,15 +307,20 @@ def release_table(checked: Sequence[CheckedRelease]) -> pd.DataFrame:
             counted = f"ε = {up(eps)}" + (f", δ = {up(dlt)}" if dlt > 0 else "")
             error = (f"± {up(r.accuracy)}" if r.accuracy is not None
                      else "depends on the true value (output kept within bounds)")
-            status = "OK" + (f": {r.note}" if r.note else "")
+            status = "OK, see note" if r.note else "OK"
             rows.append({"Row": r.row, QUERY: r.query, "Basic / advanced count it as": counted,
                          "zCDP ρ": up(r.zcdp.rho), "Error at 95%": error,
                          "Status": status})
         else:
             rows.append({"Row": r.row, QUERY: r.query, "Basic / advanced count it as": "—",
-                         "zCDP ρ": "—", "Error at 95%": "—", "Status": f"Not counted: {r.error}"})
+                         "zCDP ρ": "—", "Error at 95%": "—", "Status": "Not counted, see below"})
     return pd.DataFrame(rows, columns=["Row", QUERY, "Basic / advanced count it as", "zCDP ρ",
                                        "Error at 95%", "Status"])
+
+
+def release_notes(checked: Sequence[CheckedRelease]) -> list[str]:
+    """The notes behind "OK, see note" in :func:`release_table`, one per row that has one."""
+    return [f"Row {r.row}: {r.note}" for r in checked if r.valid and r.note]
 
 
 # --------------------------------------------------------------------------------------------
