@@ -73,10 +73,12 @@ def test_every_family_module_registers_its_kinds_and_each_class_maps_back():
 def test_no_dpcore_code_outside_a_mechanism_file_names_its_kind():
     """The knowledge of a kind lives in its family's file (and its module's name in the
     catalogue's FAMILIES). What is left elsewhere is named here, with why: report noisy max's
-    noise distributions (selection, and utility's selection sweeps) and naive Bayes' two
-    noise options share a name with a kind but are their own choices, not catalogue lookups."""
+    noise distributions (selection, and utility's selection sweeps), partition selection's
+    threshold noises and naive Bayes' two noise options share a name with a kind but are their
+    own choices, not catalogue lookups."""
     allowed = {("selection.py", "laplace"), ("utility.py", "laplace"),
-               ("learning.py", "laplace"), ("learning.py", "bounded_laplace")}
+               ("learning.py", "laplace"), ("learning.py", "bounded_laplace"),
+               ("partition.py", "laplace"), ("partition.py", "gaussian")}
     found = set()
     for path in (ROOT / "dpcore").rglob("*.py"):
         if path.name == "catalogue.py":  # FAMILIES: the registry of module names
