@@ -365,13 +365,27 @@ def noisy_max_privacy(
     monotonic = _check_flag("monotonic", monotonic)
     k = check_int("k", k, minimum=1)
     measure = check_choice("measure", measure, _MEASURES)
-    eps_round = _range_factor(monotonic) * sensitivity / scale
+    c = _range_factor(monotonic)
+    eps_round = c * sensitivity / scale
     # Products, not **: a float power raises OverflowError where a product gives inf.
     if measure == "pure":
-        return PureDP(_positive_finite(_folds(k) * eps_round,
-                                       "epsilon = k·c·sensitivity / scale"))
-    per_round = eps_round * eps_round / (8 if noise == "gumbel" else 2)
-    return ZCDP(_positive_finite(_folds(k) * per_round, "rho from k, sensitivity and scale"))
+        epsilon = _positive_finite(_folds(k) * eps_round, "epsilon = k·c·sensitivity / scale")
+        exact = k * Fraction(c) * Fraction(sensitivity) / Fraction(scale)
+        return PureDP(_at_least_exact(epsilon, exact))
+    divisor = 8 if noise == "gumbel" else 2
+    per_round = eps_round * eps_round / divisor
+    rho = _positive_finite(_folds(k) * per_round, "rho from k, sensitivity and scale")
+    ratio = Fraction(c) * Fraction(sensitivity) / Fraction(scale)
+    return ZCDP(_at_least_exact(rho, k * ratio * ratio / divisor))
+
+
+def _at_least_exact(value: float, exact: Fraction) -> float:
+    """``value`` raised ulp by ulp until it is at least ``exact``: a loss computed in floats
+    can round below the exact one, and a privacy figure must never read smaller than it is
+    (nor smaller than OpenDP's map, which rounds outward)."""
+    while Fraction(value) < exact:
+        value = math.nextafter(value, math.inf)
+    return _positive_finite(value, "the privacy loss")
 
 
 def noisy_max_scale(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import opendp.prelude as dp
@@ -599,3 +600,32 @@ def test_noise_units_never_round_the_budget_up():
         inverse = _ratio_at_most(1.0, sensitivity)
         assert Fraction(inverse) * Fraction(sensitivity) <= 1
     assert rounded_up > 300  # plain division does round up often
+
+
+@pytest.mark.parametrize("measure", ["pure", "zcdp"])
+def test_noisy_max_privacy_never_reads_below_the_exact_loss(measure):
+    """ε = k·c·Δ/scale (ρ = k·(c·Δ/scale)²/8 or /2) rounded up, never down: at ε = 0.37 the
+    float quotient 2/scale rounded down to 0.37 while the exact loss, and OpenDP's map, were
+    0.37000000000000005 — a claim one ulp below the loss, and a real release refused."""
+    rng = np.random.default_rng(5)
+    below = 0
+    for _ in range(2000):
+        budget, sensitivity = 10 ** rng.uniform(-3, 1.5), 10 ** rng.uniform(-2, 2)
+        k, monotonic = int(rng.integers(1, 6)), bool(rng.integers(2))
+        noise = NOISE_TYPES[int(rng.integers(3))]
+        target = PureDP(budget) if measure == "pure" else ZCDP(budget)
+        scale = noisy_max_scale(target, sensitivity=sensitivity, noise=noise,
+                                monotonic=monotonic, k=k)
+        spent = noisy_max_privacy(scale, sensitivity=sensitivity, noise=noise,
+                                  monotonic=monotonic, k=k, measure=measure)
+        c = Fraction(1 if monotonic else 2)
+        ratio = c * Fraction(sensitivity) / Fraction(scale)
+        if measure == "pure":
+            exact, claimed = k * ratio, spent.epsilon
+        else:
+            exact = k * ratio * ratio / (8 if noise == "gumbel" else 2)
+            claimed = spent.rho
+        below += Fraction(claimed) < exact
+        assert Fraction(claimed) >= exact
+        assert Fraction(budget) >= exact  # the scale spends at most the target, exactly
+    assert below == 0
