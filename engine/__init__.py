@@ -32,6 +32,7 @@ Usage::
 from engine.errors import DataFolderError, EngineError
 from engine.queries import (
     Aggregate,
+    Binned,
     BoundedSum,
     ColumnInfo,
     Contribution,
@@ -40,6 +41,8 @@ from engine.queries import (
     Crosstab,
     DistinctAggregate,
     DistinctValues,
+    GroupedSum,
+    GroupedSumAggregate,
     Histogram,
     HistogramAggregate,
     Query,
@@ -63,10 +66,11 @@ from engine.sources import (
 )
 
 __all__ = [
-    "Aggregate", "BoundedSum", "ColumnInfo", "Contribution", "Count", "CountAggregate",
+    "Aggregate", "Binned", "BoundedSum", "ColumnInfo", "Contribution", "Count", "CountAggregate",
     "Crosstab", "DATA_ENV", "DataFile", "DataFolderError", "DistinctAggregate",
     "DistinctValues", "ENGINE_ENV", "Engine", "EngineError", "FileSource", "FrameSource",
-    "Histogram", "HistogramAggregate", "Query", "RowsPerPerson", "RowsPerPersonAggregate",
+    "GroupedSum", "GroupedSumAggregate", "Histogram", "HistogramAggregate", "Query",
+    "RowsPerPerson", "RowsPerPersonAggregate",
     "Source", "SumAggregate", "TableAggregate", "TableSource", "data_folder",
     "engine_from_env", "list_data_folder", "open_data_file", "query_key",
 ]

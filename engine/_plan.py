@@ -19,6 +19,7 @@ from engine.errors import EngineError
 from engine.queries import (
     ColumnInfo,
     Contribution,
+    GroupedSumAggregate,
     HistogramAggregate,
     RowsPerPersonAggregate,
     TableAggregate,
@@ -166,6 +167,39 @@ def table_aggregate(rows: Iterable[Sequence[object]], shape: tuple[int, int], *,
         counts = flat.reshape(shape)
     return TableAggregate(counts, row_outside, column_outside, missing, missing_person_rows,
                           dropped)
+
+
+def grouped_sum_aggregate(rows: Iterable[Sequence[object]], cells: int, exact: bool, *,
+                          kept: Iterable[Sequence[object]] | None = None,
+                          missing_person_rows: int = 0) -> GroupedSumAggregate:
+    """From rows of (cell, values, total, clamped, missing values) and, with contribution
+    bounds, kept rows of (cell, total, values kept, clamped, eligible values)."""
+    totals = np.zeros(cells, dtype=np.float64)
+    counts = np.zeros(cells, dtype=np.int64)
+    outside = missing_key = missing = clamped = 0
+    for index, n, total, n_clamped, n_missing in rows:
+        index, n = int(index), int(n or 0)
+        missing += int(n_missing or 0)
+        if index < 0:
+            missing_key += n
+        elif index == 0:
+            outside += n
+        else:
+            totals[index - 1] = to_float(total)
+            counts[index - 1] = n
+            clamped += int(n_clamped or 0)
+    dropped = 0
+    if kept is not None:
+        totals = np.zeros(cells, dtype=np.float64)
+        counts = np.zeros(cells, dtype=np.int64)
+        clamped = 0
+        for index, total, n, n_clamped, eligible in kept:
+            totals[int(index) - 1] = to_float(total)
+            counts[int(index) - 1] = int(n or 0)
+            clamped += int(n_clamped or 0)
+            dropped += int(eligible or 0) - int(n or 0)
+    return GroupedSumAggregate(totals, counts, outside, missing_key, missing, clamped, exact,
+                               missing_person_rows, dropped)
 
 
 def rows_per_person_aggregate(rows: Iterable[Sequence[object]]) -> RowsPerPersonAggregate:

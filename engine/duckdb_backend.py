@@ -28,6 +28,7 @@ from engine import _plan
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
+    Binned,
     BoundedSum,
     ColumnInfo,
     Count,
@@ -35,6 +36,7 @@ from engine.queries import (
     Crosstab,
     DistinctAggregate,
     DistinctValues,
+    GroupedSum,
     Histogram,
     Query,
     RowsPerPerson,
@@ -268,6 +270,114 @@ def _compile_crosstab(query: Crosstab, columns: Sequence[ColumnInfo],
                                         missing_person_rows=int(r[2][0][0])))
 
 
+def _binned_cell(expr: str, info: ColumnInfo, query: Binned) -> str:
+    """The 1-based cell of a value (``engine.queries.Binned``), -1 when it is missing.
+
+    With n_le = #{points <= x} and n_lt = #{points < x} (x compared as a double): bins are
+    numpy's, n_le + 1 (the last edge itself in the last bin), clamped into the bins when
+    asked; ranks are n_lt + n_le + 1, odd cells holding the values between two points and
+    even ones the values equal to a point.
+    """
+    x = f"CAST({expr} AS DOUBLE)"
+    n_le = f"len(list_filter(CAST($pts AS DOUBLE[]), p -> p <= {x}))"
+    n_lt = f"len(list_filter(CAST($pts AS DOUBLE[]), p -> p < {x}))"
+    m = len(query.points)
+    if query.cells == "ranks":
+        cell = f"({n_lt} + {n_le} + 1)"
+    else:
+        cell = f"(CASE WHEN {x} = $last THEN {m} ELSE {n_le} + 1 END)"
+        if query.outside == "clamp":
+            cell = f"(greatest(least({cell}, {m}), 2) - 1)"
+    return f"(CASE WHEN {_missing(expr, info)} THEN -1 ELSE {cell} END)"
+
+
+def _compile_binned(query: Binned, columns: Sequence[ColumnInfo],
+                    where: str) -> CompiledQuery:
+    i = _plan.numeric_column(columns, query.column, where)
+    info = columns[i]
+    params: dict[str, object] = {"pts": list(query.points), "last": query.points[-1]}
+    cells = query.size
+    sql = (f"WITH g AS (SELECT {_col(i)} AS v, count(*) AS n FROM {_SRC} GROUP BY {_col(i)}) "
+           f"SELECT {_binned_cell('v', info, query)} AS idx, sum(n) FROM g GROUP BY idx")
+    person = _plan.check_contribution(columns, query.contribution, where)
+    if person is None:
+        return CompiledQuery((sql,), params,
+                             lambda r: _plan.histogram_aggregate(r[0], cells))
+    bounded, person_stats, extra = _bounded_cells(_binned_cell(_col(i), info, query), person,
+                                                  columns, query)
+    return CompiledQuery(
+        (sql, bounded, person_stats), params | extra,
+        lambda r: _plan.histogram_aggregate(r[0], cells, kept=r[1],
+                                            missing_person_rows=int(r[2][0][0])))
+
+
+def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
+                         where: str) -> CompiledQuery:
+    key = _plan.column_index(columns, query.key, "key", where)
+    i = _plan.numeric_column(columns, query.column, where)
+    kind = _plan.match_kind(columns[key], query.categories, where)
+    params: dict[str, object] = {}
+    if kind != "never":
+        params["cats"] = _plan.category_values(kind, query.categories)
+    info, x = columns[i], _col(i)
+    exact = _plan.exact_sum(info, query.lower, query.upper)
+    if exact:
+        value, total_fn = f"CAST({x} AS HUGEINT)", "sum"
+        params |= {"lo": int(query.lower), "hi": int(query.upper)}
+    else:
+        value, total_fn = f"CAST({x} AS DOUBLE)", "fsum"
+        params |= {"lo": query.lower, "hi": query.upper}
+    missing = _missing(x, info)
+    cell = _cell(_col(key), columns[key], kind, "cats")
+    cells = len(query.categories)
+    # idx, values summed, their clamped total, how many the bounds changed, missing values
+    sql = (f"SELECT {cell} AS idx, count(*) FILTER (WHERE NOT {missing}), "
+           f"{total_fn}(greatest(least({value}, $hi), $lo)) FILTER (WHERE NOT {missing}), "
+           f"count(*) FILTER (WHERE NOT {missing} AND ({value} < $lo OR {value} > $hi)), "
+           f"count(*) FILTER (WHERE {missing}) FROM {_SRC} GROUP BY idx")
+    person = _plan.check_contribution(columns, query.contribution, where)
+    if person is None:
+        return CompiledQuery((sql,), params,
+                             lambda r: _plan.grouped_sum_aggregate(r[0], cells, exact))
+    contribution = query.contribution
+    p = _col(person)
+    p_missing = _missing(p, columns[person])
+    base = (f"m AS (SELECT {p} AS pid, {cell} AS idx, {value} AS v FROM {_SRC} "
+            f"WHERE NOT {p_missing} AND NOT {missing})")
+    params |= {"k": contribution.max_rows, "seed": str(contribution.seed)}
+    clamp = "greatest(least(v, $hi), $lo)"
+    if contribution.max_groups is None:
+        bounded = (
+            f"WITH {base}, r AS (SELECT pid, idx, v, row_number() OVER (PARTITION BY pid "
+            "ORDER BY idx, v) AS r0 FROM m WHERE idx > 0), "
+            "s AS (SELECT idx, v, row_number() OVER (PARTITION BY pid ORDER BY "
+            f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
+            f"SELECT idx, {total_fn}({clamp}) FILTER (WHERE r <= $k), "
+            "count(*) FILTER (WHERE r <= $k), "
+            "count(*) FILTER (WHERE r <= $k AND (v < $lo OR v > $hi)), count(*) "
+            "FROM s GROUP BY idx")
+    else:
+        bounded = (
+            f"WITH {base}, d AS (SELECT pid, idx FROM m WHERE idx > 0 GROUP BY pid, idx), "
+            "gs AS (SELECT pid, idx, row_number() OVER (PARTITION BY pid ORDER BY "
+            f"{_row_key('seed', 'pid', 'idx', 'group')}, idx) AS g FROM d), "
+            "r AS (SELECT pid, idx, v, row_number() OVER (PARTITION BY pid, idx ORDER BY v) "
+            "AS r0 FROM m WHERE idx > 0), "
+            "s AS (SELECT r.idx, r.v, gs.g, row_number() OVER (PARTITION BY r.pid, r.idx "
+            f"ORDER BY {_row_key('seed', 'r.pid', 'r.r0', 'row')}, r.r0) AS rr "
+            "FROM r JOIN gs ON r.pid = gs.pid AND r.idx = gs.idx) "
+            f"SELECT idx, {total_fn}({clamp}) FILTER (WHERE rr <= $k AND g <= $g), "
+            "count(*) FILTER (WHERE rr <= $k AND g <= $g), "
+            "count(*) FILTER (WHERE rr <= $k AND g <= $g AND (v < $lo OR v > $hi)), "
+            "count(*) FROM s GROUP BY idx")
+        params["g"] = contribution.max_groups
+    person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"
+    return CompiledQuery(
+        (sql, bounded, person_stats), params,
+        lambda r: _plan.grouped_sum_aggregate(r[0], cells, exact, kept=r[1],
+                                              missing_person_rows=int(r[2][0][0])))
+
+
 def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo],
                              where: str) -> CompiledQuery:
     p = _plan.check_contribution(
@@ -304,8 +414,8 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
 
 _COMPILERS: dict[type, Callable[..., CompiledQuery]] = {
     Count: _compile_count, BoundedSum: _compile_sum, Histogram: _compile_histogram,
-    Crosstab: _compile_crosstab, RowsPerPerson: _compile_rows_per_person,
-    DistinctValues: _compile_distinct,
+    Crosstab: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
+    RowsPerPerson: _compile_rows_per_person, DistinctValues: _compile_distinct,
 }
 
 

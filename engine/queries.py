@@ -21,11 +21,14 @@ from numpy.typing import NDArray
 from dpcore._checks import check_bounds, check_int
 
 __all__ = [
-    "Contribution", "Count", "BoundedSum", "Histogram", "Crosstab", "RowsPerPerson",
-    "DistinctValues", "Query", "CountAggregate", "SumAggregate", "HistogramAggregate",
-    "TableAggregate", "RowsPerPersonAggregate", "DistinctAggregate", "Aggregate",
-    "CategoryKind", "category_kind",
+    "Contribution", "Count", "BoundedSum", "Histogram", "Crosstab", "Binned", "GroupedSum",
+    "RowsPerPerson", "DistinctValues", "Query", "CountAggregate", "SumAggregate",
+    "HistogramAggregate", "TableAggregate", "GroupedSumAggregate", "RowsPerPersonAggregate",
+    "DistinctAggregate", "Aggregate", "CategoryKind", "category_kind", "MAX_POINTS",
 ]
+
+#: Most points (bin edges, quantile candidates) a binned query may have.
+MAX_POINTS = 100_000
 
 #: What declared categories are: text, numbers (integer codes or reals) or booleans.
 CategoryKind = Literal["text", "number", "boolean"]
@@ -183,6 +186,93 @@ class Crosstab:
         _check_contribution(self.contribution)
 
 
+def _check_points(points: object) -> tuple[float, ...]:
+    if isinstance(points, (str, bytes)) or not hasattr(points, "__iter__"):
+        raise TypeError(f"points must be a list of numbers, got {type(points).__name__}")
+    values = []
+    for p in points:  # type: ignore[union-attr]
+        if isinstance(p, bool) or not isinstance(_plain(p), numbers.Real):
+            raise TypeError(f"points must be numbers, got {type(p).__name__}")
+        values.append(float(p))
+    if not values:
+        raise ValueError("points must hold at least one number")
+    if len(values) > MAX_POINTS:
+        raise ValueError(f"points must hold at most {MAX_POINTS:,} numbers")
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("points must be finite numbers")
+    if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        raise ValueError("points must be strictly increasing")
+    return tuple(values)
+
+
+@dataclass(frozen=True)
+class Binned:
+    """Counts of a numeric ``column`` in the cells that sorted ``points`` cut the line into.
+
+    ``cells="bins"``: the points are bin edges e₀ < … < e_k and the bins [e₀, e₁), …,
+    [e_{k−1}, e_k] (the last closed, as ``numpy.histogram``); with ``outside="separate"``
+    the cells are (below e₀, the k bins, above e_k), with ``"clamp"`` values outside go to
+    the first or last bin. ``cells="ranks"``: 2m + 1 cells for m points, cell 2j holding the
+    values strictly between p_{j−1} and p_j and cell 2j + 1 the values equal to p_j — enough
+    for #{x < p} and #{x > p} at every point (a quantile's scores). Missing values (NULL,
+    NaN) are in no cell; ±inf are below or above. With ``contribution`` each person keeps at
+    most ``max_rows`` rows (in each of at most ``max_groups`` cells, when given).
+    """
+
+    column: str
+    points: tuple[float, ...]
+    cells: Literal["bins", "ranks"] = "bins"
+    outside: Literal["separate", "clamp"] = "separate"
+    contribution: Contribution | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("column", self.column)
+        object.__setattr__(self, "points", _check_points(self.points))
+        if self.cells not in ("bins", "ranks"):
+            raise ValueError(f"cells must be 'bins' or 'ranks', got {self.cells!r}")
+        if self.outside not in ("separate", "clamp"):
+            raise ValueError(f"outside must be 'separate' or 'clamp', got {self.outside!r}")
+        if self.cells == "bins" and len(self.points) < 2:
+            raise ValueError("points must hold at least two bin edges")
+        _check_contribution(self.contribution)
+
+    @property
+    def size(self) -> int:
+        """How many cells the aggregate's counts hold."""
+        m = len(self.points)
+        if self.cells == "ranks":
+            return 2 * m + 1
+        return m + 1 if self.outside == "separate" else m - 1
+
+
+@dataclass(frozen=True)
+class GroupedSum:
+    """Per declared category of ``key``: the sum of ``column`` clamped to ``[lower, upper]``
+    and how many values it adds (a mean by group is this one query).
+
+    Rows whose value is missing add nothing and are not counted; rows whose key is missing or
+    outside the categories are counted apart. With ``contribution`` each person keeps at
+    most ``max_rows`` values in each group (in at most ``max_groups`` groups when given, else
+    ``max_rows`` values in all).
+    """
+
+    key: str
+    categories: tuple[object, ...]
+    column: str
+    lower: float
+    upper: float
+    contribution: Contribution | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("key", self.key)
+        _check_name("column", self.column)
+        object.__setattr__(self, "categories", _check_categories("categories", self.categories))
+        lower, upper = check_bounds(self.lower, self.upper)
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+        _check_contribution(self.contribution)
+
+
 @dataclass(frozen=True)
 class RowsPerPerson:
     """How many people have 1, 2, 3, … rows, given the person-id column."""
@@ -214,13 +304,14 @@ class DistinctValues:
             object.__setattr__(self, "exclude", ())
 
 
-Query = Count | BoundedSum | Histogram | Crosstab | RowsPerPerson | DistinctValues
+Query = (Count | BoundedSum | Histogram | Crosstab | Binned | GroupedSum | RowsPerPerson
+         | DistinctValues)
 
 
 def query_key(query: Query) -> str:
     """A stable text key for a query (its repr: floats round-trip, strings are quoted)."""
-    if not isinstance(query, Count | BoundedSum | Histogram | Crosstab | RowsPerPerson
-                      | DistinctValues):
+    if not isinstance(query, Count | BoundedSum | Histogram | Crosstab | Binned | GroupedSum
+                      | RowsPerPerson | DistinctValues):
         raise TypeError(f"query must be an engine query, got {type(query).__name__}")
     return repr(query)
 
@@ -298,6 +389,32 @@ class TableAggregate:
 
 
 @dataclass(frozen=True, eq=False)
+class GroupedSumAggregate:
+    """``totals[i]`` (the clamped sum) and ``rows[i]`` (values summed) of the i-th category.
+
+    ``outside`` counts rows with a present value whose key is outside the categories,
+    ``missing_key`` those whose key is missing, ``missing`` rows whose value is missing.
+    ``exact`` as in :class:`SumAggregate`; a total is not finite when it overflows float64.
+    """
+
+    totals: NDArray[np.float64]
+    rows: NDArray[np.int64]
+    outside: int
+    missing_key: int
+    missing: int
+    clamped: int
+    exact: bool
+    missing_person_rows: int = 0
+    dropped_rows: int = 0
+
+    def __post_init__(self) -> None:
+        totals = np.array(self.totals, dtype=np.float64)
+        totals.setflags(write=False)
+        object.__setattr__(self, "totals", totals)
+        object.__setattr__(self, "rows", _frozen_ints(self.rows))
+
+
+@dataclass(frozen=True, eq=False)
 class RowsPerPersonAggregate:
     """``people[i]`` people have exactly ``rows[i]`` rows (``rows`` ascending, no zeros)."""
 
@@ -333,7 +450,7 @@ class DistinctAggregate:
 
 
 Aggregate = (CountAggregate | SumAggregate | HistogramAggregate | TableAggregate
-             | RowsPerPersonAggregate | DistinctAggregate)
+             | GroupedSumAggregate | RowsPerPersonAggregate | DistinctAggregate)
 
 
 @dataclass(frozen=True)

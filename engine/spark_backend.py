@@ -20,6 +20,7 @@ from engine import _plan
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
+    Binned,
     BoundedSum,
     ColumnInfo,
     Contribution,
@@ -28,6 +29,7 @@ from engine.queries import (
     Crosstab,
     DistinctAggregate,
     DistinctValues,
+    GroupedSum,
     Histogram,
     Query,
     RowsPerPerson,
@@ -293,6 +295,112 @@ def _compile_crosstab(query: Crosstab, columns: Sequence[ColumnInfo], where: str
     return plan
 
 
+def _binned_cell(column: Any, info: ColumnInfo, query: Binned) -> Any:
+    """The 1-based cell of a value, -1 when missing: the DuckDB backend's ``_binned_cell``
+    with Spark's higher-order ``filter`` counting the points at or below the value."""
+    from pyspark.sql import functions as F
+
+    x = column.cast("double")
+    points = F.array(*[F.lit(float(p)) for p in query.points])
+    n_le = F.size(F.filter(points, lambda p: p <= x))
+    n_lt = F.size(F.filter(points, lambda p: p < x))
+    m = len(query.points)
+    if query.cells == "ranks":
+        cell = n_lt + n_le + F.lit(1)
+    else:
+        cell = F.when(x == F.lit(float(query.points[-1])), F.lit(m)).otherwise(n_le + 1)
+        if query.outside == "clamp":
+            cell = F.greatest(F.least(cell, F.lit(m)), F.lit(2)) - 1
+    return F.when(_missing(column, info), F.lit(-1)).otherwise(cell)
+
+
+def _compile_binned(query: Binned, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    from pyspark.sql import functions as F
+
+    i = _plan.numeric_column(columns, query.column, where)
+    info = columns[i]
+    cells = query.size
+    person = _plan.check_contribution(columns, query.contribution, where)
+
+    def plan(df: Any) -> Aggregate:
+        g = df.groupBy(_col(i)).agg(F.count(F.lit(1)).alias("n"))
+        g = g.select(_binned_cell(F.col(_col(i)), info, query).alias("idx"), "n")
+        rows = _rows(g.groupBy("idx").agg(F.sum("n")))
+        if person is None:
+            return _plan.histogram_aggregate(rows, cells)
+        kept, missing_person = _bounded_cells(
+            df, _binned_cell(F.col(_col(i)), info, query), person, columns, query.contribution)
+        return _plan.histogram_aggregate(rows, cells, kept=kept,
+                                         missing_person_rows=missing_person)
+
+    return plan
+
+
+def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
+                         where: str) -> Plan:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    key = _plan.column_index(columns, query.key, "key", where)
+    i = _plan.numeric_column(columns, query.column, where)
+    kind = _plan.match_kind(columns[key], query.categories, where)
+    info = columns[i]
+    exact = _plan.exact_sum(info, query.lower, query.upper)
+    number = "long" if exact else "double"
+    lo = F.lit(int(query.lower) if exact else query.lower).cast(number)
+    hi = F.lit(int(query.upper) if exact else query.upper).cast(number)
+    cells = len(query.categories)
+    person = _plan.check_contribution(columns, query.contribution, where)
+
+    def total(condition: Any, values: Any) -> Any:
+        clamped = F.greatest(F.least(values, hi), lo)  # inside the when: least skips nulls
+        return F.sum(F.when(condition, clamped.cast("decimal(38,0)") if exact else clamped))
+
+    def plan(df: Any) -> Aggregate:
+        x = F.col(_col(i))
+        value = x.cast(number)
+        missing = _missing(x, info)
+        cell = _cell(F.col(_col(key)), columns[key], kind, query.categories)
+        t = df.select(cell.alias("idx"), value.alias("v"), missing.alias("mv"))
+        v, mv = F.col("v"), F.col("mv")
+        rows = _rows(t.groupBy("idx").agg(
+            _count_if(~mv), total(~mv, v), _count_if(~mv & ((v < lo) | (v > hi))),
+            _count_if(mv)))
+        if person is None:
+            return _plan.grouped_sum_aggregate(rows, cells, exact)
+        contribution = query.contribution
+        p = F.col(_col(person))
+        p_missing = _missing(p, columns[person])
+        m = (df.where(~p_missing & ~missing)
+             .select(p.alias("pid"), cell.alias("idx"), value.alias("v"))
+             .where(F.col("idx") > 0))
+        k = contribution.max_rows
+        if contribution.max_groups is None:
+            r = m.withColumn("r0", F.row_number().over(
+                Window.partitionBy("pid").orderBy("idx", "v")))
+            s = r.withColumn("r", F.row_number().over(Window.partitionBy("pid").orderBy(
+                _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))
+            kept = F.col("r") <= k
+        else:
+            gs = m.select("pid", "idx").distinct().withColumn("g", F.row_number().over(
+                Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "idx", "group"),
+                                                  F.col("idx"))))
+            r = m.withColumn("r0", F.row_number().over(
+                Window.partitionBy("pid", "idx").orderBy("v")))
+            s = r.join(gs, ["pid", "idx"]).withColumn("rr", F.row_number().over(
+                Window.partitionBy("pid", "idx").orderBy(
+                    _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))
+            kept = (F.col("rr") <= k) & (F.col("g") <= contribution.max_groups)
+        bounded = _rows(s.groupBy("idx").agg(
+            total(kept, v), _count_if(kept), _count_if(kept & ((v < lo) | (v > hi))),
+            F.count(F.lit(1))))
+        missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
+        return _plan.grouped_sum_aggregate(rows, cells, exact, kept=bounded,
+                                           missing_person_rows=missing_person)
+
+    return plan
+
+
 def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo],
                              where: str) -> Plan:
     from pyspark.sql import functions as F
@@ -330,8 +438,8 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
 
 _COMPILERS: dict[type, Callable[..., Plan]] = {
     Count: _compile_count, BoundedSum: _compile_sum, Histogram: _compile_histogram,
-    Crosstab: _compile_crosstab, RowsPerPerson: _compile_rows_per_person,
-    DistinctValues: _compile_distinct,
+    Crosstab: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
+    RowsPerPerson: _compile_rows_per_person, DistinctValues: _compile_distinct,
 }
 
 

@@ -110,6 +110,47 @@ def crosstab(frame: pd.DataFrame, row: str, column: str, row_categories: tuple,
             "column_outside": int((b == 0).sum()), "missing": int(((a < 0) | (b < 0)).sum())}
 
 
+def binned_codes(series: pd.Series, points: tuple, cells: str, outside: str) -> np.ndarray:
+    """1-based cells of ``engine.queries.Binned`` (-1 missing): bins from dpcore's own
+    ``bin_indices`` (numpy's bins), ranks as #{p < x} + #{p <= x} + 1, counted in Python."""
+    from dpcore.quantiles import bin_indices
+
+    values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+    if cells == "bins":
+        codes = bin_indices(values, np.array(points), outside=outside)
+        return np.where(codes < 0, -1, codes + 1)
+    out = np.full(values.size, -1, dtype=np.int64)
+    for i, x in enumerate(values.tolist()):
+        if not math.isnan(x):
+            out[i] = sum(p < x for p in points) + sum(p <= x for p in points) + 1
+    return out
+
+
+def binned(frame: pd.DataFrame, column: str, points: tuple, cells: str,
+           outside: str = "separate") -> dict:
+    codes = binned_codes(frame[column], points, cells, outside)
+    size = (2 * len(points) + 1 if cells == "ranks"
+            else len(points) + 1 if outside == "separate" else len(points) - 1)
+    return {"counts": np.bincount(codes[codes > 0] - 1, minlength=size),
+            "outside": 0, "missing": int((codes < 0).sum())}
+
+
+def grouped_sum(frame: pd.DataFrame, key: str, categories: tuple, column: str, lower: float,
+                upper: float) -> dict:
+    codes = cell_codes(frame[key], categories)
+    values = frame[column].tolist()
+    missing = _missing(frame[column])
+    totals, rows, clamped = [], [], 0
+    for cell in range(1, len(categories) + 1):
+        mine = [values[i] for i in range(len(values)) if codes[i] == cell and not missing[i]]
+        totals.append(exact_sum(mine, lower, upper))
+        rows.append(len(mine))
+        clamped += sum(1 for v in mine if v < lower or v > upper)
+    return {"totals": np.array(totals), "rows": np.array(rows), "clamped": clamped,
+            "outside": int(((codes == 0) & ~missing).sum()),
+            "missing_key": int(((codes < 0) & ~missing).sum()), "missing": int(missing.sum())}
+
+
 def rows_per_person(frame: pd.DataFrame, person: str) -> dict:
     ids = frame[person]
     sizes = ids[~_missing(ids)].value_counts()
@@ -174,6 +215,34 @@ def bounded_cells(codes: np.ndarray, frame: pd.DataFrame, person: str, cells: in
     return counts
 
 
+def bounded_grouped_sum(frame: pd.DataFrame, key: str, categories: tuple, column: str,
+                        lower: float, upper: float, person: str, k: int, groups: int | None,
+                        seed: int) -> dict:
+    """Per person: without ``groups``, the values (of declared keys) sorted by (cell, value)
+    and k positions kept by md5 rank; with it, ``groups`` cells kept by md5 rank and in each
+    the values sorted and k positions kept by md5 rank."""
+    codes = cell_codes(frame[key], categories)
+    values = frame[column].tolist()
+    missing = _missing(frame[column])
+    kept: dict[int, list] = {c: [] for c in range(1, len(categories) + 1)}
+    for pid, rows in _people(frame, person).items():
+        mine = sorted((int(codes[i]), values[i]) for i in rows
+                      if codes[i] > 0 and not missing[i])
+        if groups is None:
+            ranked = sorted(range(1, len(mine) + 1),
+                            key=lambda r, pid=pid: (_key(seed, "row", pid, r), r))
+            for r in ranked[:k]:
+                kept[mine[r - 1][0]].append(mine[r - 1][1])
+            continue
+        cells = sorted({c for c, _ in mine}, key=lambda c, pid=pid: (_key(seed, "group", pid, c),
+                                                                    c))
+        for cell in cells[:groups]:
+            kept[cell] += _keep_rows([v for c, v in mine if c == cell], seed, pid, k)
+    totals = [exact_sum(kept[c], lower, upper) for c in sorted(kept)]
+    return {"totals": np.array(totals), "rows": np.array([len(kept[c]) for c in sorted(kept)]),
+            "clamped": sum(1 for c in kept for v in kept[c] if v < lower or v > upper)}
+
+
 # --------------------------------------------------------------------------------------------
 # The cases every backend is checked on, with their expected aggregates
 
@@ -216,6 +285,32 @@ def cases(frame: pd.DataFrame) -> list[tuple[object, dict]]:
     out.append((Crosstab(SEMI, CODE, DECLARED, CODE_CATEGORIES, Contribution(PERSON, 2, 1, 3)),
                 {"counts": bounded_cells(both, frame, PERSON, cells, 2, 1, 3).reshape(
                     len(DECLARED), len(CODE_CATEGORIES))}))
+    # Binned counts (bins and quantile ranks) and sums by group.
+    from engine.queries import Binned, GroupedSum
+
+    edges = (-1000.0, -2.5, 0.0, 0.25, 1000.0)
+    for column, points, cells, outside in ((ODD, edges, "bins", "separate"),
+                                           (ODD, edges, "bins", "clamp"),
+                                           (SMALL, (-3.0, 0.0, 2.0), "bins", "separate"),
+                                           (SMALL, (-3.0, 0.0, 2.0, 4.0), "ranks", "separate"),
+                                           (LOG, (-1.0, 0.0, 1.0), "ranks", "separate")):
+        out.append((Binned(column, points, cells, outside),
+                    binned(frame, column, points, cells, outside)))
+    small = binned_codes(frame[SMALL], (-3.0, 0.0, 2.0, 4.0), "ranks", "separate")
+    for person, k, groups, seed in ((PERSON, 2, None, 4), (WHO, 1, 2, 9)):
+        out.append((Binned(SMALL, (-3.0, 0.0, 2.0, 4.0), "ranks", "separate",
+                           Contribution(person, k, groups, seed)),
+                    {"counts": bounded_cells(small, frame, person, 9, k, groups, seed)}))
+    for key, categories, column, lower, upper in ((SEMI, DECLARED, ODD, -1000.25, 2e6),
+                                                  (WHO, ("ann", "bob", "nobody"), SMALL, -2, 3),
+                                                  (CODE, CODE_CATEGORIES, LOG, -50.0, 50.5)):
+        out.append((GroupedSum(key, categories, column, lower, upper),
+                    grouped_sum(frame, key, categories, column, lower, upper)))
+    for person, k, groups, seed in ((PERSON, 2, None, 3), (WHO, 2, 2, 8), (PERSON, 1, 1, 0)):
+        out.append((GroupedSum(SEMI, DECLARED, SMALL, -2, 3,
+                               Contribution(person, k, groups, seed)),
+                    bounded_grouped_sum(frame, SEMI, DECLARED, SMALL, -2, 3, person, k, groups,
+                                        seed)))
     return out
 
 
@@ -225,6 +320,8 @@ def assert_matches(query: object, aggregate: object, expected: dict) -> None:
         got = getattr(aggregate, name)
         if name == "total":
             assert math.isclose(got, want, rel_tol=1e-9, abs_tol=0.0), (query, got, want)
+        elif name == "totals":
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=0, err_msg=repr(query))
         elif isinstance(want, np.ndarray):
             np.testing.assert_array_equal(got, want, err_msg=repr(query))
         else:
@@ -237,6 +334,8 @@ def assert_same(query: object, first: object, second: object) -> None:
         x, y = getattr(first, name), getattr(second, name)
         if name == "total":
             assert math.isclose(x, y, rel_tol=1e-9), (query, x, y)
+        elif name == "totals":
+            np.testing.assert_allclose(x, y, rtol=1e-9, atol=0, err_msg=repr(query))
         elif isinstance(x, np.ndarray):
             np.testing.assert_array_equal(x, y, err_msg=repr(query))
         else:

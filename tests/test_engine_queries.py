@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from engine import (
+    Binned,
     BoundedSum,
     Contribution,
     Count,
@@ -15,6 +16,7 @@ from engine import (
     DistinctValues,
     FileSource,
     FrameSource,
+    GroupedSum,
     Histogram,
     RowsPerPerson,
     RowsPerPersonAggregate,
@@ -43,6 +45,17 @@ from engine import (
     (lambda: Count("p"), TypeError, "contribution"),
     (lambda: RowsPerPerson(None), TypeError, "person"),
     (lambda: DistinctValues("x", limit=0), ValueError, "limit"),
+    (lambda: Binned("x", ()), ValueError, "points"),
+    (lambda: Binned("x", (1.0,)), ValueError, "points"),
+    (lambda: Binned("x", (2.0, 1.0)), ValueError, "points"),
+    (lambda: Binned("x", (0.0, math.inf)), ValueError, "points"),
+    (lambda: Binned("x", ("a", "b")), TypeError, "points"),
+    (lambda: Binned("x", (0.0, 1.0), cells="deciles"), ValueError, "cells"),
+    (lambda: Binned("x", (0.0, 1.0), outside="drop"), ValueError, "outside"),
+    (lambda: Binned(3, (0.0, 1.0)), TypeError, "column"),
+    (lambda: GroupedSum("k", (), "x", 0, 1), ValueError, "categories"),
+    (lambda: GroupedSum("k", ("a",), "x", 1, 0), ValueError, "lower"),
+    (lambda: GroupedSum(None, ("a",), "x", 0, 1), TypeError, "key"),
 ])
 def test_validation_names_the_parameter(make, error, name) -> None:
     with pytest.raises(error, match=name):
