@@ -1,0 +1,1153 @@
+"""The release plan: frozen dataclasses for every part, and their JSON form (versioned).
+
+A plan names the dataset, the privacy unit, the accounting, an optional total budget and the
+queries, each with its declarations (bounds, categories, grids and where they come from), its
+mechanism and an accuracy target. ``Plan.from_json`` refuses a bad field by its path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dpcore.mechanisms import CATALOGUE
+from dpcore.partition import PARTITION_NOISES
+from dpcore.selection import NOISE_TYPES
+
+__all__ = [
+    "FORMAT", "VERSION", "ORIGINS", "ACCOUNTING_METHODS", "PAGES", "PlanError",
+    "Dataset", "PrivacyUnit", "Accounting", "Budget", "Bounds", "Categories", "Grid",
+    "Count", "Sum", "Mean", "Histogram", "Crosstab", "GroupBy", "Quantiles", "Selection",
+    "Noise", "SelectionNoise", "Threshold", "Target", "PlanQuery", "Plan", "QuerySpec",
+    "MechanismSpec",
+]
+
+#: What a plan file says it is, and the version of its layout this code reads and writes.
+FORMAT = "epsilon-lab-plan"
+VERSION = 1
+
+#: Where a declaration comes from: public documentation, typed by the user, or read from the
+#: data. The last one is not covered by the privacy guarantee and is flagged everywhere.
+ORIGINS = ("public", "typed", "data")
+#: How the queries of a plan are composed into one privacy figure.
+ACCOUNTING_METHODS = ("basic", "advanced", "zcdp", "pld")
+#: The pages a query can come from (what the plan page links back to).
+PAGES = ("statistics", "tables", "groups", "quantiles", "selection", "plan", "cli")
+#: Statistics of a group-by query.
+GROUP_STATISTICS = ("count", "sum", "mean")
+#: What happens to values outside bin edges (as ``dpcore.quantiles.OUTSIDE``).
+OUTSIDE = ("separate", "clamp")
+#: Kinds of accuracy target.
+TARGET_KINDS = ("error", "selection", "rank")
+#: A query id: letters, digits, dash, underscore, dot (it names rows of the released files).
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Caps that keep a plan file and its release small.
+MAX_QUERIES = 10_000
+MAX_CATEGORIES = 100_000
+MAX_TEXT = 500
+
+Origin = Literal["public", "typed", "data"]
+Category = str | int | float | bool
+
+
+class PlanError(ValueError):
+    """A plan that cannot be read or built; ``field`` is the path of the bad part
+    (``queries[2].mechanism.epsilon``), and the message starts with it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.reason = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+# --------------------------------------------------------------------------------------------
+# reading JSON values with the path of each field
+
+
+class _Fields:
+    """The fields of one JSON object, read one by one; unknown keys are refused at the end."""
+
+    def __init__(self, value: object, path: str) -> None:
+        if not isinstance(value, Mapping):
+            raise PlanError(path, f"must be a JSON object, got {_json_type(value)}")
+        self.value = value
+        self.path = path
+        self.seen: set[str] = set()
+
+    def at(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def raw(self, key: str, *, required: bool = True) -> Any:
+        self.seen.add(key)
+        if key not in self.value or self.value[key] is None:
+            if required:
+                raise PlanError(self.at(key), "is required")
+            return None
+        return self.value[key]
+
+    def text(self, key: str, *, required: bool = True, default: str = "") -> str:
+        value = self.raw(key, required=required)
+        if value is None:
+            return default
+        return _text(value, self.at(key))
+
+    def choice(self, key: str, choices: Sequence[str], *, required: bool = True,
+               default: str | None = None) -> str:
+        value = self.raw(key, required=required)
+        if value is None:
+            return default  # type: ignore[return-value]
+        return _choice(value, choices, self.at(key))
+
+    def number(self, key: str, *, required: bool = True) -> float | None:
+        value = self.raw(key, required=required)
+        return None if value is None else _number(value, self.at(key))
+
+    def integer(self, key: str, *, required: bool = True) -> int | None:
+        value = self.raw(key, required=required)
+        return None if value is None else _integer(value, self.at(key))
+
+    def obj(self, key: str, *, required: bool = True) -> _Fields | None:
+        value = self.raw(key, required=required)
+        return None if value is None else _Fields(value, self.at(key))
+
+    def array(self, key: str, *, required: bool = True) -> list | None:
+        value = self.raw(key, required=required)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise PlanError(self.at(key), f"must be a JSON array, got {_json_type(value)}")
+        return value
+
+    def done(self) -> None:
+        unknown = sorted(set(map(str, self.value)) - self.seen)
+        if unknown:
+            raise PlanError(self.at(unknown[0]), "is not a field of this part of the plan "
+                            f"(known: {', '.join(sorted(self.seen))})")
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, numbers.Number):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return type(value).__name__
+
+
+def _text(value: object, path: str, *, empty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise PlanError(path, f"must be a string, got {_json_type(value)}")
+    if len(value) > MAX_TEXT:
+        raise PlanError(path, f"must be at most {MAX_TEXT} characters, got {len(value)}")
+    if not empty and not value.strip():
+        raise PlanError(path, "must not be empty")
+    return value
+
+
+def _choice(value: object, choices: Sequence[str], path: str) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise PlanError(path, f"must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def _number(value: object, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise PlanError(path, f"must be a number, got {_json_type(value)}")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise PlanError(path, "must be a finite number") from None
+    if not math.isfinite(x):
+        raise PlanError(path, f"must be a finite number, got {x}")
+    return x
+
+
+def _integer(value: object, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise PlanError(path, f"must be a whole number, got {_json_type(value)}")
+    return int(value)
+
+
+def _positive(value: float | None, path: str) -> None:
+    if value is not None and not value > 0:
+        raise PlanError(path, f"must be > 0, got {value}")
+
+
+def _probability(value: float | None, path: str, *, zero: bool = False) -> None:
+    if value is not None and not ((0 <= value < 1) if zero else (0 < value < 1)):
+        raise PlanError(path, f"must lie in {'[0, 1)' if zero else '(0, 1)'}, got {value}")
+
+
+def _category(value: object, path: str) -> Category:
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return _number(value, path)
+    raise PlanError(path, f"must be a string, a number or a boolean, got {_json_type(value)}")
+
+
+def _drop_none(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if v is not None}
+
+
+# --------------------------------------------------------------------------------------------
+# the dataset, the privacy unit, the accounting, the budget
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The data a plan is for.
+
+    ``name`` is how the ledger and the release files call it; ``origin`` where it comes from
+    (``file:data/adult.csv.gz``, ``builtin:adult``, ``upload:visits.csv``,
+    ``spark-table:db.visits``); ``content_hash`` (``sha256:…``, see :mod:`plan.identity`)
+    pins the exact data: a release on other data is refused. None accepts any data under
+    this name (a plan run every month on the month's file).
+    """
+
+    name: str
+    origin: str = ""
+    content_hash: str | None = None
+
+    def __post_init__(self) -> None:
+        _text(self.name, "dataset.name", empty=False)
+        _text(self.origin, "dataset.origin")
+        if self.content_hash is not None and not re.fullmatch(
+                r"sha256:[0-9a-f]{64}", _text(self.content_hash, "dataset.content_hash")):
+            raise PlanError("dataset.content_hash", "must be 'sha256:' and 64 hexadecimal "
+                            f"digits, got {self.content_hash!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "origin": self.origin, "content_hash": self.content_hash}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Dataset:
+        out = Dataset(f.text("name"), f.text("origin", required=False),
+                      f.raw("content_hash", required=False))
+        f.done()
+        return out
+
+
+@dataclass(frozen=True)
+class PrivacyUnit:
+    """Who the guarantee protects.
+
+    ``person_column`` None: one row is one person (then ``max_rows`` is 1 and
+    ``max_groups`` None). With a person-id column, each person keeps at most ``max_rows``
+    rows in a scalar query (count, sum, mean, quantiles) and in each group of a grouped query
+    (histogram, table, group-by, selection), and at most ``max_groups`` groups (None: only
+    ``max_rows`` rows in all, which may fall in as many groups). ``bounds_origin`` says how
+    these bounds were chosen: typed or public, or read off the data (then flagged: not
+    covered by the guarantee).
+    """
+
+    person_column: str | None = None
+    max_rows: int = 1
+    max_groups: int | None = None
+    bounds_origin: Origin = "typed"
+
+    def __post_init__(self) -> None:
+        _choice(self.bounds_origin, ORIGINS, "privacy_unit.bounds_origin")
+        if self.person_column is not None:
+            _text(self.person_column, "privacy_unit.person_column", empty=False)
+        _bounded_int(self.max_rows, "privacy_unit.max_rows")
+        if self.max_groups is not None:
+            _bounded_int(self.max_groups, "privacy_unit.max_groups")
+        if self.person_column is None and (self.max_rows != 1
+                                           or self.max_groups not in (None, 1)):
+            raise PlanError("privacy_unit.max_rows", "one row is one person (no person "
+                            "column): max_rows must be 1 and max_groups empty")
+
+    @property
+    def row_level(self) -> bool:
+        return self.person_column is None
+
+    def describe(self) -> str:
+        if self.person_column is None:
+            return "one row is one person (add/remove one row)"
+        groups = ("" if self.max_groups is None
+                  else f", in at most {self.max_groups:,} group(s)")
+        return (f"one person = all rows with the same {self.person_column!r} (add/remove one "
+                f"person); at most {self.max_rows:,} row(s) per person per query or group"
+                f"{groups}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"person_column": self.person_column, "max_rows": self.max_rows,
+                "max_groups": self.max_groups, "bounds_origin": self.bounds_origin}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> PrivacyUnit:
+        max_rows = f.integer("max_rows", required=False)
+        out = PrivacyUnit(f.raw("person_column", required=False),
+                          1 if max_rows is None else max_rows,
+                          f.integer("max_groups", required=False),
+                          f.choice("bounds_origin", ORIGINS, required=False,
+                                   default="typed"))  # type: ignore[arg-type]
+        f.done()
+        return out
+
+
+def _bounded_int(value: object, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise PlanError(path, f"must be a whole number, got {_json_type(value)}")
+    if not 1 <= int(value) <= 10**9:
+        raise PlanError(path, f"must be between 1 and 10^9, got {value}")
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """How the queries compose: ``method`` (basic, advanced, zcdp, pld) and ``delta``, the δ
+    at which a total ε is read (zCDP, advanced, PLD; 0 is allowed for a pure-DP plan under
+    basic composition)."""
+
+    method: str = "basic"
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        _choice(self.method, ACCOUNTING_METHODS, "accounting.method")
+        _number(self.delta, "accounting.delta")
+        _probability(self.delta, "accounting.delta", zero=True)
+        if self.method != "basic" and self.delta == 0:
+            raise PlanError("accounting.delta", f"{self.method} accounting reads its total ε "
+                            "at a δ > 0: give one (e.g. 1e-6)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "delta": self.delta}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Accounting:
+        delta = f.number("delta", required=False)
+        out = Accounting(f.choice("method", ACCOUNTING_METHODS),
+                         0.0 if delta is None else delta)
+        f.done()
+        return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The plan's total privacy budget: ε, and δ when the plan spends one."""
+
+    epsilon: float
+    delta: float | None = None
+
+    def __post_init__(self) -> None:
+        _number(self.epsilon, "budget.epsilon")
+        _positive(self.epsilon, "budget.epsilon")
+        if self.delta is not None:
+            _number(self.delta, "budget.delta")
+            _probability(self.delta, "budget.delta", zero=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _drop_none({"epsilon": self.epsilon, "delta": self.delta})
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Budget:
+        out = Budget(f.number("epsilon"), f.number("delta", required=False))
+        f.done()
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# declarations
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Clamping bounds [lower, upper] of a column, and where they come from."""
+
+    lower: float
+    upper: float
+    origin: Origin = "typed"
+    source: str = ""
+
+    def check(self, path: str) -> None:
+        _number(self.lower, f"{path}.lower")
+        _number(self.upper, f"{path}.upper")
+        if not self.lower < self.upper:
+            raise PlanError(f"{path}.upper", f"must be > lower = {self.lower:g}, got "
+                            f"{self.upper:g}")
+        _choice(self.origin, ORIGINS, f"{path}.origin")
+        _text(self.source, f"{path}.source")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lower": self.lower, "upper": self.upper, "origin": self.origin,
+                "source": self.source}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Bounds:
+        out = Bounds(f.number("lower"), f.number("upper"),
+                     f.choice("origin", ORIGINS),  # type: ignore[arg-type]
+                     f.text("source", required=False))
+        f.done()
+        return out
+
+
+@dataclass(frozen=True)
+class Categories:
+    """Declared category values (text, numbers or booleans), and where they come from."""
+
+    values: tuple[Category, ...]
+    origin: Origin = "typed"
+    source: str = ""
+
+    def check(self, path: str) -> None:
+        if not isinstance(self.values, tuple) or not self.values:
+            raise PlanError(f"{path}.values", "must hold at least one category")
+        if len(self.values) > MAX_CATEGORIES:
+            raise PlanError(f"{path}.values", f"must hold at most {MAX_CATEGORIES:,} "
+                            f"categories, got {len(self.values):,}")
+        kinds = set()
+        for i, value in enumerate(self.values):
+            _category(value, f"{path}.values[{i}]")
+            kinds.add("boolean" if isinstance(value, bool) else
+                      "text" if isinstance(value, str) else "number")
+        if len(kinds) > 1:
+            raise PlanError(f"{path}.values", "must be all text, all numbers or all "
+                            f"booleans, got {' and '.join(sorted(kinds))}")
+        if len({repr(v) for v in self.values}) != len(self.values) or len(
+                set(self.values)) != len(self.values):
+            raise PlanError(f"{path}.values", "must not repeat a category")
+        _choice(self.origin, ORIGINS, f"{path}.origin")
+        _text(self.source, f"{path}.source")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"values": list(self.values), "origin": self.origin, "source": self.source}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Categories:
+        values = f.array("values")
+        out = Categories(tuple(_category(v, f"{f.at('values')}[{i}]")
+                               for i, v in enumerate(values or [])),
+                         f.choice("origin", ORIGINS),  # type: ignore[arg-type]
+                         f.text("source", required=False))
+        f.done()
+        return out
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Strictly increasing numbers: bin edges, or the candidates of a quantile."""
+
+    values: tuple[float, ...]
+    origin: Origin = "typed"
+    source: str = ""
+
+    def check(self, path: str, *, minimum: int = 1) -> None:
+        if not isinstance(self.values, tuple) or len(self.values) < minimum:
+            raise PlanError(f"{path}.values", f"must hold at least {minimum} number(s)")
+        if len(self.values) > MAX_CATEGORIES:
+            raise PlanError(f"{path}.values", f"must hold at most {MAX_CATEGORIES:,} "
+                            f"numbers, got {len(self.values):,}")
+        for i, value in enumerate(self.values):
+            _number(value, f"{path}.values[{i}]")
+        if any(b <= a for a, b in zip(self.values, self.values[1:], strict=False)):
+            raise PlanError(f"{path}.values", "must be strictly increasing")
+        _choice(self.origin, ORIGINS, f"{path}.origin")
+        _text(self.source, f"{path}.source")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"values": list(self.values), "origin": self.origin, "source": self.source}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Grid:
+        values = f.array("values")
+        out = Grid(tuple(_number(v, f"{f.at('values')}[{i}]")
+                         for i, v in enumerate(values or [])),
+                   f.choice("origin", ORIGINS),  # type: ignore[arg-type]
+                   f.text("source", required=False))
+        f.done()
+        return out
+
+
+def _declared(f: _Fields, key: str, cls: type, *, required: bool = True) -> Any:
+    sub = f.obj(key, required=required)
+    return None if sub is None else cls.from_fields(sub)
+
+
+# --------------------------------------------------------------------------------------------
+# the queries
+
+
+def _column(value: object, path: str) -> str:
+    return _text(value, path, empty=False)
+
+
+@dataclass(frozen=True)
+class Count:
+    """The number of rows (at most ``max_rows`` per person)."""
+
+    kind: Literal["count"] = field(default="count", init=False)
+
+    def check(self, path: str) -> None:
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Count:
+        return Count()
+
+
+@dataclass(frozen=True)
+class Sum:
+    """The sum of ``column`` clamped to ``bounds``."""
+
+    column: str
+    bounds: Bounds
+    kind: Literal["sum"] = field(default="sum", init=False)
+
+    def check(self, path: str) -> None:
+        _column(self.column, f"{path}.column")
+        self.bounds.check(f"{path}.bounds")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "column": self.column, "bounds": self.bounds.to_dict()}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Sum:
+        return Sum(f.text("column"), _declared(f, "bounds", Bounds))
+
+
+@dataclass(frozen=True)
+class Mean:
+    """The mean of ``column`` clamped to ``bounds``: a noisy sum over a noisy count, the sum
+    getting ``sum_share`` of the budget (``dpcore.queries.NoisyMean``)."""
+
+    column: str
+    bounds: Bounds
+    sum_share: float = 0.5
+    kind: Literal["mean"] = field(default="mean", init=False)
+
+    def check(self, path: str) -> None:
+        _column(self.column, f"{path}.column")
+        self.bounds.check(f"{path}.bounds")
+        _number(self.sum_share, f"{path}.sum_share")
+        _probability(self.sum_share, f"{path}.sum_share")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "column": self.column, "bounds": self.bounds.to_dict(),
+                "sum_share": self.sum_share}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Mean:
+        share = f.number("sum_share", required=False)
+        return Mean(f.text("column"), _declared(f, "bounds", Bounds),
+                    0.5 if share is None else share)
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts of ``column`` over declared ``categories``, or over bins between ``edges``
+    (values outside the edges counted apart, or clamped into the end bins)."""
+
+    column: str
+    categories: Categories | None = None
+    edges: Grid | None = None
+    outside: str = "separate"
+    kind: Literal["histogram"] = field(default="histogram", init=False)
+
+    def check(self, path: str) -> None:
+        _column(self.column, f"{path}.column")
+        if (self.categories is None) == (self.edges is None):
+            raise PlanError(f"{path}.categories", "give either categories or bin edges "
+                            "(not both)")
+        if self.categories is not None:
+            self.categories.check(f"{path}.categories")
+        else:
+            self.edges.check(f"{path}.edges", minimum=2)
+            _choice(self.outside, OUTSIDE, f"{path}.outside")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "column": self.column}
+        if self.categories is not None:
+            out["categories"] = self.categories.to_dict()
+        else:
+            out["edges"] = self.edges.to_dict()
+            out["outside"] = self.outside
+        return out
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Histogram:
+        return Histogram(f.text("column"),
+                         _declared(f, "categories", Categories, required=False),
+                         _declared(f, "edges", Grid, required=False),
+                         f.choice("outside", OUTSIDE, required=False, default="separate"))
+
+
+@dataclass(frozen=True)
+class Crosstab:
+    """A table of counts of ``row`` by ``column`` over declared categories."""
+
+    row: str
+    column: str
+    row_categories: Categories
+    column_categories: Categories
+    kind: Literal["crosstab"] = field(default="crosstab", init=False)
+
+    def check(self, path: str) -> None:
+        _column(self.row, f"{path}.row")
+        _column(self.column, f"{path}.column")
+        self.row_categories.check(f"{path}.row_categories")
+        self.column_categories.check(f"{path}.column_categories")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "row": self.row, "column": self.column,
+                "row_categories": self.row_categories.to_dict(),
+                "column_categories": self.column_categories.to_dict()}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Crosstab:
+        return Crosstab(f.text("row"), f.text("column"),
+                        _declared(f, "row_categories", Categories),
+                        _declared(f, "column_categories", Categories))
+
+
+@dataclass(frozen=True)
+class GroupBy:
+    """A count, sum or mean of ``column`` per value of ``key``.
+
+    The groups are declared ``keys`` (public), or found privately by partition selection
+    (``keys`` None, then the query's ``threshold`` says how): only groups whose noisy count
+    clears the threshold are released.
+    """
+
+    key: str
+    statistic: str = "count"
+    column: str | None = None
+    bounds: Bounds | None = None
+    keys: Categories | None = None
+    sum_share: float = 0.5
+    kind: Literal["group_by"] = field(default="group_by", init=False)
+
+    def check(self, path: str) -> None:
+        _column(self.key, f"{path}.key")
+        _choice(self.statistic, GROUP_STATISTICS, f"{path}.statistic")
+        if self.statistic == "count":
+            if self.column is not None or self.bounds is not None:
+                raise PlanError(f"{path}.column", "a count by group takes no column or bounds")
+        else:
+            if self.column is None:
+                raise PlanError(f"{path}.column", f"a {self.statistic} by group needs a column")
+            _column(self.column, f"{path}.column")
+            if self.bounds is None:
+                raise PlanError(f"{path}.bounds", f"a {self.statistic} by group needs bounds")
+            self.bounds.check(f"{path}.bounds")
+        if self.keys is not None:
+            self.keys.check(f"{path}.keys")
+        _number(self.sum_share, f"{path}.sum_share")
+        _probability(self.sum_share, f"{path}.sum_share")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _drop_none({
+            "kind": self.kind, "key": self.key, "statistic": self.statistic,
+            "column": self.column,
+            "bounds": None if self.bounds is None else self.bounds.to_dict(),
+            "keys": None if self.keys is None else self.keys.to_dict(),
+            "sum_share": self.sum_share if self.statistic == "mean" else None})
+
+    @staticmethod
+    def from_fields(f: _Fields) -> GroupBy:
+        share = f.number("sum_share", required=False)
+        return GroupBy(f.text("key"), f.choice("statistic", GROUP_STATISTICS),
+                       f.raw("column", required=False),
+                       _declared(f, "bounds", Bounds, required=False),
+                       _declared(f, "keys", Categories, required=False),
+                       0.5 if share is None else share)
+
+
+@dataclass(frozen=True)
+class Quantiles:
+    """The ``levels`` quantiles of ``column``, each a candidate of the declared grid chosen by
+    a noisy arg-min of its rank error; the budget split equally between the levels."""
+
+    column: str
+    levels: tuple[float, ...]
+    candidates: Grid
+    kind: Literal["quantiles"] = field(default="quantiles", init=False)
+
+    def check(self, path: str) -> None:
+        _column(self.column, f"{path}.column")
+        if not isinstance(self.levels, tuple) or not self.levels:
+            raise PlanError(f"{path}.levels", "must hold at least one level (0.5: median)")
+        if len(self.levels) > 1000:
+            raise PlanError(f"{path}.levels", "must hold at most 1,000 levels")
+        for i, q in enumerate(self.levels):
+            _number(q, f"{path}.levels[{i}]")
+            if not 0 <= q <= 1:
+                raise PlanError(f"{path}.levels[{i}]", f"must lie in [0, 1], got {q}")
+        self.candidates.check(f"{path}.candidates", minimum=2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "column": self.column, "levels": list(self.levels),
+                "candidates": self.candidates.to_dict()}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Quantiles:
+        levels = f.array("levels")
+        return Quantiles(f.text("column"),
+                         tuple(_number(q, f"{f.at('levels')}[{i}]")
+                               for i, q in enumerate(levels or [])),
+                         _declared(f, "candidates", Grid))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The ``k`` most frequent of the declared ``candidates`` of ``column`` (scores: how many
+    rows hold each candidate, at most ``max_rows`` per person in each)."""
+
+    column: str
+    candidates: Categories
+    k: int = 1
+    kind: Literal["selection"] = field(default="selection", init=False)
+
+    def check(self, path: str) -> None:
+        _column(self.column, f"{path}.column")
+        self.candidates.check(f"{path}.candidates")
+        if isinstance(self.k, bool) or not isinstance(self.k, numbers.Integral) or not (
+                1 <= self.k <= len(self.candidates.values)):
+            raise PlanError(f"{path}.k", f"must be a whole number from 1 to the number of "
+                            f"candidates ({len(self.candidates.values)}), got {self.k!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "column": self.column,
+                "candidates": self.candidates.to_dict(), "k": self.k}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Selection:
+        k = f.integer("k", required=False)
+        return Selection(f.text("column"), _declared(f, "candidates", Categories),
+                         1 if k is None else k)
+
+
+QuerySpec = Count | Sum | Mean | Histogram | Crosstab | GroupBy | Quantiles | Selection
+_QUERY_KINDS: dict[str, Any] = {cls.__dataclass_fields__["kind"].default: cls for cls in (
+    Count, Sum, Mean, Histogram, Crosstab, GroupBy, Quantiles, Selection)}
+
+
+# --------------------------------------------------------------------------------------------
+# the mechanisms
+
+
+@dataclass(frozen=True)
+class Noise:
+    """An additive mechanism of the catalogue (``dpcore.mechanisms``) with its budget.
+
+    ``measure`` is pure (ε), approx (ε, δ) or zcdp (ρ). Under basic or advanced accounting
+    a zCDP mechanism also needs ``delta``: the δ at which its ρ is read as (ε, δ).
+    ``lower``/``upper`` are the public answer range of the kinds that need one, ``gamma``
+    the staircase's shape.
+    """
+
+    kind: str
+    measure: str
+    epsilon: float | None = None
+    delta: float | None = None
+    rho: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    gamma: float | None = None
+    family: Literal["noise"] = field(default="noise", init=False)
+
+    def check(self, path: str) -> None:
+        _choice(self.kind, tuple(CATALOGUE), f"{path}.kind")
+        spec = CATALOGUE[self.kind]
+        _choice(self.measure, spec.measures, f"{path}.measure")
+        needed = set(spec.budgets[self.measure])
+        for name in ("epsilon", "delta", "rho"):
+            value = getattr(self, name)
+            if value is not None:
+                _number(value, f"{path}.{name}")
+            if name in needed and value is None:
+                raise PlanError(f"{path}.{name}", f"is required by the {self.kind} mechanism "
+                                f"under {self.measure} DP")
+        if self.measure == "zcdp" and self.epsilon is not None:
+            raise PlanError(f"{path}.epsilon", "a zCDP mechanism is set by rho, not epsilon")
+        if self.measure != "zcdp" and self.rho is not None:
+            raise PlanError(f"{path}.rho", f"rho is for zCDP, not {self.measure} DP")
+        if self.measure == "pure" and self.delta is not None:
+            raise PlanError(f"{path}.delta", "a pure-DP mechanism has no delta")
+        _positive(self.epsilon, f"{path}.epsilon")
+        _positive(self.rho, f"{path}.rho")
+        _probability(self.delta, f"{path}.delta")
+        for name in ("lower", "upper", "gamma"):
+            value = getattr(self, name)
+            if value is not None:
+                _number(value, f"{path}.{name}")
+                if name not in spec.parameters:
+                    raise PlanError(f"{path}.{name}", f"does not apply to the {self.kind} "
+                                    "mechanism")
+        if spec.needs_range:
+            if self.lower is None or self.upper is None:
+                raise PlanError(f"{path}.lower", f"the {self.kind} mechanism needs the public "
+                                "answer range (lower and upper)")
+            if not self.lower < self.upper:
+                raise PlanError(f"{path}.upper", "must be > lower")
+
+    def budget(self) -> dict[str, float]:
+        """The keywords that set the mechanism's budget (epsilon; epsilon and delta; rho)."""
+        spec = CATALOGUE[self.kind]
+        return {name: getattr(self, name) for name in spec.budgets[self.measure]}
+
+    def to_dict(self) -> dict[str, Any]:
+        return _drop_none({"family": self.family, "kind": self.kind, "measure": self.measure,
+                           "epsilon": self.epsilon, "delta": self.delta, "rho": self.rho,
+                           "lower": self.lower, "upper": self.upper, "gamma": self.gamma})
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Noise:
+        return Noise(f.choice("kind", tuple(CATALOGUE)), f.text("measure"),
+                     *(f.number(name, required=False)
+                       for name in ("epsilon", "delta", "rho", "lower", "upper", "gamma")))
+
+
+@dataclass(frozen=True)
+class SelectionNoise:
+    """Noise for a selection or a quantile: report noisy max with ``noise`` (laplace;
+    exponential = permute-and-flip; gumbel = the exponential mechanism), budget ε (pure) or
+    ρ (zcdp), and the δ at which ρ is read as (ε, δ) under basic or advanced accounting."""
+
+    noise: str
+    measure: str = "pure"
+    epsilon: float | None = None
+    rho: float | None = None
+    delta: float | None = None
+    family: Literal["selection"] = field(default="selection", init=False)
+
+    def check(self, path: str) -> None:
+        _choice(self.noise, NOISE_TYPES, f"{path}.noise")
+        _choice(self.measure, ("pure", "zcdp"), f"{path}.measure")
+        budget = "epsilon" if self.measure == "pure" else "rho"
+        other = "rho" if budget == "epsilon" else "epsilon"
+        if getattr(self, budget) is None:
+            raise PlanError(f"{path}.{budget}", f"is required under {self.measure} DP")
+        if getattr(self, other) is not None:
+            raise PlanError(f"{path}.{other}", f"does not apply under {self.measure} DP")
+        _positive(_number(getattr(self, budget), f"{path}.{budget}"), f"{path}.{budget}")
+        if self.delta is not None:
+            _probability(_number(self.delta, f"{path}.delta"), f"{path}.delta")
+            if self.measure == "pure":
+                raise PlanError(f"{path}.delta", "a pure-DP selection has no delta")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _drop_none({"family": self.family, "noise": self.noise, "measure": self.measure,
+                           "epsilon": self.epsilon, "rho": self.rho, "delta": self.delta})
+
+    @staticmethod
+    def from_fields(f: _Fields) -> SelectionNoise:
+        return SelectionNoise(f.choice("noise", NOISE_TYPES),
+                              f.choice("measure", ("pure", "zcdp"), required=False,
+                                       default="pure"),
+                              f.number("epsilon", required=False),
+                              f.number("rho", required=False),
+                              f.number("delta", required=False))
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Partition selection (``dpcore.partition``): noise on each group's count, ε (Laplace
+    noises) or ρ (Gaussian), and the δ the threshold spends; groups whose noisy count is below
+    the threshold are not released. Under basic or advanced accounting Gaussian noise also
+    needs ``delta_noise``, the δ at which its ρ is read as (ε, δ)."""
+
+    noise: str
+    delta: float
+    epsilon: float | None = None
+    rho: float | None = None
+    delta_noise: float | None = None
+    family: Literal["threshold"] = field(default="threshold", init=False)
+
+    def check(self, path: str) -> None:
+        _choice(self.noise, PARTITION_NOISES, f"{path}.noise")
+        _probability(_number(self.delta, f"{path}.delta"), f"{path}.delta")
+        budget = "rho" if self.noise == "gaussian" else "epsilon"
+        other = "epsilon" if budget == "rho" else "rho"
+        if getattr(self, budget) is None:
+            raise PlanError(f"{path}.{budget}", f"is required with {self.noise} noise")
+        if getattr(self, other) is not None:
+            raise PlanError(f"{path}.{other}", f"does not apply to {self.noise} noise")
+        _positive(_number(getattr(self, budget), f"{path}.{budget}"), f"{path}.{budget}")
+        if self.delta_noise is not None:
+            _probability(_number(self.delta_noise, f"{path}.delta_noise"),
+                         f"{path}.delta_noise")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _drop_none({"family": self.family, "noise": self.noise, "epsilon": self.epsilon,
+                           "rho": self.rho, "delta": self.delta,
+                           "delta_noise": self.delta_noise})
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Threshold:
+        return Threshold(f.choice("noise", PARTITION_NOISES), f.number("delta"),
+                         f.number("epsilon", required=False), f.number("rho", required=False),
+                         f.number("delta_noise", required=False))
+
+
+MechanismSpec = Noise | SelectionNoise | Threshold
+_FAMILIES: dict[str, Any] = {"noise": Noise, "selection": SelectionNoise,
+                             "threshold": Threshold}
+
+
+@dataclass(frozen=True)
+class Target:
+    """An accuracy target: ``error`` (±alpha with probability at least 1 − beta),
+    ``selection`` (the true best chosen with probability at least ``probability``) or
+    ``rank`` (a quantile within ``alpha`` ranks with probability at least 1 − beta)."""
+
+    kind: str
+    alpha: float | None = None
+    beta: float | None = None
+    probability: float | None = None
+
+    def check(self, path: str) -> None:
+        _choice(self.kind, TARGET_KINDS, f"{path}.kind")
+        if self.kind == "selection":
+            if self.probability is None:
+                raise PlanError(f"{path}.probability", "is required for a selection target")
+            _probability(_number(self.probability, f"{path}.probability"),
+                         f"{path}.probability")
+            for name in ("alpha", "beta"):
+                if getattr(self, name) is not None:
+                    raise PlanError(f"{path}.{name}", "does not apply to a selection target")
+        else:
+            for name in ("alpha", "beta"):
+                if getattr(self, name) is None:
+                    raise PlanError(f"{path}.{name}", f"is required for an {self.kind} target")
+            _positive(_number(self.alpha, f"{path}.alpha"), f"{path}.alpha")
+            _probability(_number(self.beta, f"{path}.beta"), f"{path}.beta")
+            if self.probability is not None:
+                raise PlanError(f"{path}.probability", f"does not apply to an {self.kind} "
+                                "target")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _drop_none({"kind": self.kind, "alpha": self.alpha, "beta": self.beta,
+                           "probability": self.probability})
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Target:
+        out = Target(f.choice("kind", TARGET_KINDS), f.number("alpha", required=False),
+                     f.number("beta", required=False), f.number("probability", required=False))
+        f.done()
+        return out
+
+
+# which mechanism families each query kind takes
+_ALLOWED = {
+    "count": ("noise",), "sum": ("noise",), "mean": ("noise",), "histogram": ("noise",),
+    "crosstab": ("noise",), "group_by": ("noise",), "quantiles": ("selection",),
+    "selection": ("selection",),
+}
+
+
+@dataclass(frozen=True)
+class PlanQuery:
+    """One query of the plan: its id, label and page, what it computes, how it is noised,
+    and (optionally) the accuracy it should reach.
+
+    A group-by without declared keys also has a ``threshold`` (partition selection); its
+    ``mechanism`` then noises the sums (``statistic`` sum or mean) and is None for counts (the
+    threshold's noisy counts are released).
+    """
+
+    id: str
+    label: str
+    query: QuerySpec
+    mechanism: MechanismSpec | None
+    page: str = "plan"
+    threshold: Threshold | None = None
+    target: Target | None = None
+
+    def check(self, path: str) -> None:
+        if not isinstance(self.id, str) or not _ID.match(self.id):
+            raise PlanError(f"{path}.id", "must be 1 to 64 letters, digits, '.', '_' or '-' "
+                            f"(starting with a letter or digit), got {self.id!r}")
+        _text(self.label, f"{path}.label", empty=False)
+        _choice(self.page, PAGES, f"{path}.page")
+        if not isinstance(self.query, tuple(_QUERY_KINDS.values())):
+            raise PlanError(f"{path}.query", f"must be a query, got {type(self.query).__name__}")
+        self.query.check(f"{path}.query")
+        partition = isinstance(self.query, GroupBy) and self.query.keys is None
+        if partition:
+            if self.threshold is None:
+                raise PlanError(f"{path}.threshold", "a group-by without declared keys finds "
+                                "its groups by partition selection: give the threshold's "
+                                "noise, budget and delta (or declare the keys)")
+            self.threshold.check(f"{path}.threshold")
+        elif self.threshold is not None:
+            raise PlanError(f"{path}.threshold", "applies only to a group-by without declared "
+                            "keys")
+        counts_only = partition and self.query.statistic == "count"
+        if counts_only:
+            if self.mechanism is not None:
+                raise PlanError(f"{path}.mechanism", "a count by group with partition "
+                                "selection releases the threshold's noisy counts: no other "
+                                "mechanism")
+        else:
+            if self.mechanism is None:
+                raise PlanError(f"{path}.mechanism", "is required")
+            allowed = _ALLOWED[self.query.kind]
+            if self.mechanism.family not in allowed:
+                raise PlanError(f"{path}.mechanism.family", f"a {self.query.kind} query takes "
+                                f"a {' or '.join(allowed)} mechanism, got "
+                                f"{self.mechanism.family}")
+            self.mechanism.check(f"{path}.mechanism")
+        if self.target is not None:
+            self.target.check(f"{path}.target")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _drop_none({
+            "id": self.id, "label": self.label, "page": self.page,
+            "query": self.query.to_dict(),
+            "mechanism": None if self.mechanism is None else self.mechanism.to_dict(),
+            "threshold": None if self.threshold is None else self.threshold.to_dict(),
+            "target": None if self.target is None else self.target.to_dict()})
+
+    @staticmethod
+    def from_fields(f: _Fields) -> PlanQuery:
+        qf = f.obj("query")
+        kind = qf.choice("kind", tuple(_QUERY_KINDS))
+        query = _QUERY_KINDS[kind].from_fields(qf)
+        qf.done()
+        mf = f.obj("mechanism", required=False)
+        mechanism = None
+        if mf is not None:
+            family = mf.choice("family", tuple(_FAMILIES))
+            mechanism = _FAMILIES[family].from_fields(mf)
+            mf.done()
+        tf = f.obj("threshold", required=False)
+        threshold = None
+        if tf is not None:
+            tf.raw("family", required=False)
+            threshold = Threshold.from_fields(tf)
+            tf.done()
+        out = PlanQuery(f.text("id"), f.text("label"), query, mechanism,
+                        f.choice("page", PAGES, required=False, default="plan"), threshold,
+                        _declared(f, "target", Target, required=False))
+        f.done()
+        return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A release plan: the dataset, the privacy unit, the accounting, an optional total
+    budget and the queries. Built valid or not at all (``PlanError`` naming the field)."""
+
+    dataset: Dataset
+    queries: tuple[PlanQuery, ...]
+    privacy_unit: PrivacyUnit = field(default_factory=PrivacyUnit)
+    accounting: Accounting = field(default_factory=Accounting)
+    budget: Budget | None = None
+
+    def __post_init__(self) -> None:
+        for name, cls in (("dataset", Dataset), ("privacy_unit", PrivacyUnit),
+                          ("accounting", Accounting)):
+            if not isinstance(getattr(self, name), cls):
+                raise PlanError(name, f"must be a {cls.__name__}")
+        if self.budget is not None and not isinstance(self.budget, Budget):
+            raise PlanError("budget", "must be a Budget or None")
+        if not isinstance(self.queries, tuple) or not self.queries:
+            raise PlanError("queries", "must hold at least one query")
+        if len(self.queries) > MAX_QUERIES:
+            raise PlanError("queries", f"must hold at most {MAX_QUERIES:,} queries")
+        seen: set[str] = set()
+        for i, query in enumerate(self.queries):
+            if not isinstance(query, PlanQuery):
+                raise PlanError(f"queries[{i}]", "must be a PlanQuery")
+            query.check(f"queries[{i}]")
+            if query.id in seen:
+                raise PlanError(f"queries[{i}].id", f"repeats the id {query.id!r}")
+            seen.add(query.id)
+        self._check_unit()
+
+    def _check_unit(self) -> None:
+        unit = self.privacy_unit
+        for i, q in enumerate(self.queries):
+            if (unit.person_column is not None and q.threshold is not None
+                    and unit.max_groups is None):
+                raise PlanError("privacy_unit.max_groups", f"query {q.id!r} selects its "
+                                "groups by partition selection: with a person column, "
+                                "declare how many groups one person may keep rows in")
+            if unit.person_column is not None:
+                for name in ("column", "row", "key"):
+                    if getattr(q.query, name, None) == unit.person_column:
+                        raise PlanError(f"queries[{i}].query.{name}", "is the person-id "
+                                        "column: releasing statistics of it is not private")
+
+    def query(self, query_id: str) -> PlanQuery:
+        for q in self.queries:
+            if q.id == query_id:
+                return q
+        raise KeyError(query_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "dataset": self.dataset.to_dict(),
+                "privacy_unit": self.privacy_unit.to_dict(),
+                "accounting": self.accounting.to_dict(),
+                "budget": None if self.budget is None else self.budget.to_dict(),
+                "queries": [q.to_dict() for q in self.queries]}
+
+    def to_json(self) -> str:
+        """The plan as indented JSON (UTF-8 text, keys in a fixed order)."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
+
+    @staticmethod
+    def from_dict(data: object) -> Plan:
+        f = _Fields(data, "")
+        fmt = f.raw("format")
+        if fmt != FORMAT:
+            raise PlanError("format", f"must be {FORMAT!r}: this is not an Epsilon Lab plan "
+                            f"(got {fmt!r})")
+        version = f.integer("version")
+        if version != VERSION:
+            newer = " (written by a newer Epsilon Lab)" if version > VERSION else ""
+            raise PlanError("version", f"this Epsilon Lab reads plans of version {VERSION}, "
+                            f"got {version}{newer}")
+        dataset = Dataset.from_fields(f.obj("dataset"))
+        unit_fields = f.obj("privacy_unit", required=False)
+        unit = PrivacyUnit() if unit_fields is None else PrivacyUnit.from_fields(unit_fields)
+        acc_fields = f.obj("accounting", required=False)
+        accounting = Accounting() if acc_fields is None else Accounting.from_fields(acc_fields)
+        budget_fields = f.obj("budget", required=False)
+        budget = None if budget_fields is None else Budget.from_fields(budget_fields)
+        raw_queries = f.array("queries")
+        queries = tuple(PlanQuery.from_fields(_Fields(q, f"queries[{i}]"))
+                        for i, q in enumerate(raw_queries))
+        f.done()
+        return Plan(dataset, queries, unit, accounting, budget)
+
+    @staticmethod
+    def from_json(text: str | bytes) -> Plan:
+        """Read a plan from JSON text; ``PlanError`` naming the field that is wrong."""
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                raise PlanError("", f"the plan is not UTF-8 text ({exc.reason})") from None
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
+        try:
+            data = json.loads(text, parse_constant=_no_constant)
+        except json.JSONDecodeError as exc:
+            raise PlanError("", f"the plan is not valid JSON: {exc.msg} at line {exc.lineno}, "
+                            f"column {exc.colno}") from None
+        return Plan.from_dict(data)
+
+
+def _no_constant(name: str) -> None:
+    raise PlanError("", f"the plan holds {name}, which is not a number JSON allows")

@@ -1,0 +1,122 @@
+"""The release card: a JSON description of a release in the terms of the public registry of
+differential privacy deployments (data, privacy unit, flavour, ε/δ/ρ per query and in total,
+model, accounting, mechanisms, implementation), and what the guarantee does not cover.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from plan import model
+from release.files import _json_safe
+from release.measurements import OPENDP_VERSION
+from release.run import Release
+
+__all__ = ["release_card", "card_json", "not_covered"]
+
+
+def _declarations(q: model.PlanQuery) -> list[tuple[str, Any]]:
+    """(what, declaration) for every bound, category list and grid of a query."""
+    spec = q.query
+    found: list[tuple[str, Any]] = []
+    for name, what in (("bounds", "bounds"), ("categories", "categories"),
+                       ("edges", "bin edges"), ("row_categories", "row categories"),
+                       ("column_categories", "column categories"), ("keys", "group keys"),
+                       ("candidates", "candidates")):
+        declared = getattr(spec, name, None)
+        if declared is not None:
+            column = getattr(spec, "column", None) or getattr(spec, "key", None)
+            if name == "row_categories":
+                column = spec.row
+            if name == "keys":
+                column = spec.key
+            found.append((f"{what} of {column!r}", declared))
+    return found
+
+
+def not_covered(plan: model.Plan) -> list[dict[str, Any]]:
+    """What was read off the raw data, and is therefore not covered by the guarantee."""
+    out = []
+    for q in plan.queries:
+        for what, declared in _declarations(q):
+            if declared.origin == "data":
+                out.append({"query": q.id, "what": what, "origin": "read from the data",
+                            "source": declared.source})
+    unit = plan.privacy_unit
+    if unit.person_column is not None and unit.bounds_origin == "data":
+        out.append({"query": None, "what": "contribution bounds (rows and groups per person)",
+                    "origin": "chosen on the raw data", "source": ""})
+    return out
+
+
+def _flavour(release: Release) -> str:
+    if release.spent.method == "zcdp":
+        return "zero-concentrated DP (zCDP), reported as approximate DP"
+    return "pure DP" if release.spent.delta == 0 else "approximate DP"
+
+
+def release_card(release: Release) -> dict[str, Any]:
+    """The card of a recorded release (a JSON-able dict)."""
+    plan = release.plan
+    unit = plan.privacy_unit
+    spent = release.spent
+    flagged = not_covered(plan)
+    public = [{"query": q.id, "what": what, "origin": declared.origin,
+               "source": declared.source}
+              for q in plan.queries for what, declared in _declarations(q)
+              if declared.origin != "data"]
+    mechanisms = sorted({part["mechanism"] for q in release.queries for part in q.parts})
+    return _json_safe({
+        "format": "epsilon-lab-release-card",
+        "version": 1,
+        "product": {
+            "name": f"{plan.dataset.name}: {len(plan.queries)} statistic(s)",
+            "description": "; ".join(q.label for q in plan.queries),
+            "released_at": release.record.time,
+            "ledger_entry": release.record.id,
+            "values_sha256": release.values_hash,
+        },
+        "data": {"name": plan.dataset.name, "origin": plan.dataset.origin,
+                 "content_hash": release.dataset.content_hash},
+        "privacy_unit": {
+            "unit": "row" if unit.person_column is None else "person",
+            "person_column": unit.person_column,
+            "max_rows_per_person": unit.max_rows,
+            "max_groups_per_person": unit.max_groups,
+            "neighbouring_datasets": "add or remove one " + (
+                "row" if unit.person_column is None else "person with all their rows"),
+            "description": unit.describe(),
+        },
+        "flavour": _flavour(release),
+        "model": "central (a trusted curator runs the release on the raw data)",
+        "privacy_loss": {**spent.to_dict(), "scope": "this release; releases of the same "
+                         "dataset add up in the ledger"},
+        "accounting": {"method": spent.method, "requested": spent.requested,
+                       "delta": plan.accounting.delta, "note": spent.note},
+        "queries": [{"id": q.id, "label": q.label, "statistic": q.statistic,
+                     "mechanisms": [{"part": p["part"], "mechanism": p["mechanism"],
+                                     "opendp": p["opendp"], "noise_scale": p["scale"],
+                                     "sensitivity": p["sensitivity"],
+                                     "privacy": p["certified"], "planned": p["planned"]}
+                                    for p in q.parts],
+                     "notes": list(q.notes)}
+                    for q in release.queries],
+        "mechanisms": mechanisms,
+        "implementation": {"library": "OpenDP", "version": OPENDP_VERSION,
+                           "tool": "Epsilon Lab",
+                           "samplers": "OpenDP's exact samplers with the operating system's "
+                                       "entropy; never seeded"},
+        "public_information": public,
+        "not_covered_by_the_guarantee": flagged + [{
+            "query": None, "what": "choices made while looking at true answers",
+            "origin": "the planner's own use of the simulator",
+            "source": "Epsilon Lab's simulator shows true answers to whoever makes the plan: "
+                      "ε, mechanisms, bounds or categories chosen by looking at them depend "
+                      "on the data in a way no guarantee covers"}],
+    })
+
+
+def card_json(release: Release) -> bytes:
+    return json.dumps(release_card(release), indent=2, ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")

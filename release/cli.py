@@ -1,0 +1,132 @@
+"""The command line: ``python -m release --plan PLAN.json --data PATH --ledger LEDGER.sqlite
+--out DIR [--budget EPSILON]`` runs the release the app would run and writes its files;
+``python -m release --example-plan`` prints a plan for the built-in Adult data.
+
+Exit status: 0 released; 1 refused (over budget, a map above the plan's figure, a mechanism
+OpenDP cannot sample, data that does not fit the plan); 2 a bad plan or bad arguments; 3 data
+that cannot be read; 4 a ledger that cannot be used. A refusal prints one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+REFUSED, BAD_PLAN, BAD_DATA, BAD_LEDGER = 1, 2, 3, 4
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m release",
+        description="Release a plan for real with OpenDP, record it in the ledger, and write "
+                    "release.csv, release.json and card.json.")
+    parser.add_argument("--plan", type=Path, help="the plan (JSON, from the app or "
+                        "--example-plan)")
+    parser.add_argument("--data", type=Path, help="a CSV, CSV.gz or Parquet file, or a folder "
+                        "of Parquet files")
+    parser.add_argument("--ledger", type=Path, default=None, help="the ledger (default "
+                        "$EPSILON_LAB_LEDGER, else the user's data folder)")
+    parser.add_argument("--out", type=Path, help="the folder the files are written to")
+    parser.add_argument("--budget", type=float, default=None, metavar="EPSILON",
+                        help="the dataset's total ε, set the first time the dataset is seen")
+    parser.add_argument("--example-plan", action="store_true",
+                        help="print a plan for data/adult.csv.gz and exit")
+    return parser
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _fail(code: int, kind: str, text: object) -> int:
+    print(f"{kind}: {_one_line(text)}", file=sys.stderr)
+    return code
+
+
+def _source(path: Path):  # -> FileSource
+    from engine.sources import FileSource
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    name = path.name.lower()
+    if path.is_dir() or name.endswith(".parquet"):
+        return FileSource(path, "parquet")
+    if name.endswith((".csv", ".csv.gz", ".tsv")):
+        return FileSource(path, "csv")
+    raise ValueError(f"{path}: give a .csv, .csv.gz or .parquet file or a folder of Parquet "
+                     "files")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.example_plan:
+        from plan.examples import adult_plan
+
+        print(adult_plan().to_json())
+        return 0
+    missing = [f"--{n}" for n in ("plan", "data", "out") if getattr(args, n) is None]
+    if missing:
+        return _fail(BAD_PLAN, "usage", f"give {', '.join(missing)} (or --example-plan)")
+    if args.budget is not None and not (0 < args.budget < math.inf):
+        return _fail(BAD_PLAN, "usage", f"--budget must be a positive number, got "
+                     f"{args.budget}")
+
+    from engine import EngineError
+    from plan.model import Plan, PlanError
+    from release.card import card_json
+    from release.errors import ReleaseRefused
+    from release.files import release_csv, release_json, write_bytes
+    from release.ledger import Ledger, LedgerError
+    from release.run import run
+
+    try:
+        plan = Plan.from_json(args.plan.read_bytes())
+    except OSError as exc:
+        return _fail(BAD_PLAN, "bad plan", f"cannot read {args.plan}: {exc.strerror or exc}")
+    except PlanError as exc:
+        return _fail(BAD_PLAN, "bad plan", f"{args.plan}: {exc}")
+    try:
+        source = _source(args.data)
+    except (OSError, ValueError, EngineError) as exc:
+        return _fail(BAD_DATA, "unreadable data", exc)
+    try:
+        ledger = Ledger(args.ledger)
+    except LedgerError as exc:
+        return _fail(BAD_LEDGER, "ledger", exc)
+    try:
+        with ledger:
+            release = run(plan, source, ledger=ledger, budget=args.budget)
+            status = ledger.status(release.dataset)
+    except ReleaseRefused as exc:
+        return _fail(REFUSED, "refused", exc)
+    except PlanError as exc:
+        return _fail(BAD_PLAN, "bad plan", exc)
+    except LedgerError as exc:
+        return _fail(BAD_LEDGER, "ledger", exc)
+    except EngineError as exc:
+        return _fail(BAD_DATA, "unreadable data", exc)
+    # Recorded: the files are written after the commit (if this fails, the release stays
+    # recorded and its budget spent; the values are lost, never shown).
+    try:
+        write_bytes(args.out / "release.csv", release_csv(release))
+        write_bytes(args.out / "release.json", release_json(release))
+        write_bytes(args.out / "card.json", card_json(release))
+    except OSError as exc:
+        return _fail(BAD_DATA, "files", f"release #{release.record.id} was recorded but its "
+                     f"files could not be written to {args.out} ({exc.strerror or exc}); its "
+                     "values are lost")
+    spent = release.spent
+    left = status.remaining_epsilon
+    budget = ("no budget set" if left is None
+              else f"ε = {left:.6g} left of {status.budget.epsilon:g}")
+    print(f"released {plan.dataset.name!r}: {len(release.queries)} queries, ε = "
+          f"{spent.epsilon:.6g}, δ = {spent.delta:.3g} ({spent.method} accounting); ledger "
+          f"entry {release.record.id} in {ledger.path}; {budget}; files in {args.out}")
+    for note in release.notes + tuple(n for q in release.queries for n in q.notes):
+        print(f"note: {_one_line(note)}")
+    return 0

@@ -1,0 +1,105 @@
+"""The release as files: a CSV of the released values and a JSON of the values and their privacy.
+
+Spreadsheet-safe as the dashboard's exports: a text cell a spreadsheet would run as a formula
+is escaped with a leading quote. Files are written whole or not at all (a temporary file
+renamed into place).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from release.run import Release
+
+__all__ = ["FORMULA_TRIGGERS", "escape_cell", "release_csv", "release_json", "release_record",
+           "write_bytes"]
+
+#: A cell starting with one of these is run as a formula by Excel, LibreOffice and Sheets
+#: (the same rule as ``dashboard.exports``).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+_HEADER = ("Query id", "Query", "Statistic", "Group", "Value", "Release")
+
+
+def escape_cell(value: Any) -> Any:
+    """Text that a spreadsheet would treat as a formula, prefixed with a single quote."""
+    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+        return "'" + value
+    return value
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def release_csv(release: Release) -> bytes:
+    """One row per released value (UTF-8 with BOM, text quoted, formulas escaped)."""
+    stream = io.StringIO()
+    writer = csv.writer(stream, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+    writer.writerow(_HEADER)
+    tag = (f"private release #{release.record.id} ({release.record.time}), recorded in the "
+           "ledger")
+    for q in release.queries:
+        for group, value in q.rows:
+            writer.writerow([escape_cell(q.id), escape_cell(q.label), escape_cell(q.statistic),
+                             escape_cell(" × ".join(group)), escape_cell(value), tag])
+    return stream.getvalue().encode("utf-8-sig")
+
+
+def release_record(release: Release) -> dict[str, Any]:
+    """The release as a JSON-able dict: values, what they cost, and how to check them."""
+    spent = release.spent
+    return _json_safe({
+        "format": "epsilon-lab-release",
+        "version": 1,
+        "private_release": True,
+        "released_at": release.record.time,
+        "ledger_entry": release.record.id,
+        "dataset": {"name": release.dataset.name, "content_hash": release.dataset.content_hash,
+                    "origin": release.plan.dataset.origin},
+        "privacy_unit": release.plan.privacy_unit.describe(),
+        "privacy_spent": spent.to_dict(),
+        "accounting": {"method": spent.method, "requested": spent.requested,
+                       "delta": release.plan.accounting.delta, "note": spent.note},
+        "planned": release.planned.to_dict(),
+        "queries": [{"id": q.id, "label": q.label, "statistic": q.statistic,
+                     "values": [{"group": list(group), "value": value}
+                                for group, value in q.rows],
+                     "parts": list(q.parts), "notes": list(q.notes)}
+                    for q in release.queries],
+        "values_sha256": release.values_hash,
+        "implementation": release.implementation,
+        "plan": release.plan.to_dict(),
+    })
+
+
+def release_json(release: Release) -> bytes:
+    return json.dumps(release_record(release), indent=2, ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all: a temporary file beside it, renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,518 @@
+"""The ledger: every real release and every budget, in an append-only SQLite file.
+
+Path: ``EPSILON_LAB_LEDGER``, else the user's data folder (``~/.local/share/epsilon-lab/
+ledger.sqlite`` on Linux), never inside the repository. One transaction (``BEGIN IMMEDIATE``)
+reads what a dataset has spent and records a release, so two releases started together from
+two processes can never overspend together. Triggers refuse every UPDATE and DELETE; each
+entry carries the hash of the one before it, so an edit made around the triggers shows.
+
+If the process dies after the noise is drawn and before the transaction commits, SQLite rolls
+the transaction back on the next open: nothing is recorded and nothing was shown or written
+(values are returned and files written only after the commit). If it dies after the commit
+and before the files are written, the release is recorded and its values are lost: the budget
+is spent for nothing, which errs on the side of privacy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from plan.identity import DatasetIdentity
+from release.accounting import total_up
+from release.errors import OverBudget
+
+__all__ = ["LEDGER_ENV", "LedgerError", "Ledger", "BudgetEvent", "ReleaseRecord",
+           "DatasetStatus", "default_path", "ledger_path", "SCHEMA_VERSION"]
+
+#: The environment variable naming the ledger file.
+LEDGER_ENV = "EPSILON_LAB_LEDGER"
+#: The layout of the tables this code reads and writes.
+SCHEMA_VERSION = 1
+#: How long a release waits for another process's transaction before giving up (seconds).
+DEFAULT_TIMEOUT = 30.0
+_FORMAT = "epsilon-lab-ledger"
+_GENESIS = "0" * 64
+_REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+class LedgerError(RuntimeError):
+    """The ledger cannot be used (corrupt, locked, not writable, not a ledger); the message
+    says what is wrong and what to do. Nothing was recorded or changed."""
+
+
+@dataclass(frozen=True)
+class BudgetEvent:
+    """A dataset's total budget as set at ``time`` (the latest one holds)."""
+
+    id: int
+    time: str
+    epsilon: float
+    delta: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReleaseRecord:
+    """One recorded release: what it spent and how to recognise its values."""
+
+    id: int
+    dataset: DatasetIdentity
+    time: str
+    epsilon: float
+    delta: float
+    accounting: str
+    values_hash: str
+    plan_json: str
+    implementation: str
+    entry_hash: str
+
+
+@dataclass(frozen=True)
+class DatasetStatus:
+    """A dataset's budget (None when none is set), what its releases spent (ε and δ added
+    up: releases compose by basic composition) and how many there were."""
+
+    dataset: DatasetIdentity
+    budget: BudgetEvent | None
+    spent_epsilon: float
+    spent_delta: float
+    releases: int
+
+    @property
+    def remaining_epsilon(self) -> float | None:
+        if self.budget is None:
+            return None
+        return float(Fraction(self.budget.epsilon) - Fraction(self.spent_epsilon))
+
+
+def default_path() -> Path:
+    """The ledger's default place: the user's data folder (XDG on Linux, Application Support
+    on macOS, LOCALAPPDATA on Windows), in ``epsilon-lab/ledger.sqlite``."""
+    home = Path.home()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = home / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share")
+    return base / "epsilon-lab" / "ledger.sqlite"
+
+
+def ledger_path(path: str | os.PathLike | None = None) -> Path:
+    """``path``, else ``EPSILON_LAB_LEDGER``, else :func:`default_path`; never inside the
+    repository (a ledger committed by mistake would publish every plan)."""
+    chosen = Path(path) if path is not None else (
+        Path(os.environ[LEDGER_ENV]) if os.environ.get(LEDGER_ENV, "").strip()
+        else default_path())
+    resolved = chosen.expanduser().absolute()
+    try:
+        resolved.resolve().relative_to(_REPOSITORY)
+    except ValueError:
+        return resolved
+    raise LedgerError(f"The ledger {str(resolved)!r} would be inside the repository "
+                      f"{str(_REPOSITORY)!r}: put it elsewhere (set {LEDGER_ENV}).")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _entry_hash(prev: str, kind: str, dataset: DatasetIdentity, time: str, epsilon: float,
+                delta: float | None, body: str) -> str:
+    text = "\x1f".join([prev, kind, dataset.name, dataset.content_hash, time, repr(epsilon),
+                        repr(delta), body])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS ledger_meta (
+        key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS datasets (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        first_seen TEXT NOT NULL,
+        UNIQUE (name, content_hash))""",
+    """CREATE TABLE IF NOT EXISTS entries (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('budget', 'release')),
+        dataset_id INTEGER NOT NULL REFERENCES datasets (id),
+        time TEXT NOT NULL,
+        epsilon REAL NOT NULL CHECK (epsilon >= 0),
+        delta REAL CHECK (delta IS NULL OR (delta >= 0 AND delta < 1)),
+        body TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        entry_hash TEXT NOT NULL UNIQUE)""",
+    "CREATE INDEX IF NOT EXISTS entries_by_dataset ON entries (dataset_id, kind)",
+]
+_TABLES = ("ledger_meta", "datasets", "entries")
+for _table in _TABLES:
+    for _action in ("UPDATE", "DELETE"):
+        _SCHEMA.append(
+            f"CREATE TRIGGER IF NOT EXISTS {_table}_no_{_action.lower()} BEFORE {_action} ON "
+            f"{_table} BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {_table} "
+            f"rows cannot be {'changed' if _action == 'UPDATE' else 'deleted'}'); END")
+
+
+class Ledger:
+    """A ledger file, opened (and created with its tables if new).
+
+    Parameters
+    ----------
+    path : path-like, optional
+        The SQLite file (default :func:`ledger_path`).
+    timeout : float
+        Seconds to wait for another process's transaction (SQLite's busy timeout).
+
+    Raises
+    ------
+    LedgerError
+        The file cannot be created or read, is not an Epsilon Lab ledger, fails SQLite's
+        integrity check, or stays locked beyond ``timeout``.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.path = ledger_path(path)
+        self.timeout = float(timeout)
+        self._connection = self._open()
+
+    # -- opening ----------------------------------------------------------------------------
+
+    def _fail(self, exc: BaseException, doing: str) -> LedgerError:
+        text = str(exc)
+        where = repr(str(self.path))
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+            return LedgerError(
+                f"The ledger {where} is locked by another process (waited "
+                f"{self.timeout:g} s while {doing}). Nothing was recorded: try again when the "
+                "other release has finished, or find the process holding it.")
+        if isinstance(exc, sqlite3.OperationalError) and ("readonly" in text
+                                                          or "read-only" in text):
+            return LedgerError(
+                f"The ledger {where} cannot be written ({text}) while {doing}: its file or "
+                "its folder is read-only (SQLite writes a journal file beside it). Nothing "
+                "was recorded: make both writable, or set EPSILON_LAB_LEDGER elsewhere.")
+        if isinstance(exc, sqlite3.OperationalError) and "unable to open" in text and (
+                self.path.exists()):
+            return LedgerError(
+                f"The ledger {where} cannot be written ({text}) while {doing}: its folder is "
+                "probably read-only (SQLite writes a journal file beside the ledger). Nothing "
+                "was recorded: make the folder writable, or set EPSILON_LAB_LEDGER elsewhere.")
+        if isinstance(exc, sqlite3.OperationalError) and "unable to open" in text:
+            return LedgerError(
+                f"The ledger {where} cannot be opened or created ({text}) while {doing}: "
+                "check that its folder exists and is writable, or set EPSILON_LAB_LEDGER.")
+        if isinstance(exc, sqlite3.DatabaseError):
+            return LedgerError(
+                f"The ledger {where} is damaged or is not a SQLite file ({text}) while "
+                f"{doing}. It was left untouched and nothing was recorded: restore it from a "
+                "backup, or point EPSILON_LAB_LEDGER to another file.")
+        if isinstance(exc, OSError):
+            return LedgerError(f"The ledger {where} cannot be reached ({exc.strerror or exc})"
+                               f" while {doing}: check the path and its permissions.")
+        return LedgerError(f"The ledger {where} failed while {doing}: {text}")
+
+    def _open(self) -> sqlite3.Connection:
+        existed = self.path.exists()
+        if not existed:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise self._fail(exc, "creating its folder") from None
+        try:
+            connection = sqlite3.connect(str(self.path), timeout=self.timeout,
+                                         isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise self._fail(exc, "opening it") from None
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            connection.execute("PRAGMA foreign_keys = ON")
+            connection.execute("PRAGMA synchronous = FULL")
+            self._check_file(connection)
+            if not self._has_tables(connection):
+                self._create(connection)
+            self._check_meta(connection)
+        except LedgerError:
+            connection.close()
+            raise
+        except sqlite3.Error as exc:
+            connection.close()
+            raise self._fail(exc, "opening it") from None
+        return connection
+
+    def _check_file(self, connection: sqlite3.Connection) -> None:
+        result = connection.execute("PRAGMA quick_check").fetchall()
+        if result != [("ok",)]:
+            problems = "; ".join(str(row[0]) for row in result[:3])
+            raise LedgerError(
+                f"The ledger {str(self.path)!r} fails SQLite's integrity check ({problems}). "
+                "It was left untouched and nothing was recorded: restore it from a backup.")
+
+    @staticmethod
+    def _has_tables(connection: sqlite3.Connection) -> bool:
+        names = {row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return "ledger_meta" in names
+
+    def _create(self, connection: sqlite3.Connection) -> None:
+        names = {row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if names - set(_TABLES):
+            raise LedgerError(f"{str(self.path)!r} is a SQLite database of something else "
+                              f"(tables {', '.join(sorted(names))}), not an Epsilon Lab "
+                              "ledger: choose another file.")
+        with self._transaction(connection, "creating its tables"):
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('format', ?)",
+                               (_FORMAT,))
+            connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('schema', ?)",
+                               (str(SCHEMA_VERSION),))
+
+    def _check_meta(self, connection: sqlite3.Connection) -> None:
+        meta = dict(connection.execute("SELECT key, value FROM ledger_meta").fetchall())
+        if meta.get("format") != _FORMAT:
+            raise LedgerError(f"{str(self.path)!r} is not an Epsilon Lab ledger: choose "
+                              "another file.")
+        if meta.get("schema") != str(SCHEMA_VERSION):
+            raise LedgerError(f"The ledger {str(self.path)!r} has layout {meta.get('schema')}"
+                              f"; this Epsilon Lab reads layout {SCHEMA_VERSION}. Use the "
+                              "Epsilon Lab that wrote it.")
+
+    @contextmanager
+    def _transaction(self, connection: sqlite3.Connection | None = None,
+                     doing: str = "recording") -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT: the write lock is taken before anything is read, so no
+        other writer can slip in between a check and a record."""
+        con = connection or self._connection
+        try:
+            con.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._fail(exc, doing) from None
+        try:
+            yield con
+        except sqlite3.Error as exc:
+            _rollback(con)
+            raise self._fail(exc, doing) from None
+        except BaseException:
+            _rollback(con)
+            raise
+        try:
+            con.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(con)
+            raise self._fail(exc, doing) from None
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _read(self, sql: str, params: tuple = ()) -> list[tuple]:
+        try:
+            return self._connection.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self._fail(exc, "reading it") from None
+
+    @staticmethod
+    def _dataset_id(con: sqlite3.Connection, dataset: DatasetIdentity) -> int | None:
+        row = con.execute("SELECT id FROM datasets WHERE name = ? AND content_hash = ?",
+                          (dataset.name, dataset.content_hash)).fetchone()
+        return None if row is None else int(row[0])
+
+    def _ensure_dataset(self, con: sqlite3.Connection, dataset: DatasetIdentity) -> int:
+        found = self._dataset_id(con, dataset)
+        if found is not None:
+            return found
+        cursor = con.execute("INSERT INTO datasets (name, content_hash, first_seen) "
+                             "VALUES (?, ?, ?)", (dataset.name, dataset.content_hash, _now()))
+        return int(cursor.lastrowid)
+
+    @staticmethod
+    def _budget(con: sqlite3.Connection, dataset_id: int) -> BudgetEvent | None:
+        row = con.execute("SELECT id, time, epsilon, delta, body FROM entries WHERE "
+                          "dataset_id = ? AND kind = 'budget' ORDER BY id DESC LIMIT 1",
+                          (dataset_id,)).fetchone()
+        if row is None:
+            return None
+        return BudgetEvent(int(row[0]), row[1], float(row[2]),
+                           None if row[3] is None else float(row[3]),
+                           json.loads(row[4]).get("reason", ""))
+
+    @staticmethod
+    def _spent(con: sqlite3.Connection, dataset_id: int) -> tuple[list[float], list[float]]:
+        rows = con.execute("SELECT epsilon, delta FROM entries WHERE dataset_id = ? AND "
+                           "kind = 'release'", (dataset_id,)).fetchall()
+        return [float(r[0]) for r in rows], [float(r[1]) for r in rows]
+
+    def status(self, dataset: DatasetIdentity) -> DatasetStatus:
+        """The dataset's budget, what it has spent and how many releases it had."""
+        try:
+            dataset_id = self._dataset_id(self._connection, dataset)
+            if dataset_id is None:
+                return DatasetStatus(dataset, None, 0.0, 0.0, 0)
+            budget = self._budget(self._connection, dataset_id)
+            epsilons, deltas = self._spent(self._connection, dataset_id)
+        except sqlite3.Error as exc:
+            raise self._fail(exc, "reading it") from None
+        return DatasetStatus(dataset, budget, total_up(epsilons or [0.0]),
+                             total_up(deltas or [0.0]), len(epsilons))
+
+    def datasets(self) -> list[DatasetStatus]:
+        """Every dataset the ledger knows, with its status (for the Releases page)."""
+        rows = self._read("SELECT name, content_hash FROM datasets ORDER BY id")
+        return [self.status(DatasetIdentity(r[0], r[1])) for r in rows]
+
+    def releases(self, dataset: DatasetIdentity | None = None) -> list[ReleaseRecord]:
+        """Recorded releases, oldest first (of one dataset, or of all)."""
+        sql = ("SELECT e.id, d.name, d.content_hash, e.time, e.epsilon, e.delta, e.body, "
+               "e.entry_hash FROM entries e JOIN datasets d ON d.id = e.dataset_id "
+               "WHERE e.kind = 'release'")
+        params: tuple = ()
+        if dataset is not None:
+            sql += " AND d.name = ? AND d.content_hash = ?"
+            params = (dataset.name, dataset.content_hash)
+        out = []
+        for row in self._read(sql + " ORDER BY e.id", params):
+            body = json.loads(row[6])
+            out.append(ReleaseRecord(int(row[0]), DatasetIdentity(row[1], row[2]), row[3],
+                                     float(row[4]), float(row[5]), body["accounting"],
+                                     body["values_hash"], body["plan"],
+                                     body["implementation"], row[7]))
+        return out
+
+    def verify(self) -> list[str]:
+        """Problems found by replaying the hash chain and the budgets (empty: consistent)."""
+        problems = []
+        prev = _GENESIS
+        rows = self._read("SELECT e.id, e.kind, d.name, d.content_hash, e.time, e.epsilon, "
+                          "e.delta, e.body, e.prev_hash, e.entry_hash, e.dataset_id FROM "
+                          "entries e JOIN datasets d ON d.id = e.dataset_id ORDER BY e.id")
+        budgets: dict[int, Fraction | None] = {}
+        spent: dict[int, Fraction] = {}
+        for (entry, kind, name, digest, time, eps, delta, body, prev_hash, entry_hash,
+             dataset_id) in rows:
+            if prev_hash != prev:
+                problems.append(f"entry {entry}: its link to the entry before is broken")
+            if _entry_hash(prev_hash, kind, DatasetIdentity(name, digest), time, eps, delta,
+                           body) != entry_hash:
+                problems.append(f"entry {entry}: its content does not match its hash")
+            prev = entry_hash
+            if kind == "budget":
+                budgets[dataset_id] = Fraction(eps)
+            else:
+                spent[dataset_id] = spent.get(dataset_id, Fraction(0)) + Fraction(eps)
+                cap = budgets.get(dataset_id)
+                if cap is not None and spent[dataset_id] > cap:
+                    problems.append(f"entry {entry}: the dataset {name!r} is over its budget")
+        return problems
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _append(self, con: sqlite3.Connection, kind: str, dataset_id: int,
+                dataset: DatasetIdentity, epsilon: float, delta: float | None,
+                body: dict[str, Any]) -> tuple[int, str, str]:
+        row = con.execute("SELECT entry_hash FROM entries ORDER BY id DESC LIMIT 1").fetchone()
+        prev = _GENESIS if row is None else row[0]
+        time = _now()
+        text = json.dumps(body, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        digest = _entry_hash(prev, kind, dataset, time, epsilon, delta, text)
+        cursor = con.execute(
+            "INSERT INTO entries (kind, dataset_id, time, epsilon, delta, body, prev_hash, "
+            "entry_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (kind, dataset_id, time, epsilon, delta, text, prev, digest))
+        return int(cursor.lastrowid), time, digest
+
+    def set_budget(self, dataset: DatasetIdentity, epsilon: float, *,
+                   delta: float | None = None, reason: str = "set",
+                   only_if_new: bool = False) -> BudgetEvent | None:
+        """Record the dataset's total budget (an event of its own; the latest one holds).
+
+        With ``only_if_new`` nothing happens (None is returned) when the dataset already has
+        a budget: the command line's ``--budget`` sets it the first time only.
+        """
+        if not (isinstance(epsilon, int | float) and 0 < epsilon < float("inf")):
+            raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
+        if delta is not None and not 0 <= delta < 1:
+            raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+        with self._transaction(doing="setting a budget") as con:
+            dataset_id = self._ensure_dataset(con, dataset)
+            if only_if_new and self._budget(con, dataset_id) is not None:
+                return None
+            entry, time, _ = self._append(con, "budget", dataset_id, dataset, float(epsilon),
+                                          delta, {"reason": reason})
+        return BudgetEvent(entry, time, float(epsilon), delta, reason)
+
+    def record_release(self, dataset: DatasetIdentity, *, epsilon: float, delta: float,
+                       accounting: str, values_hash: str, plan_json: str,
+                       implementation: str) -> ReleaseRecord:
+        """Check the dataset's budget and record the release, in one transaction.
+
+        Raises
+        ------
+        OverBudget
+            The release would take the dataset past its budget (nothing recorded).
+        LedgerError
+            The ledger cannot be written (nothing recorded).
+        """
+        body = {"accounting": accounting, "values_hash": values_hash, "plan": plan_json,
+                "implementation": implementation}
+        with self._transaction(doing="recording a release") as con:
+            dataset_id = self._ensure_dataset(con, dataset)
+            budget = self._budget(con, dataset_id)
+            epsilons, deltas = self._spent(con, dataset_id)
+            _check_budget(dataset, budget, epsilons, deltas, epsilon, delta)
+            entry, time, digest = self._append(con, "release", dataset_id, dataset,
+                                               float(epsilon), float(delta), body)
+        return ReleaseRecord(entry, dataset, time, float(epsilon), float(delta), accounting,
+                             values_hash, plan_json, implementation, digest)
+
+
+def _rollback(con: sqlite3.Connection) -> None:
+    """Undo the open transaction, if any (a failed COMMIT may have ended it already)."""
+    if con.in_transaction:
+        try:
+            con.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _check_budget(dataset: DatasetIdentity, budget: BudgetEvent | None,
+                  epsilons: list[float], deltas: list[float], epsilon: float,
+                  delta: float) -> None:
+    """OverBudget when the release would take the spent ε (or δ) past the budget, exactly."""
+    if budget is None:
+        return
+    spent = sum(map(Fraction, epsilons), Fraction(0))
+    if spent + Fraction(epsilon) > Fraction(budget.epsilon):
+        left = max(Fraction(budget.epsilon) - spent, Fraction(0))
+        raise OverBudget(
+            f"over budget: {dataset.name!r} has ε = {float(left):.6g} left of "
+            f"{budget.epsilon:g} ({len(epsilons)} release(s) so far) and this release needs "
+            f"ε = {epsilon:.6g}; nothing was recorded. Lower the plan's budget, or change the "
+            "dataset's budget (a recorded event).")
+    if budget.delta is not None:
+        spent_delta = sum(map(Fraction, deltas), Fraction(0))
+        if spent_delta + Fraction(delta) > Fraction(budget.delta):
+            raise OverBudget(
+                f"over budget: {dataset.name!r} has δ = "
+                f"{float(max(Fraction(budget.delta) - spent_delta, Fraction(0))):.3g} left and "
+                f"this release needs δ = {delta:.3g}; nothing was recorded.")

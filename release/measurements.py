@@ -1,0 +1,333 @@
+"""Each noised part of a plan query as the OpenDP 0.16 measurement with the plan's noise scale.
+
+Laplace → ``make_laplace`` on floats, geometric → ``make_laplace`` on 64-bit integers (the
+discrete Laplace), Gaussian → ``make_gaussian`` on floats, discrete Gaussian → ``make_gaussian``
+on integers, clamped Laplace → Laplace then clamping (post-processing), selection →
+``make_noisy_max`` / ``make_noisy_top_k``, quantiles → OpenDP's quantile scores
+(``make_quantile_score_candidates``) and a noisy arg-min, partition selection →
+``make_laplace_threshold`` / ``make_gaussian_threshold``. Each map is read at the part's
+sensitivity and checked against the plan's figure before anything is drawn. OpenDP's
+samplers are exact, floating-point safe and draw from the operating system's entropy: they
+are never seeded.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from importlib.metadata import version
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+
+from dpcore.contributions import ContributionBounds, count_sensitivity
+from dpcore.measures import ZCDP, PureDP
+from dpcore.mechanisms import AdditiveMechanism, spec_of
+from dpcore.mechanisms.bounded import ClampedLaplace
+from plan.build import Built, Loss, NoisyMax, Part, PartitionThreshold
+from release.errors import MapCheckFailed, Unsupported
+
+__all__ = ["OPENDP_VERSION", "Certified", "certify", "quantile_scores", "alpha_fraction"]
+
+dp.enable_features("contrib")
+
+#: The OpenDP release behind every real release (recorded in the ledger and the card).
+OPENDP_VERSION = version("opendp")
+
+#: Why a catalogue kind cannot be released for real, and what to use instead.
+_NO_SAFE_SAMPLER = {
+    "bounded_laplace": (
+        "bounded Laplace has no floating-point-safe sampler in OpenDP 0.16 (its noise, a "
+        "Laplace density cut to the answer range, is drawn here with numpy floats, which "
+        "floating-point attacks can read; Mironov 2012): for a real release use clamped "
+        "Laplace (Laplace noise, then clamping to the same range: the same ε)"),
+    "staircase": (
+        "the staircase mechanism has no sampler in OpenDP 0.16 (drawn here with numpy floats, "
+        "open to floating-point attacks; Mironov 2012): for a real release use Laplace, or "
+        "geometric for whole numbers (ε-DP with OpenDP's exact samplers)"),
+}
+
+_FLOAT = "float"
+_INT = "i64"
+
+
+@dataclass(frozen=True, eq=False)
+class Certified:
+    """One part of a query, ready to draw: its OpenDP measurement, the input distance its map
+    was read at, and the privacy OpenDP certifies there (``certified``, with the δ recorded:
+    for partition selection the larger of OpenDP's and dpcore's).
+
+    ``planned`` is the part's figure in the plan, ``opendp_scale`` the scale handed to OpenDP
+    (the plan's, in the units of OpenDP's scores for a quantile), ``note`` what differs
+    between what the plan says and what OpenDP certifies, if anything.
+    """
+
+    part: Part
+    measurement: Any
+    d_in: Any
+    certified: Loss
+    planned: Loss
+    opendp_scale: float
+    integer: bool
+    post: Callable[[Any], Any] | None = None
+    note: str = ""
+
+    def draw(self, value: Any) -> Any:
+        """One release of this part on ``value`` (a number, a list, or a dict of counts)."""
+        out = self.measurement(value)
+        return out if self.post is None else self.post(out)
+
+
+def _scalar_or_vector(kind: str, size: int | None, norm: str) -> tuple[Any, Any]:
+    """(domain, metric) of a number (``size`` None) or a vector of ``kind`` values."""
+    atom = dp.atom_domain(T=_FLOAT, nan=False) if kind == _FLOAT else dp.atom_domain(T=_INT)
+    if size is None:
+        metric_type = _INT if kind == _INT and norm == "L1" else _FLOAT
+        return atom, dp.absolute_distance(T=metric_type)
+    if norm == "L1":
+        return dp.vector_domain(atom), dp.l1_distance(T=kind)
+    return dp.vector_domain(atom), dp.l2_distance(T=_FLOAT)
+
+
+def _check(query_id: str, part: Part, what: str, opendp_value: float,
+           planned_value: float) -> None:
+    if not opendp_value <= planned_value:
+        raise MapCheckFailed(
+            f"query {query_id!r} ({part.name}): OpenDP's privacy map gives {what} = "
+            f"{opendp_value!r}, above the plan's {planned_value!r}; nothing was drawn. Plan "
+            "it again (a slightly smaller budget, or another mechanism) and release then")
+
+
+def _up(value: float, exact: Fraction) -> float:
+    while Fraction(value) < exact:
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def _additive(query_id: str, part: Part, size: int | None, integer: bool) -> Certified:
+    mechanism: AdditiveMechanism = part.mechanism
+    kind = spec_of(mechanism).kind
+    if kind in _NO_SAFE_SAMPLER:
+        raise Unsupported(f"query {query_id!r}: {_NO_SAFE_SAMPLER[kind]}")
+    spec = spec_of(mechanism)
+    if spec.integer_only and not integer:
+        raise Unsupported(f"query {query_id!r}: the {kind} mechanism adds whole-number noise "
+                          "and needs whole-number answers, but this statistic is not an "
+                          "integer (a sum of a non-integer column, or bounds that are not "
+                          "whole): use laplace or gaussian")
+    value_type = _INT if spec.integer_only else _FLOAT
+    domain, metric = _scalar_or_vector(value_type, size, spec.sensitivity_norm)
+    d_in: Any = part.sensitivity
+    if value_type == _INT and spec.sensitivity_norm == "L1":
+        d_in = int(part.sensitivity)
+    post = None
+    if kind in ("laplace", "geometric", "clamped_laplace"):
+        measurement = dp.m.make_laplace(domain, metric, scale=mechanism.scale)
+        epsilon = measurement.map(d_in)
+        _check(query_id, part, "ε", epsilon, mechanism.privacy.epsilon)
+        certified = Loss(epsilon=epsilon)
+        planned = Loss(epsilon=mechanism.privacy.epsilon)
+        if isinstance(mechanism, ClampedLaplace):
+            low, high = mechanism._lower, mechanism._upper
+            post = functools.partial(_clamp, low=low, high=high)
+        note = ""
+    else:  # gaussian, discrete_gaussian: OpenDP certifies them in zCDP
+        measurement = dp.m.make_gaussian(domain, metric, scale=mechanism.scale)
+        rho = measurement.map(d_in)
+        _check(query_id, part, "ρ", rho, mechanism.zcdp.rho)
+        read_at = part.loss.read_at
+        planned = part.loss
+        note = ""
+        if part.loss.epsilon is not None:  # planned as (ε, δ) by the exact (analytic) profile
+            read_at = part.loss.delta
+            note = (f"planned as (ε = {part.loss.epsilon!r}, δ = {part.loss.delta!r}) by the "
+                    f"Gaussian's exact profile; OpenDP certifies ρ = {rho!r}, accounted at "
+                    f"δ = {read_at!r}")
+        certified = Loss(rho=rho, read_at=read_at)
+    return Certified(part, measurement, d_in, certified, planned, mechanism.scale,
+                     value_type == _INT, post, note)
+
+
+def _clamp(values: Any, *, low: float, high: float) -> Any:
+    if isinstance(values, list):
+        return [min(max(v, low), high) for v in values]
+    return min(max(values, low), high)
+
+
+@functools.lru_cache(maxsize=256)
+def alpha_fraction(q: float) -> tuple[int, int]:
+    """(num, den): the fraction OpenDP 0.16 reads the quantile level ``q`` as, asked from
+    OpenDP itself (its scores on one value 0 with candidates −1 and 1 are num and den − num).
+    """
+    scorer = dp.t.make_quantile_score_candidates(
+        dp.vector_domain(dp.atom_domain(T=_FLOAT, nan=False)), dp.symmetric_distance(),
+        [-1.0, 1.0], alpha=q)
+    num, rest = scorer([0.0])
+    return int(num), int(num) + int(rest)
+
+
+@functools.lru_cache(maxsize=256)
+def _score_sensitivity(q: float, max_rows: int) -> int:
+    """OpenDP's stability map of its quantile scores at ``max_rows`` rows per person."""
+    scorer = dp.t.make_quantile_score_candidates(
+        dp.vector_domain(dp.atom_domain(T=_FLOAT, nan=False)), dp.symmetric_distance(),
+        [-1.0, 1.0], alpha=q)
+    return int(scorer.map(max_rows))
+
+
+def quantile_scores(below: Sequence[int], equal: Sequence[int], total: int,
+                    q: float) -> list[int]:
+    """OpenDP 0.16's score of each candidate, |(den − num)·#{x < c} − num·#{x > c}| with
+    q = num/den, from the counts below and equal to each candidate (the engine's rank cells)
+    and the number of values: the output of ``make_quantile_score_candidates`` on the rows,
+    computed from a small aggregate instead (tested equal)."""
+    num, den = alpha_fraction(q)
+    lt = np.asarray(below, dtype=object)
+    gt = total - lt - np.asarray(equal, dtype=object)
+    return [abs((den - num) * int(a) - num * int(b)) for a, b in zip(lt, gt, strict=True)]
+
+
+def _noisy_max(query_id: str, part: Part, quantile: float | None,
+               max_rows: int) -> Certified:
+    nm: NoisyMax = part.mechanism
+    if nm.noise == "laplace":
+        raise Unsupported(
+            f"query {query_id!r}: report noisy max with Laplace noise has no OpenDP 0.16 "
+            "measurement; use exponential noise (permute-and-flip), which OpenDP certifies as "
+            "ε-DP and which picks the best at least as often at the same ε")
+    if nm.noise == "gumbel" and nm.measure == "pure":
+        raise Unsupported(
+            f"query {query_id!r}: OpenDP 0.16 certifies the exponential mechanism (Gumbel "
+            "noise) in zCDP only (ρ = ε²/8): plan it under zCDP (measure zcdp, ρ), or use "
+            "exponential noise (permute-and-flip), which OpenDP certifies as ε-DP")
+    measure = dp.max_divergence() if nm.noise == "exponential" else (
+        dp.zero_concentrated_divergence())
+    if quantile is None:
+        domain = dp.vector_domain(dp.atom_domain(T=_INT))
+        metric = dp.linf_distance(T=_INT, monotonic=nm.monotonic)
+        d_in: Any = int(nm.sensitivity)
+        scale = nm.scale
+    else:
+        # OpenDP's scores are den times the rank errors (ties apart): scale and sensitivity
+        # in the same units, the scale rounded up so that the ratio never grows.
+        _, den = alpha_fraction(quantile)
+        domain = dp.vector_domain(dp.atom_domain(T="u64"))
+        metric = dp.linf_distance(T="u64")
+        d_in = _score_sensitivity(quantile, max_rows)
+        scale = _up(den * nm.scale, den * Fraction(nm.scale))
+    if nm.k == 1:
+        measurement = dp.m.make_noisy_max(domain, metric, measure, scale=scale,
+                                          negate=nm.negate)
+    else:
+        measurement = dp.m.make_noisy_top_k(domain, metric, measure, k=nm.k, scale=scale,
+                                            negate=nm.negate)
+    value = measurement.map(d_in)
+    if nm.noise == "exponential":
+        if nm.measure == "pure":
+            _check(query_id, part, "ε", value, nm.privacy.epsilon)
+        else:
+            _check(query_id, part, "ρ = ε²/2", PureDP(value).to_zcdp().rho, nm.privacy.rho)
+        certified = Loss(epsilon=value)
+    else:
+        _check(query_id, part, "ρ", value, nm.privacy.rho)
+        certified = Loss(rho=value, read_at=part.loss.read_at)
+    return Certified(part, measurement, d_in, certified, part.loss, scale, True)
+
+
+def _threshold(query_id: str, part: Part, planned_delta: float) -> Certified:
+    pt: PartitionThreshold = part.mechanism
+    r, k = pt.max_rows, pt.max_groups
+    if pt.noise == "discrete_laplace":
+        domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=_INT))
+        metric = dp.l01inf_distance(dp.absolute_distance(T=_INT))
+        d_in: Any = (k, k * r, r)
+        threshold: Any = int(pt.threshold)
+        integer = True
+    else:
+        domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=_FLOAT, nan=False))
+        d_in = (k, float(k * r), float(r))
+        threshold = float(pt.threshold)
+        integer = False
+    if pt.noise == "gaussian":
+        metric = dp.l02inf_distance(dp.absolute_distance(T=_FLOAT))
+        l2 = count_sensitivity(ContributionBounds(r, k)).l2
+        d_in = (k, l2, float(r))
+        measurement = dp.m.make_gaussian_threshold(domain, metric, scale=pt.scale,
+                                                   threshold=threshold)
+    else:
+        if pt.noise == "laplace":
+            metric = dp.l01inf_distance(dp.absolute_distance(T=_FLOAT))
+        measurement = dp.m.make_laplace_threshold(domain, metric, scale=pt.scale,
+                                                  threshold=threshold)
+    loss, delta = measurement.map(d_in)
+    planned_measure = pt.privacy.measure
+    if isinstance(planned_measure, ZCDP):
+        _check(query_id, part, "ρ", loss, planned_measure.rho)
+    else:
+        _check(query_id, part, "ε", loss, planned_measure.epsilon)
+    _check(query_id, part, "δ", delta, planned_delta)
+    # OpenDP 0.16 counts P(Z > T − r) for integer counts, one step short (opendp/opendp#2922):
+    # dpcore.partition counts the mass at T − r too. The larger is recorded.
+    recorded = max(delta, pt.privacy.delta)
+    note = ""
+    if recorded > delta:
+        note = (f"δ recorded as dpcore.partition's {recorded!r}, not OpenDP's {delta!r}, which "
+                "leaves out the point mass at T − r (opendp/opendp#2922)")
+    if isinstance(planned_measure, ZCDP):
+        certified = Loss(rho=loss, delta=recorded, read_at=part.loss.read_at)
+    else:
+        certified = Loss(epsilon=loss, delta=recorded)
+    return Certified(part, measurement, d_in, certified, part.loss, pt.scale, integer,
+                     note=note)
+
+
+def certify(built: Built, *, integer_answers: bool | None = None) -> tuple[Certified, ...]:
+    """Every part of ``built`` as its OpenDP measurement, each map checked.
+
+    ``integer_answers`` says whether the statistic is whole numbers (counts always are; a sum
+    is when the engine summed integers with whole bounds); None takes counts as integers and
+    sums as not. Raises :class:`~release.errors.Unsupported` or
+    :class:`~release.errors.MapCheckFailed` before any measurement is invoked.
+    """
+    from plan import model
+
+    q = built.query.query
+    query_id = built.query.id
+    levels = list(q.levels) if isinstance(q, model.Quantiles) else []
+    out = []
+    for part in built.parts:
+        if isinstance(part.mechanism, AdditiveMechanism):
+            size = _vector_size(q, part)
+            integer = part.name == "count" or (
+                integer_answers if integer_answers is not None else
+                isinstance(q, model.Count | model.Histogram | model.Crosstab)
+                or (isinstance(q, model.GroupBy) and q.statistic == "count"))
+            out.append(_additive(query_id, part, size, bool(integer)))
+        elif isinstance(part.mechanism, NoisyMax):
+            quantile = levels.pop(0) if isinstance(q, model.Quantiles) else None
+            out.append(_noisy_max(query_id, part, quantile, built.unit.max_rows))
+        elif isinstance(part.mechanism, PartitionThreshold):
+            out.append(_threshold(query_id, part, built.query.threshold.delta))
+        else:  # pragma: no cover
+            raise TypeError(f"unknown part {type(part.mechanism).__name__}")
+    return tuple(out)
+
+
+def _vector_size(q: object, part: Part) -> int | None:
+    """None for a scalar statistic; the (public) number of cells for a vector."""
+    from plan import model
+
+    if isinstance(q, model.Histogram):
+        if q.categories is not None:
+            return len(q.categories.values)
+        edges = len(q.edges.values)
+        return edges + 1 if q.outside == "separate" else edges - 1
+    if isinstance(q, model.Crosstab):
+        return len(q.row_categories.values) * len(q.column_categories.values)
+    if isinstance(q, model.GroupBy):
+        return len(q.keys.values) if q.keys is not None else -1  # groups found at release
+    return None

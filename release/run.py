@@ -1,0 +1,487 @@
+"""Run a plan once, for real: true aggregates from the engine, OpenDP's noise, the ledger.
+
+``run(plan, source, ledger=...)`` builds every query, checks each OpenDP map against the plan
+and the budgets before the data is scanned, computes the true aggregates (contribution
+bounds applied), draws the noise, records the release in the ledger — the budget checked in
+the same transaction — and only then returns the released values. The result holds released
+values only: no true value, no count of rows dropped or clamped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpcore.quantiles import bin_labels
+from engine import Engine, EngineError, engine_from_env
+from engine.queries import (
+    CountAggregate,
+    GroupedSumAggregate,
+    HistogramAggregate,
+    SumAggregate,
+    TableAggregate,
+)
+from engine.sources import FileSource, FrameSource, Source, TableSource
+from plan import model
+from plan.build import Built, build_plan
+from plan.identity import DatasetIdentity, file_hash, frame_hash
+from plan.model import Plan
+from release.accounting import Spent, privacy_spent
+from release.errors import DataMismatch, OverBudget
+from release.ledger import Ledger, ReleaseRecord
+from release.measurements import OPENDP_VERSION, Certified, certify, quantile_scores
+
+__all__ = ["ReleasedQuery", "Release", "run", "dataset_identity", "prepare", "Prepared",
+           "values_hash", "IMPLEMENTATION"]
+
+#: How the release names the software behind it (ledger, files, card).
+IMPLEMENTATION = f"OpenDP {OPENDP_VERSION} (opendp.measurements, exact samplers, OS entropy)"
+
+
+@dataclass(frozen=True)
+class ReleasedQuery:
+    """One query's released values: ``rows`` of (group, value), where group is a tuple of
+    labels (empty for a single number) and value a released number or candidate.
+
+    ``parts`` describes each noised part (mechanism, OpenDP function, scale, sensitivity,
+    planned and certified privacy); ``notes`` what differs from the plan, if anything.
+    """
+
+    id: str
+    label: str
+    statistic: str
+    rows: tuple[tuple[tuple[str, ...], Any], ...]
+    parts: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...] = ()
+
+    def values_record(self) -> dict[str, Any]:
+        return {"id": self.id, "rows": [[list(group), _plain(value)]
+                                        for group, value in self.rows]}
+
+
+@dataclass(frozen=True)
+class Release:
+    """A recorded release: the plan, the dataset's identity, the released values, what it
+    spent (``spent``; ``planned`` is what the plan's own figures compose to), and its record
+    in the ledger (id, time, hash of the values)."""
+
+    plan: Plan
+    dataset: DatasetIdentity
+    queries: tuple[ReleasedQuery, ...]
+    spent: Spent
+    planned: Spent
+    record: ReleaseRecord
+    values_hash: str
+    implementation: str = IMPLEMENTATION
+    notes: tuple[str, ...] = field(default=())
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def values_hash(queries: Sequence[ReleasedQuery]) -> str:
+    """SHA-256 of the released values in canonical JSON: recorded in the ledger, so a file
+    can be checked against the release it claims to be."""
+    text = json.dumps([q.values_record() for q in queries], sort_keys=True,
+                      ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def dataset_identity(plan: Plan, source: Source, *, content_hash: str | None = None
+                     ) -> DatasetIdentity:
+    """The name the plan gives the data and the hash of its content.
+
+    A file or Parquet folder is hashed; a frame by its values unless ``content_hash`` is
+    given (the app passes the hash of the uploaded file's bytes); a Spark table is known by
+    its name and the version the caller gives. A plan pinned to a content hash refuses other
+    data (:class:`~release.errors.DataMismatch`).
+    """
+    if content_hash is None:
+        try:
+            if isinstance(source, FileSource):
+                content_hash = file_hash(source.path)
+            elif isinstance(source, FrameSource):
+                content_hash = frame_hash(source.frame)
+            elif isinstance(source, TableSource):
+                content_hash = f"table:{source.table}@{source.version}"
+            else:
+                raise TypeError(f"source must be an engine source, got {type(source).__name__}")
+        except OSError as exc:
+            raise DataMismatch(f"the data cannot be read to identify it ({exc})") from None
+    pinned = plan.dataset.content_hash
+    if pinned is not None and pinned != content_hash:
+        raise DataMismatch(
+            f"the data's content hash {content_hash[:19]}… is not the plan's "
+            f"{pinned[:19]}…: the plan was made for other data (or the file changed). Make "
+            "the plan on this data, or remove dataset.content_hash to accept any data under "
+            f"the name {plan.dataset.name!r}")
+    return DatasetIdentity(plan.dataset.name, content_hash)
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """A plan checked before the data is scanned: built, each part certified by OpenDP (maps
+    checked), and composed (``spent``, under the plan's accounting; ``planned`` from the
+    plan's own figures)."""
+
+    plan: Plan
+    built: tuple[Built, ...]
+    certified: tuple[tuple[Certified, ...], ...]
+    spent: Spent
+    planned: Spent
+
+
+def _labels(built: Sequence[Built], parts: Sequence[Sequence[Any]]) -> list[str]:
+    return [f"query {b.query.id!r} ({p.name})" for b, ps in zip(built, parts, strict=True)
+            for p in b.parts]
+
+
+def prepare(plan: Plan) -> Prepared:
+    """Build and certify every query and compose the whole: everything that can refuse a
+    release without reading the data (``PlanError``, ``Unsupported``, ``MapCheckFailed``,
+    ``OverBudget`` against the plan's own budget)."""
+    built = build_plan(plan)
+    certified = tuple(certify(b, integer_answers=_assumed_integer(b)) for b in built)
+    labels = _labels(built, [b.parts for b in built])
+    spent = privacy_spent([c.certified for cs in certified for c in cs], plan.accounting,
+                          labels=labels)
+    planned = privacy_spent([p.loss for b in built for p in b.parts], plan.accounting,
+                            labels=labels)
+    if plan.budget is not None:
+        _within_plan_budget(plan, spent)
+    return Prepared(plan, built, certified, spent, planned)
+
+
+def _assumed_integer(built: Built) -> bool | None:
+    """Before the data is read, a sum planned with whole-number noise is taken to be whole
+    (checked again on the aggregate)."""
+    from dpcore.mechanisms import AdditiveMechanism, spec_of
+
+    first = built.parts[0].mechanism
+    if isinstance(first, AdditiveMechanism) and spec_of(first).integer_only:
+        return True
+    return None
+
+
+def _within_plan_budget(plan: Plan, spent: Spent) -> None:
+    budget = plan.budget
+    if spent.epsilon > budget.epsilon:
+        raise OverBudget(f"over the plan's budget: the release spends ε = {spent.epsilon:.6g} "
+                         f"(certified by OpenDP, {spent.method} accounting), above the plan's "
+                         f"total ε = {budget.epsilon:g}; lower the queries' budgets")
+    if budget.delta is not None and spent.delta > budget.delta:
+        raise OverBudget(f"over the plan's budget: the release spends δ = {spent.delta:.3g}, "
+                         f"above the plan's total δ = {budget.delta:.3g}")
+
+
+# --------------------------------------------------------------------------------------------
+# true aggregates (kept in this module's locals only)
+
+
+def _answer(engine: Engine, source: Source, query: Any) -> Any:
+    try:
+        return engine.answer(source, query)
+    except EngineError as exc:
+        raise DataMismatch(str(exc)) from None
+
+
+def _aggregates(built: Built, engine: Engine, source: Source) -> tuple[Any, tuple]:
+    """The engine's aggregates for ``built`` (and, for partition selection, the keys)."""
+    if built.finds_groups:
+        q = built.query.query
+        found = _answer(engine, source, built.engine_queries[0])
+        if found.more:
+            raise DataMismatch(
+                f"query {built.query.id!r}: {q.key!r} has more than "
+                f"{built.engine_queries[0].limit:,} distinct values; partition selection "
+                "reads them all, so declare the keys or group by a coarser column")
+        keys = tuple(found.values)
+        if not keys:
+            return (), ()
+        return tuple(_answer(engine, source, query) for query in built.keyed_queries(keys)), keys
+    return tuple(_answer(engine, source, query) for query in built.engine_queries), ()
+
+
+def _outside(built: Built, agg: HistogramAggregate | TableAggregate) -> None:
+    outside = agg.outside if isinstance(agg, HistogramAggregate) else (
+        agg.row_outside + agg.column_outside)
+    if outside:
+        raise DataMismatch(
+            f"query {built.query.id!r}: the data holds values outside the declared "
+            "categories; declare them (or filter those rows out of the data) and plan again")
+
+
+def _exact_integer(value: float, query_id: str) -> int:
+    if not (math.isfinite(value) and abs(value) < 2**53 and float(value).is_integer()):
+        raise DataMismatch(f"query {query_id!r}: the sum is not a whole number within ±2^53, "
+                           "which whole-number noise needs")
+    return int(value)
+
+
+def _finite(values: Sequence[float], query_id: str) -> None:
+    if not all(math.isfinite(v) for v in values):
+        raise DataMismatch(f"query {query_id!r}: a clamped sum overflows float64; narrow the "
+                           "bounds")
+
+
+# --------------------------------------------------------------------------------------------
+# drawing
+
+
+def _number(value: Any) -> Any:
+    return int(value) if isinstance(value, int | np.integer) else float(value)
+
+
+def _draw_query(built: Built, certified: tuple[Certified, ...], aggs: tuple, keys: tuple
+                ) -> ReleasedQuery:
+    """Draw every part of one query on its true aggregates; return released values only."""
+    pq = built.query
+    q = pq.query
+    notes = [c.note for c in certified if c.note]
+    if isinstance(q, model.Count):
+        agg: CountAggregate = aggs[0]
+        rows = (((), _number(certified[0].draw(_as(certified[0], agg.rows)))),)
+        return _released(pq, "count", rows, certified, notes)
+    if isinstance(q, model.Sum):
+        agg: SumAggregate = aggs[0]
+        _finite([agg.total], pq.id)
+        value = certified[0].draw(_as(certified[0], agg.total, pq.id))
+        return _released(pq, "sum", (((), _number(value)),), certified, notes)
+    if isinstance(q, model.Mean):
+        agg = aggs[0]
+        _finite([agg.total], pq.id)
+        noisy_sum = certified[0].draw(_as(certified[0], agg.total, pq.id))
+        noisy_count = certified[1].draw(_as(certified[1], agg.rows))
+        mean = _mean(noisy_sum, noisy_count, q.bounds)
+        return _released(pq, "mean", (((), mean),), certified, notes)
+    if isinstance(q, model.Histogram | model.Crosstab):
+        agg = aggs[0]
+        if isinstance(agg, HistogramAggregate | TableAggregate) and not (
+                isinstance(q, model.Histogram) and q.edges is not None):
+            _outside(built, agg)
+        counts = np.asarray(agg.counts).reshape(-1)
+        noisy = certified[0].draw(_as(certified[0], counts.tolist()))
+        groups = _cell_labels(q)
+        rows = tuple((g, _number(v)) for g, v in zip(groups, noisy, strict=True))
+        return _released(pq, q.kind, rows, certified, notes)
+    if isinstance(q, model.GroupBy):
+        return _draw_group_by(built, q, certified, aggs, keys, notes)
+    if isinstance(q, model.Quantiles):
+        agg = aggs[0]
+        counts = [int(c) for c in agg.counts]
+        cumulative = np.cumsum(counts)
+        total = int(cumulative[-1])
+        m = len(q.candidates.values)
+        below = [int(cumulative[2 * j]) for j in range(m)]
+        equal = [counts[2 * j + 1] for j in range(m)]
+        rows = []
+        for level, part in zip(q.levels, certified, strict=True):
+            scores = quantile_scores(below, equal, total, level)
+            index = int(part.draw(scores))
+            rows.append(((f"q={level:g}",), q.candidates.values[index]))
+        return _released(pq, "quantiles", tuple(rows), certified, notes)
+    if isinstance(q, model.Selection):
+        agg = aggs[0]
+        scores = [int(c) for c in agg.counts]
+        chosen = certified[0].draw(scores)
+        chosen = [chosen] if not isinstance(chosen, list) else chosen
+        rows = tuple(((f"rank {i + 1}",), _plain(q.candidates.values[int(c)]))
+                     for i, c in enumerate(chosen))
+        return _released(pq, "selection", rows, certified, notes)
+    raise TypeError(f"unknown query {type(q).__name__}")  # pragma: no cover
+
+
+def _as(part: Certified, value: Any, query_id: str = "") -> Any:
+    """The true aggregate in the measurement's input type (whole numbers for integer noise)."""
+    if isinstance(value, list):
+        return [int(v) for v in value] if part.integer else [float(v) for v in value]
+    if part.integer:
+        return _exact_integer(float(value), query_id) if isinstance(value, float) else int(value)
+    return float(value)
+
+
+def _mean(noisy_sum: Any, noisy_count: Any, bounds: model.Bounds) -> float:
+    """Post-processing of a mean (as ``dpcore.queries.NoisyMean``): the noisy count floored at
+    1, the ratio clamped to the bounds."""
+    ratio = float(noisy_sum) / max(float(noisy_count), 1.0)
+    return float(min(max(ratio, bounds.lower), bounds.upper))
+
+
+def _cell_labels(q: model.Histogram | model.Crosstab) -> list[tuple[str, ...]]:
+    if isinstance(q, model.Crosstab):
+        return [(str(r), str(c)) for r in q.row_categories.values
+                for c in q.column_categories.values]
+    if q.categories is not None:
+        return [(str(c),) for c in q.categories.values]
+    return [(label,) for label in bin_labels(list(q.edges.values), outside=q.outside)]
+
+
+def _draw_group_by(built: Built, q: model.GroupBy, certified: tuple[Certified, ...],
+                   aggs: tuple, keys: tuple, notes: list[str]) -> ReleasedQuery:
+    pq = built.query
+    statistic = f"{q.statistic} by {q.key}"
+    if q.keys is not None:
+        names = [str(k) for k in q.keys.values]
+        chosen = list(range(len(names)))
+        parts = certified
+    else:
+        names = [str(k) for k in keys]
+        if not keys:
+            return _released(pq, statistic, (), certified, notes)
+        counts: HistogramAggregate = aggs[0]
+        # Keys whose rows the contribution bounds all dropped are not in the bounded data.
+        present = {n: int(c) for n, c in zip(names, counts.counts, strict=True) if c > 0}
+        kept = certified[0].draw({n: _as(certified[0], [c])[0] for n, c in present.items()})
+        chosen = [i for i, n in enumerate(names) if n in kept]
+        parts = certified[1:]
+        if q.statistic == "count":
+            rows = tuple(((names[i],), _number(kept[names[i]])) for i in chosen)
+            return _released(pq, statistic, rows, certified, notes)
+        aggs = aggs[1:]
+    if q.statistic == "count":
+        agg: HistogramAggregate = aggs[0]
+        noisy = parts[0].draw(_as(parts[0], [int(agg.counts[i]) for i in chosen]))
+        rows = tuple(((names[i],), _number(v)) for i, v in zip(chosen, noisy, strict=True))
+        return _released(pq, statistic, rows, certified, notes)
+    agg: GroupedSumAggregate = aggs[0]
+    if not chosen:
+        return _released(pq, statistic, (), certified, notes)
+    totals = [float(agg.totals[i]) for i in chosen]
+    _finite(totals, pq.id)
+    sums = parts[0].draw(_as_each(parts[0], totals, pq.id))
+    if q.statistic == "sum":
+        rows = tuple(((names[i],), _number(v)) for i, v in zip(chosen, sums, strict=True))
+        return _released(pq, statistic, rows, certified, notes)
+    counts_noisy = parts[1].draw(_as(parts[1], [int(agg.rows[i]) for i in chosen]))
+    rows = tuple(((names[i],), _mean(s, c, q.bounds))
+                 for i, s, c in zip(chosen, sums, counts_noisy, strict=True))
+    return _released(pq, statistic, rows, certified, notes)
+
+
+def _as_each(part: Certified, values: list[float], query_id: str) -> list:
+    if part.integer:
+        return [_exact_integer(v, query_id) for v in values]
+    return [float(v) for v in values]
+
+
+def _released(pq: model.PlanQuery, statistic: str, rows: tuple, certified: tuple,
+              notes: list[str]) -> ReleasedQuery:
+    parts = tuple(_describe(c) for c in certified)
+    return ReleasedQuery(pq.id, pq.label, statistic, rows, parts, tuple(notes))
+
+
+def _describe(c: Certified) -> dict[str, Any]:
+    from dpcore.mechanisms import AdditiveMechanism, spec_of
+
+    mech = c.part.mechanism
+    if isinstance(mech, AdditiveMechanism):
+        mechanism = spec_of(mech).kind
+    elif hasattr(mech, "threshold"):
+        mechanism = f"partition selection ({mech.noise} noise, threshold {mech.threshold:g})"
+    else:
+        mechanism = {"exponential": "report noisy max, exponential noise (permute-and-flip)",
+                     "gumbel": "report noisy max, Gumbel noise (exponential mechanism)"}[
+                         mech.noise]
+    return {"part": c.part.name, "mechanism": mechanism,
+            "opendp": _opendp_name(c),
+            "scale": c.part.scale, "opendp_scale": c.opendp_scale,
+            "sensitivity": c.part.sensitivity, "planned": c.part.loss.to_dict(),
+            "certified": c.certified.to_dict()}
+
+
+def _opendp_name(c: Certified) -> str:
+    from plan.build import NoisyMax, PartitionThreshold
+
+    mech = c.part.mechanism
+    if isinstance(mech, NoisyMax):
+        return "make_noisy_max" if mech.k == 1 else "make_noisy_top_k"
+    if isinstance(mech, PartitionThreshold):
+        return "make_gaussian_threshold" if mech.noise == "gaussian" else (
+            "make_laplace_threshold")
+    from dpcore.mechanisms import spec_of
+
+    kind = spec_of(mech).kind
+    name = "make_gaussian" if kind in ("gaussian", "discrete_gaussian") else "make_laplace"
+    domain = "integers" if c.integer else "floats"
+    return f"{name} on {domain}" + (", then clamped" if kind == "clamped_laplace" else "")
+
+
+# --------------------------------------------------------------------------------------------
+# the release
+
+
+def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = None,
+        engine: Engine | None = None, content_hash: str | None = None) -> Release:
+    """Release ``plan`` on ``source`` once, record it in ``ledger`` and return the values.
+
+    Parameters
+    ----------
+    plan : Plan
+    source : engine source
+        The data (a file, a Parquet folder, a frame in memory, a Spark table).
+    ledger : Ledger
+        Where the release is recorded and the dataset's budget is kept.
+    budget : float, optional
+        The dataset's total ε, set in the ledger if the dataset has no budget yet.
+    engine : Engine, optional
+        Default ``engine_from_env()`` (DuckDB, or Spark with ``EPSILON_LAB_ENGINE=spark``).
+    content_hash : str, optional
+        The data's hash when the caller knows it (an upload's bytes).
+
+    Raises
+    ------
+    ReleaseRefused
+        With the reason: a map above the plan's figure, a mechanism OpenDP cannot sample
+        safely, over budget, data that does not fit the plan. Nothing is recorded.
+    PlanError
+        A query cannot be built as planned.
+    LedgerError
+        The ledger cannot be read or written (nothing recorded).
+    """
+    prepared = prepare(plan)
+    identity = dataset_identity(plan, source, content_hash=content_hash)
+    if budget is not None:
+        ledger.set_budget(identity, budget, only_if_new=True,
+                          reason="set by the first release's --budget")
+    status = ledger.status(identity)
+    if status.budget is not None and status.remaining_epsilon is not None and (
+            prepared.spent.epsilon > status.remaining_epsilon):
+        raise OverBudget(
+            f"over budget: {identity.name!r} has ε = {max(status.remaining_epsilon, 0):.6g} "
+            f"left of {status.budget.epsilon:g} ({status.releases} release(s) so far) and "
+            f"this release needs ε = {prepared.spent.epsilon:.6g}; nothing was drawn")
+    engine = engine if engine is not None else engine_from_env()
+    released = []
+    for built, certified in zip(prepared.built, prepared.certified, strict=True):
+        aggs, keys = _aggregates(built, engine, source)
+        integer = _integer_answers(built, aggs)
+        if integer is not None:
+            certified = certify(built, integer_answers=integer)  # maps checked again
+        released.append(_draw_query(built, certified, aggs, keys))
+        del aggs  # the true aggregates go no further
+    digest = values_hash(released)
+    record = ledger.record_release(
+        identity, epsilon=prepared.spent.epsilon, delta=prepared.spent.delta,
+        accounting=prepared.spent.method, values_hash=digest, plan_json=plan.to_json(),
+        implementation=IMPLEMENTATION)
+    notes = tuple(n for n in (prepared.spent.note,) if n)
+    return Release(plan, identity, tuple(released), prepared.spent, prepared.planned, record,
+                   digest, IMPLEMENTATION, notes)
+
+
+def _integer_answers(built: Built, aggs: tuple) -> bool | None:
+    """Whether a sum's answers are whole numbers (the engine summed integers), else None."""
+    for agg in aggs:
+        if isinstance(agg, SumAggregate | GroupedSumAggregate):
+            return bool(agg.exact)
+    return None
+
