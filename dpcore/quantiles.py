@@ -7,6 +7,7 @@ histograms of a numeric column over declared bin edges.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -134,7 +135,13 @@ def quantile_sensitivity(q: float, *, max_rows: int = 1) -> float:
     """
     q = _check_q(q)
     r = _check_max_rows(max_rows)
-    return r * max(q, 1.0 - q)
+    # 1 − q rounds (to 0.7 for q = 0.3, below the exact 0.70000000000000001…): the
+    # sensitivity is the float at or above the exact r·max(q, 1 − q), never below it.
+    exact = r * max(Fraction(q), 1 - Fraction(q))
+    sensitivity = float(exact)
+    if Fraction(sensitivity) < exact:
+        sensitivity = math.nextafter(sensitivity, math.inf)
+    return sensitivity
 
 
 def rank_errors(

@@ -8,6 +8,7 @@ at a time), dpcore.selection's independent selection probabilities, simulation, 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import opendp.prelude as dp
@@ -323,3 +324,17 @@ def test_quantile_validation():
         quantile_accuracy(DATA, GRID, 0.5, -1.0, epsilon=1.0)
     with pytest.raises(ValueError, match="max_rows"):
         quantile_sensitivity(0.5, max_rows=0)
+
+
+def test_quantile_sensitivity_never_rounds_down():
+    """r·max(q, 1 − q) exactly, rounded up: for q = 0.3 the float 1 − 0.3 = 0.7 is below the
+    exact 1 − 0.3 (0.70000000000000001110…), and OpenDP's scores at 3000/10000 had a larger
+    sensitivity than the one the noise was calibrated to (a real release refused)."""
+    rng = np.random.default_rng(8)
+    levels = np.concatenate([[0.3, 0.1, 0.7, 1 / 3, 0.9], rng.random(2000)])
+    for q in levels.tolist():
+        for r in (1, 3, 7):
+            exact = r * max(Fraction(q), 1 - Fraction(q))
+            assert Fraction(quantile_sensitivity(q, max_rows=r)) >= exact
+            assert quantile_sensitivity(q, max_rows=r) == pytest.approx(float(exact),
+                                                                        rel=1e-15)
