@@ -206,6 +206,11 @@ def _drop_none(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if v is not None}
 
 
+def _f(value: float | None) -> float | None:
+    """A number as JSON writes it back after reading (floats), so the text round-trips."""
+    return None if value is None else float(value)
+
+
 # --------------------------------------------------------------------------------------------
 # the dataset, the privacy unit, the accounting, the budget
 
@@ -328,7 +333,7 @@ class Accounting:
                             "at a δ > 0: give one (e.g. 1e-6)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "delta": self.delta}
+        return {"method": self.method, "delta": _f(self.delta)}
 
     @staticmethod
     def from_fields(f: _Fields) -> Accounting:
@@ -354,7 +359,7 @@ class Budget:
             _probability(self.delta, "budget.delta", zero=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return _drop_none({"epsilon": self.epsilon, "delta": self.delta})
+        return _drop_none({"epsilon": _f(self.epsilon), "delta": _f(self.delta)})
 
     @staticmethod
     def from_fields(f: _Fields) -> Budget:
@@ -386,7 +391,7 @@ class Bounds:
         _text(self.source, f"{path}.source")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lower": self.lower, "upper": self.upper, "origin": self.origin,
+        return {"lower": _f(self.lower), "upper": _f(self.upper), "origin": self.origin,
                 "source": self.source}
 
     @staticmethod
@@ -462,7 +467,8 @@ class Grid:
         _text(self.source, f"{path}.source")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"values": list(self.values), "origin": self.origin, "source": self.source}
+        return {"values": [float(v) for v in self.values], "origin": self.origin,
+                "source": self.source}
 
     @staticmethod
     def from_fields(f: _Fields) -> Grid:
@@ -543,7 +549,7 @@ class Mean:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "column": self.column, "bounds": self.bounds.to_dict(),
-                "sum_share": self.sum_share}
+                "sum_share": _f(self.sum_share)}
 
     @staticmethod
     def from_fields(f: _Fields) -> Mean:
@@ -660,7 +666,7 @@ class GroupBy:
             "column": self.column,
             "bounds": None if self.bounds is None else self.bounds.to_dict(),
             "keys": None if self.keys is None else self.keys.to_dict(),
-            "sum_share": self.sum_share if self.statistic == "mean" else None})
+            "sum_share": _f(self.sum_share) if self.statistic == "mean" else None})
 
     @staticmethod
     def from_fields(f: _Fields) -> GroupBy:
@@ -695,7 +701,8 @@ class Quantiles:
         self.candidates.check(f"{path}.candidates", minimum=2)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "column": self.column, "levels": list(self.levels),
+        return {"kind": self.kind, "column": self.column,
+                "levels": [float(q) for q in self.levels],
                 "candidates": self.candidates.to_dict()}
 
     @staticmethod
@@ -807,8 +814,9 @@ class Noise:
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none({"family": self.family, "kind": self.kind, "measure": self.measure,
-                           "epsilon": self.epsilon, "delta": self.delta, "rho": self.rho,
-                           "lower": self.lower, "upper": self.upper, "gamma": self.gamma})
+                           "epsilon": _f(self.epsilon), "delta": _f(self.delta),
+                           "rho": _f(self.rho), "lower": _f(self.lower),
+                           "upper": _f(self.upper), "gamma": _f(self.gamma)})
 
     @staticmethod
     def from_fields(f: _Fields) -> Noise:
@@ -847,7 +855,8 @@ class SelectionNoise:
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none({"family": self.family, "noise": self.noise, "measure": self.measure,
-                           "epsilon": self.epsilon, "rho": self.rho, "delta": self.delta})
+                           "epsilon": _f(self.epsilon), "rho": _f(self.rho),
+                           "delta": _f(self.delta)})
 
     @staticmethod
     def from_fields(f: _Fields) -> SelectionNoise:
@@ -888,9 +897,9 @@ class Threshold:
                          f"{path}.delta_noise")
 
     def to_dict(self) -> dict[str, Any]:
-        return _drop_none({"family": self.family, "noise": self.noise, "epsilon": self.epsilon,
-                           "rho": self.rho, "delta": self.delta,
-                           "delta_noise": self.delta_noise})
+        return _drop_none({"family": self.family, "noise": self.noise,
+                           "epsilon": _f(self.epsilon), "rho": _f(self.rho),
+                           "delta": _f(self.delta), "delta_noise": _f(self.delta_noise)})
 
     @staticmethod
     def from_fields(f: _Fields) -> Threshold:
@@ -936,8 +945,8 @@ class Target:
                                 "target")
 
     def to_dict(self) -> dict[str, Any]:
-        return _drop_none({"kind": self.kind, "alpha": self.alpha, "beta": self.beta,
-                           "probability": self.probability})
+        return _drop_none({"kind": self.kind, "alpha": _f(self.alpha), "beta": _f(self.beta),
+                           "probability": _f(self.probability)})
 
     @staticmethod
     def from_fields(f: _Fields) -> Target:
@@ -1028,6 +1037,9 @@ class PlanQuery:
         mechanism = None
         if mf is not None:
             family = mf.choice("family", tuple(_FAMILIES))
+            if family not in _ALLOWED[kind]:
+                raise PlanError(mf.at("family"), f"a {kind} query takes a "
+                                f"{' or '.join(_ALLOWED[kind])} mechanism, got {family}")
             mechanism = _FAMILIES[family].from_fields(mf)
             mf.done()
         tf = f.obj("threshold", required=False)

@@ -102,6 +102,28 @@ def _check(query_id: str, part: Part, what: str, opendp_value: float,
             "it again (a slightly smaller budget, or another mechanism) and release then")
 
 
+#: OpenDP rounds each step of a map outward, so at the plan's very scale its figure can read
+#: a few ulps above the plan's (itself rounded up from the exact loss). The scale handed to
+#: OpenDP is then raised ulp by ulp — at most this many, a relative change below 1e-14 —
+#: until OpenDP's map is at most the plan's figure. More would be a real mismatch: refused.
+_MAX_ULPS = 64
+
+
+def _fitted(make: Callable[[float], Any], scale: float, d_in: Any,
+            read: Callable[[Any], float], planned: float) -> tuple[Any, float, float]:
+    """(measurement, its figure at ``d_in``, scale): the plan's scale, or the nearest scale
+    above it (within :data:`_MAX_ULPS` ulps) whose OpenDP figure is at most ``planned``."""
+    measurement = make(scale)
+    value = read(measurement.map(d_in))
+    for _ in range(_MAX_ULPS):
+        if value <= planned or value > planned * (1 + 2.0**-40):
+            break
+        scale = math.nextafter(scale, math.inf)
+        measurement = make(scale)
+        value = read(measurement.map(d_in))
+    return measurement, value, scale
+
+
 def _up(value: float, exact: Fraction) -> float:
     while Fraction(value) < exact:
         value = math.nextafter(value, math.inf)
@@ -126,8 +148,9 @@ def _additive(query_id: str, part: Part, size: int | None, integer: bool) -> Cer
         d_in = int(part.sensitivity)
     post = None
     if kind in ("laplace", "geometric", "clamped_laplace"):
-        measurement = dp.m.make_laplace(domain, metric, scale=mechanism.scale)
-        epsilon = measurement.map(d_in)
+        measurement, epsilon, scale = _fitted(
+            lambda b: dp.m.make_laplace(domain, metric, scale=b), mechanism.scale, d_in,
+            float, mechanism.privacy.epsilon)
         _check(query_id, part, "ε", epsilon, mechanism.privacy.epsilon)
         certified = Loss(epsilon=epsilon)
         planned = Loss(epsilon=mechanism.privacy.epsilon)
@@ -136,8 +159,9 @@ def _additive(query_id: str, part: Part, size: int | None, integer: bool) -> Cer
             post = functools.partial(_clamp, low=low, high=high)
         note = ""
     else:  # gaussian, discrete_gaussian: OpenDP certifies them in zCDP
-        measurement = dp.m.make_gaussian(domain, metric, scale=mechanism.scale)
-        rho = measurement.map(d_in)
+        measurement, rho, scale = _fitted(
+            lambda b: dp.m.make_gaussian(domain, metric, scale=b), mechanism.scale, d_in,
+            float, mechanism.zcdp.rho)
         _check(query_id, part, "ρ", rho, mechanism.zcdp.rho)
         read_at = part.loss.read_at
         planned = part.loss
@@ -148,7 +172,7 @@ def _additive(query_id: str, part: Part, size: int | None, integer: bool) -> Cer
                     f"Gaussian's exact profile; OpenDP certifies ρ = {rho!r}, accounted at "
                     f"δ = {read_at!r}")
         certified = Loss(rho=rho, read_at=read_at)
-    return Certified(part, measurement, d_in, certified, planned, mechanism.scale,
+    return Certified(part, measurement, d_in, certified, planned, scale,
                      value_type == _INT, post, note)
 
 
@@ -219,20 +243,24 @@ def _noisy_max(query_id: str, part: Part, quantile: float | None,
         metric = dp.linf_distance(T="u64")
         d_in = _score_sensitivity(quantile, max_rows)
         scale = _up(den * nm.scale, den * Fraction(nm.scale))
-    if nm.k == 1:
-        measurement = dp.m.make_noisy_max(domain, metric, measure, scale=scale,
-                                          negate=nm.negate)
-    else:
-        measurement = dp.m.make_noisy_top_k(domain, metric, measure, k=nm.k, scale=scale,
-                                            negate=nm.negate)
-    value = measurement.map(d_in)
-    if nm.noise == "exponential":
-        if nm.measure == "pure":
-            _check(query_id, part, "ε", value, nm.privacy.epsilon)
-        else:
-            _check(query_id, part, "ρ = ε²/2", PureDP(value).to_zcdp().rho, nm.privacy.rho)
+
+    def make(b: float) -> Any:
+        if nm.k == 1:
+            return dp.m.make_noisy_max(domain, metric, measure, scale=b, negate=nm.negate)
+        return dp.m.make_noisy_top_k(domain, metric, measure, k=nm.k, scale=b,
+                                     negate=nm.negate)
+
+    if nm.noise == "exponential" and nm.measure == "zcdp":
+        measurement, rho, scale = _fitted(make, scale, d_in,
+                                          lambda e: PureDP(e).to_zcdp().rho, nm.privacy.rho)
+        _check(query_id, part, "ρ = ε²/2", rho, nm.privacy.rho)
+        certified = Loss(epsilon=measurement.map(d_in))
+    elif nm.noise == "exponential":
+        measurement, value, scale = _fitted(make, scale, d_in, float, nm.privacy.epsilon)
+        _check(query_id, part, "ε", value, nm.privacy.epsilon)
         certified = Loss(epsilon=value)
     else:
+        measurement, value, scale = _fitted(make, scale, d_in, float, nm.privacy.rho)
         _check(query_id, part, "ρ", value, nm.privacy.rho)
         certified = Loss(rho=value, read_at=part.loss.read_at)
     return Certified(part, measurement, d_in, certified, part.loss, scale, True)

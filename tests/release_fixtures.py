@@ -1,0 +1,88 @@
+"""Plans and data shared by the plan and release tests: a plan with every query kind, and a
+small person-level table whose true aggregates are known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from plan.model import (
+    Accounting,
+    Bounds,
+    Categories,
+    Count,
+    Crosstab,
+    Dataset,
+    Grid,
+    GroupBy,
+    Histogram,
+    Mean,
+    Noise,
+    Plan,
+    PlanQuery,
+    PrivacyUnit,
+    Quantiles,
+    Selection,
+    SelectionNoise,
+    Sum,
+    Target,
+    Threshold,
+)
+
+DIAGNOSES = ("A", "B", "C", "D", "E", "rare")
+
+
+def cats(*values: object, origin: str = "public") -> Categories:
+    return Categories(tuple(values), origin, "test declaration")  # type: ignore[arg-type]
+
+
+def every_kind_plan(*, dataset: str = "visits", content_hash: str | None = None) -> Plan:
+    """One query of every kind and every mechanism family, person-level (3 rows, 2 groups)."""
+    queries = (
+        PlanQuery("n", "Visits", Count(), Noise("laplace", "pure", epsilon=1.0),
+                  page="statistics", target=Target("error", alpha=10.0, beta=0.05)),
+        PlanQuery("cost", "Total cost", Sum("cost", Bounds(0, 500, "typed", "tariff")),
+                  Noise("clamped_laplace", "pure", epsilon=1.0, lower=0.0, upper=1e7)),
+        PlanQuery("age", "Mean age", Mean("age", Bounds(18, 90, "public"), sum_share=0.7),
+                  Noise("geometric", "pure", epsilon=1.0)),
+        PlanQuery("dx", "By diagnosis", Histogram("dx", cats(*DIAGNOSES)),
+                  Noise("geometric", "pure", epsilon=1.0), page="tables"),
+        PlanQuery("ages", "Age bands", Histogram("age", edges=Grid((18.0, 40.0, 65.0, 90.0),
+                                                                   "public")),
+                  Noise("gaussian", "zcdp", rho=0.5, delta=1e-7)),
+        PlanQuery("dx-sex", "Diagnosis by sex",
+                  Crosstab("dx", "sex", cats(*DIAGNOSES), cats("F", "M")),
+                  Noise("gaussian", "approx", epsilon=1.0, delta=1e-7), page="tables"),
+        PlanQuery("dx-found", "Visits by diagnosis (found privately)", GroupBy("dx"), None,
+                  page="groups", threshold=Threshold("discrete_laplace", 1e-7, epsilon=1.0)),
+        PlanQuery("dx-cost", "Cost by diagnosis",
+                  GroupBy("dx", "sum", "cost", Bounds(0, 500, "data", "the largest cost")),
+                  Noise("laplace", "pure", epsilon=1.0), page="groups",
+                  threshold=Threshold("discrete_laplace", 1e-7, epsilon=1.0)),
+        PlanQuery("sex-age", "Mean age by sex",
+                  GroupBy("sex", "mean", "age", Bounds(18, 90, "public"), keys=cats("F", "M")),
+                  Noise("laplace", "pure", epsilon=1.0), page="groups"),
+        PlanQuery("age-q", "Age quartiles",
+                  Quantiles("age", (0.25, 0.5, 0.75),
+                            Grid(tuple(float(v) for v in range(10, 100, 5)), "public")),
+                  SelectionNoise("exponential", "pure", epsilon=1.5), page="quantiles",
+                  target=Target("rank", alpha=30.0, beta=0.1)),
+        PlanQuery("top-dx", "Two most frequent diagnoses",
+                  Selection("dx", cats(*DIAGNOSES), k=2),
+                  SelectionNoise("exponential", "pure", epsilon=1.0), page="selection",
+                  target=Target("selection", probability=0.8)),
+    )
+    return Plan(Dataset(dataset, "test", content_hash), queries, PrivacyUnit("pid", 3, 2),
+                Accounting("basic"))
+
+
+def visits(rows: int = 3000, seed: int = 0) -> pd.DataFrame:
+    """A small person-level table: pid, age, cost, dx, sex."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "pid": rng.integers(0, 800, rows),
+        "age": rng.integers(18, 90, rows),
+        "cost": rng.gamma(2.0, 50.0, rows),
+        "dx": rng.choice(DIAGNOSES, rows, p=[0.3, 0.3, 0.2, 0.1, 0.099, 0.001]),
+        "sex": rng.choice(["F", "M"], rows),
+    })
