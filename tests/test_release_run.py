@@ -1,0 +1,240 @@
+"""release.run end to end on small data: every query kind released and recorded, two
+releases differ (no seed), the files hold no true value, refusals record nothing, the card."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import Engine, FrameSource
+from engine.duckdb_backend import DuckDBBackend
+from plan.model import (
+    Bounds,
+    Budget,
+    Count,
+    Crosstab,
+    Dataset,
+    GroupBy,
+    Histogram,
+    Mean,
+    Noise,
+    Plan,
+    PlanQuery,
+    PrivacyUnit,
+    Sum,
+)
+from release import DataMismatch, Ledger, OverBudget, run
+from release.card import release_card
+from release.files import release_csv, release_json, release_record
+from tests.release_fixtures import cats, every_kind_plan, visits
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return Engine(DuckDBBackend(threads=1))
+
+
+def test_every_kind_is_released_and_recorded(tmp_path, engine):
+    plan = every_kind_plan()
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(plan, FrameSource(visits()), ledger=ledger, budget=50.0, engine=engine)
+        records = ledger.releases()
+        assert ledger.verify() == []
+    assert [q.id for q in release.queries] == [q.id for q in plan.queries]
+    assert len(records) == 1 and records[0].values_hash == release.values_hash
+    assert records[0].epsilon == release.spent.epsilon
+    assert json.loads(records[0].plan_json) == json.loads(plan.to_json())
+    by_id = {q.id: q for q in release.queries}
+    assert len(by_id["dx"].rows) == 6 and len(by_id["dx-sex"].rows) == 12
+    assert [g for g, _ in by_id["ages"].rows] == [("< 18",), ("[18, 40)",), ("[40, 65)",),
+                                                 ("[65, 90]",), ("> 90",)]
+    assert {g for g, _ in by_id["dx-found"].rows} <= {("A",), ("B",), ("C",), ("D",), ("E",),
+                                                      ("rare",)}
+    assert all(18 <= v <= 90 for _, v in by_id["sex-age"].rows)
+    assert [g for g, _ in by_id["age-q"].rows] == [("q=0.25",), ("q=0.5",), ("q=0.75",)]
+    assert all(v in plan.query("age-q").query.candidates.values for _, v in by_id["age-q"].rows)
+    assert len({v for _, v in by_id["top-dx"].rows}) == 2
+    # the integer mechanisms release whole numbers
+    assert all(isinstance(v, int) for _, v in by_id["dx"].rows)
+    assert isinstance(by_id["n"].rows[0][1], float)
+
+
+def test_two_releases_of_one_plan_differ(tmp_path, engine):
+    plan = every_kind_plan()
+    source = FrameSource(visits())
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        first = run(plan, source, ledger=ledger, engine=engine)
+        second = run(plan, source, ledger=ledger, engine=engine)
+        assert len(ledger.releases()) == 2
+    assert first.values_hash != second.values_hash
+    continuous = ("n", "cost", "ages", "dx-sex", "dx-cost", "sex-age")
+    for query_id in continuous:  # continuous noise: equal values have probability 0
+        a = dict(next(q for q in first.queries if q.id == query_id).rows)
+        b = dict(next(q for q in second.queries if q.id == query_id).rows)
+        assert all(a[g] != b[g] for g in a.keys() & b.keys())
+
+
+# --------------------------------------------------------------------------------------------
+# no true value in the files
+
+
+def _truth_frame() -> pd.DataFrame:
+    """1,237 rows: one row per person; 41 missing ages, 19 incomes above the bound."""
+    rng = np.random.default_rng(4)
+    n = 1237
+    age = rng.integers(20, 80, n).astype(float)
+    age[rng.choice(n, 41, replace=False)] = np.nan
+    income = rng.uniform(1000, 90_000, n).round(2)
+    income[rng.choice(n, 19, replace=False)] = 250_000.0
+    return pd.DataFrame({"age": age, "income": income,
+                         "region": rng.choice(["north", "south", "east"], n, p=[.5, .3, .2]),
+                         "sex": rng.choice(["F", "M"], n)})
+
+
+def _true_numbers(frame: pd.DataFrame) -> set[float]:
+    """Every true aggregate and bookkeeping number of the plan below, from pandas."""
+    income = frame["income"].clip(0, 100_000)
+    age = frame["age"].dropna().clip(18, 90)
+    truth = {len(frame), income.sum(), age.sum(), len(age), age.mean(),
+             int(frame["age"].isna().sum()), int((frame["income"] > 100_000).sum())}
+    truth |= set(frame["region"].value_counts().tolist())
+    truth |= set(pd.crosstab(frame["region"], frame["sex"]).to_numpy().ravel().tolist())
+    by_region = frame.assign(income=income).groupby("region")["income"]
+    truth |= set(by_region.sum().tolist()) | set(by_region.count().tolist())
+    by_sex = frame.assign(age=frame["age"].clip(18, 90)).groupby("sex")["age"]
+    truth |= set(by_sex.sum().tolist()) | set(by_sex.count().tolist())
+    truth |= set(by_sex.mean().tolist())
+    return {float(v) for v in truth}
+
+
+def _continuous_plan() -> Plan:
+    """Continuous noise only: a true value would show up by chance with probability 0 (whole-
+    number noise returns the true count with probability (1 − r)/(1 + r), which is the
+    mechanism, not a leak)."""
+    regions = cats("north", "south", "east")
+    queries = (
+        PlanQuery("rows", "Rows", Count(), Noise("laplace", "pure", epsilon=0.5)),
+        PlanQuery("income", "Income", Sum("income", Bounds(0, 100_000)),
+                  Noise("gaussian", "zcdp", rho=0.05, delta=1e-7)),
+        PlanQuery("age", "Mean age", Mean("age", Bounds(18, 90)),
+                  Noise("laplace", "pure", epsilon=0.5)),
+        PlanQuery("region", "Regions", Histogram("region", regions),
+                  Noise("laplace", "pure", epsilon=0.5)),
+        PlanQuery("table", "Region by sex", Crosstab("region", "sex", regions, cats("F", "M")),
+                  Noise("gaussian", "approx", epsilon=0.5, delta=1e-7)),
+        PlanQuery("by-region", "Income by region",
+                  GroupBy("region", "sum", "income", Bounds(0, 100_000), keys=regions),
+                  Noise("clamped_laplace", "pure", epsilon=0.5, lower=0.0, upper=1e8)),
+        PlanQuery("by-sex", "Mean age by sex",
+                  GroupBy("sex", "mean", "age", Bounds(18, 90), keys=cats("F", "M")),
+                  Noise("gaussian", "zcdp", rho=0.05, delta=1e-7)),
+    )
+    return Plan(Dataset("people"), queries, PrivacyUnit(), budget=Budget(epsilon=20.0))
+
+
+def _numbers(value: object) -> list[float]:
+    """Every number in a JSON value (strings that are numbers too)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, str):
+        try:
+            return [float(value)]
+        except ValueError:
+            return []
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _numbers(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _numbers(v)]
+    return []
+
+
+def test_the_release_files_hold_no_true_value(tmp_path, engine):
+    frame = _truth_frame()
+    truth = _true_numbers(frame)
+    plan = _continuous_plan()
+    declared = set(_numbers(json.loads(plan.to_json())))
+    assert not truth & declared  # so that a match below could only be a true value
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(plan, FrameSource(frame), ledger=ledger, engine=engine)
+    record = json.loads(release_json(release))
+    rows = list(csv.reader(io.StringIO(release_csv(release).decode("utf-8-sig"))))
+    card = release_card(release)
+    in_json = _numbers(record) + _numbers(card)
+    in_csv = [x for row in rows for x in _numbers(row)]
+    assert len(in_csv) == 17 and len(in_json) > 100  # 17 released values
+    found = [x for x in in_json + in_csv if x in truth]
+    assert found == []
+    # the check finds a true value when one is there
+    leaked = dict(record, extra={"rows_kept": len(frame)})
+    assert [x for x in _numbers(leaked) if x in truth] == [float(len(frame))]
+
+
+# --------------------------------------------------------------------------------------------
+# refusals and the card
+
+
+def test_over_budget_is_refused_before_the_data_is_read(tmp_path):
+    engine = Engine(DuckDBBackend(threads=1))
+    plan = _continuous_plan()
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        with pytest.raises(OverBudget, match="nothing was drawn"):
+            run(plan, FrameSource(_truth_frame()), ledger=ledger, budget=1.0, engine=engine)
+        assert ledger.releases() == []
+    assert engine.scans == 0
+    tight = Plan(plan.dataset, plan.queries, budget=Budget(epsilon=2.0))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        with pytest.raises(OverBudget, match="plan's budget"):
+            run(tight, FrameSource(_truth_frame()), ledger=ledger, engine=engine)
+
+
+def test_data_that_does_not_fit_the_plan_is_refused(tmp_path, engine):
+    frame = _truth_frame()
+    pinned = Plan(Dataset("people", content_hash="sha256:" + "0" * 64),
+                  _continuous_plan().queries)
+    undeclared = Plan(Dataset("people"), (
+        PlanQuery("r", "Regions", Histogram("region", cats("north", "south")),
+                  Noise("laplace", "pure", epsilon=1.0)),))
+    missing = Plan(Dataset("people"), (
+        PlanQuery("s", "Sum", Sum("salary", Bounds(0, 1)), Noise("laplace", "pure",
+                                                                  epsilon=1.0)),))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        with pytest.raises(DataMismatch, match="other data"):
+            run(pinned, FrameSource(frame), ledger=ledger, engine=engine)
+        with pytest.raises(DataMismatch, match="outside the declared categories"):
+            run(undeclared, FrameSource(frame), ledger=ledger, engine=engine)
+        with pytest.raises(DataMismatch, match="salary"):
+            run(missing, FrameSource(frame), ledger=ledger, engine=engine)
+        assert ledger.releases() == []
+
+
+def test_the_card_says_what_the_release_spent_and_what_it_does_not_cover(tmp_path, engine):
+    plan = every_kind_plan()
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(plan, FrameSource(visits()), ledger=ledger, engine=engine)
+    card = release_card(release)
+    record = release_record(release)
+    assert card["privacy_loss"]["epsilon"] == record["privacy_spent"]["epsilon"]
+    assert card["privacy_unit"]["unit"] == "person"
+    assert card["privacy_unit"]["max_rows_per_person"] == 3
+    assert card["implementation"]["library"] == "OpenDP"
+    assert card["implementation"]["version"] == "0.16.0"
+    assert card["flavour"] == "approximate DP"
+    flagged = [item for item in card["not_covered_by_the_guarantee"] if item["query"]]
+    assert flagged == [{"query": "dx-cost", "what": "bounds of 'cost'",
+                        "origin": "read from the data", "source": "the largest cost"}]
+    assert any("true answers" in item["source"]
+               for item in card["not_covered_by_the_guarantee"])
+    per_query = {q["id"]: q for q in card["queries"]}
+    assert set(per_query) == {q.id for q in plan.queries}
+    assert per_query["dx-found"]["mechanisms"][0]["opendp"] == "make_laplace_threshold"
+    epsilons = [m["privacy"].get("epsilon") for q in card["queries"] for m in q["mechanisms"]]
+    assert all(e is None or 0 < e <= 1.0 + 1e-12 for e in epsilons)
+    assert math.isfinite(card["privacy_loss"]["epsilon"])
