@@ -160,7 +160,8 @@ class ThresholdLoss:
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "delta", check_delta("delta", self.delta, allow_zero=False))
+        # (0 is allowed: a threshold so high that its probability underflows float64)
+        object.__setattr__(self, "delta", check_delta("delta", self.delta))
 
 
 Loss = NoiseLoss | ThresholdLoss | PureDP | ApproxDP | ZCDP
@@ -593,7 +594,9 @@ def compose_pld(releases: Iterable[object], *, delta: float,
     (ε, δ) pair as the randomized-response pair, which dominates every release with that
     guarantee; a ρ-zCDP guarantee as the pair of :func:`_zcdp_pld`; a threshold as an
     unbounded loss of probability δ. The PLDs are composed by FFT; the result is an upper
-    bound on the plan's smallest ε at ``delta``.
+    bound on the plan's smallest ε at ``delta``, and never above basic composition's (which
+    it is replaced by when the grid's rounding costs more than the distribution saves, as for
+    a single pure-DP release whose ε is not on the grid).
 
     Parameters
     ----------
@@ -625,7 +628,11 @@ def compose_pld(releases: Iterable[object], *, delta: float,
     if not losses:
         return 0.0
     eps = float(_composed_pld(losses, interval).get_epsilon_for_delta(delta))
-    return _up(eps) if math.isfinite(eps) else math.inf
+    eps = _up(eps) if math.isfinite(eps) else math.inf
+    # The grid rounds each loss up by up to one step; for a few pure-DP releases that can
+    # cost more than the distribution saves. Basic composition's ε is then the tighter of
+    # two valid bounds at the same δ, and is what this accountant reports.
+    return min(eps, _basic(losses, delta).epsilon)
 
 
 def _pld_total(losses: tuple[Loss, ...], delta: float) -> AccountedTotal:

@@ -24,7 +24,7 @@ from dpcore._checks import (
 )
 from dpcore.accounting import ACCOUNTANTS, MIN_PLD_DELTA, account
 from dpcore.measures import PureDP
-from dpcore.mechanisms import make_mechanism, spec_for
+from dpcore.mechanisms import CATALOGUE, make_mechanism, spec_for
 from dpcore.quantiles import quantile_probabilities, rank_errors
 from dpcore.selection import NOISE_TYPES, _check_flag, noisy_max_scale, prob_best_selected
 from dpcore.utility import (
@@ -60,7 +60,7 @@ class AccuracyTarget:
     options: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        spec = spec_for(self.mechanism)
+        spec = spec_for(check_choice("mechanism", self.mechanism, tuple(CATALOGUE)))
         object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
         object.__setattr__(self, "alpha", check_positive("alpha", self.alpha))
         object.__setattr__(self, "beta", check_probability_open("beta", self.beta))
@@ -216,9 +216,13 @@ def smallest_target_epsilon(target: Target, *, relax: float = 1.0) -> float:
     target = _check_target(target)
     relax = _check_relax(relax)
     if isinstance(target, AccuracyTarget):
-        return smallest_epsilon(target.mechanism, sensitivity=target.sensitivity,
-                                alpha=target.alpha * relax, beta=target.beta,
-                                true_value=target.true_value, **target.options).epsilon
+        try:
+            return smallest_epsilon(target.mechanism, sensitivity=target.sensitivity,
+                                    alpha=target.alpha * relax, beta=target.beta,
+                                    true_value=target.true_value, **target.options).epsilon
+        except ValueError as error:
+            raise ValueError(f"relax = {relax:g} asks for alpha = {target.alpha * relax:g}: "
+                             f"{error}; raise relax or the target's alpha") from error
     low, high = EPSILON_RANGE
     if isinstance(target, SelectionTarget):
         wanted = 1.0 - (1.0 - target.probability) * relax
@@ -393,8 +397,13 @@ def allocate_budget(targets: Sequence[Target], *, accountant: str, epsilon: floa
     else:
         even_total = _plan_total(targets, [even] * len(targets), accountant, delta)[1]
         even_ratios = tuple(target_ratio(t, even) for t in targets)
-    return Allocation(accountant, delta, epsilons, releases, total,
-                      tuple(target_ratio(t, e) for t, e in zip(targets, epsilons, strict=True)),
+    ratios = tuple(target_ratio(t, e) for t, e in zip(targets, epsilons, strict=True))
+    if relax == low and min(even_ratios) > min(ratios):
+        # A budget that meets every target tightened 1/low-fold: the relaxation stops there,
+        # and the even split (every query at the largest ε searched) does better still.
+        epsilons, ratios = (even,) * len(targets), even_ratios
+        releases, total = _plan_total(targets, epsilons, accountant, delta)
+    return Allocation(accountant, delta, epsilons, releases, total, ratios,
                       even, even_total, even_ratios)
 
 
