@@ -379,6 +379,11 @@ class AdditiveMechanism(ABC):
     name: ClassVar[str] = ""
     #: True when the noisy values are integers (int64).
     integer_output: ClassVar[bool] = False
+    #: The additive noise whose privacy-loss distribution this mechanism has at its ``scale``
+    #: and ``sensitivity`` ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian"):
+    #: ``dpcore.accounting`` builds the tight accounting from it. None: only ``privacy`` is
+    #: known, and the accounting reads that guarantee.
+    pld_noise: ClassVar[str | None] = None
 
     _sensitivity: float
     _scale: float

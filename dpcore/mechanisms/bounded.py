@@ -363,6 +363,8 @@ class ClampedLaplace(_BoundedDomain):
     """
 
     name = "Clamped Laplace"
+    # clamping is post-processing: the privacy loss is the Laplace mechanism's
+    pld_noise = "laplace"
 
     def __init__(self, *, sensitivity: float, lower: float, upper: float,
                  epsilon: float | None = None, scale: float | None = None) -> None:

@@ -166,6 +166,7 @@ class DiscreteGaussian(AdditiveMechanism):
     """
 
     name = "Discrete Gaussian"
+    pld_noise = "discrete_gaussian"
     integer_output = True
 
     def __init__(self, *, sensitivity: int, epsilon: float | None = None,

@@ -129,6 +129,7 @@ class Gaussian(AdditiveMechanism):
     """
 
     name = "Gaussian"
+    pld_noise = "gaussian"
 
     def __init__(self, *, sensitivity: float, epsilon: float | None = None,
                  delta: float | None = None, rho: float | None = None,

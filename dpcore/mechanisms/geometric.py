@@ -65,6 +65,7 @@ class Geometric(AdditiveMechanism):
     """
 
     name = "Geometric"
+    pld_noise = "discrete_laplace"
     integer_output = True
 
     def __init__(self, *, sensitivity: int, epsilon: float | None = None,

@@ -70,6 +70,7 @@ class Laplace(AdditiveMechanism):
     """
 
     name = "Laplace"
+    pld_noise = "laplace"
 
     def __init__(self, *, sensitivity: float, epsilon: float | None = None,
                  scale: float | None = None) -> None:
