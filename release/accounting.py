@@ -1,9 +1,9 @@
 """What a release spends in all: its parts' losses composed under the plan's accounting.
 
-One function, :func:`privacy_spent`, so that the tighter accountants of ``dpcore.accounting``
-(issue 11: advanced, PLD) can replace the composition here in one place. Until they are on
-main, advanced and PLD plans are accounted by basic composition — never below what they
-would give, since every valid accountant is at most basic composition — and say so.
+One function, :func:`privacy_spent`, and one accountant behind it: ``dpcore.accounting``
+(basic, advanced, zCDP and privacy-loss distributions), the same figures the planner shows.
+Each part enters with the guarantee OpenDP certifies for it (or the plan states): an ε, an
+(ε, δ) pair, or a ρ (OpenDP's Gaussian), plus a threshold's δ.
 """
 
 from __future__ import annotations
@@ -13,23 +13,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpcore.measures import zcdp_epsilon
+from dpcore.accounting import ACCOUNTANT_LABELS, ThresholdLoss, account
+from dpcore.figures import upper
+from dpcore.measures import ZCDP, ApproxDP, PureDP
 from plan.build import Loss
 from plan.model import Accounting
 from release.errors import ReleaseRefused
 
-__all__ = ["Spent", "privacy_spent", "total_up"]
-
-# zcdp_epsilon minimises a smooth bound numerically; its value is raised by this factor (and
-# an ulp) so that the few roundings inside it never leave the figure below the bound.
-_ROUND_UP = 1 + 2.0**-40
+__all__ = ["Spent", "privacy_spent", "accounting_losses", "total_up"]
 
 
 @dataclass(frozen=True)
 class Spent:
-    """The privacy a release spends: (ε, δ) under ``method`` (the accounting actually used;
-    ``requested`` the plan's), ρ when the plan is accounted in zCDP, and a note when the two
-    methods differ."""
+    """The privacy a release spends: (ε, δ) under ``method`` (the plan's accounting, which is
+    also ``requested``), the plan's total ρ when it is accounted in zCDP, and a note saying
+    how the total was read when the plan leaves it open (basic composition with no δ)."""
 
     epsilon: float
     delta: float
@@ -45,67 +43,98 @@ class Spent:
         return out
 
 
-def total_up(values: Sequence[float]) -> float:
-    """The exact sum of floats, rounded up to a float (never below the exact total)."""
-    exact = sum((Fraction(v) for v in values), Fraction(0))
+def _round_up(exact: Fraction) -> float:
     total = float(exact)
     while Fraction(total) < exact:
         total = math.nextafter(total, math.inf)
     return total
 
 
-def _epsilon_of_rho(rho: float, delta: float) -> float:
-    return math.nextafter(zcdp_epsilon(rho, delta) * _ROUND_UP, math.inf)
+def total_up(values: Sequence[float]) -> float:
+    """The exact sum of floats, rounded up to a float (never below the exact total)."""
+    return _round_up(sum((Fraction(v) for v in values), Fraction(0)))
 
 
-def _basic(losses: Sequence[Loss], labels: Sequence[str]) -> tuple[float, float]:
-    epsilons, deltas = [], []
+def accounting_losses(losses: Sequence[Loss]) -> tuple[object, ...]:
+    """The parts as ``dpcore.accounting`` composes them: ε alone → PureDP, ε with δ →
+    ApproxDP, ρ → ZCDP, and a ρ's (or a zero ε's) own δ → a ThresholdLoss (what partition
+    selection's threshold spends outright)."""
+    out: list[object] = []
+    for loss in losses:
+        if loss.rho is not None:
+            out.append(ZCDP(loss.rho))
+            if loss.delta > 0:
+                out.append(ThresholdLoss(loss.delta))
+        elif loss.delta > 0:
+            out.append(ApproxDP(loss.epsilon, loss.delta) if loss.epsilon > 0
+                       else ThresholdLoss(loss.delta))
+        elif loss.epsilon > 0:
+            out.append(PureDP(loss.epsilon))
+    return tuple(out)
+
+
+def _total_rho(losses: Sequence[Loss]) -> float:
+    """The ρs added up, an ε-DP part counting ε²/2 (its δ kept apart); exact, rounded up."""
+    exact = sum((Fraction(loss.rho) if loss.rho is not None else Fraction(loss.epsilon) ** 2 / 2
+                 for loss in losses), Fraction(0))
+    return _round_up(exact)
+
+
+def _open_delta(losses: Sequence[Loss], labels: Sequence[str]) -> float:
+    """The δ a basic-composition plan with no total δ is read at: its parts' own δs and the
+    δs its ρ-parts are read at, added up (rounded up)."""
+    deltas = []
     for loss, label in zip(losses, labels, strict=True):
         if loss.rho is not None:
             if loss.read_at is None:
                 raise ReleaseRefused(
                     f"{label}: a zCDP guarantee under basic composition is read as (ε, δ) at "
-                    "a δ the plan must give (the mechanism's delta): set it, or account the "
-                    "plan in zCDP")
-            epsilons.append(_epsilon_of_rho(loss.rho, loss.read_at))
+                    "a δ the plan must give (the mechanism's delta, or accounting.delta): set "
+                    "it, or account the plan in zCDP")
             deltas.append(loss.read_at)
-        else:
-            epsilons.append(loss.epsilon)
         deltas.append(loss.delta)
-    return total_up(epsilons), total_up(deltas)
+    return total_up(deltas)
 
 
 def privacy_spent(losses: Sequence[Loss], accounting: Accounting, *,
                   labels: Sequence[str] | None = None) -> Spent:
-    """The (ε, δ) the parts spend together under ``accounting``.
+    """The (ε, δ) the parts spend together under the plan's ``accounting``.
 
-    - basic: ε and δ add up; a ρ is read as (ε(ρ, δᵢ), δᵢ) at the δᵢ its query gives
-      (Canonne, Kamath & Steinke 2020).
-    - zcdp: an ε-DP part is (ε²/2)-zCDP, an (ε, δ)-DP part δ-approximately so (Bun & Steinke
-      2016); the ρs add up and the total is read at the plan's δ, plus the parts' own δs.
-    - advanced, pld: basic composition until ``dpcore.accounting`` is on main (a valid
-      upper bound of both), said in ``note``.
+    The total is ``dpcore.accounting.account`` of the parts (:func:`accounting_losses`) at
+    the plan's δ, under the plan's accountant: basic (ε add up; δ shared among the parts
+    whose ε depends on it), advanced (Kairouz, Oh & Viswanath), zCDP (ρ add up, then the
+    optimal conversion) or PLD (``dp_accounting``, never above basic). Every figure is
+    rounded up there. A basic-composition plan with no total δ (``accounting.delta`` = 0) is
+    read at the sum of the δs its queries give, and says so in ``note``; with no δ anywhere,
+    its ε is the exact sum of the parts' ε, rounded up.
 
-    Sums are exact and rounded up.
+    Raises
+    ------
+    ReleaseRefused
+        The accountant cannot meet the δ (the parts' own δs use it up), or a ρ under basic
+        composition has no δ to be read at.
     """
     if not losses:
         raise ValueError("losses must hold at least one loss")
     labels = list(labels) if labels is not None else [f"part {i}" for i in range(len(losses))]
     method = accounting.method
-    if method == "zcdp":
-        rhos = [loss.rho if loss.rho is not None else loss.epsilon * loss.epsilon / 2
-                for loss in losses]
-        rho = total_up(rhos)
-        extra = total_up([loss.delta for loss in losses])
-        epsilon = _epsilon_of_rho(rho, accounting.delta)
-        delta = total_up([accounting.delta, extra])
-        return Spent(epsilon, delta, "zcdp", method, rho=rho)
-    epsilon, delta = _basic(losses, labels)
-    note = ""
-    if method in ("advanced", "pld"):
-        note = (f"accounted by basic composition: the {method} accountant (dpcore.accounting) "
-                "is not available yet, and basic composition is never below it")
+    label = ACCOUNTANT_LABELS[method]
+    rho = _total_rho(losses) if method == "zcdp" else None
+    delta, note = accounting.delta, ""
+    if delta == 0:  # only basic composition allows it (plan.model)
+        delta = _open_delta(losses, labels)
+        if delta == 0:
+            return Spent(total_up([loss.epsilon for loss in losses]), 0.0, method, method)
+        note = (f"the plan gives no total δ: {label} is read at δ = {upper(delta, 3)}, the "
+                "sum of the δs its queries give")
     if not delta < 1:
         raise ReleaseRefused(f"the parts' δs add up to {delta:g}, which is no guarantee: "
                              "lower the δs in the plan")
-    return Spent(epsilon, delta, "basic", method, note=note)
+    try:
+        total = account(accounting_losses(losses), delta=delta, accountant=method)
+    except ValueError as exc:
+        raise ReleaseRefused(f"the plan cannot be accounted by {label}: {exc}") from None
+    if not math.isfinite(total.epsilon):
+        raise ReleaseRefused(f"under {label} the plan cannot meet δ = {upper(delta, 3)}: "
+                             f"{total.note}")
+    return Spent(total.epsilon, delta, method, method, rho=rho, note=note)

@@ -157,7 +157,8 @@ def test_a_gaussian_planned_in_epsilon_delta_is_accounted_at_what_opendp_certifi
     assert "OpenDP certifies ρ" in part.note
     spent = privacy_spent([part.certified], Accounting("basic"))
     planned = privacy_spent([part.planned], Accounting("basic"))
-    assert planned.epsilon == 1.0 and spent.delta == 1e-6
+    # (dpcore.accounting raises a total by a few ulps: it never reads below the exact one)
+    assert 1.0 <= planned.epsilon <= 1.0 + 1e-14 and spent.delta == 1e-6
     # CKS 2020: ε = ρ + 2√(ρ ln(1/δ)) bounds the optimum from above; the exact one is below
     rho = part.certified.rho
     assert 1.0 < spent.epsilon <= rho + 2 * math.sqrt(rho * math.log(1e6))
