@@ -86,3 +86,52 @@ def visits(rows: int = 3000, seed: int = 0) -> pd.DataFrame:
         "dx": rng.choice(DIAGNOSES, rows, p=[0.3, 0.3, 0.2, 0.1, 0.099, 0.001]),
         "sex": rng.choice(["F", "M"], rows),
     })
+
+
+#: The concurrency test's plan spends exactly this ε (OpenDP's Laplace map at scale 4 reads
+#: 1/4 exactly), so a budget of 5 × RACE_EPSILON = 1.25 fits five releases exactly.
+RACE_EPSILON = 0.25
+
+
+def race_plan() -> Plan:
+    return Plan(Dataset("race"), (PlanQuery("n", "Rows", Count(),
+                                            Noise("laplace", "pure", epsilon=RACE_EPSILON)),),
+                PrivacyUnit())
+
+
+def race_worker(ledger_path: str, data_path: str, barrier, results, pause: float = 0.2
+                ) -> None:
+    """One process of the concurrency test: everything imported and the plan built, then all
+    released at once (the barrier); puts "recorded", "refused" or the error's text.
+
+    ``pause`` widens the window between the ledger reading what was spent and recording the
+    release (a sleep before the budget check), so that a check and a record not held in one
+    transaction would overlap between processes.
+    """
+    import time
+
+    from release import ledger as ledger_module
+
+    check = ledger_module._check_budget
+
+    def slow_check(*args, **kwargs):
+        time.sleep(pause)
+        return check(*args, **kwargs)
+
+    ledger_module._check_budget = slow_check
+    from engine import Engine
+    from engine.duckdb_backend import DuckDBBackend
+    from engine.sources import FileSource
+    from release import Ledger, OverBudget, run
+
+    plan, source = race_plan(), FileSource(data_path, "csv")
+    engine = Engine(DuckDBBackend(threads=1))
+    with Ledger(ledger_path) as ledger:
+        barrier.wait(timeout=60)
+        try:
+            run(plan, source, ledger=ledger, engine=engine)
+            results.put("recorded")
+        except OverBudget:
+            results.put("refused")
+        except Exception as exc:  # reported to the parent, which fails the test
+            results.put(f"{type(exc).__name__}: {exc}")
