@@ -292,19 +292,14 @@ def build(query: PlanQuery, unit: PrivacyUnit, *, path: str = "query") -> Built:
         sens = count_sensitivity(_bounds(unit, grouped=False))
         return Built(query, unit, (Count(_contribution(unit, grouped=False)),),
                      (_additive(noise, sens, mp),), sens)
-    if isinstance(q, model.Sum):
-        with _field(f"{qp}.bounds"):
-            sens = sum_sensitivity(_bounds(unit, grouped=False), lower=q.bounds.lower,
-                                   upper=q.bounds.upper)
+    if isinstance(q, model.Sum | model.Mean):
         engine = BoundedSum(q.column, q.bounds.lower, q.bounds.upper,
                             _contribution(unit, grouped=False))
-        return Built(query, unit, (engine,), (_additive(noise, sens, mp),), sens)
-    if isinstance(q, model.Mean):
+        of = sum_sensitivity if isinstance(q, model.Sum) else mean_sensitivities
         with _field(f"{qp}.bounds"):
-            sens = mean_sensitivities(_bounds(unit, grouped=False), lower=q.bounds.lower,
-                                      upper=q.bounds.upper)
-        engine = BoundedSum(q.column, q.bounds.lower, q.bounds.upper,
-                            _contribution(unit, grouped=False))
+            sens = of(_bounds(unit, grouped=False), lower=q.bounds.lower, upper=q.bounds.upper)
+        if isinstance(q, model.Sum):
+            return Built(query, unit, (engine,), (_additive(noise, sens, mp),), sens)
         return Built(query, unit, (engine,), _split_parts(noise, q.sum_share, sens, mp, qp),
                      sens[0])
     if isinstance(q, model.Histogram | model.Crosstab):

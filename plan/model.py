@@ -403,6 +403,16 @@ class Bounds:
         return out
 
 
+def _declared_size(values: object, path: str, minimum: int, noun: str) -> None:
+    """Declared values: a tuple of ``minimum`` to ``MAX_CATEGORIES`` of them."""
+    if not isinstance(values, tuple) or len(values) < minimum:
+        raise PlanError(f"{path}.values", "must hold at least one category" if noun ==
+                        "categories" else f"must hold at least {minimum} number(s)")
+    if len(values) > MAX_CATEGORIES:
+        raise PlanError(f"{path}.values", f"must hold at most {MAX_CATEGORIES:,} {noun}, "
+                        f"got {len(values):,}")
+
+
 @dataclass(frozen=True)
 class Categories:
     """Declared category values (text, numbers or booleans), and where they come from."""
@@ -412,11 +422,7 @@ class Categories:
     source: str = ""
 
     def check(self, path: str) -> None:
-        if not isinstance(self.values, tuple) or not self.values:
-            raise PlanError(f"{path}.values", "must hold at least one category")
-        if len(self.values) > MAX_CATEGORIES:
-            raise PlanError(f"{path}.values", f"must hold at most {MAX_CATEGORIES:,} "
-                            f"categories, got {len(self.values):,}")
+        _declared_size(self.values, path, 1, "categories")
         kinds = set()
         for i, value in enumerate(self.values):
             _category(value, f"{path}.values[{i}]")
@@ -454,11 +460,7 @@ class Grid:
     source: str = ""
 
     def check(self, path: str, *, minimum: int = 1) -> None:
-        if not isinstance(self.values, tuple) or len(self.values) < minimum:
-            raise PlanError(f"{path}.values", f"must hold at least {minimum} number(s)")
-        if len(self.values) > MAX_CATEGORIES:
-            raise PlanError(f"{path}.values", f"must hold at most {MAX_CATEGORIES:,} "
-                            f"numbers, got {len(self.values):,}")
+        _declared_size(self.values, path, minimum, "numbers")
         for i, value in enumerate(self.values):
             _number(value, f"{path}.values[{i}]")
         if any(b <= a for a, b in zip(self.values, self.values[1:], strict=False)):
