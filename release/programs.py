@@ -421,7 +421,7 @@ def numbers(values, lower, upper):
 
 def cells(values, categories):
     """The index of each value among the declared categories (-1: not declared)."""
-    return pd.Categorical(values, categories=categories).codes.astype(np.int64)
+    return pd.Index(categories).get_indexer(values).astype(np.int64)
 
 
 def bins(values, edges, outside):
@@ -442,7 +442,7 @@ def bins(values, edges, outside):
 
 def bin_labels(edges, outside):
     text = [f"{v:g}" for v in edges]
-    labels = [f"[{a}, {b})" for a, b in zip(text[:-2], text[1:-1])]
+    labels = [f"[{a}, {b})" for a, b in zip(text[:-2], text[1:-1], strict=True)]
     labels.append(f"[{text[-2]}, {text[-1]}]")
     if outside == "separate":
         return [f"< {text[0]}", *labels, f"> {text[-1]}"]
@@ -532,7 +532,7 @@ def measurement(part, query):
         domain = dp.vector_domain(dp.atom_domain(T="i64"))
         metric = dp.linf_distance(T="i64", monotonic=part["monotonic"])
     else:
-        domain = dp.vector_domain(dp.atom_domain(T="u64"))
+        domain = dp.vector_domain(dp.atom_domain(T="u64"), size=len(query["candidates"]))
         metric = dp.linf_distance(T="u64")
     if part["k"] == 1:
         chosen = dp.m.make_noisy_max(domain, metric, measure, scale=part["scale"],
@@ -546,6 +546,13 @@ def measurement(part, query):
         dp.vector_domain(dp.atom_domain(T="float", nan=False)), dp.symmetric_distance(),
         [float(c) for c in query["candidates"]], alpha=part["quantile"])
     return scores >> chosen
+
+
+def clamped(m, lower, upper):
+    """Clamped Laplace: the measurement, then its answer clamped (post-processing)."""
+    def draw(value):
+        return min(max(m(value), lower), upper)
+    return draw
 
 
 def checked_measurements():
@@ -568,7 +575,7 @@ def checked_measurements():
                            "opendp_map": {measure: value},
                            "plan_figure": part["plan_figure"], "scale": part["scale"],
                            "certified": part["certified"]})
-            built.append(m)
+            built.append(m if part.get("clamp") is None else clamped(m, *part["clamp"]))
         out.append(built)
     return out, report
 
@@ -611,7 +618,7 @@ def release_query(query, measurements, frame, rng=None):
         x = pd.to_numeric(rows[query["column"]], errors="coerce").to_numpy(dtype=float)
         x = x[~np.isnan(x)].tolist()
         return [[[f"q={level:g}"], query["candidates"][int(m(x))]]
-                for level, m in zip(query["levels"], measurements)]
+                for level, m in zip(query["levels"], measurements, strict=True)]
     codes, labels = cell_codes(frame, query)
     rows = bounded(frame, codes, rng=rng)
     size = len(labels) if labels is not None else len(query["candidates"])
@@ -623,15 +630,15 @@ def release_query(query, measurements, frame, rng=None):
         return [[[f"rank {i + 1}"], query["candidates"][int(c)]] for i, c in enumerate(chosen)]
     if kind in ("histogram", "crosstab") or query["statistic"] == "count":
         noisy = measurements[0](as_input(parts[0], counts))
-        return [[g, plain(v)] for g, v in zip(labels, noisy)]
+        return [[g, plain(v)] for g, v in zip(labels, noisy, strict=True)]
     x = numbers(rows[query["column"]], query["lower"], query["upper"])
     sums = np.bincount(cell, weights=x, minlength=size).tolist()
     noisy_sums = measurements[0](as_input(parts[0], sums))
     if query["statistic"] == "sum":
-        return [[g, plain(v)] for g, v in zip(labels, noisy_sums)]
+        return [[g, plain(v)] for g, v in zip(labels, noisy_sums, strict=True)]
     noisy_counts = measurements[1](as_input(parts[1], counts))
     return [[g, mean_of(s, c, query["lower"], query["upper"])]
-            for g, s, c in zip(labels, noisy_sums, noisy_counts)]
+            for g, s, c in zip(labels, noisy_sums, noisy_counts, strict=True)]
 
 
 def release(frame, measurements=None, rng=None):
@@ -643,7 +650,7 @@ def release(frame, measurements=None, rng=None):
     frame = select_columns(frame)
     queries = [{"id": q["id"], "label": q["label"], "statistic": q["kind"],
                 "rows": release_query(q, m, frame, rng)}
-               for q, m in zip(QUERIES, measurements)]
+               for q, m in zip(QUERIES, measurements, strict=True)]
     out = {"format": "epsilon-lab-release", "program": "opendp", "plan_sha256": PLAN_SHA256,
            "dataset": DATASET, "opendp": OPENDP_VERSION, "accounting": ACCOUNTING,
            "privacy_spent": PRIVACY_SPENT, "queries": queries}
@@ -729,7 +736,8 @@ def spark_rows(frame_rdd, query):
             values = np.zeros(len(frame))
         ids = (frame[PERSON_COLUMN].tolist() if PERSON_COLUMN is not None else
                [f"{index}:{i}" for i in range(len(frame))])
-        return [(pid, int(c), float(v)) for pid, c, v in zip(ids, codes, values) if c >= 0]
+        triples = zip(ids, codes, values, strict=True)
+        return [(pid, int(c), float(v)) for pid, c, v in triples if c >= 0]
 
     return frame_rdd.glom().zipWithIndex().map(lambda t: (t[1], t[0])).flatMap(convert)
 
@@ -795,10 +803,13 @@ def release_query(sc, frame_rdd, query):
 
 def spark_session(master):
     builder = SparkSession.builder.appName("epsilon-lab-release")
+    if not master and not SparkConf().contains("spark.master"):
+        master = "local[*]"
     if master:
         builder = builder.master(master)
-    elif not SparkConf().contains("spark.master"):
-        builder = builder.master("local[*]")
+    if (master or "").startswith("local"):
+        # local workers run this interpreter (with pandas and pipeline_dp), not the system's
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return builder.getOrCreate()
 
 
@@ -806,11 +817,15 @@ def read_spark(spark, path):
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
         data = spark.read.parquet(path)
     else:
-        data = spark.read.csv(path, header=True, inferSchema=True)
+        # RFC 4180 quoting (a quote inside a quoted field is doubled), as pandas writes it
+        data = spark.read.csv(path, header=True, inferSchema=True, escape='"')
     missing = [name for name in needed_columns() if name not in data.columns]
     if missing:
         raise Refused(f"the data has no column(s) {missing!r}, which the plan needs")
-    return data.select(*[data[name] for name in needed_columns()]).rdd.map(tuple)
+    # columns picked by position under plain names: no column name is parsed by Spark
+    plain_names = [f"c{i}" for i in range(len(data.columns))]
+    picked = [plain_names[data.columns.index(name)] for name in needed_columns()]
+    return data.toDF(*plain_names).select(*picked).rdd.map(tuple)
 
 
 def release(spark, path):
