@@ -91,7 +91,7 @@ def _controls(key: str, configuration: object, samples: int) -> tuple[bool, bool
 def _show(outcomes: list[aud.AuditOutcome], notes: list[str], *, key: str) -> None:
     bounds_shown = [aud.shown_figures(o.result.epsilon_lower_bound, o.claimed_epsilon)
                     for o in outcomes]
-    rows = [o.title + (" — broken copy" if o.broken else "") for o in outcomes]
+    rows = [o.row for o in outcomes]
     st.plotly_chart(claim_check(
         rows, [o.result.epsilon_lower_bound for o in outcomes],
         [o.claimed_epsilon for o in outcomes], confidence=aud.CONFIDENCE,

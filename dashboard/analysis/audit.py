@@ -59,6 +59,14 @@ class AuditOutcome:
     events: str
     noise_factor: float
     seconds: float
+    part: str = ""
+
+    @property
+    def row(self) -> str:
+        """Its row in the chart: which part (for the mean) and honest or broken."""
+        which = (f"broken copy ({self.noise_factor:g} × noise)" if self.broken
+                 else "as claimed")
+        return f"{self.part}: {which}" if self.part else which.capitalize()
 
     @property
     def broken(self) -> bool:
@@ -80,6 +88,7 @@ class AuditTarget:
 
     title: str
     mechanism: AdditiveMechanism
+    part: str = ""
 
     @property
     def key(self) -> str:
@@ -101,9 +110,9 @@ def statistics_targets(frame: pd.DataFrame, spec: stats.QuerySpec, choice, *,
         return (AuditTarget(choice.label(), plan.mechanism),)
     sum_part, count_part = plan.mean_mechanisms
     return (AuditTarget(f"the noisy sum ({sum_share:.0%} of the budget: "
-                        f"{sum_part.privacy.describe()})", sum_part),
+                        f"{sum_part.privacy.describe()})", sum_part, "Sum"),
             AuditTarget(f"the noisy count ({1 - sum_share:.0%} of the budget: "
-                        f"{count_part.privacy.describe()})", count_part))
+                        f"{count_part.privacy.describe()})", count_part, "Count"))
 
 
 def _threshold_text(thresholds: tuple[float, ...]) -> str:
@@ -129,7 +138,7 @@ def audit_target(target: AuditTarget, *, seed: int, broken: bool, part: int = 0,
     events = "; ".join(_threshold_text(c.thresholds) for c in cases)
     return AuditOutcome(target.title, audit.claimed_epsilon, audit.delta, audit.result,
                         f"true answers {pairs} (one person apart: the sensitivity)", events,
-                        factor, seconds)
+                        factor, seconds, target.part)
 
 
 # --------------------------------------------------------------------------------------------

@@ -40,5 +40,7 @@ def claim_check(rows: Sequence[str], bounds: Sequence[float], claims: Sequence[f
         hovertemplate="%{y}<br>claimed ε = %{customdata}<extra></extra>"))
     fig.update_xaxes(range=[0, reach])
     fig.update_yaxes(autorange="reversed")
+    fig.update_layout(legend={"yanchor": "top", "y": -0.35, "xanchor": "left", "x": 0.0},
+                      margin={"b": 90})
     return finish(fig, title=title, x_title="ε (privacy loss, no unit)", y_title="",
-                  height=160 + 70 * len(rows))
+                  height=190 + 45 * len(rows))
