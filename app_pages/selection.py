@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, controls, state
+from dashboard import audit_panel, charts, controls, state
 from dashboard.analysis import selection as sel
 from dashboard.datasets import categorical_columns
 from dashboard.text import plain
@@ -168,3 +168,6 @@ if k > 1:
         title=f"How often the {k} picks are exactly a true top {k}, by privacy level", **common),
         key="sel_top_k")
     st.caption(sel.top_k_caption(curves, summary))
+
+audit_panel.selection_audit(noise=noise, measure=measure, level=level, seed=state.seed(), k=k,
+                            sensitivity=sensitivity, monotonic=monotonic)

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import charts, controls, state
+from dashboard import audit_panel, charts, controls, state
 from dashboard.analysis import statistics as stats
 from dashboard.text import plain
 
@@ -175,3 +175,6 @@ st.dataframe(stats.metrics_table(runs, confidence))
 st.caption("RMSE: root mean squared error. Bias: the average of noisy − true; zero for Laplace, "
            "Gaussian and geometric noise, not for bounded and clamped Laplace. Simulated "
            f"quantiles use the first {runs[0].summary.quantile_from:,} errors.")
+
+audit_panel.statistics_audit(frame, data_key, spec, choice, answer_range=answer_range,
+                             sum_share=sum_share, seed=state.seed())

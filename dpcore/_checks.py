@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -107,6 +108,16 @@ def check_rng(rng: object) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng
+
+
+def check_progress(progress: object) -> Callable[[float], object]:
+    """A progress callback (``None`` for none): a callable taking the share done, in [0, 1]."""
+    if progress is None:
+        return lambda share: None
+    if not callable(progress):
+        raise TypeError(f"progress must be callable as progress(share) or None, got "
+                        f"{type(progress).__name__}")
+    return progress
 
 
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:

@@ -155,6 +155,25 @@ def test_audit_mechanism_chunks_and_matches_audit_samples():
     assert chunked == whole
 
 
+def test_progress_reports_each_chunk_and_leaves_the_result_alone():
+    # The same 2 + 2 + 1 chunks per side: the shares drawn after each, over 10 samples in all.
+    big = np.zeros(2**21)
+    shares = []
+
+    def release(data, rng, n):
+        return rng.random(n)
+
+    events = threshold_events([0.25, 0.5, 0.75])
+    watched = audit_mechanism(release, big, big, events=events, samples=5,
+                              rng=np.random.default_rng(3), progress=shares.append)
+    assert shares == [0.2, 0.4, 0.5, 0.7, 0.9, 1.0]
+    assert watched == audit_mechanism(release, big, big, events=events, samples=5,
+                                      rng=np.random.default_rng(3))
+    with pytest.raises(TypeError, match="progress"):
+        audit_mechanism(release, big, big, events=events, samples=5,
+                        rng=np.random.default_rng(3), progress="bar")
+
+
 # --- validation -------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ in :data:`FAMILIES`; pages, sweeps and tests read the specs.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from types import MappingProxyType
@@ -20,6 +20,7 @@ from dpcore._checks import (
     check_int,
     check_positive,
     check_probability_open,
+    check_progress,
     check_rng,
 )
 from dpcore.audit import AuditResult, audit_mechanism, threshold_events
@@ -114,7 +115,8 @@ class ClaimAudit:
 
 def audit_claim(mechanism: AdditiveMechanism, *, rng: np.random.Generator,
                 samples: int = 10**6, confidence: float = 0.95, delta: float | None = None,
-                noise_factor: float = 1.0) -> ClaimAudit:
+                noise_factor: float = 1.0,
+                progress: Callable[[float], object] | None = None) -> ClaimAudit:
     """Audit a mechanism's privacy claim on its spec's worst-case neighbours.
 
     Samples the mechanism ``samples`` times on each of the neighbouring true values its spec
@@ -137,12 +139,16 @@ def audit_claim(mechanism: AdditiveMechanism, *, rng: np.random.Generator,
     noise_factor : float
         Multiply the noise by this factor while keeping the claim of the honest mechanism:
         0.7 plants the bug of too little noise, which a good audit catches.
+    progress : callable, optional
+        Called as sampling goes on with the share of all the samples drawn so far (every
+        pair of neighbours, both sides), rising to 1.0; the result does not depend on it.
     """
     spec = spec_of(mechanism)
     rng = check_rng(rng)
     samples = check_int("samples", samples, minimum=1)
     confidence = check_probability_open("confidence", confidence)
     factor = check_positive("noise_factor", noise_factor)
+    progress = check_progress(progress)
     if delta is None:
         privacy = mechanism.privacy
         delta = (0.0 if isinstance(privacy, PureDP) else privacy.delta
@@ -158,10 +164,11 @@ def audit_claim(mechanism: AdditiveMechanism, *, rng: np.random.Generator,
     # (one pair: the confidence itself, which 1 − (1 − c) would round to 0 for a tiny c)
     each = confidence if len(cases) == 1 else 1 - (1 - confidence) / len(cases)
     best: tuple[AuditResult, AuditCase] | None = None
-    for case in cases:
+    for i, case in enumerate(cases):
         result = audit_mechanism(release, np.float64(case.x), np.float64(case.x_prime),
                                  events=threshold_events(case.thresholds), samples=samples,
-                                 delta=delta, confidence=each, rng=rng)
+                                 delta=delta, confidence=each, rng=rng,
+                                 progress=lambda share, i=i: progress((i + share) / len(cases)))
         if best is None or result.epsilon_lower_bound > best[0].epsilon_lower_bound:
             best = (result, case)
     result, case = best

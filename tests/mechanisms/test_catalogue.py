@@ -410,6 +410,21 @@ def test_audit_on_the_specs_worst_case_passes_and_catches_the_planted_bug(case):
         assert broken.refuted, broken
 
 
+@pytest.mark.parametrize("kind", ["laplace", "bounded_laplace"])
+def test_audit_claim_reports_progress_over_every_pair_without_changing_the_result(kind):
+    mech = laws.build(kind, 0)
+    pairs = len(CATALOGUE[kind].worst_case(mech))
+    shares = []
+    watched = audit_claim(mech, rng=np.random.default_rng(7), samples=5_000,
+                          progress=shares.append)
+    plain = audit_claim(mech, rng=np.random.default_rng(7), samples=5_000)
+    assert watched == plain
+    # one report per chunk (5,000 samples are one chunk) per side per pair, rising to 1
+    assert shares == pytest.approx([(j + 1) / (2 * pairs) for j in range(2 * pairs)])
+    with pytest.raises(TypeError, match="progress"):
+        audit_claim(mech, rng=np.random.default_rng(7), samples=10, progress=1)
+
+
 # --------------------------------------------------------------------------------------------
 # validation shared by every kind
 # --------------------------------------------------------------------------------------------

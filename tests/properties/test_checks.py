@@ -119,6 +119,22 @@ def test_rng_and_choice_checks(rng, choice):
 
 
 
+@covers("_checks.check_progress")
+@PROPERTY
+@given(progress=st.sampled_from([None, print, len, 0, 1.5, "done", object()]))
+def test_progress_check(progress):
+    """None becomes a callback that does nothing; any callable passes through; anything else
+    is a TypeError naming progress."""
+    result, error = attempt(lambda: _checks.check_progress(progress))
+    if progress is None:
+        assert error is None and result(0.5) is None
+    elif callable(progress):
+        assert error is None and result is progress
+    else:
+        assert isinstance(error, TypeError) and names(error, "progress")
+
+
+
 @covers("_checks.finite_array", "_checks.numeric_array")
 @PROPERTY
 @given(values=any_arrays(max_dims=3), min_size=st.integers(0, 3))
