@@ -21,6 +21,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -35,8 +36,12 @@ from engine.queries import (
     Crosstab,
     DistinctAggregate,
     DistinctValues,
+    FirstRows,
     Histogram,
+    NumericBins,
+    Profile,
     Query,
+    RowsAggregate,
     RowsPerPerson,
     SumAggregate,
 )
@@ -302,10 +307,48 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
     return CompiledQuery((sql,), params, finish)
 
 
+def _compile_profile(query: Profile, columns: Sequence[ColumnInfo],
+                     where: str) -> CompiledQuery:
+    parts = ["count(*)"]
+    for i, info in enumerate(columns):
+        x, missing = _col(i), _missing(_col(i), info)
+        parts += [f"count(*) FILTER (WHERE {missing})",
+                  f"count(DISTINCT {x}) FILTER (WHERE NOT {missing})"]
+        if info.numeric:
+            parts += [f"min(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})",
+                      f"max(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})"]
+    sql = f"SELECT {', '.join(parts)} FROM {_SRC}"
+    return CompiledQuery((sql,), {}, lambda r: _plan.profile_aggregate(r[0][0], columns))
+
+
+def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo],
+                  where: str) -> CompiledQuery:
+    i = _plan.numeric_column(columns, query.column, where)
+    info, x = columns[i], f"CAST({_col(i)} AS DOUBLE)"
+    index = (f"CASE WHEN {_missing(_col(i), info)} THEN -1 WHEN {x} < $lo THEN -2 "
+             f"WHEN {x} > $hi THEN -3 WHEN {x} = $hi THEN $last "
+             f"ELSE least(CAST(floor(({x} - $lo) * $norm) AS BIGINT), $last) END")
+    sql = f"SELECT {index} AS idx, count(*) FROM {_SRC} GROUP BY idx"
+    params = {"lo": query.lower, "hi": query.upper, "last": query.bins - 1,
+              "norm": _plan.bins_norm(query)}
+    return CompiledQuery((sql,), params, lambda r: _plan.bins_aggregate(r[0], query.bins))
+
+
+def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo],
+                        where: str) -> CompiledQuery:
+    picked = _plan.picked_columns(columns, query.columns, where)
+    listed = ", ".join(_col(i) for i in picked) or "*"
+    sql = f"SELECT {listed} FROM {_SRC} LIMIT $lim"
+    names = [columns[i].name for i in picked]
+    return CompiledQuery((sql,), {"lim": query.limit},
+                         lambda r: RowsAggregate(_plan.rows_frame(r[0], names)))
+
+
 _COMPILERS: dict[type, Callable[..., CompiledQuery]] = {
     Count: _compile_count, BoundedSum: _compile_sum, Histogram: _compile_histogram,
     Crosstab: _compile_crosstab, RowsPerPerson: _compile_rows_per_person,
-    DistinctValues: _compile_distinct,
+    DistinctValues: _compile_distinct, Profile: _compile_profile, NumericBins: _compile_bins,
+    FirstRows: _compile_first_rows,
 }
 
 
@@ -427,7 +470,8 @@ class DuckDBBackend:
             for statement in compiled.statements:
                 sql = statement.replace(_SRC, clause)
                 params = _params_of(sql, compiled.params | source_params)
-                results.append(self._execute(cursor, source, sql, params))
+                results.append(self._execute(cursor, source, sql, params,
+                                             frame=isinstance(query, FirstRows)))
         finally:
             cursor.close()
         return compiled.finish(results)
@@ -448,9 +492,12 @@ class DuckDBBackend:
         return out
 
     def _execute(self, cursor: duckdb.DuckDBPyConnection, source: Source, sql: str,
-                 params: dict[str, object], *, describe: bool = False) -> list:
+                 params: dict[str, object], *, describe: bool = False,
+                 frame: bool = False) -> Any:
         try:
             result = cursor.execute(sql, params)
+            if frame:
+                return result.df()
             return list(result.description) if describe else result.fetchall()
         except duckdb.IOException as exc:
             raise EngineError(f"{source.describe()} cannot be read ({_first_line(exc)}). It "
