@@ -7,6 +7,7 @@ plain-language warnings; a bad upload raises DatasetError saying what is wrong a
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import itertools
@@ -14,7 +15,7 @@ import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -117,8 +118,9 @@ class LoadedDataset:
     ----------
     name : str
         What the UI calls it (a built-in name, or the uploaded file's name).
-    frame : pandas.DataFrame
-        One row per person. Numeric columns are int64 or float64 (NaN = missing);
+    frame : pandas.DataFrame or None
+        One row per person (None for a data-folder file). Numeric columns are int64 or
+        float64 (NaN = missing);
         categorical columns are pandas Categorical; text columns with more than
         ``MAX_CATEGORIES`` distinct values are plain strings.
     domains : dict of str to ColumnDomain
@@ -127,13 +129,34 @@ class LoadedDataset:
         What was dropped or changed on load, in plain language (may quote column names).
     source : str
         Provenance and licence, or ``"Uploaded file <name>"``.
+    key : str
+        What identifies the data in caches (``builtin:<name>:<rows>``, ``file:<name>:<version>``;
+        empty for an upload, which the session keys by its file id).
+    file : engine.FileSource, optional
+        A data-folder file: then ``frame`` is None (the file is never loaded whole).
     """
 
     name: str
-    frame: pd.DataFrame
+    frame: pd.DataFrame | None
     domains: dict[str, ColumnDomain]
     warnings: list[str]
     source: str
+    key: str = ""
+    file: Any = None
+
+    @functools.cached_property
+    def relation(self) -> Any:
+        """The engine relation every true answer and column fact comes from
+        (``dashboard.data.relation.Relation``): the frame, registered in DuckDB and scanned
+        in place, or the data-folder file, scanned out of core."""
+        from dashboard.data.relation import Relation
+
+        if self.file is not None:
+            return Relation(self.file, self.key)
+        return Relation.of_frame(self.frame, self.name, key=self.key or None)
+
+
+from engine.errors import EngineError  # noqa: E402,F401 — what a page catches from the data
 
 
 class DatasetError(ValueError):
@@ -256,9 +279,13 @@ def load_builtin(name: str, *, census_rows: int = 1000, seed: int = 0) -> Loaded
     if not isinstance(name, str):
         raise TypeError(f"name must be a string, got {type(name).__name__}")
     if name == BUILTIN_DATASETS[0]:
-        return LoadedDataset(name, _read_adult(), _adult_domains(), [], _ADULT_SOURCE)
+        frame = _read_adult()
+        return LoadedDataset(name, frame, _adult_domains(), [], _ADULT_SOURCE,
+                             key=f"builtin:{name}:{len(frame)}")
     if name == BUILTIN_DATASETS[1]:
-        return LoadedDataset(name, _read_iris(), _iris_domains(), [], _IRIS_SOURCE)
+        frame = _read_iris()
+        return LoadedDataset(name, frame, _iris_domains(), [], _IRIS_SOURCE,
+                             key=f"builtin:{name}:{len(frame)}")
     if name == BUILTIN_DATASETS[2]:
         census_rows = check_int("census_rows", census_rows, minimum=1,
                                 maximum=MAX_SYNTHETIC_ROWS)
@@ -268,7 +295,8 @@ def load_builtin(name: str, *, census_rows: int = 1000, seed: int = 0) -> Loaded
             "categories and shares of the classic geometric-mechanism census example. "
             "No real people."
         )
-        return LoadedDataset(name, frame, _census_domains(), [], source)
+        return LoadedDataset(name, frame, _census_domains(), [], source,
+                             key=f"builtin:{name}:{len(frame)}")
     raise ValueError(f"name must be one of {', '.join(BUILTIN_DATASETS)}; got {name!r}")
 
 
@@ -1172,7 +1200,15 @@ def profile(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def numeric_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
-    """Columns that numeric queries (sum, mean, …) can use: int or float dtype."""
+    """Columns that numeric queries (sum, mean, …) can use: int or float dtype.
+
+    For a LoadedDataset, the engine's column kinds (any dataset, files too); for a frame,
+    its pandas dtypes (the tests' reference).
+    """
+    if isinstance(ds, LoadedDataset):
+        from dashboard.data import facts
+
+        return facts.numeric_columns(ds.relation)
     frame = _frame_of(ds)
     return [str(c) for c in frame.columns if _is_numeric(frame[c])]
 
@@ -1181,8 +1217,14 @@ def categorical_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
     """Columns that categorical queries (histogram, crosstab) can use.
 
     Categorical dtype with at most ``MAX_CATEGORIES`` categories; text columns with more
-    distinct values are left out.
+    distinct values are left out. For a LoadedDataset, the engine's column kinds and distinct
+    counts, and the declared categories (any dataset, files too); for a frame, its dtypes.
     """
+    if isinstance(ds, LoadedDataset):
+        from dashboard.data import facts
+
+        declared = tuple(c for c, d in ds.domains.items() if d.kind == "categorical")
+        return facts.categorical_columns(ds.relation, declared)
     frame = _frame_of(ds)
     return [str(c) for c in frame.columns
             if isinstance(frame[c].dtype, pd.CategoricalDtype)

@@ -83,6 +83,12 @@ class Engine:
                 self._cache.popitem(last=False)
         return result
 
+    def cached(self, source: Source, query: Query) -> bool:
+        """Whether ``answer`` would come from the cache (no scan)."""
+        key = source.cache_key(query)
+        with self._lock:
+            return key in self._cache
+
     def forget(self, source: Source) -> None:
         """Drop every cached aggregate of ``source`` (e.g. when an upload is replaced)."""
         prefix = f"{source.identity}\x1f"
