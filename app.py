@@ -68,9 +68,14 @@ def _load_data_file(choice: str, listing: folder.Listing) -> None:
         if entry is None:
             raise EngineError(f"{choice[len(folder.CHOICE_PREFIX):]!r} is no longer in the "
                               "data folder (moved or removed): choose another dataset.")
-        ss[state.DATASET] = folder.load_data_file(entry)
+        loaded = folder.load_data_file(entry)
+        loaded.relation.shape  # noqa: B018 — read it now (spinner on the first scan)
+        ss[state.DATASET] = loaded
     except EngineError as exc:
         st.error(plain(exc, limit=600), icon=":material/error:")
+        if ss[state.DATASET].file is not None and ss[state.DATASET].name == choice[
+                len(folder.CHOICE_PREFIX):]:   # the file in use is the one that failed
+            ss[state.DATASET] = state.builtin(state.DEFAULT_DATASET)
         st.info(f"Until it can be read, the pages use {plain(ss[state.DATASET].name)}.")
 
 
@@ -91,6 +96,11 @@ def sidebar() -> None:
         listing = folder.listing()
         choices = [*datasets.BUILTIN_DATASETS, *map(folder.choice_of, listing.files),
                    UPLOAD_CHOICE]
+        gone = ss.get("dataset_choice")
+        if folder.is_file_choice(gone) and gone not in choices:
+            st.error(f"{plain(gone[len(folder.CHOICE_PREFIX):])} is no longer in the data "
+                     "folder (moved, removed or unreadable): choose another dataset. The "
+                     "pages now use the first built-in dataset.", icon=":material/error:")
         state.remembered("dataset_choice", state.DEFAULT_DATASET, options=choices)
         choice = st.selectbox("Dataset", choices, key="dataset_choice",
                               format_func=folder.shown_name)

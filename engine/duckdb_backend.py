@@ -507,7 +507,15 @@ class DuckDBBackend:
             raise EngineError(f"DuckDB ran out of memory answering this query on "
                               f"{source.describe()} (limit {self.memory_limit}). Raise "
                               f"{MEMORY_ENV} or free space in {self.temp_directory}.") from None
-        except (duckdb.ConversionException, duckdb.InvalidInputException) as exc:
+        except duckdb.InvalidInputException as exc:
+            if "magic bytes" in str(exc) or "not a parquet file" in str(exc).lower():
+                raise EngineError(f"{source.describe()} is not a valid Parquet file "
+                                  f"({_first_line(exc)}). Replace it with a valid file, or "
+                                  "remove it from the data folder.") from None
+            raise EngineError(f"{source.describe()} holds a value DuckDB cannot read as its "
+                              f"column's type ({_first_line(exc)}). Fix the value in the "
+                              "file, or save the file as Parquet with explicit types.") from None
+        except duckdb.ConversionException as exc:
             raise EngineError(f"{source.describe()} holds a value DuckDB cannot read as its "
                               f"column's type ({_first_line(exc)}). Fix the value in the "
                               "file, or save the file as Parquet with explicit types.") from None

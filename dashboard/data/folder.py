@@ -63,6 +63,18 @@ def _megabytes(size: int) -> str:
     return f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size / 1024:,.0f} kB"
 
 
+def schema_file_name(entry: DataFile) -> str:
+    """The name of the declarations file read for ``entry`` (``NAME.schema.json``, with
+    NAME the file's name without .csv/.csv.gz/.parquet, else its full name)."""
+    stem = entry.name
+    for suffix in (".csv.gz", ".csv", ".parquet"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    first = f"{stem}.schema.json"
+    return first if (entry.path.parent / first).exists() else f"{entry.name}.schema.json"
+
+
 def load_data_file(entry: DataFile) -> LoadedDataset:
     """The dataset of one data-folder entry: the file is not read here (the engine scans it
     when a page asks), its declarations come from ``NAME.schema.json``.
@@ -74,7 +86,7 @@ def load_data_file(entry: DataFile) -> LoadedDataset:
     """
     source = entry.source()
     version = source.version
-    domains, warnings = domains_from_schema(entry.schema, entry.name)
+    domains, warnings = domains_from_schema(entry.schema, schema_file_name(entry))
     if entry.schema_problem:
         warnings.insert(0, f"The declarations beside {entry.name} were not read: "
                            f"{entry.schema_problem} Fix the file; until then nothing about "
@@ -92,20 +104,20 @@ def load_data_file(entry: DataFile) -> LoadedDataset:
 
 def domains_from_schema(schema: dict | None, name: str) -> tuple[dict[str, ColumnDomain],
                                                                list[str]]:
-    """Public column domains declared in ``NAME.schema.json``, and warnings for those left
-    out. Every domain's source says it comes from that file."""
+    """Public column domains declared in the schema file called ``name``, and warnings for
+    those left out. Every domain's source says it comes from that file."""
     if not schema:
         return {}, []
     columns = schema.get("columns", {})
     if not isinstance(columns, dict):
-        return {}, [f"{name}.schema.json: 'columns' must be an object of column names."]
+        return {}, [f"{name}: 'columns' must be an object of column names."]
     domains: dict[str, ColumnDomain] = {}
     warnings: list[str] = []
     for column, spec in columns.items():
         try:
             domains[str(column)] = _domain(spec, name)
         except (TypeError, ValueError) as exc:
-            warnings.append(f"{name}.schema.json: the declaration of column {column!r} is "
+            warnings.append(f"{name}: the declaration of column {column!r} is "
                             f"left out ({exc}).")
     return domains, warnings
 
@@ -114,7 +126,7 @@ def _domain(spec: object, name: str) -> ColumnDomain:
     if not isinstance(spec, dict):
         raise TypeError("it must be an object with lower/upper or categories")
     said = spec.get("source")
-    origin = f"public declaration in {name}.schema.json" + (
+    origin = f"public declaration in {name}" + (
         f": {str(said).strip()[:200]}" if isinstance(said, str) and said.strip() else "")
     if "categories" in spec:
         cats = spec["categories"]
