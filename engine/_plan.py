@@ -186,6 +186,16 @@ def rows_per_person_aggregate(rows: Iterable[Sequence[object]]) -> RowsPerPerson
                                   np.array([sizes[k] for k in keys], dtype=np.int64), missing)
 
 
+#: Columns profiled per statement (each distinct count holds a hash table of its own).
+PROFILE_GROUP = 16
+
+
+def profile_groups(n_columns: int) -> list[range]:
+    """Column positions in groups of ``PROFILE_GROUP``."""
+    return [range(start, min(start + PROFILE_GROUP, n_columns))
+            for start in range(0, n_columns, PROFILE_GROUP)]
+
+
 def profile_aggregate(row: Sequence[object], columns: Sequence[ColumnInfo]) -> ProfileAggregate:
     """Fold one row (rows, then per column: missing, distinct[, min, max]) into a profile."""
     values = iter(row)

@@ -309,16 +309,22 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
 
 def _compile_profile(query: Profile, columns: Sequence[ColumnInfo],
                      where: str) -> CompiledQuery:
-    parts = ["count(*)"]
-    for i, info in enumerate(columns):
-        x, missing = _col(i), _missing(_col(i), info)
-        parts += [f"count(*) FILTER (WHERE {missing})",
-                  f"count(DISTINCT {x}) FILTER (WHERE NOT {missing})"]
-        if info.numeric:
-            parts += [f"min(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})",
-                      f"max(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})"]
-    sql = f"SELECT {', '.join(parts)} FROM {_SRC}"
-    return CompiledQuery((sql,), {}, lambda r: _plan.profile_aggregate(r[0][0], columns))
+    # Columns in groups of _plan.PROFILE_GROUP: each count(DISTINCT) holds its own hash
+    # table, and hundreds of them in one statement exceed the memory limit on any data.
+    statements = [f"SELECT count(*) FROM {_SRC}"]
+    for group in _plan.profile_groups(len(columns)):
+        parts = []
+        for i in group:
+            info = columns[i]
+            x, missing = _col(i), _missing(_col(i), info)
+            parts += [f"count(*) FILTER (WHERE {missing})",
+                      f"count(DISTINCT {x}) FILTER (WHERE NOT {missing})"]
+            if info.numeric:
+                parts += [f"min(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})",
+                          f"max(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})"]
+        statements.append(f"SELECT {', '.join(parts)} FROM {_SRC}")
+    return CompiledQuery(tuple(statements), {}, lambda r: _plan.profile_aggregate(
+        [value for result in r for value in result[0]], columns))
 
 
 def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo],
@@ -378,15 +384,21 @@ class DuckDBBackend:
         system's temporary folder). Never inside the repository.
     threads : int, optional
         Worker threads (default: DuckDB's, one per core).
+    spill : bool
+        Whether large aggregations may spill to ``temp_directory``. False for in-memory
+        frames (uploads): their data never reaches the disk, and a query that outgrows
+        ``memory_limit`` fails with a message instead.
     """
 
     name = "duckdb"
 
     def __init__(self, *, memory_limit: str | None = None, temp_directory: str | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, spill: bool = True) -> None:
         self.memory_limit = memory_limit or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
         self.temp_directory = temp_directory or os.environ.get(TEMP_ENV)
-        if not self.temp_directory:
+        if not spill:
+            self.temp_directory = ""   # DuckDB: an empty temporary folder turns spilling off
+        elif not self.temp_directory:
             self.temp_directory = tempfile.mkdtemp(prefix="epsilon-lab-duckdb-")
             weakref.finalize(self, shutil.rmtree, self.temp_directory, ignore_errors=True)
         config: dict[str, object] = {

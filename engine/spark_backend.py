@@ -336,16 +336,20 @@ def _compile_profile(query: Profile, columns: Sequence[ColumnInfo], where: str) 
     def plan(df: Any) -> Aggregate:
         from pyspark.sql import functions as F
 
-        parts = [F.count(F.lit(1))]
-        for i, info in enumerate(columns):
-            x = F.col(_col(i))
-            missing = _missing(x, info)
-            present = F.when(~missing, x)
-            # Spark's count(DISTINCT) skips nulls, and folds -0.0 into 0.0 as DuckDB does.
-            parts += [_count_if(missing), F.countDistinct(present)]
-            if info.numeric:
-                parts += [F.min(present.cast("double")), F.max(present.cast("double"))]
-        return _plan.profile_aggregate(_rows(df.agg(*parts))[0], columns)
+        row = [df.count()]
+        for group in _plan.profile_groups(len(columns)):  # bounded work per job
+            parts = []
+            for i in group:
+                info = columns[i]
+                x = F.col(_col(i))
+                missing = _missing(x, info)
+                present = F.when(~missing, x)
+                # count(DISTINCT) skips nulls and folds -0.0 into 0.0, as DuckDB does.
+                parts += [_count_if(missing), F.countDistinct(present)]
+                if info.numeric:
+                    parts += [F.min(present.cast("double")), F.max(present.cast("double"))]
+            row += list(_rows(df.agg(*parts))[0])
+        return _plan.profile_aggregate(row, columns)
 
     return plan
 

@@ -110,3 +110,22 @@ def test_profile_of_files_equals_the_frame(duck, tmp_path) -> None:
             assert a.minimum == b.minimum or (a.minimum is None and b.minimum is None)
     assert isinstance(FileSource(tmp_path / "data.parquet", "parquet"), FileSource)
     assert math.isfinite(want.columns[0].maximum)
+
+
+def test_profile_of_hundreds_of_columns_fits_in_memory() -> None:
+    """600 distinct counts in one statement ran out of a 1 GB limit even on 3 rows."""
+    frame = pd.DataFrame(np.arange(3 * 600).reshape(3, 600) % 7,
+                         columns=[f"c{i}" for i in range(600)])
+    agg = DuckDBBackend(memory_limit="1GB").run(FrameSource(frame), Profile())
+    assert [c.distinct for c in agg.columns] == [int(frame[c].nunique()) for c in frame]
+
+
+def test_frames_never_spill_to_disk() -> None:
+    """The engine the app builds answers frames on a DuckDB whose spilling is off."""
+    from engine import engine_from_env
+
+    engine = engine_from_env()
+    assert engine.frames is not engine.backend
+    assert engine.frames.temp_directory == ""
+    cursor = engine.frames._cursor()
+    assert cursor.execute("SELECT current_setting('temp_directory')").fetchall() == [("",)]
