@@ -13,13 +13,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from dashboard.data.model import MAX_CATEGORIES
 from dashboard.data.relation import Relation
 from engine import DistinctValues, FirstRows, Histogram, NumericBins, Profile
 from engine.queries import ColumnProfile, ProfileAggregate
 
-#: A text column with more distinct values than this stays text: not offered for categorical
-#: queries (a histogram over thousands of near-unique values is mostly noise).
-MAX_CATEGORIES = 1000
 #: Bars of a numeric column's histogram on the Data page.
 HISTOGRAM_BINS = 40
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dashboard.datasets import ColumnDomain, LoadedDataset
+from dashboard.data.model import ColumnDomain, LoadedDataset
 from engine import DATA_ENV, DataFile, DataFolderError, EngineError, list_data_folder
 
 #: Prefix of a data-folder dataset's value in the sidebar's list (and the URL).
