@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from engine import Count, Engine, EngineError, FileSource, FrameSource, Source, engine_from_env
+from engine import Count, Engine, EngineError, FrameSource, Source, engine_from_env
 from engine.queries import Aggregate, ColumnInfo, Query
 from engine.service import ENGINE_ENV
 from engine.spark_backend import SPARK_ENV
@@ -96,7 +96,3 @@ class Relation:
     def describe(self) -> str:
         return self.source.describe()
 
-
-def file_version(source: FileSource) -> str:
-    """The file's data version (modification time and size); EngineError if it vanished."""
-    return source.version
