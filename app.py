@@ -8,7 +8,9 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import datasets, state
+from dashboard.data import folder
 from dashboard.text import plain
+from engine import EngineError
 
 PAGES = [
     st.Page("app_pages/home.py", title="Welcome", icon=":material/home:", default=True),
@@ -57,15 +59,61 @@ def _load_upload() -> None:
     ss[state.DATASET] = loaded
 
 
+def _load_data_file(choice: str, listing: folder.Listing) -> None:
+    """Make the chosen data-folder file the dataset; if it cannot be opened, say so and keep
+    the dataset loaded before (the pages stay usable)."""
+    ss = st.session_state
+    entry = next((f for f in listing.files if folder.choice_of(f) == choice), None)
+    try:
+        if entry is None:
+            raise EngineError(f"{choice[len(folder.CHOICE_PREFIX):]!r} is no longer in the "
+                              "data folder (moved or removed): choose another dataset.")
+        loaded = folder.load_data_file(entry)
+        loaded.relation.shape  # noqa: B018 — read it now (spinner on the first scan)
+        ss[state.DATASET] = loaded
+    except EngineError as exc:
+        st.error(plain(exc, limit=600), icon=":material/error:")
+        if ss[state.DATASET].file is not None and ss[state.DATASET].name == choice[
+                len(folder.CHOICE_PREFIX):]:   # the file in use is the one that failed
+            ss[state.DATASET] = state.builtin(state.DEFAULT_DATASET)
+        st.info(f"Until it can be read, the pages use {plain(ss[state.DATASET].name)}.")
+
+
+def _dataset_caption(loaded: datasets.LoadedDataset) -> None:
+    try:
+        rows, columns = loaded.relation.shape
+    except EngineError as exc:
+        st.error(plain(exc, limit=600), icon=":material/error:")
+        return
+    st.caption(f"**{plain(loaded.name)}**: {rows:,} rows × {columns} columns. "
+               f"{plain(loaded.source, limit=300)}")
+
+
 def sidebar() -> None:
     """Dataset and seed pickers, shared by every page."""
     ss = st.session_state
     with st.sidebar:
-        choices = [*datasets.BUILTIN_DATASETS, UPLOAD_CHOICE]
+        listing = folder.listing()
+        choices = [*datasets.BUILTIN_DATASETS, *map(folder.choice_of, listing.files),
+                   UPLOAD_CHOICE]
+        gone = ss.get("dataset_choice")
+        if folder.is_file_choice(gone) and gone not in choices:
+            st.error(f"{plain(gone[len(folder.CHOICE_PREFIX):])} is no longer in the data "
+                     "folder (moved, removed or unreadable): choose another dataset. The "
+                     "pages now use the first built-in dataset.", icon=":material/error:")
         state.remembered("dataset_choice", state.DEFAULT_DATASET, options=choices)
-        choice = st.selectbox("Dataset", choices, key="dataset_choice")
+        choice = st.selectbox("Dataset", choices, key="dataset_choice",
+                              format_func=folder.shown_name)
         state.remember("dataset_choice")
-        if choice == UPLOAD_CHOICE:
+        if listing.problem:
+            st.error(plain(listing.problem, limit=600), icon=":material/error:")
+        if listing.left_out:
+            with st.expander(f"{len(listing.left_out)} data-folder entries not offered"):
+                for problem in listing.left_out:
+                    st.caption(plain(problem, limit=400))
+        if folder.is_file_choice(choice):
+            _load_data_file(choice, listing)
+        elif choice == UPLOAD_CHOICE:
             st.file_uploader(
                 "CSV, TSV or .csv.gz (first row = column names)",
                 type=["csv", "tsv", "gz", "txt"], key="upload_file",
@@ -88,8 +136,7 @@ def sidebar() -> None:
                 state.remember("census_rows")
             ss[state.DATASET] = state.builtin(choice, int(rows))
         loaded = ss[state.DATASET]
-        st.caption(f"**{plain(loaded.name)}**: {len(loaded.frame):,} rows × "
-                   f"{loaded.frame.shape[1]} columns. {plain(loaded.source, limit=300)}")
+        _dataset_caption(loaded)
         for warning in loaded.warnings:
             st.warning(plain(warning, limit=400))
         state.remembered("seed_input", state.DEFAULT_SEED, parse=int)
@@ -107,4 +154,9 @@ st.set_page_config(page_title="Epsilon Lab", page_icon="🔒", layout="wide")
 state.init()
 navigation = st.navigation(PAGES)
 sidebar()
-navigation.run()
+try:
+    navigation.run()
+except EngineError as exc:
+    # The data could not be read (a file changed or removed, the cluster down): say so in
+    # place of the results; the controls drawn above keep their values.
+    st.error(plain(exc, limit=600), icon=":material/error:")

@@ -16,7 +16,7 @@ from dpcore import figures
 
 ss = st.session_state
 loaded = state.dataset()
-frame, data_key, saved = loaded.frame, state.dataset_key(), ss[state.SAVED]
+frame, data_key, saved = loaded.relation, state.dataset_key(), ss[state.SAVED]
 
 st.title("Choose epsilon")
 st.caption("Pick ε by looking at it: how the error of your query shrinks as ε grows, the "

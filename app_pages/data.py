@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import ast
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import charts, controls, datasets, state
+from dashboard.data import facts
 from dashboard.text import plain
 
 COLUMNS_KEY = "data_columns"
@@ -41,11 +41,12 @@ def parse_names(raw: str) -> list[str]:
 
 
 loaded = state.dataset()
-frame = loaded.frame
+relation = loaded.relation   # every figure below is computed by the engine
 is_upload = state.dataset_key().startswith("upload:")
 
 st.title("Data")
-st.markdown(f"**{plain(loaded.name)}**: {len(frame):,} rows × {frame.shape[1]} columns. "
+n_rows_total, n_columns = relation.shape
+st.markdown(f"**{plain(loaded.name)}**: {n_rows_total:,} rows × {n_columns} columns. "
             f"{plain(loaded.source, limit=300)}")
 st.warning(
     "**For the data owner's eyes only.** This page shows the data itself, with no privacy "
@@ -58,10 +59,10 @@ for warning in loaded.warnings:
 st.subheader("First rows")
 n_rows = controls.select("Rows to show", (5, 10, 20, 50, 100), key="data_preview_rows",
                          default=10)
-st.dataframe(frame.head(n_rows), width="stretch")
+st.dataframe(facts.first_rows(relation, n_rows), width="stretch")
 
 st.subheader("Column profile")
-profile = datasets.profile(frame)
+profile = facts.profile_table(relation)
 profile["public domain"] = [domain_text(loaded.domains.get(c)) for c in profile["column"]]
 profile["domain source"] = [getattr(loaded.domains.get(c), "source", "") for c in
                             profile["column"]]
@@ -80,7 +81,7 @@ st.caption(
        "the query pages." if is_upload else ""))
 
 st.subheader("Distributions")
-columns = [str(c) for c in frame.columns]
+columns = relation.columns
 ss = st.session_state
 state.remembered(COLUMNS_KEY, columns[:2], parse=parse_names)
 chosen = [c for c in ss[COLUMNS_KEY] if c in columns] if isinstance(ss[COLUMNS_KEY], list) else []
@@ -95,7 +96,7 @@ if is_upload:   # column names of an upload stay out of the URL (and the browser
 else:
     state.remember(COLUMNS_KEY)
 
-numeric = set(datasets.numeric_columns(frame))
+numeric = set(datasets.numeric_columns(loaded))
 cells = st.columns(2)
 for i, column in enumerate(picked):
     domain = loaded.domains.get(column)
@@ -103,16 +104,19 @@ for i, column in enumerate(picked):
         if column in numeric:
             bounds = {"unit": domain.unit, "lower": domain.lower, "upper": domain.upper} \
                 if domain is not None and domain.kind == "numeric" else {}
-            st.plotly_chart(charts.numeric_histogram(frame[column], column=column, **bounds),
-                            key=f"data_chart_{i}")
+            st.plotly_chart(charts.binned_histogram(
+                facts.numeric_distribution(relation, column), column=column, **bounds),
+                key=f"data_chart_{i}")
             st.caption(f"How many rows have each value of {plain(column)}"
                        + (" (dashed lines: the public bounds)." if bounds else "."))
         else:
-            categories = domain.categories if domain is not None else (
-                frame[column].cat.categories
-                if isinstance(frame[column].dtype, pd.CategoricalDtype) else None)
-            st.plotly_chart(charts.category_bars(frame[column], column=column,
-                                                 categories=categories), key=f"data_chart_{i}")
+            categories = domain.categories if domain is not None else None
+            try:
+                counts = facts.category_distribution(relation, column, categories)
+            except (ValueError, datasets.EngineError) as exc:   # too many values, dates…
+                st.info(plain(exc, limit=300))
+                continue
+            st.plotly_chart(charts.counted_bars(counts, column=column), key=f"data_chart_{i}")
             st.caption(f"How many rows fall in each category of {plain(column)}; declared "
                        "categories with no rows show as empty bars.")
 if not picked:

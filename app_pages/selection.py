@@ -27,7 +27,7 @@ def column_scores() -> tuple:
                              in_url=not dataset_key.startswith("upload:"))
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
-    labels, scores, missing = sel.column_scores(loaded.frame, dataset_key, column, declared)
+    labels, scores, missing = sel.column_scores(loaded.relation, dataset_key, column, declared)
     st.caption(sel.data_note(declared is not None, missing))
     return (labels, scores, 1.0, None, f"Category of {column}", "True count (people)",
             sel.categories_origin(declared is not None))

@@ -28,7 +28,7 @@ st.title("Noisy statistics")
 st.caption("Ask one question of the data, release the answer with noise, and see how far the "
            "noisy answer lands from the truth: once, and over many simulated releases.")
 loaded = state.dataset()
-frame, data_key = loaded.frame, state.dataset_key()
+frame, data_key = loaded.relation, state.dataset_key()
 upload = data_key.startswith("upload:")   # nothing suggested from its values enters the URL
 ask, protect, simulate = st.columns(3, gap="large")
 

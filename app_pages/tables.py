@@ -72,7 +72,7 @@ if len(row_categories) * len(column_categories) > tables.MAX_TABLE_CELLS:
 try:
     with st.spinner(f"Simulating {trials:,} noisy releases of the table…"):
         release = tables.table_release(
-            loaded.frame, dataset_key, row, column, row_categories, column_categories, privacy,
+            loaded.relation, dataset_key, row, column, row_categories, column_categories, privacy,
             clip, round_, rescale, source, share, trials, state.seed())
 except (ValueError, TypeError) as exc:
     st.error(f"Could not release this table: {plain(exc, limit=400)}. Check the columns and "

@@ -9,6 +9,11 @@ Prints, per query (histogram, bounded sum, crosstab, rows per person): the engin
 same question typed as plain SQL into DuckDB, and their ratio (target <= 1.2); pandas
 (``dpcore.queries``) on 3·10^7 rows for the record; the process's peak memory after the
 DuckDB part; Spark local mode on 10^7 rows, seconds per query.
+
+``--pages`` adds (``--pages-only``: only) the dashboard's figure: an AppTest of Noisy
+statistics on a 10^7-row Parquet file of a temporary EPSILON_LAB_DATA folder vs on Adult,
+median rerun time after moving ε (target: the file within 1.5× of Adult), and the process's
+peak memory. Run it apart from the other parts so that the peak is the pages' own.
 """
 
 from __future__ import annotations
@@ -185,6 +190,55 @@ def bench_spark(path: Path) -> None:
         print(f"{name:<17}{first:>8.2f}{second:>8.2f}", flush=True)
 
 
+EPSILON_MOVES = (0.012, 0.15, 2.7, 0.056, 8.2, 0.33, 1.5, 0.027, 4.7)
+
+
+def _rerun_times(at, moves: tuple[float, ...]) -> list[float]:
+    times = []
+    for epsilon in moves:
+        at.select_slider(key="stats_epsilon").set_value(epsilon)
+        start = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - start)
+        if at.exception:
+            raise RuntimeError([e.value for e in at.exception])
+    return times
+
+
+def bench_pages(rows: int) -> None:
+    """Noisy statistics after moving ε: a 10^7-row Parquet file vs Adult (AppTest, median)."""
+    import statistics as stats
+
+    from streamlit.testing.v1 import AppTest
+
+    folder = bench_dir() / "pages-data"
+    folder.mkdir(exist_ok=True)
+    name = f"people_{rows}.parquet"
+    generate(folder / name, rows)
+    os.environ["EPSILON_LAB_DATA"] = str(folder)
+    results = {}
+    for label, choice in (("Adult", "Adult (UCI census income)"),
+                          (f"{rows:,}-row Parquet", f"file:{name}")):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+        at.run()
+        at.selectbox(key="dataset_choice").select(choice)
+        start = time.perf_counter()
+        at.run()
+        at.switch_page("app_pages/statistics.py")
+        at.run()
+        first = time.perf_counter() - start
+        if at.exception or at.error:
+            raise RuntimeError([e.value for e in [*at.exception, *at.error]])
+        times = _rerun_times(at, EPSILON_MOVES)
+        results[label] = stats.median(times)
+        print(f"{label:>24}: first view {first:6.2f} s (scans), rerun after moving ε: "
+              f"median {stats.median(times):.3f} s over {len(times)} "
+              f"(min {min(times):.3f}, max {max(times):.3f})", flush=True)
+    adult, big = results.values()
+    print(f"{'ratio file / Adult':>24}: {big / adult:.2f} (target <= 1.5)")
+    print(f"{'peak RSS':>24}: {peak_rss_mib():,.0f} MiB")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=float, default=1e8)
@@ -193,7 +247,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-pandas", action="store_true")
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--pages", action="store_true",
+                        help="also time Noisy statistics on a file vs Adult (AppTest)")
+    parser.add_argument("--pages-only", action="store_true")
+    parser.add_argument("--pages-rows", type=float, default=1e7)
     args = parser.parse_args(argv)
+    if args.pages_only:
+        bench_pages(int(args.pages_rows))
+        return 0
     folder = bench_dir()
     rows = int(args.rows)
     big = generate(folder / f"people_{rows}.parquet", rows)
@@ -203,6 +264,8 @@ def main(argv: list[str]) -> int:
     if not args.no_spark:
         spark_rows = int(args.spark_rows)
         bench_spark(generate(folder / f"people_{spark_rows}.parquet", spark_rows))
+    if args.pages:
+        bench_pages(int(args.pages_rows))
     return 0
 
 

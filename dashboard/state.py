@@ -59,6 +59,8 @@ def dataset_key() -> str:
     ss = st.session_state
     if loaded is ss.get(UPLOADED):
         return f"upload:{ss.get(UPLOAD_ID)}"
+    if loaded.key:   # a built-in's name and size, a data-folder file's name and version
+        return loaded.key
     return f"builtin:{loaded.name}:{len(loaded.frame)}"
 
 

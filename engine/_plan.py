@@ -17,10 +17,14 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.queries import (
+    BinsAggregate,
     ColumnInfo,
+    ColumnProfile,
     Contribution,
     GroupedSumAggregate,
     HistogramAggregate,
+    NumericBins,
+    ProfileAggregate,
     RowsPerPersonAggregate,
     TableAggregate,
     category_kind,
@@ -214,3 +218,59 @@ def rows_per_person_aggregate(rows: Iterable[Sequence[object]]) -> RowsPerPerson
     keys = sorted(sizes)
     return RowsPerPersonAggregate(np.array(keys, dtype=np.int64),
                                   np.array([sizes[k] for k in keys], dtype=np.int64), missing)
+
+
+#: Columns profiled per statement (each distinct count holds a hash table of its own).
+PROFILE_GROUP = 16
+
+
+def profile_groups(n_columns: int) -> list[range]:
+    """Column positions in groups of ``PROFILE_GROUP``."""
+    return [range(start, min(start + PROFILE_GROUP, n_columns))
+            for start in range(0, n_columns, PROFILE_GROUP)]
+
+
+def profile_aggregate(row: Sequence[object], columns: Sequence[ColumnInfo]) -> ProfileAggregate:
+    """Fold one row (rows, then per column: missing, distinct[, min, max]) into a profile."""
+    values = iter(row)
+    rows = int(next(values) or 0)
+    profiles = []
+    for info in columns:
+        missing, distinct = int(next(values) or 0), int(next(values) or 0)
+        low = high = None
+        if info.numeric:
+            low, high = next(values), next(values)
+            low = None if low is None else float(low)
+            high = None if high is None else float(high)
+        profiles.append(ColumnProfile(info.name, info.kind, missing, distinct, low, high))
+    return ProfileAggregate(rows, tuple(profiles))
+
+
+def bins_norm(query: NumericBins) -> float:
+    """Bins per unit of the column: one float computed here, so every backend bins alike."""
+    return query.bins / (query.upper - query.lower)
+
+
+def bins_aggregate(rows: Iterable[Sequence[object]], bins: int) -> BinsAggregate:
+    """Fold (bin index, count) rows; -1 missing, -2 below, -3 above the range."""
+    counts = np.zeros(bins, dtype=np.int64)
+    special = {-1: 0, -2: 0, -3: 0}
+    for index, n in rows:
+        index, n = int(index), int(n)
+        if index < 0:
+            special[index] += n
+        else:
+            counts[index] += n
+    return BinsAggregate(counts, below=special[-2], above=special[-3], missing=special[-1])
+
+
+def picked_columns(columns: Sequence[ColumnInfo], names: Sequence[str], where: str) -> list[int]:
+    """Positions of ``names`` (every column when empty); EngineError for an unknown name."""
+    if not names:
+        return list(range(len(columns)))
+    return [column_index(columns, name, "column", where) for name in names]
+
+
+def rows_frame(frame: object, names: Sequence[str]) -> object:
+    """A backend's frame of columns c0, c1, … renamed to the user's column names."""
+    return frame.set_axis(list(names), axis=1)  # type: ignore[attr-defined]

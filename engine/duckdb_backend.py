@@ -21,6 +21,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -36,9 +37,13 @@ from engine.queries import (
     Crosstab,
     DistinctAggregate,
     DistinctValues,
+    FirstRows,
     GroupedSum,
     Histogram,
+    NumericBins,
+    Profile,
     Query,
+    RowsAggregate,
     RowsPerPerson,
     SumAggregate,
 )
@@ -412,10 +417,54 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
     return CompiledQuery((sql,), params, finish)
 
 
+def _compile_profile(query: Profile, columns: Sequence[ColumnInfo],
+                     where: str) -> CompiledQuery:
+    # Columns in groups of _plan.PROFILE_GROUP: each count(DISTINCT) holds its own hash
+    # table, and hundreds of them in one statement exceed the memory limit on any data.
+    statements = [f"SELECT count(*) FROM {_SRC}"]
+    for group in _plan.profile_groups(len(columns)):
+        parts = []
+        for i in group:
+            info = columns[i]
+            x, missing = _col(i), _missing(_col(i), info)
+            parts += [f"count(*) FILTER (WHERE {missing})",
+                      f"count(DISTINCT {x}) FILTER (WHERE NOT {missing})"]
+            if info.numeric:
+                parts += [f"min(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})",
+                          f"max(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})"]
+        statements.append(f"SELECT {', '.join(parts)} FROM {_SRC}")
+    return CompiledQuery(tuple(statements), {}, lambda r: _plan.profile_aggregate(
+        [value for result in r for value in result[0]], columns))
+
+
+def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo],
+                  where: str) -> CompiledQuery:
+    i = _plan.numeric_column(columns, query.column, where)
+    info, x = columns[i], f"CAST({_col(i)} AS DOUBLE)"
+    index = (f"CASE WHEN {_missing(_col(i), info)} THEN -1 WHEN {x} < $lo THEN -2 "
+             f"WHEN {x} > $hi THEN -3 WHEN {x} = $hi THEN $last "
+             f"ELSE least(CAST(floor(({x} - $lo) * $norm) AS BIGINT), $last) END")
+    sql = f"SELECT {index} AS idx, count(*) FROM {_SRC} GROUP BY idx"
+    params = {"lo": query.lower, "hi": query.upper, "last": query.bins - 1,
+              "norm": _plan.bins_norm(query)}
+    return CompiledQuery((sql,), params, lambda r: _plan.bins_aggregate(r[0], query.bins))
+
+
+def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo],
+                        where: str) -> CompiledQuery:
+    picked = _plan.picked_columns(columns, query.columns, where)
+    listed = ", ".join(_col(i) for i in picked) or "*"
+    sql = f"SELECT {listed} FROM {_SRC} LIMIT $lim"
+    names = [columns[i].name for i in picked]
+    return CompiledQuery((sql,), {"lim": query.limit},
+                         lambda r: RowsAggregate(_plan.rows_frame(r[0], names)))
+
+
 _COMPILERS: dict[type, Callable[..., CompiledQuery]] = {
     Count: _compile_count, BoundedSum: _compile_sum, Histogram: _compile_histogram,
     Crosstab: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
     RowsPerPerson: _compile_rows_per_person, DistinctValues: _compile_distinct,
+    Profile: _compile_profile, NumericBins: _compile_bins, FirstRows: _compile_first_rows,
 }
 
 
@@ -445,15 +494,21 @@ class DuckDBBackend:
         system's temporary folder). Never inside the repository.
     threads : int, optional
         Worker threads (default: DuckDB's, one per core).
+    spill : bool
+        Whether large aggregations may spill to ``temp_directory``. False for in-memory
+        frames (uploads): their data never reaches the disk, and a query that outgrows
+        ``memory_limit`` fails with a message instead.
     """
 
     name = "duckdb"
 
     def __init__(self, *, memory_limit: str | None = None, temp_directory: str | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, spill: bool = True) -> None:
         self.memory_limit = memory_limit or os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
         self.temp_directory = temp_directory or os.environ.get(TEMP_ENV)
-        if not self.temp_directory:
+        if not spill:
+            self.temp_directory = ""   # DuckDB: an empty temporary folder turns spilling off
+        elif not self.temp_directory:
             self.temp_directory = tempfile.mkdtemp(prefix="epsilon-lab-duckdb-")
             weakref.finalize(self, shutil.rmtree, self.temp_directory, ignore_errors=True)
         config: dict[str, object] = {
@@ -537,7 +592,8 @@ class DuckDBBackend:
             for statement in compiled.statements:
                 sql = statement.replace(_SRC, clause)
                 params = _params_of(sql, compiled.params | source_params)
-                results.append(self._execute(cursor, source, sql, params))
+                results.append(self._execute(cursor, source, sql, params,
+                                             frame=isinstance(query, FirstRows)))
         finally:
             cursor.close()
         return compiled.finish(results)
@@ -558,9 +614,12 @@ class DuckDBBackend:
         return out
 
     def _execute(self, cursor: duckdb.DuckDBPyConnection, source: Source, sql: str,
-                 params: dict[str, object], *, describe: bool = False) -> list:
+                 params: dict[str, object], *, describe: bool = False,
+                 frame: bool = False) -> Any:
         try:
             result = cursor.execute(sql, params)
+            if frame:
+                return result.df()
             return list(result.description) if describe else result.fetchall()
         except duckdb.IOException as exc:
             raise EngineError(f"{source.describe()} cannot be read ({_first_line(exc)}). It "
@@ -570,7 +629,15 @@ class DuckDBBackend:
             raise EngineError(f"DuckDB ran out of memory answering this query on "
                               f"{source.describe()} (limit {self.memory_limit}). Raise "
                               f"{MEMORY_ENV} or free space in {self.temp_directory}.") from None
-        except (duckdb.ConversionException, duckdb.InvalidInputException) as exc:
+        except duckdb.InvalidInputException as exc:
+            if "magic bytes" in str(exc) or "not a parquet file" in str(exc).lower():
+                raise EngineError(f"{source.describe()} is not a valid Parquet file "
+                                  f"({_first_line(exc)}). Replace it with a valid file, or "
+                                  "remove it from the data folder.") from None
+            raise EngineError(f"{source.describe()} holds a value DuckDB cannot read as its "
+                              f"column's type ({_first_line(exc)}). Fix the value in the "
+                              "file, or save the file as Parquet with explicit types.") from None
+        except duckdb.ConversionException as exc:
             raise EngineError(f"{source.describe()} holds a value DuckDB cannot read as its "
                               f"column's type ({_first_line(exc)}). Fix the value in the "
                               "file, or save the file as Parquet with explicit types.") from None

@@ -22,9 +22,11 @@ from dpcore._checks import check_bounds, check_int
 
 __all__ = [
     "Contribution", "Count", "BoundedSum", "Histogram", "Crosstab", "Binned", "GroupedSum",
-    "RowsPerPerson", "DistinctValues", "Query", "CountAggregate", "SumAggregate",
-    "HistogramAggregate", "TableAggregate", "GroupedSumAggregate", "RowsPerPersonAggregate",
-    "DistinctAggregate", "Aggregate", "CategoryKind", "category_kind", "MAX_POINTS",
+    "RowsPerPerson", "DistinctValues", "Profile", "NumericBins", "FirstRows", "Query",
+    "CountAggregate", "SumAggregate", "HistogramAggregate", "TableAggregate",
+    "GroupedSumAggregate", "RowsPerPersonAggregate", "DistinctAggregate", "ColumnProfile",
+    "ProfileAggregate", "BinsAggregate", "RowsAggregate", "Aggregate", "CategoryKind",
+    "category_kind", "MAX_POINTS",
 ]
 
 #: Most points (bin edges, quantile candidates) a binned query may have.
@@ -304,14 +306,66 @@ class DistinctValues:
             object.__setattr__(self, "exclude", ())
 
 
+@dataclass(frozen=True)
+class Profile:
+    """Per column: missing cells, distinct non-missing values, and a numeric column's minimum
+    and maximum; and the number of rows. One scan, for the data owner's Data page (these
+    figures are read off the data: never public bounds)."""
+
+
+@dataclass(frozen=True)
+class NumericBins:
+    """Counts of a numeric column in ``bins`` equal-width bins over ``[lower, upper]``.
+
+    A value lands in bin ``floor((x - lower) * bins / (upper - lower))``; ``upper`` itself in
+    the last bin (as ``numpy.histogram``). Values below ``lower`` or above ``upper`` (±inf
+    included) are counted apart; NULL and NaN are missing. For charts of a column's
+    distribution on the Data page.
+    """
+
+    column: str
+    lower: float
+    upper: float
+    bins: int
+
+    def __post_init__(self) -> None:
+        _check_name("column", self.column)
+        lower, upper = check_bounds(self.lower, self.upper)
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+        object.__setattr__(self, "bins", check_int("bins", self.bins, minimum=1,
+                                                   maximum=10_000))
+
+
+@dataclass(frozen=True)
+class FirstRows:
+    """The first ``limit`` rows of ``columns`` (every column when empty), as a small frame.
+
+    The one query that returns rows: for the data owner's preview on the Data page and for
+    training a model in memory on a file small enough (the caller bounds ``limit``). In file
+    order for DuckDB; Spark gives some ``limit`` rows.
+    """
+
+    limit: int
+    columns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limit", check_int("limit", self.limit, minimum=0,
+                                                    maximum=10_000_000))
+        if isinstance(self.columns, str):
+            raise TypeError("columns must be a list of column names, got a string")
+        object.__setattr__(self, "columns",
+                           tuple(_check_name("columns", c) for c in self.columns))
+
+
 Query = (Count | BoundedSum | Histogram | Crosstab | Binned | GroupedSum | RowsPerPerson
-         | DistinctValues)
+         | DistinctValues | Profile | NumericBins | FirstRows)
 
 
 def query_key(query: Query) -> str:
     """A stable text key for a query (its repr: floats round-trip, strings are quoted)."""
     if not isinstance(query, Count | BoundedSum | Histogram | Crosstab | Binned | GroupedSum
-                      | RowsPerPerson | DistinctValues):
+                      | RowsPerPerson | DistinctValues | Profile | NumericBins | FirstRows):
         raise TypeError(f"query must be an engine query, got {type(query).__name__}")
     return repr(query)
 
@@ -449,8 +503,50 @@ class DistinctAggregate:
     more: bool
 
 
+@dataclass(frozen=True)
+class ColumnProfile:
+    """One column of a :class:`ProfileAggregate`: ``minimum``/``maximum`` are None for a
+    column that is not numeric or has no value (±inf count as values)."""
+
+    name: str
+    kind: str
+    missing: int
+    distinct: int
+    minimum: float | None
+    maximum: float | None
+
+
+@dataclass(frozen=True, eq=False)
+class ProfileAggregate:
+    """The number of rows and one :class:`ColumnProfile` per column, in the source's order."""
+
+    rows: int
+    columns: tuple[ColumnProfile, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class BinsAggregate:
+    """``counts[i]`` values in the i-th bin; ``below``/``above`` the range; ``missing``."""
+
+    counts: NDArray[np.int64]
+    below: int
+    above: int
+    missing: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counts", _frozen_ints(self.counts))
+
+
+@dataclass(frozen=True, eq=False)
+class RowsAggregate:
+    """A few rows as a pandas frame with the user's column names."""
+
+    frame: object  # pandas.DataFrame (not imported here: queries stay numpy-only)
+
+
 Aggregate = (CountAggregate | SumAggregate | HistogramAggregate | TableAggregate
-             | GroupedSumAggregate | RowsPerPersonAggregate | DistinctAggregate)
+             | GroupedSumAggregate | RowsPerPersonAggregate | DistinctAggregate
+             | ProfileAggregate | BinsAggregate | RowsAggregate)
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,12 @@ class Engine:
                 self._cache.popitem(last=False)
         return result
 
+    def cached(self, source: Source, query: Query) -> bool:
+        """Whether ``answer`` would come from the cache (no scan)."""
+        key = source.cache_key(query)
+        with self._lock:
+            return key in self._cache
+
     def forget(self, source: Source) -> None:
         """Drop every cached aggregate of ``source`` (e.g. when an upload is replaced)."""
         prefix = f"{source.identity}\x1f"
@@ -94,17 +100,20 @@ class Engine:
 def engine_from_env() -> Engine:
     """The engine ``EPSILON_LAB_ENGINE`` asks for: DuckDB (default) or Spark.
 
-    With ``spark``, files and tables go to ``EPSILON_LAB_SPARK`` and in-memory frames stay on
-    DuckDB. Build it once per server process (``st.cache_resource``).
+    Files are scanned by DuckDB (spilling to disk beyond its memory limit) or, with
+    ``spark``, by ``EPSILON_LAB_SPARK``; in-memory frames always go to a DuckDB of their own
+    that never spills, so an upload never reaches the disk. Build it once per server
+    process (``st.cache_resource``).
     """
     from engine.duckdb_backend import DuckDBBackend
 
     choice = os.environ.get(ENGINE_ENV, "duckdb").strip().lower() or "duckdb"
-    duck = DuckDBBackend()
+    # Frames (built-ins, uploads) on a DuckDB that never spills: an upload stays in memory.
+    frames = DuckDBBackend(spill=False)
     if choice == "duckdb":
-        return Engine(duck)
+        return Engine(DuckDBBackend(), frames=frames)
     if choice == "spark":
         from engine.spark_backend import SparkBackend
 
-        return Engine(SparkBackend(), frames=duck)
+        return Engine(SparkBackend(), frames=frames)
     raise EngineError(f"{ENGINE_ENV} must be 'duckdb' or 'spark', got {choice!r}.")

@@ -29,9 +29,13 @@ from engine.queries import (
     Crosstab,
     DistinctAggregate,
     DistinctValues,
+    FirstRows,
     GroupedSum,
     Histogram,
+    NumericBins,
+    Profile,
     Query,
+    RowsAggregate,
     RowsPerPerson,
     SumAggregate,
 )
@@ -436,10 +440,63 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
     return plan
 
 
+def _compile_profile(query: Profile, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    def plan(df: Any) -> Aggregate:
+        from pyspark.sql import functions as F
+
+        row = [df.count()]
+        for group in _plan.profile_groups(len(columns)):  # bounded work per job
+            parts = []
+            for i in group:
+                info = columns[i]
+                x = F.col(_col(i))
+                missing = _missing(x, info)
+                present = F.when(~missing, x)
+                # count(DISTINCT) skips nulls and folds -0.0 into 0.0, as DuckDB does.
+                parts += [_count_if(missing), F.countDistinct(present)]
+                if info.numeric:
+                    parts += [F.min(present.cast("double")), F.max(present.cast("double"))]
+            row += list(_rows(df.agg(*parts))[0])
+        return _plan.profile_aggregate(row, columns)
+
+    return plan
+
+
+def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    i = _plan.numeric_column(columns, query.column, where)
+    info = columns[i]
+    norm, last = _plan.bins_norm(query), query.bins - 1
+
+    def plan(df: Any) -> Aggregate:
+        from pyspark.sql import functions as F
+
+        x = F.col(_col(i)).cast("double")
+        lo, hi = F.lit(query.lower), F.lit(query.upper)
+        inside = F.least(F.floor((x - lo) * F.lit(norm)).cast("long"), F.lit(last))
+        index = (F.when(_missing(F.col(_col(i)), info), F.lit(-1)).when(x < lo, F.lit(-2))
+                 .when(x > hi, F.lit(-3)).when(x == hi, F.lit(last)).otherwise(inside))
+        return _plan.bins_aggregate(_rows(df.groupBy(index.alias("idx")).count()),
+                                    query.bins)
+
+    return plan
+
+
+def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    picked = _plan.picked_columns(columns, query.columns, where)
+    names = [columns[i].name for i in picked]
+
+    def plan(df: Any) -> Aggregate:
+        rows = df.select(*[_col(i) for i in picked]).limit(query.limit).toPandas()
+        return RowsAggregate(_plan.rows_frame(rows, names))
+
+    return plan
+
+
 _COMPILERS: dict[type, Callable[..., Plan]] = {
     Count: _compile_count, BoundedSum: _compile_sum, Histogram: _compile_histogram,
     Crosstab: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
     RowsPerPerson: _compile_rows_per_person, DistinctValues: _compile_distinct,
+    Profile: _compile_profile, NumericBins: _compile_bins, FirstRows: _compile_first_rows,
 }
 
 

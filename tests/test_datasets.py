@@ -235,9 +235,11 @@ def test_census_shares_match_the_declared_ones(big_census):
 
 def test_share_check_catches_swapped_shares(big_census, monkeypatch):
     # Planted bug: married and never-married shares swapped (0.478 <-> 0.337), a 90-SE shift.
-    names, shares = datasets._CENSUS_MARRIED
+    from dashboard.data import builtins
+
+    names, shares = builtins._CENSUS_MARRIED
     swapped = (shares[4], shares[1], shares[2], shares[3], shares[0])
-    monkeypatch.setattr(datasets, "_CENSUS_MARRIED", (names, swapped))
+    monkeypatch.setattr(builtins, "_CENSUS_MARRIED", (names, swapped))
     assert _worst_share_deviation(synthetic_census(100_000, seed=7)) > 5
 
 
@@ -508,7 +510,7 @@ def test_reader_disagreement_falls_back_to_the_csv_module(monkeypatch):
     # loader rebuilds the cells from the csv module, which the ragged-row report is based on.
     expected = _load("ragged_rows.csv")
     read_csv = pd.read_csv
-    monkeypatch.setattr(datasets.pd, "read_csv", lambda *a, **k: read_csv(*a, **k).iloc[:-1])
+    monkeypatch.setattr(pd, "read_csv", lambda *a, **k: read_csv(*a, **k).iloc[:-1])
     fallback = _load("ragged_rows.csv")
     pd.testing.assert_frame_equal(fallback.frame, expected.frame)
     assert fallback.warnings == expected.warnings

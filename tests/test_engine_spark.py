@@ -172,3 +172,20 @@ def test_a_spark_connect_server_that_is_down_fails_fast() -> None:
     assert float(seconds) < 30
     assert ("(the server did not answer). Check that the cluster at 'sc://127.0.0.1:1' is "
             "running") in message
+
+
+def test_data_page_queries_give_the_duckdb_answers(spark, duck) -> None:
+    """Profile, NumericBins and FirstRows: Spark = DuckDB (= pandas, tests/test_engine_profile)."""
+    from engine import FirstRows, NumericBins, Profile
+
+    frame = ref.random_frame(1)
+    source = FrameSource(frame)
+    want, got = duck.run(source, Profile()), spark.run(source, Profile())
+    assert got.rows == want.rows
+    assert got.columns == want.columns
+    for query in (NumericBins(ref.SMALL, -5.5, 5.5, 11), NumericBins(ref.ODD, -1e5, 1e5, 8)):
+        a, b = spark.run(source, query), duck.run(source, query)
+        np.testing.assert_array_equal(a.counts, b.counts)
+        assert (a.below, a.above, a.missing) == (b.below, b.above, b.missing)
+    rows = spark.run(source, FirstRows(5, (ref.CODE,))).frame
+    assert list(rows.columns) == [ref.CODE] and len(rows) == 5

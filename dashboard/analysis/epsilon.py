@@ -161,7 +161,7 @@ def _saved_delta(saved: Mapping, prefix: str) -> float:
 
 def _count_query(loaded: LoadedDataset, note: str, *, upload: bool) -> ErrorQuery:
     spec = stats.QuerySpec("count")
-    answer_range = stats.default_answer_range(spec, len(loaded.frame))
+    answer_range = stats.default_answer_range(spec, len(loaded.relation))
     origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
     return ErrorQuery("statistics", "count", "count", "people", spec=spec,
                       mechanisms=tuple(MECHANISMS), chosen=("laplace", "gaussian"),
@@ -197,7 +197,7 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         categories = stats.declared_categories(loaded, column)
     spec = stats.QuerySpec(query, column, lower, upper, categories)
     try:
-        integer, rows = stats.query_facts(loaded.frame, dataset_key, spec)
+        integer, rows = stats.query_facts(loaded.relation, dataset_key, spec)
     except (ValueError, TypeError):
         return _count_query(loaded, fallback, upload=upload)
     if query == "mean":
@@ -314,7 +314,7 @@ def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, s
         column = "education" if "education" in columns else columns[0]
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
-    counts = sel.column_scores(loaded.frame, dataset_key, column, declared)[1]
+    counts = sel.column_scores(loaded.relation, dataset_key, column, declared)[1]
     return (counts, 1.0, f"the {'least' if negate else 'most'} common {column}",
             (("categories_from", sel.categories_origin(declared is not None)),))
 

@@ -19,10 +19,10 @@ import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import fmt_number
+from dashboard.data import truth
 from dashboard.exports import SIMULATION, simulation_fields
 from dashboard.shown import up
 from dashboard.text import plain
-from dpcore import queries
 from dpcore._checks import check_int, check_positive, trial_chunks
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import (
@@ -244,7 +244,7 @@ def category_counts(frame: pd.DataFrame, column: str,
     that nobody has that value). Counts change by 1 in one category when a row is added or
     removed, so the score vector has sensitivity 1 and is monotonic.
     """
-    answer = queries.histogram(frame, column, categories=categories)
+    answer = truth.histogram(frame, column, categories=categories)
     counts = np.asarray(answer.true_value, dtype=np.float64)
     order = np.argsort(-counts, kind="stable")
     labels = tuple(answer.labels[i] for i in order)

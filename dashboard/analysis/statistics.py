@@ -16,6 +16,7 @@ import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import MECHANISMS, VALID_MECHANISMS, PrivacyChoice, fmt_number
+from dashboard.data import facts, truth
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dashboard.shown import percent_down, up
@@ -120,7 +121,7 @@ def _category_count(loaded: LoadedDataset, column: str) -> int:
     domain = loaded.domains.get(column)
     if domain is not None and domain.categories is not None:
         return len(domain.categories)
-    return len(loaded.frame[column].cat.categories)
+    return len(facts.data_categories(loaded.relation, column))
 
 
 def default_column(loaded: LoadedDataset, query: str) -> str | None:
@@ -171,11 +172,9 @@ def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
                 "about the people in it.")
         return BoundsSuggestion(float(domain.lower), float(domain.upper), True, note,
                                 origin=f"the column's public range (source: {domain.source})")
-    values = pd.to_numeric(loaded.frame[column], errors="coerce").to_numpy(dtype=float,
-                                                                           na_value=np.nan)
-    values = values[np.isfinite(values)]
-    low = float(values.min()) if values.size else 0.0
-    high = float(values.max()) if values.size else 1.0
+    extremes = facts.value_range(loaded.relation, column) or (0.0, 1.0)
+    low, high = (v if math.isfinite(v) else d for v, d in zip(extremes, (0.0, 1.0),
+                                                              strict=True))
     lower = 0.0 if low >= 0 else -_round_up(-low)
     upper = _round_up(high) if high > 0 else 0.0
     if upper <= lower:
@@ -224,7 +223,7 @@ def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
             origins["clamping_bounds_from"] = TYPED
     if answer_range is not None:
         times = " times the clamping bounds" if spec.query == "sum" else ""
-        if tuple(answer_range) != default_answer_range(spec, len(loaded.frame)):
+        if tuple(answer_range) != default_answer_range(spec, len(loaded.relation)):
             origins["answer_range_from"] = TYPED
         elif upload or bounds_from_data:
             origins["answer_range_from"] = ("the data: a round number at or above its number "
@@ -267,14 +266,14 @@ def answer_query(frame: pd.DataFrame, spec: QuerySpec) -> QueryAnswer | tuple[Qu
                                                                               QueryAnswer]:
     """The true answer with its sensitivity (for the mean: the sum and count parts)."""
     if spec.query == "count":
-        return queries.count(frame)
+        return truth.count(frame)
     if spec.query == "sum":
-        return queries.bounded_sum(frame, spec.column, lower=spec.lower, upper=spec.upper)
+        return truth.bounded_sum(frame, spec.column, lower=spec.lower, upper=spec.upper)
     if spec.query == "mean":
-        return queries.bounded_mean_parts(frame, spec.column, lower=spec.lower,
-                                          upper=spec.upper)
+        return truth.bounded_mean_parts(frame, spec.column, lower=spec.lower,
+                                        upper=spec.upper)
     if spec.query == "histogram":
-        return queries.histogram(frame, spec.column, categories=spec.categories)
+        return truth.histogram(frame, spec.column, categories=spec.categories)
     raise ValueError(f"query must be one of {', '.join(QUERIES)}; got {spec.query!r}")
 
 

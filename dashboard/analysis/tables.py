@@ -15,6 +15,7 @@ import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.controls import PrivacyChoice
+from dashboard.data import facts, truth
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dpcore import measures, postprocess, queries
@@ -66,7 +67,7 @@ _RNG_OFFSET = 3   # the tables page's own random stream, apart from the other pa
 
 def table_columns(loaded: LoadedDataset) -> list[str]:
     """Categorical columns with at most ``MAX_TABLE_CATEGORIES`` declared categories."""
-    return [c for c in categorical_columns(loaded.frame)
+    return [c for c in categorical_columns(loaded)
             if len(declared_categories(loaded, c)[0]) <= MAX_TABLE_CATEGORIES]
 
 
@@ -80,10 +81,7 @@ def declared_categories(loaded: LoadedDataset, column: str) -> tuple[tuple[str, 
     domain = loaded.domains.get(column)
     if domain is not None and domain.kind == "categorical" and domain.categories:
         return tuple(domain.categories), False
-    series = loaded.frame[column]
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return tuple(str(c) for c in series.cat.categories), True
-    return tuple(sorted(str(v) for v in series.dropna().unique())), True
+    return facts.data_categories(loaded.relation, column), True
 
 
 def default_axes(loaded: LoadedDataset, columns: list[str]) -> tuple[str, str] | None:
@@ -106,8 +104,8 @@ def true_table(frame: pd.DataFrame, row: str, column: str, *,
                row_categories: tuple[str, ...],
                column_categories: tuple[str, ...]) -> queries.QueryAnswer:
     """The crosstab over every declared category pair (add/remove one row: L1 = L2 = 1)."""
-    return queries.crosstab(frame, row, column, row_categories=list(row_categories),
-                            column_categories=list(column_categories))
+    return truth.crosstab(frame, row, column, row_categories=list(row_categories),
+                          column_categories=list(column_categories))
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,7 +5,12 @@ One template for the whole app (``base``); one module per page area, re-exported
 
 from dashboard.charts.base import PALETTE, TEMPLATE, finish  # noqa: F401
 from dashboard.charts.budget import releases_budget  # noqa: F401
-from dashboard.charts.data import category_bars, numeric_histogram  # noqa: F401
+from dashboard.charts.data import (  # noqa: F401
+    binned_histogram,
+    category_bars,
+    counted_bars,
+    numeric_histogram,
+)
 from dashboard.charts.epsilon import tradeoff_chart, utility_curves  # noqa: F401
 from dashboard.charts.learning import accuracy_against_epsilon  # noqa: F401
 from dashboard.charts.selection import correctness_chart, selection_chart  # noqa: F401

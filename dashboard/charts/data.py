@@ -31,6 +31,12 @@ def category_bars(values: pd.Series, *, column: str,
     counts = values.dropna().astype(str).value_counts()
     if categories is not None:
         counts = counts.reindex([str(c) for c in categories], fill_value=0)
+    return counted_bars(counts, column=column)
+
+
+def counted_bars(counts: pd.Series, *, column: str) -> go.Figure:
+    """Bar chart of rows per category from counts already made (by the engine), indexed by
+    category label."""
     total = int(counts.sum())
     shown = counts if len(counts) <= MAX_BARS else counts.sort_values(ascending=False)[:MAX_BARS]
     name = svg_text(column)
@@ -57,16 +63,28 @@ def numeric_histogram(values: ArrayLike, *, column: str, unit: str = "",
     """
     x = np.asarray(values, dtype=np.float64)
     x = x[np.isfinite(x)]
-    name = svg_text(column)
-    axis = f"{name} ({svg_text(unit)})" if unit else name
-    fig = go.Figure()
+    binned = None
     if x.size:
         lo, hi = float(x.min()), float(x.max())
         if np.array_equal(x, np.rint(x)) and hi - lo <= 2 * HISTOGRAM_BINS:
             edges = np.arange(lo - 0.5, hi + 1.5)
         else:
             edges = np.linspace(lo, hi if hi > lo else lo + 1, HISTOGRAM_BINS + 1)
-        counts, edges = np.histogram(x, bins=edges)
+        binned = np.histogram(x, bins=edges)[::-1]
+    return binned_histogram(binned, column=column, unit=unit, lower=lower, upper=upper)
+
+
+def binned_histogram(binned: tuple[ArrayLike, ArrayLike] | None, *, column: str,
+                     unit: str = "", lower: float | None = None,
+                     upper: float | None = None) -> go.Figure:
+    """Histogram from (bin edges, counts) already made (by the engine); None draws a note
+    that the column has no finite value."""
+    name = svg_text(column)
+    axis = f"{name} ({svg_text(unit)})" if unit else name
+    fig = go.Figure()
+    if binned is not None:
+        edges = np.asarray(binned[0], dtype=np.float64)
+        counts = np.asarray(binned[1])
         fig.add_trace(go.Bar(
             x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges),
             marker_color=PALETTE[0], customdata=np.column_stack([edges[:-1], edges[1:]]),
@@ -76,7 +94,8 @@ def numeric_histogram(values: ArrayLike, *, column: str, unit: str = "",
         ))
         fig.update_layout(bargap=0.02)
     else:
-        fig.add_annotation(text="no values: every cell is missing", showarrow=False,
+        fig.add_annotation(text="no finite range to draw: every cell is missing or a value "
+                                "is infinite", showarrow=False,
                            x=0.5, y=0.5, xref="paper", yref="paper")
     for bound, label in ((lower, "public lower bound"), (upper, "public upper bound")):
         if bound is not None and math.isfinite(bound):

@@ -1,0 +1,153 @@
+"""The server's data folder (``EPSILON_LAB_DATA``) as datasets of the sidebar's list.
+
+Every CSV, CSV.gz and Parquet file and Parquet folder directly in the folder is offered by
+its file name; an entry that cannot be offered safely (a link out of the folder, a dangling
+link, an unreadable file) is not listed, and the sidebar says why. ``NAME.schema.json``
+beside a file holds its public declarations::
+
+    {"source": "where the file comes from",
+     "columns": {"age": {"lower": 0, "upper": 120, "unit": "years", "integer": true,
+                         "source": "the survey's codebook"},
+                 "sex": {"categories": ["F", "M"], "source": "the survey's codebook"}}}
+
+A declaration that cannot be used is left out with a warning naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dashboard.data.model import ColumnDomain, LoadedDataset
+from engine import DATA_ENV, DataFile, DataFolderError, EngineError, list_data_folder
+
+#: Prefix of a data-folder dataset's value in the sidebar's list (and the URL).
+CHOICE_PREFIX = "file:"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The data folder's offered files, the entries left out (with why), and a folder-wide
+    problem (the folder is missing or unreadable)."""
+
+    files: tuple[DataFile, ...] = ()
+    left_out: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def listing() -> Listing:
+    """What ``EPSILON_LAB_DATA`` offers now (read afresh: files come and go)."""
+    try:
+        entries = list_data_folder()
+    except DataFolderError as exc:
+        return Listing(problem=str(exc))
+    files = tuple(e for e in entries if e.problem is None)
+    left_out = tuple(e.problem for e in entries if e.problem is not None)
+    return Listing(files, left_out)
+
+
+def choice_of(entry: DataFile) -> str:
+    return CHOICE_PREFIX + entry.name
+
+
+def is_file_choice(choice: object) -> bool:
+    return isinstance(choice, str) and choice.startswith(CHOICE_PREFIX)
+
+
+def shown_name(choice: str) -> str:
+    """How the list shows a choice: a file by its name, marked as the data folder's."""
+    return f"{choice[len(CHOICE_PREFIX):]} · data folder" if is_file_choice(choice) else choice
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size / 1024:,.0f} kB"
+
+
+def schema_file_name(entry: DataFile) -> str:
+    """The name of the declarations file read for ``entry`` (``NAME.schema.json``, with
+    NAME the file's name without .csv/.csv.gz/.parquet, else its full name)."""
+    stem = entry.name
+    for suffix in (".csv.gz", ".csv", ".parquet"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    first = f"{stem}.schema.json"
+    return first if (entry.path.parent / first).exists() else f"{entry.name}.schema.json"
+
+
+def load_data_file(entry: DataFile) -> LoadedDataset:
+    """The dataset of one data-folder entry: the file is not read here (the engine scans it
+    when a page asks), its declarations come from ``NAME.schema.json``.
+
+    Raises
+    ------
+    EngineError
+        The file vanished or changed into something that cannot be opened.
+    """
+    source = entry.source()
+    version = source.version
+    domains, warnings = domains_from_schema(entry.schema, schema_file_name(entry))
+    if entry.schema_problem:
+        warnings.insert(0, f"The declarations beside {entry.name} were not read: "
+                           f"{entry.schema_problem} Fix the file; until then nothing about "
+                           "the columns is declared public.")
+    provenance = (entry.schema or {}).get("source")
+    kind = "Parquet folder" if entry.folder else (
+        "Parquet file" if entry.format == "parquet" else "CSV file")
+    text = (f"{kind} {entry.name} ({_megabytes(entry.size)}) in the server's data folder "
+            f"({DATA_ENV}), scanned where it lies: never loaded whole into memory.")
+    if isinstance(provenance, str) and provenance.strip():
+        text += f" Source: {provenance.strip()[:300]}"
+    return LoadedDataset(entry.name, None, domains, warnings, text,
+                         key=f"file:{entry.name}:{version}", file=source)
+
+
+def domains_from_schema(schema: dict | None, name: str) -> tuple[dict[str, ColumnDomain],
+                                                               list[str]]:
+    """Public column domains declared in the schema file called ``name``, and warnings for
+    those left out. Every domain's source says it comes from that file."""
+    if not schema:
+        return {}, []
+    columns = schema.get("columns", {})
+    if not isinstance(columns, dict):
+        return {}, [f"{name}: 'columns' must be an object of column names."]
+    domains: dict[str, ColumnDomain] = {}
+    warnings: list[str] = []
+    for column, spec in columns.items():
+        try:
+            domains[str(column)] = _domain(spec, name)
+        except (TypeError, ValueError) as exc:
+            warnings.append(f"{name}: the declaration of column {column!r} is "
+                            f"left out ({exc}).")
+    return domains, warnings
+
+
+def _domain(spec: object, name: str) -> ColumnDomain:
+    if not isinstance(spec, dict):
+        raise TypeError("it must be an object with lower/upper or categories")
+    said = spec.get("source")
+    origin = f"public declaration in {name}" + (
+        f": {str(said).strip()[:200]}" if isinstance(said, str) and said.strip() else "")
+    if "categories" in spec:
+        cats = spec["categories"]
+        if not isinstance(cats, list) or not cats or not all(
+                isinstance(c, str | int | float) and not isinstance(c, bool) for c in cats):
+            raise ValueError("categories must be a non-empty list of values")
+        labels = tuple(str(c) for c in cats)
+        if len(set(labels)) != len(labels):
+            raise ValueError("categories must not repeat")
+        return ColumnDomain("categorical", categories=labels, source=origin)
+    lower, upper = spec.get("lower"), spec.get("upper")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+               for v in (lower, upper)):
+        raise ValueError("lower and upper must both be finite numbers")
+    if not lower < upper:
+        raise ValueError("lower must be below upper")
+    unit = spec.get("unit", "")
+    return ColumnDomain("numeric", float(lower), float(upper),
+                        integer=bool(spec.get("integer", False)),
+                        unit=str(unit)[:40] if isinstance(unit, str) else "", source=origin)
+
+
+__all__ = ["CHOICE_PREFIX", "Listing", "listing", "choice_of", "is_file_choice",
+           "shown_name", "load_data_file", "domains_from_schema", "EngineError"]

@@ -1,0 +1,75 @@
+"""True answers for the pages, computed by the engine on the dataset's relation.
+
+Drop-in for ``dpcore.queries``' true answers (same names, same keywords, same
+``QueryAnswer``): analysis code calls ``truth.histogram(data, column, categories=…)`` where it
+called ``queries.histogram(frame, …)``. ``data`` is a :class:`Relation`; a pandas frame is
+accepted too (tests, one-off calls) and answered by the engine all the same — the pandas code
+path stays only as the tests' reference. Categories left out are read off the data
+(:func:`dashboard.data.facts.data_categories`), as ``dpcore.queries`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from dashboard.data import facts
+from dashboard.data.relation import Relation, engine
+from dpcore.queries import QueryAnswer
+from engine import BoundedSum, Crosstab, Histogram, answers
+
+__all__ = ["count", "bounded_sum", "bounded_mean_parts", "histogram", "crosstab", "Data"]
+
+Data = Relation | pd.DataFrame
+
+
+def relation_of(data: Data) -> Relation:
+    if isinstance(data, Relation):
+        return data
+    if isinstance(data, pd.DataFrame):
+        return Relation.of_frame(data)
+    raise TypeError(f"data must be a Relation or a pandas DataFrame, got {type(data).__name__}")
+
+
+def count(data: Data) -> QueryAnswer:
+    relation = relation_of(data)
+    len(relation)  # the first scan, under its spinner
+    return answers.count(engine(), relation.source)
+
+
+def bounded_sum(data: Data, column: str, *, lower: float, upper: float) -> QueryAnswer:
+    relation = relation_of(data)
+    relation.answer(BoundedSum(column, lower, upper))  # first scan: spinner
+    return answers.bounded_sum(engine(), relation.source, column, lower=lower, upper=upper)
+
+
+def bounded_mean_parts(data: Data, column: str, *, lower: float,
+                       upper: float) -> tuple[QueryAnswer, QueryAnswer]:
+    relation = relation_of(data)
+    relation.answer(BoundedSum(column, lower, upper))  # first scan: spinner
+    return answers.bounded_mean_parts(engine(), relation.source, column, lower=lower,
+                                      upper=upper)
+
+
+def histogram(data: Data, column: str, *,
+              categories: Sequence[object] | None = None) -> QueryAnswer:
+    relation = relation_of(data)
+    if categories is None:
+        categories = facts.data_categories(relation, column)
+    relation.answer(Histogram(column, tuple(categories)))  # first scan: spinner
+    return answers.histogram(engine(), relation.source, column, categories=categories)
+
+
+def crosstab(data: Data, row: str, column: str, *,
+             row_categories: Sequence[object] | None = None,
+             column_categories: Sequence[object] | None = None) -> QueryAnswer:
+    relation = relation_of(data)
+    if row_categories is None:
+        row_categories = facts.data_categories(relation, row)
+    if column_categories is None:
+        column_categories = facts.data_categories(relation, column)
+    relation.answer(Crosstab(row, column, tuple(row_categories),
+                              tuple(column_categories)))  # first scan: spinner
+    return answers.crosstab(engine(), relation.source, row, column,
+                            row_categories=row_categories, column_categories=column_categories)

@@ -1,0 +1,767 @@
+"""The CSV upload parser: a user's file (CSV, TSV, .csv.gz) read into a LoadedDataset with
+plain-language warnings, or a DatasetError saying what is wrong and how to fix it.
+
+Pure pandas; the file stays in memory (never written to disk).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
+from dpcore._checks import check_int
+
+#: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
+#: this value; :func:`load_upload` checks it again.
+MAX_UPLOAD_MB: int = 50
+#: An upload keeps at most this many columns (the first ones) ...
+MAX_UPLOAD_COLUMNS = 500
+#: ... and at most this many data rows (the first ones).
+MAX_UPLOAD_ROWS = 1_000_000
+#: A gzip upload may decompress to at most this many times the upload limit (gzip bombs).
+GZIP_EXPANSION_LIMIT = 4
+#: Fraction of a column's non-missing cells that must read as numbers for it to be numeric.
+NUMERIC_SHARE = 0.95
+#: Column names longer than this are cut.
+MAX_NAME_LENGTH = 200
+#: Cell texts read as missing (compared case-insensitively, after trimming spaces).
+MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
+
+
+# --------------------------------------------------------------------------------------------
+# Uploads
+
+# Signatures of common non-CSV files: (magic bytes, what it is, how to fix).
+_SAVE_AS_CSV = ("open it in Excel or LibreOffice, use Save As → 'CSV UTF-8 (comma "
+                "delimited)', then upload the .csv file.")
+_SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image", "Upload the table as a .csv file instead."),
+    (b"\xff\xd8\xff", "a JPEG image", "Upload the table as a .csv file instead."),
+    (b"GIF87a", "a GIF image", "Upload the table as a .csv file instead."),
+    (b"GIF89a", "a GIF image", "Upload the table as a .csv file instead."),
+    (b"%PDF-", "a PDF document", "Export the table from its source as a .csv file."),
+    (b"PK\x03\x04", "a ZIP archive (an Excel .xlsx or OpenDocument file is one too)",
+     "Unzip it and upload the .csv inside; if it is a spreadsheet, " + _SAVE_AS_CSV),
+    (b"PK\x05\x06", "an empty ZIP archive", "Upload a .csv file."),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Microsoft Office file (.xls or .doc)",
+     "To use a spreadsheet, " + _SAVE_AS_CSV),
+    (b"PAR1\x15", "a Parquet file", "Convert it to CSV first, e.g. pandas.read_parquet(...)"
+     ".to_csv(...)."),
+    (b"SQLite format 3\x00", "an SQLite database", "Export the table as CSV first."),
+    (b"\x1f\x8b", "a gzip file inside a gzip file", "Compress the CSV only once."),
+    *((b"BZh%d1AY&SY" % level, "a bzip2 archive",
+       "Decompress it and upload the .csv (or gzip it: .csv.gz).") for level in range(1, 10)),
+    (b"\xfd7zXZ\x00", "an xz archive", "Decompress it and upload the .csv (or .csv.gz)."),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "Extract it and upload the .csv (or .csv.gz)."),
+    (b"Rar!\x1a\x07", "a RAR archive", "Extract it and upload the .csv (or .csv.gz)."),
+)
+_BOMS = (  # UTF-32 before UTF-16: the UTF-32-LE mark starts with the UTF-16-LE one.
+    (b"\xff\xfe\x00\x00", "utf-32", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "utf-32", "UTF-32"),
+    (b"\xff\xfe", "utf-16", "UTF-16"),
+    (b"\xfe\xff", "utf-16", "UTF-16"),
+)
+_DELIMITERS = (",", "\t", ";", "|")
+_SAMPLE_CHARS = 64 * 1024
+_SAMPLE_RECORDS = 200
+# Control characters other than tab, newline and carriage return.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_NAME_BREAKS = re.compile("[\t\n\r\u2028\u2029]+")
+# HTML tags or entities, Markdown emphasis/links/headings/code, Streamlit colour directives:
+# none is interpreted (the UI renders names as plain text), but say so.
+_MARKUP = re.compile(r"<[^>]*>|&#?\w+;|\*\*|__\w+__|\[[^\]]*\]\([^)]*\)|^\s*#|`|:\w+\[")
+_FORMULA_START = ("=", "+", "-", "@")
+_US_GROUPED = re.compile(r"[+-]?\d{1,3}(?P<sep>[, \u00a0\u202f'_])\d{3}(?:(?P=sep)\d{3})*"
+                         r"(?:\.\d+)?")
+_EU_NUMBER = re.compile(r"[+-]?\d{1,3}(?P<sep>[. \u00a0\u202f'])\d{3}(?:(?P=sep)\d{3})*"
+                        r"(?:,\d+)?|[+-]?\d+(?:,\d+)?")
+_GROUP_SEPARATORS = re.compile("[, \u00a0\u202f'_]")
+_EU_GROUP_SEPARATORS = re.compile("[. \u00a0\u202f']")
+_EXCEL_SEP_LINE = re.compile(r"\A[ \t]*sep=(.)[ \t]*\n", re.IGNORECASE)
+
+
+def load_upload(data: bytes, filename: str, *,
+                max_bytes: int = MAX_UPLOAD_MB * 2**20) -> LoadedDataset:
+    """Validate and load an uploaded CSV, TSV or gzip-compressed CSV, in memory only.
+
+    The bytes are never written to disk or logged. The delimiter (comma, semicolon, tab or
+    pipe) is sniffed; text is read as UTF-8 (with or without a byte-order mark), as UTF-16 or
+    UTF-32 when a byte-order mark says so, and otherwise as Latin-1 (Windows-1252). The first
+    row must hold the column names.
+
+    Odd content loads with a warning saying what was changed: ragged rows (short rows padded
+    with missing values, long rows dropped), infinite numbers (set to missing), duplicate or
+    empty column names (renamed), markup-looking names (kept as text), formula-looking cells
+    (kept as text), more than ``MAX_UPLOAD_COLUMNS`` columns or ``MAX_UPLOAD_ROWS`` rows (the
+    rest dropped), empty columns and empty rows (dropped), numbers written with thousands
+    separators or a decimal comma (read as numbers), a few non-numbers in a numeric column
+    (set to missing when at least 95 % of the cells are numbers) and text columns with more
+    than ``MAX_CATEGORIES`` distinct values (kept, but not offered as categorical columns).
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content.
+    filename : str
+        The file's name as uploaded (used in messages, and a ``.tsv`` name favours tabs).
+    max_bytes : int
+        Largest accepted upload; a gzip file may decompress to ``GZIP_EXPANSION_LIMIT`` times
+        this.
+
+    Returns
+    -------
+    LoadedDataset
+        ``domains`` is empty: bounds for an upload must be declared by the user.
+
+    Raises
+    ------
+    DatasetError
+        The file is empty, too big, binary or not a table, cannot be decoded, has no header
+        row, no data rows or no usable columns. The message says how to fix it.
+    TypeError
+        ``data`` is not bytes or ``filename`` not a string.
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    if not isinstance(filename, str):
+        raise TypeError(f"filename must be a string, got {type(filename).__name__}")
+    max_bytes = check_int("max_bytes", max_bytes, minimum=1)
+    data = bytes(data)
+    display_name = _plain_name(filename) or "upload"
+    warnings: list[str] = []
+
+    if len(data) > max_bytes:
+        raise DatasetError(
+            f"The file is too big: {_megabytes(len(data))}, and the limit is "
+            f"{_megabytes(max_bytes)}. Upload a sample of the rows, drop columns you do not "
+            "need, or compress it as .csv.gz."
+        )
+    if not data:
+        raise DatasetError("The file is empty (0 bytes). Upload a CSV file whose first row "
+                           "holds the column names, followed by one row per person.")
+    if data.startswith(b"\x1f\x8b"):
+        data = _gunzip(data, GZIP_EXPANSION_LIMIT * max_bytes)
+    _reject_known_formats(data)
+    text = _decode(data, warnings)
+    text = _normalise_newlines(text)
+    _reject_non_text(text)
+
+    delimiter = None
+    hint = _EXCEL_SEP_LINE.match(text)
+    if hint and hint.group(1) in _DELIMITERS:  # Excel's "sep=;" first line names the delimiter
+        delimiter = hint.group(1)
+        text = text[hint.end():]
+    if not text.strip():
+        raise DatasetError("The file holds only blank lines or spaces. Upload a CSV file whose "
+                           "first row holds the column names, followed by the data rows.")
+    _reject_other_text_formats(text)
+    if delimiter is None:
+        delimiter = _choose_delimiter(text, display_name)
+
+    scan = _scan_records(text, delimiter)
+    frame = _build_frame(text, delimiter, scan, warnings)
+    return LoadedDataset(name=display_name, frame=frame, domains={}, warnings=warnings,
+                         source=f"Uploaded file {display_name}")
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 2**20:,.1f} MB" if n >= 2**20 // 10 else f"{n:,} bytes"
+
+
+def _plain_name(text: str, limit: int = MAX_NAME_LENGTH) -> str:
+    text = _NAME_BREAKS.sub(" ", text)
+    text = _CONTROL.sub("", text).strip()
+    return text[:limit]
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    """Decompress, reading at most ``limit + 1`` bytes so a gzip bomb cannot fill memory."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            out = stream.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DatasetError(
+            f"The file starts like a gzip file but cannot be decompressed ({exc}). It may be "
+            "damaged or cut short: compress the CSV again, or upload it uncompressed."
+        ) from None
+    if len(out) > limit:
+        raise DatasetError(
+            f"The gzip file decompresses to more than {_megabytes(limit)} (the limit is "
+            f"{GZIP_EXPANSION_LIMIT} × the upload limit). Upload a smaller sample of the rows."
+        )
+    if not out:
+        raise DatasetError("The gzip file is empty once decompressed. Compress a CSV file "
+                           "that has a header row and data rows.")
+    return out
+
+
+def _reject_known_formats(data: bytes) -> None:
+    for magic, what, how in _SIGNATURES:
+        if data.startswith(magic):
+            raise DatasetError(f"This file is {what}, not a CSV table. {how}")
+
+
+def _decode(data: bytes, warnings: list[str]) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        try:
+            return data[3:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(
+                f"The file starts with a UTF-8 marker but is not valid UTF-8 (byte "
+                f"{exc.start + 3:,}). Save it again as 'CSV UTF-8' and upload it again."
+            ) from None
+    for bom, codec, label in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(codec)
+            except UnicodeDecodeError:
+                raise DatasetError(
+                    f"The file starts with a {label} marker but cannot be decoded as {label}. "
+                    "Save it as 'CSV UTF-8' and upload it again."
+                ) from None
+            warnings.append(f"The file is encoded as {label}; it was read as such. UTF-8 is "
+                            "the safer choice for CSV files.")
+            return text.removeprefix("\ufeff")
+    if b"\x00" in data:
+        raise DatasetError(
+            "The file contains NUL bytes, so it is binary, not a text CSV file. If it is text "
+            "saved as UTF-16 without a byte-order mark, save it as 'CSV UTF-8' instead; "
+            "otherwise export the table as CSV."
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:  # Windows-1252 is what "Latin-1" CSV files from Excel usually are.
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")  # every byte is valid Latin-1
+    warnings.append("The file is not valid UTF-8, so it was read as Latin-1 (Windows-1252). "
+                    "If accented letters look wrong, save the file as 'CSV UTF-8' and upload "
+                    "it again.")
+    return text
+
+
+def _normalise_newlines(text: str) -> str:
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _reject_non_text(text: str) -> None:
+    sample = text[:_SAMPLE_CHARS]
+    controls = len(_CONTROL.findall(sample))
+    if controls > 8 and controls > 0.01 * len(sample):  # a few strays are fine
+        raise DatasetError(
+            "The file does not look like text: it is full of control characters. Upload a "
+            "CSV (comma-separated text) file; spreadsheets and databases must be exported to "
+            "CSV first."
+        )
+
+
+def _reject_other_text_formats(text: str) -> None:
+    head = text[:300].lstrip().lower()
+    kinds = (
+        (("<?xml",), "an XML document", "Export the table as CSV."),
+        (("<!doctype html", "<html"), "a web page (HTML)",
+         "Download the table itself as CSV, not the page."),
+        (("{\\rtf",), "a rich-text (RTF) document", "Save the table as CSV."),
+        (("{", "[{", "[["), "JSON", "Convert it to CSV first, e.g. with "
+         "pandas.read_json(...).to_csv(...)."),
+    )
+    for starts, what, how in kinds:
+        if head.startswith(starts):
+            raise DatasetError(f"This file looks like {what}, not a CSV table. {how}")
+
+
+def _sample_records(sample: str, delimiter: str, complete: bool) -> list[list[str]]:
+    reader = csv.reader(io.StringIO(sample), delimiter=delimiter, quotechar='"', strict=False)
+    try:
+        records = [r for _, r in zip(range(_SAMPLE_RECORDS + 1), reader, strict=False)]
+    except csv.Error:
+        return []
+    records = [r for r in records if r]  # skip blank lines
+    if not complete and len(records) > 1:
+        records = records[:-1]  # the sample may have cut the last record short
+    return records[:_SAMPLE_RECORDS]
+
+
+def _choose_delimiter(text: str, display_name: str) -> str:
+    """The delimiter that splits the sample into the most consistent table.
+
+    csv.Sniffer's guess breaks ties; a candidate that gives a single column loses to one that
+    gives several, and then the share of rows with the most common field count decides.
+    """
+    complete = len(text) <= _SAMPLE_CHARS
+    sample = text[:_SAMPLE_CHARS]
+    if not complete and "\n" in sample:
+        sample = sample[: sample.rindex("\n") + 1]
+    try:
+        # A short sample: the sniffer's regular expressions take quadratic time on odd text.
+        sniffed = csv.Sniffer().sniff(sample[:4096], delimiters="".join(_DELIMITERS)).delimiter
+    except csv.Error:
+        sniffed = None
+    prefers_tab = display_name.lower().endswith((".tsv", ".tsv.gz", ".tab"))
+
+    def score(delimiter: str) -> tuple[bool, float, bool, bool, int]:
+        records = _sample_records(sample, delimiter, complete)
+        if not records:
+            return (False, 0.0, False, False, 0)
+        counts = np.array([len(r) for r in records])
+        values, freq = np.unique(counts, return_counts=True)
+        modal = int(values[np.argmax(freq)])
+        consistency = float(np.mean(counts == modal))
+        return (modal > 1, consistency, delimiter == sniffed,
+                prefers_tab and delimiter == "\t", modal)
+
+    # max keeps the first of equal scores: the order of _DELIMITERS is the last tie-break.
+    return max(_DELIMITERS, key=score)
+
+
+@dataclass
+class _Scan:
+    lengths: NDArray[np.int64]   # fields per record (0 = blank line), every record to read
+    header_index: int            # the first non-blank record holds the column names
+    truncated: bool              # records after the first MAX_UPLOAD_ROWS data rows exist
+
+
+def _scan_records(text: str, delimiter: str) -> _Scan:
+    """Fields per record, up to the header and MAX_UPLOAD_ROWS non-blank data records.
+
+    pandas pads short rows silently, so the ragged-row report needs this pass of its own; it
+    runs in C (map over the csv reader), without a Python loop over records.
+    """
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', strict=False)
+    wanted = MAX_UPLOAD_ROWS + 2  # the header, the rows we keep, and one to see if more exist
+    chunks: list[NDArray[np.int64]] = []
+    filled = 0
+    try:
+        while filled < wanted:  # blank lines do not count towards the cap, so ask again
+            ask = wanted - filled
+            chunk = np.fromiter(map(len, itertools.islice(reader, ask)), dtype=np.int64)
+            chunks.append(chunk)
+            filled += int(np.count_nonzero(chunk))
+            if chunk.size < ask:
+                break
+    except csv.Error as exc:
+        raise DatasetError(
+            f"Could not split the file into cells near line {reader.line_num:,} ({exc}). This "
+            "usually means a quote (\") that opens a cell is never closed. Check the quotes "
+            "around that line, or save the file again from a spreadsheet as CSV."
+        ) from None
+    lengths = np.concatenate(chunks)
+    filled_records = np.flatnonzero(lengths)
+    if filled_records.size == 0:
+        raise DatasetError("The file holds only blank lines. Upload a CSV file whose first row "
+                           "holds the column names, followed by the data rows.")
+    truncated = filled_records.size > MAX_UPLOAD_ROWS + 1
+    if truncated:
+        lengths = lengths[: filled_records[MAX_UPLOAD_ROWS + 1]]
+    return _Scan(lengths, int(filled_records[0]), truncated)
+
+
+_HEADER_NUMBER = re.compile(r"[+-]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _is_number(text: str) -> bool:
+    # Not float(): "nan", "inf" and "infinity" are fine column names.
+    return _HEADER_NUMBER.fullmatch(text) is not None
+
+
+def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]) -> pd.DataFrame:
+    lengths, top = scan.lengths, scan.header_index
+    data_records = np.flatnonzero(lengths[top + 1:]) + top + 1  # blank lines skipped silently
+    data_lengths = lengths[data_records]
+
+    # The header fixes the number of columns. Fields past it that are all empty (a trailing
+    # delimiter) do no harm; if most rows carry text past it (an unnamed index column, say),
+    # the extra columns get generated names instead.
+    header_len = ncols = int(lengths[top])
+    long = data_lengths > ncols
+    if long.any():
+        long[long] = _extra_fields_filled(text, delimiter, ncols, data_records[long])
+    if long.sum() > data_records.size / 2:
+        ncols = int(np.bincount(data_lengths[long]).argmax())
+        unnamed = (f"the unnamed columns were named 'column {header_len + 1}' to "
+                   f"'column {ncols}'" if ncols > header_len + 1 else
+                   f"the unnamed last column was named 'column {ncols}'")
+        warnings.append(f"The header names {header_len} columns but most rows have {ncols} "
+                        f"fields; {unnamed}.")
+        long = data_lengths > ncols
+        if long.any():
+            long[long] = _extra_fields_filled(text, delimiter, ncols, data_records[long])
+    kept_cols = min(ncols, MAX_UPLOAD_COLUMNS)
+
+    cells = _read_cells(text, delimiter, ncols, kept_cols, scan)
+    header = [str(cell).strip() for cell in cells[top]]
+    named = [cell for cell in header[:header_len] if cell]
+    if not named or all(_is_number(cell) for cell in named):
+        what = "is empty" if not named else "holds only numbers"
+        raise DatasetError(
+            f"The first row {what}, so the file seems to have no header row. Add a first row "
+            "with a name for each column (e.g. age,sex,income) and upload the file again."
+        )
+    if data_records.size == 0:
+        raise DatasetError("The file has a header row but no data rows. Add one row per "
+                           "person below the column names and upload it again.")
+    if ncols > kept_cols:
+        warnings.append(f"The file has {ncols:,} columns; only the first {kept_cols} were "
+                        f"loaded ({ncols - kept_cols:,} dropped). Upload only the columns you "
+                        "need.")
+    if scan.truncated:
+        warnings.append(f"The file has more than {MAX_UPLOAD_ROWS:,} rows; only the first "
+                        f"{MAX_UPLOAD_ROWS:,} were loaded. Upload a sample to use all of it.")
+
+    rows = data_records + 1  # row numbers as a spreadsheet shows them (header = row 1)
+    short = data_lengths < ncols
+    if short.any():
+        n = int(short.sum())
+        warnings.append(
+            f"{_count(n, 'row', 'has/have')} fewer fields than the {ncols} columns (first at "
+            f"row {int(rows[short][0]):,}); the missing cells were left empty.")
+    if long.any():
+        n = int(long.sum())
+        warnings.append(
+            f"{_count(n, 'row', 'has/have')} more fields than the {ncols} columns (first at "
+            f"row {int(rows[long][0]):,}) and {_verb(n, 'was/were')} dropped: the cells cannot "
+            "be matched to columns. Check for unquoted delimiters in those rows.")
+        if long.all():
+            raise DatasetError(
+                f"Every data row has more fields than the {ncols} column names, so no row "
+                "can be matched to the columns. Check the delimiter and the header row.")
+    keep = ~long
+    generated = [f"column {k}" for k in range(header_len + 1, ncols + 1)]
+    names = _column_names((header[:header_len] + generated)[:kept_cols], warnings)
+    return _convert_columns(cells[data_records[keep]], names, delimiter, rows[keep], warnings)
+
+
+def _extra_fields_filled(text: str, delimiter: str, ncols: int,
+                         records: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """For each given (over-long) record, whether a field past the ncols-th one has text."""
+    wanted = set(records.tolist())
+    filled: dict[int, bool] = {}
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', strict=False)
+    for i, record in enumerate(itertools.islice(reader, int(records[-1]) + 1)):
+        if i in wanted:
+            filled[i] = any(field.strip() for field in record[ncols:])
+    return np.array([filled.get(int(i), True) for i in records], dtype=bool)
+
+
+def _read_cells(text: str, delimiter: str, ncols: int, kept_cols: int,
+                scan: _Scan) -> NDArray[np.object_]:
+    """Every scanned record (blank ones too) as a row of strings, padded to kept_cols."""
+    n_records = len(scan.lengths)
+    try:
+        # usecols keeps over-long rows (cut to ncols) instead of skipping them, and
+        # skip_blank_lines=False keeps blank lines, so row i is record i of the scan.
+        raw = pd.read_csv(
+            io.StringIO(text), sep=delimiter, header=None, names=range(ncols),
+            usecols=range(kept_cols), dtype=object, na_filter=False, quotechar='"',
+            skip_blank_lines=False, nrows=n_records, engine="c",
+        )
+    except pd.errors.ParserError as exc:
+        opened = re.search(r"EOF inside string starting at row (\d+)", str(exc))
+        where = f" in row {int(opened.group(1)) + 1:,}" if opened else ""
+        raise DatasetError(
+            f"Could not split the file into cells: a quote (\") that opens a cell{where} is "
+            "never closed, so the rest of the file would be one cell. Check the quotes there, "
+            "or save the file again from a spreadsheet as CSV."
+        ) from None
+    if len(raw) == n_records:
+        return raw.to_numpy(dtype=object)
+    # pandas and the csv module disagreed about a record boundary (odd quoting): fall back to
+    # the csv module's reading, which the ragged-row report is based on.
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', strict=False)
+    cells = np.full((n_records, kept_cols), "", dtype=object)
+    for i, record in enumerate(itertools.islice(reader, n_records)):
+        record = record[:kept_cols]
+        cells[i, : len(record)] = record
+    return cells
+
+
+def _column_names(header: list[str], warnings: list[str]) -> list[str]:
+    names: list[str] = []
+    controls, cut, empty, markup, formula = [], [], [], [], []
+    for position, raw in enumerate(header, start=1):
+        name = _NAME_BREAKS.sub(" ", raw)
+        if _CONTROL.search(name):
+            controls.append(position)
+            name = _CONTROL.sub("", name)
+        name = name.strip()
+        if len(name) > MAX_NAME_LENGTH:
+            cut.append(position)
+            name = name[: MAX_NAME_LENGTH - 1].rstrip() + "…"
+        if not name:
+            empty.append(position)
+            name = f"column {position}"
+        elif _MARKUP.search(name):
+            markup.append(name)
+        if name.startswith(_FORMULA_START):
+            formula.append(name)
+        names.append(name)
+    if controls:
+        warnings.append("Control characters were removed from "
+                        f"{_count(len(controls), 'column name')} ({_positions(controls)}).")
+    if cut:
+        warnings.append(f"{_count(len(cut), 'column name')} longer than {MAX_NAME_LENGTH} "
+                        f"characters {_verb(len(cut), 'was/were')} cut ({_positions(cut)}).")
+    if empty:
+        unnamed = [f"column {p}" for p in empty]
+        warnings.append(f"{_count(len(empty), 'column')} had no name and "
+                        f"{_verb(len(empty), 'was/were')} named by position "
+                        f"({_list(unnamed, quote=True)}).")
+    if markup:
+        warnings.append(f"{_count(len(markup), 'column name', 'looks/look')} like HTML or Markdown "
+                        f"({_list(markup, quote=True)}): kept, and always shown as plain text.")
+    if formula:
+        warnings.append(f"{_count(len(formula), 'column name', 'starts/start')} with =, +, - or "
+                        f"@ ({_list(formula, quote=True)}): kept as text; exports escape them.")
+    return _deduplicate(names, warnings)
+
+
+def _deduplicate(names: list[str], warnings: list[str]) -> list[str]:
+    taken = set(names)
+    seen: set[str] = set()
+    renamed: list[str] = []
+    out: list[str] = []
+    for name in names:
+        if name in seen:
+            k = 2
+            while f"{name} ({k})" in taken:
+                k += 1
+            new = f"{name} ({k})"
+            taken.add(new)
+            renamed.append(new)
+            name = new
+        seen.add(name)
+        out.append(name)
+    if renamed:
+        warnings.append(f"Duplicate column names were made unique: {_list(renamed, quote=True)}.")
+    return out
+
+
+def _count(n: int, noun: str, verb: str = "") -> str:
+    """``_count(2, "row", "has/have")`` is "2 rows have"."""
+    words = f"{n:,} {noun}" + ("" if n == 1 else "s")
+    return f"{words} {_verb(n, verb)}" if verb else words
+
+
+def _positions(positions: list[int]) -> str:
+    return ("column " if len(positions) == 1 else "columns ") + _list(positions)
+
+
+def _verb(n: int, forms: str) -> str:
+    singular, plural = forms.split("/")
+    return singular if n == 1 else plural
+
+
+def _list(items: list[object], *, quote: bool = False, limit: int = 5) -> str:
+    shown = [f"'{_plain_name(str(i), 60)}'" if quote else str(i) for i in items[:limit]]
+    more = f" and {len(items) - limit:,} more" if len(items) > limit else ""
+    return ", ".join(shown) + more
+
+
+@dataclass
+class _ColumnReport:
+    not_numbers: list[tuple[str, int, int]]     # (column, how many, first row)
+    infinite: list[tuple[str, int]]
+    grouped: list[str]                          # read with thousands separators
+    decimal_comma: list[str]
+    formulas: int
+    formula_columns: list[str]
+    text_columns: list[str]                     # too many distinct values for categories
+    empty_columns: list[str]
+    trimmed: int
+
+
+def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: str,
+                     rows: NDArray[np.int64], warnings: list[str]) -> pd.DataFrame:
+    report = _ColumnReport([], [], [], [], 0, [], [], [], 0)
+    columns: dict[str, object] = {}
+    for j, name in enumerate(names):
+        column = _convert_column(cells[:, j], name, delimiter, rows, report)
+        if column is not None:
+            columns[name] = column
+    _report_columns(report, warnings)
+    if not columns:
+        raise DatasetError("Every column is empty or holds only missing markers (NA, NaN, "
+                           "NULL…), so there is nothing to analyse. Fill in some values and "
+                           "upload the file again.")
+    frame = pd.DataFrame(columns)
+    empty_rows = frame.isna().all(axis=1).to_numpy()
+    if empty_rows.all():
+        raise DatasetError("Every row is empty or holds only missing markers (NA, NaN, "
+                           "NULL…), so there is nothing to analyse. Fill in some values and "
+                           "upload the file again.")
+    if empty_rows.any():
+        frame = frame.loc[~empty_rows].reset_index(drop=True)
+        warnings.append(f"{_count(int(empty_rows.sum()), 'row')} with every cell empty or "
+                        f"missing {_verb(int(empty_rows.sum()), 'was/were')} dropped.")
+    missing = int(frame.isna().to_numpy().sum())
+    if missing:
+        warnings.append(f"{_count(missing, 'cell', 'is/are')} missing (empty, NA, NaN, NULL "
+                        "or set to missing as said above); queries treat them as missing.")
+    # An all-integer column may have held NaN only in the rows just dropped.
+    for name in frame.columns:
+        col = frame[name]
+        if col.dtype == np.float64 and not col.isna().any():
+            values = col.to_numpy()
+            if np.all(values == np.rint(values)) and np.all(np.abs(values) < 2**53):
+                frame[name] = values.astype(np.int64)
+    return frame
+
+
+def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
+                    rows: NDArray[np.int64], report: _ColumnReport) -> object | None:
+    """One column as numbers (int64/float64) or categories or text; None if it is empty.
+
+    All the string work happens once per distinct cell text, then maps back through codes
+    (plain list comprehensions: cheaper than pandas string methods on small sets, and no
+    slower on large ones).
+    """
+    codes, uniques = pd.factorize(raw)
+    counts = np.bincount(codes, minlength=len(uniques))
+    stripped = np.array([str(text).strip() for text in uniques], dtype=object)
+    present = np.array([text.lower() not in MISSING_MARKERS for text in stripped], dtype=bool)
+    n_present = int(counts[present].sum())
+    if n_present == 0:
+        report.empty_columns.append(name)
+        return None
+
+    numbers, style = _read_numbers(stripped, present, counts, delimiter)
+    parsed = present & ~np.isnan(numbers)
+    if counts[parsed].sum() >= NUMERIC_SHARE * n_present:
+        failed = present & ~parsed
+        if failed.any():
+            first = int(rows[np.flatnonzero(failed[codes])[0]])
+            report.not_numbers.append((name, int(counts[failed].sum()), first))
+        infinite = np.isinf(numbers)
+        if infinite.any():
+            report.infinite.append((name, int(counts[infinite].sum())))
+            numbers = np.where(infinite, np.nan, numbers)
+        if style == "grouped":
+            report.grouped.append(name)
+        elif style == "decimal comma":
+            report.decimal_comma.append(name)
+        values = numbers[codes]
+        finite = values[~np.isnan(values)]
+        if finite.size == 0:  # nothing but infinities and non-numbers
+            report.empty_columns.append(name)
+            return None
+        if (finite.size == values.size and np.all(finite == np.rint(finite))
+                and np.all(np.abs(finite) < 2**53)):
+            return values.astype(np.int64)
+        return values
+
+    changed = np.array([a != b for a, b in zip(stripped, uniques, strict=True)], dtype=bool)
+    report.trimmed += int(counts[present & changed].sum())
+    starts = np.array([text.startswith(_FORMULA_START) for text in stripped], dtype=bool)
+    formula = present & np.isnan(numbers) & starts
+    if formula.any():
+        report.formulas += int(counts[formula].sum())
+        report.formula_columns.append(name)
+    category_codes, categories = pd.factorize(np.where(present, stripped, None))
+    categories = np.asarray(categories, dtype=object)
+    order = np.argsort(categories.astype(str), kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    row_codes = np.where(category_codes >= 0, rank[np.maximum(category_codes, 0)], -1)[codes]
+    sorted_categories = categories[order]
+    if len(sorted_categories) <= MAX_CATEGORIES:
+        return pd.Categorical.from_codes(row_codes, categories=pd.Index(sorted_categories,
+                                                                        dtype="str"))
+    report.text_columns.append(name)
+    values = np.where(row_codes >= 0, sorted_categories[np.maximum(row_codes, 0)], None)
+    return pd.array(values, dtype="str")
+
+
+def _to_numbers(texts: NDArray[np.object_]) -> NDArray[np.float64]:
+    if texts.size == 0:
+        return np.empty(0)
+    return np.asarray(pd.to_numeric(texts, errors="coerce"), dtype=np.float64)
+
+
+def _read_numbers(stripped: NDArray[np.object_], present: NDArray[np.bool_],
+                  counts: NDArray[np.int64], delimiter: str) -> tuple[NDArray[np.float64], str]:
+    """Each distinct cell text as a number (NaN when it is not one), and how it was read.
+
+    Plain numbers first; texts that fail may be numbers with thousands separators (1,234 or
+    1 234). When some cell has a comma and the file is not comma-separated, reading the
+    column with a decimal comma (1.234,5) is tried too, and the reading that parses more
+    cells wins; a tie goes to the decimal comma only in semicolon files (the European habit).
+    """
+    numbers = _to_numbers(np.where(present, stripped, None))
+    failed = present & np.isnan(numbers)
+    if not failed.any():
+        return numbers, "plain"
+    best, style = numbers, "plain"
+    failed_at = np.flatnonzero(failed)
+    grouped_at = [i for i in failed_at if _US_GROUPED.fullmatch(stripped[i])]
+    if grouped_at:
+        best = numbers.copy()
+        cleaned = [_GROUP_SEPARATORS.sub("", stripped[i]) for i in grouped_at]
+        best[grouped_at] = _to_numbers(np.array(cleaned, dtype=object))
+        style = "grouped"
+    present_at = np.flatnonzero(present)
+    if delimiter != "," and any("," in stripped[i] for i in present_at):
+        european = np.full(numbers.shape, np.nan)
+        eu_at = [i for i in present_at if _EU_NUMBER.fullmatch(stripped[i])]
+        if eu_at:
+            cleaned = [_EU_GROUP_SEPARATORS.sub("", stripped[i]).replace(",", ".")
+                       for i in eu_at]
+            european[eu_at] = _to_numbers(np.array(cleaned, dtype=object))
+        n_best = counts[~np.isnan(best)].sum()
+        n_european = counts[~np.isnan(european)].sum()
+        if n_european > n_best or (n_european == n_best and delimiter == ";"):
+            best, style = european, "decimal comma"
+    return best, style
+
+
+def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
+    if report.empty_columns:
+        n = len(report.empty_columns)
+        warnings.append(f"{_count(n, 'column')} with no values {_verb(n, 'was/were')} dropped: "
+                        f"{_list(report.empty_columns, quote=True)}.")
+    if report.grouped:
+        warnings.append(f"Numbers with thousands separators (like 1,234) were read as numbers "
+                        f"in {_list(report.grouped, quote=True)}.")
+    if report.decimal_comma:
+        warnings.append(f"Numbers with a decimal comma (like 1,5 = 1.5) were read as numbers "
+                        f"in {_list(report.decimal_comma, quote=True)}.")
+    for name, n, row in report.not_numbers[:5]:
+        warnings.append(f"Column '{_plain_name(name, 60)}' is numeric, but "
+                        f"{_count(n, 'cell', 'is/are')} not a number (first at row {row:,}): "
+                        "set to missing.")
+    if len(report.not_numbers) > 5:
+        more = [name for name, _, _ in report.not_numbers[5:]]
+        warnings.append(f"More numeric columns had cells that are not numbers, set to missing: "
+                        f"{_list(more, quote=True)}.")
+    if report.infinite:
+        total = sum(n for _, n in report.infinite)
+        where = _list([name for name, _ in report.infinite], quote=True)
+        warnings.append(f"{_count(total, 'infinite value')} (inf) {_verb(total, 'was/were')} "
+                        f"set to missing in {where}.")
+    if report.formulas:
+        warnings.append(
+            f"{_count(report.formulas, 'cell', 'starts/start')} with =, +, - or @ and could run as "
+            f"formulas in a spreadsheet ({_list(report.formula_columns, quote=True)}). They "
+            "are kept as text; exports escape them.")
+    if report.text_columns:
+        warnings.append(
+            f"{_list(report.text_columns, quote=True)} "
+            f"{_verb(len(report.text_columns), 'has/have')} more than {MAX_CATEGORIES:,} "
+            "different values: kept as text, but not offered for categorical queries.")
+    if report.trimmed:
+        warnings.append(f"Spaces around {_count(report.trimmed, 'text cell')} were removed.")
+
+
