@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import charts, controls, state
+from dashboard import charts, choices, controls, state
 from dashboard.analysis import epsilon as ana
 from dashboard.analysis import selection as sel
 from dashboard.text import plain
@@ -57,9 +57,9 @@ with setup:
                                        key=f"choose_relative_{query.kind}",
                                        default=query.kind in ("sum", "mean"))
         st.caption(ana.sensitivity_note(query, numbers))
-        if query.answer_range and {"bounded_laplace", "clamped_laplace"} & set(mechanisms):
+        if query.answer_range and choices.uses_answer_range(mechanisms):
             low, high = query.answer_range
-            st.caption(f"Bounded and clamped Laplace keep the answer in [{low:g}, {high:g}], a "
+            st.caption(f"{choices.range_names()} keep the answer in [{low:g}, {high:g}], a "
                        "public range from the statistics page; a range read off the data "
                        "would leak.")
         confidence = controls.select("Confidence (share of releases the error bound covers)",
@@ -72,8 +72,8 @@ with setup:
                                       format_func=sel.NOISES.get)
         st.caption(f"Sensitivity of the scores: {question.sensitivity:g} under add/remove one "
                    "row (set on the Selection page).")
-    if "gaussian" in mechanisms:
-        delta = controls.select("δ for the Gaussian mechanism", controls.DELTA_OPTIONS,
+    if any(map(choices.needs_delta, mechanisms)):
+        delta = controls.select("δ for the mechanisms that need one", controls.DELTA_OPTIONS,
                                 key="choose_delta", default=query.delta,
                                 format_func=controls.fmt_number)
 
@@ -152,9 +152,10 @@ if controls.toggle("Also show a zCDP guarantee (ρ)", key="choose_show_rho",
                         "Otherwise it starts at ρ = ε²/2, what ε-DP implies."):
     rho = controls.exact_slider("ρ (zCDP)", ana.RISK_RHO_GRID, key="choose_rho", symbol="ρ",
                                 default=ana.default_rho(epsilon, carried_rho))
-gaussian = "gaussian" in mechanisms
+gaussian = any(map(choices.needs_delta, mechanisms))
 summary = ana.cached_risk(epsilon, delta if gaussian else None,
-                          question is not None or any(m != "gaussian" for m in mechanisms), rho)
+                          question is not None or not all(map(choices.needs_delta, mechanisms)),
+                          rho)
 st.dataframe(summary.posteriors, hide_index=True, key="choose_posteriors", width="stretch")
 st.caption("An attacker who knows every other row starts with a belief (prior) that Alice is "
            "in the data; after the release it is at most the value shown, except with the "

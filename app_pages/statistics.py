@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import charts, controls, state
 from dashboard.analysis import statistics as stats
+from dashboard.choices import label
 from dashboard.text import plain
 
 NO_COMPARISON = "none"
@@ -77,7 +78,7 @@ with protect:
         "Compare with", [NO_COMPARISON, *stats.comparable_mechanisms(
             choice, query=query, integer_query=integer_query)],
         key="stats_compare", default=NO_COMPARISON,
-        format_func=lambda m: "No comparison" if m == NO_COMPARISON else controls.MECHANISMS[m])
+        format_func=lambda m: "No comparison" if m == NO_COMPARISON else label(m))
     st.caption("The second mechanism gets the same privacy level. Gaussian noise is never pure "
                "DP: to compare Laplace with Gaussian, choose approximate DP.")
     sum_share = 0.5

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, controls, state
+from dashboard import charts, choices, controls, state
 from dashboard.analysis import tables
 from dashboard.text import plain
 
@@ -45,8 +45,8 @@ with left:
                              default=axes[1] if axes[1] != row else others[0],
                              in_url=not is_upload)
     privacy = controls.privacy_controls("tables", integer_query=True,
-                                        allowed=("geometric", "laplace", "gaussian"),
-                                        default_mechanism="geometric")
+                                        allowed=choices.RANGE_FREE,
+                                        default_mechanism=choices.WHOLE_NUMBER_KIND)
 with right:
     clip = controls.toggle("Clip negative counts to 0", key="tables_clip", default=True)
     round_ = controls.toggle("Round to whole numbers", key="tables_round", default=True)

@@ -272,9 +272,17 @@ def test_comparable_mechanisms():
                                                          integer_query=True)
     approx = PrivacyChoice("approx", "laplace", epsilon=1.0, delta=1e-6)
     assert "gaussian" in stats.comparable_mechanisms(approx, query="count", integer_query=True)
-    assert stats.comparable_mechanisms(approx, query="mean", integer_query=False) == ["gaussian"]
+    # a real-valued mean: no whole-number kind, no kind needing an answer range; the
+    # staircase is pure ε-DP, so (ε, 0)-DP, and is offered under approximate DP too
+    assert stats.comparable_mechanisms(approx, query="mean", integer_query=False) == [
+        "gaussian", "staircase"]
+    zcdp_whole = PrivacyChoice("zcdp", "discrete_gaussian", rho=0.5)
+    assert stats.comparable_mechanisms(zcdp_whole, query="count", integer_query=True) == [
+        "gaussian"]
     zcdp = PrivacyChoice("zcdp", "gaussian", rho=0.5)
-    assert stats.comparable_mechanisms(zcdp, query="count", integer_query=True) == []
+    assert stats.comparable_mechanisms(zcdp, query="count", integer_query=True) == [
+        "discrete_gaussian"]
+    assert stats.comparable_mechanisms(zcdp, query="sum", integer_query=False) == []
 
 
 def test_metrics_table_side_by_side(small_frame):

@@ -15,11 +15,12 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
+from dashboard import choices
 from dashboard.analysis import selection as sel
 from dashboard.analysis import statistics as stats
 from dashboard.analysis import tables
 from dashboard.charts.epsilon import Curve
-from dashboard.controls import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
+from dashboard.choices import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dpcore import figures, queries, risk, utility
 from dpcore.measures import ZCDP, ApproxDP, PureDP
@@ -50,13 +51,13 @@ DEFAULT_DELTA = 1e-6
 SELECTION_GRID = tuple(float(x) for x in np.geomspace(1e-4, 10, 51))
 #: Simulated releases per point of a top-k curve (standard error at most 0.5/sqrt(2000) = 1.1%).
 TOP_K_TRIALS = 2_000
-_ARRAY_MECHANISMS = ("laplace", "gaussian", "geometric")
+_ARRAY_MECHANISMS = choices.RANGE_FREE
 _RNG_OFFSET = 6  # this page's own random stream
 
 
 def mechanism_name(kind: str) -> str:
-    """'Laplace', 'Geometric', 'Gaussian', 'Bounded Laplace', 'Clamped Laplace'."""
-    return MECHANISMS[kind].split(" (")[0]
+    """'Laplace', 'Geometric', 'Gaussian', 'Bounded Laplace', 'Clamped Laplace'..."""
+    return choices.mechanism_name(kind)
 
 
 def fmt(x: float) -> str:
@@ -81,8 +82,8 @@ class ErrorQuery:
     unit: str
     spec: stats.QuerySpec | None = None
     table: tuple[str, str, tuple[str, ...], tuple[str, ...]] | None = None
-    mechanisms: tuple[str, ...] = ("laplace",)
-    chosen: tuple[str, ...] = ("laplace",)
+    mechanisms: tuple[str, ...] = (choices.DEFAULT_KIND,)
+    chosen: tuple[str, ...] = (choices.DEFAULT_KIND,)
     answer_range: tuple[float, float] | None = None
     epsilon: float = 1.0
     delta: float = DEFAULT_DELTA
@@ -110,7 +111,7 @@ class SelectionQuestion:
 
     scores: tuple[float, ...]
     what: str
-    noise: str = "laplace"
+    noise: str = sel.DEFAULT_NOISE
     sensitivity: float = 1.0
     monotonic: bool = True
     negate: bool = False
@@ -164,7 +165,8 @@ def _count_query(loaded: LoadedDataset, note: str, *, upload: bool) -> ErrorQuer
     answer_range = stats.default_answer_range(spec, len(loaded.frame))
     origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
     return ErrorQuery("statistics", "count", "count", "people", spec=spec,
-                      mechanisms=tuple(MECHANISMS), chosen=("laplace", "gaussian"),
+                      mechanisms=tuple(MECHANISMS),
+                      chosen=(choices.DEFAULT_KIND, choices.APPROX_KIND),
                       answer_range=answer_range, note=note, origins=tuple(origins.items()))
 
 
@@ -200,15 +202,9 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         integer, rows = stats.query_facts(loaded.frame, dataset_key, spec)
     except (ValueError, TypeError):
         return _count_query(loaded, fallback, upload=upload)
-    if query == "mean":
-        offered = tuple(m for m in queries.MEAN_MECHANISMS
-                        if m in MECHANISMS and (integer or m != "geometric"))
-    elif query == "histogram":
-        offered = _ARRAY_MECHANISMS
-    else:
-        offered = tuple(MECHANISMS)
-    if not integer:
-        offered = tuple(m for m in offered if m != "geometric")
+    offered = tuple(m for m in (queries.MEAN_MECHANISMS if query == "mean" else
+                                _ARRAY_MECHANISMS if query == "histogram" else MECHANISMS)
+                    if integer or not choices.spec(m).integer_only)
     chosen = tuple(dict.fromkeys(
         m for m in (saved.get("stats_mechanism"), saved.get("stats_compare")) if m in offered))
     answer_range = None
@@ -260,7 +256,7 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
         "tables", "table", "count in each cell", "people", table=(row, column, row_cats,
                                                                    col_cats),
         mechanisms=_ARRAY_MECHANISMS,
-        chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else ("geometric",),
+        chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else (choices.WHOLE_NUMBER_KIND,),
         epsilon=_saved_epsilon(saved, "tables"), delta=_saved_delta(saved, "tables"),
         rho=saved_rho(saved, "tables"), total_share=total_share,
         note=f"{note}: **{escape(row)} × {escape(column)}**, "
@@ -275,7 +271,7 @@ def cells_budget(query: ErrorQuery, epsilon: float, delta: float) -> tuple[float
     the separate total leaves (``tables.split_budget``, the Noisy tables page's own split)."""
     if query.total_share is None:
         return epsilon, delta
-    table, _ = tables.split_budget(PrivacyChoice("approx", "laplace", epsilon=epsilon,
+    table, _ = tables.split_budget(PrivacyChoice("approx", choices.DEFAULT_KIND, epsilon=epsilon,
                                                  delta=delta), query.total_share)
     return table.epsilon, table.delta
 
@@ -345,7 +341,8 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
             if saved.get("sel_measure") == "zcdp" else "")
     top = f"a true top {k}" if k > 1 else escape(what)
     return SelectionQuestion(
-        scores, what, noise=noise if noise in sel.NOISES else "laplace", sensitivity=sensitivity,
+        scores, what, noise=noise if noise in sel.NOISES else sel.DEFAULT_NOISE,
+        sensitivity=sensitivity,
         monotonic=saved.get(monotonic_key, monotonic_default) is True,
         negate=saved.get("sel_negate") is True,
         k=k, epsilon=_saved_epsilon(saved, "sel_pure_level"), rho=saved_rho(saved, "sel"),
@@ -402,9 +399,9 @@ def _options(query: ErrorQuery, mechanism: str, numbers: QueryNumbers,
              delta: float) -> dict:
     """Keyword arguments of the utility sweeps for one mechanism."""
     options: dict = {"sensitivity": numbers.l1, "l2_sensitivity": numbers.l2}
-    if mechanism == "gaussian":
+    if choices.needs_delta(mechanism):
         options["delta"] = delta
-    if mechanism in ("bounded_laplace", "clamped_laplace"):
+    if choices.spec(mechanism).needs_range:
         options["lower"], options["upper"] = query.answer_range
     return options
 
@@ -429,10 +426,7 @@ def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, 
     trials = max(200, math.ceil(SIM_ERRORS / numbers.true_value.size))
     if query.kind == "mean":
         def release(eps: float, n: int, gen: np.random.Generator) -> NDArray:
-            budget = {"epsilon": eps, "delta": delta} if mechanism == "gaussian" else {
-                "epsilon": eps}
-            choice = PrivacyChoice("approx" if mechanism == "gaussian" else "pure", mechanism,
-                                   **budget)
+            choice = choices.calibrated_from_epsilon(mechanism, eps, delta)
             plan = stats.make_plan(frame, query.spec, choice, sum_share=query.sum_share)
             return plan.sample(n, gen)
 
@@ -468,9 +462,10 @@ def smallest_for(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, alph
     if query.kind != "mean":
         options = _options(query, mechanism, numbers, cells_budget(query, 1.0, delta)[1])
         l2 = options.pop("l2_sensitivity")
-        if mechanism == "gaussian":
-            options["sensitivity"] = l2
-        bounded = mechanism in ("bounded_laplace", "clamped_laplace")
+        options["sensitivity"] = choices.calibrated_from_epsilon(
+            mechanism, 1.0, delta).sensitivity(l1_sensitivity=options["sensitivity"],
+                                               l2_sensitivity=l2)
+        bounded = choices.spec(mechanism).needs_range
         truth = float(numbers.true_value) if bounded else None
         found = utility.smallest_epsilon(mechanism, alpha=alpha, beta=beta, true_value=truth,
                                          **options)
@@ -549,14 +544,15 @@ def use_epsilon(source: str, kind: str, answer: utility.SmallestEpsilon, *,
         how = "pure DP"
     else:
         prefix = "stats" if source == "statistics" else "tables"
-        settings = {f"{prefix}_measure": "approx" if kind == "gaussian" else "pure",
+        choice = choices.calibrated_from_epsilon(kind, value, delta)
+        settings = {f"{prefix}_measure": choice.measure,
                     f"{prefix}_mechanism": kind, f"{prefix}_epsilon": value}
-        if kind == "gaussian":
+        if choices.needs_delta(kind):
             settings[f"{prefix}_delta"] = delta
         if source == "statistics" and query_kind is not None:
             settings["stats_query"] = query_kind
         name = mechanism_name(kind)
-        how = f"δ = {delta:g}" if kind == "gaussian" else "pure DP"
+        how = f"δ = {delta:g}" if choices.needs_delta(kind) else "pure DP"
     problem = None
     if value > grid[-1]:
         problem = (f"ε = {text} is above the largest ε the {title} page offers "
@@ -685,7 +681,8 @@ def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilo
     For a histogram or table the bound holds for each cell on its own; the cells' noise is
     independent, so all ``cells`` at once hold in at least (1 − β)^cells of releases.
     """
-    name = mechanism_name(kind) + " noise" + (f" (δ = {delta:g})" if kind == "gaussian" else "")
+    name = mechanism_name(kind) + " noise" + (f" (δ = {delta:g})" if choices.needs_delta(kind)
+                                              else "")
     what = escape(query.what)
     if relative:
         within = f"±{target_value:g}% (±{fmt(target_value / 100 * abs(true_value))})"
@@ -979,10 +976,11 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
         "cells": cells, "neighbouring_datasets": NEIGHBOURS,
         "l1_sensitivity": numbers.l1, "l2_sensitivity": numbers.l2,
         "mechanisms": list(results),
-        "privacy_measure": {k: "approx" if k == "gaussian" else "pure" for k in results},
-        "delta": delta if "gaussian" in results else None, "rho": None,
+        "privacy_measure": {k: choices.calibrated_from_epsilon(k, 1.0, delta).measure
+                            for k in results},
+        "delta": delta if any(map(choices.needs_delta, results)) else None, "rho": None,
         "answer_range": (list(query.answer_range) if query.answer_range is not None and
-                         {"bounded_laplace", "clamped_laplace"} & set(results) else None),
+                         choices.uses_answer_range(list(results)) else None),
         "mean_sum_share": query.sum_share if query.kind == "mean" else None,
         "table_separate_total_share": query.total_share,
         "error_measure": MEASURES[measure], "confidence": round(1 - beta, 10),

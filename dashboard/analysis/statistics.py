@@ -15,7 +15,8 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
-from dashboard.controls import MECHANISMS, VALID_MECHANISMS, PrivacyChoice, fmt_number
+from dashboard import choices
+from dashboard.choices import PrivacyChoice, mechanism_name
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dashboard.shown import percent_down, up
@@ -46,7 +47,6 @@ DENSITY_POINTS = 401
 #: A histogram column is the default when it has at most this many categories.
 DEFAULT_MAX_CATEGORIES = 20
 _RNG_OFFSET = 2  # this page's own random streams, apart from the other pages'
-_BOUNDED_KINDS = ("bounded_laplace", "clamped_laplace")
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,17 +246,14 @@ def answer_unit(loaded: LoadedDataset, spec: QuerySpec) -> str:
 def comparable_mechanisms(choice: PrivacyChoice, *, query: str,
                           integer_query: bool) -> list[str]:
     """The mechanisms valid at the same privacy measure, other than the one chosen."""
-    options = [m for m in VALID_MECHANISMS[choice.measure] if m != choice.mechanism]
-    if query == "mean":
-        options = [m for m in options if m in MEAN_MECHANISMS]
-    if not integer_query:
-        options = [m for m in options if m != "geometric"]
-    return options
+    options = choices.offered(choice.measure, integer_query=integer_query,
+                              allowed=MEAN_MECHANISMS if query == "mean" else None)
+    return [m for m in options if m != choice.mechanism]
 
 
 def uses_answer_range(mechanisms: Sequence[str]) -> bool:
     """Whether any of these mechanisms needs a public range for the answer."""
-    return any(m in _BOUNDED_KINDS for m in mechanisms)
+    return choices.uses_answer_range(mechanisms)
 
 
 # --------------------------------------------------------------------------------------------
@@ -280,11 +277,7 @@ def answer_query(frame: pd.DataFrame, spec: QuerySpec) -> QueryAnswer | tuple[Qu
 
 def _mean_budget(choice: PrivacyChoice) -> dict[str, float]:
     """The budget keywords ``queries.noisy_mean`` takes for this choice."""
-    if choice.mechanism != "gaussian":
-        return {"epsilon": choice.epsilon}
-    if choice.measure == "zcdp":
-        return {"rho": choice.rho}
-    return {"epsilon": choice.epsilon, "delta": choice.delta}
+    return choice.budget()
 
 
 @dataclass(frozen=True, eq=False)
@@ -439,15 +432,15 @@ def make_plan(frame: pd.DataFrame, spec: QuerySpec, choice: PrivacyChoice, *,
                            count_answer=count_answer, mean_mechanisms=(parts[0], parts[1]),
                            sum_share=sum_share)
     lower = upper = None
-    if choice.mechanism in _BOUNDED_KINDS:
+    if choice.spec.needs_range:
         if answer_range is None:
-            raise ValueError(f"the {MECHANISMS[choice.mechanism]} mechanism needs a public "
+            raise ValueError(f"the {choice.spec.label} mechanism needs a public "
                              "range for the answer")
         lower, upper = answer_range
     mechanism = choice.build(l1_sensitivity=answered.l1_sensitivity,
                              l2_sensitivity=answered.l2_sensitivity, lower=lower, upper=upper)
     true_value = np.asarray(answered.true_value, dtype=np.float64)
-    if choice.mechanism == "bounded_laplace":
+    if choice.spec.true_value_in_range:
         mechanism.bias(true_value)  # raises ValueError naming the range if the answer is outside
     return ReleasePlan(spec, choice, true_value, answered.labels, answered, mechanism=mechanism)
 
@@ -644,7 +637,7 @@ def fmt_value(x: float) -> str:
 def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
     """(short sensitivity, why) for the add/remove-one-row neighbour relation."""
     spec, answer = plan.spec, plan.answer
-    norm = "L2" if plan.choice.mechanism == "gaussian" else "L1"
+    norm = plan.choice.spec.sensitivity_norm
     if spec.query == "count":
         return "1", "adding or removing one row changes the count by at most 1"
     if spec.query == "histogram":
@@ -659,27 +652,8 @@ def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
 
 
 def _scale_text(mechanism: AdditiveMechanism, choice: PrivacyChoice) -> str:
-    """One line: the noise scale and where it comes from."""
-    sens, scale = mechanism.sensitivity, mechanism.scale
-    kind = choice.mechanism
-    if kind == "gaussian":
-        if choice.measure == "zcdp":
-            return (f"σ = Δ/√(2ρ) = {fmt_value(sens)}/√(2·{fmt_number(choice.rho)}) = "
-                    f"{fmt_value(scale)} (Gaussian noise, zCDP)")
-        return (f"σ = {fmt_value(scale)}: the smallest Gaussian noise for which sensitivity "
-                f"{fmt_value(sens)} is (ε = {fmt_number(choice.epsilon)}, δ = "
-                f"{fmt_number(choice.delta)})-DP (analytic calibration, Balle & Wang 2018)")
-    if kind == "bounded_laplace":
-        return (f"b = {fmt_value(scale)}, more than Δ/ε = {fmt_value(sens / choice.epsilon)}: "
-                f"noise is redrawn inside [{mechanism.lower:g}, {mechanism.upper:g}], and that "
-                "truncation would leak without the extra noise (Holohan et al. 2018)")
-    rule = f"Δ/ε = {fmt_value(sens)}/{fmt_number(choice.epsilon)} = {fmt_value(scale)}"
-    if kind == "geometric":
-        return f"s = {rule}: whole-number noise (two-sided geometric)"
-    if kind == "clamped_laplace":
-        return (f"b = {rule}; the noisy answer is then clamped to [{mechanism.lower:g}, "
-                f"{mechanism.upper:g}], which costs no privacy but biases answers near the bounds")
-    return f"b = {rule}: Laplace noise, standard deviation √2·b = {fmt_value(math.sqrt(2) * scale)}"
+    """One line: the noise scale and where it comes from (from the kind's spec)."""
+    return choices.scale_text(mechanism, choice, fmt_value).rstrip(".")
 
 
 def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
@@ -758,7 +732,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
         density_y = plan.error_density(density_x)
     sensitivity, scale, explanation = describe_plan(plan)
     return MechanismRun(
-        name=MECHANISMS[plan.choice.mechanism].split(" (")[0], label=plan.choice.label(),
+        name=mechanism_name(plan.choice.mechanism), label=plan.choice.label(),
         query=plan.spec.query, true_value=plan.true_value, labels=plan.labels,
         release=np.asarray(release, dtype=np.float64), summary=summary, alpha=alpha,
         density_x=density_x, density_y=density_y, integer_errors=plan.integer_errors,
@@ -920,21 +894,13 @@ def simulate_releases(frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
 # --------------------------------------------------------------------------------------------
 # Downloads: the noisy release shown, and the parameters that produced it
 
-#: What the noise scale of each mechanism means, for the parameters file.
-NOISE_SCALE_MEANING = {
-    "laplace": "Laplace scale b (standard deviation √2·b)",
-    "geometric": "two-sided geometric scale s: P(noise = k) ∝ exp(−|k|/s), k whole",
-    "gaussian": "standard deviation σ",
-    "bounded_laplace": "scale b of the Laplace density restricted to the answer range",
-    "clamped_laplace": "Laplace scale b; the noisy answer is then clamped to the answer range",
-}
 NEIGHBOURS = "add/remove one row (one row = one person)"
 #: The two sizes of a change to several released numbers at once, in plain words.
 SENSITIVITY_NORMS = {
-    "L1": "L1 adds up how much each released number can change, which Laplace and geometric "
-          "noise are calibrated to",
-    "L2": "L2 is the square root of the sum of the squared changes, which Gaussian noise is "
-          "calibrated to",
+    "L1": "L1 adds up how much each released number can change, which "
+          f"{choices.norm_names('L1')} noise is calibrated to",
+    "L2": "L2 is the square root of the sum of the squared changes, which "
+          f"{choices.norm_names('L2')} noise is calibrated to",
 }
 
 
@@ -972,16 +938,16 @@ def _privacy_fields(measure) -> dict:
 def _mechanism_fields(plan: ReleasePlan) -> dict:
     """Sensitivities, noise scale and privacy of one planned release (numbers, not text)."""
     kind = plan.choice.mechanism
-    norm = "L2" if kind == "gaussian" else "L1"
+    norm = plan.choice.spec.sensitivity_norm
     fields = {"mechanism": kind, "label": plan.choice.label(), "sensitivity_norm": norm,
-              "noise_scale_meaning": NOISE_SCALE_MEANING[kind]}
+              "noise_scale_meaning": plan.choice.spec.scale_meaning}
     if plan.mechanism is not None:
         fields |= {"l1_sensitivity": float(plan.answer.l1_sensitivity),
                    "l2_sensitivity": float(plan.answer.l2_sensitivity),
                    "sensitivity": float(plan.mechanism.sensitivity),
                    "noise_scale": float(plan.mechanism.scale),
                    "privacy": _privacy_fields(plan.mechanism.privacy)}
-        if kind in _BOUNDED_KINDS:
+        if plan.choice.spec.needs_range:
             fields["answer_range"] = [float(plan.mechanism.lower), float(plan.mechanism.upper)]
         return fields
     # The mean: a noisy sum over a noisy count, each with its share of the budget.

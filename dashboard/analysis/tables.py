@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
-from dashboard.controls import PrivacyChoice
+from dashboard.choices import PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dpcore import measures, postprocess, queries
