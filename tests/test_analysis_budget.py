@@ -15,6 +15,7 @@ from scipy import optimize, stats
 from scipy.special import ndtr
 
 from dashboard.analysis import budget
+from dpcore import BoundedLaplace
 from dpcore.measures import ApproxDP, PureDP, advanced_composition
 
 HYPOTHESIS = settings(max_examples=150, deadline=None)
