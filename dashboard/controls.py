@@ -209,7 +209,7 @@ def epsilon_slider(*, key: str, default: float = 1.0, label: str = "ε (epsilon)
 
 def privacy_controls(prefix: str, *, integer_query: bool = True, bounds_declared: bool = True,
                      allowed: Sequence[str] | None = None, container: Any = st,
-                     default_mechanism: str = "laplace") -> PrivacyChoice:
+                     default_mechanism: str = choices.DEFAULT_KIND) -> PrivacyChoice:
     """Measure, mechanism and the parameters the measure needs; only valid pairs are offered."""
     measure = select("Privacy measure", list(MEASURES), key=f"{prefix}_measure",
                      format_func=MEASURES.get, container=container,
