@@ -179,7 +179,7 @@ def test_simulated_histogram_fits_closed_form_bins(small_frame):
 def test_mean_plan_splits_the_budget_and_spans_its_errors(adult):
     spec = stats.QuerySpec("mean", "age", lower=17.0, upper=90.0)
     plan = stats.make_plan(adult.frame, spec, pure("laplace", 1.0), sum_share=0.3)
-    sum_mech, count_mech = plan.mean_mechanisms
+    sum_mech, count_mech = plan.parts
     assert sum_mech.scale == pytest.approx(90 / 0.3) and count_mech.scale == pytest.approx(1 / 0.7)
     # shown parts = the parts sampled: at most the budget, exactly (1.0·0.3 rounds up)
     assert Fraction(sum_mech.privacy.epsilon) + Fraction(count_mech.privacy.epsilon) <= 1

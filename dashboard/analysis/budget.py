@@ -255,7 +255,7 @@ def _cost(kind: str, measure: str, eps: float | None, dlt: float | None, rh: flo
         note = f"{name} noise is pure ε-DP: δ = 0"
     budget = {"epsilon": epsilon, **({"delta": delta} if delta > 0 else {})}
     mechanism = build(**budget)
-    accuracy = None if mechanism is None else mechanism.accuracy(ACCURACY_BETA)
+    accuracy = None if spec.needs_range else mechanism.accuracy(ACCURACY_BETA)
     if delta == 0:
         return ApproxDP(epsilon, 0.0), PureDP(epsilon).to_zcdp(), accuracy, note
     pure = spec.mechanism.pure_epsilon_bound(epsilon, delta)
@@ -263,7 +263,7 @@ def _cost(kind: str, measure: str, eps: float | None, dlt: float | None, rh: flo
         note = (f"no exact ρ: its calibration makes it pure ε₀ = {up(pure, 6)}-DP, and zCDP "
                 "counts ρ = ε₀²/2")
         return ApproxDP(epsilon, delta), PureDP(pure).to_zcdp(), accuracy, note
-    zcdp = None if mechanism is None else mechanism.zcdp_bound()
+    zcdp = None if spec.needs_range else mechanism.zcdp_bound()
     if zcdp is None:
         raise _RowError(f"{name} noise at (ε, δ) has no known ρ — choose zCDP or pure DP")
     return (ApproxDP(epsilon, delta), zcdp, accuracy,

@@ -284,9 +284,10 @@ def _mean_budget(choice: PrivacyChoice) -> dict[str, float]:
 class ReleasePlan:
     """What one release is: the true answer and the noise added to it.
 
-    ``mechanism`` adds the noise to a count, sum or histogram. A mean is released as a noisy
-    sum over a noisy count (``queries.noisy_mean``): then ``mechanism`` is None and
-    ``mean_mechanisms`` holds the two parts, each with its share of the budget.
+    ``release`` is what adds the noise: a mechanism of the catalogue for a count, sum or
+    histogram, or a ``queries.NoisyMean`` for a mean (a noisy sum over a noisy count, its
+    ``parts`` each with a share of the budget). Both have a ``privacy`` and ``parts``; only
+    a mechanism has closed forms for its error (:attr:`closed_form`).
     """
 
     spec: QuerySpec
@@ -294,10 +295,19 @@ class ReleasePlan:
     true_value: NDArray[np.float64]
     labels: tuple[str, ...] | None
     answer: QueryAnswer
-    mechanism: AdditiveMechanism | None = None
+    release: AdditiveMechanism | queries.NoisyMean
     count_answer: QueryAnswer | None = None
-    mean_mechanisms: tuple[AdditiveMechanism, AdditiveMechanism] | None = None
     sum_share: float = 0.5
+
+    @property
+    def closed_form(self) -> bool:
+        """Whether the error has closed forms (a mechanism; a noisy mean is simulated)."""
+        return isinstance(self.release, AdditiveMechanism)
+
+    @property
+    def parts(self) -> tuple[AdditiveMechanism, ...]:
+        """The mechanisms that add noise: the one mechanism, or the mean's sum and count."""
+        return (self.release,) if self.closed_form else self.release.parts
 
     @property
     def cells(self) -> int:
@@ -305,7 +315,7 @@ class ReleasePlan:
 
     @property
     def integer_errors(self) -> bool:
-        return self.mechanism is not None and self.mechanism.integer_output
+        return self.closed_form and self.release.integer_output
 
     def _cells(self) -> NDArray[np.float64]:
         # Shape (1, cells): broadcasts against a column of error values x[:, None].
@@ -313,49 +323,48 @@ class ReleasePlan:
 
     def sample(self, trials: int | None, rng: np.random.Generator) -> NDArray[np.float64]:
         """Noisy releases: shape ``true_value.shape``, or ``(trials, *true_value.shape)``."""
-        if self.mechanism is not None:
-            noisy = self.mechanism.sample(self.true_value, rng=rng, trials=trials)
-            return np.asarray(noisy, dtype=np.float64)
-        return queries.noisy_mean(self.answer, self.count_answer, mechanism=self.choice.mechanism,
-                                  sum_share=self.sum_share, rng=rng, trials=trials,
-                                  **_mean_budget(self.choice))
+        if self.closed_form:
+            noisy = self.release.sample(self.true_value, rng=rng, trials=trials)
+        else:
+            noisy = self.release.sample(rng=rng, trials=trials)
+        return np.asarray(noisy, dtype=np.float64)
 
     def accuracy(self, beta: float) -> NDArray[np.float64] | None:
         """Closed-form alpha per cell with P(|error| > alpha) <= beta; None for the mean."""
-        if self.mechanism is None:
+        if not self.closed_form:
             return None
-        alpha = self.mechanism.accuracy(beta, true_value=self.true_value)
+        alpha = self.release.accuracy(beta, true_value=self.true_value)
         return np.broadcast_to(np.asarray(alpha, dtype=np.float64), self.true_value.shape)
 
     def error_cdf(self, x: ArrayLike) -> NDArray[np.float64] | None:
         """P(error <= x) for one cell drawn at random (the mixture over cells); None for a mean."""
-        if self.mechanism is None:
+        if not self.closed_form:
             return None
         x = np.asarray(x, dtype=np.float64).reshape(-1, 1)
-        cdf = self.mechanism.error_cdf(x, true_value=self._cells())
+        cdf = self.release.error_cdf(x, true_value=self._cells())
         return np.broadcast_to(cdf, (x.shape[0], self.cells)).mean(axis=1)
 
     def error_density(self, x: ArrayLike) -> NDArray[np.float64] | None:
         """Density of the error (probability of each whole number for geometric noise)."""
-        if self.mechanism is None:
+        if not self.closed_form:
             return None
         x = np.asarray(x, dtype=np.float64).reshape(-1, 1)
         if self.integer_errors:
-            pmf = self.mechanism.error_pmf(x)
+            pmf = self.release.error_pmf(x)
             return np.broadcast_to(pmf, (x.shape[0], 1)).mean(axis=1)
-        pdf = self.mechanism.error_pdf(x, true_value=self._cells())
+        pdf = self.release.error_pdf(x, true_value=self._cells())
         return np.broadcast_to(pdf, (x.shape[0], self.cells)).mean(axis=1)
 
     def analytic_bias(self) -> NDArray[np.float64] | None:
-        if self.mechanism is None:
+        if not self.closed_form:
             return None
-        bias = self.mechanism.bias(self.true_value)
+        bias = self.release.bias(self.true_value)
         return np.broadcast_to(np.asarray(bias, dtype=np.float64), self.true_value.shape)
 
     def analytic_rmse(self) -> NDArray[np.float64] | None:
-        if self.mechanism is None:
+        if not self.closed_form:
             return None
-        mse = np.asarray(self.mechanism.mse(self.true_value), dtype=np.float64)
+        mse = np.asarray(self.release.mse(self.true_value), dtype=np.float64)
         return np.sqrt(np.broadcast_to(mse, self.true_value.shape))
 
     def error_span(self, beta: float = RANGE_BETA) -> tuple[float, float]:
@@ -365,14 +374,14 @@ class ReleasePlan:
         and then |(S + e_s)/(C + e_c) − S/C| = |e_s − m·e_c| / (C + e_c) is at most
         (alpha_s + |m|·alpha_c) / (C − alpha_c); the clamp keeps the mean in [lower, upper].
         """
-        if self.mechanism is not None:
+        if self.closed_form:
             reach = float(np.max(self.accuracy(beta)))
             low, high = -reach, reach
-            if hasattr(self.mechanism, "lower"):  # bounded and clamped: output in [lower, upper]
-                low = max(low, float(np.min(self.mechanism.lower - self.true_value)))
-                high = min(high, float(np.max(self.mechanism.upper - self.true_value)))
+            if self.choice.spec.needs_range:  # the output stays in [lower, upper]
+                low = max(low, float(np.min(self.release.lower - self.true_value)))
+                high = min(high, float(np.max(self.release.upper - self.true_value)))
         else:
-            sum_mech, count_mech = self.mean_mechanisms
+            sum_mech, count_mech = self.parts
             count = float(self.count_answer.true_value)
             mean = float(self.true_value)
             alpha_sum, alpha_count = sum_mech.accuracy(beta / 2), count_mech.accuracy(beta / 2)
@@ -422,15 +431,14 @@ def make_plan(frame: pd.DataFrame, spec: QuerySpec, choice: PrivacyChoice, *,
         sum_answer, count_answer = answered
         if float(count_answer.true_value) == 0:
             raise ValueError(f"column {spec.column!r} has no values to average")
-        # The very mechanisms queries.noisy_mean samples from, to show each part's
-        # sensitivity and scale.
-        parts = queries.mean_mechanisms(sum_answer, count_answer, mechanism=choice.mechanism,
-                                        sum_share=sum_share, **_mean_budget(choice))
+        # One release object: its parts are the very mechanisms it samples from, to show
+        # each part's sensitivity and scale.
+        release = queries.NoisyMean(sum_answer, count_answer, mechanism=choice.mechanism,
+                                    sum_share=sum_share, **_mean_budget(choice))
         mean = float(np.clip(sum_answer.true_value / count_answer.true_value,
                              sum_answer.lower, sum_answer.upper))
-        return ReleasePlan(spec, choice, np.array(mean), None, sum_answer,
-                           count_answer=count_answer, mean_mechanisms=(parts[0], parts[1]),
-                           sum_share=sum_share)
+        return ReleasePlan(spec, choice, np.array(mean), None, sum_answer, release,
+                           count_answer=count_answer, sum_share=sum_share)
     lower = upper = None
     if choice.spec.needs_range:
         if answer_range is None:
@@ -442,7 +450,7 @@ def make_plan(frame: pd.DataFrame, spec: QuerySpec, choice: PrivacyChoice, *,
     true_value = np.asarray(answered.true_value, dtype=np.float64)
     if choice.spec.true_value_in_range:
         mechanism.bias(true_value)  # raises ValueError naming the range if the answer is outside
-    return ReleasePlan(spec, choice, true_value, answered.labels, answered, mechanism=mechanism)
+    return ReleasePlan(spec, choice, true_value, answered.labels, answered, mechanism)
 
 
 # --------------------------------------------------------------------------------------------
@@ -662,13 +670,12 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
     None of the three quotes the user's file (no column names), so they are safe as markdown.
     """
     sensitivity, why = _sensitivity_text(plan)
-    if plan.mechanism is not None:
-        scale = fmt_value(plan.mechanism.scale)
-        noise = _scale_text(plan.mechanism, plan.choice)
+    if plan.closed_form:
+        scale = fmt_value(plan.release.scale)
+        noise = _scale_text(plan.release, plan.choice)
         return sensitivity, scale, f"Sensitivity {sensitivity}: {why}. Noise: {noise}."
-    sum_mech, count_mech = plan.mean_mechanisms
-    total = queries.mean_privacy(plan.answer, plan.count_answer, mechanism=plan.choice.mechanism,
-                                 sum_share=plan.sum_share, **_mean_budget(plan.choice))
+    sum_mech, count_mech = plan.parts
+    total = plan.release.privacy
     scale = f"sum {fmt_value(sum_mech.scale)}, count {fmt_value(count_mech.scale)}"
     explanation = (
         f"Sensitivity {sensitivity}: {why}. The mean is a noisy sum divided by a noisy count; "
@@ -710,7 +717,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
     low, high = plan.error_span()
     edges = error_bin_edges(low, high, integer=plan.integer_errors)
     alpha = None
-    if plan.mechanism is not None:
+    if plan.closed_form:
         alpha = {c: plan.accuracy(1 - c) for c in CONFIDENCE_OPTIONS}
     rng = np.random.default_rng([seed, _RNG_OFFSET, 0, stream])
     truth = plan.true_value.reshape(1, -1)
@@ -722,7 +729,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
                                alphas=alpha)
     release = draw_release(plan, seed=seed, release=1, stream=stream)
     density_x = density_y = None
-    if plan.mechanism is not None:
+    if plan.closed_form:
         if plan.integer_errors:
             density_x = np.arange(math.ceil(edges[0]), math.floor(edges[-1]) + 1, dtype=float)
             stride = max(1, density_x.size // DENSITY_POINTS)
@@ -941,26 +948,25 @@ def _mechanism_fields(plan: ReleasePlan) -> dict:
     norm = plan.choice.spec.sensitivity_norm
     fields = {"mechanism": kind, "label": plan.choice.label(), "sensitivity_norm": norm,
               "noise_scale_meaning": plan.choice.spec.scale_meaning}
-    if plan.mechanism is not None:
+    if plan.closed_form:
         fields |= {"l1_sensitivity": float(plan.answer.l1_sensitivity),
                    "l2_sensitivity": float(plan.answer.l2_sensitivity),
-                   "sensitivity": float(plan.mechanism.sensitivity),
-                   "noise_scale": float(plan.mechanism.scale),
-                   "privacy": _privacy_fields(plan.mechanism.privacy)}
+                   "sensitivity": float(plan.release.sensitivity),
+                   "noise_scale": float(plan.release.scale),
+                   "privacy": _privacy_fields(plan.release.privacy)}
         if plan.choice.spec.needs_range:
-            fields["answer_range"] = [float(plan.mechanism.lower), float(plan.mechanism.upper)]
+            fields["answer_range"] = [float(plan.release.lower), float(plan.release.upper)]
         return fields
     # The mean: a noisy sum over a noisy count, each with its share of the budget.
     parts = {}
-    for part, answer, mechanism in (("sum", plan.answer, plan.mean_mechanisms[0]),
-                                    ("count", plan.count_answer, plan.mean_mechanisms[1])):
+    for part, answer, mechanism in (("sum", plan.answer, plan.parts[0]),
+                                    ("count", plan.count_answer, plan.parts[1])):
         parts[part] = {"l1_sensitivity": float(answer.l1_sensitivity),
                        "l2_sensitivity": float(answer.l2_sensitivity),
                        "sensitivity": float(mechanism.sensitivity),
                        "noise_scale": float(mechanism.scale),
                        "privacy": _privacy_fields(mechanism.privacy)}
-    total = queries.mean_privacy(plan.answer, plan.count_answer, mechanism=kind,
-                                 sum_share=plan.sum_share, **_mean_budget(plan.choice))
+    total = plan.release.privacy
     return fields | {"sum_share": float(plan.sum_share), **parts,
                      "privacy": _privacy_fields(total)}
 
