@@ -22,6 +22,7 @@ from dashboard.analysis import tables
 from dashboard.charts.epsilon import Curve
 from dashboard.choices import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
+from dashboard.saved import SelectionQuery, StatisticsQuery, TablesQuery
 from dpcore import figures, queries, risk, utility
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 from dpcore.mechanisms.gaussian import Gaussian
@@ -122,16 +123,18 @@ class SelectionQuestion:
     origins: tuple[tuple[str, str], ...] = ()
 
 
+def _or(value: object, default: object) -> object:
+    """A remembered value, or ``default`` when it was never set."""
+    return default if value is None else value
+
+
 def _in_range(value: object, grid: Sequence[float]) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and grid[0] <= value <= grid[-1])
 
 
-def _saved_epsilon(saved: Mapping, prefix: str) -> float:
+def _saved_epsilon(value: object, grid: Sequence[float] = EPSILON_GRID) -> float:
     """The epsilon another page's control was left at (on its slider or typed), else 1."""
-    key = prefix if prefix.endswith("level") else f"{prefix}_epsilon"
-    value = saved.get(key, 1.0)
-    grid = sel.EPSILON_GRID if prefix.startswith("sel") else EPSILON_GRID
     return float(value) if _in_range(value, grid) else 1.0
 
 
@@ -139,13 +142,12 @@ def _saved_epsilon(saved: Mapping, prefix: str) -> float:
 RISK_RHO_GRID: tuple[float, ...] = tuple(sorted(set(RHO_GRID) | set(sel.RHO_GRID)))
 
 
-def saved_rho(saved: Mapping, prefix: str) -> float | None:
+def saved_rho(measure: object, value: object, grid: Sequence[float] = RHO_GRID
+              ) -> float | None:
     """The ρ another page used when its privacy measure is zCDP (its default 0.5 if the
     control was never moved); None under pure or approximate DP."""
-    if saved.get(f"{prefix}_measure") != "zcdp":
+    if measure != "zcdp":
         return None
-    value = saved.get("sel_zcdp_level" if prefix == "sel" else f"{prefix}_rho", 0.5)
-    grid = sel.RHO_GRID if prefix == "sel" else RHO_GRID
     return float(value) if _in_range(value, grid) else 0.5
 
 
@@ -155,8 +157,7 @@ def default_rho(epsilon: float, carried_rho: float | None) -> float:
     return carried_rho if carried_rho is not None else epsilon * epsilon / 2
 
 
-def _saved_delta(saved: Mapping, prefix: str) -> float:
-    value = saved.get(f"{prefix}_delta", DEFAULT_DELTA)
+def _saved_delta(value: object) -> float:
     return float(value) if isinstance(value, float) and 0 < value < 1 else DEFAULT_DELTA
 
 
@@ -176,21 +177,22 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
 
     ``escape`` is applied to the user's text (column names) in the note, which is markdown.
     """
-    query = saved.get("stats_query")
+    page = StatisticsQuery.from_saved(saved)
+    query = page.query
     upload = dataset_key.startswith("upload:")
     fallback = ("The Noisy statistics page has no query set up for this dataset yet: "
                 "showing the **count of rows**. Set up a sum, mean or histogram there and "
                 "come back.")
     if query not in stats.available_queries(loaded):
         return _count_query(loaded, fallback, upload=upload)
-    column = saved.get("stats_column")
+    column = page.column
     if query != "count" and column not in stats.columns_for(loaded, query):
         return _count_query(loaded, fallback, upload=upload)
     lower = upper = categories = None
     if query in ("sum", "mean"):
         bounds = stats.default_bounds(loaded, column)
-        lower = float(saved.get("stats_lower", bounds.lower))
-        upper = float(saved.get("stats_upper", bounds.upper))
+        lower = float(bounds.lower if page.lower is None else page.lower)
+        upper = float(bounds.upper if page.upper is None else page.upper)
         if not lower < upper:
             return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
                                         "be below upper): showing the count of rows.",
@@ -206,13 +208,13 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
                                 _ARRAY_MECHANISMS if query == "histogram" else MECHANISMS)
                     if integer or not choices.spec(m).integer_only)
     chosen = tuple(dict.fromkeys(
-        m for m in (saved.get("stats_mechanism"), saved.get("stats_compare")) if m in offered))
+        m for m in (page.mechanism, page.compare) if m in offered))
     answer_range = None
     if query in ("count", "sum"):
         low, high = stats.default_answer_range(spec, rows)
-        answer_range = (float(saved.get("stats_answer_lower", low)),
-                        float(saved.get("stats_answer_upper", high)))
-    share = saved.get("stats_share", 0.5)
+        answer_range = (float(low if page.answer_lower is None else page.answer_lower),
+                        float(high if page.answer_upper is None else page.answer_upper))
+    share = page.share
     origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
     if query == "histogram":
         origins["categories_from"] = sel.categories_origin(categories is not None)
@@ -221,8 +223,8 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     return ErrorQuery(
         "statistics", query, what, stats.answer_unit(loaded, spec), spec=spec,
         mechanisms=offered, chosen=chosen or offered[:1], answer_range=answer_range,
-        epsilon=_saved_epsilon(saved, "stats"), delta=_saved_delta(saved, "stats"),
-        rho=saved_rho(saved, "stats"),
+        epsilon=_saved_epsilon(page.epsilon), delta=_saved_delta(page.delta),
+        rho=saved_rho(page.measure, page.rho),
         sum_share=float(share) if share in stats.SUM_SHARE_OPTIONS else 0.5,
         note=f"The query set up on the Noisy statistics page: the **{escape(spec.describe())}**.",
         origins=tuple(origins.items()))
@@ -236,17 +238,17 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
     axes = tables.default_axes(loaded, columns)
     if axes is None:
         return None
-    row, column = saved.get("tables_row"), saved.get("tables_column")
+    page = TablesQuery.from_saved(saved)
+    row, column = page.row, page.column
     note = "The crosstab set up on the Noisy tables page"
     if row not in columns or column not in columns or row == column:
         row, column = axes
         note = "The Noisy tables page's default crosstab"
     row_cats, row_from_data = tables.declared_categories(loaded, row)
     col_cats, col_from_data = tables.declared_categories(loaded, column)
-    chosen = saved.get("tables_mechanism")
-    share = saved.get("tables_total_share", 0.2)
-    separate = (saved.get("tables_rescale") is True
-                and saved.get("tables_total_source") == "separate")
+    chosen = page.mechanism
+    share = page.total_share
+    separate = page.rescale is True and page.total_source == "separate"
     total_share = (float(share) if share in tables.TOTAL_SHARES else 0.2) if separate else None
     split = ("" if total_share is None else
              f" The table is rescaled to a separate noisy total that takes {total_share:.0%} "
@@ -257,8 +259,8 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
                                                                    col_cats),
         mechanisms=_ARRAY_MECHANISMS,
         chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else (choices.WHOLE_NUMBER_KIND,),
-        epsilon=_saved_epsilon(saved, "tables"), delta=_saved_delta(saved, "tables"),
-        rho=saved_rho(saved, "tables"), total_share=total_share,
+        epsilon=_saved_epsilon(page.epsilon), delta=_saved_delta(page.delta),
+        rho=saved_rho(page.measure, page.rho), total_share=total_share,
         note=f"{note}: **{escape(row)} × {escape(column)}**, "
              f"{len(row_cats) * len(col_cats):,} cells, before post-processing "
              f"(clipping negatives can only bring a cell closer to the truth).{split}",
@@ -290,22 +292,23 @@ def total_for_cells(query: ErrorQuery, cells_epsilon: float, delta: float) -> fl
 def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int,
                       source: str) -> tuple[tuple[float, ...], float, str, tuple]:
     """(scores, sensitivity, what is right, origins) as the Selection page computes them."""
-    negate = saved.get("sel_negate") is True
+    page = SelectionQuery.from_saved(saved)
+    negate = page.negate is True
     if source == "typed":
-        scores = sel.parse_numbers(str(saved.get("sel_scores_text", "0, 2, 4, 6")))
-        sensitivity = float(saved.get("sel_sensitivity", 1.0))
+        scores = sel.parse_numbers(str(_or(page.scores_text, "0, 2, 4, 6")))
+        sensitivity = float(_or(page.sensitivity, 1.0))
         return (tuple(float(v) for v in scores), sensitivity,
                 "the lowest score" if negate else "the highest score", ())
     if source == "pricing":
-        highest = float(saved.get("sel_highest", 4.0))
-        prices = sel.price_grid(highest, float(saved.get("sel_step", 0.01)))
-        bids = (sel.simulated_bids(highest, seed) if saved.get("sel_simulated_bids") is True
-                else sel.parse_bids(str(saved.get("sel_bids_text", sel.EXAMPLE_BIDS))))
+        highest = float(_or(page.highest, 4.0))
+        prices = sel.price_grid(highest, float(_or(page.step, 0.01)))
+        bids = (sel.simulated_bids(highest, seed) if page.simulated_bids is True
+                else sel.parse_bids(str(_or(page.bids_text, sel.EXAMPLE_BIDS))))
         revenue = sel.revenue_curve(bids, prices)
         return (tuple(float(r) for r in revenue), float(prices[-1]),
                 "the worst price" if negate else "the best price", ())
     columns = categorical_columns(loaded)
-    column = saved.get("sel_column")
+    column = page.column
     if column not in columns:
         column = "education" if "education" in columns else columns[0]
     domain = loaded.domains.get(column)
@@ -319,9 +322,10 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
                        escape: Callable[[str], str] = str) -> SelectionQuestion | None:
     """The Selection page's question (its remembered widgets), or its default: the most common
     category of a column. None when that default has no categorical column to count."""
-    source = saved.get("sel_source", "data")
+    page = SelectionQuery.from_saved(saved)
+    source = _or(page.source, "data")
     note = "The question set up on the Selection page"
-    if "sel_source" not in saved:
+    if page.source is None:
         note = "The Selection page has no question set up yet; its default"
     try:
         scores, sensitivity, what, origins = _selection_scores(loaded, saved, dataset_key,
@@ -334,18 +338,19 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
                                                                source)
         note = "The Selection page's scores do not parse; instead"
     monotonic_key, monotonic_default = sel.monotonic_setting(source)
-    noise = saved.get("sel_noise")
-    k = saved.get("sel_k", 1)
+    noise = page.noise
+    k = _or(page.k, 1)
     k = k if isinstance(k, int) and 1 <= k < len(scores) else 1
     zcdp = (" It uses zCDP there; here the privacy level is pure ε."
-            if saved.get("sel_measure") == "zcdp" else "")
+            if page.measure == "zcdp" else "")
     top = f"a true top {k}" if k > 1 else escape(what)
     return SelectionQuestion(
         scores, what, noise=noise if noise in sel.NOISES else sel.DEFAULT_NOISE,
         sensitivity=sensitivity,
-        monotonic=saved.get(monotonic_key, monotonic_default) is True,
-        negate=saved.get("sel_negate") is True,
-        k=k, epsilon=_saved_epsilon(saved, "sel_pure_level"), rho=saved_rho(saved, "sel"),
+        monotonic=_or(page.at_key(monotonic_key), monotonic_default) is True,
+        negate=page.negate is True,
+        k=k, epsilon=_saved_epsilon(page.pure_level, sel.EPSILON_GRID),
+        rho=saved_rho(page.measure, page.zcdp_level, sel.RHO_GRID),
         note=f"{note}: does report noisy max pick **{top}** among {len(scores):,} candidates?"
              f"{zcdp}", origins=origins)
 
@@ -539,18 +544,18 @@ def use_epsilon(source: str, kind: str, answer: utility.SmallestEpsilon, *,
     if value < grid[0]:
         value, text = float(grid[0]), f"{grid[0]:g}"
     if source == "selection":
-        settings = {"sel_measure": "pure", "sel_noise": kind, "sel_pure_level": value}
+        settings = SelectionQuery.settings(measure="pure", noise=kind, pure_level=value)
         name = sel.NOISES[kind].split(" (")[0] + " noise"
         how = "pure DP"
     else:
-        prefix = "stats" if source == "statistics" else "tables"
+        page_query = StatisticsQuery if source == "statistics" else TablesQuery
         choice = choices.calibrated_from_epsilon(kind, value, delta)
-        settings = {f"{prefix}_measure": choice.measure,
-                    f"{prefix}_mechanism": kind, f"{prefix}_epsilon": value}
+        chosen = {"measure": choice.measure, "mechanism": kind, "epsilon": value}
         if choices.needs_delta(kind):
-            settings[f"{prefix}_delta"] = delta
+            chosen["delta"] = delta
         if source == "statistics" and query_kind is not None:
-            settings["stats_query"] = query_kind
+            chosen["query"] = query_kind
+        settings = page_query.settings(**chosen)
         name = mechanism_name(kind)
         how = f"δ = {delta:g}" if choices.needs_delta(kind) else "pure DP"
     problem = None

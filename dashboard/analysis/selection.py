@@ -53,6 +53,8 @@ def monotonic_setting(source: str) -> tuple[str, bool]:
     never carries a "monotonic" answer over to scores nobody has vouched for.
     """
     return ("sel_monotonic_typed", False) if source == "typed" else ("sel_monotonic", True)
+
+
 #: The noise a selection starts with (report noisy max with Laplace noise).
 DEFAULT_NOISE = "laplace"
 NOISES = {
