@@ -38,9 +38,7 @@ if query is None and question is None:
     st.stop()
 st.markdown((query or question).note)
 if query is not None and query.rho is not None:
-    st.caption(f"That page uses zCDP, ρ = {figures.upper(query.rho, 4)}: the curves below "
-               "are drawn against ε; the risk panel at the bottom shows what that ρ lets an "
-               "attacker learn.")
+    st.caption(ana.zcdp_note(query.rho))
 
 setup, target_box = st.columns(2, gap="large")
 with setup:
@@ -99,17 +97,12 @@ if (query is not None and not mechanisms) or (question is not None and not noise
 with st.spinner("Sweeping ε and solving for the target…"):
     if query is not None:
         alpha = target / 100 * abs(float(numbers.true_value)) if relative else target
-        results, answers = {}, {}
-        for kind in mechanisms:
-            try:
-                results[kind] = ana.cached_curves(frame, data_key, query, kind, beta, delta,
-                                                  state.seed())
-            except (ValueError, TypeError) as exc:
-                st.error(f"{ana.mechanism_name(kind)}: {plain(exc, limit=300)} — check the "
-                         "query's bounds and range on the Noisy statistics page.")
-                continue
-            answers[kind] = ana.cached_smallest(frame, data_key, query, kind, alpha, beta,
-                                                delta, state.seed())
+        results, answers, failed = ana.sweep_mechanisms(
+            frame, data_key, query, mechanisms, alpha=alpha, beta=beta, delta=delta,
+            seed=state.seed())
+        for failure in failed:
+            st.error(f"{plain(failure, limit=300)} — check the query's bounds and range on the "
+                     "Noisy statistics page.")
         view = ana.error_view(query, results, answers, measure=measure, relative=relative,
                               beta=beta, delta=delta, target_value=target, escape=plain)
         download = ana.error_download(view, query, results, numbers, dataset=loaded.name,
@@ -169,11 +162,7 @@ with chart_col:
     st.caption("Each line is the best any test for 'is Alice in the data?' can do: below the "
                "line is possible, above it is ruled out. The diagonal is a blind guess.")
     if gaussian:
-        st.caption("μ-GDP (Gaussian differential privacy, Dong, Roth & Su 2022): telling "
-                   "'Alice in' from 'Alice out' is exactly as hard as telling whether one "
-                   "number was drawn from a normal distribution with mean 0 or mean μ "
-                   "(standard deviation 1). Gaussian noise σ gives μ = sensitivity / σ: the "
-                   "smaller μ, the closer the line to the blind guess.")
+        st.caption(ana.GDP_NOTE)
 with text_col:
     for sentence in summary.sentences:
         st.info(sentence)

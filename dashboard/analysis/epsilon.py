@@ -864,6 +864,35 @@ def cached_curves(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, mec
     return mechanism_curves(_frame, query, mechanism, beta=beta, delta=delta, seed=seed)
 
 
+def sweep_mechanisms(frame: pd.DataFrame, dataset_key: str, query: ErrorQuery,
+                     mechanisms: Sequence[str], *, alpha: float, beta: float, delta: float,
+                     seed: int) -> tuple[dict, dict, list[str]]:
+    """(curves, smallest ε, problems) for each mechanism: one whose sweep fails is left out,
+    with a message saying what to fix (the user's text in it is not escaped)."""
+    results, answers, problems = {}, {}, []
+    for kind in mechanisms:
+        try:
+            results[kind] = cached_curves(frame, dataset_key, query, kind, beta, delta, seed)
+        except (ValueError, TypeError) as exc:
+            problems.append(f"{mechanism_name(kind)}: {exc}")
+            continue
+        answers[kind] = cached_smallest(frame, dataset_key, query, kind, alpha, beta, delta,
+                                        seed)
+    return results, answers, problems
+
+
+def zcdp_note(rho: float) -> str:
+    return (f"That page uses zCDP, ρ = {figures.upper(rho, 4)}: the curves below are drawn "
+            "against ε; the risk panel at the bottom shows what that ρ lets an attacker learn.")
+
+
+GDP_NOTE = ("μ-GDP (Gaussian differential privacy, Dong, Roth & Su 2022): telling 'Alice in' "
+            "from 'Alice out' is exactly as hard as telling whether one number was drawn from "
+            "a normal distribution with mean 0 or mean μ (standard deviation 1). Gaussian "
+            "noise σ gives μ = sensitivity / σ: the smaller μ, the closer the line to the "
+            "blind guess.")
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def cached_smallest(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, mechanism: str,
                     alpha: float, beta: float, delta: float, seed: int

@@ -64,12 +64,18 @@ from dashboard.analysis.stats_query import (  # noqa: F401
     uses_answer_range,
 )
 from dashboard.analysis.stats_wording import (  # noqa: F401
+    CATEGORY_ERRORS_NOTE,
+    COMPARE_NOTE,
     NEIGHBOURS,
     SENSITIVITY_NORMS,
     accuracy_sentence,
+    answer_range_note,
+    bars_note,
+    categories_note,
     describe_plan,
     error_chart_note,
     fmt_value,
+    metrics_note,
     metrics_table,
     release_summary,
     release_table,

@@ -186,3 +186,43 @@ def release_summary(run: MechanismRun) -> dict[str, str]:
     relative = f"{error / abs(truth):.3%}" if truth != 0 else "— (true answer is 0)"
     return {f"One release ({run.name})": fmt_value(noisy), "Absolute error": fmt_value(error),
             "Relative error": relative}
+
+
+# --------------------------------------------------------------------------------------------
+# The page's captions
+
+
+def categories_note(declared: bool) -> str:
+    """Where a histogram's categories come from."""
+    if declared:
+        return "Categories from the column's public list, empty ones included."
+    return ("No public category list: the categories come from the data, which reveals which "
+            "values occur (a category only one person has reveals that person).")
+
+
+COMPARE_NOTE = ("The second mechanism gets the same privacy level. Gaussian noise is never pure "
+                "DP: to compare Laplace with Gaussian, choose approximate DP.")
+
+
+def answer_range_note() -> str:
+    return (f"{choices.range_names()} keep the answer in a public range. It starts from a "
+            "round number at or above the number of rows: the built-in datasets publish their "
+            "size; for your own file, type a range you could publish without looking at the "
+            "data.")
+
+
+def bars_note(confidence: float) -> str:
+    return (f"Black bars: the true counts. Coloured bars: one noisy release; the whiskers show "
+            f"±α, the range {confidence:.0%} of releases land in.")
+
+
+CATEGORY_ERRORS_NOTE = ("The noise has the same size in every category, so small categories "
+                        "suffer most: relative to its count, their error is largest.")
+
+
+def metrics_note(runs: Sequence[MechanismRun]) -> str:
+    unbiased = [choices.mechanism_name(k) for k in choices.RANGE_FREE]
+    return ("RMSE: root mean squared error. Bias: the average of noisy − true; zero for "
+            f"{', '.join(unbiased)} noise (symmetric, added without limits), not for "
+            f"{choices.range_names()}. Simulated quantiles use the first "
+            f"{runs[0].summary.quantile_from:,} errors.")
