@@ -81,9 +81,9 @@ except (ValueError, TypeError) as exc:
 
 st.markdown(f"**Privacy:** {release.privacy}. **Noise:** {release.noise}. **Sensitivity:** "
             "L1 = L2 = 1 under add/remove one row (one person is in exactly one cell). L1 "
-            "adds up how much every cell can change (Laplace and geometric noise are "
+            f"adds up how much every cell can change ({choices.norm_names('L1')} noise are "
             "calibrated to it), L2 is the square root of the sum of the squared changes "
-            "(Gaussian noise is).")
+            f"({choices.norm_names('L2')} noise are).")
 if row_from_data or column_from_data:
     st.warning("The categories of this uploaded file are read off the data, which reveals "
                "which values exist (a category only one person has points at that person). "

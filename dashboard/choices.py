@@ -110,7 +110,8 @@ def measure_notes(measure: str, *, integer_query: bool = True) -> str:
     notes = []
     other = [mechanism_name(k) for k in CATALOGUE if budget_keywords(k, measure) is None]
     if other and measure == "pure":
-        notes.append(f"{_join(other)} noise needs approximate DP or zCDP.")
+        verb = "needs" if len(other) == 1 else "need"
+        notes.append(f"{_join(other)} noise {verb} approximate DP or zCDP.")
     whole = [mechanism_name(k) for k, s in CATALOGUE.items()
              if s.integer_only and budget_keywords(k, measure) is not None]
     if whole and not integer_query:
@@ -204,9 +205,9 @@ def scale_text(mechanism: AdditiveMechanism, choice: PrivacyChoice, fmt: Any = N
     """One line: the noise scale, what it means, and what it is calibrated to."""
     fmt = fmt or (lambda x: f"{x:.4g}")
     entry = choice.spec
-    text = (f"{entry.label} noise, {entry.scale_meaning} = {fmt(mechanism.scale)}, calibrated "
-            f"to {entry.sensitivity_norm} sensitivity Δ = {fmt(mechanism.sensitivity)} at "
-            f"{choice.label()}")
+    text = (f"{entry.label} noise of scale {fmt(mechanism.scale)} — {entry.scale_meaning} — "
+            f"calibrated to {entry.sensitivity_norm} sensitivity Δ = "
+            f"{fmt(mechanism.sensitivity)} for {choice.label()}")
     if entry.needs_range:
         text += f", answers kept in [{mechanism.lower:g}, {mechanism.upper:g}]"
     return f"{text}. {entry.explanation}"
