@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import charts, controls
 from dashboard.analysis import budget
-from dashboard.controls import DELTA_OPTIONS, MEASURES, MECHANISMS, fmt_number
+from dashboard.choices import DEFAULT_KIND, DELTA_OPTIONS, MEASURES, MECHANISMS, fmt_number, label
 from dashboard.shown import up
 from dashboard.text import plain
 
@@ -56,8 +56,8 @@ plan = st.data_editor(
             "Query", max_chars=budget.MAX_QUERY_CHARS, width=290,
             help="What is released, in your words."),
         budget.MECHANISM: st.column_config.SelectboxColumn(
-            "Mechanism", options=list(MECHANISMS), format_func=MECHANISMS.get,
-            default="laplace", required=True, width=180),
+            "Mechanism", options=list(MECHANISMS), format_func=label,
+            default=DEFAULT_KIND, required=True, width=180),
         budget.MEASURE: st.column_config.SelectboxColumn(
             "Measure", options=list(MEASURES), format_func=MEASURES.get, default="pure",
             required=True, width=150, help="Gaussian noise needs approximate DP or zCDP."),

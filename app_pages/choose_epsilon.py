@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import charts, controls, state
+from dashboard import charts, choices, controls, state
 from dashboard.analysis import epsilon as ana
 from dashboard.analysis import selection as sel
 from dashboard.text import plain
@@ -38,9 +38,7 @@ if query is None and question is None:
     st.stop()
 st.markdown((query or question).note)
 if query is not None and query.rho is not None:
-    st.caption(f"That page uses zCDP, ρ = {figures.upper(query.rho, 4)}: the curves below "
-               "are drawn against ε; the risk panel at the bottom shows what that ρ lets an "
-               "attacker learn.")
+    st.caption(ana.zcdp_note(query.rho))
 
 setup, target_box = st.columns(2, gap="large")
 with setup:
@@ -57,9 +55,9 @@ with setup:
                                        key=f"choose_relative_{query.kind}",
                                        default=query.kind in ("sum", "mean"))
         st.caption(ana.sensitivity_note(query, numbers))
-        if query.answer_range and {"bounded_laplace", "clamped_laplace"} & set(mechanisms):
+        if query.answer_range and choices.uses_answer_range(mechanisms):
             low, high = query.answer_range
-            st.caption(f"Bounded and clamped Laplace keep the answer in [{low:g}, {high:g}], a "
+            st.caption(f"{choices.range_names()} keep the answer in [{low:g}, {high:g}], a "
                        "public range from the statistics page; a range read off the data "
                        "would leak.")
         confidence = controls.select("Confidence (share of releases the error bound covers)",
@@ -72,8 +70,8 @@ with setup:
                                       format_func=sel.NOISES.get)
         st.caption(f"Sensitivity of the scores: {question.sensitivity:g} under add/remove one "
                    "row (set on the Selection page).")
-    if "gaussian" in mechanisms:
-        delta = controls.select("δ for the Gaussian mechanism", controls.DELTA_OPTIONS,
+    if any(map(choices.needs_delta, mechanisms)):
+        delta = controls.select("δ for the mechanisms that need one", controls.DELTA_OPTIONS,
                                 key="choose_delta", default=query.delta,
                                 format_func=controls.fmt_number)
 
@@ -99,17 +97,12 @@ if (query is not None and not mechanisms) or (question is not None and not noise
 with st.spinner("Sweeping ε and solving for the target…"):
     if query is not None:
         alpha = target / 100 * abs(float(numbers.true_value)) if relative else target
-        results, answers = {}, {}
-        for kind in mechanisms:
-            try:
-                results[kind] = ana.cached_curves(frame, data_key, query, kind, beta, delta,
-                                                  state.seed())
-            except (ValueError, TypeError) as exc:
-                st.error(f"{ana.mechanism_name(kind)}: {plain(exc, limit=300)} — check the "
-                         "query's bounds and range on the Noisy statistics page.")
-                continue
-            answers[kind] = ana.cached_smallest(frame, data_key, query, kind, alpha, beta,
-                                                delta, state.seed())
+        results, answers, failed = ana.sweep_mechanisms(
+            frame, data_key, query, mechanisms, alpha=alpha, beta=beta, delta=delta,
+            seed=state.seed())
+        for failure in failed:
+            st.error(f"{plain(failure, limit=300)} — check the query's bounds and range on the "
+                     "Noisy statistics page.")
         view = ana.error_view(query, results, answers, measure=measure, relative=relative,
                               beta=beta, delta=delta, target_value=target, escape=plain)
         download = ana.error_download(view, query, results, numbers, dataset=loaded.name,
@@ -152,9 +145,10 @@ if controls.toggle("Also show a zCDP guarantee (ρ)", key="choose_show_rho",
                         "Otherwise it starts at ρ = ε²/2, what ε-DP implies."):
     rho = controls.exact_slider("ρ (zCDP)", ana.RISK_RHO_GRID, key="choose_rho", symbol="ρ",
                                 default=ana.default_rho(epsilon, carried_rho))
-gaussian = "gaussian" in mechanisms
+gaussian = any(map(choices.needs_delta, mechanisms))
 summary = ana.cached_risk(epsilon, delta if gaussian else None,
-                          question is not None or any(m != "gaussian" for m in mechanisms), rho)
+                          question is not None or not all(map(choices.needs_delta, mechanisms)),
+                          rho)
 st.dataframe(summary.posteriors, hide_index=True, key="choose_posteriors", width="stretch")
 st.caption("An attacker who knows every other row starts with a belief (prior) that Alice is "
            "in the data; after the release it is at most the value shown, except with the "
@@ -168,11 +162,7 @@ with chart_col:
     st.caption("Each line is the best any test for 'is Alice in the data?' can do: below the "
                "line is possible, above it is ruled out. The diagonal is a blind guess.")
     if gaussian:
-        st.caption("μ-GDP (Gaussian differential privacy, Dong, Roth & Su 2022): telling "
-                   "'Alice in' from 'Alice out' is exactly as hard as telling whether one "
-                   "number was drawn from a normal distribution with mean 0 or mean μ "
-                   "(standard deviation 1). Gaussian noise σ gives μ = sensitivity / σ: the "
-                   "smaller μ, the closer the line to the blind guess.")
+        st.caption(ana.GDP_NOTE)
 with text_col:
     for sentence in summary.sentences:
         st.info(sentence)

@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import charts, controls, state
 from dashboard.analysis import learning
-from dashboard.controls import fmt_number
+from dashboard.choices import fmt_number
 from dashboard.shown import up
 from dashboard.text import plain
 

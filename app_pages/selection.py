@@ -10,6 +10,7 @@ import streamlit as st
 from dashboard import audit_panel, charts, controls, state
 from dashboard.analysis import selection as sel
 from dashboard.datasets import categorical_columns
+from dashboard.saved import SelectionQuery
 from dashboard.text import plain
 
 loaded = state.dataset()
@@ -101,7 +102,7 @@ with right:
                                    "Laplace and exponential noise only get ρ = ε²/2.")
     level = controls.exact_slider(
         sel.LEVEL_LABEL[measure], sel.EPSILON_GRID if measure == "pure" else sel.RHO_GRID,
-        key=f"sel_{measure}_level", default=sel.DEFAULT_LEVEL[measure],
+        key=SelectionQuery.level_key(measure), default=sel.DEFAULT_LEVEL[measure],
         symbol=sel.LEVEL_SYMBOL[measure], help="Smaller is more private and noisier (log scale).")
     monotonic_key, monotonic_default = sel.monotonic_setting(source)
     monotonic = controls.toggle(

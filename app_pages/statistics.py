@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import audit_panel, charts, controls, state
 from dashboard.analysis import statistics as stats
+from dashboard.choices import label
 from dashboard.text import plain
 
 NO_COMPARISON = "none"
@@ -45,20 +46,17 @@ with ask:
         bounds = stats.default_bounds(loaded, column)
         state.forget_when_changed("stats_bounds_for", (data_key, column),
                                   ("stats_lower", "stats_upper"))
-        lower = controls.number("Lower bound (smaller values are raised to it)",
-                                key="stats_lower", default=bounds.lower, in_url=not upload,
-                                min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
-        upper = controls.number("Upper bound (larger values are lowered to it)",
-                                key="stats_upper", default=bounds.upper, in_url=not upload,
-                                min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
+        lower, upper = (
+            controls.number(label, key=key, default=default, in_url=not upload,
+                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0)
+            for label, key, default in (
+                ("Lower bound (smaller values are raised to it)", "stats_lower", bounds.lower),
+                ("Upper bound (larger values are lowered to it)", "stats_upper", bounds.upper)))
         note, warn = bounds.shown_note(lower, upper)
         (st.warning if warn else st.caption)(note)
     elif query == "histogram":
         categories = stats.declared_categories(loaded, column)
-        st.caption("Categories from the column's public list, empty ones included."
-                   if categories else
-                   "No public category list: the categories come from the data, which reveals "
-                   "which values occur (a category only one person has reveals that person).")
+        st.caption(stats.categories_note(categories is not None))
     spec = stats.QuerySpec(query, column, lower, upper, categories)
     try:
         integer_query, rows = stats.query_facts(frame, data_key, spec)
@@ -77,9 +75,8 @@ with protect:
         "Compare with", [NO_COMPARISON, *stats.comparable_mechanisms(
             choice, query=query, integer_query=integer_query)],
         key="stats_compare", default=NO_COMPARISON,
-        format_func=lambda m: "No comparison" if m == NO_COMPARISON else controls.MECHANISMS[m])
-    st.caption("The second mechanism gets the same privacy level. Gaussian noise is never pure "
-               "DP: to compare Laplace with Gaussian, choose approximate DP.")
+        format_func=lambda m: "No comparison" if m == NO_COMPARISON else label(m))
+    st.caption(stats.COMPARE_NOTE)
     sum_share = 0.5
     if query == "mean":
         sum_share = controls.log_slider("Share of the budget for the noisy sum",
@@ -90,17 +87,13 @@ with protect:
         low, high = stats.default_answer_range(spec, rows)
         state.forget_when_changed("stats_range_for", (data_key, query, column, lower, upper),
                            ("stats_answer_lower", "stats_answer_upper"))
-        answer_range = (
-            controls.number("Lowest possible answer", key="stats_answer_lower", default=low,
+        answer_range = tuple(
+            controls.number(f"{end} possible answer", key=key, default=default,
                             min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0,
-                            in_url=not upload),
-            controls.number("Highest possible answer", key="stats_answer_upper", default=high,
-                            min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, step=1.0,
-                            in_url=not upload))
-        st.caption("Bounded and clamped Laplace keep the answer in a public range. It starts "
-                   "from a round number at or above the number of rows: the built-in datasets "
-                   "publish their size; for your own file, type a range you could publish "
-                   "without looking at the data.")
+                            in_url=not upload)
+            for end, key, default in (("Lowest", "stats_answer_lower", low),
+                                      ("Highest", "stats_answer_upper", high)))
+        st.caption(stats.answer_range_note())
 
 with simulate:
     st.subheader("Simulation")
@@ -139,8 +132,7 @@ if query == "histogram":
                                       title=f"True counts of {column} and noisy release "
                                             f"{release:,}"),
                     key="stats_bars")
-    st.caption(f"Black bars: the true counts. Coloured bars: one noisy release; the whiskers "
-               f"show ±α, the range {confidence:.0%} of releases land in.")
+    st.caption(stats.bars_note(confidence))
     st.dataframe(stats.release_table(runs), hide_index=True)
 else:
     for i, run in enumerate(runs):
@@ -167,14 +159,11 @@ if query == "histogram":
     st.plotly_chart(charts.category_errors(runs, x_title=column,
                                            title=f"Typical error per category of {column}"),
                     key="stats_categories")
-    st.caption("The noise has the same size in every category, so small categories suffer "
-               "most: relative to its count, their error is largest.")
+    st.caption(stats.CATEGORY_ERRORS_NOTE)
 
 st.markdown("**Metrics side by side**")
 st.dataframe(stats.metrics_table(runs, confidence))
-st.caption("RMSE: root mean squared error. Bias: the average of noisy − true; zero for Laplace, "
-           "Gaussian and geometric noise, not for bounded and clamped Laplace. Simulated "
-           f"quantiles use the first {runs[0].summary.quantile_from:,} errors.")
+st.caption(stats.metrics_note(runs))
 
 audit_panel.statistics_audit(frame, data_key, spec, choice, answer_range=answer_range,
                              sum_share=sum_share, seed=state.seed())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, controls, state
+from dashboard import charts, choices, controls, state
 from dashboard.analysis import tables
 from dashboard.text import plain
 
@@ -45,8 +45,8 @@ with left:
                              default=axes[1] if axes[1] != row else others[0],
                              in_url=not is_upload)
     privacy = controls.privacy_controls("tables", integer_query=True,
-                                        allowed=("geometric", "laplace", "gaussian"),
-                                        default_mechanism="geometric")
+                                        allowed=choices.RANGE_FREE,
+                                        default_mechanism=choices.WHOLE_NUMBER_KIND)
 with right:
     clip = controls.toggle("Clip negative counts to 0", key="tables_clip", default=True)
     round_ = controls.toggle("Round to whole numbers", key="tables_round", default=True)
@@ -81,9 +81,9 @@ except (ValueError, TypeError) as exc:
 
 st.markdown(f"**Privacy:** {release.privacy}. **Noise:** {release.noise}. **Sensitivity:** "
             "L1 = L2 = 1 under add/remove one row (one person is in exactly one cell). L1 "
-            "adds up how much every cell can change (Laplace and geometric noise are "
+            f"adds up how much every cell can change ({choices.norm_names('L1')} noise are "
             "calibrated to it), L2 is the square root of the sum of the squared changes "
-            "(Gaussian noise is).")
+            f"({choices.norm_names('L2')} noise are).")
 if row_from_data or column_from_data:
     st.warning("The categories of this uploaded file are read off the data, which reveals "
                "which values exist (a category only one person has points at that person). "

@@ -7,94 +7,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
-from dashboard import state
-from dpcore import figures
-
-# A log-spaced grid (the E12 series) from 0.01 to 10: the slider moves in equal ratios.
-_E12 = (1.0, 1.2, 1.5, 1.8, 2.2, 2.7, 3.3, 3.9, 4.7, 5.6, 6.8, 8.2)
-EPSILON_GRID: tuple[float, ...] = tuple(
-    [round(m * 10.0**e, 6) for e in (-2, -1, 0) for m in _E12] + [10.0]
+from dashboard import choices, state
+from dashboard.choices import (
+    DELTA_OPTIONS,
+    EPSILON_GRID,
+    MEASURES,
+    MECHANISMS,
+    RHO_GRID,
+    TRIAL_OPTIONS,
+    PrivacyChoice,
+    fmt_number,
+    measure_notes,
+    offered,
 )
-# ρ = ε²/2 for each ε on the grid, so a pure-DP ε and its zCDP equivalent line up (ε = 1 ↔ ρ = 0.5).
-RHO_GRID: tuple[float, ...] = tuple(float(f"{e * e / 2:.6g}") for e in EPSILON_GRID)
-DELTA_OPTIONS: tuple[float, ...] = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
-TRIAL_OPTIONS: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
 
-MEASURES = {
-    "pure": "Pure DP (ε)",
-    "approx": "Approximate DP (ε, δ)",
-    "zcdp": "zCDP (ρ)",
-}
-MECHANISMS = {
-    "laplace": "Laplace",
-    "geometric": "Geometric (discrete Laplace)",
-    "gaussian": "Gaussian",
-    "bounded_laplace": "Bounded Laplace",
-    "clamped_laplace": "Clamped Laplace",
-}
-#: Which mechanisms each measure offers. Gaussian noise is never pure DP; zCDP is shown for
-#: the Gaussian mechanism, whose privacy it describes exactly.
-VALID_MECHANISMS = {
-    "pure": ("laplace", "geometric", "bounded_laplace", "clamped_laplace"),
-    "approx": ("laplace", "geometric", "gaussian", "bounded_laplace", "clamped_laplace"),
-    "zcdp": ("gaussian",),
-}
-
-
-def fmt_number(x: float) -> str:
-    """A short label for a grid or typed value: 0.012, 1, 10, 1e-06 (six significant digits).
-
-    Never smaller than ``x``: these label privacy parameters (ε, δ, ρ), and a privacy loss
-    shown to a user rounds up (0.1234567 reads 0.123457, 0.12345649 reads 0.123457 too).
-    """
-    text = f"{x:g}"
-    if float(text) < x:
-        text = f"{float(figures.upper(x, 6)):g}"
-    return text
-
-
-@dataclass(frozen=True)
-class PrivacyChoice:
-    """What the user picked: a measure, a mechanism and its privacy parameters."""
-
-    measure: str
-    mechanism: str
-    epsilon: float | None = None
-    delta: float | None = None
-    rho: float | None = None
-
-    def build(self, *, l1_sensitivity: float, l2_sensitivity: float | None = None,
-              lower: float | None = None, upper: float | None = None) -> Any:
-        """The dpcore mechanism for this choice (L2 sensitivity for the Gaussian)."""
-        from dpcore.mechanisms import make_mechanism
-
-        if self.mechanism == "gaussian":
-            sens = l2_sensitivity if l2_sensitivity is not None else l1_sensitivity
-            if self.measure == "zcdp":
-                return make_mechanism("gaussian", sensitivity=sens, rho=self.rho)
-            return make_mechanism("gaussian", sensitivity=sens, epsilon=self.epsilon,
-                                  delta=self.delta)
-        delta = self.delta if self.mechanism == "bounded_laplace" else None
-        bounds = {"lower": lower, "upper": upper} if "bounded" in self.mechanism or (
-            "clamped" in self.mechanism) else {}
-        kwargs: dict[str, Any] = {"sensitivity": l1_sensitivity, "epsilon": self.epsilon, **bounds}
-        if delta is not None and self.measure == "approx":
-            kwargs["delta"] = delta
-        return make_mechanism(self.mechanism, **kwargs)
-
-    def label(self) -> str:
-        """e.g. 'Laplace, ε = 1 (pure DP)'."""
-        name = MECHANISMS[self.mechanism].split(" (")[0]
-        if self.measure == "zcdp":
-            return f"{name}, ρ = {fmt_number(self.rho)} (zCDP)"
-        if self.measure == "approx":
-            return f"{name}, ε = {fmt_number(self.epsilon)}, δ = {fmt_number(self.delta)}"
-        return f"{name}, ε = {fmt_number(self.epsilon)} (pure DP)"
+__all__ = ["DELTA_OPTIONS", "EPSILON_GRID", "MEASURES", "MECHANISMS", "RHO_GRID",
+           "TRIAL_OPTIONS", "PrivacyChoice", "fmt_number"]
 
 
 def select(label: str, options: Sequence[Any], *, key: str, default: Any = None,
@@ -277,27 +209,21 @@ def epsilon_slider(*, key: str, default: float = 1.0, label: str = "ε (epsilon)
 
 def privacy_controls(prefix: str, *, integer_query: bool = True, bounds_declared: bool = True,
                      allowed: Sequence[str] | None = None, container: Any = st,
-                     default_mechanism: str = "laplace") -> PrivacyChoice:
+                     default_mechanism: str = choices.DEFAULT_KIND) -> PrivacyChoice:
     """Measure, mechanism and the parameters the measure needs; only valid pairs are offered."""
     measure = select("Privacy measure", list(MEASURES), key=f"{prefix}_measure",
                      format_func=MEASURES.get, container=container,
                      help="Pure DP: ε only. Approximate DP: ε and a small failure "
-                          "probability δ. zCDP: one parameter ρ (Gaussian noise).")
-    options = [m for m in VALID_MECHANISMS[measure] if allowed is None or m in allowed]
-    if not integer_query:
-        options = [m for m in options if m != "geometric"]
-    if not bounds_declared:
-        options = [m for m in options if m not in ("bounded_laplace", "clamped_laplace")]
+                          "probability δ. zCDP: one parameter ρ (Gaussian noise, on whole "
+                          "numbers too).")
+    options = offered(measure, integer_query=integer_query, bounds_declared=bounds_declared,
+                      allowed=allowed)
     mechanism = select("Mechanism", options, key=f"{prefix}_mechanism",
-                       default=default_mechanism, format_func=MECHANISMS.get,
+                       default=default_mechanism, format_func=choices.label,
                        container=container)
-    notes = []
-    if measure == "pure":
-        notes.append("Gaussian noise needs approximate DP or zCDP.")
-    if not integer_query and measure != "zcdp":
-        notes.append("Geometric noise is for integer-valued queries (counts).")
+    notes = measure_notes(measure, integer_query=integer_query)
     if notes:
-        container.caption(" ".join(notes))
+        container.caption(notes)
     if measure == "zcdp":
         rho = exact_slider("ρ (rho)", RHO_GRID, key=f"{prefix}_rho", default=0.5, symbol="ρ",
                            container=container,

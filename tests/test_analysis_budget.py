@@ -16,7 +16,7 @@ from scipy.special import ndtr
 
 from dashboard.analysis import budget
 from dpcore import BoundedLaplace
-from dpcore.measures import PureDP, advanced_composition
+from dpcore.measures import ApproxDP, PureDP, advanced_composition
 
 HYPOTHESIS = settings(max_examples=150, deadline=None)
 
@@ -144,7 +144,9 @@ def test_row_costs_and_accuracies():
     (("a", "gaussian", "approx", 1.0, 0.0, None, 1.0), "δ must be above 0"),
     (("a", "laplace", "approx", 1.0, 1.5, None, 1.0), "δ must be at least 0 and below 1"),
     (("a", "gaussian", "pure", 1.0, None, None, 1.0), "never pure DP"),
-    (("a", "laplace", "zcdp", None, None, 0.5, 1.0), "Gaussian mechanism only"),
+    (("a", "laplace", "zcdp", None, None, 0.5, 1.0), "Gaussian and Discrete Gaussian only"),
+    (("a", "discrete_gaussian", "zcdp", None, 1e-6, 0.5, 0.5), "whole-number sensitivity"),
+    (("a", "discrete_gaussian", "pure", 1.0, None, None, 1.0), "never pure DP"),
     (("a", "gaussian", "zcdp", None, None, 0.5, 1.0), "δ is empty"),
     (("a", "gaussian", "zcdp", None, 1e-6, -2.0, 1.0), "ρ must be a positive number"),
     (("a", "geometric", "pure", 1.0, None, None, 0.5), "whole-number sensitivity"),
@@ -396,3 +398,19 @@ def test_advanced_composition_spends_the_delta_budget_and_no_more(deltas, delta_
     assert totals.fits("advanced", 100.0)
     # The basic total's δ is never below the exact sum of the rows' δ.
     assert Fraction(totals.basic.delta) >= sum(map(Fraction, deltas))
+
+
+def test_the_new_kinds_are_counted_by_their_guarantees():
+    """Staircase: pure ε, so ρ = ε²/2 and δ = 0. Discrete Gaussian under zCDP: its ρ; at
+    (ε, δ): its exact ρ = Δ²/(2σ²), from the σ the (ε, δ) calibration gives."""
+    from dpcore.mechanisms.discrete_gaussian import DiscreteGaussian
+
+    stair = budget.check_release(1, "s", "staircase", "approx", 0.8, None, None, 2.0)
+    assert stair.valid and stair.approx == ApproxDP(0.8, 0.0)
+    assert stair.zcdp.rho == pytest.approx(0.8**2 / 2, rel=1e-15)
+    assert "pure ε-DP" in stair.note
+    whole = budget.check_release(1, "d", "discrete_gaussian", "zcdp", None, 1e-6, 0.3, 1.0)
+    assert whole.valid and whole.zcdp.rho == 0.3 and whole.approx.delta == 1e-6
+    at_eps = budget.check_release(1, "d", "discrete_gaussian", "approx", 1.0, 1e-6, None, 2.0)
+    sigma = DiscreteGaussian(sensitivity=2, epsilon=1.0, delta=1e-6).scale
+    assert at_eps.valid and at_eps.zcdp.rho == pytest.approx(4 / (2 * sigma**2), rel=1e-9)

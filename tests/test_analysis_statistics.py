@@ -179,7 +179,7 @@ def test_simulated_histogram_fits_closed_form_bins(small_frame):
 def test_mean_plan_splits_the_budget_and_spans_its_errors(adult):
     spec = stats.QuerySpec("mean", "age", lower=17.0, upper=90.0)
     plan = stats.make_plan(adult.frame, spec, pure("laplace", 1.0), sum_share=0.3)
-    sum_mech, count_mech = plan.mean_mechanisms
+    sum_mech, count_mech = plan.parts
     assert sum_mech.scale == pytest.approx(90 / 0.3) and count_mech.scale == pytest.approx(1 / 0.7)
     # shown parts = the parts sampled: at most the budget, exactly (1.0·0.3 rounds up)
     assert Fraction(sum_mech.privacy.epsilon) + Fraction(count_mech.privacy.epsilon) <= 1
@@ -272,9 +272,17 @@ def test_comparable_mechanisms():
                                                          integer_query=True)
     approx = PrivacyChoice("approx", "laplace", epsilon=1.0, delta=1e-6)
     assert "gaussian" in stats.comparable_mechanisms(approx, query="count", integer_query=True)
-    assert stats.comparable_mechanisms(approx, query="mean", integer_query=False) == ["gaussian"]
+    # a real-valued mean: no whole-number kind, no kind needing an answer range; the
+    # staircase is pure ε-DP, so (ε, 0)-DP, and is offered under approximate DP too
+    assert stats.comparable_mechanisms(approx, query="mean", integer_query=False) == [
+        "gaussian", "staircase"]
+    zcdp_whole = PrivacyChoice("zcdp", "discrete_gaussian", rho=0.5)
+    assert stats.comparable_mechanisms(zcdp_whole, query="count", integer_query=True) == [
+        "gaussian"]
     zcdp = PrivacyChoice("zcdp", "gaussian", rho=0.5)
-    assert stats.comparable_mechanisms(zcdp, query="count", integer_query=True) == []
+    assert stats.comparable_mechanisms(zcdp, query="count", integer_query=True) == [
+        "discrete_gaussian"]
+    assert stats.comparable_mechanisms(zcdp, query="sum", integer_query=False) == []
 
 
 def test_metrics_table_side_by_side(small_frame):

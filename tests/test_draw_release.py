@@ -93,7 +93,7 @@ def test_statistics_parameters_name_the_release_and_its_stream():
     assert found["release_number"] == 3
     assert found["release_random_stream"] == "numpy.random.default_rng([seed, 2, 1, 77, 3])"
     # The stream named there is the one used: the file is enough to draw release 3 again.
-    again = plan.mechanism.sample(plan.true_value,
+    again = plan.release.sample(plan.true_value,
                                   rng=np.random.default_rng([SEED, 2, 1, 77, 3]))
     assert float(stats.draw_release(plan, seed=SEED, release=3, stream=77)) == float(again)
     first = stats.describe_release([plan], dataset="x", trials=1000, stream=77)

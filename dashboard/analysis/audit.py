@@ -106,9 +106,9 @@ def statistics_targets(frame: pd.DataFrame, spec: stats.QuerySpec, choice, *,
     audited against its own share of the budget; their composition is a theorem, not audited.
     """
     plan = stats.make_plan(frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
-    if plan.mechanism is not None:
-        return (AuditTarget(choice.label(), plan.mechanism),)
-    sum_part, count_part = plan.mean_mechanisms
+    if plan.closed_form:
+        return (AuditTarget(choice.label(), plan.release),)
+    sum_part, count_part = plan.parts
     return (AuditTarget(f"the noisy sum ({sum_share:.0%} of the budget: "
                         f"{sum_part.privacy.describe()})", sum_part, "Sum"),
             AuditTarget(f"the noisy count ({1 - sum_share:.0%} of the budget: "

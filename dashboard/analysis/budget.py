@@ -17,12 +17,12 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
-from dashboard.controls import MEASURES, MECHANISMS, VALID_MECHANISMS, fmt_number
+from dashboard import choices
+from dashboard.choices import MEASURES, MECHANISMS, fmt_number
 from dashboard.shown import up
 from dpcore._checks import check_delta, check_positive
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 from dpcore.mechanisms import make_mechanism
-from dpcore.mechanisms.gaussian import Gaussian
 
 #: The editor's columns, in order.
 QUERY, MECHANISM, MEASURE, EPSILON, DELTA, RHO, SENSITIVITY = (
@@ -50,7 +50,6 @@ CHART_POINTS = 400
 #: The chart stops here whatever the budget (k beyond it is not a plan anyone makes).
 MAX_RELEASES = 10**7
 
-_BOUNDED = ("bounded_laplace", "clamped_laplace")
 _MECHANISM_BY_LABEL = {label: kind for kind, label in MECHANISMS.items()}
 _MEASURE_BY_LABEL = {label: kind for kind, label in MEASURES.items()}
 
@@ -64,11 +63,12 @@ def default_plan() -> pd.DataFrame:
     histogram change by 1; a sum of values clamped to [lower, upper] (lower >= 0) by upper.
     """
     rows = [
-        ("Number of people", "laplace", "pure", 0.5, None, None, 1.0),
-        ("Histogram of education (16 cells)", "geometric", "pure", 0.5, None, None, 1.0),
-        ("Total hours worked per week (clamped to 1–99)", "gaussian", "approx", 1.0, 1e-6,
-         None, 99.0),
-        ("Sum of age (17–90), for a mean", "gaussian", "zcdp", None, 1e-6,
+        ("Number of people", choices.DEFAULT_KIND, "pure", 0.5, None, None, 1.0),
+        ("Histogram of education (16 cells)", choices.WHOLE_NUMBER_KIND, "pure", 0.5, None,
+         None, 1.0),
+        ("Total hours worked per week (clamped to 1–99)", choices.APPROX_KIND, "approx", 1.0,
+         1e-6, None, 99.0),
+        ("Sum of age (17–90), for a mean", choices.APPROX_KIND, "zcdp", None, 1e-6,
          0.125, 90.0),
     ]
     return _plan_frame(rows)
@@ -191,20 +191,17 @@ def check_release(row: int, query: object, mechanism: object, measure: object,
             raise _RowError("no mechanism — pick one in the Mechanism column")
         if measure_kind is None:
             raise _RowError("no privacy measure — pick one in the Measure column")
-        if kind not in VALID_MECHANISMS[measure_kind]:
-            if kind == "gaussian":
-                raise _RowError("Gaussian noise is never pure DP — choose approximate DP "
-                                "(ε, δ) or zCDP (ρ) for this row")
-            raise _RowError(f"zCDP (ρ) is offered for the Gaussian mechanism only — for "
-                            f"{MECHANISMS[kind]} choose pure DP (its ρ = ε²/2 is worked out "
-                            "for you)")
+        if kind not in choices.offered(measure_kind):
+            raise _RowError(_not_offered(kind, measure_kind))
         sens = _positive("Sensitivity", sens, "type how much one person can change the "
                          "answer (1 for a count)", column=SENSITIVITY)
         if dlt is not None:  # a δ typed anywhere must be a probability, used or not
             _delta(dlt, required=False, hint="")
-        if kind == "geometric" and not float(sens).is_integer():
-            raise _RowError(f"geometric noise needs a whole-number sensitivity, got {sens:g} — "
-                            "use Laplace noise for fractional sensitivities")
+        if choices.spec(kind).integer_only and not float(sens).is_integer():
+            raise _RowError(f"{choices.mechanism_name(kind)} noise needs a whole-number "
+                            f"sensitivity, got {sens:g} — use "
+                            f"{choices.mechanism_name(choices.DEFAULT_KIND)} noise for "
+                            "fractional sensitivities")
         approx, zcdp, accuracy, note = _cost(kind, measure_kind, eps, dlt, rh, sens)
     except _RowError as exc:
         return CheckedRelease(row=row, query=query, error=str(exc))
@@ -214,42 +211,63 @@ def check_release(row: int, query: object, mechanism: object, measure: object,
                           accuracy=accuracy, note=note)
 
 
+def _not_offered(kind: str, measure: str) -> str:
+    """Why ``kind`` cannot be counted under ``measure``, and what to pick instead."""
+    name = choices.mechanism_name(kind)
+    if measure == "pure":
+        return (f"{name} noise is never pure DP — choose approximate DP (ε, δ)"
+                + (" or zCDP (ρ)" if "zcdp" in choices.spec(kind).budgets else "")
+                + " for this row")
+    names = [choices.mechanism_name(k) for k in choices.offered(measure)]
+    return (f"{MEASURES[measure]} is offered for {' and '.join(names)} only — for {name} "
+            "choose pure DP (its ρ = ε²/2 is worked out for you)")
+
+
 def _cost(kind: str, measure: str, eps: float | None, dlt: float | None, rh: float | None,
           sens: float) -> tuple[ApproxDP, ZCDP, float | None, str]:
-    """(ε, δ) for basic/advanced, ρ for zCDP, the 95% error bound, and a note."""
-    eps_hint = "type the ε this release spends, e.g. 0.5"
-    if kind == "gaussian" and measure == "zcdp":
+    """(ε, δ) for basic/advanced, ρ for zCDP, the 95% error bound, and a note.
+
+    Read off the kind's spec and class: its budget under the measure, its exact ρ
+    (``zcdp_bound``) or the pure ε its class promises (``pure_epsilon_bound``). A kind that
+    needs an answer range is not built (the plan has no range): it has no error bound here.
+    """
+    spec = choices.spec(kind)
+    keywords = choices.budget_keywords(kind, measure)
+    name = choices.mechanism_name(kind)
+    build = (lambda **budget: None) if spec.needs_range else (
+        lambda **budget: make_mechanism(kind, sensitivity=sens, **budget))
+    if keywords == ("rho",):
         rho = _positive("ρ", rh, "type the ρ this release spends, e.g. 0.125", column=RHO)
         delta = _delta(dlt, required=True, hint="type the δ at which basic and advanced "
-                       "composition count this Gaussian as (ε, δ), e.g. 1e-6")
-        mechanism = Gaussian(sensitivity=sens, rho=rho)
+                       f"composition count this {name} as (ε, δ), e.g. 1e-6")
+        mechanism = build(rho=rho)
         read_eps = mechanism.epsilon_for_delta(delta)
         note = (f"counted as (ε = {up(read_eps)}, δ = {fmt_number(delta)}) by basic and "
-                "advanced composition: the Gaussian's exact privacy curve at that δ")
+                f"advanced composition: the {name}'s privacy curve at that δ")
         return ApproxDP(read_eps, delta), ZCDP(rho), mechanism.accuracy(ACCURACY_BETA), note
-    epsilon = _positive("ε", eps, eps_hint, column=EPSILON)
-    if kind == "gaussian":
-        delta = _delta(dlt, required=True, hint="Gaussian noise needs a δ above 0, e.g. 1e-6")
-        mechanism = Gaussian(sensitivity=sens, epsilon=epsilon, delta=delta)
-        return (ApproxDP(epsilon, delta), mechanism.zcdp, mechanism.accuracy(ACCURACY_BETA),
-                f"its exact ρ = {up(mechanism.zcdp.rho)} (from its noise σ) under zCDP")
-    if kind == "bounded_laplace":
-        delta = _delta(dlt, required=False, hint="") if measure == "approx" else 0.0
-        if delta > 0:
-            pure = epsilon - math.log1p(-delta)
-            note = (f"not a Gaussian, so no exact ρ: its calibration makes it pure "
-                    f"ε₀ = ε − ln(1 − δ) = {up(pure, 6)}-DP, and zCDP counts ρ = ε₀²/2")
-            return ApproxDP(epsilon, delta), PureDP(pure).to_zcdp(), None, note
-        return ApproxDP(epsilon, 0.0), PureDP(epsilon).to_zcdp(), None, ""
-    # Laplace, geometric, clamped Laplace: pure ε-DP whatever the measure column says.
-    note = ""
-    if measure == "approx":
-        note = f"{MECHANISMS[kind].split(' (')[0]} noise is pure ε-DP: δ = 0"
-    accuracy = None
-    if kind not in _BOUNDED:
-        accuracy = make_mechanism(kind, sensitivity=sens, epsilon=epsilon).accuracy(
-            ACCURACY_BETA)
-    return ApproxDP(epsilon, 0.0), PureDP(epsilon).to_zcdp(), accuracy, note
+    epsilon = _positive("ε", eps, "type the ε this release spends, e.g. 0.5", column=EPSILON)
+    delta, note = 0.0, ""
+    if "delta" in keywords:
+        pure_allowed = "pure" in spec.budgets
+        delta = _delta(dlt, required=not pure_allowed,
+                       hint=f"{name} noise needs a δ above 0, e.g. 1e-6")
+    elif measure == "approx":
+        note = f"{name} noise is pure ε-DP: δ = 0"
+    budget = {"epsilon": epsilon, **({"delta": delta} if delta > 0 else {})}
+    mechanism = build(**budget)
+    accuracy = None if spec.needs_range else mechanism.accuracy(ACCURACY_BETA)
+    if delta == 0:
+        return ApproxDP(epsilon, 0.0), PureDP(epsilon).to_zcdp(), accuracy, note
+    pure = spec.mechanism.pure_epsilon_bound(epsilon, delta)
+    if pure is not None:
+        note = (f"no exact ρ: its calibration makes it pure ε₀ = {up(pure, 6)}-DP, and zCDP "
+                "counts ρ = ε₀²/2")
+        return ApproxDP(epsilon, delta), PureDP(pure).to_zcdp(), accuracy, note
+    zcdp = None if spec.needs_range else mechanism.zcdp_bound()
+    if zcdp is None:
+        raise _RowError(f"{name} noise at (ε, δ) has no known ρ — choose zCDP or pure DP")
+    return (ApproxDP(epsilon, delta), zcdp, accuracy,
+            f"its exact ρ = {up(zcdp.rho)} (from its noise σ) under zCDP")
 
 
 def check_plan(plan: pd.DataFrame) -> list[CheckedRelease]:
@@ -277,7 +295,7 @@ def clear_unused_cells(plan: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             plan.reindex(columns=list(PLAN_COLUMNS)).itertuples(index=False, name=None)):
         kind = _kind(mechanism, MECHANISMS, _MECHANISM_BY_LABEL)
         measure_kind = _kind(measure, MEASURES, _MEASURE_BY_LABEL)
-        if kind is None or measure_kind is None or kind not in VALID_MECHANISMS[measure_kind]:
+        if kind is None or measure_kind is None or kind not in choices.offered(measure_kind):
             continue
         emptied = [column for column in UNUSED_CELLS[measure_kind]
                    if column in cleaned.columns

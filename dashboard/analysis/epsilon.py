@@ -15,12 +15,14 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
+from dashboard import choices
 from dashboard.analysis import selection as sel
 from dashboard.analysis import statistics as stats
 from dashboard.analysis import tables
 from dashboard.charts.epsilon import Curve
-from dashboard.controls import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
+from dashboard.choices import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
+from dashboard.saved import SelectionQuery, StatisticsQuery, TablesQuery
 from dpcore import figures, queries, risk, utility
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 from dpcore.mechanisms.gaussian import Gaussian
@@ -50,13 +52,13 @@ DEFAULT_DELTA = 1e-6
 SELECTION_GRID = tuple(float(x) for x in np.geomspace(1e-4, 10, 51))
 #: Simulated releases per point of a top-k curve (standard error at most 0.5/sqrt(2000) = 1.1%).
 TOP_K_TRIALS = 2_000
-_ARRAY_MECHANISMS = ("laplace", "gaussian", "geometric")
+_ARRAY_MECHANISMS = choices.RANGE_FREE
 _RNG_OFFSET = 6  # this page's own random stream
 
 
 def mechanism_name(kind: str) -> str:
-    """'Laplace', 'Geometric', 'Gaussian', 'Bounded Laplace', 'Clamped Laplace'."""
-    return MECHANISMS[kind].split(" (")[0]
+    """'Laplace', 'Geometric', 'Gaussian', 'Bounded Laplace', 'Clamped Laplace'..."""
+    return choices.mechanism_name(kind)
 
 
 def fmt(x: float) -> str:
@@ -81,8 +83,8 @@ class ErrorQuery:
     unit: str
     spec: stats.QuerySpec | None = None
     table: tuple[str, str, tuple[str, ...], tuple[str, ...]] | None = None
-    mechanisms: tuple[str, ...] = ("laplace",)
-    chosen: tuple[str, ...] = ("laplace",)
+    mechanisms: tuple[str, ...] = (choices.DEFAULT_KIND,)
+    chosen: tuple[str, ...] = (choices.DEFAULT_KIND,)
     answer_range: tuple[float, float] | None = None
     epsilon: float = 1.0
     delta: float = DEFAULT_DELTA
@@ -110,7 +112,7 @@ class SelectionQuestion:
 
     scores: tuple[float, ...]
     what: str
-    noise: str = "laplace"
+    noise: str = sel.DEFAULT_NOISE
     sensitivity: float = 1.0
     monotonic: bool = True
     negate: bool = False
@@ -121,16 +123,18 @@ class SelectionQuestion:
     origins: tuple[tuple[str, str], ...] = ()
 
 
+def _or(value: object, default: object) -> object:
+    """A remembered value, or ``default`` when it was never set."""
+    return default if value is None else value
+
+
 def _in_range(value: object, grid: Sequence[float]) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and grid[0] <= value <= grid[-1])
 
 
-def _saved_epsilon(saved: Mapping, prefix: str) -> float:
+def _saved_epsilon(value: object, grid: Sequence[float] = EPSILON_GRID) -> float:
     """The epsilon another page's control was left at (on its slider or typed), else 1."""
-    key = prefix if prefix.endswith("level") else f"{prefix}_epsilon"
-    value = saved.get(key, 1.0)
-    grid = sel.EPSILON_GRID if prefix.startswith("sel") else EPSILON_GRID
     return float(value) if _in_range(value, grid) else 1.0
 
 
@@ -138,13 +142,12 @@ def _saved_epsilon(saved: Mapping, prefix: str) -> float:
 RISK_RHO_GRID: tuple[float, ...] = tuple(sorted(set(RHO_GRID) | set(sel.RHO_GRID)))
 
 
-def saved_rho(saved: Mapping, prefix: str) -> float | None:
+def saved_rho(measure: object, value: object, grid: Sequence[float] = RHO_GRID
+              ) -> float | None:
     """The ρ another page used when its privacy measure is zCDP (its default 0.5 if the
     control was never moved); None under pure or approximate DP."""
-    if saved.get(f"{prefix}_measure") != "zcdp":
+    if measure != "zcdp":
         return None
-    value = saved.get("sel_zcdp_level" if prefix == "sel" else f"{prefix}_rho", 0.5)
-    grid = sel.RHO_GRID if prefix == "sel" else RHO_GRID
     return float(value) if _in_range(value, grid) else 0.5
 
 
@@ -154,8 +157,7 @@ def default_rho(epsilon: float, carried_rho: float | None) -> float:
     return carried_rho if carried_rho is not None else epsilon * epsilon / 2
 
 
-def _saved_delta(saved: Mapping, prefix: str) -> float:
-    value = saved.get(f"{prefix}_delta", DEFAULT_DELTA)
+def _saved_delta(value: object) -> float:
     return float(value) if isinstance(value, float) and 0 < value < 1 else DEFAULT_DELTA
 
 
@@ -164,7 +166,8 @@ def _count_query(loaded: LoadedDataset, note: str, *, upload: bool) -> ErrorQuer
     answer_range = stats.default_answer_range(spec, len(loaded.relation))
     origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
     return ErrorQuery("statistics", "count", "count", "people", spec=spec,
-                      mechanisms=tuple(MECHANISMS), chosen=("laplace", "gaussian"),
+                      mechanisms=tuple(MECHANISMS),
+                      chosen=(choices.DEFAULT_KIND, choices.APPROX_KIND),
                       answer_range=answer_range, note=note, origins=tuple(origins.items()))
 
 
@@ -174,21 +177,22 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
 
     ``escape`` is applied to the user's text (column names) in the note, which is markdown.
     """
-    query = saved.get("stats_query")
+    page = StatisticsQuery.from_saved(saved)
+    query = page.query
     upload = dataset_key.startswith("upload:")
     fallback = ("The Noisy statistics page has no query set up for this dataset yet: "
                 "showing the **count of rows**. Set up a sum, mean or histogram there and "
                 "come back.")
     if query not in stats.available_queries(loaded):
         return _count_query(loaded, fallback, upload=upload)
-    column = saved.get("stats_column")
+    column = page.column
     if query != "count" and column not in stats.columns_for(loaded, query):
         return _count_query(loaded, fallback, upload=upload)
     lower = upper = categories = None
     if query in ("sum", "mean"):
         bounds = stats.default_bounds(loaded, column)
-        lower = float(saved.get("stats_lower", bounds.lower))
-        upper = float(saved.get("stats_upper", bounds.upper))
+        lower = float(bounds.lower if page.lower is None else page.lower)
+        upper = float(bounds.upper if page.upper is None else page.upper)
         if not lower < upper:
             return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
                                         "be below upper): showing the count of rows.",
@@ -200,23 +204,17 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         integer, rows = stats.query_facts(loaded.relation, dataset_key, spec)
     except (ValueError, TypeError):
         return _count_query(loaded, fallback, upload=upload)
-    if query == "mean":
-        offered = tuple(m for m in queries.MEAN_MECHANISMS
-                        if m in MECHANISMS and (integer or m != "geometric"))
-    elif query == "histogram":
-        offered = _ARRAY_MECHANISMS
-    else:
-        offered = tuple(MECHANISMS)
-    if not integer:
-        offered = tuple(m for m in offered if m != "geometric")
+    offered = tuple(m for m in (queries.MEAN_MECHANISMS if query == "mean" else
+                                _ARRAY_MECHANISMS if query == "histogram" else MECHANISMS)
+                    if integer or not choices.spec(m).integer_only)
     chosen = tuple(dict.fromkeys(
-        m for m in (saved.get("stats_mechanism"), saved.get("stats_compare")) if m in offered))
+        m for m in (page.mechanism, page.compare) if m in offered))
     answer_range = None
     if query in ("count", "sum"):
         low, high = stats.default_answer_range(spec, rows)
-        answer_range = (float(saved.get("stats_answer_lower", low)),
-                        float(saved.get("stats_answer_upper", high)))
-    share = saved.get("stats_share", 0.5)
+        answer_range = (float(low if page.answer_lower is None else page.answer_lower),
+                        float(high if page.answer_upper is None else page.answer_upper))
+    share = page.share
     origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
     if query == "histogram":
         origins["categories_from"] = sel.categories_origin(categories is not None)
@@ -225,8 +223,8 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     return ErrorQuery(
         "statistics", query, what, stats.answer_unit(loaded, spec), spec=spec,
         mechanisms=offered, chosen=chosen or offered[:1], answer_range=answer_range,
-        epsilon=_saved_epsilon(saved, "stats"), delta=_saved_delta(saved, "stats"),
-        rho=saved_rho(saved, "stats"),
+        epsilon=_saved_epsilon(page.epsilon), delta=_saved_delta(page.delta),
+        rho=saved_rho(page.measure, page.rho),
         sum_share=float(share) if share in stats.SUM_SHARE_OPTIONS else 0.5,
         note=f"The query set up on the Noisy statistics page: the **{escape(spec.describe())}**.",
         origins=tuple(origins.items()))
@@ -240,17 +238,17 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
     axes = tables.default_axes(loaded, columns)
     if axes is None:
         return None
-    row, column = saved.get("tables_row"), saved.get("tables_column")
+    page = TablesQuery.from_saved(saved)
+    row, column = page.row, page.column
     note = "The crosstab set up on the Noisy tables page"
     if row not in columns or column not in columns or row == column:
         row, column = axes
         note = "The Noisy tables page's default crosstab"
     row_cats, row_from_data = tables.declared_categories(loaded, row)
     col_cats, col_from_data = tables.declared_categories(loaded, column)
-    chosen = saved.get("tables_mechanism")
-    share = saved.get("tables_total_share", 0.2)
-    separate = (saved.get("tables_rescale") is True
-                and saved.get("tables_total_source") == "separate")
+    chosen = page.mechanism
+    share = page.total_share
+    separate = page.rescale is True and page.total_source == "separate"
     total_share = (float(share) if share in tables.TOTAL_SHARES else 0.2) if separate else None
     split = ("" if total_share is None else
              f" The table is rescaled to a separate noisy total that takes {total_share:.0%} "
@@ -260,9 +258,9 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
         "tables", "table", "count in each cell", "people", table=(row, column, row_cats,
                                                                    col_cats),
         mechanisms=_ARRAY_MECHANISMS,
-        chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else ("geometric",),
-        epsilon=_saved_epsilon(saved, "tables"), delta=_saved_delta(saved, "tables"),
-        rho=saved_rho(saved, "tables"), total_share=total_share,
+        chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else (choices.WHOLE_NUMBER_KIND,),
+        epsilon=_saved_epsilon(page.epsilon), delta=_saved_delta(page.delta),
+        rho=saved_rho(page.measure, page.rho), total_share=total_share,
         note=f"{note}: **{escape(row)} × {escape(column)}**, "
              f"{len(row_cats) * len(col_cats):,} cells, before post-processing "
              f"(clipping negatives can only bring a cell closer to the truth).{split}",
@@ -275,7 +273,7 @@ def cells_budget(query: ErrorQuery, epsilon: float, delta: float) -> tuple[float
     the separate total leaves (``tables.split_budget``, the Noisy tables page's own split)."""
     if query.total_share is None:
         return epsilon, delta
-    table, _ = tables.split_budget(PrivacyChoice("approx", "laplace", epsilon=epsilon,
+    table, _ = tables.split_budget(PrivacyChoice("approx", choices.DEFAULT_KIND, epsilon=epsilon,
                                                  delta=delta), query.total_share)
     return table.epsilon, table.delta
 
@@ -294,22 +292,23 @@ def total_for_cells(query: ErrorQuery, cells_epsilon: float, delta: float) -> fl
 def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int,
                       source: str) -> tuple[tuple[float, ...], float, str, tuple]:
     """(scores, sensitivity, what is right, origins) as the Selection page computes them."""
-    negate = saved.get("sel_negate") is True
+    page = SelectionQuery.from_saved(saved)
+    negate = page.negate is True
     if source == "typed":
-        scores = sel.parse_numbers(str(saved.get("sel_scores_text", "0, 2, 4, 6")))
-        sensitivity = float(saved.get("sel_sensitivity", 1.0))
+        scores = sel.parse_numbers(str(_or(page.scores_text, "0, 2, 4, 6")))
+        sensitivity = float(_or(page.sensitivity, 1.0))
         return (tuple(float(v) for v in scores), sensitivity,
                 "the lowest score" if negate else "the highest score", ())
     if source == "pricing":
-        highest = float(saved.get("sel_highest", 4.0))
-        prices = sel.price_grid(highest, float(saved.get("sel_step", 0.01)))
-        bids = (sel.simulated_bids(highest, seed) if saved.get("sel_simulated_bids") is True
-                else sel.parse_bids(str(saved.get("sel_bids_text", sel.EXAMPLE_BIDS))))
+        highest = float(_or(page.highest, 4.0))
+        prices = sel.price_grid(highest, float(_or(page.step, 0.01)))
+        bids = (sel.simulated_bids(highest, seed) if page.simulated_bids is True
+                else sel.parse_bids(str(_or(page.bids_text, sel.EXAMPLE_BIDS))))
         revenue = sel.revenue_curve(bids, prices)
         return (tuple(float(r) for r in revenue), float(prices[-1]),
                 "the worst price" if negate else "the best price", ())
     columns = categorical_columns(loaded)
-    column = saved.get("sel_column")
+    column = page.column
     if column not in columns:
         column = "education" if "education" in columns else columns[0]
     domain = loaded.domains.get(column)
@@ -323,9 +322,10 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
                        escape: Callable[[str], str] = str) -> SelectionQuestion | None:
     """The Selection page's question (its remembered widgets), or its default: the most common
     category of a column. None when that default has no categorical column to count."""
-    source = saved.get("sel_source", "data")
+    page = SelectionQuery.from_saved(saved)
+    source = _or(page.source, "data")
     note = "The question set up on the Selection page"
-    if "sel_source" not in saved:
+    if page.source is None:
         note = "The Selection page has no question set up yet; its default"
     try:
         scores, sensitivity, what, origins = _selection_scores(loaded, saved, dataset_key,
@@ -338,17 +338,19 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
                                                                source)
         note = "The Selection page's scores do not parse; instead"
     monotonic_key, monotonic_default = sel.monotonic_setting(source)
-    noise = saved.get("sel_noise")
-    k = saved.get("sel_k", 1)
+    noise = page.noise
+    k = _or(page.k, 1)
     k = k if isinstance(k, int) and 1 <= k < len(scores) else 1
     zcdp = (" It uses zCDP there; here the privacy level is pure ε."
-            if saved.get("sel_measure") == "zcdp" else "")
+            if page.measure == "zcdp" else "")
     top = f"a true top {k}" if k > 1 else escape(what)
     return SelectionQuestion(
-        scores, what, noise=noise if noise in sel.NOISES else "laplace", sensitivity=sensitivity,
-        monotonic=saved.get(monotonic_key, monotonic_default) is True,
-        negate=saved.get("sel_negate") is True,
-        k=k, epsilon=_saved_epsilon(saved, "sel_pure_level"), rho=saved_rho(saved, "sel"),
+        scores, what, noise=noise if noise in sel.NOISES else sel.DEFAULT_NOISE,
+        sensitivity=sensitivity,
+        monotonic=_or(page.at_key(monotonic_key), monotonic_default) is True,
+        negate=page.negate is True,
+        k=k, epsilon=_saved_epsilon(page.pure_level, sel.EPSILON_GRID),
+        rho=saved_rho(page.measure, page.zcdp_level, sel.RHO_GRID),
         note=f"{note}: does report noisy max pick **{top}** among {len(scores):,} candidates?"
              f"{zcdp}", origins=origins)
 
@@ -402,9 +404,9 @@ def _options(query: ErrorQuery, mechanism: str, numbers: QueryNumbers,
              delta: float) -> dict:
     """Keyword arguments of the utility sweeps for one mechanism."""
     options: dict = {"sensitivity": numbers.l1, "l2_sensitivity": numbers.l2}
-    if mechanism == "gaussian":
+    if choices.needs_delta(mechanism):
         options["delta"] = delta
-    if mechanism in ("bounded_laplace", "clamped_laplace"):
+    if choices.spec(mechanism).needs_range:
         options["lower"], options["upper"] = query.answer_range
     return options
 
@@ -429,10 +431,7 @@ def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, 
     trials = max(200, math.ceil(SIM_ERRORS / numbers.true_value.size))
     if query.kind == "mean":
         def release(eps: float, n: int, gen: np.random.Generator) -> NDArray:
-            budget = {"epsilon": eps, "delta": delta} if mechanism == "gaussian" else {
-                "epsilon": eps}
-            choice = PrivacyChoice("approx" if mechanism == "gaussian" else "pure", mechanism,
-                                   **budget)
+            choice = choices.calibrated_from_epsilon(mechanism, eps, delta)
             plan = stats.make_plan(frame, query.spec, choice, sum_share=query.sum_share)
             return plan.sample(n, gen)
 
@@ -468,9 +467,10 @@ def smallest_for(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, alph
     if query.kind != "mean":
         options = _options(query, mechanism, numbers, cells_budget(query, 1.0, delta)[1])
         l2 = options.pop("l2_sensitivity")
-        if mechanism == "gaussian":
-            options["sensitivity"] = l2
-        bounded = mechanism in ("bounded_laplace", "clamped_laplace")
+        options["sensitivity"] = choices.calibrated_from_epsilon(
+            mechanism, 1.0, delta).sensitivity(l1_sensitivity=options["sensitivity"],
+                                               l2_sensitivity=l2)
+        bounded = choices.spec(mechanism).needs_range
         truth = float(numbers.true_value) if bounded else None
         found = utility.smallest_epsilon(mechanism, alpha=alpha, beta=beta, true_value=truth,
                                          **options)
@@ -544,19 +544,20 @@ def use_epsilon(source: str, kind: str, answer: utility.SmallestEpsilon, *,
     if value < grid[0]:
         value, text = float(grid[0]), f"{grid[0]:g}"
     if source == "selection":
-        settings = {"sel_measure": "pure", "sel_noise": kind, "sel_pure_level": value}
+        settings = SelectionQuery.settings(measure="pure", noise=kind, pure_level=value)
         name = sel.NOISES[kind].split(" (")[0] + " noise"
         how = "pure DP"
     else:
-        prefix = "stats" if source == "statistics" else "tables"
-        settings = {f"{prefix}_measure": "approx" if kind == "gaussian" else "pure",
-                    f"{prefix}_mechanism": kind, f"{prefix}_epsilon": value}
-        if kind == "gaussian":
-            settings[f"{prefix}_delta"] = delta
+        page_query = StatisticsQuery if source == "statistics" else TablesQuery
+        choice = choices.calibrated_from_epsilon(kind, value, delta)
+        chosen = {"measure": choice.measure, "mechanism": kind, "epsilon": value}
+        if choices.needs_delta(kind):
+            chosen["delta"] = delta
         if source == "statistics" and query_kind is not None:
-            settings["stats_query"] = query_kind
+            chosen["query"] = query_kind
+        settings = page_query.settings(**chosen)
         name = mechanism_name(kind)
-        how = f"δ = {delta:g}" if kind == "gaussian" else "pure DP"
+        how = f"δ = {delta:g}" if choices.needs_delta(kind) else "pure DP"
     problem = None
     if value > grid[-1]:
         problem = (f"ε = {text} is above the largest ε the {title} page offers "
@@ -685,7 +686,8 @@ def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilo
     For a histogram or table the bound holds for each cell on its own; the cells' noise is
     independent, so all ``cells`` at once hold in at least (1 − β)^cells of releases.
     """
-    name = mechanism_name(kind) + " noise" + (f" (δ = {delta:g})" if kind == "gaussian" else "")
+    name = mechanism_name(kind) + " noise" + (f" (δ = {delta:g})" if choices.needs_delta(kind)
+                                              else "")
     what = escape(query.what)
     if relative:
         within = f"±{target_value:g}% (±{fmt(target_value / 100 * abs(true_value))})"
@@ -862,6 +864,35 @@ def cached_curves(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, mec
     return mechanism_curves(_frame, query, mechanism, beta=beta, delta=delta, seed=seed)
 
 
+def sweep_mechanisms(frame: pd.DataFrame, dataset_key: str, query: ErrorQuery,
+                     mechanisms: Sequence[str], *, alpha: float, beta: float, delta: float,
+                     seed: int) -> tuple[dict, dict, list[str]]:
+    """(curves, smallest ε, problems) for each mechanism: one whose sweep fails is left out,
+    with a message saying what to fix (the user's text in it is not escaped)."""
+    results, answers, problems = {}, {}, []
+    for kind in mechanisms:
+        try:
+            results[kind] = cached_curves(frame, dataset_key, query, kind, beta, delta, seed)
+        except (ValueError, TypeError) as exc:
+            problems.append(f"{mechanism_name(kind)}: {exc}")
+            continue
+        answers[kind] = cached_smallest(frame, dataset_key, query, kind, alpha, beta, delta,
+                                        seed)
+    return results, answers, problems
+
+
+def zcdp_note(rho: float) -> str:
+    return (f"That page uses zCDP, ρ = {figures.upper(rho, 4)}: the curves below are drawn "
+            "against ε; the risk panel at the bottom shows what that ρ lets an attacker learn.")
+
+
+GDP_NOTE = ("μ-GDP (Gaussian differential privacy, Dong, Roth & Su 2022): telling 'Alice in' "
+            "from 'Alice out' is exactly as hard as telling whether one number was drawn from "
+            "a normal distribution with mean 0 or mean μ (standard deviation 1). Gaussian "
+            "noise σ gives μ = sensitivity / σ: the smaller μ, the closer the line to the "
+            "blind guess.")
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def cached_smallest(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, mechanism: str,
                     alpha: float, beta: float, delta: float, seed: int
@@ -979,10 +1010,11 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
         "cells": cells, "neighbouring_datasets": NEIGHBOURS,
         "l1_sensitivity": numbers.l1, "l2_sensitivity": numbers.l2,
         "mechanisms": list(results),
-        "privacy_measure": {k: "approx" if k == "gaussian" else "pure" for k in results},
-        "delta": delta if "gaussian" in results else None, "rho": None,
+        "privacy_measure": {k: choices.calibrated_from_epsilon(k, 1.0, delta).measure
+                            for k in results},
+        "delta": delta if any(map(choices.needs_delta, results)) else None, "rho": None,
         "answer_range": (list(query.answer_range) if query.answer_range is not None and
-                         {"bounded_laplace", "clamped_laplace"} & set(results) else None),
+                         choices.uses_answer_range(list(results)) else None),
         "mean_sum_share": query.sum_share if query.kind == "mean" else None,
         "table_separate_total_share": query.total_share,
         "error_measure": MEASURES[measure], "confidence": round(1 - beta, 10),

@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
-from dashboard.controls import fmt_number
+from dashboard.choices import fmt_number
 from dashboard.data import truth
 from dashboard.exports import SIMULATION, simulation_fields
 from dashboard.shown import up
@@ -53,6 +53,10 @@ def monotonic_setting(source: str) -> tuple[str, bool]:
     never carries a "monotonic" answer over to scores nobody has vouched for.
     """
     return ("sel_monotonic_typed", False) if source == "typed" else ("sel_monotonic", True)
+
+
+#: The noise a selection starts with (report noisy max with Laplace noise).
+DEFAULT_NOISE = "laplace"
 NOISES = {
     "laplace": "Laplace (report noisy max)",
     "exponential": "Exponential (permute-and-flip)",

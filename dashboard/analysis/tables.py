@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
-from dashboard.controls import PrivacyChoice
+from dashboard.choices import PrivacyChoice, mechanism_name
 from dashboard.data import facts, truth
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dashboard.exports import SIMULATION, noise_stream, simulation_fields
@@ -399,17 +399,18 @@ def build_mechanisms(choice: PrivacyChoice, *, rescale: bool, total_source: str,
     and so has the count of all rows.
     """
     separate = rescale and total_source == "separate"
+    name = mechanism_name(choice.mechanism)
     if not separate:
         table = choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
         return (table, None, table.privacy.describe(),
-                f"{type(table).__name__} noise of scale {table.scale:.4g} on every cell")
+                f"{name} noise of scale {table.scale:.4g} on every cell")
     table_choice, total_choice = split_budget(choice, total_share)
     table = table_choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
     total = total_choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
     spent = measures.compose(table.privacy, total.privacy)
     privacy = (f"{spent.describe()} in all: the table {table.privacy.describe()}, the noisy "
                f"total {total.privacy.describe()} (sequential composition)")
-    noise = (f"{type(table).__name__} noise of scale {table.scale:.4g} on every cell, scale "
+    noise = (f"{name} noise of scale {table.scale:.4g} on every cell, scale "
              f"{total.scale:.4g} on the total")
     return table, total, privacy, noise
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from dashboard.controls import fmt_number
+from dashboard.choices import fmt_number
 from dashboard.shown import percent_up, up
 from dpcore.measures import PureDP
 from dpcore.risk import max_posterior

@@ -404,6 +404,38 @@ class AdditiveMechanism(ABC):
     def privacy(self) -> PureDP | ApproxDP | ZCDP:
         """The privacy guarantee of one release."""
 
+    @classmethod
+    def pure_epsilon_bound(cls, epsilon: float, delta: float = 0.0) -> float | None:
+        """A pure-DP epsilon that every mechanism of this class built from the budget
+        (epsilon, delta) has, whatever its sensitivity and answer range; None when the class
+        promises none.
+
+        epsilon itself when delta is 0; None otherwise, unless the class knows better (the
+        bounded Laplace is calibrated to be pure epsilon − ln(1 − delta)-DP). An accountant
+        reads a zCDP rho = epsilon²/2 off it (:meth:`zcdp_bound`), without building the
+        mechanism.
+        """
+        epsilon = check_positive("epsilon", epsilon)
+        delta = check_delta("delta", delta)
+        return epsilon if delta == 0 else None
+
+    def zcdp_bound(self) -> ZCDP | None:
+        """A rho-zCDP guarantee this mechanism has, or None when none is known.
+
+        Its own rho under zCDP; epsilon²/2 for a pure epsilon (Bun & Steinke 2016) or for the
+        pure epsilon its class promises at an (epsilon, delta) budget
+        (:meth:`pure_epsilon_bound`). The Gaussian mechanisms give their exact rho. None too
+        when epsilon²/2 leaves float64.
+        """
+        privacy = self.privacy
+        if isinstance(privacy, ZCDP):
+            return privacy
+        pure = (privacy.epsilon if isinstance(privacy, PureDP)
+                else type(self).pure_epsilon_bound(privacy.epsilon, privacy.delta))
+        rho = None if pure is None else pure * pure / 2
+        # (an epsilon whose square leaves float64 has no rho to give: none is known)
+        return ZCDP(rho) if rho is not None and 0 < rho < math.inf else None
+
     def epsilon_for_delta(self, delta: float) -> float:
         """The smallest epsilon with (epsilon, delta)-DP that this mechanism is known to have.
 

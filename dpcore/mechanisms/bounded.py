@@ -208,6 +208,15 @@ class BoundedLaplace(_BoundedDomain):
             scale = _step_up(scale)
         return scale
 
+    @classmethod
+    def pure_epsilon_bound(cls, epsilon: float, delta: float = 0.0) -> float:
+        """epsilon − ln(1 − delta): the calibration makes every bounded Laplace built from
+        (epsilon, delta) pure-DP at this epsilon (its :attr:`effective_epsilon` is at most
+        this, whatever its sensitivity and domain)."""
+        epsilon = check_positive("epsilon", epsilon)
+        delta = check_delta("delta", delta)
+        return epsilon - math.log1p(-delta)
+
     @property
     def effective_epsilon(self) -> float:
         """The exact pure-DP epsilon of this mechanism (> epsilon when delta > 0)."""

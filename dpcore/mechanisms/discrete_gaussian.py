@@ -244,6 +244,10 @@ class DiscreteGaussian(AdditiveMechanism):
         """rho = sensitivity² / (2σ²), whatever it was built from."""
         return ZCDP(self._rho)
 
+    def zcdp_bound(self) -> ZCDP:
+        """Its exact rho (:attr:`zcdp`), whatever it was built from."""
+        return self.zcdp
+
     def delta_for_epsilon(self, epsilon: float) -> float:
         """The exact privacy profile: the smallest delta with (epsilon, delta)-DP."""
         epsilon = check_positive("epsilon", epsilon, allow_zero=True)

@@ -180,6 +180,10 @@ class Gaussian(AdditiveMechanism):
         """The zCDP guarantee rho = sensitivity² / (2 sigma²), whatever it was built from."""
         return ZCDP(self._rho)
 
+    def zcdp_bound(self) -> ZCDP:
+        """Its exact rho (:attr:`zcdp`), whatever it was built from."""
+        return self.zcdp
+
     def delta_for_epsilon(self, epsilon: float) -> float:
         """Exact privacy profile: the smallest delta with (epsilon, delta)-DP at this sigma."""
         epsilon = check_positive("epsilon", epsilon, allow_zero=True)

@@ -169,7 +169,8 @@ def rebuild_options(mech: AdditiveMechanism) -> dict[str, float]:
 HANDLED = {"scale", "sensitivity", "privacy", "sample", "accuracy", "error_cdf", "error_pdf",
            "error_pmf", "error_breakpoints", "bias", "variance", "mse", "mae",
            "epsilon_for_delta", "delta_for_epsilon", "zcdp", "effective_epsilon", "lower",
-           "upper", "point_masses", "gamma", "sweep", "epsilon_for_accuracy"}
+           "upper", "point_masses", "gamma", "sweep", "epsilon_for_accuracy",
+           "pure_epsilon_bound", "zcdp_bound"}
 
 
 def exercise_mechanism(mech: AdditiveMechanism, data, context: dict[str, Arg]) -> None:
@@ -284,6 +285,25 @@ def exercise_privacy_members(mech: AdditiveMechanism, data, context: dict[str, A
             assert mech.delta_for_epsilon(eps) <= as_real(level.value) * (1 + 1e-9)
     if hasattr(mech, "zcdp"):
         assert mech.zcdp.rho > 0
+    bound = mech.zcdp_bound()
+    if isinstance(privacy, ZCDP):
+        assert bound == privacy
+    elif isinstance(privacy, PureDP):
+        rho = privacy.epsilon * privacy.epsilon / 2
+        assert bound == (ZCDP(rho) if 0 < rho < INF else None)
+    if bound is not None and hasattr(mech, "effective_epsilon"):
+        # ρ = ε₀²/2 for the pure ε₀ the class promises: at least its own exact pure ε
+        assert 2 * bound.rho >= mech.effective_epsilon**2 * (1 - 1e-12)
+    if hasattr(mech, "zcdp"):
+        assert bound == mech.zcdp
+    budget_eps = data.draw(positive(), label="bound_epsilon")
+    budget_delta = data.draw(probability(zero_ok=True), label="bound_delta")
+    pure = ok(lambda: type(mech).pure_epsilon_bound(budget_eps.value, budget_delta.value),
+              {**context, "epsilon": budget_eps, "delta": budget_delta})
+    if pure is not None:
+        assert pure >= as_real(budget_eps.value)
+        if as_real(budget_delta.value) == 0:
+            assert pure == as_real(budget_eps.value)
     if hasattr(mech, "effective_epsilon"):
         assert 0 < mech.effective_epsilon < INF
         if isinstance(privacy, PureDP):

@@ -1,0 +1,236 @@
+"""Noisy statistics, what the user asks: the queries offered, their columns, bounds,
+categories and answer ranges, and where each declaration comes from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dashboard import choices
+from dashboard.choices import PrivacyChoice
+from dashboard.data import facts
+from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
+from dpcore.queries import MEAN_MECHANISMS
+
+#: The queries the page offers, in the user's words.
+QUERIES = {
+    "count": "Count of rows",
+    "sum": "Sum of a column",
+    "mean": "Mean of a column",
+    "histogram": "Histogram: count per category",
+}
+#: Confidence levels offered for the "± alpha" error bound.
+CONFIDENCE_OPTIONS = (0.5, 0.8, 0.9, 0.95, 0.99)
+#: Shares of the mean's budget the noisy sum may take (the noisy count gets the rest).
+SUM_SHARE_OPTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+#: A histogram column is the default when it has at most this many categories.
+DEFAULT_MAX_CATEGORIES = 20
+
+# --------------------------------------------------------------------------------------------
+# What the user asks: queries, columns, bounds
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """A query as the user picked it: kind, column, clamping bounds, declared categories."""
+
+    query: str
+    column: str | None = None
+    lower: float | None = None
+    upper: float | None = None
+    categories: tuple[str, ...] | None = None
+
+    def describe(self) -> str:
+        """e.g. 'mean of age' (the column name is the user's: escape it before display)."""
+        if self.query == "count":
+            return "number of rows"
+        noun = {"sum": "sum", "mean": "mean", "histogram": "counts"}[self.query]
+        return f"{noun} of {self.column}"
+
+
+@dataclass(frozen=True)
+class BoundsSuggestion:
+    """Starting bounds for a numeric column and where they come from."""
+
+    lower: float
+    upper: float
+    public: bool
+    note: str
+    origin: str = ""
+
+    def shown_note(self, lower: float | None, upper: float | None) -> tuple[str, bool]:
+        """(note, warn) under the bounds the user has now: the warning that the bounds come
+        from the data holds only while they are the suggested ones."""
+        if self.public or (lower, upper) == (self.lower, self.upper):
+            return self.note, not self.public
+        return (f"Your bounds [{lower:g}, {upper:g}] replace the suggestion read off the data "
+                f"([{self.lower:g}, {self.upper:g}]): values outside are clamped. Type bounds "
+                "you know without looking at the data."), False
+
+
+#: Where a declaration comes from, in the parameters file.
+TYPED = "typed by the user"
+FROM_DATA_BOUNDS = ("the data: round numbers around its own minimum and maximum (they reveal "
+                    "roughly how large the values are)")
+
+
+def available_queries(loaded: LoadedDataset) -> list[str]:
+    """The queries this dataset supports: count always, sum/mean and histogram by column type."""
+    out = ["count"]
+    if numeric_columns(loaded):
+        out += ["sum", "mean"]
+    if categorical_columns(loaded):
+        out.append("histogram")
+    return out
+
+
+def columns_for(loaded: LoadedDataset, query: str) -> list[str]:
+    """Columns a query can use: numeric for sum and mean, categorical for a histogram."""
+    if query in ("sum", "mean"):
+        return numeric_columns(loaded)
+    if query == "histogram":
+        return categorical_columns(loaded)
+    return []
+
+
+def _category_count(loaded: LoadedDataset, column: str) -> int:
+    domain = loaded.domains.get(column)
+    if domain is not None and domain.categories is not None:
+        return len(domain.categories)
+    return len(facts.data_categories(loaded.relation, column))
+
+
+def default_column(loaded: LoadedDataset, query: str) -> str | None:
+    """The column shown first: a public-range numeric column, or a mid-sized categorical one.
+
+    For a histogram, the column with the most categories up to ``DEFAULT_MAX_CATEGORIES``
+    (education on Adult): small categories next to large ones show how noise hits each.
+    """
+    columns = columns_for(loaded, query)
+    if not columns:
+        return None
+    if query == "histogram":
+        sizes = [_category_count(loaded, c) for c in columns]
+        fitting = [s if s <= DEFAULT_MAX_CATEGORIES else -1 for s in sizes]
+        return columns[int(np.argmax(fitting))]
+    public = [c for c in columns if getattr(loaded.domains.get(c), "kind", "") == "numeric"]
+    return (public or columns)[0]
+
+
+def _round_up(x: float) -> float:
+    """The smallest of 1, 2, 5 × 10^k that is >= x (x > 0)."""
+    power = 10.0 ** math.floor(math.log10(x))
+    for step in (1, 2, 5, 10):
+        if step * power >= x:
+            return float(step * power)
+    return float(10 * power)  # pragma: no cover - the loop always returns
+
+
+def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
+    """The column's public range if known, else round numbers around the data's range.
+
+    Round numbers around the data's minimum and maximum still leak (roughly how large the
+    largest value is): the note says so, and the user should replace them.
+    """
+    domain = loaded.domains.get(column)
+    if domain is not None and domain.kind == "numeric" and domain.from_data:
+        unit = f" {domain.unit}" if domain.unit else ""
+        note = (f"These bounds, [{domain.lower:g}, {domain.upper:g}]{unit}, are declared for "
+                f"the column but read off the data ({domain.source}). A bound read off the "
+                "data leaks: it says that someone has exactly that value. Type bounds you "
+                "know without looking at the data for a release that is private in full.")
+        return BoundsSuggestion(float(domain.lower), float(domain.upper), False, note)
+    if domain is not None and domain.kind == "numeric":
+        unit = f" {domain.unit}" if domain.unit else ""
+        note = (f"Bounds from the column's public range [{domain.lower:g}, {domain.upper:g}]"
+                f"{unit} — source: {domain.source}. Values outside are clamped. Bounds taken "
+                "from the data itself (its minimum and maximum) would leak information "
+                "about the people in it.")
+        return BoundsSuggestion(float(domain.lower), float(domain.upper), True, note,
+                                origin=f"the column's public range (source: {domain.source})")
+    extremes = facts.value_range(loaded.relation, column) or (0.0, 1.0)
+    low, high = (v if math.isfinite(v) else d for v, d in zip(extremes, (0.0, 1.0),
+                                                              strict=True))
+    lower = 0.0 if low >= 0 else -_round_up(-low)
+    upper = _round_up(high) if high > 0 else 0.0
+    if upper <= lower:
+        upper = lower + 1.0
+    note = ("No public range is known for this column, so the bounds start at round numbers "
+            "around the data's own minimum and maximum. Bounds taken from the data itself leak "
+            "information about the people in it (here, roughly how large the largest value "
+            "is): replace them with bounds you know without looking at the data.")
+    return BoundsSuggestion(lower, upper, False, note, origin=FROM_DATA_BOUNDS)
+
+
+def declared_categories(loaded: LoadedDataset, column: str) -> tuple[str, ...] | None:
+    """The column's public category list, or None when the categories come from the data."""
+    domain = loaded.domains.get(column)
+    if domain is not None and domain.categories is not None:
+        return tuple(domain.categories)
+    return None
+
+
+def default_answer_range(spec: QuerySpec, rows: int) -> tuple[float, float]:
+    """A public range for the answer itself, needed by the bounded and clamped mechanisms.
+
+    A count lies in [0, N] and a sum of values clamped to [L, U] in [N·min(L, 0), N·max(U, 0)],
+    with N a round number at or above the number of rows (the built-in datasets publish their
+    size; for an upload the user should type a size they could publish).
+    """
+    size = _round_up(max(rows, 1))
+    if spec.query == "sum" and spec.lower is not None and spec.upper is not None:
+        return size * min(spec.lower, 0.0), size * max(spec.upper, 0.0)
+    return 0.0, size
+
+
+def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
+                        answer_range: tuple[float, float] | None,
+                        upload: bool) -> dict[str, str]:
+    """Where the clamping bounds and the answer range come from, for the parameters file:
+    typed by the user, public knowledge, or the data (an upload's row count is its own)."""
+    origins: dict[str, str] = {}
+    bounds_from_data = False
+    if spec.lower is not None and spec.column is not None:
+        suggested = default_bounds(loaded, spec.column)
+        if (spec.lower, spec.upper) == (suggested.lower, suggested.upper):
+            origins["clamping_bounds_from"] = suggested.origin
+            bounds_from_data = not suggested.public
+        else:
+            origins["clamping_bounds_from"] = TYPED
+    if answer_range is not None:
+        times = " times the clamping bounds" if spec.query == "sum" else ""
+        if tuple(answer_range) != default_answer_range(spec, len(loaded.relation)):
+            origins["answer_range_from"] = TYPED
+        elif upload or bounds_from_data:
+            origins["answer_range_from"] = ("the data: a round number at or above its number "
+                                            f"of rows{times}")
+        else:
+            origins["answer_range_from"] = ("the dataset's published number of rows, rounded "
+                                            f"up{times}")
+    return origins
+
+
+def answer_unit(loaded: LoadedDataset, spec: QuerySpec) -> str:
+    """The unit of the answer and of its error: people, or the column's unit when known."""
+    if spec.query in ("count", "histogram"):
+        return "people"
+    domain = loaded.domains.get(spec.column)
+    return domain.unit if domain is not None and domain.unit else "the column's units"
+
+
+def comparable_mechanisms(choice: PrivacyChoice, *, query: str,
+                          integer_query: bool) -> list[str]:
+    """The mechanisms valid at the same privacy measure, other than the one chosen."""
+    options = choices.offered(choice.measure, integer_query=integer_query,
+                              allowed=MEAN_MECHANISMS if query == "mean" else None)
+    return [m for m in options if m != choice.mechanism]
+
+
+def uses_answer_range(mechanisms: Sequence[str]) -> bool:
+    """Whether any of these mechanisms needs a public range for the answer."""
+    return choices.uses_answer_range(mechanisms)

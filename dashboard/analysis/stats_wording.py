@@ -1,0 +1,228 @@
+"""Noisy statistics, the words and tables on the page: the sensitivity and noise scale
+explained, accuracy sentences, the metrics and release tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dashboard import choices
+from dashboard.analysis.stats_plan import ReleasePlan
+from dashboard.choices import PrivacyChoice
+from dashboard.shown import percent_down, up
+from dpcore.mechanisms import AdditiveMechanism
+from dpcore.risk import percent
+
+if TYPE_CHECKING:
+    from dashboard.analysis.statistics import MechanismRun
+
+
+NEIGHBOURS = "add/remove one row (one row = one person)"
+#: The two sizes of a change to several released numbers at once, in plain words.
+SENSITIVITY_NORMS = {
+    "L1": "L1 adds up how much each released number can change, which "
+          f"{choices.norm_names('L1')} noise is calibrated to",
+    "L2": "L2 is the square root of the sum of the squared changes, which "
+          f"{choices.norm_names('L2')} noise is calibrated to",
+}
+
+
+def fmt_value(x: float) -> str:
+    """A number for the page: 48,842 · 1,234.5 · 269.6 · 2.996 · 0.01234; '—' if not finite."""
+    x = float(x)
+    if not math.isfinite(x):
+        return "—"
+    if abs(x) >= 1e5 or (x.is_integer() and abs(x) >= 1):
+        return f"{x:,.0f}"
+    if abs(x) >= 1e3:
+        return f"{x:,.1f}"
+    return f"{x:.4g}"
+
+
+def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
+    """(short sensitivity, why) for the add/remove-one-row neighbour relation."""
+    spec, answer = plan.spec, plan.answer
+    norm = plan.choice.spec.sensitivity_norm
+    if spec.query == "count":
+        return "1", "adding or removing one row changes the count by at most 1"
+    if spec.query == "histogram":
+        return "1", (f"adding or removing one row changes one category's count by 1 "
+                     f"({norm} sensitivity 1; {SENSITIVITY_NORMS[norm]})")
+    bound = fmt_value(answer.l1_sensitivity)
+    why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so adding or removing "
+           f"one row changes the sum by at most max(|lower|, |upper|) = {bound}")
+    if spec.query == "sum":
+        return bound, why
+    return f"sum {bound}, count 1", why + ", and the count by at most 1"
+
+
+def _scale_text(mechanism: AdditiveMechanism, choice: PrivacyChoice) -> str:
+    """One line: the noise scale and where it comes from (from the kind's spec)."""
+    return choices.scale_text(mechanism, choice, fmt_value).rstrip(".")
+
+
+def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
+    """(sensitivity, noise scale, one-line explanation) as the page shows them.
+
+    None of the three quotes the user's file (no column names), so they are safe as markdown.
+    """
+    sensitivity, why = _sensitivity_text(plan)
+    if plan.closed_form:
+        scale = fmt_value(plan.release.scale)
+        noise = _scale_text(plan.release, plan.choice)
+        return sensitivity, scale, f"Sensitivity {sensitivity}: {why}. Noise: {noise}."
+    sum_mech, count_mech = plan.parts
+    total = plan.release.privacy
+    scale = f"sum {fmt_value(sum_mech.scale)}, count {fmt_value(count_mech.scale)}"
+    explanation = (
+        f"Sensitivity {sensitivity}: {why}. The mean is a noisy sum divided by a noisy count; "
+        f"budget split: {plan.sum_share:.0%} to the sum ({sum_mech.privacy.describe()}, scale "
+        f"{fmt_value(sum_mech.scale)}) and {1 - plan.sum_share:.0%} to the count "
+        f"({count_mech.privacy.describe()}, scale {fmt_value(count_mech.scale)}); together "
+        f"{total.describe()} by sequential composition.")
+    return sensitivity, scale, explanation
+
+
+# --------------------------------------------------------------------------------------------
+# Sentences and tables
+
+
+def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
+    """e.g. '95% of releases are within ±2.996 of the true count (Laplace, closed form).'"""
+    alpha, exact = run.alpha_at(confidence)
+    what = {"count": "count", "sum": "sum", "mean": "mean", "histogram": "count"}[run.query]
+    if exact and run.query == "histogram":
+        cells = int(run.true_value.size)
+        return (f"In each category, {confidence:.0%} of releases are within ±{up(alpha)} "
+                f"of the true count ({run.name}, closed form). All {cells:,} categories at "
+                f"once: at least {percent_down(confidence**cells)} of releases (independent noise "
+                f"per category; {percent(run.summary.all_within[confidence])} of the "
+                f"{run.summary.releases:,} simulated ones).")
+    if exact:
+        return (f"{confidence:.0%} of releases are within ±{up(alpha)} of the true "
+                f"{what} ({run.name}, closed form).")
+    return (f"{confidence:.0%} of the simulated releases were within ±{up(alpha)} of the "
+            f"true {what} ({run.name}, Monte Carlo quantile: the noisy mean has no closed form).")
+
+
+def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
+    """The plain-language caption under the error chart."""
+    outside = max(run.summary.share_outside for run in runs)
+    notes = [f"Bars: the simulated errors; line: the closed-form distribution; shaded: ±α at "
+             f"{confidence:.0%}. {outside:.2%} of releases fall outside the chart."]
+    if runs[0].query == "histogram":
+        notes.append("Errors of every category are pooled.")
+    if runs[0].query == "mean":
+        notes.append("A noisy mean divides two noisy numbers and has no closed-form "
+                     "distribution: only the simulation is shown, and ±α is its quantile.")
+    if any(run.name == "Clamped Laplace" for run in runs):
+        notes.append("Clamped releases pile up exactly at the bounds (a spike the line omits).")
+    return " ".join(notes)
+
+
+def metrics_table(runs: Sequence[MechanismRun], confidence: float) -> pd.DataFrame:
+    """Metrics side by side, one column per mechanism (pooled over categories)."""
+
+    def pooled(values: NDArray | None, *, root: bool = False) -> str:
+        if values is None:
+            return "— (no closed form)"
+        if root:
+            return fmt_value(math.sqrt(float(np.mean(np.square(values)))))
+        return fmt_value(float(np.mean(values)))
+
+    level = f"{confidence:.0%}"
+    rows: dict[str, list[str]] = {}
+    for run in runs:
+        s = run.summary
+        closed = run.alpha is not None
+        within = s.within_alpha.get(confidence)
+        column = {
+            "Sensitivity (add/remove one row)": run.sensitivity,
+            "Noise scale": run.scale,
+            f"±α at {level}, closed form": (up(np.max(run.alpha[confidence])) if closed
+                                            else "— (no closed form)"),
+            f"±α at {level}, simulated quantile of |error|":
+                fmt_value(s.abs_error_quantiles[confidence]),
+            "Simulated releases within the closed-form ±α": (f"{within:.2%}" if within is not None
+                                                            else "—"),
+            "RMSE, simulated": fmt_value(s.rmse),
+            "RMSE, closed form": pooled(run.analytic_rmse, root=True),
+            "Mean absolute error, simulated": fmt_value(s.mae),
+            "Bias, simulated": fmt_value(s.bias),
+            "Bias, closed form": pooled(run.analytic_bias),
+        }
+        for key, value in column.items():
+            rows.setdefault(key, []).append(value)
+    return pd.DataFrame(rows, index=[r.label for r in runs]).T
+
+
+def release_table(runs: Sequence[MechanismRun]) -> pd.DataFrame:
+    """One release per mechanism next to the true counts, per category, with its error.
+
+    The relative error is |noisy − true| / true in percent, empty where the true count is 0.
+    """
+    first = runs[0]
+    table = pd.DataFrame({"Category": list(first.labels or ()), "True count": first.true_value})
+    for run in runs:
+        error = run.release - run.true_value
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative = np.where(run.true_value > 0, 100 * np.abs(error) / run.true_value, np.nan)
+        table[f"Noisy ({run.name})"] = np.round(run.release, 2)
+        table[f"Error ({run.name})"] = np.round(error, 2)
+        table[f"Relative error % ({run.name})"] = np.round(relative, 3)
+    return table
+
+
+def release_summary(run: MechanismRun) -> dict[str, str]:
+    """One noisy release of a count, sum or mean, its absolute and relative error."""
+    truth, noisy = float(run.true_value), float(run.release)
+    error = abs(noisy - truth)
+    relative = f"{error / abs(truth):.3%}" if truth != 0 else "— (true answer is 0)"
+    return {f"One release ({run.name})": fmt_value(noisy), "Absolute error": fmt_value(error),
+            "Relative error": relative}
+
+
+# --------------------------------------------------------------------------------------------
+# The page's captions
+
+
+def categories_note(declared: bool) -> str:
+    """Where a histogram's categories come from."""
+    if declared:
+        return "Categories from the column's public list, empty ones included."
+    return ("No public category list: the categories come from the data, which reveals which "
+            "values occur (a category only one person has reveals that person).")
+
+
+COMPARE_NOTE = ("The second mechanism gets the same privacy level. Gaussian noise is never pure "
+                "DP: to compare Laplace with Gaussian, choose approximate DP.")
+
+
+def answer_range_note() -> str:
+    return (f"{choices.range_names()} keep the answer in a public range. It starts from a "
+            "round number at or above the number of rows: the built-in datasets publish their "
+            "size; for your own file, type a range you could publish without looking at the "
+            "data.")
+
+
+def bars_note(confidence: float) -> str:
+    return (f"Black bars: the true counts. Coloured bars: one noisy release; the whiskers show "
+            f"±α, the range {confidence:.0%} of releases land in.")
+
+
+CATEGORY_ERRORS_NOTE = ("The noise has the same size in every category, so small categories "
+                        "suffer most: relative to its count, their error is largest.")
+
+
+def metrics_note(runs: Sequence[MechanismRun]) -> str:
+    unbiased = [choices.mechanism_name(k) for k in choices.RANGE_FREE]
+    return ("RMSE: root mean squared error. Bias: the average of noisy − true; zero for "
+            f"{', '.join(unbiased)} noise (symmetric, added without limits), not for "
+            f"{choices.range_names()}. Simulated quantiles use the first "
+            f"{runs[0].summary.quantile_from:,} errors.")
