@@ -20,6 +20,7 @@ ALLOWED = {
     ("dashboard/analysis/selection.py", "laplace"),
     ("dashboard/charts/selection.py", "laplace"),
     ("app_pages/selection.py", "laplace"),
+    ("dashboard/analysis/audit.py", "laplace"),  # the Selection audit labels its noises
     # naive Bayes' two noise options (dpcore.learning's own choice of noise)
     ("dashboard/analysis/learning.py", "laplace"),
     ("dashboard/analysis/learning.py", "bounded_laplace"),
