@@ -380,7 +380,7 @@ class AdditiveMechanism(ABC):
     #: True when the noisy values are integers (int64).
     integer_output: ClassVar[bool] = False
     #: The additive noise whose privacy-loss distribution this mechanism has at its ``scale``
-    #: and ``sensitivity`` ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian"):
+    #: and ``sensitivity``, one of ``dpcore.accounting.NOISES``:
     #: ``dpcore.accounting`` builds the tight accounting from it. None: only ``privacy`` is
     #: known, and the accounting reads that guarantee.
     pld_noise: ClassVar[str | None] = None
