@@ -187,7 +187,8 @@ class Staircase(AdditiveMechanism):
             start = 0.5 * np.exp(-k * self._epsilon)  # ½ b^k
             inside = np.minimum(r, self._gamma) + self._ratio * np.maximum(r - self._gamma, 0)
             value = start * (1 - 2 * self._height * self._scale * inside)
-        return np.where(np.isfinite(distance), np.maximum(value, 0.0), 0.0)
+        # (a distance so large that distance / step overflows is beyond every step: 0)
+        return np.where(np.isfinite(steps), np.maximum(value, 0.0), 0.0)
 
     def _accuracy(self, beta, true_value):
         alpha = float(self._scale * _tail_position(self._epsilon, self._gamma, beta))

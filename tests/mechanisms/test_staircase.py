@@ -97,3 +97,12 @@ def test_claim_and_validation():
     with pytest.raises(ValueError, match="epsilon"):
         Staircase(sensitivity=1.0, epsilon=1e-160)  # a spread beyond float64's reach
     assert Staircase(sensitivity=1.0, epsilon=800.0).mae(0.0) >= 0  # e^-ε underflows: fine
+
+
+def test_error_cdf_at_the_largest_floats_is_zero_and_one():
+    # a step below 1 makes |x| / step overflow to inf: the CDF must still read 0 and 1
+    # (found by the property tests: it read nan)
+    mech = Staircase(sensitivity=0.5, epsilon=1.0)
+    big = np.finfo(float).max
+    assert mech.error_cdf([-big, big]).tolist() == [0.0, 1.0]
+    assert mech.error_pdf([-big, big]).tolist() == [0.0, 0.0]
