@@ -17,6 +17,8 @@ PAGES = [
     st.Page("app_pages/data.py", title="Data", icon=":material/table:"),
     st.Page("app_pages/statistics.py", title="Noisy statistics", icon=":material/bar_chart:"),
     st.Page("app_pages/tables.py", title="Noisy tables", icon=":material/grid_on:"),
+    st.Page("app_pages/groups.py", title="Groups", icon=":material/workspaces:"),
+    st.Page("app_pages/quantiles.py", title="Quantiles", icon=":material/percent:"),
     st.Page("app_pages/selection.py", title="Selection", icon=":material/how_to_vote:"),
     st.Page("app_pages/choose_epsilon.py", title="Choose epsilon", icon=":material/tune:"),
     st.Page("app_pages/budget.py", title="Budget", icon=":material/account_balance:"),

@@ -1,0 +1,114 @@
+"""Groups page: count, sum and mean per group of one or two columns; the groups are the
+declared keys, or found privately by partition selection (a noisy count over a threshold).
+
+Widgets pick the groups, the statistic and the noise; ``dashboard.analysis.groups`` computes.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import controls, person, state
+from dashboard.analysis import groups as ga
+from dashboard.charts.groups import keep_curve
+from dashboard.choices import DELTA_OPTIONS, RHO_GRID, fmt_number
+from dashboard.data import facts
+from dashboard.text import plain
+
+BOUND_LIMIT = 1e15
+problem = None
+
+st.title("Groups")
+st.caption("A count, sum or mean for every group of one or two columns. With public keys "
+           "(declared categories) every group is released, empty ones too. Without them the "
+           "groups themselves are private: a group is released only if its noisy count clears "
+           "a threshold (partition selection), and that costs a small δ.")
+loaded = state.dataset()
+data_key = state.dataset_key()
+upload = data_key.startswith("upload:")
+unit = person.current_unit(data_key)
+columns = ga.group_columns(loaded)
+if not columns:
+    st.info(f"{plain(loaded.name)} has no categorical column to group by. Pick another "
+            "dataset in the sidebar.")
+    st.stop()
+
+ask, protect = st.columns(2, gap="large")
+with ask:
+    st.subheader("Groups")
+    first = controls.select("Group by", columns, key="groups_by", in_url=not upload)
+    second = controls.select("Then by (optional)", ["—", *[c for c in columns if c != first]],
+                             key="groups_by2", in_url=not upload)
+    by = (first,) if second == "—" else (first, second)
+    numeric = facts.numeric_columns(loaded.relation)
+    offered = list(ga.STATISTICS) if len(by) == 1 and numeric else ["count"]
+    statistic = controls.select("Statistic", offered, key="groups_statistic",
+                                format_func=ga.STATISTICS.get)
+    if len(by) == 2:
+        st.caption("By two columns the page releases counts (sums and means by one column).")
+    column = lower = upper = None
+    if statistic != "count":
+        column = controls.select("Of the column", numeric, key="groups_column",
+                                 in_url=not upload)
+        domain = loaded.domains.get(column)
+        low, high = (domain.lower, domain.upper) if domain and domain.kind == "numeric" \
+            else (0.0, 1.0)
+        state.forget_when_changed("groups_bounds_for", (data_key, column),
+                                  ("groups_lower", "groups_upper"))
+        lower = controls.number("Lower bound", key="groups_lower", default=float(low),
+                                min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, in_url=not upload)
+        upper = controls.number("Upper bound", key="groups_upper", default=float(high),
+                                min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, in_url=not upload)
+        if not lower < upper:
+            problem = "The lower bound must be below the upper bound: change one of them."
+    declared = all(ga.declared_keys(loaded, c) is not None for c in by)
+    public = declared and controls.toggle(
+        "The groups are public (declared categories)", key="groups_public", default=True,
+        help="Off: the groups are found privately, as if no list of categories existed.")
+    if not declared:
+        st.caption("No declared categories for these columns: the groups are found privately.")
+
+with protect:
+    st.subheader("Privacy")
+    noise = controls.select("Noise on the counts", list(ga.NOISES), key="groups_noise",
+                            format_func=ga.NOISES.get)
+    if ga.uses_rho(noise):
+        budget = controls.exact_slider("ρ (rho)", RHO_GRID, key="groups_rho", default=0.5,
+                                       symbol="ρ")
+    else:
+        budget = controls.epsilon_slider(key="groups_epsilon")
+    delta = 0.0
+    if not public:
+        delta = controls.select("δ for the threshold", DELTA_OPTIONS, key="groups_delta",
+                                default=1e-6, format_func=fmt_number)
+    st.caption(f"Privacy unit: {plain(unit.describe())} (set on the Data page).")
+
+if problem is None:
+    spec = ga.GroupsSpec(by, statistic, column, lower, upper, public, noise, budget, delta)
+    try:
+        with st.spinner("Counting the groups…"):
+            release = ga.groups_release(loaded, data_key, spec, unit, state.seed())
+    except (ValueError, TypeError) as exc:
+        problem = f"{plain(exc, limit=400)}. Check the columns, bounds and budget above."
+if problem is not None:
+    st.error(problem, icon=":material/error:")   # every control above keeps its value
+    st.stop()
+
+st.markdown(ga.privacy_sentence(release, spec, unit))
+found, shown, dropped = st.columns(3)
+found.metric("Groups in the data" if not public else "Declared groups", f"{len(release.labels):,}")
+shown.metric("Released (simulated)", f"{int(release.kept.sum()):,}")
+dropped.metric("Dropped by the threshold", f"{int((~release.kept).sum()):,}")
+if not public:
+    sizes, chance = ga.keep_curve(release, noise)
+    st.plotly_chart(keep_curve(sizes, chance, release.counts, release.kept,
+                               threshold=release.threshold,
+                               title="Chance that a group is released, by its size (exact)"),
+                    key="groups_keep_curve")
+    st.caption("Exact probabilities P(n + noise ≥ threshold), not a simulation. Ticks: the "
+               "data's groups, kept (top) or dropped (bottom) in this simulated release. The "
+               "groups are read off the data only for this simulation; a release never lists "
+               "a dropped group.")
+st.dataframe(ga.group_table(release, spec), hide_index=True, key="groups_table")
+st.caption(f"Simulated release (seed {state.seed()}); true values are shown beside it only "
+           "in this simulation.")

@@ -1,0 +1,118 @@
+"""Quantiles page: the median and any quantiles of a numeric column, released by the
+exponential mechanism over a public grid of candidates, with their exact distribution.
+
+Widgets pick the column, the grid, the quantiles and ε; ``dashboard.analysis.quantiles``
+scores the candidates (engine) and computes the distribution and accuracy exactly.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import controls, person, state
+from dashboard.analysis import quantiles as qa
+from dashboard.charts.quantiles import quantile_distribution
+from dashboard.data import facts
+from dashboard.text import plain
+
+BOUND_LIMIT = 1e15
+problem = None   # what keeps the results from being computed: shown in their place
+
+st.title("Quantiles")
+st.caption("The median, quartiles or any percentile of a numeric column, released by the "
+           "exponential mechanism: it picks one value of a public grid of candidates, more "
+           "likely the closer that candidate's rank is to the quantile's. The chance of each "
+           "candidate is known exactly, so is the accuracy.")
+loaded = state.dataset()
+relation, data_key = loaded.relation, state.dataset_key()
+upload = data_key.startswith("upload:")
+unit = person.current_unit(data_key)
+columns = facts.numeric_columns(relation)
+if not columns:
+    st.info(f"{plain(loaded.name)} has no numeric column, so there is no quantile to take. "
+            "Pick another dataset in the sidebar.")
+    st.stop()
+
+ask, grid_box, protect = st.columns(3, gap="large")
+with ask:
+    st.subheader("Quantiles")
+    column = controls.select("Numeric column", columns, key="quantiles_column",
+                             in_url=not upload)
+    levels_text = controls.text("Quantiles to release (between 0 and 1)",
+                                key="quantiles_levels", default=qa.DEFAULT_LEVELS,
+                                help="0.5 is the median; 0.25, 0.5, 0.75 the quartiles. "
+                                     "Separate them by commas.")
+    try:
+        levels = qa.parse_levels(levels_text)
+    except ValueError as exc:
+        problem, levels = f"{plain(exc, limit=300)}.", ()
+
+with grid_box:
+    st.subheader("Candidates")
+    mode = controls.select("Grid of candidates", list(qa.GRID_MODES), key="quantiles_grid",
+                           format_func=qa.GRID_MODES.get)
+    bounds = qa.default_bounds(loaded, column)
+    state.forget_when_changed("quantiles_grid_for", (data_key, column),
+                              ("quantiles_lower", "quantiles_upper", "quantiles_points",
+                               "quantiles_alpha"))
+    try:
+        if mode == "even":
+            lower = controls.number("Lowest candidate", key="quantiles_lower",
+                                    default=bounds.lower, min_value=-BOUND_LIMIT,
+                                    max_value=BOUND_LIMIT, in_url=not upload)
+            upper = controls.number("Highest candidate", key="quantiles_upper",
+                                    default=bounds.upper, min_value=-BOUND_LIMIT,
+                                    max_value=BOUND_LIMIT, in_url=not upload)
+            points = controls.number("Number of candidates", key="quantiles_points",
+                                     default=qa.default_points(loaded, column, bounds),
+                                     min_value=2, max_value=qa.MAX_CANDIDATES)
+            if bounds.from_data:
+                st.warning("These ends are the column's smallest and largest values, read "
+                           "off the data: that reveals them. For a real release, type "
+                           "bounds from public knowledge.")
+            grid = qa.even_grid(lower, upper, int(points))
+        else:
+            typed = controls.text("Candidates (numbers separated by commas)",
+                                  key="quantiles_typed", default="")
+            grid = qa.typed_grid(typed)
+    except ValueError as exc:
+        problem, grid = problem or f"{plain(exc, limit=300)}.", None
+    st.caption("The grid must be public: chosen without looking at the data.")
+
+with protect:
+    st.subheader("Privacy")
+    epsilon = controls.epsilon_slider(key="quantiles_epsilon")
+    alpha = controls.number("Accuracy: within ± α of the true quantile", key="quantiles_alpha",
+                            default=qa.default_alpha(loaded, column, bounds),
+                            min_value=0.0, max_value=BOUND_LIMIT, in_url=not upload,
+                            help="In the column's units: the page gives the exact chance "
+                                 "that the release lands this close to the truth.")
+    if not alpha > 0:
+        problem = problem or "α must be greater than 0: type a positive distance."
+    st.caption(f"Privacy unit: {plain(unit.describe())} (set on the Data page).")
+
+if problem is None:
+    try:
+        with st.spinner("Scoring the candidates…"):
+            release = qa.quantile_release(relation, data_key, column, tuple(map(float, grid)),
+                                          levels, epsilon, unit, float(alpha), state.seed())
+    except (ValueError, TypeError) as exc:
+        problem = f"{plain(exc, limit=400)}. Check the grid and the quantiles above."
+if problem is not None:
+    st.error(problem, icon=":material/error:")   # every control above keeps its value
+    st.stop()
+
+st.markdown(qa.budget_sentence(release))
+st.markdown(qa.sensitivity_sentence(release, unit))
+st.markdown(f"**{qa.accuracy_sentence(release, column)}**")
+st.dataframe(qa.results_table(release), hide_index=True, key="quantiles_table")
+st.caption(f"Simulated release (seed {state.seed()}): one draw of the mechanism per "
+           "quantile. The probabilities are exact; a probability rounds down, an expected "
+           "error rounds up.")
+st.plotly_chart(quantile_distribution(
+    release.grid, [x.probabilities for x in release.results],
+    [qa.level_name(x.q) for x in release.results], [x.true_value for x in release.results],
+    alpha=release.alpha, x_title=f"Candidate value of {column}",
+    title=f"Which candidate is released: exact probabilities ({column})"),
+    key="quantiles_distribution")
+st.caption(qa.distribution_note(release) + " Dotted lines: the true quantiles; shaded: ±α.")
