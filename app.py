@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import datasets, state
+from dashboard import datasets, person, state
 from dashboard.data import folder
 from dashboard.text import plain
 from engine import EngineError
@@ -91,8 +91,9 @@ def _dataset_caption(loaded: datasets.LoadedDataset) -> None:
                f"{plain(loaded.source, limit=300)}")
 
 
-def sidebar() -> None:
-    """Dataset and seed pickers, shared by every page."""
+def sidebar():
+    """Dataset and seed pickers, shared by every page; returns the sidebar slot of the
+    privacy unit's caption."""
     ss = st.session_state
     with st.sidebar:
         listing = folder.listing()
@@ -133,10 +134,21 @@ def sidebar() -> None:
             rows = 1000
             if choice == "Synthetic census":
                 state.remembered("census_rows", 1000, parse=int)
-                rows = st.number_input("Rows to generate", min_value=100, max_value=1_000_000,
-                                       step=1000, key="census_rows")
+                rows = st.number_input("Rows to generate", min_value=100,
+                                       max_value=datasets.MAX_SYNTHETIC_ROWS, step=1000,
+                                       key="census_rows")
                 state.remember("census_rows")
+            elif choice in datasets.PERSON_IDS:
+                state.remembered("visits_rows", 10_000, parse=int)
+                rows = st.number_input(
+                    "Visits to generate", min_value=100, max_value=datasets.MAX_VISITS_ROWS,
+                    step=10_000, key="visits_rows",
+                    help="Rows of the synthetic table (one per visit), up to 10 million.")
+                state.remember("visits_rows")
             ss[state.DATASET] = state.builtin(choice, int(rows))
+            if choice in datasets.PERSON_IDS:
+                person.start_with(state.dataset_key(), person.PrivacyUnit(
+                    datasets.PERSON_IDS[choice], max_rows=datasets.VISITS_DEFAULT_MAX_ROWS))
         loaded = ss[state.DATASET]
         _dataset_caption(loaded)
         for warning in loaded.warnings:
@@ -146,8 +158,14 @@ def sidebar() -> None:
             "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",
             help="Simulations are reproducible: the same seed gives the same noisy results.")
         state.remember("seed_input")
-        st.caption("Privacy unit: **one row = one person**. Neighbouring datasets differ by "
-                   "adding or removing one row.")
+        return st.empty()   # the privacy unit, written after the page (which may change it)
+
+
+def unit_caption(slot) -> None:
+    """The privacy unit in the sidebar, as the page just run left it."""
+    unit = person.current_unit(state.dataset_key())
+    slot.caption(f"Privacy unit: **{plain(unit.describe())}**. {plain(person.neighbours(unit))}"
+                 " Declare it on the Data page.")
 
 
 # An emoji icon is drawn in the page itself (a data: URL); a ":material/…:" page icon would be
@@ -155,10 +173,12 @@ def sidebar() -> None:
 st.set_page_config(page_title="Epsilon Lab", page_icon="🔒", layout="wide")
 state.init()
 navigation = st.navigation(PAGES)
-sidebar()
+unit_slot = sidebar()
 try:
     navigation.run()
 except EngineError as exc:
     # The data could not be read (a file changed or removed, the cluster down): say so in
     # place of the results; the controls drawn above keep their values.
     st.error(plain(exc, limit=600), icon=":material/error:")
+finally:
+    unit_caption(unit_slot)

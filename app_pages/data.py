@@ -12,6 +12,7 @@ import streamlit as st
 from dashboard import charts, controls, datasets, state
 from dashboard.data import facts
 from dashboard.text import plain
+from dashboard.unit_panel import privacy_unit_section
 
 COLUMNS_KEY = "data_columns"
 COLUMNS_OWNER = "data_columns_dataset"   # which dataset the chosen columns belong to
@@ -79,6 +80,8 @@ st.caption(
     "domain marked \"read off the data\" has no documented bound: the pages flag it too. "
     + ("An uploaded file has no declared domains: declare bounds and categories yourself on "
        "the query pages." if is_upload else ""))
+
+privacy_unit_section(relation, state.dataset_key())
 
 st.subheader("Distributions")
 columns = relation.columns

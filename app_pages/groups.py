@@ -19,29 +19,44 @@ BOUND_LIMIT = 1e15
 problem = None
 
 st.title("Groups")
-st.caption("A count, sum or mean for every group of one or two columns. With public keys "
-           "(declared categories) every group is released, empty ones too. Without them the "
-           "groups themselves are private: a group is released only if its noisy count clears "
-           "a threshold (partition selection), and that costs a small δ.")
+st.caption("A count, sum or mean for every group of one or two columns, or a count per bin "
+           "of a numeric column (a binned histogram). With public keys (declared categories, "
+           "bin edges) every group is released, empty ones too. Without them the groups "
+           "themselves are private: a group is released only if its noisy count clears a "
+           "threshold (partition selection), and that costs a small δ.")
 loaded = state.dataset()
 data_key = state.dataset_key()
 upload = data_key.startswith("upload:")
 unit = person.current_unit(data_key)
 columns = ga.group_columns(loaded)
 if not columns:
-    st.info(f"{plain(loaded.name)} has no categorical column to group by. Pick another "
-            "dataset in the sidebar.")
+    st.info(f"{plain(loaded.name)} has no categorical or numeric column to group by. Pick "
+            "another dataset in the sidebar.")
     st.stop()
 
 ask, protect = st.columns(2, gap="large")
 with ask:
     st.subheader("Groups")
     first = controls.select("Group by", columns, key="groups_by", in_url=not upload)
-    second = controls.select("Then by (optional)", ["—", *[c for c in columns if c != first]],
-                             key="groups_by2", in_url=not upload)
-    by = (first,) if second == "—" else (first, second)
+    binned, edges = ga.binned_column(first), None
+    second = "—" if binned else controls.select(
+        "Then by (optional)", ["—", *[c for c in columns if c != first and not
+                                      ga.binned_column(c)]], key="groups_by2", in_url=not upload)
+    by = (binned,) if binned else (first,) if second == "—" else (first, second)
+    if binned:
+        text, origin = ga.default_edges(loaded, binned)
+        state.forget_when_changed("groups_edges_for", (data_key, binned), ("groups_edges",))
+        typed = controls.text("Bin edges", key="groups_edges", default=text,
+                              help="Public edges, chosen without looking at the data.")
+        outside = controls.select("Values outside the edges go", list(ga.OUTSIDE),
+                                  key="groups_outside", format_func=ga.OUTSIDE.get)
+        st.caption(f"Default edges: {plain(origin, limit=300)}.")
+        try:
+            edges = ga.parse_edges(typed)
+        except ValueError as exc:
+            problem = f"{plain(exc)}."
     numeric = facts.numeric_columns(loaded.relation)
-    offered = list(ga.STATISTICS) if len(by) == 1 and numeric else ["count"]
+    offered = list(ga.STATISTICS) if len(by) == 1 and numeric and not binned else ["count"]
     statistic = controls.select("Statistic", offered, key="groups_statistic",
                                 format_func=ga.STATISTICS.get)
     if len(by) == 2:
@@ -61,8 +76,8 @@ with ask:
                                 min_value=-BOUND_LIMIT, max_value=BOUND_LIMIT, in_url=not upload)
         if not lower < upper:
             problem = "The lower bound must be below the upper bound: change one of them."
-    declared = all(ga.declared_keys(loaded, c) is not None for c in by)
-    public = declared and controls.toggle(
+    declared = bool(binned) or all(ga.declared_keys(loaded, c) is not None for c in by)
+    public = bool(binned) or declared and controls.toggle(
         "The groups are public (declared categories)", key="groups_public", default=True,
         help="Off: the groups are found privately, as if no list of categories existed.")
     if not declared:
@@ -84,7 +99,8 @@ with protect:
     st.caption(f"Privacy unit: {plain(unit.describe())} (set on the Data page).")
 
 if problem is None:
-    spec = ga.GroupsSpec(by, statistic, column, lower, upper, public, noise, budget, delta)
+    spec = ga.GroupsSpec(by, statistic, column, lower, upper, public, noise, budget, delta,
+                         edges, outside if binned else "separate")
     try:
         with st.spinner("Counting the groups…"):
             release = ga.groups_release(loaded, data_key, spec, unit, state.seed())

@@ -11,6 +11,9 @@ from dashboard.data.builtins import (  # noqa: F401
     BUILTIN_DATASETS,
     DATA_DIR,
     MAX_SYNTHETIC_ROWS,
+    MAX_VISITS_ROWS,
+    PERSON_IDS,
+    VISITS_DEFAULT_MAX_ROWS,
     load_builtin,
     synthetic_census,
 )

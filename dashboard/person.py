@@ -16,7 +16,7 @@ import streamlit as st
 from dpcore.contributions import ContributionBounds
 from engine.queries import Contribution
 
-__all__ = ["PrivacyUnit", "ONE_ROW", "current_unit", "set_unit"]
+__all__ = ["PrivacyUnit", "ONE_ROW", "current_unit", "set_unit", "start_with", "neighbours"]
 
 _KEY = "privacy_unit_by_dataset"
 
@@ -77,3 +77,19 @@ def set_unit(data_key: str, unit: PrivacyUnit) -> None:
     units = dict(st.session_state.get(_KEY, {}))
     units[data_key] = unit
     st.session_state[_KEY] = units
+
+
+def start_with(data_key: str, unit: PrivacyUnit) -> None:
+    """Declare ``unit`` for ``data_key`` unless the user has declared one already (a
+    built-in whose rows are not people starts from its person id)."""
+    if data_key not in st.session_state.get(_KEY, {}):
+        set_unit(data_key, unit)
+
+
+def neighbours(unit: PrivacyUnit) -> str:
+    """What neighbouring datasets are under ``unit``, in one sentence."""
+    if unit.per_row:
+        return "Neighbouring datasets differ by adding or removing one row."
+    return (f"Neighbouring datasets differ by adding or removing one person: every row with "
+            f"the same {unit.person}. Rows beyond the bounds are dropped before anything is "
+            "computed (which ones is random per person).")

@@ -39,7 +39,7 @@ from dashboard.datasets import (
 )
 
 CORPUS = Path(__file__).resolve().parent / "data"
-ADULT, IRIS, CENSUS = BUILTIN_DATASETS
+ADULT, IRIS, CENSUS, VISITS = BUILTIN_DATASETS
 
 
 @pytest.fixture(scope="module")

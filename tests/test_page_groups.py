@@ -165,8 +165,20 @@ def test_bad_bounds_say_so_and_keep_the_controls():
     assert at.selectbox(key="groups_statistic").value == "sum"
 
 
-def test_no_categorical_column_says_so(tmp_path, monkeypatch):
+def test_no_categorical_or_numeric_column_says_so(tmp_path, monkeypatch):
+    pd.DataFrame({"day": pd.to_datetime(["2024-01-01", "2024-01-02"])}).to_parquet(
+        tmp_path / "days.parquet", index=False)
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path))
+    at = open_app("groups.py", dataset="file:days.parquet")
+    assert not at.exception and any("no categorical or numeric column" in i.value
+                                    for i in at.info)
+
+
+def test_a_numeric_column_without_bounds_asks_for_bin_edges(tmp_path, monkeypatch):
     pd.DataFrame({"x": [1.0, 2.0]}).to_parquet(tmp_path / "numbers.parquet", index=False)
     monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path))
     at = open_app("groups.py", dataset="file:numbers.parquet")
-    assert not at.exception and any("no categorical column" in i.value for i in at.info)
+    assert not at.exception
+    assert at.selectbox(key="groups_by").value == "x (in bins)"
+    assert any("bin edges must be" in e.value for e in at.error)
+    assert any("type the edges" in c.value for c in at.caption)

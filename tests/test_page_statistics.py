@@ -18,7 +18,7 @@ from dashboard import datasets
 from dpcore import Laplace
 from tests.conftest import open_app
 
-ADULT, IRIS, CENSUS = datasets.BUILTIN_DATASETS
+ADULT, IRIS, CENSUS = datasets.BUILTIN_DATASETS[:3]
 SENTENCE = re.compile(r"(\d+)% of (?:the simulated )?releases (?:are|were) within ±([\d,.]+)")
 
 

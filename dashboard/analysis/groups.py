@@ -1,4 +1,5 @@
-"""Groups page: count, sum and mean per group, over declared keys or keys found privately.
+"""Groups page: count, sum and mean per group, over declared keys or keys found privately;
+counts per bin of a numeric column over public bin edges (a binned histogram).
 
 Public keys: every declared key is released, zeros kept. Otherwise partition selection
 (``dpcore.partition``): a group is released only if its noisy count clears a threshold set by
@@ -27,7 +28,8 @@ from dpcore.partition import (
     partition_scale,
     partition_threshold,
 )
-from engine import Crosstab, GroupedSum, Histogram
+from dpcore.quantiles import MAX_BINS, bin_labels
+from engine import Binned, Crosstab, GroupedSum, Histogram
 
 #: Partition selection's own noises (``dpcore.partition.PARTITION_NOISES``): what the
 #: simulation adds to the counts. A real release of integer counts uses the discrete Laplace.
@@ -39,8 +41,53 @@ MAX_GROUPS = 10_000
 _RNG_OFFSET = 9   # the Groups page's own random stream
 
 
+#: How a numeric column is offered as a group-by choice: counted per bin.
+BINNED = " (in bins)"
+#: Where values outside the bin edges go (``dpcore.quantiles.bin_indices``).
+OUTSIDE = {"separate": "in their own cells: below and above the edges",
+           "clamp": "into the first or last bin"}
+#: Bins between the public bounds when no edges are declared.
+EVEN_BINS = 10
+
+
 def group_columns(loaded: LoadedDataset) -> list[str]:
-    return categorical_columns(loaded)
+    """Categorical columns, then numeric ones counted per bin (named with ``BINNED``)."""
+    return [*categorical_columns(loaded),
+            *(c + BINNED for c in facts.numeric_columns(loaded.relation))]
+
+
+def binned_column(choice: str) -> str | None:
+    """The numeric column of a ``BINNED`` choice, None for a categorical column."""
+    return choice[: -len(BINNED)] if choice.endswith(BINNED) else None
+
+
+def default_edges(loaded: LoadedDataset, column: str) -> tuple[str, str]:
+    """(edges as text, where they come from): the declared bins, else ``EVEN_BINS`` even bins
+    between the public bounds, else nothing (the user types them)."""
+    domain = loaded.domains.get(column)
+    if domain is None or domain.kind != "numeric":
+        return "", "no public bounds or bins are declared for this column: type the edges"
+    if domain.bins is not None:
+        return ", ".join(f"{e:g}" for e in domain.bins), f"declared: {domain.source}"
+    edges = np.linspace(domain.lower, domain.upper, EVEN_BINS + 1)
+    return (", ".join(f"{e:.6g}" for e in edges),
+            f"{EVEN_BINS} even bins between the public bounds ({domain.source})")
+
+
+def parse_edges(text: str) -> tuple[float, ...]:
+    """Bin edges typed as numbers separated by commas, spaces or semicolons."""
+    parts = [p for p in text.replace(";", ",").replace(" ", ",").split(",") if p.strip()]
+    try:
+        edges = np.array([float(p) for p in parts], dtype=np.float64)
+    except ValueError:
+        raise ValueError("The bin edges must be numbers separated by commas, e.g. "
+                         "0, 10, 20, 50") from None
+    if edges.size < 2 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
+        raise ValueError("The bin edges must be at least two finite numbers in increasing "
+                         "order, e.g. 0, 10, 20, 50")
+    if edges.size - 1 > MAX_BINS:
+        raise ValueError(f"At most {MAX_BINS:,} bins: type fewer edges")
+    return tuple(edges.tolist())
 
 
 def declared_keys(loaded: LoadedDataset, column: str) -> tuple[str, ...] | None:
@@ -69,6 +116,8 @@ class GroupsSpec:
     noise: str
     budget: float
     delta: float
+    edges: tuple[float, ...] | None = None   # bin edges of a binned histogram (by[0])
+    outside: str = "separate"
 
 
 def selection_bounds(unit: PrivacyUnit) -> tuple[int, int, int]:
@@ -129,6 +178,15 @@ def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
                    unit: PrivacyUnit, seed: int) -> GroupsRelease:
     """Cached: true answers per group (engine) and one simulated release."""
     relation = _loaded.relation
+    bound = unit.contribution(seed)
+    if spec.edges is not None:
+        if not spec.public or spec.statistic != "count" or len(spec.by) != 1:
+            raise ValueError("bins are public keys: a binned histogram releases counts of one "
+                             "column, every bin")
+        agg = relation.answer(Binned(spec.by[0], spec.edges, "bins", spec.outside, bound))
+        labels = bin_labels(spec.edges, outside=spec.outside)
+        return _released(labels, np.asarray(agg.counts, float), None, spec, unit, data_key,
+                         relation, seed)
     keys = []
     for column in spec.by:
         declared = declared_keys(_loaded, column)
@@ -140,13 +198,19 @@ def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
         keys.append(declared if spec.public else facts.data_categories(relation, column))
     if math.prod(len(k) for k in keys) > MAX_GROUPS:
         raise ValueError(f"more than {MAX_GROUPS:,} groups: pick columns with fewer values")
-    bound = unit.contribution(seed)
     labels, counts, totals = _true_groups(relation, spec, keys, bound)
     if not spec.public:   # groups with no (kept) row do not exist in the data
         present = counts > 0
         labels = tuple(lab for lab, p in zip(labels, present, strict=True) if p)
         counts = counts[present]
         totals = None if totals is None else totals[present]
+    return _released(labels, counts, totals, spec, unit, data_key, relation, seed)
+
+
+def _released(labels: tuple[str, ...], counts: NDArray, totals: NDArray | None,
+              spec: GroupsSpec, unit: PrivacyUnit, data_key: str, relation,
+              seed: int) -> GroupsRelease:
+    """One simulated release of the true ``counts`` (and ``totals``) per group."""
     count_budget = spec.budget if spec.statistic == "count" else spec.budget / 2
     sum_budget = None if spec.statistic == "count" else spec.budget - count_budget
     r, k_noise, k_delta = selection_bounds(unit)
@@ -158,7 +222,8 @@ def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
                                         max_rows=r, max_groups=k_delta)
         delta = partition_delta(threshold, noise=spec.noise, scale=scale, max_rows=r,
                                 max_groups=k_delta)
-    stream = noise_stream(data_key, relation, "groups", *spec.by, spec.statistic, spec.column)
+    stream = noise_stream(data_key, relation, "groups", *spec.by, spec.statistic, spec.column,
+                          *(() if spec.edges is None else ("bins", *spec.edges, spec.outside)))
     rng = np.random.default_rng([seed, _RNG_OFFSET, stream])
     noisy_counts = counts + _draw(spec.noise, scale, counts.size, rng)
     kept = np.ones(counts.size, bool) if threshold is None else noisy_counts >= threshold

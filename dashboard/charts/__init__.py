@@ -10,6 +10,7 @@ from dashboard.charts.data import (  # noqa: F401
     category_bars,
     counted_bars,
     numeric_histogram,
+    rows_per_person,
 )
 from dashboard.charts.epsilon import tradeoff_chart, utility_curves  # noqa: F401
 from dashboard.charts.learning import accuracy_against_epsilon  # noqa: F401

@@ -102,3 +102,26 @@ def binned_histogram(binned: tuple[ArrayLike, ArrayLike] | None, *, column: str,
             fig.add_vline(x=bound, line_dash="dash", line_color=PALETTE[5],
                           annotation_text=f"{label} {bound:,.6g}", annotation_position="top")
     return finish(fig, title=f"Distribution of {name}", x_title=axis, y_title="rows (people)")
+
+
+def rows_per_person(rows: ArrayLike, people: ArrayLike, *, person: str,
+                    max_rows: int) -> go.Figure:
+    """Bars of how many people have 1, 2, 3, … rows (log scale: the tail is long), with the
+    max-rows bound as a dashed line; rows right of it are dropped."""
+    rows = np.asarray(rows, dtype=np.int64)
+    people = np.asarray(people, dtype=np.int64)
+    dropped = np.where(rows > max_rows, (rows - max_rows) * people, 0)
+    fig = go.Figure(go.Bar(
+        x=rows, y=people, marker_color=[PALETTE[1] if r > max_rows else PALETTE[0]
+                                        for r in rows.tolist()],
+        customdata=dropped,
+        hovertemplate=("%{y:,} people have %{x:,} rows<br>"
+                       "rows dropped by the bound: %{customdata:,}<extra></extra>"),
+    ))
+    fig.add_vline(x=max_rows + 0.5, line_dash="dash", line_color="#444",
+                  annotation_text=f"max rows = {max_rows:,}", annotation_position="top right")
+    name = svg_text(person)
+    finish(fig, title=f"Rows per person ({name})", x_title="rows of one person",
+           y_title="people (log scale)")
+    fig.update_yaxes(type="log")
+    return fig

@@ -157,5 +157,10 @@ def category_distribution(relation: Relation, column: str,
         cats = found.values
     if not cats:
         return pd.Series([], dtype=np.int64)
-    agg = relation.answer(Histogram(column, cats))
+    try:
+        query = Histogram(column, cats)
+    except TypeError:   # dates, times: no category kind the engine counts by
+        raise ValueError(f"Column {column!r} holds dates or times, neither categories nor "
+                         "numbers: no distribution is drawn for it.") from None
+    agg = relation.answer(query)
     return pd.Series(np.asarray(agg.counts), index=[str(c) for c in cats])

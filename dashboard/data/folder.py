@@ -144,9 +144,14 @@ def _domain(spec: object, name: str) -> ColumnDomain:
     if not lower < upper:
         raise ValueError("lower must be below upper")
     unit = spec.get("unit", "")
+    bins = spec.get("bins")
+    if bins is not None and not (isinstance(bins, list) and all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in bins)):
+        raise ValueError("bins must be a list of numbers (the bin edges)")
     return ColumnDomain("numeric", float(lower), float(upper),
                         integer=bool(spec.get("integer", False)),
-                        unit=str(unit)[:40] if isinstance(unit, str) else "", source=origin)
+                        unit=str(unit)[:40] if isinstance(unit, str) else "", source=origin,
+                        bins=None if bins is None else tuple(float(v) for v in bins))
 
 
 __all__ = ["CHOICE_PREFIX", "Listing", "listing", "choice_of", "is_file_choice",

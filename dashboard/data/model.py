@@ -49,6 +49,9 @@ class ColumnDomain:
         Where the bound or the category list comes from.
     from_data : bool
         Whether a bound was read off the data itself rather than documented.
+    bins : tuple of float, optional
+        Public bin edges of a numeric column (at least two, increasing, finite): the cells of
+        its binned histogram.
     """
 
     kind: Literal["numeric", "categorical"]
@@ -59,8 +62,15 @@ class ColumnDomain:
     unit: str = ""
     source: str = ""
     from_data: bool = False
+    bins: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.bins is not None:
+            edges = np.asarray(self.bins, dtype=np.float64)
+            if self.kind != "numeric" or edges.ndim != 1 or edges.size < 2 or not (
+                    np.all(np.isfinite(edges)) and np.all(np.diff(edges) > 0)):
+                raise ValueError("bins must be at least two increasing finite edges of a "
+                                 "numeric domain")
         if self.kind == "numeric":
             lo, hi = self.lower, self.upper
             if lo is None or hi is None or not (-np.inf < lo < hi < np.inf):

@@ -1,0 +1,98 @@
+"""The privacy-unit controls of the Data page: one row = one person, or a person-id column
+with contribution bounds (``dashboard.person`` keeps the choice for every page).
+
+The controls are drawn from the unit the session holds each time the page is shown (a real
+browser forgets widget values on other pages; the unit itself lives in a plain session key).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, person
+from dashboard.text import plain
+from engine import EngineError, RowsPerPerson
+
+ONE_ROW_CHOICE = "One row = one person"
+#: Largest bounds the controls accept.
+MAX_ROWS_BOUND = 100_000
+MAX_GROUPS_BOUND = 10_000
+
+
+def _keys(data_key: str) -> tuple[str, str, str, str]:
+    # one set of widgets per dataset: a unit declared for one never shows up on another
+    return tuple(f"unit_{what}::{data_key}"   # type: ignore[return-value]
+                 for what in ("person", "rows", "limit", "groups"))
+
+
+def _start(keys: tuple[str, str, str, str], unit: person.PrivacyUnit,
+           columns: list[str]) -> None:
+    ss = st.session_state
+    k_person, k_rows, k_limit, k_groups = keys
+    if k_person not in ss or ss[k_person] not in [ONE_ROW_CHOICE, *columns]:
+        ss[k_person] = unit.person if unit.person in columns else ONE_ROW_CHOICE
+    ss.setdefault(k_rows, unit.max_rows if unit.person else 1)
+    ss.setdefault(k_limit, unit.max_groups is not None)
+    ss.setdefault(k_groups, unit.max_groups or 1)
+
+
+def privacy_unit_section(relation, data_key: str) -> person.PrivacyUnit:
+    """Draw the controls, declare the unit they say for ``data_key``, and return it."""
+    st.subheader("Privacy unit: who is protected")
+    columns = relation.columns
+    keys = _keys(data_key)
+    _start(keys, person.current_unit(data_key), columns)
+    k_person, k_rows, k_limit, k_groups = keys
+    chosen = st.selectbox(
+        "Person-id column", [ONE_ROW_CHOICE, *columns], key=k_person,
+        format_func=plain,
+        help="If one person can have several rows (visits, transactions, answers), choose "
+             "the column that identifies them: the guarantee then covers all of a person's "
+             "rows, not one row.")
+    if chosen == ONE_ROW_CHOICE:
+        unit = person.ONE_ROW
+    else:
+        left, middle, right = st.columns(3)
+        max_rows = left.number_input(
+            "Max rows per person", min_value=1, max_value=MAX_ROWS_BOUND, step=1, key=k_rows,
+            help="Rows a person keeps (in each group, for group-by queries); the rest are "
+                 "dropped at random. Larger: less bias, more noise.")
+        limit = middle.checkbox("Also bound the groups per person", key=k_limit,
+                                help="For group-by queries: a person keeps rows in at most "
+                                     "this many groups.")
+        max_groups = right.number_input("Max groups per person", min_value=1,
+                                        max_value=MAX_GROUPS_BOUND, step=1, key=k_groups,
+                                        disabled=not limit)
+        unit = person.PrivacyUnit(chosen, int(max_rows), int(max_groups) if limit else None)
+    if unit != person.current_unit(data_key):
+        person.set_unit(data_key, unit)
+    st.info(f"**{plain(unit.describe())}.** {plain(person.neighbours(unit))} Every query page "
+            "uses this unit and shows it next to the sensitivity.", icon=":material/person:")
+    if not unit.per_row:
+        _rows_per_person(relation, unit)
+    return unit
+
+
+def _rows_per_person(relation, unit: person.PrivacyUnit) -> None:
+    try:
+        counts = relation.answer(RowsPerPerson(unit.person))
+    except (EngineError, ValueError) as exc:
+        st.error(f"Rows per person could not be counted: {plain(exc, limit=300)} Choose "
+                 "another person-id column.", icon=":material/error:")
+        return
+    if counts.total_people == 0:
+        st.warning(f"No row has a value in {plain(unit.person)}: choose another column.")
+        return
+    st.plotly_chart(charts.rows_per_person(counts.rows, counts.people, person=unit.person,
+                                           max_rows=unit.max_rows), key="data_rows_per_person")
+    kept = counts.kept_rows(unit.max_rows)
+    total = int((counts.rows * counts.people).sum())
+    over = int(counts.people[counts.rows > unit.max_rows].sum())
+    st.caption(
+        f"{counts.total_people:,} people; the most rows one person has is "
+        f"{counts.max_rows:,}. With at most {unit.max_rows:,} rows per person, "
+        f"{over:,} people lose rows and {total - kept:,} of {total:,} rows are dropped "
+        "(before any group bound). Read off the data, for the data owner's eyes: choosing "
+        "the bound by looking at this is not private (the query pages offer a private route)."
+        + (f" {counts.missing_person_rows:,} rows have no {plain(unit.person)} and are left "
+           "out." if counts.missing_person_rows else ""))
