@@ -171,3 +171,18 @@ def test_a_bound_read_off_the_data_is_flagged_in_the_profile(run_app):
     assert profile.loc["capital_loss", "public domain"] == "[0, 4356] USD (read off the data)"
     assert profile.loc["capital_gain", "public domain"] == "[0, 99999] USD"
     assert "READ OFF THE DATA" in profile.loc["capital_loss", "domain source"]
+
+
+def test_a_date_column_is_described_not_a_crash(tmp_path, monkeypatch):
+    """Regression: a data-folder file whose first columns hold dates raised TypeError from the
+    engine's category check and the Data page showed a traceback."""
+    import pandas as pd
+
+    pd.DataFrame({"day": pd.to_datetime(["2024-01-01", "2024-01-02"]), "n": [1, 2]}).to_parquet(
+        tmp_path / "days.parquet", index=False)
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path))
+    from tests.conftest import open_app
+
+    at = open_app("data.py", dataset="file:days.parquet")
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("holds dates or times" in i.value for i in at.info)
