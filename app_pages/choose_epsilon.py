@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import charts, choices, controls, state
+from dashboard import charts, choices, controls, person, state
 from dashboard.analysis import epsilon as ana
 from dashboard.analysis import selection as sel
 from dashboard.text import plain
@@ -22,16 +22,20 @@ st.title("Choose epsilon")
 st.caption("Pick ε by looking at it: how the error of your query shrinks as ε grows, the "
            "smallest ε that meets your accuracy target, and what that ε lets an attacker learn.")
 state.remembered("choose_source", "statistics", options=list(ana.SOURCES))
+unit = person.current_unit(data_key)   # the pages' privacy unit, as they apply it
 source = st.radio("Query", list(ana.SOURCES), key="choose_source", horizontal=True,
                   format_func=ana.SOURCES.get)
 state.remember("choose_source")
 if source == "selection":
-    question = ana.selection_question(loaded, saved, data_key, state.seed(), escape=plain)
+    question = ana.selection_question(loaded, saved, data_key, state.seed(), escape=plain,
+                                      bound=unit.contribution(state.seed()))
     query = None
 else:
     question = None
-    query = (ana.statistics_query(loaded, saved, data_key, escape=plain) if source == "statistics"
-             else ana.tables_query(loaded, saved, escape=plain))
+    query = (ana.statistics_query(loaded, saved, data_key, escape=plain, unit=unit,
+                                  seed=state.seed()) if source == "statistics"
+             else ana.tables_query(loaded, saved, escape=plain,
+                                   contribution=unit.contribution(state.seed())))
 if query is None and question is None:
     st.info(f"{plain(loaded.name)} has too few categorical columns for this query: pick "
             "another query above or another dataset in the sidebar.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import audit_panel, charts, controls, state
+from dashboard import audit_panel, charts, controls, person, state
 from dashboard.analysis import selection as sel
 from dashboard.datasets import categorical_columns
 from dashboard.saved import SelectionQuery
@@ -28,10 +28,13 @@ def column_scores() -> tuple:
                              in_url=not dataset_key.startswith("upload:"))
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
-    labels, scores, missing = sel.column_scores(loaded.relation, dataset_key, column, declared)
-    st.caption(sel.data_note(declared is not None, missing))
-    return (labels, scores, 1.0, None, f"Category of {column}", "True count (people)",
-            sel.categories_origin(declared is not None))
+    # without max groups: each person keeps at most max rows in all (a count per category)
+    bound = person.current_unit(dataset_key).contribution(state.seed())
+    labels, scores, missing = sel.column_scores(loaded.relation, dataset_key, column, declared,
+                                                bound)
+    st.caption(sel.data_note(declared is not None, missing, bound))
+    return (labels, scores, sel.count_sensitivity_of(bound), None, f"Category of {column}",
+            "True count (people)", sel.categories_origin(declared is not None))
 
 
 def typed_scores() -> tuple:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import audit_panel, charts, controls, state
+from dashboard import audit_panel, charts, controls, person, state
 from dashboard.analysis import statistics as stats
 from dashboard.choices import label
 from dashboard.text import plain
@@ -57,7 +57,8 @@ with ask:
     elif query == "histogram":
         categories = stats.declared_categories(loaded, column)
         st.caption(stats.categories_note(categories is not None))
-    spec = stats.QuerySpec(query, column, lower, upper, categories)
+    spec = stats.QuerySpec(query, column, lower, upper, categories, stats.contribution_for(
+        person.current_unit(data_key), query, state.seed()))
     try:
         integer_query, rows = stats.query_facts(frame, data_key, spec)
     except (ValueError, TypeError) as exc:
@@ -123,8 +124,8 @@ what = spec.describe()
 unit = stats.answer_unit(loaded, spec)
 st.subheader(f"The {plain(what)}")
 for run in runs:
-    st.markdown(f"**{run.label}** · sensitivity **{run.sensitivity}** (neighbours: add or "
-                f"remove one row) · noise scale **{run.scale}**")
+    st.markdown(f"**{run.label}** · sensitivity **{run.sensitivity}** "
+                f"{plain(stats.unit_note(spec.contribution))} · noise scale **{run.scale}**")
     st.caption(run.explanation)
 
 if query == "histogram":

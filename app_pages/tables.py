@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, choices, controls, state
+from dashboard import charts, choices, controls, person, state
 from dashboard.analysis import tables
 from dashboard.text import plain
 
@@ -73,16 +73,17 @@ try:
     with st.spinner(f"Simulating {trials:,} noisy releases of the table…"):
         release = tables.table_release(
             loaded.relation, dataset_key, row, column, row_categories, column_categories, privacy,
-            clip, round_, rescale, source, share, trials, state.seed())
+            clip, round_, rescale, source, share, trials, state.seed(),
+            person.current_unit(dataset_key).contribution(state.seed()))
 except (ValueError, TypeError) as exc:
     st.error(f"Could not release this table: {plain(exc, limit=400)}. Check the columns and "
              "the privacy settings above.")
     st.stop()
 
 st.markdown(f"**Privacy:** {release.privacy}. **Noise:** {release.noise}. **Sensitivity:** "
-            "L1 = L2 = 1 under add/remove one row (one person is in exactly one cell). L1 "
-            f"adds up how much every cell can change ({choices.norm_names('L1')} noise are "
-            "calibrated to it), L2 is the square root of the sum of the squared changes "
+            f"{tables.sensitivity_text(release)}. L1 adds up how much every cell can change "
+            f"({choices.norm_names('L1')} noise are calibrated to it), L2 is the square root "
+            "of the sum of the squared changes "
             f"({choices.norm_names('L2')} noise are).")
 if row_from_data or column_from_data:
     st.warning("The categories of this uploaded file are read off the data, which reveals "

@@ -58,6 +58,9 @@ def set_up(at, page: str) -> None:
         at.selectbox(key="stats_mechanism").select("bounded_laplace").run()
     elif page == "selection.py":
         at.selectbox(key="sel_source").select("data").run()
+    elif page == "groups.py":
+        at.selectbox(key="groups_statistic").select("sum").run()
+        at.selectbox(key="groups_by").select("salary (in bins)").run()
     assert not at.exception, [e.value for e in at.exception]
 
 
@@ -67,8 +70,8 @@ def sessions():
 
 
 # Pages in an order where Choose epsilon comes after the pages it reads its query from.
-ORDER = ["home.py", "data.py", "statistics.py", "tables.py", "selection.py",
-         "choose_epsilon.py", "budget.py", "learning.py"]
+ORDER = ["home.py", "data.py", "statistics.py", "tables.py", "groups.py", "quantiles.py",
+         "selection.py", "choose_epsilon.py", "budget.py", "learning.py"]
 
 
 def test_every_page_is_checked():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,10 @@ from dashboard.saved import SelectionQuery, StatisticsQuery, TablesQuery
 from dpcore import figures, queries, risk, utility
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 from dpcore.mechanisms.gaussian import Gaussian
+from engine.queries import Contribution
+
+if TYPE_CHECKING:
+    from dashboard.person import PrivacyUnit
 
 #: Where the query comes from (the "Query" radio).
 SOURCES = {
@@ -83,6 +88,8 @@ class ErrorQuery:
     unit: str
     spec: stats.QuerySpec | None = None
     table: tuple[str, str, tuple[str, ...], tuple[str, ...]] | None = None
+    #: the table's truncation under the privacy unit (a statistic's is in ``spec``)
+    contribution: Contribution | None = None
     mechanisms: tuple[str, ...] = (choices.DEFAULT_KIND,)
     chosen: tuple[str, ...] = (choices.DEFAULT_KIND,)
     answer_range: tuple[float, float] | None = None
@@ -161,8 +168,9 @@ def _saved_delta(value: object) -> float:
     return float(value) if isinstance(value, float) and 0 < value < 1 else DEFAULT_DELTA
 
 
-def _count_query(loaded: LoadedDataset, note: str, *, upload: bool) -> ErrorQuery:
-    spec = stats.QuerySpec("count")
+def _count_query_of(loaded: LoadedDataset, note: str, *, upload: bool,
+                 bound: Contribution | None = None) -> ErrorQuery:
+    spec = stats.QuerySpec("count", contribution=bound)
     answer_range = stats.default_answer_range(spec, len(loaded.relation))
     origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
     return ErrorQuery("statistics", "count", "count", "people", spec=spec,
@@ -172,14 +180,22 @@ def _count_query(loaded: LoadedDataset, note: str, *, upload: bool) -> ErrorQuer
 
 
 def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
-                     escape: Callable[[str], str] = str) -> ErrorQuery:
+                     escape: Callable[[str], str] = str, unit: PrivacyUnit | None = None,
+                     seed: int = 0) -> ErrorQuery:
     """The query of the Noisy statistics page, or a count when it has not been set up.
 
     ``escape`` is applied to the user's text (column names) in the note, which is markdown.
+    ``unit`` and ``seed``: the privacy unit and the truncation the Noisy statistics page uses
+    (None: one row = one person).
     """
     page = StatisticsQuery.from_saved(saved)
     query = page.query
     upload = dataset_key.startswith("upload:")
+
+    def _count_query(loaded, note, *, upload):   # the fallback, under the same unit
+        return _count_query_of(loaded, note, upload=upload, bound=None if unit is None else
+                               stats.contribution_for(unit, "count", seed))
+
     fallback = ("The Noisy statistics page has no query set up for this dataset yet: "
                 "showing the **count of rows**. Set up a sum, mean or histogram there and "
                 "come back.")
@@ -199,7 +215,8 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
                                 upload=upload)
     elif query == "histogram":
         categories = stats.declared_categories(loaded, column)
-    spec = stats.QuerySpec(query, column, lower, upper, categories)
+    spec = stats.QuerySpec(query, column, lower, upper, categories, None if unit is None else
+                           stats.contribution_for(unit, query, seed))
     try:
         integer, rows = stats.query_facts(loaded.relation, dataset_key, spec)
     except (ValueError, TypeError):
@@ -231,9 +248,11 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
 
 
 def tables_query(loaded: LoadedDataset, saved: Mapping, *,
-                 escape: Callable[[str], str] = str) -> ErrorQuery | None:
+                 escape: Callable[[str], str] = str,
+                 contribution: Contribution | None = None) -> ErrorQuery | None:
     """The crosstab of the Noisy tables page (its default pair when not visited); None when
-    the dataset has fewer than two categorical columns."""
+    the dataset has fewer than two categorical columns. ``contribution``: the privacy unit's
+    truncation, as the Noisy tables page applies it."""
     columns = tables.table_columns(loaded)
     axes = tables.default_axes(loaded, columns)
     if axes is None:
@@ -257,6 +276,7 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
     return ErrorQuery(
         "tables", "table", "count in each cell", "people", table=(row, column, row_cats,
                                                                    col_cats),
+        contribution=contribution,
         mechanisms=_ARRAY_MECHANISMS,
         chosen=(chosen,) if chosen in _ARRAY_MECHANISMS else (choices.WHOLE_NUMBER_KIND,),
         epsilon=_saved_epsilon(page.epsilon), delta=_saved_delta(page.delta),
@@ -290,7 +310,8 @@ def total_for_cells(query: ErrorQuery, cells_epsilon: float, delta: float) -> fl
 
 
 def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int,
-                      source: str) -> tuple[tuple[float, ...], float, str, tuple]:
+                      source: str, bound: Contribution | None = None
+                      ) -> tuple[tuple[float, ...], float, str, tuple]:
     """(scores, sensitivity, what is right, origins) as the Selection page computes them."""
     page = SelectionQuery.from_saved(saved)
     negate = page.negate is True
@@ -313,13 +334,15 @@ def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, s
         column = "education" if "education" in columns else columns[0]
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
-    counts = sel.column_scores(loaded.relation, dataset_key, column, declared)[1]
-    return (counts, 1.0, f"the {'least' if negate else 'most'} common {column}",
+    counts = sel.column_scores(loaded.relation, dataset_key, column, declared, bound)[1]
+    what = f"the {'least' if negate else 'most'} common {column}"
+    return (counts, sel.count_sensitivity_of(bound), what,
             (("categories_from", sel.categories_origin(declared is not None)),))
 
 
 def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int, *,
-                       escape: Callable[[str], str] = str) -> SelectionQuestion | None:
+                       escape: Callable[[str], str] = str,
+                       bound: Contribution | None = None) -> SelectionQuestion | None:
     """The Selection page's question (its remembered widgets), or its default: the most common
     category of a column. None when that default has no categorical column to count."""
     page = SelectionQuery.from_saved(saved)
@@ -329,13 +352,13 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
         note = "The Selection page has no question set up yet; its default"
     try:
         scores, sensitivity, what, origins = _selection_scores(loaded, saved, dataset_key,
-                                                               seed, source)
+                                                               seed, source, bound)
     except (ValueError, TypeError, IndexError):
         if source == "data" or not categorical_columns(loaded):
             return None
         source = "data"
         scores, sensitivity, what, origins = _selection_scores(loaded, {}, dataset_key, seed,
-                                                               source)
+                                                               source, bound)
         note = "The Selection page's scores do not parse; instead"
     monotonic_key, monotonic_default = sel.monotonic_setting(source)
     noise = page.noise
@@ -374,7 +397,7 @@ def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
     if query.kind == "table":
         row, column, row_cats, col_cats = query.table
         answer = tables.true_table(frame, row, column, row_categories=row_cats,
-                                   column_categories=col_cats)
+                                   column_categories=col_cats, contribution=query.contribution)
     else:
         answered = stats.answer_query(frame, query.spec)
         if query.kind == "mean":
@@ -390,9 +413,13 @@ def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
 
 def sensitivity_note(query: ErrorQuery, numbers: QueryNumbers) -> str:
     """One line: the sensitivity, the neighbour relation, and where clamping bounds come from."""
+    bound = query.contribution if query.spec is None else query.spec.contribution
+    who = ("a row is added or removed" if bound is None else
+           f"all rows of one person (same {bound.person}, at most {bound.max_rows:,} kept) are "
+           "added or removed")
     note = (f"Sensitivity: L1 = {figures.upper(numbers.l1, 6)}, L2 = "
             f"{figures.upper(numbers.l2, 6)} — the most one person can change the answer when "
-            "a row is added or removed.")
+            f"{who}.")
     if query.spec is not None and query.spec.lower is not None:
         note += (f" Values are clamped to [{query.spec.lower:g}, {query.spec.upper:g}], the "
                  "bounds set on the Noisy statistics page (the column's public range unless "

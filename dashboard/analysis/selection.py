@@ -35,6 +35,7 @@ from dpcore.selection import (
     report_noisy_max,
     selection_probabilities,
 )
+from engine.queries import Contribution
 
 #: Where the scores come from, in the user's words.
 SOURCES = {
@@ -241,14 +242,16 @@ def numbered_labels(count: int, given: list[str] | None = None) -> tuple[str, ..
 
 
 def category_counts(frame: pd.DataFrame, column: str,
-                    categories: tuple[str, ...] | None) -> tuple[tuple[str, ...], NDArray, int]:
+                    categories: tuple[str, ...] | None,
+                    contribution: Contribution | None = None
+                    ) -> tuple[tuple[str, ...], NDArray, int]:
     """(labels, counts, missing rows) of a categorical column, most common first.
 
     Every declared category is a candidate, empty ones included (dropping them would reveal
     that nobody has that value). Counts change by 1 in one category when a row is added or
     removed, so the score vector has sensitivity 1 and is monotonic.
     """
-    answer = truth.histogram(frame, column, categories=categories)
+    answer = truth.histogram(frame, column, categories=categories, contribution=contribution)
     counts = np.asarray(answer.true_value, dtype=np.float64)
     order = np.argsort(-counts, kind="stable")
     labels = tuple(answer.labels[i] for i in order)
@@ -633,14 +636,29 @@ def categories_origin(declared: bool) -> str:
             "the data (this reveals which values occur)")
 
 
-def data_note(declared: bool, missing_rows: int = 0) -> str:
+def count_sensitivity_of(contribution: Contribution | None) -> float:
+    """Δ of the counts per category for noisy max: the most one score moves (L∞), 1 for one
+    row = one person, max rows per person under a person-id unit (all of a person's rows may
+    fall in one category)."""
+    return 1.0 if contribution is None else float(contribution.max_rows)
+
+
+def data_note(declared: bool, missing_rows: int = 0,
+              contribution: Contribution | None = None) -> str:
     """Where the candidates and the sensitivity of a column's counts come from."""
     where = ("Categories: the column's public list, empty ones included." if declared else
              "**Categories read off the data**: that reveals which values exist; declare them "
              "from public knowledge for a real release.")
     missing = (f" {missing_rows:,} rows with no value are not counted." if missing_rows else "")
-    return ("Sensitivity 1 under add/remove one row: one person changes one category's count "
-            f"by 1, and all counts move the same way (monotonic). {where}{missing}")
+    if contribution is None:
+        unit = ("Sensitivity 1 under add/remove one row: one person changes one category's "
+                "count by 1")
+    else:
+        unit = (f"Sensitivity {contribution.max_rows:,} under add/remove one person (all rows "
+                f"with the same {plain(contribution.person)}, at most "
+                f"{contribution.max_rows:,} kept per person): one person changes a category's "
+                f"count by at most {contribution.max_rows:,}")
+    return f"{unit}, and all counts move the same way (monotonic). {where}{missing}"
 
 
 def pricing_note(bids: int, highest: float) -> str:
@@ -692,9 +710,11 @@ def top_k_standard_error(curves: CorrectnessCurves) -> float:
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def column_scores(_frame: pd.DataFrame, dataset_key: str, column: str,
-                  categories: tuple[str, ...] | None) -> tuple[tuple[str, ...], tuple, int]:
+                  categories: tuple[str, ...] | None,
+                  contribution: Contribution | None = None
+                  ) -> tuple[tuple[str, ...], tuple, int]:
     """(labels, counts, missing rows) of a categorical column; raises ValueError/TypeError."""
-    labels, counts, missing = category_counts(_frame, column, categories)
+    labels, counts, missing = category_counts(_frame, column, categories, contribution)
     return labels, tuple(float(c) for c in counts), missing
 
 

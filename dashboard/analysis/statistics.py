@@ -56,11 +56,13 @@ from dashboard.analysis.stats_query import (  # noqa: F401
     available_queries,
     columns_for,
     comparable_mechanisms,
+    contribution_for,
     declaration_origins,
     declared_categories,
     default_answer_range,
     default_bounds,
     default_column,
+    unit_note,
     uses_answer_range,
 )
 from dashboard.analysis.stats_wording import (  # noqa: F401

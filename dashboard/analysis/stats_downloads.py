@@ -97,7 +97,12 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
         "page": "Noisy statistics", "dataset": dataset, "query": spec.query,
         "description": spec.describe(), "column": spec.column,
         "clamping_bounds": None if spec.lower is None else [spec.lower, spec.upper],
-        "neighbouring_datasets": NEIGHBOURS,
+        "neighbouring_datasets": NEIGHBOURS if spec.contribution is None else (
+            f"add/remove one person (all rows with the same {spec.contribution.person})"),
+        "contribution_bounds": None if spec.contribution is None else {
+            "person": spec.contribution.person, "max_rows": spec.contribution.max_rows,
+            "max_groups": spec.contribution.max_groups,
+            "truncation_seed": spec.contribution.seed},
         "measure": choice.measure, "epsilon": choice.epsilon, "delta": choice.delta,
         "rho": choice.rho,
         "mechanisms": [_mechanism_fields(plan) for plan in plans],

@@ -31,15 +31,18 @@ RANGE_BETA = 1e-3
 def answer_query(frame: pd.DataFrame, spec: QuerySpec) -> QueryAnswer | tuple[QueryAnswer,
                                                                               QueryAnswer]:
     """The true answer with its sensitivity (for the mean: the sum and count parts)."""
+    bound = spec.contribution
     if spec.query == "count":
-        return truth.count(frame)
+        return truth.count(frame, contribution=bound)
     if spec.query == "sum":
-        return truth.bounded_sum(frame, spec.column, lower=spec.lower, upper=spec.upper)
+        return truth.bounded_sum(frame, spec.column, lower=spec.lower, upper=spec.upper,
+                                 contribution=bound)
     if spec.query == "mean":
         return truth.bounded_mean_parts(frame, spec.column, lower=spec.lower,
-                                        upper=spec.upper)
+                                        upper=spec.upper, contribution=bound)
     if spec.query == "histogram":
-        return truth.histogram(frame, spec.column, categories=spec.categories)
+        return truth.histogram(frame, spec.column, categories=spec.categories,
+                               contribution=bound)
     raise ValueError(f"query must be one of {', '.join(QUERIES)}; got {spec.query!r}")
 
 

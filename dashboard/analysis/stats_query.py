@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,10 @@ from dashboard.choices import PrivacyChoice
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dpcore.queries import MEAN_MECHANISMS
+from engine.queries import Contribution
+
+if TYPE_CHECKING:
+    from dashboard.person import PrivacyUnit
 
 #: The queries the page offers, in the user's words.
 QUERIES = {
@@ -44,6 +49,8 @@ class QuerySpec:
     lower: float | None = None
     upper: float | None = None
     categories: tuple[str, ...] | None = None
+    #: the privacy unit's truncation (``contribution_for``); None: one row = one person
+    contribution: Contribution | None = None
 
     def describe(self) -> str:
         """e.g. 'mean of age' (the column name is the user's: escape it before display)."""
@@ -51,6 +58,27 @@ class QuerySpec:
             return "number of rows"
         noun = {"sum": "sum", "mean": "mean", "histogram": "counts"}[self.query]
         return f"{noun} of {self.column}"
+
+
+def contribution_for(unit: PrivacyUnit, query: str, seed: int) -> Contribution | None:
+    """The engine's truncation for ``query`` under ``unit``: a count, sum or mean keeps at
+    most max rows per person in all (there are no groups); a histogram also bounds the
+    categories a person is in when the unit says so. ``seed`` picks which rows are kept."""
+    bound = unit.contribution(seed)
+    if bound is None or query == "histogram":
+        return bound
+    return replace(bound, max_groups=None)
+
+
+def unit_note(contribution: Contribution | None) -> str:
+    """Who the neighbours are, next to a sensitivity: '(neighbours: add or remove …)'."""
+    if contribution is None:
+        return "(neighbours: add or remove one row)"
+    groups = ("" if contribution.max_groups is None else
+              f" in each of at most {contribution.max_groups:,} categories")
+    return (f"(neighbours: add or remove one person, all rows with the same "
+            f"{contribution.person}; at most {contribution.max_rows:,} rows per person"
+            f"{groups})")
 
 
 @dataclass(frozen=True)

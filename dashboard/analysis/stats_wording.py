@@ -46,20 +46,34 @@ def fmt_value(x: float) -> str:
 
 
 def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
-    """(short sensitivity, why) for the add/remove-one-row neighbour relation."""
+    """(short sensitivity, why) for the plan's neighbour relation: add/remove one row, or one
+    person's rows after truncation to the unit's bounds."""
     spec, answer = plan.spec, plan.answer
     norm = plan.choice.spec.sensitivity_norm
+    bound = spec.contribution
+    if bound is None:
+        one, who = "1", "adding or removing one row"
+    else:
+        one = fmt_value(bound.max_rows)
+        who = (f"each person keeps at most {bound.max_rows:,} rows (the rest are dropped "
+               "first), so adding or removing one person")
     if spec.query == "count":
-        return "1", "adding or removing one row changes the count by at most 1"
+        return one, f"{who} changes the count by at most {one}"
     if spec.query == "histogram":
-        return "1", (f"adding or removing one row changes one category's count by 1 "
-                     f"({norm} sensitivity 1; {SENSITIVITY_NORMS[norm]})")
-    bound = fmt_value(answer.l1_sensitivity)
-    why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so adding or removing "
-           f"one row changes the sum by at most max(|lower|, |upper|) = {bound}")
+        shown = fmt_value(answer.l1_sensitivity if norm == "L1" else answer.l2_sensitivity)
+        groups = ("" if bound is None or bound.max_groups is None else
+                  f" in at most {bound.max_groups:,} categories")
+        change = ("changes one category's count by 1" if bound is None else
+                  f"changes the counts{groups} by at most L1 = "
+                  f"{fmt_value(answer.l1_sensitivity)}, L2 = {fmt_value(answer.l2_sensitivity)}")
+        return shown, f"{who} {change} ({norm} sensitivity {shown}; {SENSITIVITY_NORMS[norm]})"
+    total = fmt_value(answer.l1_sensitivity)
+    rows = "" if bound is None else f"{one} × "
+    why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so {who} changes the "
+           f"sum by at most {rows}max(|lower|, |upper|) = {total}")
     if spec.query == "sum":
-        return bound, why
-    return f"sum {bound}, count 1", why + ", and the count by at most 1"
+        return total, why
+    return f"sum {total}, count {one}", why + f", and the count by at most {one}"
 
 
 def _scale_text(mechanism: AdditiveMechanism, choice: PrivacyChoice) -> str:

@@ -18,8 +18,10 @@ from dashboard.choices import PrivacyChoice, mechanism_name
 from dashboard.data import facts, truth
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dashboard.exports import SIMULATION, noise_stream, simulation_fields
+from dashboard.text import plain
 from dpcore import measures, postprocess, queries
 from dpcore._checks import check_rng, check_trials, trial_chunks
+from engine.queries import Contribution
 
 #: A column with more categories than this is not offered for a table (a 100 × 100 table
 #: already has 10,000 cells, most of them pure noise).
@@ -101,11 +103,12 @@ def default_axes(loaded: LoadedDataset, columns: list[str]) -> tuple[str, str] |
 
 
 def true_table(frame: pd.DataFrame, row: str, column: str, *,
-               row_categories: tuple[str, ...],
-               column_categories: tuple[str, ...]) -> queries.QueryAnswer:
-    """The crosstab over every declared category pair (add/remove one row: L1 = L2 = 1)."""
+               row_categories: tuple[str, ...], column_categories: tuple[str, ...],
+               contribution: Contribution | None = None) -> queries.QueryAnswer:
+    """The crosstab over every declared category pair (add/remove one row: L1 = L2 = 1;
+    under ``contribution`` the person-level sensitivities, after truncation)."""
     return truth.crosstab(frame, row, column, row_categories=list(row_categories),
-                          column_categories=list(column_categories))
+                          column_categories=list(column_categories), contribution=contribution)
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,6 +177,11 @@ class TableRelease:
     privacy: str
     noise: str
     missing_rows: int = 0
+    #: the privacy unit's truncation (None: one row = one person) and the table's
+    #: sensitivities under it
+    contribution: Contribution | None = None
+    l1_sensitivity: float = 1.0
+    l2_sensitivity: float = 1.0
     #: mixed into the seed's stream to tell this dataset and table apart (``noise_stream``)
     stream: int = 0
 
@@ -391,22 +399,37 @@ STEPS_EXPLAINED = (
 )
 
 
+def sensitivity_text(release: TableRelease) -> str:
+    """The table's sensitivities and the neighbours they are for (markdown-safe)."""
+    bound = release.contribution
+    if bound is None:
+        return ("L1 = L2 = 1 under add/remove one row (one person is in exactly one cell)")
+    groups = ("" if bound.max_groups is None else
+              f" in each of at most {bound.max_groups:,} cells")
+    return (f"L1 = {release.l1_sensitivity:.4g}, L2 = {release.l2_sensitivity:.4g} under "
+            f"add/remove one person (all rows with the same {plain(bound.person)}; at most "
+            f"{bound.max_rows:,} rows per person{groups})")
+
+
 def build_mechanisms(choice: PrivacyChoice, *, rescale: bool, total_source: str,
-                     total_share: float) -> tuple[object, object | None, str, str]:
+                     total_share: float, l1_sensitivity: float = 1.0,
+                     l2_sensitivity: float = 1.0) -> tuple[object, object | None, str, str]:
     """(table mechanism, total mechanism or None, privacy spent, noise description).
 
-    A crosstab has L1 = L2 sensitivity 1 (adding or removing one row changes one cell by 1),
-    and so has the count of all rows.
+    One row = one person: a crosstab has L1 = L2 sensitivity 1 (adding or removing one row
+    changes one cell by 1), and so has the count of all rows. Under person-level bounds the
+    table's sensitivities are given; the total then changes by at most the table's L1 (every
+    cell's change adds up in it), which is both its L1 and L2.
     """
     separate = rescale and total_source == "separate"
     name = mechanism_name(choice.mechanism)
     if not separate:
-        table = choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
+        table = choice.build(l1_sensitivity=l1_sensitivity, l2_sensitivity=l2_sensitivity)
         return (table, None, table.privacy.describe(),
                 f"{name} noise of scale {table.scale:.4g} on every cell")
     table_choice, total_choice = split_budget(choice, total_share)
-    table = table_choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
-    total = total_choice.build(l1_sensitivity=1.0, l2_sensitivity=1.0)
+    table = table_choice.build(l1_sensitivity=l1_sensitivity, l2_sensitivity=l2_sensitivity)
+    total = total_choice.build(l1_sensitivity=l1_sensitivity, l2_sensitivity=l1_sensitivity)
     spent = measures.compose(table.privacy, total.privacy)
     privacy = (f"{spent.describe()} in all: the table {table.privacy.describe()}, the noisy "
                f"total {total.privacy.describe()} (sequential composition)")
@@ -420,13 +443,15 @@ def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
                   row_categories: tuple[str, ...], column_categories: tuple[str, ...],
                   choice: PrivacyChoice, clip: bool, round: bool, rescale: bool,
                   total_source: str, total_share: float, trials: int,
-                  seed: int) -> TableRelease:
+                  seed: int, contribution: Contribution | None = None) -> TableRelease:
     """Cached: the true table, one example release and the error summaries of ``trials``."""
     answer = true_table(_frame, row, column, row_categories=row_categories,
-                        column_categories=column_categories)
+                        column_categories=column_categories, contribution=contribution)
+    l1, l2 = answer.l1_sensitivity, answer.l2_sensitivity
     table, total, privacy, noise = build_mechanisms(choice, rescale=rescale,
                                                     total_source=total_source,
-                                                    total_share=total_share)
+                                                    total_share=total_share,
+                                                    l1_sensitivity=l1, l2_sensitivity=l2)
     # The same seed draws other noise for another dataset or table (exports.noise_stream).
     stream = noise_stream(dataset_key, _frame, "tables", row, column)
     rng = np.random.default_rng([seed, _RNG_OFFSET, stream])
@@ -436,7 +461,8 @@ def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
                                  trials=simulated_trials(trials, cells), rng=rng,
                                  compare_trials=step_trials(trials, cells))
     return replace(release_summary(answer, simulated, privacy=privacy, noise=noise,
-                                   requested_trials=trials), stream=stream)
+                                   requested_trials=trials), stream=stream,
+                   contribution=contribution, l1_sensitivity=l1, l2_sensitivity=l2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,8 +509,11 @@ def describe_table(release: TableRelease, row: str, column: str, choice: Privacy
     sensitivities, noise scale(s) and post-processing. The seed is added by the download."""
     table, total, privacy, _ = build_mechanisms(choice, rescale=rescale,
                                                 total_source=total_source,
-                                                total_share=total_share)
+                                                total_share=total_share,
+                                                l1_sensitivity=release.l1_sensitivity,
+                                                l2_sensitivity=release.l2_sensitivity)
     separate = total is not None
+    bound = release.contribution
     random_stream = f"numpy.random.default_rng([seed, {_RNG_OFFSET}, {release.stream}])"
     parameters = {
         "page": "Noisy tables", "dataset": dataset, "query": "crosstab (count per cell)",
@@ -494,10 +523,14 @@ def describe_table(release: TableRelease, row: str, column: str, choice: Privacy
         "categories_from": ("the data (this reveals which values occur)" if
                             categories_from_data else "the columns' public lists"),
         "rows_not_counted_missing_value": int(release.missing_rows),
-        "neighbouring_datasets": "add/remove one row (one row = one person)",
+        "neighbouring_datasets": "add/remove one row (one row = one person)" if bound is None
+        else f"add/remove one person (all rows with the same {bound.person})",
+        "contribution_bounds": None if bound is None else {
+            "person": bound.person, "max_rows": bound.max_rows, "max_groups": bound.max_groups,
+            "truncation_seed": bound.seed},
         "measure": choice.measure, "epsilon": choice.epsilon, "delta": choice.delta,
         "rho": choice.rho, "mechanism": choice.mechanism,
-        "l1_sensitivity": 1.0, "l2_sensitivity": 1.0,
+        "l1_sensitivity": release.l1_sensitivity, "l2_sensitivity": release.l2_sensitivity,
         "noise_scale": float(table.scale),
         "table_privacy": _privacy_fields(table.privacy),
         "privacy_spent": privacy,
@@ -516,7 +549,7 @@ def describe_table(release: TableRelease, row: str, column: str, choice: Privacy
     if separate:
         parameters["post_processing"] |= {
             "total_budget_share": total_share,
-            "total_sensitivity": 1.0,
+            "total_sensitivity": release.l1_sensitivity,
             "total_noise_scale": float(total.scale),
             "total_privacy": _privacy_fields(total.privacy),
         }

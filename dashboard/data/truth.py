@@ -17,7 +17,8 @@ import pandas as pd
 from dashboard.data import facts
 from dashboard.data.relation import Relation, engine
 from dpcore.queries import QueryAnswer
-from engine import BoundedSum, Crosstab, Histogram, answers
+from engine import BoundedSum, Count, Crosstab, Histogram, answers
+from engine.queries import Contribution
 
 __all__ = ["count", "bounded_sum", "bounded_mean_parts", "histogram", "crosstab", "Data"]
 
@@ -32,44 +33,51 @@ def relation_of(data: Data) -> Relation:
     raise TypeError(f"data must be a Relation or a pandas DataFrame, got {type(data).__name__}")
 
 
-def count(data: Data) -> QueryAnswer:
+def count(data: Data, *, contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
-    len(relation)  # the first scan, under its spinner
-    return answers.count(engine(), relation.source)
+    relation.answer(Count(contribution))  # the first scan, under its spinner
+    return answers.count(engine(), relation.source, contribution=contribution)
 
 
-def bounded_sum(data: Data, column: str, *, lower: float, upper: float) -> QueryAnswer:
+def bounded_sum(data: Data, column: str, *, lower: float, upper: float,
+                contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
-    relation.answer(BoundedSum(column, lower, upper))  # first scan: spinner
-    return answers.bounded_sum(engine(), relation.source, column, lower=lower, upper=upper)
+    relation.answer(BoundedSum(column, lower, upper, contribution))  # first scan: spinner
+    return answers.bounded_sum(engine(), relation.source, column, lower=lower, upper=upper,
+                               contribution=contribution)
 
 
-def bounded_mean_parts(data: Data, column: str, *, lower: float,
-                       upper: float) -> tuple[QueryAnswer, QueryAnswer]:
+def bounded_mean_parts(data: Data, column: str, *, lower: float, upper: float,
+                       contribution: Contribution | None = None
+                       ) -> tuple[QueryAnswer, QueryAnswer]:
     relation = relation_of(data)
-    relation.answer(BoundedSum(column, lower, upper))  # first scan: spinner
+    relation.answer(BoundedSum(column, lower, upper, contribution))  # first scan: spinner
     return answers.bounded_mean_parts(engine(), relation.source, column, lower=lower,
-                                      upper=upper)
+                                      upper=upper, contribution=contribution)
 
 
 def histogram(data: Data, column: str, *,
-              categories: Sequence[object] | None = None) -> QueryAnswer:
+              categories: Sequence[object] | None = None,
+              contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
     if categories is None:
         categories = facts.data_categories(relation, column)
-    relation.answer(Histogram(column, tuple(categories)))  # first scan: spinner
-    return answers.histogram(engine(), relation.source, column, categories=categories)
+    relation.answer(Histogram(column, tuple(categories), contribution))  # first scan: spinner
+    return answers.histogram(engine(), relation.source, column, categories=categories,
+                             contribution=contribution)
 
 
 def crosstab(data: Data, row: str, column: str, *,
              row_categories: Sequence[object] | None = None,
-             column_categories: Sequence[object] | None = None) -> QueryAnswer:
+             column_categories: Sequence[object] | None = None,
+             contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
     if row_categories is None:
         row_categories = facts.data_categories(relation, row)
     if column_categories is None:
         column_categories = facts.data_categories(relation, column)
-    relation.answer(Crosstab(row, column, tuple(row_categories),
-                              tuple(column_categories)))  # first scan: spinner
+    relation.answer(Crosstab(row, column, tuple(row_categories), tuple(column_categories),
+                             contribution))  # first scan: spinner
     return answers.crosstab(engine(), relation.source, row, column,
-                            row_categories=row_categories, column_categories=column_categories)
+                            row_categories=row_categories, column_categories=column_categories,
+                            contribution=contribution)
