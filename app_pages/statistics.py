@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import audit_panel, charts, controls, person, state
+from dashboard import audit_panel, bounds_panel, charts, controls, person, state
 from dashboard.analysis import statistics as stats
 from dashboard.choices import label
 from dashboard.text import plain
@@ -166,5 +166,7 @@ st.markdown("**Metrics side by side**")
 st.dataframe(stats.metrics_table(runs, confidence))
 st.caption(stats.metrics_note(runs))
 
+bounds_panel.bounds_section(loaded, data_key, spec, choice, answer_range=answer_range,
+                            seed=state.seed(), prefix="stats")
 audit_panel.statistics_audit(frame, data_key, spec, choice, answer_range=answer_range,
                              sum_share=sum_share, seed=state.seed())

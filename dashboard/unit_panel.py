@@ -26,9 +26,14 @@ def _keys(data_key: str) -> tuple[str, str, str, str]:
 
 
 def _start(keys: tuple[str, str, str, str], unit: person.PrivacyUnit,
-           columns: list[str]) -> None:
+           columns: list[str], seen: str) -> None:
+    """Show ``unit`` in the controls unless they already show it; a unit changed elsewhere
+    (another page's "Use max rows") wins over the controls' old values."""
     ss = st.session_state
     k_person, k_rows, k_limit, k_groups = keys
+    if ss.get(seen) != unit:
+        for key in keys:
+            ss.pop(key, None)
     if k_person not in ss or ss[k_person] not in [ONE_ROW_CHOICE, *columns]:
         ss[k_person] = unit.person if unit.person in columns else ONE_ROW_CHOICE
     ss.setdefault(k_rows, unit.max_rows if unit.person else 1)
@@ -41,7 +46,8 @@ def privacy_unit_section(relation, data_key: str) -> person.PrivacyUnit:
     st.subheader("Privacy unit: who is protected")
     columns = relation.columns
     keys = _keys(data_key)
-    _start(keys, person.current_unit(data_key), columns)
+    seen = f"unit_shown::{data_key}"   # the unit the controls were last drawn from
+    _start(keys, person.current_unit(data_key), columns, seen)
     k_person, k_rows, k_limit, k_groups = keys
     chosen = st.selectbox(
         "Person-id column", [ONE_ROW_CHOICE, *columns], key=k_person,
@@ -66,6 +72,7 @@ def privacy_unit_section(relation, data_key: str) -> person.PrivacyUnit:
         unit = person.PrivacyUnit(chosen, int(max_rows), int(max_groups) if limit else None)
     if unit != person.current_unit(data_key):
         person.set_unit(data_key, unit)
+    st.session_state[seen] = unit
     st.info(f"**{plain(unit.describe())}.** {plain(person.neighbours(unit))} Every query page "
             "uses this unit and shows it next to the sensitivity.", icon=":material/person:")
     if not unit.per_row:

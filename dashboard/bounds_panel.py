@@ -1,0 +1,90 @@
+"""The "What the bounds cost" section of a query page under a person-id unit: the error split
+into the bounds' bias and the noise, the tuning curve over max rows (not private, and labelled
+so), and the private route — max rows from a DP quantile of rows per person, charged to the
+budget. One call from the page; the numbers come from ``dashboard.analysis.bounds_cost``."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import controls, person
+from dashboard.analysis import bounds_cost as bc
+from dashboard.analysis.stats_query import QuerySpec
+from dashboard.charts.bounds_cost import private_choice_bars, tuning_curve
+from dashboard.choices import PrivacyChoice
+from dashboard.data.model import LoadedDataset
+from dashboard.text import plain
+from engine import EngineError
+
+#: Largest candidate the private choice scores (a public cap the user may lower).
+MAX_CANDIDATE = 10_000
+
+
+def bounds_section(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
+                   choice: PrivacyChoice, *, answer_range: tuple[float, float] | None,
+                   seed: int, prefix: str) -> None:
+    """Draw the section (nothing for one row = one person); ``prefix`` keys the widgets."""
+    if spec.contribution is None:
+        return
+    st.subheader("What the bounds cost")
+    if not bc.supported(spec):
+        st.caption("The breakdown of the error into the bounds' bias and the noise is drawn "
+                   "for counts, sums and histograms; for a mean, look at its sum and count.")
+        return
+    try:
+        with st.spinner("Breaking the error down…"):
+            cost = bc.bounds_cost(loaded, data_key, spec, choice, answer_range)
+    except (ValueError, TypeError, EngineError) as exc:
+        st.info(f"No breakdown: {plain(exc, limit=300)}")
+        return
+    st.warning("**Computed on the raw data: not private.** The bias and the best bound below "
+               "are read off the data itself; use them to understand the trade-off in "
+               "simulation. To choose the bound for a real release, use the private route "
+               "further down (it spends a little budget).", icon=":material/visibility:")
+    st.markdown(bc.cost_sentence(cost))
+    st.dataframe(cost.table(), hide_index=True, key=f"{prefix}_cost_table")
+    st.caption("Errors against the answer on all rows with unclamped values. Bias: the mean "
+               "of the released value minus that answer (dropped rows and clamping); spread: "
+               "how much the answer moves with the random choice of rows kept; noise: the "
+               "mechanism's. Total error = √(bias² + spread² + noise²), exact (no sampling)."
+               + (f" {cost.left_out:,} rows without a person id or a value are left out."
+                  if cost.left_out else ""))
+    st.plotly_chart(tuning_curve(cost.sweep, current=cost.max_rows),
+                    key=f"{prefix}_tuning_curve")
+    st.caption("Larger max rows: less bias (fewer rows dropped), more noise (each person can "
+               "change the answer more). The noise is assumed to grow in proportion to the "
+               "sensitivity, as Laplace, Gaussian and geometric noise do. The star is the best "
+               "bound on this data — which is exactly what a real release must not look at.")
+    _private_route(loaded, data_key, spec, choice, seed=seed, prefix=prefix)
+
+
+def _private_route(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
+                   choice: PrivacyChoice, *, seed: int, prefix: str) -> None:
+    with st.expander("Choose max rows privately (a DP quantile of rows per person)"):
+        left, middle, right = st.columns(3)
+        q = controls.select("Quantile of rows per person", bc.QUANTILE_LEVELS,
+                            key=f"{prefix}_rows_q", default=0.9,
+                            format_func=lambda v: f"{v:.0%}", container=left)
+        epsilon = controls.select("ε for this choice", bc.QUANTILE_EPSILONS,
+                                  key=f"{prefix}_rows_epsilon", default=0.1, container=middle)
+        largest = int(controls.number(
+            "Largest candidate (public cap)", key=f"{prefix}_rows_cap", default=100.0,
+            min_value=1.0, max_value=float(MAX_CANDIDATE), step=1.0, container=right))
+        try:
+            chosen = bc.private_max_rows(loaded, data_key, spec.contribution.person, q,
+                                         epsilon, largest, seed)
+        except (ValueError, TypeError, EngineError) as exc:
+            st.error(f"{plain(exc, limit=300)}. Change the settings above.")
+            return
+        st.plotly_chart(private_choice_bars(chosen.candidates, chosen.probabilities,
+                                            drawn=chosen.drawn, q=q, epsilon=epsilon),
+                        key=f"{prefix}_private_rows")
+        st.markdown(f"Each person adds one value (their number of rows), so this quantile has "
+                    f"sensitivity max(q, 1 − q) whatever the bounds. "
+                    f"{bc.total_privacy(choice.epsilon, epsilon)} This simulation drew "
+                    f"**max rows = {chosen.drawn:,}**.")
+        if st.button(f"Use max rows = {chosen.drawn:,}", key=f"{prefix}_use_private_rows"):
+            unit = person.current_unit(data_key)
+            person.set_unit(data_key, person.PrivacyUnit(unit.person, chosen.drawn,
+                                                         unit.max_groups))
+            st.rerun()
