@@ -146,10 +146,9 @@ def sidebar():
                     help="Rows of the synthetic table (one per visit), up to 10 million.")
                 state.remember("visits_rows")
             ss[state.DATASET] = state.builtin(choice, int(rows))
-            if choice in datasets.PERSON_IDS:
-                person.start_with(state.dataset_key(), person.PrivacyUnit(
-                    datasets.PERSON_IDS[choice], max_rows=datasets.VISITS_DEFAULT_MAX_ROWS))
         loaded = ss[state.DATASET]
+        if loaded.declared_unit is not None:   # the unit the data comes with, until changed
+            person.start_with(state.dataset_key(), person.PrivacyUnit(*loaded.declared_unit))
         _dataset_caption(loaded)
         for warning in loaded.warnings:
             st.warning(plain(warning, limit=400))

@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import charts, controls, datasets, state
 from dashboard.data import facts
+from dashboard.schema_editor import schema_section
 from dashboard.text import plain
 from dashboard.unit_panel import privacy_unit_section
 
@@ -78,10 +79,11 @@ st.caption(
     "would leak information about the people at the extremes. The public domain comes from "
     "documentation or general knowledge (its source is shown); the query pages use it. A "
     "domain marked \"read off the data\" has no documented bound: the pages flag it too. "
-    + ("An uploaded file has no declared domains: declare bounds and categories yourself on "
-       "the query pages." if is_upload else ""))
+    + ("An uploaded file has no declared domains: declare its categories and bounds in the "
+       "declared schema below." if is_upload else ""))
 
 privacy_unit_section(relation, state.dataset_key())
+schema_section(loaded, state.dataset_key())
 
 st.subheader("Distributions")
 columns = relation.columns

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import controls, person, state
+from dashboard import controls, datasets, person, state
 from dashboard.analysis import groups as ga
 from dashboard.charts.groups import keep_curve
 from dashboard.choices import DELTA_OPTIONS, RHO_GRID, fmt_number
-from dashboard.data import facts
 from dashboard.text import plain
 
 BOUND_LIMIT = 1e15
@@ -55,7 +54,7 @@ with ask:
             edges = ga.parse_edges(typed)
         except ValueError as exc:
             problem = f"{plain(exc)}."
-    numeric = facts.numeric_columns(loaded.relation)
+    numeric = datasets.numeric_columns(loaded)
     offered = list(ga.STATISTICS) if len(by) == 1 and numeric and not binned else ["count"]
     statistic = controls.select("Statistic", offered, key="groups_statistic",
                                 format_func=ga.STATISTICS.get)
@@ -103,7 +102,8 @@ if problem is None:
                          edges, outside if binned else "separate")
     try:
         with st.spinner("Counting the groups…"):
-            release = ga.groups_release(loaded, data_key, spec, unit, state.seed())
+            release = ga.groups_release(loaded, data_key, spec, unit, state.seed(),
+                                        tuple(ga.declared_keys(loaded, c) for c in by))
     except (ValueError, TypeError) as exc:
         problem = f"{plain(exc, limit=400)}. Check the columns, bounds and budget above."
 if problem is not None:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import controls, person, state
+from dashboard import controls, datasets, person, state
 from dashboard.analysis import quantiles as qa
 from dashboard.charts.quantiles import quantile_distribution
-from dashboard.data import facts
 from dashboard.text import plain
 
 BOUND_LIMIT = 1e15
@@ -27,7 +26,7 @@ loaded = state.dataset()
 relation, data_key = loaded.relation, state.dataset_key()
 upload = data_key.startswith("upload:")
 unit = person.current_unit(data_key)
-columns = facts.numeric_columns(relation)
+columns = datasets.numeric_columns(loaded)
 if not columns:
     st.info(f"{plain(loaded.name)} has no numeric column, so there is no quantile to take. "
             "Pick another dataset in the sidebar.")

@@ -18,7 +18,7 @@ from engine.queries import Contribution
 
 __all__ = ["PrivacyUnit", "ONE_ROW", "current_unit", "set_unit", "start_with", "neighbours"]
 
-_KEY = "privacy_unit_by_dataset"
+_KEY = "privacy_unit_by_dataset"   # state.UNITS (state cannot import this module)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,15 @@ import numpy as np
 import streamlit as st
 
 from dashboard import datasets
+from dashboard.data import schema
 
 DATASET = "dataset"            # the LoadedDataset every page works on (non-widget key)
 UPLOADED = "uploaded_dataset"  # the last upload that loaded, kept while other data is shown
 UPLOAD_ID = "upload_file_id"   # file_id of the upload already parsed (parse once per file)
 SEED = "seed"                  # the random seed for simulations (non-widget key)
 SAVED = "_saved_widgets"       # last value of every remembered widget, per session
+SCHEMAS = "schema_by_dataset"  # the declarations made on the Data page, per dataset key
+UNITS = "privacy_unit_by_dataset"   # dashboard.person's privacy units, per dataset key
 DEFAULT_SEED = 2026
 DEFAULT_DATASET = datasets.BUILTIN_DATASETS[0]
 
@@ -44,9 +47,28 @@ def builtin(name: str, census_rows: int = 1000) -> datasets.LoadedDataset:
 
 
 def dataset() -> datasets.LoadedDataset:
-    """The dataset every page works on."""
+    """The dataset every page works on, with the declarations of the Data page applied (the
+    one place every page reads them from)."""
     init()
-    return st.session_state[DATASET]
+    key = dataset_key()
+    unit = st.session_state.get(UNITS, {}).get(key)
+    return schema.applied(st.session_state[DATASET], declared_schema(key),
+                          None if unit is None else unit.person)
+
+
+def declared_schema(data_key: str) -> schema.Schema | None:
+    """The schema declared on the Data page for ``data_key`` (None: the shipped one)."""
+    return st.session_state.get(SCHEMAS, {}).get(data_key)
+
+
+def declare_schema(data_key: str, declared: schema.Schema | None) -> None:
+    """Declare (or, with None, forget) the schema of ``data_key`` for this session."""
+    schemas = dict(st.session_state.get(SCHEMAS, {}))
+    if declared is None:
+        schemas.pop(data_key, None)
+    else:
+        schemas[data_key] = declared
+    st.session_state[SCHEMAS] = schemas
 
 
 def dataset_key() -> str:
@@ -55,8 +77,9 @@ def dataset_key() -> str:
     Cached functions take the frame as ``_frame`` (not hashed: hashing 48,842 rows on every
     rerun is slow) together with this key.
     """
-    loaded = dataset()
+    init()
     ss = st.session_state
+    loaded = ss[DATASET]
     if loaded is ss.get(UPLOADED):
         return f"upload:{ss.get(UPLOAD_ID)}"
     if loaded.key:   # a built-in's name and size, a data-folder file's name and version

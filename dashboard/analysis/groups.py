@@ -17,7 +17,7 @@ import streamlit as st
 from numpy.typing import NDArray
 
 from dashboard.data import facts
-from dashboard.datasets import LoadedDataset, categorical_columns
+from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
 from dashboard.person import PrivacyUnit
 from dpcore import figures
@@ -52,8 +52,9 @@ EVEN_BINS = 10
 
 def group_columns(loaded: LoadedDataset) -> list[str]:
     """Categorical columns, then numeric ones counted per bin (named with ``BINNED``)."""
-    return [*categorical_columns(loaded),
-            *(c + BINNED for c in facts.numeric_columns(loaded.relation))]
+    categorical = categorical_columns(loaded)
+    return [*categorical, *(c + BINNED for c in numeric_columns(loaded)
+                            if c not in categorical)]
 
 
 def binned_column(choice: str) -> str | None:
@@ -155,16 +156,19 @@ class GroupsRelease:
 
 def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
                  ) -> tuple[tuple[str, ...], NDArray, NDArray | None]:
+    keys = [facts.engine_categories(relation, c, tuple(k)) for c, k in zip(spec.by, keys,
+                                                                              strict=True)]
+    labels = [tuple(str(v) for v in k) for k in keys]
     if spec.statistic != "count":
         agg = relation.answer(GroupedSum(spec.by[0], keys[0], spec.column, spec.lower,
                                          spec.upper, bound))
-        return keys[0], np.asarray(agg.rows, float), np.asarray(agg.totals, float)
+        return labels[0], np.asarray(agg.rows, float), np.asarray(agg.totals, float)
     if len(spec.by) == 1:
         agg = relation.answer(Histogram(spec.by[0], keys[0], bound))
-        return keys[0], np.asarray(agg.counts, float), None
+        return labels[0], np.asarray(agg.counts, float), None
     agg = relation.answer(Crosstab(spec.by[0], spec.by[1], keys[0], keys[1], bound))
-    labels = tuple(f"{a} · {b}" for a in keys[0] for b in keys[1])
-    return labels, np.asarray(agg.counts, float).reshape(-1), None
+    pairs = tuple(f"{a} · {b}" for a in labels[0] for b in labels[1])
+    return pairs, np.asarray(agg.counts, float).reshape(-1), None
 
 
 def _draw(noise: str, scale: float, size: int, rng: np.random.Generator) -> NDArray:
@@ -175,8 +179,9 @@ def _draw(noise: str, scale: float, size: int, rng: np.random.Generator) -> NDAr
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
-                   unit: PrivacyUnit, seed: int) -> GroupsRelease:
-    """Cached: true answers per group (engine) and one simulated release."""
+                   unit: PrivacyUnit, seed: int, declared: tuple = ()) -> GroupsRelease:
+    """Cached: true answers per group (engine) and one simulated release. ``declared``: the
+    group-by columns' declared keys (in the cache key: declarations change on the Data page)."""
     relation = _loaded.relation
     bound = unit.contribution(seed)
     if spec.edges is not None:

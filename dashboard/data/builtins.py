@@ -179,7 +179,8 @@ def load_builtin(name: str, *, census_rows: int = 1000, seed: int = 0) -> Loaded
             f"No real people. The person id is {visits.PERSON_ID}."
         )
         return LoadedDataset(name, frame, _visits_domains(), [], source,
-                             key=f"builtin:{name}:{len(frame)}")
+                             key=f"builtin:{name}:{len(frame)}",
+                             declared_unit=(visits.PERSON_ID, VISITS_DEFAULT_MAX_ROWS, None))
     raise ValueError(f"name must be one of {', '.join(BUILTIN_DATASETS)}; got {name!r}")
 
 

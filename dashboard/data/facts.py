@@ -70,13 +70,15 @@ def categorical_columns(relation: Relation, declared: tuple[str, ...] = ()) -> l
     """Columns that categorical queries (histogram, crosstab) can use.
 
     Text columns with at most ``MAX_CATEGORIES`` categories (a Categorical's declared ones,
-    else the distinct values the engine counts), and text columns in ``declared`` (a public
-    category list exists).
+    else the distinct values the engine counts), and any column in ``declared`` (a public
+    category list exists: integer-coded categories such as 0/1 flags or survey codes too).
     """
     out = []
     distinct = None
     for info in relation.column_info():
         if info.kind != "text":
+            if info.name in declared and info.kind in ("integer", "float", "boolean"):
+                out.append(info.name)
             continue
         cats = _frame_categories(relation, info.name)
         if cats is not None:
@@ -91,6 +93,21 @@ def categorical_columns(relation: Relation, declared: tuple[str, ...] = ()) -> l
         if distinct.get(info.name, MAX_CATEGORIES + 1) <= MAX_CATEGORIES:
             out.append(info.name)
     return out
+
+
+def engine_categories(relation: Relation, column: str,
+                      categories: tuple[object, ...]) -> tuple[object, ...]:
+    """Declared category labels as the engine compares them with the column's values: numbers
+    for a numeric column (a category "1" of a 0/1 flag is the integer 1), else as given."""
+    kind = next((c.kind for c in relation.column_info() if c.name == column), "text")
+    if kind not in ("integer", "float") or not all(isinstance(c, str) for c in categories):
+        return tuple(categories)
+    try:
+        numbers = [float(c) for c in categories]
+    except ValueError:
+        raise ValueError(f"column {column!r} holds numbers, but its declared categories are "
+                         "not all numbers: declare the codes it holds (e.g. 0, 1)") from None
+    return tuple(int(v) if v.is_integer() else v for v in numbers)
 
 
 def data_categories(relation: Relation, column: str) -> tuple[str, ...]:
@@ -146,7 +163,7 @@ def category_distribution(relation: Relation, column: str,
                           categories: tuple[str, ...] | None) -> pd.Series:
     """Rows per category (declared categories with no rows kept), by label."""
     if categories:
-        cats = tuple(categories)
+        cats = engine_categories(relation, column, tuple(categories))
     elif _frame_categories(relation, column) is not None:
         cats = _frame_categories(relation, column)
     else:   # the values as the engine holds them (booleans stay booleans)

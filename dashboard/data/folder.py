@@ -15,9 +15,9 @@ A declaration that cannot be used is left out with a warning naming it.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from dashboard.data import schema as sc
 from dashboard.data.model import ColumnDomain, LoadedDataset
 from engine import DATA_ENV, DataFile, DataFolderError, EngineError, list_data_folder
 
@@ -86,7 +86,7 @@ def load_data_file(entry: DataFile) -> LoadedDataset:
     """
     source = entry.source()
     version = source.version
-    domains, warnings = domains_from_schema(entry.schema, schema_file_name(entry))
+    domains, warnings, ignored, unit = read_schema(entry.schema, schema_file_name(entry))
     if entry.schema_problem:
         warnings.insert(0, f"The declarations beside {entry.name} were not read: "
                            f"{entry.schema_problem} Fix the file; until then nothing about "
@@ -99,59 +99,64 @@ def load_data_file(entry: DataFile) -> LoadedDataset:
     if isinstance(provenance, str) and provenance.strip():
         text += f" Source: {provenance.strip()[:300]}"
     return LoadedDataset(entry.name, None, domains, warnings, text,
-                         key=f"file:{entry.name}:{version}", file=source)
+                         key=f"file:{entry.name}:{version}", file=source, hidden=ignored,
+                         declared_unit=unit)
 
 
-def domains_from_schema(schema: dict | None, name: str) -> tuple[dict[str, ColumnDomain],
-                                                               list[str]]:
+def domains_from_schema(schema: dict | None, name: str
+                        ) -> tuple[dict[str, ColumnDomain], list[str]]:
     """Public column domains declared in the schema file called ``name``, and warnings for
     those left out. Every domain's source says it comes from that file."""
+    return read_schema(schema, name)[:2]
+
+
+def read_schema(schema: dict | None, name: str
+                ) -> tuple[dict[str, ColumnDomain], list[str], frozenset[str],
+                           tuple[str, int, int | None] | None]:
+    """(domains, warnings, ignored columns, declared privacy unit) of a schema file: each
+    column read on its own (``dashboard.data.schema``), a bad one left out with a warning."""
     if not schema:
-        return {}, []
+        return {}, [], frozenset(), None
     columns = schema.get("columns", {})
     if not isinstance(columns, dict):
-        return {}, [f"{name}: 'columns' must be an object of column names."]
+        return {}, [f"{name}: 'columns' must be an object of column names."], frozenset(), None
     domains: dict[str, ColumnDomain] = {}
     warnings: list[str] = []
+    ignored: set[str] = set()
+    person = None
     for column, spec in columns.items():
         try:
-            domains[str(column)] = _domain(spec, name)
+            domain = sc.column_domain(str(column), spec)
         except (TypeError, ValueError) as exc:
-            warnings.append(f"{name}: the declaration of column {column!r} is "
-                            f"left out ({exc}).")
-    return domains, warnings
-
-
-def _domain(spec: object, name: str) -> ColumnDomain:
-    if not isinstance(spec, dict):
-        raise TypeError("it must be an object with lower/upper or categories")
-    said = spec.get("source")
-    origin = f"public declaration in {name}" + (
-        f": {str(said).strip()[:200]}" if isinstance(said, str) and said.strip() else "")
-    if "categories" in spec:
-        cats = spec["categories"]
-        if not isinstance(cats, list) or not cats or not all(
-                isinstance(c, str | int | float) and not isinstance(c, bool) for c in cats):
-            raise ValueError("categories must be a non-empty list of values")
-        labels = tuple(str(c) for c in cats)
-        if len(set(labels)) != len(labels):
-            raise ValueError("categories must not repeat")
-        return ColumnDomain("categorical", categories=labels, source=origin)
-    lower, upper = spec.get("lower"), spec.get("upper")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-               for v in (lower, upper)):
-        raise ValueError("lower and upper must both be finite numbers")
-    if not lower < upper:
-        raise ValueError("lower must be below upper")
-    unit = spec.get("unit", "")
-    bins = spec.get("bins")
-    if bins is not None and not (isinstance(bins, list) and all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in bins)):
-        raise ValueError("bins must be a list of numbers (the bin edges)")
-    return ColumnDomain("numeric", float(lower), float(upper),
-                        integer=bool(spec.get("integer", False)),
-                        unit=str(unit)[:40] if isinstance(unit, str) else "", source=origin,
-                        bins=None if bins is None else tuple(float(v) for v in bins))
+            warnings.append(f"{name}: the declaration of column {column!r} is left out ({exc}).")
+            continue
+        if domain is not None:
+            said = domain.source if sc.origin_of(domain) != "public" else \
+                f"public declaration in {name}" + (f": {domain.source}" if domain.source and
+                                                   domain.source != "public documentation"
+                                                   else "")
+            domains[str(column)] = replace(domain, source=said[:300])
+        elif spec.get("role") == "ignore":
+            ignored.add(str(column))
+        else:
+            person = person or str(column)
+    unit = schema.get("privacy_unit")
+    declared = None
+    if isinstance(unit, dict) and isinstance(unit.get("person"), str):
+        person = unit["person"]
+    if person is not None:
+        rows = unit.get("max_rows", 1) if isinstance(unit, dict) else 1
+        groups = unit.get("max_groups") if isinstance(unit, dict) else None
+        ok = (isinstance(rows, int) and not isinstance(rows, bool) and rows >= 1 and
+              (groups is None or (isinstance(groups, int) and not isinstance(groups, bool)
+                                  and groups >= 1)))
+        if ok:
+            declared = (person, rows, groups)
+        else:
+            warnings.append(f"{name}: the privacy unit's bounds must be whole numbers ≥ 1; "
+                            f"{person} is the person id with at most 1 row per person.")
+            declared = (person, 1, None)
+    return domains, warnings, frozenset(ignored), declared
 
 
 __all__ = ["CHOICE_PREFIX", "Listing", "listing", "choice_of", "is_file_choice",

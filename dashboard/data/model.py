@@ -113,6 +113,11 @@ class LoadedDataset:
         empty for an upload, which the session keys by its file id).
     file : engine.FileSource, optional
         A data-folder file: then ``frame`` is None (the file is never loaded whole).
+    hidden : frozenset of str
+        Columns no query offers: declared "ignore", or the person id (``dashboard.data.schema``).
+    declared_unit : (person, max_rows, max_groups), optional
+        The privacy unit the data comes with (a built-in's or a schema file's): the session
+        starts from it.
     """
 
     name: str
@@ -122,6 +127,8 @@ class LoadedDataset:
     source: str
     key: str = ""
     file: Any = None
+    hidden: frozenset[str] = frozenset()
+    declared_unit: tuple[str, int, int | None] | None = None
 
     @functools.cached_property
     def relation(self) -> Any:
@@ -200,7 +207,7 @@ def numeric_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
     if isinstance(ds, LoadedDataset):
         from dashboard.data import facts
 
-        return facts.numeric_columns(ds.relation)
+        return [c for c in facts.numeric_columns(ds.relation) if c not in ds.hidden]
     frame = _frame_of(ds)
     return [str(c) for c in frame.columns if _is_numeric(frame[c])]
 
@@ -216,7 +223,8 @@ def categorical_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
         from dashboard.data import facts
 
         declared = tuple(c for c, d in ds.domains.items() if d.kind == "categorical")
-        return facts.categorical_columns(ds.relation, declared)
+        return [c for c in facts.categorical_columns(ds.relation, declared)
+                if c not in ds.hidden]
     frame = _frame_of(ds)
     return [str(c) for c in frame.columns
             if isinstance(frame[c].dtype, pd.CategoricalDtype)

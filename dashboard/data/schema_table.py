@@ -1,0 +1,138 @@
+"""The declared schema as the Data page's editable table, and back (no widgets here).
+
+One row per column: its type (as the engine reads it), role, categories, bounds, bin edges,
+origin and source. ``to_table`` fills it from a :class:`~dashboard.data.schema.Schema`;
+``from_table`` reads the edited table back, collecting every problem with the row it is in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from dashboard.data.model import ColumnDomain
+from dashboard.data.schema import (
+    TYPED,
+    Schema,
+    SchemaError,
+    origin_of,
+    parse_bins,
+    parse_categories,
+    with_origin,
+)
+
+NOT_DECLARED = "not declared"
+ROLE_CHOICES = (NOT_DECLARED, "categorical", "numeric", "person id", "ignore")
+COLUMNS = ("column", "type", "role", "categories", "lower", "upper", "integer", "unit",
+           "bins", "origin", "source")
+
+
+def _source_text(domain: ColumnDomain) -> str:
+    origin = origin_of(domain)
+    text = domain.source
+    if origin == "typed" and text.startswith(TYPED):
+        text = text[len(TYPED):].lstrip(": ")
+    return text
+
+
+def to_table(declared: Schema, columns: list[str], kinds: dict[str, str]) -> pd.DataFrame:
+    """The editable table of ``declared`` over the data's ``columns``."""
+    rows = []
+    for column in columns:
+        domain = declared.domains.get(column)
+        role = declared.role(column) or NOT_DECLARED
+        row = {"column": column, "type": kinds.get(column, ""), "role": role, "categories": "",
+               "lower": np.nan, "upper": np.nan, "integer": False, "unit": "", "bins": "",
+               "origin": "typed", "source": ""}
+        if domain is not None:
+            row |= {"origin": origin_of(domain), "source": _source_text(domain)}
+            if domain.kind == "categorical":
+                row["categories"] = ", ".join(domain.categories)
+            else:
+                row |= {"lower": domain.lower, "upper": domain.upper,
+                        "integer": domain.integer, "unit": domain.unit,
+                        "bins": "" if domain.bins is None else
+                        ", ".join(f"{e:g}" for e in domain.bins)}
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _text(value: object) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else str(value)
+
+
+def _bound(value: object, what: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise SchemaError(f"{what}: type a number")
+    return number
+
+
+def from_table(table: pd.DataFrame, *, max_rows: int = 1,
+               max_groups: int | None = None) -> tuple[Schema, list[str]]:
+    """The schema the edited table declares, and the problems found (one per bad row; the
+    rows with a problem are left as they were declared before: not applied)."""
+    domains: dict[str, ColumnDomain] = {}
+    ignored: set[str] = set()
+    people: list[str] = []
+    problems: list[str] = []
+    for row in table.to_dict("records"):
+        column, role = str(row["column"]), _text(row.get("role")) or NOT_DECLARED
+        origin = _text(row.get("origin")) or "typed"
+        said = _text(row.get("source"))
+        try:
+            if role == "categorical":
+                cats = parse_categories(_text(row.get("categories")), column)
+                domains[column] = with_origin(ColumnDomain("categorical", categories=cats),
+                                              origin, said)
+            elif role == "numeric":
+                lower = _bound(row.get("lower"), f"{column}: lower bound")
+                upper = _bound(row.get("upper"), f"{column}: upper bound")
+                if not lower < upper:
+                    raise SchemaError(f"{column}: the lower bound ({lower:g}) must be below the "
+                                      f"upper bound ({upper:g})")
+                domains[column] = with_origin(ColumnDomain(
+                    "numeric", lower, upper, integer=bool(row.get("integer")),
+                    unit=_text(row.get("unit"))[:40],
+                    bins=parse_bins(_text(row.get("bins")), column)), origin, said)
+            elif role == "person id":
+                people.append(column)
+            elif role == "ignore":
+                ignored.add(column)
+        except (SchemaError, ValueError) as exc:
+            problems.append(str(exc))
+    if len(people) > 1:
+        problems.append(f"Only one column can be the person id: {', '.join(people)} are "
+                        "marked. Keep one.")
+        people = people[:1]
+    person = people[0] if people else None
+    return Schema(domains, frozenset(ignored), person, max_rows if person else 1,
+                  max_groups if person else None), problems
+
+
+def filled_from_data(table: pd.DataFrame, profile: pd.DataFrame,
+                     categories: dict[str, tuple[str, ...]]) -> pd.DataFrame:
+    """The table with every undeclared column declared from the data itself (origin data):
+    numeric columns get their minimum and maximum, others their distinct values."""
+    out = table.copy()
+    facts = profile.set_index("column")
+    for i, row in out.iterrows():
+        if row["role"] != NOT_DECLARED:
+            continue
+        column = row["column"]
+        if column in categories:
+            out.loc[i, ["role", "categories"]] = ["categorical", ", ".join(categories[column])]
+        elif column in facts.index and math.isfinite(facts.loc[column, "min"]) and \
+                facts.loc[column, "max"] > facts.loc[column, "min"]:
+            out.loc[i, ["role", "lower", "upper"]] = ["numeric", facts.loc[column, "min"],
+                                                      facts.loc[column, "max"]]
+        else:
+            continue
+        out.loc[i, ["origin", "source"]] = ["data", "filled in from the data on the Data page"]
+    return out

@@ -1,0 +1,180 @@
+"""The declared schema (issue 12, item 1): its JSON form, the editable table, and the Data
+page applying it for every page — integer-coded categories, declared bounds, origins flagged,
+bad files refused with a message and nothing lost."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import datasets
+from dashboard.data import schema as sc
+from dashboard.data import schema_table as tab
+from dashboard.person import PrivacyUnit
+from tests.conftest import open_app
+
+ADULT = datasets.BUILTIN_DATASETS[0]
+UPLOAD = "Upload your own CSV"
+ROWS = 60
+# a 0/1 flag and a survey code held as integers, a team (text), a salary and a person id
+CSV = ("pid,flag,code,team,salary\n" + "\n".join(
+    f"{i // 2},{i % 2},{1 + i % 3},{'abc'[i % 3]},{1000 * (i + 1)}" for i in range(ROWS))
+    + "\n").encode()
+FRAME = pd.read_csv(__import__("io").BytesIO(CSV))
+
+
+def uploaded(page: str | None = None):
+    at = open_app()
+    at.selectbox(key="dataset_choice").select(UPLOAD).run()
+    at.file_uploader(key="upload_file").set_value(("people.csv", CSV, "text/csv")).run()
+    at.switch_page("app_pages/data.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def upload_schema(at, payload: dict | str | bytes):
+    key = at.session_state["dataset"].key or f"upload:{at.session_state['upload_file_id']}"
+    data = payload if isinstance(payload, bytes) else (
+        payload if isinstance(payload, str) else json.dumps(payload)).encode()
+    at.file_uploader(key=f"schema_upload::{key}").set_value(("people.schema.json", data,
+                                                             "application/json"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+SCHEMA = {"columns": {
+    "flag": {"role": "categorical", "categories": [0, 1, 2], "origin": "public",
+             "source": "the survey's codebook"},
+    "salary": {"role": "numeric", "lower": 0, "upper": 100_000, "integer": True,
+               "bins": [0, 20_000, 50_000, 100_000], "origin": "typed"},
+    "pid": {"role": "person id"}},
+    "privacy_unit": {"person": "pid", "max_rows": 2}}
+
+
+def test_json_round_trip_keeps_every_declaration():
+    adult = datasets.load_builtin(ADULT)
+    declared = sc.of_dataset(adult, None, 1, None)
+    back = sc.from_json(sc.to_json(declared, dataset=ADULT), list(adult.frame.columns))
+    assert back.domains.keys() == declared.domains.keys()
+    for column, domain in declared.domains.items():
+        got = back.domains[column]
+        assert (got.kind, got.categories, got.lower, got.upper, got.integer, got.bins,
+                got.from_data) == (domain.kind, domain.categories, domain.lower,
+                                   domain.upper, domain.integer, domain.bins, domain.from_data)
+        assert sc.origin_of(got) == sc.origin_of(domain)
+    assert back.domains["capital_loss"].from_data   # the one read off the data stays flagged
+
+
+def test_older_files_without_roles_read_the_same():
+    old = {"columns": {"age": {"lower": 0, "upper": 120, "unit": "years"},
+                       "sex": {"categories": ["F", "M"]}}}
+    declared = sc.from_json(json.dumps(old), ["age", "sex"])
+    assert declared.domains["age"].kind == "numeric" and declared.domains["age"].upper == 120
+    assert declared.domains["sex"].categories == ("F", "M")
+
+
+@pytest.mark.parametrize("payload, message", [
+    ("{not json", "not valid JSON"),
+    (json.dumps({"columns": {"nope": {"role": "ignore"}}}), "does not have"),
+    (json.dumps({"columns": {"salary": {"lower": 5, "upper": 1}}}), "must be below"),
+    (json.dumps({"columns": {"team": {"categories": ["a", "a"]}}}), "repeat"),
+    (json.dumps({"columns": {"pid": {"role": "person id"}, "team": {"role": "person id"}}}),
+     "only one column"),
+    (json.dumps({"privacy_unit": {"person": "pid", "max_rows": 0}}), "whole number"),
+    (json.dumps({"columns": {"team": {"role": "ordinal"}}}), "role must be one of"),
+])
+def test_bad_schema_files_say_what_is_wrong(payload, message):
+    with pytest.raises(sc.SchemaError, match=message):
+        sc.from_json(payload, list(FRAME.columns))
+
+
+def test_the_table_reads_back_integer_codes_and_reports_bad_rows():
+    table = tab.to_table(sc.Schema(), list(FRAME.columns), {"flag": "integer"})
+    table.loc[table["column"] == "flag", ["role", "categories"]] = ["categorical", "0, 1"]
+    table.loc[table["column"] == "salary", ["role", "lower", "upper"]] = ["numeric", 10, 5]
+    table.loc[table["column"] == "pid", "role"] = "person id"
+    declared, problems = tab.from_table(table, max_rows=3)
+    assert declared.domains["flag"].categories == ("0", "1")
+    assert sc.origin_of(declared.domains["flag"]) == "typed"
+    assert declared.person == "pid" and declared.max_rows == 3
+    assert "salary" not in declared.domains
+    assert problems == ["salary: the lower bound (10) must be below the upper bound (5)"]
+
+
+def test_an_uploaded_schema_reaches_every_page():
+    at = upload_schema(uploaded(), SCHEMA)
+    assert not at.error, [e.value for e in at.error]
+    key = f"upload:{at.session_state['upload_file_id']}"
+    assert at.session_state["privacy_unit_by_dataset"][key] == PrivacyUnit("pid", 2)
+    # Noisy statistics: a histogram of the integer-coded flag over its declared codes
+    at.switch_page("app_pages/statistics.py")
+    at.run()
+    at.selectbox(key="stats_query").select("histogram").run()
+    at.selectbox(key="stats_column").select("flag").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(d.value for d in at.dataframe if "Category" in d.value.columns
+                 or "category" in " ".join(map(str, d.value.columns)).lower())
+    truth = [c for c in table.columns if "true" in str(c).lower()][0]
+    # 2 rows per person and every pid has exactly 2 rows: nothing dropped
+    assert list(table[truth]) == [ROWS // 2, ROWS // 2, 0]   # code 2 declared, no row
+    # the person id is no query column
+    assert "pid" not in at.selectbox(key="stats_column").options
+    # Noisy statistics: the sum of salary starts from the declared bounds
+    at.selectbox(key="stats_query").select("sum").run()
+    at.selectbox(key="stats_column").select("salary").run()
+    assert at.number_input(key="stats_upper").value == 100_000
+
+
+def test_a_bad_schema_keeps_the_data_and_the_unit():
+    at = uploaded()
+    key = f"upload:{at.session_state['upload_file_id']}"
+    at = upload_schema(at, b"{broken")
+    assert any("not valid JSON" in e.value for e in at.error)
+    assert at.session_state["dataset"].name == "people.csv"
+    assert at.session_state.get("schema_by_dataset", {}).get(key) is None
+
+
+def test_data_read_declarations_are_flagged_where_used():
+    at = uploaded()
+    at.button(key=f"schema_fill::upload:{at.session_state['upload_file_id']}").click().run()
+    at.button(key=f"schema_apply::upload:{at.session_state['upload_file_id']}").click().run()
+    assert not at.exception
+    loaded = at.session_state["schema_by_dataset"][
+        f"upload:{at.session_state['upload_file_id']}"]
+    assert loaded.domains["salary"].from_data and loaded.domains["team"].from_data
+    assert any("Read off the data" in w.value for w in at.warning)
+    at.switch_page("app_pages/statistics.py")
+    at.run()
+    at.selectbox(key="stats_query").select("sum").run()
+    at.selectbox(key="stats_column").select("salary").run()
+    words = " ".join(w.value for w in at.warning) + " ".join(c.value for c in at.caption)
+    assert "data" in words.lower() and "read" in words.lower()
+    assert np.isclose(at.number_input(key="stats_upper").value, FRAME["salary"].max())
+
+
+def test_a_schema_file_beside_a_data_file_is_read_with_roles_and_unit(tmp_path, monkeypatch):
+    FRAME.to_parquet(tmp_path / "people.parquet", index=False)
+    (tmp_path / "people.schema.json").write_text(json.dumps({"columns": {
+        "flag": {"role": "categorical", "categories": [0, 1]},
+        "code": {"role": "ignore"},
+        "salary": {"role": "numeric", "lower": 0, "upper": 100_000, "bins": [0, 30_000,
+                                                                              100_000]},
+        "pid": {"role": "person id"}}, "privacy_unit": {"person": "pid", "max_rows": 3}}))
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path))
+    at = open_app("groups.py", dataset="file:people.parquet")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    key = at.session_state["dataset"].key
+    assert at.session_state["privacy_unit_by_dataset"][key] == PrivacyUnit("pid", 3)
+    options = at.selectbox(key="groups_by").options
+    assert "flag" in options and "salary (in bins)" in options
+    assert not any(o.startswith(("code", "pid")) for o in options)
+    at.selectbox(key="groups_by").select("salary (in bins)").run()
+    assert at.text_input(key="groups_edges").value == "0, 30000, 100000"
+    table = next(d.value for d in at.dataframe if "True count" in d.value.columns)
+    expected = [int((FRAME.salary < 30_000).sum()), int((FRAME.salary >= 30_000).sum())]
+    assert table["True count"].tolist() == [0, *expected, 0]
