@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import audit_panel, charts, controls, person, state
 from dashboard.analysis import selection as sel
+from dashboard.analysis.stats_query import neighbours_of
 from dashboard.datasets import categorical_columns
 from dashboard.saved import SelectionQuery
 from dashboard.text import plain
@@ -89,6 +90,8 @@ with left:
     problem = None   # what keeps the results from being computed: shown in their place
     try:
         labels, scores, sensitivity, prices, x_title, score_title, categories_from = read()
+        neighbours = neighbours_of(person.current_unit(dataset_key).contribution(state.seed())
+                                   if source == "data" else None)
     except (ValueError, TypeError) as exc:
         problem = f"{plain(exc, limit=400)} — fix the input above to see the selection."
         scores = (0.0,) * sel.K_MAX   # every control stays drawn; k keeps all its options
@@ -152,7 +155,7 @@ st.plotly_chart(charts.selection_chart(
 st.caption(sel.chart_caption(summary, lines=prices is not None))
 release = sel.private_release(summary, source=source, dataset=loaded.name, candidates=x_title,
                               noise=noise, level=level, categories_from=categories_from,
-                              release=release, **params)
+                              release=release, neighbours=neighbours, **params)
 st.markdown(release.sentence)
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
 

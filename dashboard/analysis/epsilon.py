@@ -128,6 +128,7 @@ class SelectionQuestion:
     rho: float | None = None
     note: str = ""
     origins: tuple[tuple[str, str], ...] = ()
+    neighbours: str = "add/remove one row (one row = one person)"
 
 
 def _or(value: object, default: object) -> object:
@@ -375,7 +376,8 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
         k=k, epsilon=_saved_epsilon(page.pure_level, sel.EPSILON_GRID),
         rho=saved_rho(page.measure, page.zcdp_level, sel.RHO_GRID),
         note=f"{note}: does report noisy max pick **{top}** among {len(scores):,} candidates?"
-             f"{zcdp}", origins=origins)
+             f"{zcdp}", origins=origins,
+        neighbours=stats.neighbours_of(bound if source == "data" else None))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1034,7 +1036,8 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
                             else [spec.lower, spec.upper]),
         "table": (None if query.table is None else
                   {"rows": query.table[0], "columns": query.table[1]}),
-        "cells": cells, "neighbouring_datasets": NEIGHBOURS,
+        "cells": cells, "neighbouring_datasets": stats.neighbours_of(
+            query.contribution if spec is None else spec.contribution),
         "l1_sensitivity": numbers.l1, "l2_sensitivity": numbers.l2,
         "mechanisms": list(results),
         "privacy_measure": {k: choices.calibrated_from_epsilon(k, 1.0, delta).measure
@@ -1079,7 +1082,7 @@ def selection_download(view: CurveView, question: SelectionQuestion,
         "question": question.what, "number_of_candidates": len(question.scores),
         "mechanism": [sel.NOISES[n] + top for n in results],
         "noise": list(results), "measure": "pure", "delta": None, "rho": None,
-        "sensitivity": question.sensitivity, "neighbouring_datasets": NEIGHBOURS,
+        "sensitivity": question.sensitivity, "neighbouring_datasets": question.neighbours,
         "monotonic": question.monotonic,
         "pick": "smallest score" if question.negate else "largest score", "k": question.k,
         "target_share_right": target, "smallest_epsilon": dict(view.smallest),

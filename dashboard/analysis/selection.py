@@ -805,7 +805,8 @@ def selection_values(summary: SelectionSummary, picks: tuple[int, ...], *,
 def private_release(summary: SelectionSummary, *, source: str, dataset: str, candidates: str,
                     noise: str, measure: str, level: float, sensitivity: float,
                     monotonic: bool, negate: bool, k: int, seed: int,
-                    categories_from: str | None = None, release: int = 1) -> SelectionRelease:
+                    categories_from: str | None = None, release: int = 1,
+                    neighbours: str | None = None) -> SelectionRelease:
     """One private release at the page's settings, with the download's values and parameters
     (the seed is added by the download). ``categories_from`` says where the candidates of a
     column's counts come from (:func:`categories_origin`)."""
@@ -827,8 +828,8 @@ def private_release(summary: SelectionSummary, *, source: str, dataset: str, can
         "epsilon": level if measure == "pure" else None, "delta": None,
         "rho": level if measure == "zcdp" else None,
         "sensitivity": sensitivity,
-        "sensitivity_meaning": "the most any one score changes when one row is added or "
-                               "removed (add/remove one row = one person)",
+        "sensitivity_meaning": "the most any one score changes between neighbours: "
+                               + (neighbours or "add/remove one row (one row = one person)"),
         "monotonic": monotonic, "pick": "smallest score" if negate else "largest score",
         "k": k, "noise_scale": float(summary.scale),
         "noise_scale_meaning": NOISE_SCALE_MEANING[noise],

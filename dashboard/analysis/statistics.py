@@ -62,6 +62,7 @@ from dashboard.analysis.stats_query import (  # noqa: F401
     default_answer_range,
     default_bounds,
     default_column,
+    neighbours_of,
     unit_note,
     uses_answer_range,
 )

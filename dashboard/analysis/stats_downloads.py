@@ -13,8 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.analysis.stats_plan import ReleasePlan, make_plan, query_stream, release_stream
-from dashboard.analysis.stats_query import QuerySpec
-from dashboard.analysis.stats_wording import NEIGHBOURS
+from dashboard.analysis.stats_query import QuerySpec, neighbours_of
 from dashboard.choices import PrivacyChoice
 from dashboard.exports import SIMULATION, simulation_fields
 
@@ -97,8 +96,7 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
         "page": "Noisy statistics", "dataset": dataset, "query": spec.query,
         "description": spec.describe(), "column": spec.column,
         "clamping_bounds": None if spec.lower is None else [spec.lower, spec.upper],
-        "neighbouring_datasets": NEIGHBOURS if spec.contribution is None else (
-            f"add/remove one person (all rows with the same {spec.contribution.person})"),
+        "neighbouring_datasets": neighbours_of(spec.contribution),
         "contribution_bounds": None if spec.contribution is None else {
             "person": spec.contribution.person, "max_rows": spec.contribution.max_rows,
             "max_groups": spec.contribution.max_groups,

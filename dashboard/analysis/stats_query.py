@@ -70,6 +70,17 @@ def contribution_for(unit: PrivacyUnit, query: str, seed: int) -> Contribution |
     return replace(bound, max_groups=None)
 
 
+def neighbours_of(contribution: Contribution | None) -> str:
+    """The neighbour relation in the parameters files: one row, or one person's rows."""
+    if contribution is None:
+        return "add/remove one row (one row = one person)"
+    groups = ("" if contribution.max_groups is None else
+              f" in each of at most {contribution.max_groups:,} groups")
+    return (f"add/remove one person (all rows with the same {contribution.person}; at most "
+            f"{contribution.max_rows:,} rows kept per person{groups}, chosen at random with "
+            f"seed {contribution.seed})")
+
+
 def unit_note(contribution: Contribution | None) -> str:
     """Who the neighbours are, next to a sensitivity: '(neighbours: add or remove …)'."""
     if contribution is None:

@@ -157,7 +157,7 @@ def metrics_table(runs: Sequence[MechanismRun], confidence: float) -> pd.DataFra
         closed = run.alpha is not None
         within = s.within_alpha.get(confidence)
         column = {
-            "Sensitivity (add/remove one row)": run.sensitivity,
+            "Sensitivity (neighbours as above)": run.sensitivity,
             "Noise scale": run.scale,
             f"±α at {level}, closed form": (up(np.max(run.alpha[confidence])) if closed
                                             else "— (no closed form)"),

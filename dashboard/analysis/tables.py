@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
+from dashboard.analysis.stats_query import neighbours_of
 from dashboard.choices import PrivacyChoice, mechanism_name
 from dashboard.data import facts, truth
 from dashboard.datasets import LoadedDataset, categorical_columns
@@ -523,8 +524,7 @@ def describe_table(release: TableRelease, row: str, column: str, choice: Privacy
         "categories_from": ("the data (this reveals which values occur)" if
                             categories_from_data else "the columns' public lists"),
         "rows_not_counted_missing_value": int(release.missing_rows),
-        "neighbouring_datasets": "add/remove one row (one row = one person)" if bound is None
-        else f"add/remove one person (all rows with the same {bound.person})",
+        "neighbouring_datasets": neighbours_of(bound),
         "contribution_bounds": None if bound is None else {
             "person": bound.person, "max_rows": bound.max_rows, "max_groups": bound.max_groups,
             "truncation_seed": bound.seed},
