@@ -24,9 +24,11 @@ st.markdown(
     """
 | Page | What it shows |
 | --- | --- |
-| **Data** | the loaded data: preview, column profile, distributions (for its owner only) |
+| **Data** | the loaded data (for its owner only); who is protected (the privacy unit) and what is public about each column (the declared schema) |
 | **Noisy statistics** | a count, sum, mean or histogram with noise: the error over many releases |
 | **Noisy tables** | a cross-tabulation released with noise, and what post-processing does to it |
+| **Groups** | counts, sums and means per group, binned histograms, groups found privately |
+| **Quantiles** | the median and other quantiles, with their exact accuracy |
 | **Selection** | picking the most common category privately: how often is the answer right? |
 | **Choose epsilon** | error against ε, the smallest ε meeting an accuracy target, attacker risk |
 | **Budget** | several releases together: basic, advanced and zCDP composition |
@@ -34,9 +36,12 @@ st.markdown(
 """
 )
 st.info(
-    "**The privacy unit is one row = one person.** Two datasets are neighbours when they "
-    "differ by adding or removing one row; every sensitivity on these pages is for that "
-    "change. Bounds used to clamp values should be public knowledge: a bound read off the "
+    "**The privacy unit: one row = one person, unless you say otherwise.** Two datasets are "
+    "neighbours when they differ by adding or removing one row. When a person can have many "
+    "rows (visits, purchases), declare the column that identifies them on the Data page: "
+    "neighbours then differ by all of one person's rows, each person keeps at most a set "
+    "number of rows, and every sensitivity follows (the sidebar shows the unit in force). "
+    "Bounds used to clamp values should be public knowledge: a bound read off the "
     "data leaks, so every one that is (Adult's capital_loss maximum, an upload's starting "
     "bounds) is flagged where it is used."
 )
