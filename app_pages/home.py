@@ -24,7 +24,7 @@ st.markdown(
     """
 | Page | What it shows |
 | --- | --- |
-| **Data** | the loaded data (for its owner only); who is protected (the privacy unit) and what is public about each column (the declared schema) |
+| **Data** | the data (owner only); who is protected (privacy unit), what is public (schema) |
 | **Noisy statistics** | a count, sum, mean or histogram with noise: the error over many releases |
 | **Noisy tables** | a cross-tabulation released with noise, and what post-processing does to it |
 | **Groups** | counts, sums and means per group, binned histograms, groups found privately |
