@@ -21,7 +21,7 @@ PAGES = [
     st.Page("app_pages/quantiles.py", title="Quantiles", icon=":material/percent:"),
     st.Page("app_pages/selection.py", title="Selection", icon=":material/how_to_vote:"),
     st.Page("app_pages/choose_epsilon.py", title="Choose epsilon", icon=":material/tune:"),
-    st.Page("app_pages/budget.py", title="Budget", icon=":material/account_balance:"),
+    st.Page("app_pages/plan.py", title="Release plan", icon=":material/checklist:"),
     st.Page("app_pages/learning.py", title="Private learning", icon=":material/model_training:"),
 ]
 

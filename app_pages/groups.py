@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import controls, datasets, person, state
+from dashboard import controls, datasets, person, plan_panel, state
 from dashboard.analysis import groups as ga
+from dashboard.analysis import plan_entries
 from dashboard.charts.groups import keep_curve
 from dashboard.choices import DELTA_OPTIONS, RHO_GRID, fmt_number
 from dashboard.text import plain
@@ -128,3 +129,8 @@ if not public:
 st.dataframe(ga.group_table(release, spec), hide_index=True, key="groups_table")
 st.caption(f"Simulated release (seed {state.seed()}); true values are shown beside it only "
            "in this simulation.")
+plan_panel.add_to_plan(data_key, lambda: plan_entries.groups_query(
+    loaded, unit, by=by, statistic=statistic, column=column, lower=lower, upper=upper,
+    public=public, noise=noise, budget=budget, delta=delta, edges=edges,
+    outside=outside if binned else "separate",
+    keys=tuple(ga.declared_keys(loaded, c) for c in by)), key="groups")

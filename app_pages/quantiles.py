@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import controls, datasets, person, state
+from dashboard import controls, datasets, person, plan_panel, state
+from dashboard.analysis import plan_entries
 from dashboard.analysis import quantiles as qa
 from dashboard.charts.quantiles import quantile_distribution
 from dashboard.text import plain
@@ -115,3 +116,7 @@ st.plotly_chart(quantile_distribution(
     title=f"Which candidate is released: exact probabilities ({column})"),
     key="quantiles_distribution")
 st.caption(qa.distribution_note(release) + " Dotted lines: the true quantiles; shaded: ±α.")
+plan_panel.add_to_plan(data_key, lambda: plan_entries.quantiles_query(
+    unit, column=column, levels=levels, grid=tuple(map(float, grid)), epsilon=epsilon,
+    from_data=mode == "even" and bounds.from_data
+    and (lower, upper) == (bounds.lower, bounds.upper)), key="quantiles")

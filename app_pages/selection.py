@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import audit_panel, charts, controls, person, state
+from dashboard import audit_panel, charts, controls, person, plan_panel, state
+from dashboard.analysis import plan_entries
 from dashboard.analysis import selection as sel
 from dashboard.analysis.stats_query import neighbours_of
 from dashboard.datasets import categorical_columns
@@ -158,6 +159,14 @@ release = sel.private_release(summary, source=source, dataset=loaded.name, candi
                               release=release, neighbours=neighbours, **params)
 st.markdown(release.sentence)
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
+if source == "data":   # a pick among the dataset's categories is a query of its plan
+    picked = st.session_state["sel_column"]
+    domain = loaded.domains.get(picked)
+    plan_panel.add_to_plan(dataset_key, lambda: plan_entries.selection_query(
+        loaded, person.current_unit(dataset_key), column=picked, labels=labels,
+        declared=domain is not None and domain.categories is not None, noise=noise,
+        measure=measure, level=level, k=k, negate=negate, monotonic=monotonic,
+        probability=summary.p_correct), key="sel", context={"scores": tuple(scores)})
 
 symbol = sel.LEVEL_SYMBOL[measure]
 common = {"noise_names": sel.NOISE_NAMES, "current_noise": noise, "current_level": level,

@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import audit_panel, bounds_panel, charts, controls, person, state
+from dashboard import audit_panel, bounds_panel, charts, controls, person, plan_panel, state
+from dashboard.analysis import plan_entries
 from dashboard.analysis import statistics as stats
 from dashboard.choices import label
 from dashboard.text import plain
@@ -165,6 +166,11 @@ if query == "histogram":
 st.markdown("**Metrics side by side**")
 st.dataframe(stats.metrics_table(runs, confidence))
 st.caption(stats.metrics_note(runs))
+
+plan_panel.add_to_plan(data_key, lambda: plan_entries.statistics_query(
+    loaded, person.current_unit(data_key), query=query, column=column, lower=lower, upper=upper,
+    categories=categories if categories is not None else runs[0].labels, choice=choice,
+    sum_share=sum_share, answer_range=answer_range), key="stats")
 
 bounds_panel.bounds_section(loaded, data_key, spec, choice, answer_range=answer_range,
                             seed=state.seed(), prefix="stats")

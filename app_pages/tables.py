@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, choices, controls, person, state
-from dashboard.analysis import tables
+from dashboard import charts, choices, controls, person, plan_panel, state
+from dashboard.analysis import plan_entries, tables
 from dashboard.text import plain
 
 ss = st.session_state
@@ -127,6 +127,11 @@ controls.downloads(*tables.table_download(
     release, row, column, privacy, dataset=loaded.name, clip=clip, round=round_, rescale=rescale,
     total_source=source, total_share=share, categories_from_data=row_from_data or column_from_data),
     key="tables_download", file_stem="noisy-table")
+
+plan_panel.add_to_plan(dataset_key, lambda: plan_entries.tables_query(
+    loaded, person.current_unit(dataset_key), row=row, column=column,
+    row_categories=row_categories, column_categories=column_categories, choice=privacy),
+    key="tables")
 
 st.subheader("The error over many releases")
 chosen = next(label for label, c, r, s in tables.STEPS if (c, r, s) == (clip or rescale, round_,

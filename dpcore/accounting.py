@@ -665,7 +665,7 @@ def account(releases: Iterable[object], *, delta: float, accountant: str) -> Acc
         return AccountedTotal(accountant, 0.0, delta, "")
     try:
         return _ACCOUNT[accountant](losses, delta)
-    except (ValueError, OverflowError) as error:  # a loss beyond float64 on the way
+    except (ValueError, OverflowError, IndexError) as error:  # a loss beyond float64
         if "releases" in str(error):
             raise
         raise ValueError(f"releases: the plan's privacy loss is too large for {accountant} "

@@ -302,12 +302,19 @@ def _check_plan_delta(delta: object, accountant: str) -> float:
 
 
 def _plan_total(targets: tuple[Target, ...], epsilons: Sequence[float], accountant: str,
-                delta: float) -> tuple[tuple[object, ...], float]:
+                delta: float, fixed: tuple[object, ...] = ()) -> tuple[tuple[object, ...], float]:
     releases = tuple(target_release(t, e) for t, e in zip(targets, epsilons, strict=True))
-    return releases, account(releases, delta=delta, accountant=accountant).epsilon
+    return releases, account(releases + fixed, delta=delta, accountant=accountant).epsilon
 
 
-def allocate(targets: Sequence[Target], *, accountant: str, delta: float) -> Allocation:
+def _check_fixed(fixed: object) -> tuple[object, ...]:
+    if isinstance(fixed, (str, bytes, Mapping)) or not isinstance(fixed, Sequence):
+        raise TypeError(f"fixed must be a sequence of releases, got {type(fixed).__name__}")
+    return tuple(fixed)
+
+
+def allocate(targets: Sequence[Target], *, accountant: str, delta: float,
+             fixed: Sequence[object] = ()) -> Allocation:
     """The split meeting every target with the smallest total privacy loss.
 
     Method: each query's target is met exactly when its noise is at most some level, and
@@ -320,14 +327,19 @@ def allocate(targets: Sequence[Target], *, accountant: str, delta: float) -> All
     accounting the same corner minimises the composed ε (tested against a random search).
 
     The even split gives every query the same ε: the largest any one needs.
+
+    ``fixed`` are releases of the plan that keep their budget (queries without a target the
+    split can judge): they count in every total, and the corner stays the least total (the
+    accountants are monotone in each release whatever the others are).
     """
     targets = _check_targets(targets)
+    fixed = _check_fixed(fixed)
     accountant = check_choice("accountant", accountant, ACCOUNTANTS)
     delta = _check_plan_delta(delta, accountant)
     epsilons = tuple(smallest_target_epsilon(t) for t in targets)
-    releases, total = _plan_total(targets, epsilons, accountant, delta)
+    releases, total = _plan_total(targets, epsilons, accountant, delta, fixed)
     even = max(epsilons)
-    _, even_total = _plan_total(targets, [even] * len(targets), accountant, delta)
+    _, even_total = _plan_total(targets, [even] * len(targets), accountant, delta, fixed)
     return Allocation(accountant, delta, epsilons, releases, total,
                       tuple(target_ratio(t, e) for t, e in zip(targets, epsilons, strict=True)),
                       even, even_total, tuple(target_ratio(t, even) for t in targets))
@@ -342,7 +354,7 @@ def _corner(targets: tuple[Target, ...], relax: float) -> tuple[float, ...] | No
 
 
 def allocate_budget(targets: Sequence[Target], *, accountant: str, epsilon: float,
-                    delta: float) -> Allocation:
+                    delta: float, fixed: Sequence[object] = ()) -> Allocation:
     """The split of a total budget (ε, δ) that maximises the worst target ratio.
 
     Method: relax every target by one factor λ (alpha·λ, (1 − p)·λ, rank error·λ). For each
@@ -352,7 +364,8 @@ def allocate_budget(targets: Sequence[Target], *, accountant: str, epsilon: floa
     relaxed less than λ-fold with at least the corner's total — more than the budget — so the
     corner at that λ maximises the worst ratio (to the bisection's 1e-4 relative width).
 
-    The even split gives every query the largest common ε that fits the budget.
+    The even split gives every query the largest common ε that fits the budget. ``fixed``
+    releases keep their budget and count in every total (as in :func:`allocate`).
 
     Raises
     ------
@@ -360,13 +373,14 @@ def allocate_budget(targets: Sequence[Target], *, accountant: str, epsilon: floa
         When the budget cannot meet even targets relaxed 1000-fold (``epsilon`` named).
     """
     targets = _check_targets(targets)
+    fixed = _check_fixed(fixed)
     accountant = check_choice("accountant", accountant, ACCOUNTANTS)
     budget = check_positive("epsilon", epsilon)
     delta = _check_plan_delta(delta, accountant)
 
     def within(epsilons: Sequence[float]) -> bool:
         try:
-            return _plan_total(targets, epsilons, accountant, delta)[1] <= budget
+            return _plan_total(targets, epsilons, accountant, delta, fixed)[1] <= budget
         except ValueError:  # a plan too large to account in float64 does not fit
             return False
 
@@ -380,7 +394,7 @@ def allocate_budget(targets: Sequence[Target], *, accountant: str, epsilon: floa
                          f"{high:g}-fold under {accountant} accounting; raise the budget")
     relax = low if fits(low) else _bisect_relax(fits, low, high)
     epsilons = _corner(targets, relax)
-    releases, total = _plan_total(targets, epsilons, accountant, delta)
+    releases, total = _plan_total(targets, epsilons, accountant, delta, fixed)
 
     def even_fits(eps: float) -> bool:
         return within([eps] * len(targets))
@@ -395,14 +409,14 @@ def allocate_budget(targets: Sequence[Target], *, accountant: str, epsilon: floa
     if math.isnan(even):
         even_total, even_ratios = math.inf, tuple(0.0 for _ in targets)
     else:
-        even_total = _plan_total(targets, [even] * len(targets), accountant, delta)[1]
+        even_total = _plan_total(targets, [even] * len(targets), accountant, delta, fixed)[1]
         even_ratios = tuple(target_ratio(t, even) for t in targets)
     ratios = tuple(target_ratio(t, e) for t, e in zip(targets, epsilons, strict=True))
     if relax == low and min(even_ratios) > min(ratios):
         # A budget that meets every target tightened 1/low-fold: the relaxation stops there,
         # and the even split (every query at the largest ε searched) does better still.
         epsilons, ratios = (even,) * len(targets), even_ratios
-        releases, total = _plan_total(targets, epsilons, accountant, delta)
+        releases, total = _plan_total(targets, epsilons, accountant, delta, fixed)
     return Allocation(accountant, delta, epsilons, releases, total, ratios,
                       even, even_total, even_ratios)
 

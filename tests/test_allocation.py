@@ -172,3 +172,29 @@ def test_targets_and_their_validation():
         allocate(["laplace"], accountant="basic", delta=1e-6)
     with pytest.raises(ValueError, match="targets"):
         allocate([], accountant="basic", delta=1e-6)
+
+
+def test_fixed_releases_count_in_every_total_and_the_corner_stays_least():
+    """Releases that keep their budget (a mean, a quantile…) add to the total; the split of the
+    rest is unchanged (the corner), no random split totals less (10^4 points, basic and KOV),
+    and the dual leaves them their share of the budget (closed form under basic)."""
+    fixed = [Laplace(sensitivity=1.0, epsilon=0.7), PureDP(0.3)]
+    need = np.array([laplace_epsilon(t) for t in LAPLACES])
+    basic = allocate(LAPLACES, accountant="basic", delta=1e-6, fixed=fixed)
+    assert basic.epsilons == pytest.approx(tuple(need), rel=1e-6)
+    assert basic.total == pytest.approx(need.sum() + 1.0, rel=1e-9)
+    assert basic.even_total == pytest.approx(need.size * need.max() + 1.0, rel=1e-9)
+    rng = np.random.default_rng(41)
+    eps = need * rng.uniform(0.5, 3.0, size=(10_000, need.size))
+    feasible = np.all(eps >= need, axis=1)
+    assert np.min(eps[feasible].sum(axis=1) + 1.0) >= basic.total - 1e-9
+    advanced = allocate(LAPLACES, accountant="advanced", delta=1e-6, fixed=fixed)
+    without = allocate(LAPLACES, accountant="advanced", delta=1e-6)
+    assert advanced.total > without.total
+    budget = 1.0 + 0.6 * need.sum()
+    dual = allocate_budget(LAPLACES, accountant="basic", epsilon=budget, delta=1e-6,
+                           fixed=fixed)
+    assert dual.total <= budget
+    assert dual.worst_ratio == pytest.approx((budget - 1.0) / need.sum(), rel=1e-3)
+    with pytest.raises(TypeError, match="fixed"):
+        allocate(LAPLACES, accountant="basic", delta=1e-6, fixed="laplace")

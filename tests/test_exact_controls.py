@@ -20,8 +20,6 @@ def no_exception(at) -> None:
     ("statistics.py", "stats_epsilon", 0.3, True),
     ("tables.py", "tables_epsilon", 0.123, True),
     ("selection.py", "sel_pure_level", 0.0042, True),
-    ("budget.py", "budget_epsilon_total", 4.2, True),
-    ("budget.py", "budget_epsilon_release", 0.33, False),
     ("choose_epsilon.py", "choose_epsilon", 0.817, True),
 ])
 def test_typed_value_is_used_remembered_and_in_the_url(app, page, key, value, off_grid):

@@ -16,7 +16,6 @@ from types import MappingProxyType
 import pytest
 
 from dashboard import choices
-from dashboard.analysis import budget
 from dpcore.mechanisms import catalogue
 from dpcore.mechanisms.laplace import Laplace
 from tests.conftest import open_app
@@ -75,18 +74,20 @@ def render_choose_epsilon(kind: str) -> list[str]:
     return problems
 
 
-def render_budget(kind: str) -> list[str]:
-    """Budget with a one-row plan that uses ``kind`` under each measure it takes."""
+def render_plan(kind: str) -> list[str]:
+    """The Release plan with one count noised by ``kind`` under each measure the statistics
+    page offers it with, added from that page: accounted four ways, no error."""
     problems = []
     for measure in (m for m in choices.MEASURES if kind in choices.offered(m)):
-        budget_cells = {"pure": (0.5, None, None), "approx": (0.5, 1e-6, None),
-                        "zcdp": (None, 1e-6, 0.125)}[measure]
-        at = open_app()
-        at.query_params["budget_plan"] = budget.plan_to_param(budget._plan_frame([
-            ("one", kind, measure, *budget_cells, 1.0)]))
-        at.switch_page("app_pages/budget.py").run()
-        problems += [f"{measure}: {p}" for p in _problems(at)]
-        if not at.exception and "Basic composition" not in {m.label for m in at.metric}:
+        at = open_app("statistics.py")
+        at.selectbox(key="stats_query").select("count").run()
+        at.selectbox(key="stats_measure").select(measure).run()
+        at.selectbox(key="stats_mechanism").select(kind).run()
+        at.button(key="stats_add_to_plan").click().run()
+        at.switch_page("app_pages/plan.py").run()
+        problems += [f"{measure}: exception: {e.value}" for e in at.exception]
+        problems += [f"{measure}: error: {e.value}" for e in at.error]
+        if not at.exception and "Privacy-loss distributions" not in {m.label for m in at.metric}:
             problems.append(f"{measure}: no totals")
     return problems
 
@@ -96,7 +97,7 @@ PAGES = {
     "statistics": (lambda: list(choices.MECHANISMS), render_statistics),
     "tables": (lambda: list(choices.RANGE_FREE), render_tables),
     "choose_epsilon": (lambda: list(choices.MECHANISMS), render_choose_epsilon),
-    "budget": (lambda: list(choices.MECHANISMS), render_budget),
+    "plan": (lambda: list(choices.MECHANISMS), render_plan),
 }
 CASES = [(page, kind) for page, (kinds, _) in PAGES.items() for kind in kinds()]
 

@@ -4,7 +4,6 @@ One template for the whole app (``base``); one module per page area, re-exported
 """
 
 from dashboard.charts.base import PALETTE, TEMPLATE, finish  # noqa: F401
-from dashboard.charts.budget import releases_budget  # noqa: F401
 from dashboard.charts.data import (  # noqa: F401
     binned_histogram,
     category_bars,

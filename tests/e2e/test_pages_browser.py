@@ -16,7 +16,7 @@ PAGES = {
     "tables": True,
     "selection": True,
     "choose_epsilon": True,
-    "budget": True,
+    "plan": False,
     "learning": True,
 }
 

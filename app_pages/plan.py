@@ -1,0 +1,248 @@
+"""Release plan page: every query added from the pages in one plan — edited, accounted four ways,
+split to meet its targets, its risk, and the dataset's budget guard. Import/export as JSON.
+
+``dashboard.analysis.release_plan`` computes; ``dashboard.plan_store`` holds the session's plan.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, controls, person, plan_store, state
+from dashboard.analysis import release_plan as rp
+from dashboard.analysis.plan_entries import plan_unit
+from dashboard.choices import DELTA_OPTIONS, fmt_number
+from dashboard.text import plain
+from dpcore.accounting import ACCOUNTANT_LABELS, ACCOUNTANTS
+from dpcore.figures import lower as round_down
+from dpcore.figures import upper
+from plan import model
+from plan.build import build, build_plan
+
+ss = st.session_state
+VERSION = "plan_editor_version"     # bumped after each applied edit: a fresh editor is drawn
+PROBLEMS = "plan_edit_problems"     # what the last edit could not apply, shown once
+IMPORTED = "plan_import_tried"      # file_id of the last plan file read
+IMPORT_ERROR = "plan_import_error"
+ss.setdefault(VERSION, 0)
+
+loaded = state.dataset()
+data_key = state.dataset_key()
+unit = plan_unit(person.current_unit(data_key))
+
+
+def import_plan() -> None:
+    """Read an uploaded plan: on success it replaces this dataset's plan and sets the
+    accounting and budget controls; on failure the plan in the session is kept."""
+    upload = ss.get("plan_import")
+    if upload is None or ss.get(IMPORTED) == upload.file_id:
+        return
+    ss[IMPORTED] = upload.file_id
+    try:
+        imported = model.Plan.from_json(upload.getvalue())
+    except model.PlanError as exc:
+        ss[IMPORT_ERROR] = f"{upload.name} was not loaded: {exc}. The plan below is unchanged."
+        return
+    ss.pop(IMPORT_ERROR, None)
+    plan_store.replace_all(data_key, imported.queries)
+    settings = {"plan_method": imported.accounting.method,
+                "plan_budget": float(imported.budget.epsilon) if imported.budget else 0.0}
+    if imported.accounting.delta in DELTA_OPTIONS:
+        settings["plan_delta"] = imported.accounting.delta
+    controls.set_for_another_page(settings)
+    for key in settings:   # the file's settings win over the ones in the URL
+        st.query_params.pop(key, None)
+    ss[VERSION] += 1
+
+
+def use_split(epsilons: dict[str, float]) -> None:
+    """Write the split's ε into the plan's queries (a callback: before the editor is drawn)."""
+    plan_store.update(data_key, rp.apply_split([e.query for e in plan_store.entries(data_key)],
+                                               epsilons))
+    ss[VERSION] += 1
+
+
+st.title("Release plan")
+st.markdown("Every statistic you publish about the same people spends one privacy budget. "
+            "Add queries here with **Add to plan** on the query pages; this page accounts "
+            "for the whole plan, finds the budget split that meets every accuracy target, "
+            "and says what the plan lets an attacker learn.")
+st.caption(f"Dataset: **{plain(loaded.name)}** · privacy unit: "
+           f"{plain(unit.describe())} (set on the Data page).")
+
+import_plan()
+with st.expander("Import a plan (JSON)", icon=":material/upload_file:"):
+    st.file_uploader("Plan file", type=["json"], key="plan_import",
+                     help="A plan downloaded from this page, or written by hand.")
+    st.caption("An imported plan replaces the queries below.")
+if IMPORT_ERROR in ss:
+    st.error(plain(ss[IMPORT_ERROR], limit=600), icon=":material/error:")
+
+entries = plan_store.entries(data_key)
+if not entries:
+    st.info("The plan is empty. Open a query page, set the query as you want it released, "
+            "and press **Add to plan** under its results.")
+    for page, title in rp.PAGES.values():
+        st.page_link(page, label=title)
+    st.stop()
+
+settings = st.columns(3)
+method = controls.select("Accounting", list(ACCOUNTANTS), key="plan_method", default="pld",
+                         format_func=rp.TITLES.get,
+                         container=settings[0],
+                         help="How the queries' privacy losses add up. Each is a valid "
+                              "guarantee; privacy-loss distributions are the tightest.")
+delta = controls.select("δ of the total", DELTA_OPTIONS, key="plan_delta", default=1e-6,
+                        format_func=fmt_number, container=settings[1],
+                        help="The total ε is read at this δ (the chance the guarantee fails).")
+budget = controls.number("Total budget ε for this dataset (0: none)", key="plan_budget",
+                         default=0.0, min_value=0.0, max_value=1e4, step=0.1,
+                         container=settings[2],
+                         help="The most privacy loss you accept for this dataset in all; a "
+                              "plan that spends more is refused.")
+budget = float(budget) if budget and budget > 0 else None
+
+# each query built under the current unit; one that no longer builds is shown, not dropped
+good, broken = [], []
+for entry in entries:
+    try:
+        build(entry.query, unit)
+        good.append(entry)
+    except (model.PlanError, ValueError, TypeError) as exc:
+        broken.append((entry, exc))
+for entry, exc in broken:
+    st.error(f"**{plain(entry.query.label, limit=120)}** cannot be built under the current "
+             f"privacy unit: {plain(exc, limit=400)}. Change the unit on the Data page, or "
+             "remove it.", icon=":material/error:")
+    st.button("Remove it from the plan", key=f"plan_remove_{entry.query.id}",
+              on_click=plan_store.remove, args=(data_key, entry.query.id))
+if not good:
+    st.stop()
+try:
+    the_plan = rp.make_plan(loaded.name, data_key, [e.query for e in good], unit,
+                            method=method, delta=delta, budget=budget)
+    built = build_plan(the_plan)
+except (model.PlanError, ValueError) as exc:
+    st.error(f"The plan cannot be made: {plain(exc, limit=500)}", icon=":material/error:")
+    st.stop()
+contexts = {e.query.id: e.context for e in good}
+
+st.subheader(f"The plan: {len(the_plan.queries)} " +
+             ("query" if len(the_plan.queries) == 1 else "queries"))
+frame = rp.plan_rows(the_plan, built, contexts)
+number = st.column_config.NumberColumn
+edited = st.data_editor(
+    frame, key=f"plan_editor_{ss[VERSION]}", hide_index=True, width="stretch",
+    disabled=[c for c in rp.ROW_COLUMNS if c not in rp._EDITABLE],
+    column_config={
+        rp.QUERY: st.column_config.TextColumn("Query", width="medium", max_chars=200),
+        rp.MECH: st.column_config.TextColumn("Mechanism and budget", width="large"),
+        rp.EPS: number("ε", format="%g", min_value=0.0, help="The query's ε (pure or "
+                       "approximate DP, a selection, a threshold with Laplace noise)."),
+        rp.DELTA: number("δ", format="%.1e", min_value=0.0, max_value=0.5,
+                         help="Approximate DP's δ; a threshold's δ."),
+        rp.RHO: number("ρ", format="%g", min_value=0.0, help="zCDP queries."),
+        rp.ALPHA: number("Target ±α", format="%g", min_value=0.0,
+                         help="Accuracy target: within ±α of the truth (ranks for a "
+                              "quantile)…"),
+        rp.BETA: number("Target β", format="%g", min_value=0.0, max_value=1.0,
+                        help="…except with probability β (0.05: 95% of releases)."),
+        rp.PROB: number("Target P(correct)", format="%g", min_value=0.0, max_value=1.0,
+                        help="A selection: the true most common picked with this probability."),
+        rp.REMOVE: st.column_config.CheckboxColumn("Remove", help="Tick to take the query "
+                                                   "out of the plan."),
+    })
+editable = list(rp._EDITABLE)
+if not edited[editable].equals(frame[editable]):
+    queries, problems = rp.apply_edits(the_plan, edited)
+    plan_store.update(data_key, queries)
+    if problems:
+        ss[PROBLEMS] = problems
+    ss[VERSION] += 1
+    st.rerun()
+for problem in ss.pop(PROBLEMS, []):
+    st.error(plain(problem, limit=500), icon=":material/error:")
+st.caption("Edit ε, δ, ρ or a target in the table; tick Remove to take a query out. 'Accuracy "
+           "now' is at the query's budget (closed form); 'Meets target' compares it with the "
+           "target. Queries without a closed form show —.")
+links = st.columns(max(1, len({q.page for q in the_plan.queries if q.page in rp.PAGES})))
+for col, page in zip(links, sorted({q.page for q in the_plan.queries if q.page in rp.PAGES}),
+                     strict=False):
+    col.page_link(rp.PAGES[page][0], label=f"Back to {rp.PAGES[page][1]}",
+                  icon=":material/arrow_back:")
+
+st.subheader("What the whole plan spends")
+with st.spinner("Composing the plan four ways…"):
+    acc = rp.accounted(built, method=method, delta=delta)
+cols = st.columns(4)
+for col, name in zip(cols, ACCOUNTANTS, strict=True):
+    total = acc.totals.of(name)
+    col.metric(rp.TITLES[name], f"ε = {upper(total.epsilon, 4)}",
+               delta="chosen" if name == method else None, delta_color="off",
+               delta_arrow="off", help=total.note or None)
+st.markdown(rp.accounting_sentence(acc))
+if budget is not None:
+    check = rp.guard(built, budget=budget, delta=delta, method=method)
+    left, spent, rest = st.columns(3)
+    left.metric("Budget for this dataset", f"ε = {round_down(budget, 6)}")
+    spent.metric(f"Spent by the plan ({ACCOUNTANT_LABELS[method]})",
+                 f"ε = {upper(check.spent, 4)}")
+    rest.metric("Left", f"ε = {round_down(max(check.left, 0.0), 6)}" if check.fits else
+                "none", delta="within budget" if check.fits else "over budget",
+                delta_color="green" if check.fits else "red", delta_arrow="off")
+    if not check.fits:
+        st.error(f"**This plan is refused:** {plain(check.reason, limit=500)}",
+                 icon=":material/block:")
+else:
+    check = None
+
+st.subheader("The budget split that meets every target")
+modes = {"least": "Meet every target with the least privacy loss",
+         "budget": "Best accuracy within the total budget"}
+mode = controls.select("Split", list(modes) if budget is not None else ["least"],
+                       key="plan_split_mode", format_func=modes.get,
+                       help="The second needs a total budget above.")
+try:
+    with st.spinner("Finding the split…"):
+        result = rp.split(the_plan, built, contexts, budget=budget if mode == "budget" else None)
+except ValueError as exc:
+    st.info(f"No split: {plain(exc, limit=500)}.", icon=":material/info:")
+    result = None
+if result is not None:
+    st.markdown(rp.split_sentence(result, method))
+    st.dataframe(result.table, hide_index=True, key="plan_split_table")
+    for qid, why in result.kept.items():
+        st.caption(f"{plain(the_plan.query(qid).label, limit=120)}: {plain(why)}.")
+    over = budget is not None and result.total > budget
+    if over:
+        st.warning(f"Meeting every target needs ε = {upper(result.total, 4)} under "
+                   f"{ACCOUNTANT_LABELS[method]}, more than the budget "
+                   f"ε = {round_down(budget, 4)}: loosen a target or raise the budget "
+                   "(the split is not applied).")
+    st.button("Use this split", key="plan_use_split", icon=":material/call_split:",
+              disabled=over, on_click=use_split, args=(result.epsilons,))
+
+st.subheader("What the whole plan lets an attacker learn")
+with st.spinner("Reading the plan's risk…"):
+    risk = rp.plan_risk(the_plan, built)
+chart_col, text_col = st.columns([3, 2], gap="large")
+with chart_col:
+    st.plotly_chart(charts.tradeoff_chart(risk.fpr, risk.curves,
+                                          title="Membership tests against the whole plan"),
+                    key="plan_tradeoff")
+    st.caption("Each line is the best any test for 'is Alice in the data?' can do, from the "
+               "composed privacy-loss distribution (exact for Gaussian noise only). The "
+               "diagonal is a blind guess.")
+with text_col:
+    st.info(risk.sentence)
+    st.dataframe(risk.posteriors, hide_index=True, key="plan_posteriors")
+    st.caption(f"For comparison, its riskiest query alone ({plain(risk.single_label)}), as "
+               f"Choose epsilon shows one release: {risk.single_sentence}")
+
+st.subheader("Take the plan away")
+refused = check is not None and not check.fits
+st.download_button("Download the plan (JSON)", the_plan.to_json().encode("utf-8"),
+                   file_name="release-plan.json", mime="application/json",
+                   key="plan_download", on_click="ignore", disabled=refused,
+                   help="Refused while the plan is over the budget." if refused else
+                   "Import it here later, or release it with python -m release.")

@@ -1,0 +1,272 @@
+"""From what a query page shows to one query of the release plan (``plan.model.PlanQuery``).
+
+Each page builds its entry here from its own settings: the query with its declarations (and
+where each comes from: public documentation, typed, or read off the data), the mechanism with
+its budget, and a default accuracy target — the accuracy the page shows now, so that the plan
+starts from what the user saw. No widget here: the pages and the plan panel draw them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from dashboard import person
+from dashboard.choices import PrivacyChoice
+from dashboard.datasets import LoadedDataset
+from dpcore.figures import upper as round_up
+from dpcore.mechanisms import CATALOGUE
+from plan import model
+from plan.build import build
+
+__all__ = ["plan_unit", "bounds_of", "categories_of", "default_target", "statistics_query",
+           "tables_query", "groups_query", "quantiles_query", "selection_query", "NotPlannable"]
+
+
+class NotPlannable(ValueError):
+    """What a page shows cannot be one query of a release plan (the message says why and what
+    to add instead)."""
+
+
+def plan_unit(unit: person.PrivacyUnit) -> model.PrivacyUnit:
+    """The plan's privacy unit for the unit declared on the Data page."""
+    if unit.person is None:
+        return model.PrivacyUnit()
+    return model.PrivacyUnit(unit.person, unit.max_rows, unit.max_groups, "typed")
+
+
+def _domain(loaded: LoadedDataset, column: str):
+    return loaded.domains.get(column)
+
+
+def bounds_of(loaded: LoadedDataset, column: str, lower: float, upper: float) -> model.Bounds:
+    """Clamping bounds with their origin: the column's declared range (public, or flagged as
+    read off the data), else typed by the user."""
+    domain = _domain(loaded, column)
+    if (domain is not None and domain.kind == "numeric" and domain.lower is not None
+            and (float(lower), float(upper)) == (float(domain.lower), float(domain.upper))):
+        return model.Bounds(float(lower), float(upper), "data" if domain.from_data else "public",
+                            str(domain.source or ""))
+    return model.Bounds(float(lower), float(upper), "typed", "typed on the page")
+
+
+def _category_values(values: Sequence[object]) -> tuple:
+    out = []
+    for v in values:
+        if isinstance(v, bool) or isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, int | float) and math.isfinite(float(v)):
+            out.append(int(v) if float(v).is_integer() else float(v))
+        else:
+            out.append(str(v))
+    if len({type(v) for v in out}) > 1:   # mixed: the plan takes one kind, as text
+        out = [str(v) for v in out]
+    return tuple(out)
+
+
+def categories_of(loaded: LoadedDataset, column: str,
+                  values: Sequence[object] | None) -> model.Categories:
+    """Categories of ``column`` with their origin: the declared ones (public, or flagged),
+    else ``values`` read off the data (flagged: not covered by the guarantee)."""
+    domain = _domain(loaded, column)
+    if domain is not None and domain.categories:
+        if values is None or tuple(map(str, values)) == tuple(map(str, domain.categories)):
+            return model.Categories(_category_values(domain.categories),
+                                    "data" if domain.from_data else "public",
+                                    str(domain.source or ""))
+    if values is None:
+        raise NotPlannable(f"{column!r} has no declared categories: declare them on the Data "
+                           "page (Declared schema) to put this query in the plan")
+    return model.Categories(_category_values(values), "data",
+                            "read off the data on the page")
+
+
+def default_target(query: model.PlanQuery, unit: model.PrivacyUnit, *,
+                   confidence: float = 0.95) -> model.Target | None:
+    """±α at ``confidence`` for a query with one additive part, α the part's closed-form
+    error (rounded up): what the page showed. None when there is no closed form (a mean, a
+    bounded kind, partition selection, a selection or a quantile)."""
+    if not isinstance(query.mechanism, model.Noise) or query.threshold is not None:
+        return None
+    if CATALOGUE[query.mechanism.kind].needs_range:
+        return None
+    built = build(query, unit)
+    if len(built.parts) != 1:
+        return None
+    beta = 1.0 - confidence
+    try:
+        alpha = float(max(list(_flat(built.parts[0].mechanism.accuracy(beta)))))
+    except (ValueError, TypeError):
+        return None
+    if not alpha > 0 or not math.isfinite(alpha):
+        return None
+    return model.Target("error", alpha=float(round_up(alpha, 4)), beta=round(beta, 12))
+
+
+def _flat(value) -> list[float]:
+    try:
+        return [float(v) for v in value]
+    except TypeError:
+        return [float(value)]
+
+
+def _noise(choice: PrivacyChoice) -> model.Noise:
+    measure = choice.measure
+    budget = choice.budget()
+    return model.Noise(choice.mechanism, measure, epsilon=budget.get("epsilon"),
+                       delta=budget.get("delta"), rho=budget.get("rho"))
+
+
+def _with_range(noise: model.Noise, answer_range: tuple[float, float] | None) -> model.Noise:
+    if answer_range is None or not CATALOGUE[noise.kind].needs_range:
+        return noise
+    return model.Noise(noise.kind, noise.measure, noise.epsilon, noise.delta, noise.rho,
+                       float(answer_range[0]), float(answer_range[1]), noise.gamma)
+
+
+def _finish(query: model.PlanQuery, unit: model.PrivacyUnit) -> model.PlanQuery:
+    """The query checked (built once under the unit), with its default target."""
+    query.check("query")
+    build(query, unit)
+    target = default_target(query, unit)
+    if target is None:
+        return query
+    return model.PlanQuery(query.id, query.label, query.query, query.mechanism, query.page,
+                           query.threshold, target)
+
+
+def statistics_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, query: str,
+                     column: str | None, lower: float | None, upper: float | None,
+                     categories: Sequence[object] | None, choice: PrivacyChoice,
+                     sum_share: float = 0.5,
+                     answer_range: tuple[float, float] | None = None) -> model.PlanQuery:
+    """The Noisy statistics page's query."""
+    noise = _with_range(_noise(choice), answer_range)
+    if query == "count":
+        spec: model.QuerySpec = model.Count()
+        label = "Number of rows"
+    elif query in ("sum", "mean"):
+        bounds = bounds_of(loaded, column, lower, upper)
+        spec = (model.Sum(column, bounds) if query == "sum"
+                else model.Mean(column, bounds, float(sum_share)))
+        label = f"{query.capitalize()} of {column}"
+    elif query == "histogram":
+        spec = model.Histogram(column, categories_of(loaded, column, categories))
+        label = f"Counts of {column}"
+    else:
+        raise NotPlannable(f"unknown query {query!r}")
+    punit = plan_unit(unit)
+    return _finish(model.PlanQuery("q", label, spec, noise, "statistics"), punit)
+
+
+def tables_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, row: str, column: str,
+                 row_categories: Sequence[object], column_categories: Sequence[object],
+                 choice: PrivacyChoice) -> model.PlanQuery:
+    """The Noisy tables page's crosstab (post-processing is free: not part of the plan)."""
+    spec = model.Crosstab(row, column, categories_of(loaded, row, row_categories),
+                          categories_of(loaded, column, column_categories))
+    return _finish(model.PlanQuery("q", f"Table of {row} by {column}", spec, _noise(choice),
+                                   "tables"), plan_unit(unit))
+
+
+def _groups_noise(noise: str, budget: float) -> model.Noise:
+    if noise == "gaussian":
+        return model.Noise("gaussian", "zcdp", rho=float(budget))
+    return model.Noise("laplace", "pure", epsilon=float(budget))
+
+
+def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequence[str],
+                 statistic: str, column: str | None, lower: float | None,
+                 upper: float | None, public: bool, noise: str, budget: float, delta: float,
+                 edges: Sequence[float] | None, outside: str,
+                 keys: Sequence[Sequence[object] | None]) -> model.PlanQuery:
+    """The Groups page's query.
+
+    A count per bin is a binned histogram; a count by two public columns a table; one column
+    with public keys a group-by over them; without public keys a group-by found by partition
+    selection (the count's budget on the threshold's noise, as the page spends it). The page
+    splits a sum's or mean's budget in two (the counts and the sums): a sum per group enters
+    with the half that noises the sums.
+    """
+    punit = plan_unit(unit)
+    if edges is not None:
+        spec: model.QuerySpec = model.Histogram(by[0], edges=model.Grid(
+            tuple(float(e) for e in edges), "typed", "bin edges on the Groups page"),
+            outside=outside)
+        return _finish(model.PlanQuery("q", f"Counts of {by[0]} in bins", spec,
+                                       _groups_noise(noise, budget), "groups"), punit)
+    if len(by) == 2:
+        if not public:
+            raise NotPlannable("a count by two columns found privately is not a query of the "
+                               "plan: declare both columns' categories (a table), or group by "
+                               "one column")
+        spec = model.Crosstab(by[0], by[1], categories_of(loaded, by[0], keys[0]),
+                              categories_of(loaded, by[1], keys[1]))
+        return _finish(model.PlanQuery("q", f"Count by {by[0]} and {by[1]}", spec,
+                                       _groups_noise(noise, budget), "groups"), punit)
+    key = by[0]
+    declared = categories_of(loaded, key, keys[0]) if public else None
+    bounds = None if statistic == "count" else bounds_of(loaded, column, lower, upper)
+    half = budget / 2
+    label = f"{statistic.capitalize()} by {key}" + ("" if column is None else f" of {column}")
+    if public:
+        if statistic == "mean":
+            spec = model.GroupBy(key, "mean", column, bounds, declared, 0.5)
+            mech = _groups_noise(noise, budget)
+        else:
+            spec = model.GroupBy(key, statistic, column, bounds, declared)
+            mech = _groups_noise(noise, budget if statistic == "count" else half)
+        return _finish(model.PlanQuery("q", label, spec, mech, "groups"), punit)
+    if statistic == "mean":
+        raise NotPlannable("a mean per group found privately is not one query of the plan: "
+                           "add the sum per group (it finds the groups too) and divide, or "
+                           "declare the groups")
+    count_budget = budget if statistic == "count" else half
+    threshold = (model.Threshold("gaussian", float(delta), rho=float(count_budget))
+                 if noise == "gaussian"
+                 else model.Threshold("laplace", float(delta), epsilon=float(count_budget)))
+    spec = model.GroupBy(key, statistic, column, bounds, None)
+    mech = None if statistic == "count" else _groups_noise(noise, half)
+    return _finish(model.PlanQuery("q", label + " (groups found privately)", spec, mech,
+                                   "groups", threshold), punit)
+
+
+def quantiles_query(unit: person.PrivacyUnit, *, column: str, levels: Sequence[float],
+                    grid: Sequence[float], epsilon: float, from_data: bool) -> model.PlanQuery:
+    """The Quantiles page's query (exponential mechanism: Gumbel report noisy max)."""
+    names = ", ".join(f"{q:g}" for q in levels)
+    spec = model.Quantiles(column, tuple(float(q) for q in levels), model.Grid(
+        tuple(float(g) for g in grid), "data" if from_data else "typed",
+        "ends read off the data" if from_data else "grid typed on the page"))
+    return _finish(model.PlanQuery("q", f"Quantiles {names} of {column}", spec,
+                                   model.SelectionNoise("gumbel", "pure", epsilon=float(epsilon)),
+                                   "quantiles"), plan_unit(unit))
+
+
+def selection_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, column: str,
+                    labels: Sequence[object], declared: bool, noise: str, measure: str,
+                    level: float, k: int, negate: bool, monotonic: bool,
+                    probability: float | None) -> model.PlanQuery:
+    """The Selection page's pick of the most common categories of ``column``."""
+    if negate:
+        raise NotPlannable("the plan picks the most common categories: turn off 'Pick the "
+                           "smallest score instead' to add it")
+    if not monotonic:
+        raise NotPlannable("counts are monotonic scores: turn 'Scores are monotonic' on to add "
+                           "the selection (the plan calibrates it as monotonic)")
+    candidates = (categories_of(loaded, column, None) if declared
+                  else categories_of(loaded, column, labels))
+    mech = (model.SelectionNoise(noise, "pure", epsilon=float(level)) if measure == "pure"
+            else model.SelectionNoise(noise, "zcdp", rho=float(level)))
+    target = None
+    if probability is not None and k == 1:
+        # what the page shows now, rounded down, and at most 0.99 (a sure pick needs no more)
+        wanted = min(math.floor(float(probability) * 1e4) / 1e4, 0.99)
+        if 0 < wanted < 1:
+            target = model.Target("selection", probability=wanted)
+    query = model.PlanQuery("q", f"Most common {column}" + (f" (top {k})" if k > 1 else ""),
+                            model.Selection(column, candidates, int(k)), mech, "selection",
+                            target=target)
+    query.check("query")
+    build(query, plan_unit(unit))
+    return query

@@ -1,0 +1,54 @@
+"""The "Add to plan" panel every query page draws under its results.
+
+The page passes a function that builds its query as a plan query (``analysis.plan_entries``);
+the panel says what would be added (mechanism, budget, target) or why it cannot be, adds it to
+the session's plan on a click, and links to the Release plan page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import streamlit as st
+
+from dashboard import plan_store
+from dashboard.analysis.plan_entries import NotPlannable
+from dashboard.analysis.release_plan import budget_text, target_text
+from dashboard.text import plain
+from plan.model import PlanError, PlanQuery
+
+__all__ = ["add_to_plan"]
+
+_ADDED = "plan_panel_added"   # the label of the query just added, shown once
+
+
+def _add(data_key: str, query: PlanQuery, context: Mapping[str, Any] | None) -> None:
+    added = plan_store.add(data_key, query, context)
+    st.session_state[_ADDED] = added.label
+
+
+def add_to_plan(data_key: str, make: Callable[[], PlanQuery], *, key: str,
+                context: Mapping[str, Any] | None = None) -> None:
+    """Draw the panel: what this page's query would add to the release plan, and the button."""
+    with st.container(border=True, key=f"{key}_plan_panel"):
+        st.markdown("**Release plan**")
+        try:
+            query = make()
+        except (NotPlannable, PlanError, ValueError, TypeError) as exc:
+            st.caption(f"This query cannot go into the plan as set: {plain(exc, limit=400)}.")
+            query = None
+        if query is not None:
+            target = target_text(query.target) if query.target else "no accuracy target yet"
+            st.caption(f"Adds **{plain(query.label, limit=120)}** with "
+                       f"{plain(budget_text(query), limit=200)}; target: "
+                       f"{plain(target, limit=200)} (editable on the Release plan page).")
+            st.button("Add to plan", key=f"{key}_add_to_plan", icon=":material/playlist_add:",
+                      on_click=_add, args=(data_key, query, context))
+        added = st.session_state.pop(_ADDED, None)
+        if added is not None:
+            st.success(f"Added to the plan: {plain(added, limit=120)}.",
+                       icon=":material/check:")
+        n = plan_store.count(data_key)
+        st.page_link(plan_store.PLAN_PAGE, icon=":material/checklist:",
+                     label=f"Open the release plan ({n} {'query' if n == 1 else 'queries'})")
