@@ -47,8 +47,9 @@ def test_data_folder_files_are_datasets(page, folder_server):
     wait_for_app(page)
     page.locator(".st-key-dataset_choice [role='combobox']").click()
     options = page.get_by_role("option").all_inner_texts()
-    assert options[:3] == ["Adult (UCI census income)", "Iris", "Synthetic census"]
-    assert options[3:6] == ["survey_2024.parquet · data folder",
+    assert options[:4] == ["Adult (UCI census income)", "Iris", "Synthetic census",
+                           "Clinic visits (synthetic)"]
+    assert options[4:7] == ["survey_2024.parquet · data folder",
                             "survey_2024_extract.csv.gz · data folder",
                             "to_remove.csv · data folder"]
     page.keyboard.press("Escape")
