@@ -31,7 +31,7 @@ st.markdown(
 | **Quantiles** | the median and other quantiles, with their exact accuracy |
 | **Selection** | picking the most common category privately: how often is the answer right? |
 | **Choose epsilon** | error against ε, the smallest ε meeting an accuracy target, attacker risk |
-| **Budget** | several releases together: basic, advanced and zCDP composition |
+| **Release plan** | all queries in one plan: accounted four ways, split to meet every target |
 | **Private learning** | a differentially private naive Bayes classifier: accuracy against ε |
 """
 )

@@ -210,7 +210,12 @@ except ValueError as exc:
     result = None
 if result is not None:
     st.markdown(rp.split_sentence(result, method))
-    st.dataframe(result.table, hide_index=True, key="plan_split_table")
+    ratio = st.column_config.NumberColumn(format="%.3g", help="Target over achieved accuracy: "
+                                          "≥ 1 means the target is met.")
+    st.dataframe(result.table, hide_index=True, key="plan_split_table",
+                 column_config={"target ratio": ratio, "target ratio, even": ratio,
+                                "ε at the split": st.column_config.NumberColumn(format="%.4g"),
+                                "ε even split": st.column_config.NumberColumn(format="%.4g")})
     for qid, why in result.kept.items():
         st.caption(f"{plain(the_plan.query(qid).label, limit=120)}: {plain(why)}.")
     over = budget is not None and result.total > budget

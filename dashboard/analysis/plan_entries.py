@@ -111,8 +111,13 @@ def _flat(value) -> list[float]:
 
 
 def _noise(choice: PrivacyChoice) -> model.Noise:
+    """The plan's mechanism for a page's choice. A pure-DP kind offered under approximate DP
+    (its ε-DP is also (ε, δ)-DP for every δ) enters as what it is: pure DP at its ε."""
+    spec = CATALOGUE[choice.mechanism]
     measure = choice.measure
-    budget = choice.budget()
+    if measure not in spec.measures and "pure" in spec.measures:
+        measure = "pure"
+    budget = {name: getattr(choice, name) for name in spec.budgets[measure]}
     return model.Noise(choice.mechanism, measure, epsilon=budget.get("epsilon"),
                        delta=budget.get("delta"), rho=budget.get("rho"))
 

@@ -41,4 +41,4 @@ def attacker_in_words(epsilon: float = 1.0) -> str:
         f"**What an attacker can learn:** someone who knows everybody else's data and starts "
         f"50/50 on whether you are in it ends **at most {percent_up(attacker_belief(epsilon))} "
         f"sure** after one release at ε = {fmt_number(epsilon)}, whatever it shows ({others}). "
-        "Releases about the same people add up: the Budget page totals them.")
+        "Releases about the same people add up: the Release plan page totals them.")
