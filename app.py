@@ -22,6 +22,7 @@ PAGES = [
     st.Page("app_pages/selection.py", title="Selection", icon=":material/how_to_vote:"),
     st.Page("app_pages/choose_epsilon.py", title="Choose epsilon", icon=":material/tune:"),
     st.Page("app_pages/plan.py", title="Release plan", icon=":material/checklist:"),
+    st.Page("app_pages/releases.py", title="Releases", icon=":material/history:"),
     st.Page("app_pages/learning.py", title="Private learning", icon=":material/model_training:"),
 ]
 

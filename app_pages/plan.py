@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, controls, person, plan_store, state
+from dashboard import charts, controls, person, plan_store, release_panel, state
 from dashboard.analysis import release_plan as rp
 from dashboard.analysis.plan_entries import plan_unit
 from dashboard.choices import DELTA_OPTIONS, fmt_number
@@ -210,8 +210,8 @@ except ValueError as exc:
     result = None
 if result is not None:
     st.markdown(rp.split_sentence(result, method))
-    ratio = st.column_config.NumberColumn(format="%.3g", help="Target over achieved accuracy: "
-                                          "≥ 1 means the target is met.")
+    ratio = st.column_config.TextColumn(help="Target over achieved accuracy: ≥ 1 means the "
+                                        "target is met.")
     st.dataframe(result.table, hide_index=True, key="plan_split_table",
                  column_config={"target ratio": ratio, "target ratio, even": ratio,
                                 "ε at the split": st.column_config.NumberColumn(format="%.4g"),
@@ -251,3 +251,6 @@ st.download_button("Download the plan (JSON)", the_plan.to_json().encode("utf-8"
                    key="plan_download", on_click="ignore", disabled=refused,
                    help="Refused while the plan is over the budget." if refused else
                    "Import it here later, or release it with python -m release.")
+release_panel.programs_section(the_plan)
+
+release_panel.release_section(the_plan, loaded, data_key, budget=budget, refused=refused)

@@ -22,6 +22,7 @@ PAGES = {
     "selection.py": ("sel_pure_level", [0.012, 0.15, 2.7, 0.056, 8.2, 0.33]),
     "choose_epsilon.py": ("choose_epsilon", [0.012, 0.15, 2.7, 0.056, 8.2, 0.33]),
     "plan.py": None,
+    "releases.py": None,
     "learning.py": ("learning_epsilon", None),
 }
 

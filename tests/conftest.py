@@ -83,3 +83,10 @@ def open_app(page: str | None = None, *, dataset: str | None = None, timeout: fl
 def app():
     """``open_app`` as a fixture: ``at = app("statistics.py")``."""
     return open_app
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _a_ledger_of_the_test_session(tmp_path_factory):
+    """No test records a release in the user's own ledger: the session (and the app servers
+    it starts) use one in a temporary folder. Tests that need their own set it themselves."""
+    os.environ["EPSILON_LAB_LEDGER"] = str(tmp_path_factory.mktemp("ledger") / "ledger.sqlite")

@@ -145,7 +145,8 @@ def test_the_dual_split_fits_the_budget_and_beats_the_even_split(four_pages):
     assert not at.exception
     sentence = next(m.value for m in at.markdown if "Within the budget" in m.value)
     table = frame_with(at, "target ratio")
-    assert (table["target ratio"].dropna() >= table["target ratio"].dropna().min()).all()
+    shown = [float(r) for r in table["target ratio"].dropna() if not str(r).startswith(">")]
+    assert shown and min(shown) > 0
     plan = model.Plan(model.Dataset("x"), tuple(e.query for e in entries(at)),
                       accounting=model.Accounting("pld", 1e-6))
     result = rp.split(plan, build_plan(plan), {e.query.id: e.context for e in entries(at)},

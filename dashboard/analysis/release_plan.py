@@ -26,7 +26,7 @@ from dpcore.accounting import (
     check_budget,
     partition_losses,
 )
-from dpcore.figures import percent_lower, percent_upper, upper
+from dpcore.figures import lower, percent_lower, percent_upper, upper
 from dpcore.mechanisms import CATALOGUE
 from dpcore.plan_risk import describe_plan_risk, plan_max_posterior, plan_tradeoff
 from dpcore.selection import prob_best_selected
@@ -326,7 +326,7 @@ def accounting_sentence(acc: Accounted) -> str:
         text += (f"Privacy-loss distributions give ε = {upper(pld, 4)}, "
                  f"{upper(basic - pld, 3)} less than basic composition "
                  f"({(basic - pld) / basic:.0%}). ")
-    if best != acc.method:
+    if best != acc.method and acc.totals.of(best).epsilon < acc.chosen * (1 - 1e-3):
         text += f"The tightest here is {ACCOUNTANT_LABELS[best]}."
     return text.strip()
 
@@ -358,6 +358,14 @@ class Split:
     even_worst: float
     kept: dict[str, str]
     table: pd.DataFrame
+
+
+def _ratio(r: float) -> str:
+    """A target ratio to three digits (≥ 1: met), rounded down so a met target never shows a
+    ratio above what it has; a huge one as "> 1000"."""
+    if not math.isfinite(r) or r > 1000:
+        return "> 1000"
+    return float(lower(r, 3)).__format__("g")
 
 
 def _ceil_sig(x: float, digits: int = 4) -> float:
@@ -402,9 +410,9 @@ def split(plan: model.Plan, built: Sequence[Built],
     rows = []
     for q, r, er in zip(judged, result.ratios, result.even_ratios, strict=True):
         rows.append({"Query": q.label, "ε now": _epsilon_now(q),
-                     "ε at the split": epsilons[q.id], "target ratio": float(r),
+                     "ε at the split": epsilons[q.id], "target ratio": _ratio(r),
                      "ε even split": float(result.even_epsilon),
-                     "target ratio, even": float(er)})
+                     "target ratio, even": _ratio(er)})
     for q in plan.queries:
         if q.id in kept:
             rows.append({"Query": q.label, "ε now": _epsilon_now(q),

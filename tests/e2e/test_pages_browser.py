@@ -17,6 +17,7 @@ PAGES = {
     "selection": True,
     "choose_epsilon": True,
     "plan": False,
+    "releases": False,
     "learning": True,
 }
 

@@ -41,6 +41,11 @@ def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):
     open_page(page, "Noisy tables")
     add_to_plan(page)
     open_page(page, "Selection")
+    # permute-and-flip: OpenDP samples it exactly (report noisy max with Laplace noise it
+    # does not, and the release below would be refused, with that reason)
+    page.locator(".st-key-sel_noise [role='combobox']").click()
+    page.get_by_role("option", name="Exponential (permute-and-flip)").click()
+    wait_for_app(page)
     add_to_plan(page)
 
     open_page(page, "Release plan")
@@ -83,3 +88,17 @@ def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):
     page.get_by_text("The plan: 3 queries").wait_for(timeout=60_000)
     assert metric(page, "Privacy-loss distributions") == after
     screenshot(page, "release_plan_split")
+
+    # release it for real: OpenDP, recorded in the session's ledger (tests/conftest.py)
+    page.locator(".st-key-plan_release_confirm label").click()
+    wait_for_app(page)
+    page.locator(".st-key-plan_release button").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+    assert "Released value" in main.inner_text()
+    screenshot(page, "release_done")
+    open_page(page, "Releases")
+    page.get_by_text("Budget per dataset").wait_for(timeout=30_000)
+    assert "the chain of entry hashes checks out" in main.inner_text()
+    screenshot(page, "releases")

@@ -1,0 +1,49 @@
+"""Releases page: what the ledger holds — every real release, and per dataset its budget, what
+it has spent and what is left. Read-only: the ledger is append-only.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.analysis import releases as ra
+from dashboard.text import plain
+from release.ledger import Ledger, LedgerError, ledger_path
+
+st.title("Releases")
+st.markdown("Every release made for real (from the Release plan page or `python -m release`) "
+            "is recorded in the ledger with the dataset it used, what it spent, its plan and "
+            "the hash of its values. Releases of a dataset add up against its budget.")
+try:
+    path = ledger_path()
+    st.caption(f"Ledger: `{path}` (set `EPSILON_LAB_LEDGER` to use another).")
+    if not path.exists():
+        st.info("No release has been made yet: the ledger is created by the first one.")
+        st.stop()
+    with Ledger(path) as ledger:
+        datasets = ledger.datasets()
+        history = ledger.releases()
+        problems = ledger.verify()
+except LedgerError as exc:
+    st.error(f"The ledger cannot be read: {plain(exc, limit=600)}", icon=":material/error:")
+    st.stop()
+
+if problems:
+    st.error("**The ledger's chain of hashes does not check out**: an entry was changed "
+             "outside this program.\n" + "\n".join(f"- {plain(p, limit=300)}"
+                                                    for p in problems),
+             icon=":material/gpp_bad:")
+else:
+    st.caption(f"{len(history):,} release(s); the chain of entry hashes checks out.")
+
+st.subheader("Budget per dataset")
+st.dataframe(ra.datasets_table(datasets), hide_index=True, key="releases_datasets")
+st.subheader("History")
+st.dataframe(ra.history_table(history), hide_index=True, key="releases_history")
+if history:
+    chosen = st.selectbox("Plan of release", [r.id for r in reversed(history)],
+                          format_func=lambda i: f"#{i}", key="releases_plan_of")
+    record = next(r for r in history if r.id == chosen)
+    st.download_button(f"Plan of release #{record.id} (JSON)", record.plan_json.encode(),
+                       file_name=f"plan-release-{record.id}.json", mime="application/json",
+                       on_click="ignore", key="releases_plan_download")

@@ -1,0 +1,43 @@
+"""The Releases page's tables, from the ledger's records (no widgets here)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pandas as pd
+
+__all__ = ["datasets_table", "history_table"]
+
+
+def _short(content_hash: str | None) -> str:
+    if not content_hash:
+        return "—"
+    return content_hash[:19] + "…" if len(content_hash) > 20 else content_hash
+
+
+def datasets_table(statuses: Sequence) -> pd.DataFrame:
+    """One row per dataset: its budget, what its releases spent (ε and δ added up) and what
+    is left."""
+    rows = [{"Dataset": s.dataset.name, "Content hash": _short(s.dataset.content_hash),
+             "Budget ε": None if s.budget is None else s.budget.epsilon,
+             "Spent ε": s.spent_epsilon, "Spent δ": s.spent_delta,
+             "Left ε": s.remaining_epsilon, "Releases": s.releases}
+            for s in statuses]
+    return pd.DataFrame(rows, columns=["Dataset", "Content hash", "Budget ε", "Spent ε",
+                                       "Spent δ", "Left ε", "Releases"])
+
+
+def history_table(records: Sequence) -> pd.DataFrame:
+    """One row per release, newest first."""
+    rows = []
+    for r in reversed(list(records)):
+        try:
+            queries = len(json.loads(r.plan_json).get("queries", []))
+        except (ValueError, AttributeError):
+            queries = None
+        rows.append({"Entry": r.id, "Time": r.time, "Dataset": r.dataset.name,
+                     "Queries": queries, "ε": r.epsilon, "δ": r.delta,
+                     "Accounting": r.accounting, "Values hash": _short(r.values_hash)})
+    return pd.DataFrame(rows, columns=["Entry", "Time", "Dataset", "Queries", "ε", "δ",
+                                       "Accounting", "Values hash"])

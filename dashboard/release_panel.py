@@ -1,0 +1,176 @@
+"""The Release plan page's last section: release the plan for real, and take it away as
+programs.
+
+"Release" runs ``release.run`` once on the loaded dataset: OpenDP's samplers (exact, OS
+entropy, never seeded), each map checked against the plan before anything is drawn, the
+release recorded in the ledger (``EPSILON_LAB_LEDGER``) in the same transaction that checks
+the dataset's budget. The page then shows the released values only — no true value beside
+them — and offers the release's files and card. What a release shows is kept in the session
+for that dataset until the next release, as downloaded bytes and the values table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.datasets import LoadedDataset
+from dashboard.text import plain
+from dpcore.accounting import ACCOUNTANT_LABELS
+from dpcore.figures import upper
+from engine.sources import FrameSource
+from plan import model
+
+__all__ = ["release_section", "released_table", "source_of", "LAST"]
+
+LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
+CONFIRM = "plan_release_confirm"
+
+
+def source_of(loaded: LoadedDataset):
+    """The engine source a release reads: the data-folder file (scanned by the engine, out
+    of core), else the frame in memory (a built-in or an upload)."""
+    if loaded.file is not None:
+        return loaded.file
+    return FrameSource(loaded.frame)
+
+
+def released_table(release: Any) -> pd.DataFrame:
+    """Every released value, one row each: the query, its group and the value. Nothing else
+    (the run returns no true value and no count of dropped rows)."""
+    rows = [{"Query": q.label, "Statistic": q.statistic, "Group": " × ".join(group),
+             "Released value": value}
+            for q in release.queries for group, value in q.rows]
+    return pd.DataFrame(rows, columns=["Query", "Statistic", "Group", "Released value"])
+
+
+def _ledger():
+    from release import Ledger
+
+    return Ledger()
+
+
+def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str,
+                budget: float | None) -> None:
+    """The button's callback: release once, keep what to show (or the refusal)."""
+    from release import LedgerError, ReleaseRefused, run
+    from release.card import card_json
+    from release.files import release_csv, release_json
+
+    st.session_state[CONFIRM] = False          # one click, one release
+    outcome: dict[str, Any]
+    try:
+        with _ledger() as ledger:
+            released = run(plan, source_of(loaded), ledger=ledger, budget=budget)
+            status = ledger.status(released.dataset)
+        outcome = {
+            "ok": True, "id": released.record.id, "time": released.record.time,
+            "epsilon": released.spent.epsilon, "delta": released.spent.delta,
+            "method": released.spent.method, "note": released.spent.note,
+            "values_hash": released.values_hash, "table": released_table(released),
+            "csv": release_csv(released), "json": release_json(released),
+            "card": card_json(released),
+            "left": status.remaining_epsilon, "releases": status.releases,
+        }
+    except (ReleaseRefused, LedgerError, model.PlanError) as exc:
+        outcome = {"ok": False, "reason": str(exc)}
+    except Exception as exc:  # noqa: BLE001 — a release must never show a traceback
+        outcome = {"ok": False, "reason": f"the release failed ({type(exc).__name__}); "
+                                          "nothing was recorded unless the Releases page "
+                                          "lists it"}
+    st.session_state.setdefault(LAST, {})[data_key] = outcome
+
+
+def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
+                    budget: float | None, refused: bool) -> None:
+    """Draw the release section of the plan page."""
+    from release import ReleaseRefused, prepare
+    from release.ledger import LedgerError, ledger_path
+
+    st.subheader("Release it for real")
+    st.markdown(
+        "**Release** runs the plan once on this dataset with OpenDP's samplers — exact, "
+        "floating-point safe, drawing from the operating system's entropy, never seeded — "
+        "after checking each query's OpenDP privacy map against the plan. The release is "
+        "recorded in the ledger, and a release that would take the dataset over its budget "
+        "is refused. You see the released values only: no true value.")
+    try:
+        where = str(ledger_path())
+    except LedgerError as exc:
+        st.error(plain(exc, limit=500), icon=":material/error:")
+        return
+    st.caption(f"Ledger: `{where}` (set `EPSILON_LAB_LEDGER` to move it); the Releases page "
+               "lists what it holds.")
+    try:
+        prepared = prepare(plan)
+        figure = (f"The ledger will record ε = {upper(prepared.spent.epsilon, 6)}"
+                  + (f", δ = {upper(prepared.spent.delta, 3)}" if prepared.spent.delta else "")
+                  + f" under {ACCOUNTANT_LABELS[prepared.spent.method]}: what OpenDP certifies for "
+                  "each part (a part enters as its ε or ρ, not as its noise law, so this can "
+                  "be a little above the figures above).")
+        blocked = ""
+    except (ReleaseRefused, model.PlanError) as exc:
+        prepared, figure, blocked = None, "", str(exc)
+    if blocked:
+        st.warning(f"This plan cannot be released as it is: {plain(blocked, limit=500)}",
+                   icon=":material/block:")
+    else:
+        st.markdown(plain(figure, limit=600))
+    if refused:
+        st.caption("The plan is over the budget set above: it cannot be released.")
+    ready = prepared is not None and not refused
+    confirm = st.checkbox("I understand that this spends the privacy budget of this dataset "
+                          "for good", key=CONFIRM, disabled=not ready)
+    st.button("Release", key="plan_release", type="primary", icon=":material/publish:",
+              disabled=not (ready and confirm), on_click=_do_release,
+              args=(plan, loaded, data_key, budget))
+    outcome = st.session_state.get(LAST, {}).get(data_key)
+    if outcome is None:
+        return
+    if not outcome["ok"]:
+        st.error(f"**Not released:** {plain(outcome['reason'], limit=600)}",
+                 icon=":material/block:")
+        return
+    left = outcome["left"]
+    st.success(f"Released and recorded: entry #{outcome['id']} at {outcome['time']}, "
+               f"ε = {upper(outcome['epsilon'], 6)}"
+               + (f", δ = {upper(outcome['delta'], 3)}" if outcome["delta"] else "")
+               + (f"; ε = {left:.6g} left for this dataset" if left is not None else
+                  "; no budget is set for this dataset in the ledger") + ".",
+               icon=":material/verified:")
+    if outcome["note"]:
+        st.caption(plain(outcome["note"], limit=400))
+    st.dataframe(outcome["table"], hide_index=True, key="plan_released_values")
+    st.caption(f"Values hash {outcome['values_hash']} (in the ledger: the files can be "
+               "checked against it). Another release of the same plan draws new noise.")
+    files = st.columns(3)
+    for col, (label, data, name, mime) in zip(files, (
+            ("Released values (CSV)", outcome["csv"], "release.csv", "text/csv"),
+            ("Release (JSON)", outcome["json"], "release.json", "application/json"),
+            ("Release card (JSON)", outcome["card"], "card.json", "application/json")),
+            strict=True):
+        col.download_button(label, data, file_name=name, mime=mime, on_click="ignore",
+                            key=f"plan_release_{name}")
+
+
+def programs_section(plan: model.Plan) -> None:
+    """Download the plan as an OpenDP program (one machine) and a PipelineDP program (Spark)."""
+    from release import ReleaseRefused
+    from release.programs import ProgramUnsupported, opendp_program, spark_program
+
+    st.markdown("**Programs to take away** — the same release, run elsewhere: an OpenDP "
+                "program for one machine, a PipelineDP program for Spark (each checks the "
+                "plan's accounting before drawing).")
+    cols = st.columns(2)
+    for col, (label, make, name) in zip(cols, (
+            ("OpenDP program (Python)", opendp_program, "release_opendp.py"),
+            ("Spark program (PipelineDP)", spark_program, "release_spark.py")), strict=True):
+        try:
+            text = make(plan)
+        except (ProgramUnsupported, ReleaseRefused, model.PlanError) as exc:
+            col.caption(f"{label}: not available for this plan — {plain(exc, limit=300)}")
+            continue
+        col.download_button(label, text.encode("utf-8"), file_name=name, mime="text/x-python",
+                            on_click="ignore", key=f"plan_program_{name}")

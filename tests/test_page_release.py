@@ -1,0 +1,135 @@
+"""Releasing from the app (issue 14): the Release button on the plan page releases once with
+OpenDP, records it in the ledger, shows released values only, refuses over the budget with the
+reason (nothing recorded), survives a damaged ledger, and the Releases page lists the history
+and what is left per dataset."""
+
+from __future__ import annotations
+
+import pytest
+
+from release import Ledger
+from tests.conftest import open_app
+
+ADULT_ROWS = 48_842
+
+
+def no_problem(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.fixture
+def ledger_file(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(path))
+    return path
+
+
+def plan_of_two():
+    """A Laplace count and a geometric table of Adult (ε = 1 each) in the plan."""
+    at = open_app("statistics.py")
+    at.selectbox(key="stats_query").select("count").run()
+    at.button(key="stats_add_to_plan").click().run()
+    at.switch_page("app_pages/tables.py").run()
+    at.button(key="tables_add_to_plan").click().run()
+    at.switch_page("app_pages/plan.py").run()
+    no_problem(at)
+    return at
+
+
+def release(at):
+    at.checkbox(key="plan_release_confirm").check().run()
+    at.button(key="plan_release").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def released_frame(at):
+    return next(d.value for d in at.dataframe if "Released value" in d.value.columns)
+
+
+def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
+    at = release(plan_of_two())
+    no_problem(at)
+    assert any("Released and recorded: entry #1" in s.value for s in at.success)
+    frame = released_frame(at)
+    assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value"]
+    count = frame[frame["Statistic"] == "count"]["Released value"].iloc[0]
+    assert count != ADULT_ROWS   # continuous Laplace noise: never exactly the truth
+    assert abs(count - ADULT_ROWS) < 30   # ε = 1: |noise| > 30 has probability e^-30
+    assert not at.checkbox(key="plan_release_confirm").value   # one click, one release
+    with Ledger(ledger_file) as ledger:
+        [record] = ledger.releases()
+    assert record.dataset.name == "Adult (UCI census income)"
+    assert record.epsilon == pytest.approx(2.0, abs=2e-3)
+    assert [b.label for b in at.get("download_button")][-3:] == [
+        "Released values (CSV)", "Release (JSON)", "Release card (JSON)"]
+
+
+def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
+    at = plan_of_two()
+    at.number_input(key="plan_budget").set_value(4.5).run()
+    release(at)
+    first = released_frame(at)["Released value"].tolist()
+    release(at)
+    no_problem(at)
+    second = released_frame(at)["Released value"].tolist()
+    assert first != second    # no seed: new noise each time
+    release(at)
+    refusal = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "Not released" in refusal and "over budget" in refusal
+    with Ledger(ledger_file) as ledger:
+        records = ledger.releases()
+        [status] = ledger.datasets()
+    assert len(records) == 2 and records[0].values_hash != records[1].values_hash
+    assert status.budget.epsilon == 4.5
+    assert status.remaining_epsilon == pytest.approx(4.5 - 2 * records[0].epsilon)
+
+    at.switch_page("app_pages/releases.py").run()
+    no_problem(at)
+    budgets = next(d.value for d in at.dataframe if "Left ε" in d.value.columns)
+    assert budgets["Releases"].tolist() == [2]
+    assert budgets["Left ε"].iloc[0] == pytest.approx(status.remaining_epsilon)
+    history = next(d.value for d in at.dataframe if "Values hash" in d.value.columns)
+    assert history["Entry"].tolist() == [r.id for r in reversed(records)]
+
+
+def test_a_damaged_ledger_is_named_and_left_untouched(ledger_file):
+    ledger_file.write_bytes(b"not a ledger at all" * 100)
+    at = release(plan_of_two())
+    refusal = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "Not released" in refusal and "ledger" in refusal.lower()
+    assert ledger_file.read_bytes() == b"not a ledger at all" * 100
+    at.switch_page("app_pages/releases.py").run()
+    assert not at.exception
+    assert any("cannot be read" in e.value for e in at.error)
+    at.switch_page("app_pages/plan.py").run()   # the session keeps working, plan and all
+    assert not at.exception
+    assert "The plan: 2 queries" in [h.value for h in at.subheader]
+
+
+def test_a_plan_over_its_own_budget_cannot_be_released(ledger_file):
+    at = plan_of_two()
+    at.number_input(key="plan_budget").set_value(1.0).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.checkbox(key="plan_release_confirm").disabled
+    assert at.button(key="plan_release").disabled
+    assert not ledger_file.exists()
+
+
+def test_the_programs_are_offered_for_the_plan(ledger_file):
+    at = plan_of_two()
+    labels = [b.label for b in at.get("download_button")]
+    assert "OpenDP program (Python)" in labels and "Spark program (PipelineDP)" not in labels
+    why = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "Spark program (PipelineDP): not available for this plan" in why
+    at.selectbox(key="plan_method").select("basic").run()   # PipelineDP composes basically
+    no_problem(at)
+    labels = [b.label for b in at.get("download_button")]
+    assert "OpenDP program (Python)" in labels and "Spark program (PipelineDP)" in labels
+
+
+def test_the_releases_page_before_any_release(ledger_file):
+    at = open_app("releases.py")
+    no_problem(at)
+    assert any("No release has been made yet" in i.value for i in at.info)
