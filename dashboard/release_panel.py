@@ -37,6 +37,24 @@ def source_of(loaded: LoadedDataset):
     return FrameSource(loaded.frame)
 
 
+#: Built-ins read from a file of ``data/``: a release names them by that file's hash, as
+#: ``python -m release --data data/<file>`` does, so both count against one budget.
+BUILTIN_FILES = {"Adult (UCI census income)": "adult.csv.gz", "Iris": "iris.csv"}
+
+
+def content_hash_of(loaded: LoadedDataset) -> str | None:
+    """The content hash a release records for ``loaded``: a built-in's source file's (so the
+    app and the command line on that file are one dataset in the ledger); None for the rest
+    (a data-folder file is hashed as a file, a frame by its values, by ``release.run``)."""
+    from dashboard.data.builtins import DATA_DIR
+    from plan.identity import file_hash
+
+    name = BUILTIN_FILES.get(loaded.name)
+    if name is None or loaded.file is not None or not loaded.key.startswith("builtin:"):
+        return None
+    return file_hash(DATA_DIR / name)
+
+
 def released_table(release: Any) -> pd.DataFrame:
     """Every released value, one row each: the query, its group and the value. Nothing else
     (the run returns no true value and no count of dropped rows)."""
@@ -63,7 +81,8 @@ def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str,
     outcome: dict[str, Any]
     try:
         with _ledger() as ledger:
-            released = run(plan, source_of(loaded), ledger=ledger, budget=budget)
+            released = run(plan, source_of(loaded), ledger=ledger, budget=budget,
+                           content_hash=content_hash_of(loaded))
             status = ledger.status(released.dataset)
         outcome = {
             "ok": True, "id": released.record.id, "time": released.record.time,

@@ -133,3 +133,65 @@ def test_the_releases_page_before_any_release(ledger_file):
     at = open_app("releases.py")
     no_problem(at)
     assert any("No release has been made yet" in i.value for i in at.info)
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """The bytes of every download button the app draws, by file name (AppTest keeps them in
+    a storage it drops after each run)."""
+    from streamlit.runtime import memory_media_file_storage as storage
+
+    seen: dict[str, bytes] = {}
+    original = storage.MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        if filename is not None:
+            seen[filename] = path_or_data
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(storage.MemoryMediaFileStorage, "load_and_get_id", keep)
+    return seen
+
+
+def test_a_plan_made_in_the_app_is_released_by_the_command_line_against_one_budget(
+        ledger_file, downloads, tmp_path):
+    """The plan downloaded from the page, released by `python -m release` on data/adult.csv.gz:
+    the app's release and the command line's are one dataset in the ledger (the built-in's
+    file hash), recorded once each, and the budget they share refuses a third."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from plan.examples import ADULT_PATH
+    from plan.model import Plan
+    from tests.conftest import ROOT
+
+    at = plan_of_two()
+    at.number_input(key="plan_budget").set_value(4.5).run()
+    release(at)
+    no_problem(at)
+    plan_bytes = downloads["release-plan.json"]
+    plan = Plan.from_json(plan_bytes)
+    assert [q.label for q in plan.queries] == ["Number of rows", "Table of education by sex"]
+    assert plan.budget.epsilon == 4.5
+    (tmp_path / "plan.json").write_bytes(plan_bytes)
+
+    def cli() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "release", "--plan", str(tmp_path / "plan.json"), "--data",
+             str(ADULT_PATH), "--ledger", str(ledger_file), "--out", str(tmp_path / "out")],
+            cwd=ROOT, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+
+    first = cli()
+    assert first.returncode == 0, first.stderr
+    spent = json.loads((tmp_path / "out" / "release.json").read_text())["privacy_spent"]
+    assert spent["epsilon"] == pytest.approx(2.0, abs=2e-3)
+    second = cli()
+    assert second.returncode != 0 and "over budget" in second.stderr
+    with Ledger(ledger_file) as ledger:
+        records = ledger.releases()
+        [status] = ledger.datasets()
+    assert len(records) == 2 and status.releases == 2
+    assert records[0].dataset == records[1].dataset
+    assert json.loads(downloads["release.json"])["ledger_entry"] == records[0].id
