@@ -24,6 +24,7 @@ VERSION = "plan_editor_version"     # bumped after each applied edit: a fresh ed
 PROBLEMS = "plan_edit_problems"     # what the last edit could not apply, shown once
 IMPORTED = "plan_import_tried"      # file_id of the last plan file read
 IMPORT_ERROR = "plan_import_error"
+IMPORT_NOTES = "plan_import_notes"  # what importing changed besides the queries, shown once
 ss.setdefault(VERSION, 0)
 
 loaded = state.dataset()
@@ -47,8 +48,23 @@ def import_plan() -> None:
     plan_store.replace_all(data_key, imported.queries)
     settings = {"plan_method": imported.accounting.method,
                 "plan_budget": float(imported.budget.epsilon) if imported.budget else 0.0}
+    notes = []
     if imported.accounting.delta in DELTA_OPTIONS:
         settings["plan_delta"] = imported.accounting.delta
+    else:
+        notes.append(f"The plan's δ = {imported.accounting.delta:g} is not one this page "
+                     "offers: the total is read at the δ chosen below.")
+    wanted = imported.privacy_unit
+    if wanted != unit and (wanted.person_column is None
+                           or wanted.person_column in loaded.relation.columns):
+        # the plan's unit becomes this dataset's (the Data page shows it)
+        person.set_unit(data_key, person.PrivacyUnit(wanted.person_column, wanted.max_rows,
+                                                     wanted.max_groups))
+        notes.append(f"The plan's privacy unit is now this dataset's: {wanted.describe()}.")
+    elif wanted != unit:
+        notes.append(f"The plan's person-id column {wanted.person_column!r} is not in this "
+                     "dataset: the plan is shown under this dataset's privacy unit.")
+    ss[IMPORT_NOTES] = notes
     controls.set_for_another_page(settings)
     for key in settings:   # the file's settings win over the ones in the URL
         st.query_params.pop(key, None)
@@ -62,6 +78,8 @@ def use_split(epsilons: dict[str, float]) -> None:
     ss[VERSION] += 1
 
 
+import_plan()   # before any control is drawn: it sets their values
+unit = plan_unit(person.current_unit(data_key))
 st.title("Release plan")
 st.markdown("Every statistic you publish about the same people spends one privacy budget. "
             "Add queries here with **Add to plan** on the query pages; this page accounts "
@@ -70,13 +88,14 @@ st.markdown("Every statistic you publish about the same people spends one privac
 st.caption(f"Dataset: **{plain(loaded.name)}** · privacy unit: "
            f"{plain(unit.describe())} (set on the Data page).")
 
-import_plan()
 with st.expander("Import a plan (JSON)", icon=":material/upload_file:"):
     st.file_uploader("Plan file", type=["json"], key="plan_import",
                      help="A plan downloaded from this page, or written by hand.")
     st.caption("An imported plan replaces the queries below.")
 if IMPORT_ERROR in ss:
     st.error(plain(ss[IMPORT_ERROR], limit=600), icon=":material/error:")
+for note in ss.pop(IMPORT_NOTES, []):
+    st.info(plain(note, limit=400), icon=":material/info:")
 
 entries = plan_store.entries(data_key)
 if not entries:

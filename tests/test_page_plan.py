@@ -254,3 +254,27 @@ def test_edits_apply_refuse_and_remove():
     edited.loc["a", rp.EPS] = -1.0
     out, problems = rp.apply_edits(plan, edited)
     assert out == queries and len(problems) == 1 and "epsilon" in problems[0]
+
+
+def test_an_imported_plan_brings_its_privacy_unit():
+    """A plan for the visits with at most 3 visits per patient: imported, the unit of the
+    dataset becomes its own (the accuracy follows: sensitivity 3), and the page says so."""
+    from dashboard import datasets, person
+
+    at = open_app("plan.py", dataset=datasets.BUILTIN_DATASETS[3])
+    key = at.session_state["dataset"].key
+    assert at.session_state["privacy_unit_by_dataset"][key].max_rows == 5
+    plan = model.Plan(model.Dataset("visits"), (model.PlanQuery(
+        "n", "Visits", model.Count(), model.Noise("laplace", "pure", epsilon=1.0)),),
+        model.PrivacyUnit("patient_id", 3), model.Accounting("pld", 1e-6))
+    at.file_uploader(key="plan_import").set_value(("plan.json", plan.to_json().encode(),
+                                                    "application/json")).run()
+    no_problem(at)
+    assert at.session_state["privacy_unit_by_dataset"][key] == person.PrivacyUnit(
+        "patient_id", 3, None)
+    assert any("privacy unit is now this dataset's" in i.value.replace("\\", "")
+               for i in at.info)
+    frame = frame_with(at, "Accuracy now")
+    # P(|Lap(3)| > α) = 0.05 at α = 3 ln 20 = 8.9872…, shown rounded up to 4 digits
+    alpha = math.ceil(3 * math.log(20) * 1000) / 1000
+    assert frame["Accuracy now"].iloc[0] == f"±{alpha:g} at 0.95"
