@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from dashboard import person
+from dashboard.analysis.groups import uses_rho
 from dashboard.choices import PrivacyChoice
 from dashboard.datasets import LoadedDataset
 from dpcore.figures import upper as round_up
@@ -175,9 +176,11 @@ def tables_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, row: str, c
 
 
 def _groups_noise(noise: str, budget: float) -> model.Noise:
-    if noise == "gaussian":
-        return model.Noise("gaussian", "zcdp", rho=float(budget))
-    return model.Noise("laplace", "pure", epsilon=float(budget))
+    """The Groups page's noise (``dpcore.partition.PARTITION_NOISES``, named as the catalogue
+    kinds): set by ρ under zCDP, or by ε under pure DP, as the page sets it."""
+    if uses_rho(noise):
+        return model.Noise(noise, "zcdp", rho=float(budget))
+    return model.Noise(noise, "pure", epsilon=float(budget))
 
 
 def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequence[str],
@@ -227,9 +230,9 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
                            "add the sum per group (it finds the groups too) and divide, or "
                            "declare the groups")
     count_budget = budget if statistic == "count" else half
-    threshold = (model.Threshold("gaussian", float(delta), rho=float(count_budget))
-                 if noise == "gaussian"
-                 else model.Threshold("laplace", float(delta), epsilon=float(count_budget)))
+    threshold = (model.Threshold(noise, float(delta), rho=float(count_budget))
+                 if uses_rho(noise)
+                 else model.Threshold(noise, float(delta), epsilon=float(count_budget)))
     spec = model.GroupBy(key, statistic, column, bounds, None)
     mech = None if statistic == "count" else _groups_noise(noise, half)
     return _finish(model.PlanQuery("q", label + " (groups found privately)", spec, mech,

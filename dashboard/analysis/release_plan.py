@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from dashboard.analysis.selection import NOISES as SELECTION_NOISES
 from dpcore import allocation
 from dpcore.accounting import (
     ACCOUNTANT_LABELS,
@@ -56,8 +57,6 @@ ALPHA, BETA, PROB, NOW, MET, REMOVE = ("Target ±α", "Target β", "Target P(cor
 ROW_COLUMNS = (QUERY, PAGE, MECH, EPS, DELTA, RHO, ALPHA, BETA, PROB, NOW, MET, REMOVE)
 _EDITABLE = (QUERY, EPS, DELTA, RHO, ALPHA, BETA, PROB, REMOVE)
 
-_NOISES = {"laplace": "Laplace noise", "exponential": "permute-and-flip",
-           "gumbel": "exponential mechanism"}
 
 
 def _num(x: float | None) -> str:
@@ -76,7 +75,7 @@ def budget_text(query: model.PlanQuery) -> str:
         parts.append(f"{name} ({m.measure}), {budget}")
     elif isinstance(m, model.SelectionNoise):
         level = f"ε = {_num(m.epsilon)}" if m.measure == "pure" else f"ρ = {_num(m.rho)}"
-        parts.append(f"report noisy max with {_NOISES.get(m.noise, m.noise)}, {level}")
+        parts.append(f"report noisy max, {SELECTION_NOISES.get(m.noise, m.noise)}, {level}")
     if query.threshold is not None:
         t = query.threshold
         level = f"ε = {_num(t.epsilon)}" if t.epsilon is not None else f"ρ = {_num(t.rho)}"

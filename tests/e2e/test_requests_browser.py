@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 
 # url path → does the page draw a plotly chart with the default dataset?
 PAGES = {"": False, "data": True, "statistics": True, "tables": True, "selection": True,
-         "choose_epsilon": True, "budget": True, "learning": True}
+         "choose_epsilon": True, "plan": False, "releases": False, "learning": True}
 # Schemes that never reach a network (inline data, in-page objects).
 LOCAL_SCHEMES = {"data", "blob", "about"}
 # Every URL the document points at for loading (icons, styles, scripts, images, frames).
@@ -61,7 +61,7 @@ def test_no_request_leaves_the_app_server(browser):
             # Client-side navigation too: the sidebar's links switch pages without a reload.
             page.goto(origin)
             wait_for_app(page)
-            for name in ("Budget", "Private learning", "Welcome"):
+            for name in ("Release plan", "Private learning", "Welcome"):
                 page.locator("[data-testid='stSidebarNav'] a").filter(has_text=name).click()
                 wait_for_app(page)
                 assert_no_exception(page)

@@ -15,8 +15,8 @@ from tests.e2e.test_errors_keep_controls_browser import pick, shown
 pytestmark = pytest.mark.e2e
 
 DERIVED = ("123456", "200000", "40000000", "4e+07", "salary", "team_")
-PAGES = ("Data", "Noisy statistics", "Noisy tables", "Selection", "Choose epsilon", "Budget",
-         "Private learning", "Welcome")
+PAGES = ("Data", "Noisy statistics", "Noisy tables", "Selection", "Choose epsilon",
+         "Release plan", "Releases", "Private learning", "Welcome")
 
 
 def go_to(page, title: str) -> None:
