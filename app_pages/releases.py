@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard import controls
 from dashboard.analysis import releases as ra
 from dashboard.text import plain
 from release.ledger import Ledger, LedgerError, ledger_path
@@ -41,8 +42,9 @@ st.dataframe(ra.datasets_table(datasets), hide_index=True, key="releases_dataset
 st.subheader("History")
 st.dataframe(ra.history_table(history), hide_index=True, key="releases_history")
 if history:
-    chosen = st.selectbox("Plan of release", [r.id for r in reversed(history)],
-                          format_func=lambda i: f"#{i}", key="releases_plan_of")
+    chosen = controls.select("Plan of release", [r.id for r in reversed(history)],
+                             key="releases_plan_of", format_func=lambda i: f"#{i}",
+                             in_url=False)
     record = next(r for r in history if r.id == chosen)
     st.download_button(f"Plan of release #{record.id} (JSON)", record.plan_json.encode(),
                        file_name=f"plan-release-{record.id}.json", mime="application/json",
