@@ -92,17 +92,17 @@ def big(folder: Path, spark_rows: int) -> None:
     plan_path.write_text(big_plan().to_json(), encoding="utf-8")
     path = generate(bench_dir() / "people_1e8.parquet", 10**8)
     print(f"10^8 rows, DuckDB (CLI): {cli(folder, plan_path, path):.1f} s")
-    small = generate(bench_dir() / f"people_{spark_rows:.0e}.parquet", spark_rows)
+    small = path if spark_rows == 10**8 else generate(
+        bench_dir() / f"people_{spark_rows}.parquet", spark_rows)
     spark = {"EPSILON_LAB_ENGINE": "spark", "EPSILON_LAB_SPARK": "local[2]"}
-    print(f"{spark_rows:.0e} rows, Spark local[2] (CLI): "
+    print(f"{spark_rows:,} rows, Spark local[2] (CLI): "
           f"{cli(folder, plan_path, small, spark):.1f} s")
-    print(f"{spark_rows:.0e} rows, DuckDB (CLI): {cli(folder, plan_path, small):.1f} s")
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--big", action="store_true")
-    parser.add_argument("--spark-rows", type=int, default=10**7)
+    parser.add_argument("--spark-rows", type=int, default=10**8)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
