@@ -17,7 +17,7 @@ from dpcore.accounting import ACCOUNTANT_LABELS, ACCOUNTANTS
 from dpcore.figures import lower as round_down
 from dpcore.figures import upper
 from plan import model
-from plan.build import build, build_plan
+from plan.build import build_plan
 
 ss = st.session_state
 VERSION = "plan_editor_version"     # bumped after each applied edit: a fresh editor is drawn
@@ -36,7 +36,10 @@ def import_plan() -> None:
     """Read an uploaded plan: on success it replaces this dataset's plan and sets the
     accounting and budget controls; on failure the plan in the session is kept."""
     upload = ss.get("plan_import")
-    if upload is None or ss.get(IMPORTED) == upload.file_id:
+    if upload is None:
+        ss.pop(IMPORT_ERROR, None)   # the file the error was about has been removed
+        return
+    if ss.get(IMPORTED) == upload.file_id:
         return
     ss[IMPORTED] = upload.file_id
     try:
@@ -125,7 +128,7 @@ budget = float(budget) if budget and budget > 0 else None
 good, broken = [], []
 for entry in entries:
     try:
-        build(entry.query, unit)
+        build_plan(model.Plan(model.Dataset(loaded.name), (entry.query,), unit))
         good.append(entry)
     except (model.PlanError, ValueError, TypeError) as exc:
         broken.append((entry, exc))

@@ -278,3 +278,23 @@ def test_an_imported_plan_brings_its_privacy_unit():
     # P(|Lap(3)| > α) = 0.05 at α = 3 ln 20 = 8.9872…, shown rounded up to 4 digits
     alpha = math.ceil(3 * math.log(20) * 1000) / 1000
     assert frame["Accuracy now"].iloc[0] == f"±{alpha:g} at 0.95"
+
+
+def test_a_query_on_the_person_id_column_is_shown_and_removable_not_fatal():
+    """A plan query that names the unit's person-id column (releasing statistics of it is not
+    private): the plan refuses it by name, the rest of the plan still works."""
+    from dashboard import datasets
+
+    at = open_app("statistics.py", dataset=datasets.BUILTIN_DATASETS[3])
+    add_from(at, "statistics.py", "stats", [("selectbox", "stats_query", "count")])
+    key = at.session_state["dataset"].key
+    bad = model.PlanQuery("ids", "Patients", model.Histogram(
+        "patient_id", model.Categories((1, 2, 3), "typed")),
+        model.Noise("laplace", "pure", epsilon=1.0))
+    at.session_state[PLANS] = {key: (*at.session_state[PLANS][key], plan_store.Entry(bad))}
+    at.switch_page("app_pages/plan.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("person-id column" in e.value.replace("\\", "") for e in at.error)
+    assert "The plan: 1 query" in [h.value for h in at.subheader]
+    at.button(key="plan_remove_ids").click().run()
+    no_problem(at)
