@@ -38,13 +38,9 @@ def _load_upload() -> None:
     when a file loads; a file that fails is remembered apart, so it is parsed only once.
     """
     ss = st.session_state
-    upload = ss.get("upload_file")
+    upload = state.new_upload("upload_file", tried=UPLOAD_TRIED, error=UPLOAD_ERROR)
     if upload is None:
-        ss.pop(UPLOAD_ERROR, None)   # the file the error was about has been removed
         return
-    if ss.get(UPLOAD_TRIED) == upload.file_id:
-        return
-    ss[UPLOAD_TRIED] = upload.file_id
     try:
         loaded = datasets.load_upload(upload.getvalue(), upload.name)
     except datasets.DatasetError as exc:

@@ -35,13 +35,9 @@ unit = plan_unit(person.current_unit(data_key))
 def import_plan() -> None:
     """Read an uploaded plan: on success it replaces this dataset's plan and sets the
     accounting and budget controls; on failure the plan in the session is kept."""
-    upload = ss.get("plan_import")
+    upload = state.new_upload("plan_import", tried=IMPORTED, error=IMPORT_ERROR)
     if upload is None:
-        ss.pop(IMPORT_ERROR, None)   # the file the error was about has been removed
         return
-    if ss.get(IMPORTED) == upload.file_id:
-        return
-    ss[IMPORTED] = upload.file_id
     try:
         imported = model.Plan.from_json(upload.getvalue())
     except model.PlanError as exc:

@@ -164,3 +164,20 @@ def forget_when_changed(marker: str, context: tuple, keys: tuple[str, ...]) -> N
             ss[SAVED].pop(key, None)
             st.query_params.pop(key, None)
     ss[marker] = context
+
+
+def new_upload(key: str, *, tried: str, error: str) -> Any:
+    """The file in the uploader ``key`` when it has not been read yet, else None.
+
+    ``tried`` remembers the file id of the last file read (loaded or not), so a file is read
+    once; removing the file also removes the error message ``error`` it left.
+    """
+    ss = st.session_state
+    upload = ss.get(key)
+    if upload is None:
+        ss.pop(error, None)   # the file the error was about has been removed
+        return None
+    if ss.get(tried) == upload.file_id:
+        return None
+    ss[tried] = upload.file_id
+    return upload
