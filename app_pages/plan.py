@@ -151,7 +151,7 @@ frame = rp.plan_rows(the_plan, built, contexts)
 number = st.column_config.NumberColumn
 edited = st.data_editor(
     frame, key=f"plan_editor_{ss[VERSION]}", hide_index=True, width="stretch",
-    disabled=[c for c in rp.ROW_COLUMNS if c not in rp._EDITABLE],
+    disabled=[c for c in rp.ROW_COLUMNS if c not in rp.EDITABLE],
     column_config={
         rp.QUERY: st.column_config.TextColumn("Query", width="medium", max_chars=200),
         rp.MECH: st.column_config.TextColumn("Mechanism and budget", width="large"),
@@ -170,7 +170,7 @@ edited = st.data_editor(
         rp.REMOVE: st.column_config.CheckboxColumn("Remove", help="Tick to take the query "
                                                    "out of the plan."),
     })
-editable = list(rp._EDITABLE)
+editable = list(rp.EDITABLE)
 if not edited[editable].equals(frame[editable]):
     queries, problems = rp.apply_edits(the_plan, edited)
     plan_store.update(data_key, queries)
@@ -183,9 +183,8 @@ for problem in ss.pop(PROBLEMS, []):
 st.caption("Edit ε, δ, ρ or a target in the table; tick Remove to take a query out. 'Accuracy "
            "now' is at the query's budget (closed form); 'Meets target' compares it with the "
            "target. Queries without a closed form show —.")
-links = st.columns(max(1, len({q.page for q in the_plan.queries if q.page in rp.PAGES})))
-for col, page in zip(links, sorted({q.page for q in the_plan.queries if q.page in rp.PAGES}),
-                     strict=False):
+pages = sorted({q.page for q in the_plan.queries if q.page in rp.PAGES})
+for col, page in zip(st.columns(max(1, len(pages))), pages, strict=False):
     col.page_link(rp.PAGES[page][0], label=f"Back to {rp.PAGES[page][1]}",
                   icon=":material/arrow_back:")
 

@@ -64,23 +64,17 @@ def released_table(release: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Query", "Statistic", "Group", "Released value"])
 
 
-def _ledger():
-    from release import Ledger
-
-    return Ledger()
-
-
 def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str,
                 budget: float | None) -> None:
     """The button's callback: release once, keep what to show (or the refusal)."""
-    from release import LedgerError, ReleaseRefused, run
+    from release import Ledger, LedgerError, ReleaseRefused, run
     from release.card import card_json
     from release.files import release_csv, release_json
 
     st.session_state[CONFIRM] = False          # one click, one release
     outcome: dict[str, Any]
     try:
-        with _ledger() as ledger:
+        with Ledger() as ledger:
             released = run(plan, source_of(loaded), ledger=ledger, budget=budget,
                            content_hash=content_hash_of(loaded))
             status = ledger.status(released.dataset)

@@ -90,3 +90,21 @@ def _a_ledger_of_the_test_session(tmp_path_factory):
     """No test records a release in the user's own ledger: the session (and the app servers
     it starts) use one in a temporary folder. Tests that need their own set it themselves."""
     os.environ["EPSILON_LAB_LEDGER"] = str(tmp_path_factory.mktemp("ledger") / "ledger.sqlite")
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """The bytes of every download button the app draws, by file name (AppTest keeps them in
+    a storage it drops after each run)."""
+    from streamlit.runtime import memory_media_file_storage as storage
+
+    seen: dict[str, bytes] = {}
+    original = storage.MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        if filename is not None:
+            seen[filename] = path_or_data
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(storage.MemoryMediaFileStorage, "load_and_get_id", keep)
+    return seen

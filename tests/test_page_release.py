@@ -135,24 +135,6 @@ def test_the_releases_page_before_any_release(ledger_file):
     assert any("No release has been made yet" in i.value for i in at.info)
 
 
-@pytest.fixture
-def downloads(monkeypatch):
-    """The bytes of every download button the app draws, by file name (AppTest keeps them in
-    a storage it drops after each run)."""
-    from streamlit.runtime import memory_media_file_storage as storage
-
-    seen: dict[str, bytes] = {}
-    original = storage.MemoryMediaFileStorage.load_and_get_id
-
-    def keep(self, path_or_data, mimetype, kind, filename=None):
-        if filename is not None:
-            seen[filename] = path_or_data
-        return original(self, path_or_data, mimetype, kind, filename)
-
-    monkeypatch.setattr(storage.MemoryMediaFileStorage, "load_and_get_id", keep)
-    return seen
-
-
 def test_a_plan_made_in_the_app_is_released_by_the_command_line_against_one_budget(
         ledger_file, downloads, tmp_path):
     """The plan downloaded from the page, released by `python -m release` on data/adult.csv.gz:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
 
 from dashboard import person
 from dashboard.analysis.groups import uses_rho
@@ -18,7 +21,7 @@ from dashboard.datasets import LoadedDataset
 from dpcore.figures import upper as round_up
 from dpcore.mechanisms import CATALOGUE
 from plan import model
-from plan.build import build
+from plan.build import Built, build
 
 __all__ = ["plan_unit", "bounds_of", "categories_of", "default_target", "statistics_query",
            "tables_query", "groups_query", "quantiles_query", "selection_query", "NotPlannable"]
@@ -82,33 +85,23 @@ def categories_of(loaded: LoadedDataset, column: str,
                             "read off the data on the page")
 
 
-def default_target(query: model.PlanQuery, unit: model.PrivacyUnit, *,
+def default_target(query: model.PlanQuery, built: Built, *,
                    confidence: float = 0.95) -> model.Target | None:
     """±α at ``confidence`` for a query with one additive part, α the part's closed-form
     error (rounded up): what the page showed. None when there is no closed form (a mean, a
     bounded kind, partition selection, a selection or a quantile)."""
     if not isinstance(query.mechanism, model.Noise) or query.threshold is not None:
         return None
-    if CATALOGUE[query.mechanism.kind].needs_range:
-        return None
-    built = build(query, unit)
-    if len(built.parts) != 1:
+    if CATALOGUE[query.mechanism.kind].needs_range or len(built.parts) != 1:
         return None
     beta = 1.0 - confidence
     try:
-        alpha = float(max(list(_flat(built.parts[0].mechanism.accuracy(beta)))))
+        alpha = float(np.max(built.parts[0].mechanism.accuracy(beta)))
     except (ValueError, TypeError):
         return None
     if not alpha > 0 or not math.isfinite(alpha):
         return None
     return model.Target("error", alpha=float(round_up(alpha, 4)), beta=round(beta, 12))
-
-
-def _flat(value) -> list[float]:
-    try:
-        return [float(v) for v in value]
-    except TypeError:
-        return [float(value)]
 
 
 def _noise(choice: PrivacyChoice) -> model.Noise:
@@ -131,14 +124,12 @@ def _with_range(noise: model.Noise, answer_range: tuple[float, float] | None) ->
 
 
 def _finish(query: model.PlanQuery, unit: model.PrivacyUnit) -> model.PlanQuery:
-    """The query checked (built once under the unit), with its default target."""
+    """The query checked and built once under the unit, with its default target (when it
+    has none and one can be read off its mechanism)."""
     query.check("query")
-    build(query, unit)
-    target = default_target(query, unit)
-    if target is None:
-        return query
-    return model.PlanQuery(query.id, query.label, query.query, query.mechanism, query.page,
-                           query.threshold, target)
+    built = build(query, unit)
+    target = query.target or default_target(query, built)
+    return query if target is query.target else replace(query, target=target)
 
 
 def statistics_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, query: str,
@@ -272,9 +263,7 @@ def selection_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, column: 
         wanted = min(math.floor(float(probability) * 1e4) / 1e4, 0.99)
         if 0 < wanted < 1:
             target = model.Target("selection", probability=wanted)
-    query = model.PlanQuery("q", f"Most common {column}" + (f" (top {k})" if k > 1 else ""),
-                            model.Selection(column, candidates, int(k)), mech, "selection",
-                            target=target)
-    query.check("query")
-    build(query, plan_unit(unit))
-    return query
+    return _finish(model.PlanQuery(
+        "q", f"Most common {column}" + (f" (top {k})" if k > 1 else ""),
+        model.Selection(column, candidates, int(k)), mech, "selection", target=target),
+        plan_unit(unit))

@@ -55,7 +55,7 @@ QUERY, PAGE, MECH, EPS, DELTA, RHO = "Query", "Page", "Mechanism", "ε", "δ", "
 ALPHA, BETA, PROB, NOW, MET, REMOVE = ("Target ±α", "Target β", "Target P(correct)",
                                        "Accuracy now", "Meets target", "Remove")
 ROW_COLUMNS = (QUERY, PAGE, MECH, EPS, DELTA, RHO, ALPHA, BETA, PROB, NOW, MET, REMOVE)
-_EDITABLE = (QUERY, EPS, DELTA, RHO, ALPHA, BETA, PROB, REMOVE)
+EDITABLE = (QUERY, EPS, DELTA, RHO, ALPHA, BETA, PROB, REMOVE)
 
 
 
@@ -469,13 +469,12 @@ def plan_risk(plan: model.Plan, built: Sequence[Built]) -> Risk:
     of its riskiest single query for comparison (what Choose epsilon shows per release)."""
     releases = releases_of(built)
     fpr = np.linspace(0.0, 1.0, 201)
-    rows = []
-    for prior in RISK_PRIORS:
-        bound = plan_max_posterior(releases, prior)
-        rows.append({"Prior belief": f"{prior:.0%}",
-                     "Highest belief after the plan": percent_upper(float(bound.posterior)),
-                     "Except with probability": (upper(bound.failure_probability, 2)
-                                                 if bound.failure_probability > 0 else "0")})
+    bound = plan_max_posterior(releases, np.array(RISK_PRIORS))   # one tail, every prior
+    failure = upper(bound.failure_probability, 2) if bound.failure_probability > 0 else "0"
+    rows = [{"Prior belief": f"{prior:.0%}",
+             "Highest belief after the plan": percent_upper(float(posterior)),
+             "Except with probability": failure}
+            for prior, posterior in zip(RISK_PRIORS, bound.posterior, strict=True)]
     # the riskiest single query: the one whose own loss bound is largest
     single = max(range(len(built)), key=lambda i: plan_max_posterior(
         releases_of([built[i]]), 0.5).epsilon)
