@@ -12,7 +12,7 @@ import math
 import numbers
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dpcore.mechanisms import CATALOGUE
@@ -919,15 +919,20 @@ _FAMILIES: dict[str, Any] = {"noise": Noise, "selection": SelectionNoise,
 class Target:
     """An accuracy target: ``error`` (±alpha with probability at least 1 − beta),
     ``selection`` (the true best chosen with probability at least ``probability``) or
-    ``rank`` (a quantile within ``alpha`` ranks with probability at least 1 − beta)."""
+    ``rank`` (a quantile within ``alpha`` ranks with probability at least 1 − beta).
+
+    ``origin`` "data" marks a target computed from the true data (a page's "what you see
+    now" default for a selection): a planning aid that no published file carries."""
 
     kind: str
     alpha: float | None = None
     beta: float | None = None
     probability: float | None = None
+    origin: Origin = "typed"
 
     def check(self, path: str) -> None:
         _choice(self.kind, TARGET_KINDS, f"{path}.kind")
+        _choice(self.origin, ORIGINS, f"{path}.origin")
         if self.kind == "selection":
             if self.probability is None:
                 raise PlanError(f"{path}.probability", "is required for a selection target")
@@ -948,12 +953,15 @@ class Target:
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none({"kind": self.kind, "alpha": _f(self.alpha), "beta": _f(self.beta),
-                           "probability": _f(self.probability)})
+                           "probability": _f(self.probability),
+                           "origin": None if self.origin == "typed" else self.origin})
 
     @staticmethod
     def from_fields(f: _Fields) -> Target:
         out = Target(f.choice("kind", TARGET_KINDS), f.number("alpha", required=False),
-                     f.number("beta", required=False), f.number("probability", required=False))
+                     f.number("beta", required=False), f.number("probability", required=False),
+                     f.choice("origin", ORIGINS, required=False,
+                              default="typed"))  # type: ignore[arg-type]
         f.done()
         return out
 
@@ -1102,6 +1110,16 @@ class Plan:
                     if getattr(q.query, name, None) == unit.person_column:
                         raise PlanError(f"queries[{i}].query.{name}", "is the person-id "
                                         "column: releasing statistics of it is not private")
+
+    def published(self) -> Plan:
+        """The plan as a release publishes it: without the data's content hash (a function of
+        the raw data, kept in the steward's ledger only) and without any target computed from
+        the true data. Declarations read off the data stay, flagged by their origin."""
+        queries = tuple(replace(q, target=None)
+                        if q.target is not None and q.target.origin == "data" else q
+                        for q in self.queries)
+        return replace(self, dataset=replace(self.dataset, content_hash=None),
+                       queries=queries)
 
     def query(self, query_id: str) -> PlanQuery:
         for q in self.queries:

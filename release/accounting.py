@@ -104,7 +104,9 @@ def privacy_spent(losses: Sequence[Loss], accounting: Accounting, *,
     the plan's δ, under the plan's accountant: basic (ε add up; δ shared among the parts
     whose ε depends on it), advanced (Kairouz, Oh & Viswanath), zCDP (ρ add up, then the
     optimal conversion) or PLD (``dp_accounting``, never above basic). Every figure is
-    rounded up there. A basic-composition plan with no total δ (``accounting.delta`` = 0) is
+    rounded up there. A plan whose every part is pure ε-DP is recorded as pure DP (ε the
+    exact sum rounded up, δ = 0) whatever the accountant; the note gives the accountant's
+    (ε, δ) figure. A basic-composition plan with no total δ (``accounting.delta`` = 0) is
     read at the sum of the δs its queries give, and says so in ``note``; with no δ anywhere,
     its ε is the exact sum of the parts' ε, rounded up.
 
@@ -118,6 +120,9 @@ def privacy_spent(losses: Sequence[Loss], accounting: Accounting, *,
         raise ValueError("losses must hold at least one loss")
     labels = list(labels) if labels is not None else [f"part {i}" for i in range(len(losses))]
     method = accounting.method
+    pure = all(loss.rho is None and loss.delta == 0 for loss in losses)
+    if pure and method == "basic":
+        return Spent(total_up([loss.epsilon for loss in losses]), 0.0, method, method)
     label = ACCOUNTANT_LABELS[method]
     rho = _total_rho(losses) if method == "zcdp" else None
     delta, note = accounting.delta, ""
@@ -137,4 +142,11 @@ def privacy_spent(losses: Sequence[Loss], accounting: Accounting, *,
     if not math.isfinite(total.epsilon):
         raise ReleaseRefused(f"under {label} the plan cannot meet δ = {upper(delta, 3)}: "
                              f"{total.note}")
+    if pure:
+        # Every part is ε-DP: the release is pure DP, recorded as such (δ = 0, ε the exact
+        # sum), not as the weaker (ε, δ) guarantee the accountant reads at the plan's δ.
+        return Spent(total_up([loss.epsilon for loss in losses]), 0.0, "basic", method,
+                     note=f"every part is pure ε-DP: recorded as pure DP (ε adds up, δ = 0); "
+                          f"{label} would read ε = {upper(total.epsilon, 6)} at δ = "
+                          f"{upper(delta, 3)}")
     return Spent(total.epsilon, delta, method, method, rho=rho, note=note)

@@ -13,7 +13,7 @@ from release.files import _json_safe
 from release.measurements import OPENDP_VERSION
 from release.run import Release
 
-__all__ = ["release_card", "card_json", "not_covered"]
+__all__ = ["release_card", "card_json", "not_covered", "data_handling"]
 
 
 def _declarations(q: model.PlanQuery) -> list[tuple[str, Any]]:
@@ -50,6 +50,78 @@ def not_covered(plan: model.Plan) -> list[dict[str, Any]]:
     return out
 
 
+def _declared_rule(column: str, what: str = "the declared categories") -> str:
+    return (f"rows whose {column!r} is missing or not one of {what} are not counted (never "
+            "refused: what the data holds goes through the mechanism)")
+
+
+def _whole_noise(q: model.PlanQuery) -> bool:
+    from dpcore.mechanisms import CATALOGUE
+
+    return isinstance(q.mechanism, model.Noise) and CATALOGUE[q.mechanism.kind].integer_only
+
+
+def _query_rules(q: model.PlanQuery) -> list[str]:
+    """How one query reads the data, from the plan alone (the same for every dataset)."""
+    spec = q.query
+    rules: list[str] = []
+    if isinstance(spec, model.Count):
+        rules.append("every row is counted")
+    if isinstance(spec, model.Sum | model.Mean) or (
+            isinstance(spec, model.GroupBy) and spec.statistic != "count"):
+        rounded = (" and rounded to whole numbers (ties to even), as the whole-number noise "
+                   "needs") if _whole_noise(q) else ""
+        rules.append(f"values of {spec.column!r} are clamped to [{spec.bounds.lower:g}, "
+                     f"{spec.bounds.upper:g}]{rounded}; missing or non-numeric values are not "
+                     "counted")
+    if isinstance(spec, model.Mean) or (isinstance(spec, model.GroupBy)
+                                        and spec.statistic == "mean"):
+        rules.append("the mean is released as noisy sum / max(noisy count, 1), clamped to the "
+                     "bounds (post-processing)")
+    if isinstance(spec, model.Histogram) and spec.categories is not None:
+        rules.append(_declared_rule(spec.column))
+    if isinstance(spec, model.Histogram) and spec.edges is not None:
+        rules.append(f"values of {spec.column!r} outside the bin edges are "
+                     + ("counted in a cell below and a cell above" if spec.outside ==
+                        "separate" else "counted in the first and last bins")
+                     + "; missing or non-numeric values are not counted")
+    if isinstance(spec, model.Crosstab):
+        rules.append(_declared_rule(spec.row, "the declared row categories"))
+        rules.append(_declared_rule(spec.column, "the declared column categories"))
+    if isinstance(spec, model.GroupBy):
+        if spec.keys is not None:
+            rules.append(_declared_rule(spec.key, "the declared keys"))
+        else:
+            rules.append(f"the groups of {spec.key!r} are found by partition selection: a "
+                         "group is released only if its noisy count clears the threshold; "
+                         "rows whose key is missing are not counted")
+    if isinstance(spec, model.Quantiles):
+        rules.append(f"values of {spec.column!r} are ranked against the candidates (values "
+                     "outside the grid rank below or above them all); missing or non-numeric "
+                     "values are not counted")
+    if isinstance(spec, model.Selection):
+        rules.append(_declared_rule(spec.column, "the candidates"))
+    return rules
+
+
+def data_handling(plan: model.Plan) -> list[dict[str, Any]]:
+    """How the release read the data, as rules of the plan (never figures of the data):
+    contribution bounds, clamping, rounding, what is not counted."""
+    unit = plan.privacy_unit
+    out: list[dict[str, Any]] = []
+    if unit.person_column is not None:
+        groups = ("" if unit.max_groups is None else
+                  f"; in a grouped query, in at most {unit.max_groups:,} group(s)")
+        out.append({"query": None, "rule": (
+            f"each person (rows with the same {unit.person_column!r}) keeps at most "
+            f"{unit.max_rows:,} row(s) per query or group{groups}, chosen at random from "
+            "their own rows alone (a keyed hash of their rows and of their groups' values); "
+            "rows whose person id is missing are not counted")})
+    for q in plan.queries:
+        out.extend({"query": q.id, "rule": rule} for rule in _query_rules(q))
+    return out
+
+
 def _flavour(release: Release) -> str:
     if release.spent.method == "zcdp":
         return "zero-concentrated DP (zCDP), reported as approximate DP"
@@ -77,8 +149,7 @@ def release_card(release: Release) -> dict[str, Any]:
             "ledger_entry": release.record.id,
             "values_sha256": release.values_hash,
         },
-        "data": {"name": plan.dataset.name, "origin": plan.dataset.origin,
-                 "content_hash": release.dataset.content_hash},
+        "data": {"name": plan.dataset.name, "origin": plan.dataset.origin},
         "privacy_unit": {
             "unit": "row" if unit.person_column is None else "person",
             "person_column": unit.person_column,
@@ -107,6 +178,7 @@ def release_card(release: Release) -> dict[str, Any]:
                            "tool": "Epsilon Lab",
                            "samplers": "OpenDP's exact samplers with the operating system's "
                                        "entropy; never seeded"},
+        "data_handling": data_handling(plan),
         "public_information": public,
         "not_covered_by_the_guarantee": flagged + [{
             "query": None, "what": "choices made while looking at true answers",

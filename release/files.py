@@ -59,7 +59,11 @@ def release_csv(release: Release) -> bytes:
 
 
 def release_record(release: Release) -> dict[str, Any]:
-    """The release as a JSON-able dict: values, what they cost, and how to check them."""
+    """The release as a JSON-able dict: values, what they cost, and how to check them.
+
+    Nothing in it is a function of the data but the released values: no digest of the data
+    (the ledger keeps the data's identity), no true value, and the plan as published
+    (:meth:`plan.model.Plan.published`)."""
     spent = release.spent
     return _json_safe({
         "format": "epsilon-lab-release",
@@ -67,8 +71,7 @@ def release_record(release: Release) -> dict[str, Any]:
         "private_release": True,
         "released_at": release.record.time,
         "ledger_entry": release.record.id,
-        "dataset": {"name": release.dataset.name, "content_hash": release.dataset.content_hash,
-                    "origin": release.plan.dataset.origin},
+        "dataset": {"name": release.dataset.name, "origin": release.plan.dataset.origin},
         "privacy_unit": release.plan.privacy_unit.describe(),
         "privacy_spent": spent.to_dict(),
         "accounting": {"method": spent.method, "requested": spent.requested,
@@ -81,7 +84,7 @@ def release_record(release: Release) -> dict[str, Any]:
                     for q in release.queries],
         "values_sha256": release.values_hash,
         "implementation": release.implementation,
-        "plan": release.plan.to_dict(),
+        "plan": release.plan.published().to_dict(),
     })
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,6 @@ from engine.queries import (
     GroupedSumAggregate,
     HistogramAggregate,
     SumAggregate,
-    TableAggregate,
 )
 from engine.sources import FileSource, FrameSource, Source, TableSource
 from plan import model
@@ -211,26 +211,23 @@ def _aggregates(built: Built, engine: Engine, source: Source) -> tuple[Any, tupl
     return tuple(_answer(engine, source, query) for query in built.engine_queries), ()
 
 
-def _outside(built: Built, agg: HistogramAggregate | TableAggregate) -> None:
-    outside = agg.outside if isinstance(agg, HistogramAggregate) else (
-        agg.row_outside + agg.column_outside)
-    if outside:
-        raise DataMismatch(
-            f"query {built.query.id!r}: the data holds values outside the declared "
-            "categories; declare them (or filter those rows out of the data) and plan again")
+#: Whole-number totals handed to OpenDP's integer samplers are saturated here: far inside
+#: the 64-bit range (noise is added in 64 bits), and a public constant, so saturating is a
+#: 1-Lipschitz map of the total that no data can turn into a refusal.
+WHOLE_LIMIT = 2**62
 
 
-def _exact_integer(value: float, query_id: str) -> int:
-    if not (math.isfinite(value) and abs(value) < 2**53 and float(value).is_integer()):
-        raise DataMismatch(f"query {query_id!r}: the sum is not a whole number within ±2^53, "
-                           "which whole-number noise needs")
-    return int(value)
+def _whole(value: float | int) -> int:
+    """A whole-number total (the engine sums whole numbers) saturated to ±WHOLE_LIMIT."""
+    if isinstance(value, float) and math.isnan(value):  # pragma: no cover — sums are not NaN
+        raise ValueError("a whole-number total is NaN")
+    return int(min(max(value, -WHOLE_LIMIT), WHOLE_LIMIT))
 
 
-def _finite(values: Sequence[float], query_id: str) -> None:
-    if not all(math.isfinite(v) for v in values):
-        raise DataMismatch(f"query {query_id!r}: a clamped sum overflows float64; narrow the "
-                           "bounds")
+def _saturated(value: float) -> float:
+    """A clamped sum saturated to the largest finite floats: a sum that overflows float64
+    is released as the largest float (what clamping the total does), never refused."""
+    return min(max(float(value), -sys.float_info.max), sys.float_info.max)
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,21 +250,16 @@ def _draw_query(built: Built, certified: tuple[Certified, ...], aggs: tuple, key
         return _released(pq, "count", rows, certified, notes)
     if isinstance(q, model.Sum):
         agg: SumAggregate = aggs[0]
-        _finite([agg.total], pq.id)
-        value = certified[0].draw(_as(certified[0], agg.total, pq.id))
+        value = certified[0].draw(_as(certified[0], agg.total))
         return _released(pq, "sum", (((), _number(value)),), certified, notes)
     if isinstance(q, model.Mean):
         agg = aggs[0]
-        _finite([agg.total], pq.id)
-        noisy_sum = certified[0].draw(_as(certified[0], agg.total, pq.id))
+        noisy_sum = certified[0].draw(_as(certified[0], agg.total))
         noisy_count = certified[1].draw(_as(certified[1], agg.rows))
         mean = _mean(noisy_sum, noisy_count, q.bounds)
         return _released(pq, "mean", (((), mean),), certified, notes)
     if isinstance(q, model.Histogram | model.Crosstab):
         agg = aggs[0]
-        if isinstance(agg, HistogramAggregate | TableAggregate) and not (
-                isinstance(q, model.Histogram) and q.edges is not None):
-            _outside(built, agg)
         counts = np.asarray(agg.counts).reshape(-1)
         noisy = certified[0].draw(_as(certified[0], counts.tolist()))
         groups = _cell_labels(q)
@@ -300,13 +292,12 @@ def _draw_query(built: Built, certified: tuple[Certified, ...], aggs: tuple, key
     raise TypeError(f"unknown query {type(q).__name__}")  # pragma: no cover
 
 
-def _as(part: Certified, value: Any, query_id: str = "") -> Any:
-    """The true aggregate in the measurement's input type (whole numbers for integer noise)."""
+def _as(part: Certified, value: Any) -> Any:
+    """The true aggregate in the measurement's input type: whole numbers (saturated) for
+    integer noise, finite floats (saturated) otherwise."""
     if isinstance(value, list):
-        return [int(v) for v in value] if part.integer else [float(v) for v in value]
-    if part.integer:
-        return _exact_integer(float(value), query_id) if isinstance(value, float) else int(value)
-    return float(value)
+        return [_as(part, v) for v in value]
+    return _whole(value) if part.integer else _saturated(value)
 
 
 def _mean(noisy_sum: Any, noisy_count: Any, bounds: model.Bounds) -> float:
@@ -356,8 +347,7 @@ def _draw_group_by(built: Built, q: model.GroupBy, certified: tuple[Certified, .
     if not chosen:
         return _released(pq, statistic, (), certified, notes)
     totals = [float(agg.totals[i]) for i in chosen]
-    _finite(totals, pq.id)
-    sums = parts[0].draw(_as_each(parts[0], totals, pq.id))
+    sums = parts[0].draw(_as(parts[0], totals))
     if q.statistic == "sum":
         rows = tuple(((names[i],), _number(v)) for i, v in zip(chosen, sums, strict=True))
         return _released(pq, statistic, rows, certified, notes)
@@ -365,12 +355,6 @@ def _draw_group_by(built: Built, q: model.GroupBy, certified: tuple[Certified, .
     rows = tuple(((names[i],), _mean(s, c, q.bounds))
                  for i, s, c in zip(chosen, sums, counts_noisy, strict=True))
     return _released(pq, statistic, rows, certified, notes)
-
-
-def _as_each(part: Certified, values: list[float], query_id: str) -> list:
-    if part.integer:
-        return [_exact_integer(v, query_id) for v in values]
-    return [float(v) for v in values]
 
 
 def _released(pq: model.PlanQuery, statistic: str, rows: tuple, certified: tuple,

@@ -16,7 +16,7 @@ from scipy import optimize
 
 from plan.build import Loss
 from plan.model import Accounting
-from release.accounting import privacy_spent
+from release.accounting import privacy_spent, total_up
 from release.errors import ReleaseRefused
 from tests.test_accounting import gaussian_epsilon, kov, optimal_pure_delta
 
@@ -83,29 +83,41 @@ def test_a_thresholds_delta_is_spent_outright_under_zcdp():
     assert spent.delta == 1e-6
 
 
+def _noted_epsilon(note: str) -> float:
+    return float(note.split("would read ε = ")[1].split(" ")[0])
+
+
 def test_advanced_is_kairouz_oh_viswanath_and_never_below_the_optimum():
-    losses = [Loss(epsilon=0.1)] * 40
+    losses = [Loss(epsilon=0.1)] * 40 + [Loss(epsilon=0.1, delta=1e-9)]
     spent = privacy_spent(losses, Accounting("advanced", 1e-6))
-    closed = kov([0.1] * 40, 1e-6)  # (no Gaussian part: all of δ is δ')
-    assert closed <= spent.epsilon <= closed * (1 + 1e-12) and closed < 4.0
+    closed = kov([0.1] * 41, 1e-6 - 1e-9)  # what the (ε, δ) part leaves is δ'
+    assert closed <= spent.epsilon <= closed * (1 + 1e-12) and closed < 4.1
     # a valid guarantee: the exact optimal composition needs no more than δ at this ε
-    assert optimal_pure_delta([(0.1, 40)], spent.epsilon) <= 1e-6
+    assert optimal_pure_delta([(0.1, 41)], spent.epsilon) <= 1e-6 - 1e-9
     assert spent.method == spent.requested == "advanced" and spent.note == ""
 
 
-def test_pld_of_pure_parts_against_dp_accounting_by_hand():
+def test_pure_parts_are_recorded_pure_with_the_accountants_figure_in_the_note():
+    """40 × ε = 0.1 and one ε = 0.5: recorded as pure 4.5-DP (δ = 0); the note gives the
+    tight figures, checked against Kairouz–Oh–Viswanath and dp_accounting by hand."""
     losses = [Loss(epsilon=0.1)] * 40 + [Loss(epsilon=0.5)]
+    advanced = privacy_spent(losses, Accounting("advanced", 1e-6))
     spent = privacy_spent(losses, Accounting("pld", 1e-6))
+    for recorded, method in ((advanced, "advanced"), (spent, "pld")):
+        assert (recorded.epsilon, recorded.delta, recorded.method, recorded.requested) == (
+            total_up([0.1] * 40 + [0.5]), 0.0, "basic", method)
+        assert 4.5 <= recorded.epsilon <= math.nextafter(4.5, 5)
+    assert _noted_epsilon(advanced.note) == pytest.approx(
+        kov([0.1] * 40 + [0.5], 1e-6), rel=1e-5)
+
     def pure(eps: float):
         return pld.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, 0.0),
                                            value_discretization_interval=1e-3)
 
     by_hand = pure(0.1).self_compose(40).compose(pure(0.5)).get_epsilon_for_delta(1e-6)
-    assert spent.epsilon == pytest.approx(by_hand, abs=2e-3)
-    assert optimal_pure_delta([(0.1, 40), (0.5, 1)], spent.epsilon) <= 1e-6
-    advanced = privacy_spent(losses, Accounting("advanced", 1e-6)).epsilon
-    assert spent.epsilon < advanced <= 4.5 * (1 + 1e-12)
-    assert spent.method == "pld" and spent.note == ""
+    assert _noted_epsilon(spent.note) == pytest.approx(by_hand, abs=2e-3)
+    assert optimal_pure_delta([(0.1, 40), (0.5, 1)], _noted_epsilon(spent.note)) <= 1e-6
+    assert _noted_epsilon(spent.note) < _noted_epsilon(advanced.note) <= 4.50001
 
 
 def test_pld_of_an_opendp_gaussian_lies_between_its_exact_profile_and_the_cks_bound():
@@ -148,3 +160,14 @@ def test_refusals_say_why():
                       Accounting("basic"))
     with pytest.raises(ValueError, match="losses"):
         privacy_spent([], Accounting("basic"))
+
+
+@pytest.mark.parametrize("method", ["advanced", "zcdp", "pld"])
+def test_a_plan_of_pure_parts_is_recorded_as_pure_dp(method):
+    """Three ε-DP parts: the release is what it is, pure 3-DP (δ = 0), not an (ε, δ) figure
+    at the plan's δ (PLD reads 2.999997 at δ = 1e-6: no reason to spend a δ)."""
+    losses = [Loss(epsilon=1.0), Loss(epsilon=0.5), Loss(epsilon=1.5)]
+    spent = privacy_spent(losses, Accounting(method, 1e-6))
+    assert (spent.epsilon, spent.delta, spent.method, spent.requested) == (
+        3.0, 0.0, "basic", method)
+    assert "pure DP" in spent.note

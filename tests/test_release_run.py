@@ -15,6 +15,7 @@ import pytest
 from engine import Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan.model import (
+    Accounting,
     Bounds,
     Budget,
     Count,
@@ -195,24 +196,44 @@ def test_over_budget_is_refused_before_the_data_is_read(tmp_path):
             run(tight, FrameSource(_truth_frame()), ledger=ledger, engine=engine)
 
 
-def test_data_that_does_not_fit_the_plan_is_refused(tmp_path, engine):
+def test_a_release_refuses_on_the_plan_and_the_columns_only(tmp_path, engine):
+    """A plan pinned to other data and a column the data lacks are refused (public: the
+    plan and the file's columns); nothing is recorded."""
     frame = _truth_frame()
     pinned = Plan(Dataset("people", content_hash="sha256:" + "0" * 64),
                   _continuous_plan().queries)
-    undeclared = Plan(Dataset("people"), (
-        PlanQuery("r", "Regions", Histogram("region", cats("north", "south")),
-                  Noise("laplace", "pure", epsilon=1.0)),))
     missing = Plan(Dataset("people"), (
         PlanQuery("s", "Sum", Sum("salary", Bounds(0, 1)), Noise("laplace", "pure",
                                                                   epsilon=1.0)),))
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         with pytest.raises(DataMismatch, match="other data"):
             run(pinned, FrameSource(frame), ledger=ledger, engine=engine)
-        with pytest.raises(DataMismatch, match="outside the declared categories"):
-            run(undeclared, FrameSource(frame), ledger=ledger, engine=engine)
         with pytest.raises(DataMismatch, match="salary"):
             run(missing, FrameSource(frame), ledger=ledger, engine=engine)
         assert ledger.releases() == []
+
+
+def test_values_outside_the_declared_categories_go_through_the_mechanism(tmp_path, engine):
+    """What the data holds never refuses a release (a refusal would tell one bit of it for
+    free): rows outside the declared categories are not counted, and the card says so."""
+    frame = _truth_frame()   # regions north, south and east; only two declared
+    undeclared = Plan(Dataset("people"), (
+        PlanQuery("r", "Regions", Histogram("region", cats("north", "south")),
+                  Noise("laplace", "pure", epsilon=1e6)),
+        PlanQuery("t", "Regions by sex", Crosstab("region", "sex", cats("north"), cats("F")),
+                  Noise("geometric", "pure", epsilon=1e6))))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(undeclared, FrameSource(frame), ledger=ledger, engine=engine)
+        assert len(ledger.releases()) == 1
+    regions = dict(release.queries[0].rows)
+    truth = frame["region"].value_counts()
+    assert regions[("north",)] == pytest.approx(truth["north"], abs=1e-3)
+    assert regions[("south",)] == pytest.approx(truth["south"], abs=1e-3)
+    both = ((frame["region"] == "north") & (frame["sex"] == "F")).sum()
+    assert dict(release.queries[1].rows)[("north", "F")] == both
+    rules = release_card(release)["data_handling"]
+    assert any("not one of the declared categories" in rule["rule"] and rule["query"] == "r"
+               for rule in rules)
 
 
 def test_the_card_says_what_the_release_spent_and_what_it_does_not_cover(tmp_path, engine):
@@ -238,3 +259,21 @@ def test_the_card_says_what_the_release_spent_and_what_it_does_not_cover(tmp_pat
     epsilons = [m["privacy"].get("epsilon") for q in card["queries"] for m in q["mechanisms"]]
     assert all(e is None or 0 < e <= 1.0 + 1e-12 for e in epsilons)
     assert math.isfinite(card["privacy_loss"]["epsilon"])
+
+
+@pytest.mark.parametrize("method", ["basic", "advanced", "zcdp", "pld"])
+def test_a_pure_plan_is_recorded_and_carded_as_pure_dp(tmp_path, engine, method):
+    """Every part ε-DP (Laplace, geometric, exponential-noise selection): the ledger, the
+    files and the card say pure DP with δ = 0 whatever the accountant (it was recorded as
+    (ε, 1e-6) under the tight accountants, and carded as approximate DP)."""
+    plan = Plan(Dataset("people"), (
+        PlanQuery("n", "Rows", Count(), Noise("laplace", "pure", epsilon=1.0)),
+        PlanQuery("r", "Regions", Histogram("region", cats("north", "south", "east")),
+                  Noise("geometric", "pure", epsilon=0.5))),
+        accounting=Accounting(method, 0.0 if method == "basic" else 1e-6))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(plan, FrameSource(_truth_frame()), ledger=ledger, engine=engine)
+        entry = ledger.releases()[0]
+    assert (entry.epsilon, entry.delta) == (1.5, 0.0)
+    assert release_record(release)["privacy_spent"] == {"epsilon": 1.5, "delta": 0.0}
+    assert release_card(release)["flavour"] == "pure DP"

@@ -259,10 +259,11 @@ def selection_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, column: 
             else model.SelectionNoise(noise, "zcdp", rho=float(level)))
     target = None
     if probability is not None and k == 1:
-        # what the page shows now, rounded down, and at most 0.99 (a sure pick needs no more)
+        # what the page shows now, rounded down, and at most 0.99 (a sure pick needs no more):
+        # computed from the true counts, so marked as read off the data (never published)
         wanted = min(math.floor(float(probability) * 1e4) / 1e4, 0.99)
         if 0 < wanted < 1:
-            target = model.Target("selection", probability=wanted)
+            target = model.Target("selection", probability=wanted, origin="data")
     return _finish(model.PlanQuery(
         "q", f"Most common {column}" + (f" (top {k})" if k > 1 else ""),
         model.Selection(column, candidates, int(k)), mech, "selection", target=target),

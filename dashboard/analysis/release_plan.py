@@ -248,13 +248,16 @@ def _edited_target(query: model.PlanQuery, alpha: float | None, beta: float | No
                    prob: float | None) -> model.Target | None:
     old = query.target
     if prob is not None:
-        return model.Target("selection", probability=prob)
-    if alpha is None and beta is None:
+        new = model.Target("selection", probability=prob)
+    elif alpha is None and beta is None:
         return None
-    kind = "rank" if isinstance(query.query, model.Quantiles) else "error"
-    if old is not None and old.kind != "selection":
-        kind = old.kind
-    return model.Target(kind, alpha=alpha, beta=0.05 if beta is None else beta)
+    else:
+        kind = "rank" if isinstance(query.query, model.Quantiles) else "error"
+        if old is not None and old.kind != "selection":
+            kind = old.kind
+        new = model.Target(kind, alpha=alpha, beta=0.05 if beta is None else beta)
+    # an untouched target keeps where it came from (a default read off the data stays so)
+    return old if old is not None and replace(old, origin="typed") == new else new
 
 
 def apply_edits(plan: model.Plan, edited: pd.DataFrame
