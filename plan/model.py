@@ -760,8 +760,9 @@ class Noise:
 
     ``measure`` is pure (ε), approx (ε, δ) or zcdp (ρ). Under basic or advanced accounting
     a zCDP mechanism also needs ``delta``: the δ at which its ρ is read as (ε, δ).
-    ``lower``/``upper`` are the public answer range of the kinds that need one, ``gamma``
-    the staircase's shape.
+    ``lower``/``upper`` are the public answer range of the kinds that need one (and
+    ``range_origin`` where it comes from: "data" when it was read off the data, e.g. a round
+    number above an upload's row count), ``gamma`` the staircase's shape.
     """
 
     kind: str
@@ -772,6 +773,7 @@ class Noise:
     lower: float | None = None
     upper: float | None = None
     gamma: float | None = None
+    range_origin: Origin = "typed"
     family: Literal["noise"] = field(default="noise", init=False)
 
     def check(self, path: str) -> None:
@@ -802,6 +804,7 @@ class Noise:
                 if name not in spec.parameters:
                     raise PlanError(f"{path}.{name}", f"does not apply to the {self.kind} "
                                     "mechanism")
+        _choice(self.range_origin, ORIGINS, f"{path}.range_origin")
         if spec.needs_range:
             if self.lower is None or self.upper is None:
                 raise PlanError(f"{path}.lower", f"the {self.kind} mechanism needs the public "
@@ -818,13 +821,17 @@ class Noise:
         return _drop_none({"family": self.family, "kind": self.kind, "measure": self.measure,
                            "epsilon": _f(self.epsilon), "delta": _f(self.delta),
                            "rho": _f(self.rho), "lower": _f(self.lower),
-                           "upper": _f(self.upper), "gamma": _f(self.gamma)})
+                           "upper": _f(self.upper), "gamma": _f(self.gamma),
+                           "range_origin": (None if self.range_origin == "typed"
+                                            else self.range_origin)})
 
     @staticmethod
     def from_fields(f: _Fields) -> Noise:
         return Noise(f.choice("kind", tuple(CATALOGUE)), f.text("measure"),
                      *(f.number(name, required=False)
-                       for name in ("epsilon", "delta", "rho", "lower", "upper", "gamma")))
+                       for name in ("epsilon", "delta", "rho", "lower", "upper", "gamma")),
+                     f.choice("range_origin", ORIGINS, required=False,
+                              default="typed"))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,12 @@ def not_covered(plan: model.Plan) -> list[dict[str, Any]]:
             if declared.origin == "data":
                 out.append({"query": q.id, "what": what, "origin": "read from the data",
                             "source": declared.source})
+        noise = q.mechanism
+        if isinstance(noise, model.Noise) and noise.lower is not None and (
+                noise.range_origin == "data"):
+            out.append({"query": q.id, "what": f"answer range of the {noise.kind} mechanism",
+                        "origin": "read from the data",
+                        "source": "a round number at or above the data's own size"})
     unit = plan.privacy_unit
     if unit.person_column is not None and unit.bounds_origin == "data":
         out.append({"query": None, "what": "contribution bounds (rows and groups per person)",

@@ -22,7 +22,7 @@ import pytest
 from engine import Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan.build import build_plan
-from plan.model import Dataset, Plan, Target
+from plan.model import Dataset, Noise, Plan, PlanQuery, Sum, Target
 from release import Ledger, run
 from release.card import card_json
 from release.files import release_csv, release_json
@@ -139,3 +139,65 @@ def test_the_selection_pages_default_target_is_read_off_the_data_and_never_publi
     table.loc[entry.query.id, rp.EPS] = 0.5
     [edited], problems = rp.apply_edits(plan, table)
     assert problems == [] and edited.target.origin == "data"
+
+
+def _loaded(domains: dict, key: str = "upload:mine"):
+    from dashboard.data.model import LoadedDataset
+
+    frame = pd.DataFrame({"income": [12.0, 430.0, 88.5, 1500.0], "dx": ["A", "B", "A", "C"]})
+    return LoadedDataset("mine.csv", frame, domains, [], "test", key=key)
+
+
+def test_bounds_and_categories_carry_the_origin_they_were_set_with():
+    """The card said "typed" for bounds the page suggested from the data's own extremes,
+    and "public" for bounds and categories the user typed in the schema: each now carries
+    where it was set, and what was read off the data is flagged on the card."""
+    from dashboard.analysis import plan_entries as pe
+    from dashboard.analysis.stats_query import default_bounds
+    from dashboard.data.model import ColumnDomain
+    from dashboard.data.schema import with_origin
+    from release.card import not_covered
+
+    bare = _loaded({})
+    suggested = default_bounds(bare, "income")
+    assert pe.bounds_of(bare, "income", suggested.lower, suggested.upper).origin == "data"
+    assert pe.bounds_of(bare, "income", 0.0, 999.0).origin == "typed"
+    typed = _loaded({
+        "income": with_origin(ColumnDomain("numeric", lower=0.0, upper=2000.0), "typed", "x"),
+        "dx": with_origin(ColumnDomain("categorical", categories=("A", "B", "C")), "typed")})
+    assert pe.bounds_of(typed, "income", 0.0, 2000.0).origin == "typed"
+    assert pe.categories_of(typed, "dx", None).origin == "typed"
+    public = _loaded({"income": with_origin(ColumnDomain("numeric", lower=0.0, upper=2000.0),
+                                            "public", "tariff")})
+    assert pe.bounds_of(public, "income", 0.0, 2000.0).origin == "public"
+    # the card lists the suggestion read off the data as not covered by the guarantee
+    bounds = pe.bounds_of(bare, "income", suggested.lower, suggested.upper)
+    plan = Plan(Dataset("mine"), (PlanQuery("s", "Sum", Sum("income", bounds),
+                                            Noise("laplace", "pure", epsilon=1.0)),))
+    assert [item["what"] for item in not_covered(plan)] == ["bounds of 'income'"]
+
+
+def test_an_answer_range_from_an_uploads_size_is_flagged():
+    """Bounded Laplace needs a public range for the answer; the page's default is a round
+    number above the row count, which for an upload is read off the data."""
+    from dashboard.analysis import plan_entries as pe
+    from dashboard.analysis.stats_query import QuerySpec, default_answer_range
+    from dashboard.choices import PrivacyChoice
+    from dashboard.person import PrivacyUnit as PageUnit
+    from release.card import not_covered
+
+    loaded = _loaded({})
+    choice = PrivacyChoice("pure", "bounded_laplace", epsilon=1.0)
+    default = default_answer_range(QuerySpec("count"), len(loaded.relation))
+    query = pe.statistics_query(loaded, PageUnit(), query="count", column=None, lower=None,
+                                upper=None, categories=None, choice=choice,
+                                answer_range=default)
+    assert query.mechanism.range_origin == "data"
+    plan = Plan(Dataset("mine"), (query,))
+    assert [item["what"] for item in not_covered(plan)] == [
+        "answer range of the bounded_laplace mechanism"]
+    typed = pe.statistics_query(loaded, PageUnit(), query="count", column=None, lower=None,
+                                upper=None, categories=None, choice=choice,
+                                answer_range=(0.0, 100.0))
+    assert typed.mechanism.range_origin == "typed"
+    assert Plan.from_json(plan.to_json()) == plan

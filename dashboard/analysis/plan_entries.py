@@ -17,6 +17,7 @@ import numpy as np
 from dashboard import person
 from dashboard.analysis.groups import uses_rho
 from dashboard.choices import PrivacyChoice
+from dashboard.data.schema import origin_of
 from dashboard.datasets import LoadedDataset
 from dpcore.figures import upper as round_up
 from dpcore.mechanisms import CATALOGUE
@@ -44,14 +45,21 @@ def _domain(loaded: LoadedDataset, column: str):
 
 
 def bounds_of(loaded: LoadedDataset, column: str, lower: float, upper: float) -> model.Bounds:
-    """Clamping bounds with their origin: the column's declared range (public, or flagged as
-    read off the data), else typed by the user."""
+    """Clamping bounds with where they come from, as the page set them: the column's
+    declared range (with the schema's origin: public, typed, or read off the data), the
+    page's suggestion around the data's own extremes (read off the data), or typed."""
+    from dashboard.analysis.stats_query import default_bounds
+
+    pair = (float(lower), float(upper))
     domain = _domain(loaded, column)
     if (domain is not None and domain.kind == "numeric" and domain.lower is not None
-            and (float(lower), float(upper)) == (float(domain.lower), float(domain.upper))):
-        return model.Bounds(float(lower), float(upper), "data" if domain.from_data else "public",
-                            str(domain.source or ""))
-    return model.Bounds(float(lower), float(upper), "typed", "typed on the page")
+            and pair == (float(domain.lower), float(domain.upper))):
+        return model.Bounds(*pair, origin_of(domain), str(domain.source or ""))
+    suggested = default_bounds(loaded, column)
+    if not suggested.public and pair == (suggested.lower, suggested.upper):
+        return model.Bounds(*pair, "data", "round numbers around the data's own minimum and "
+                            "maximum, suggested by the page")
+    return model.Bounds(*pair, "typed", "typed on the page")
 
 
 def _category_values(values: Sequence[object]) -> tuple:
@@ -70,13 +78,13 @@ def _category_values(values: Sequence[object]) -> tuple:
 
 def categories_of(loaded: LoadedDataset, column: str,
                   values: Sequence[object] | None) -> model.Categories:
-    """Categories of ``column`` with their origin: the declared ones (public, or flagged),
-    else ``values`` read off the data (flagged: not covered by the guarantee)."""
+    """Categories of ``column`` with their origin: the declared ones (with the schema's
+    origin: public, typed, or read off the data), else ``values`` read off the data
+    (flagged: not covered by the guarantee)."""
     domain = _domain(loaded, column)
     if domain is not None and domain.categories:
         if values is None or tuple(map(str, values)) == tuple(map(str, domain.categories)):
-            return model.Categories(_category_values(domain.categories),
-                                    "data" if domain.from_data else "public",
+            return model.Categories(_category_values(domain.categories), origin_of(domain),
                                     str(domain.source or ""))
     if values is None:
         raise NotPlannable(f"{column!r} has no declared categories: declare them on the Data "
@@ -116,11 +124,32 @@ def _noise(choice: PrivacyChoice) -> model.Noise:
                        delta=budget.get("delta"), rho=budget.get("rho"))
 
 
-def _with_range(noise: model.Noise, answer_range: tuple[float, float] | None) -> model.Noise:
+def _with_range(noise: model.Noise, answer_range: tuple[float, float] | None,
+                origin: str = "typed") -> model.Noise:
     if answer_range is None or not CATALOGUE[noise.kind].needs_range:
         return noise
-    return model.Noise(noise.kind, noise.measure, noise.epsilon, noise.delta, noise.rho,
-                       float(answer_range[0]), float(answer_range[1]), noise.gamma)
+    return replace(noise, lower=float(answer_range[0]), upper=float(answer_range[1]),
+                   range_origin=origin)
+
+
+def _range_origin(loaded: LoadedDataset, answer_range: tuple[float, float] | None,
+                  bounds: model.Bounds | None) -> str:
+    """Where the answer range of a bounded kind comes from: the page's default (a round
+    number above the row count, times the bounds) is public for a built-in whose size is
+    published, read off the data for an upload or when the bounds are; else typed."""
+    from dashboard.analysis.stats_query import QuerySpec, default_answer_range
+
+    if answer_range is None:
+        return "typed"
+    spec = QuerySpec("sum" if bounds is not None else "count", None,
+                     None if bounds is None else bounds.lower,
+                     None if bounds is None else bounds.upper, None, None)
+    if tuple(map(float, answer_range)) != tuple(default_answer_range(spec,
+                                                                      len(loaded.relation))):
+        return "typed"
+    if loaded.key.startswith("builtin:") and (bounds is None or bounds.origin != "data"):
+        return "public"
+    return "data"
 
 
 def _finish(query: model.PlanQuery, unit: model.PrivacyUnit) -> model.PlanQuery:
@@ -138,7 +167,7 @@ def statistics_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, query: 
                      sum_share: float = 0.5,
                      answer_range: tuple[float, float] | None = None) -> model.PlanQuery:
     """The Noisy statistics page's query."""
-    noise = _with_range(_noise(choice), answer_range)
+    bounds = None
     if query == "count":
         spec: model.QuerySpec = model.Count()
         label = "Number of rows"
@@ -152,6 +181,8 @@ def statistics_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, query: 
         label = f"Counts of {column}"
     else:
         raise NotPlannable(f"unknown query {query!r}")
+    noise = _with_range(_noise(choice), answer_range,
+                        _range_origin(loaded, answer_range, bounds))
     punit = plan_unit(unit)
     return _finish(model.PlanQuery("q", label, spec, noise, "statistics"), punit)
 
