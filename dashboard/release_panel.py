@@ -43,16 +43,17 @@ BUILTIN_FILES = {"Adult (UCI census income)": "adult.csv.gz", "Iris": "iris.csv"
 
 
 def content_hash_of(loaded: LoadedDataset) -> str | None:
-    """The content hash a release records for ``loaded``: a built-in's source file's (so the
-    app and the command line on that file are one dataset in the ledger); None for the rest
-    (a data-folder file is hashed as a file, a frame by its values, by ``release.run``)."""
+    """The content digest a release records for ``loaded``: a built-in's source file's (so
+    the app and the command line on that file are one dataset in the ledger, even where the
+    app's loader tidies the frame); None for the rest (``release.run`` digests the
+    data-folder file or the upload's frame: the same digest as the file it came from)."""
     from dashboard.data.builtins import DATA_DIR
-    from plan.identity import file_hash
+    from plan.identity import content_digest
 
     name = BUILTIN_FILES.get(loaded.name)
     if name is None or loaded.file is not None or not loaded.key.startswith("builtin:"):
         return None
-    return file_hash(DATA_DIR / name)
+    return content_digest(DATA_DIR / name)
 
 
 def released_table(release: Any) -> pd.DataFrame:

@@ -1,8 +1,14 @@
-"""A dataset's identity: its name and a SHA-256 of its content, streamed and cached.
+"""A dataset's identity: the name a plan gives it and a digest of its content.
 
-A file is hashed byte for byte (an upload's bytes hash the same as the file it came from, so
-the app and the command line name the same data alike); a Parquet folder by its files' paths
-and hashes; an in-memory frame with no file behind it by its columns, types and values.
+The ledger knows data by :func:`content_digest`: a SHA-256 over the canonical table — the
+column names in sorted order and the multiset of rows, each value written in one canonical
+text (a number as its shortest float64 text, a missing value as missing whatever its marker,
+text trimmed) — computed by DuckDB the same way for an upload held in memory, a file of the
+data folder and the file given to ``python -m release``. Renaming the file, compressing it,
+reordering its columns or its rows keep the identity; changing one value changes it.
+
+The older byte-level hashes (:func:`file_hash`, :func:`frame_hash`) are kept for ledgers
+written before the content digest: they are looked up as aliases of the same data.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["DatasetIdentity", "file_hash", "bytes_hash", "frame_hash", "content_hash",
-           "CHUNK_BYTES", "FRAME_CHUNK_ROWS"]
+           "content_digest", "CHUNK_BYTES", "FRAME_CHUNK_ROWS", "MISSING_TEXTS"]
 
 #: Bytes read at a time: memory stays bounded whatever the file's size.
 CHUNK_BYTES = 1 << 20
@@ -33,10 +39,17 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class DatasetIdentity:
-    """How the ledger knows a dataset: its name and the hash of its content."""
+    """How the ledger knows a dataset: the name a plan gives it, and the digest of its
+    content (:func:`content_digest`); ``aliases`` are older hashes of the same data (a
+    ledger written before the content digest knows it by one of them)."""
 
     name: str
     content_hash: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def hashes(self) -> tuple[str, ...]:
+        return (self.content_hash, *(a for a in self.aliases if a != self.content_hash))
 
     def describe(self) -> str:
         return f"{self.name} ({self.content_hash[:19]}…)"
@@ -141,3 +154,119 @@ def content_hash(data: str | os.PathLike | bytes | pd.DataFrame) -> str:
     if isinstance(data, str | os.PathLike):
         return file_hash(data)
     raise TypeError(f"data must be a path, bytes or a DataFrame, got {type(data).__name__}")
+
+
+# --------------------------------------------------------------------------------------------
+# the content digest
+
+#: Cell texts read as missing (after trimming, any case): the upload parser's markers, so an
+#: upload and the same file read by DuckDB agree on what is missing.
+MISSING_TEXTS = ("", "na", "n/a", "nan", "null", "#n/a", "<na>")
+_DIGEST_FORMAT = b"epsilon-lab-content-v1\x00"
+_digest_cache: OrderedDict[tuple, str] = OrderedDict()
+
+
+def _canonical_value(text: str, number: str, missing: str) -> str:
+    """SQL for one value's canonical text from its trimmed text, that text as a double and
+    whether it was missing: '' missing, 'n' a finite number (its shortest float64 text), 'b'
+    true/false, 's' text (trimmed). The same for a number read as BIGINT, DOUBLE or text,
+    and for a missing value read as NULL, NaN or a marker."""
+    markers = ", ".join(f"'{m}'" for m in MISSING_TEXTS)
+    return (f"(CASE WHEN {missing} OR lower({text}) IN ({markers}) THEN '' "
+            f"WHEN isfinite({number}) THEN 'n' || CAST({number} + 0.0 AS VARCHAR) "
+            f"WHEN lower({text}) IN ('true', 'false') THEN 'b' || lower({text}) "
+            f"ELSE 's' || {text} END)")
+
+
+def _digest_sql(names: list[str]) -> tuple[str, list[str]]:
+    """The digest's SELECT over columns ``c0 … c{n-1}`` (in sorted-name order): each value's
+    text and number computed once (inner query), its canonical text, the row's text
+    (length-prefixed values, so no separator is ambiguous), and the multiset of rows as the
+    sums of the rows' 128-bit MD5 halves."""
+    order = sorted(range(len(names)), key=lambda i: (names[i].strip(), i))
+    inner = ", ".join(
+        f"c{i} IS NULL AS m{i}, trim(CAST(c{i} AS VARCHAR)) AS t{i}, "
+        f"TRY_CAST(trim(CAST(c{i} AS VARCHAR)) AS DOUBLE) AS n{i}" for i in order)
+    middle = ", ".join(f"{_canonical_value(f't{i}', f'n{i}', f'm{i}')} AS k{i}"
+                       for i in order)
+    row = " || '|' || ".join(f"length(k{i}) || ':' || k{i}" for i in order) or "''"
+    sql = (f"SELECT count(*), coalesce(sum(CAST(md5_number_upper(r) AS HUGEINT)), 0), "
+           f"coalesce(sum(CAST(md5_number_lower(r) AS HUGEINT)), 0) FROM ("
+           f"SELECT {row} AS r FROM (SELECT {middle or '1'} FROM (SELECT {inner or '1'} "
+           f"FROM __SOURCE__)))")
+    return sql, [names[i].strip() for i in order]
+
+
+def _digest_of(connection, clause: str, params: dict, names: list[str]) -> str:
+    sql, ordered = _digest_sql(names)
+    rows, upper, lower = connection.execute(sql.replace("__SOURCE__", clause),
+                                            params).fetchone()
+    h = hashlib.sha256(_DIGEST_FORMAT)
+    for name in ordered:
+        encoded = name.encode("utf-8")
+        h.update(len(encoded).to_bytes(4, "big") + encoded)
+    h.update(b"\x00" + f"{int(rows)}|{int(upper)}|{int(lower)}".encode("ascii"))
+    return _digest(h)
+
+
+def content_digest(data: object) -> str:
+    """The digest of a dataset's canonical table (see the module): ``sha256:`` and 64 hex.
+
+    ``data``: a pandas frame, an ``engine.sources.FileSource`` (CSV, CSV.gz, Parquet file or
+    folder) or a path to one. CSV files are read with every column as text, so no guess of
+    a column's type (which depends on all its values) enters the identity. Files are cached
+    by path, modification time, size and inode.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
+    import duckdb
+
+    from engine.sources import FileSource
+
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        data = FileSource(path, "parquet" if path.is_dir() or path.name.lower().endswith(
+            ".parquet") else "csv")
+    connection = duckdb.connect()
+    try:
+        if isinstance(data, pd.DataFrame):
+            frame = data.set_axis([f"c{i}" for i in range(data.shape[1])], axis=1)
+            connection.register("frame_view", frame)
+            return _digest_of(connection, "frame_view", {}, [str(c) for c in data.columns])
+        if not isinstance(data, FileSource):
+            raise TypeError(f"data must be a DataFrame or a FileSource, got "
+                            f"{type(data).__name__}")
+        info = data.path.stat()
+        key = (str(data.path), info.st_mtime_ns, info.st_size, info.st_ino, data.format)
+        with _lock:
+            if key in _digest_cache:
+                _digest_cache.move_to_end(key)
+                return _digest_cache[key]
+        if data.format == "csv":
+            reader = "read_csv($path, header = true, all_varchar = true)"
+            path = str(data.path)
+        else:
+            reader = "read_parquet($path)"
+            path = str(data.path / "**" / "*.parquet") if data.path.is_dir() else str(
+                data.path)
+        try:
+            names = [d[0] for d in connection.execute(
+                f"SELECT * FROM {reader} LIMIT 0", {"path": path}).description]
+            alias = ", ".join(f'"c{i}"' for i in range(len(names)))
+            digest = _digest_of(connection, f"{reader} AS t({alias})", {"path": path}, names)
+        except duckdb.Error as exc:
+            raise OSError(f"{data.path} cannot be read to identify it: "
+                          f"{str(exc).splitlines()[0]}") from None
+        after = data.path.stat()
+        if (after.st_mtime_ns, after.st_size) != (info.st_mtime_ns, info.st_size):
+            raise OSError(f"{data.path} changed while it was being read; try again")
+        with _lock:
+            _digest_cache[key] = digest
+            while len(_digest_cache) > _CACHE_SIZE:
+                _digest_cache.popitem(last=False)
+        return digest
+    finally:
+        connection.close()

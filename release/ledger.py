@@ -42,6 +42,9 @@ SCHEMA_VERSION = 1
 #: How long a release waits for another process's transaction before giving up (seconds).
 DEFAULT_TIMEOUT = 30.0
 _FORMAT = "epsilon-lab-ledger"
+#: How datasets are identified (plan.identity.content_digest). A ledger without this entry
+#: and with datasets was written with byte-level hashes: those are looked up as aliases.
+_IDENTITY = "content-v1"
 _GENESIS = "0" * 64
 _REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -81,13 +84,21 @@ class ReleaseRecord:
 @dataclass(frozen=True)
 class DatasetStatus:
     """A dataset's budget (None when none is set), what its releases spent (ε and δ added
-    up: releases compose by basic composition) and how many there were."""
+    up: releases compose by basic composition) and how many there were; ``names`` every
+    name the ledger knows this content by (one content, one budget, whatever its name)."""
 
     dataset: DatasetIdentity
     budget: BudgetEvent | None
     spent_epsilon: float
     spent_delta: float
     releases: int
+    names: tuple[str, ...] = ()
+
+    @property
+    def remaining_delta(self) -> float | None:
+        if self.budget is None or self.budget.delta is None:
+            return None
+        return float(Fraction(self.budget.delta) - Fraction(self.spent_delta))
 
     @property
     def remaining_epsilon(self) -> float | None:
@@ -280,9 +291,24 @@ class Ledger:
                                (_FORMAT,))
             connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('schema', ?)",
                                (str(SCHEMA_VERSION),))
+            connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('identity', ?)",
+                               (_IDENTITY,))
+
+    def knows_legacy_identities(self) -> bool:
+        """Whether this ledger holds datasets identified by the older byte-level hashes
+        (then a release also looks its data up by that hash)."""
+        return self._legacy
 
     def _check_meta(self, connection: sqlite3.Connection) -> None:
         meta = dict(connection.execute("SELECT key, value FROM ledger_meta").fetchall())
+        self._legacy = False
+        if meta.get("identity") is None and meta.get("format") == _FORMAT:
+            if connection.execute("SELECT count(*) FROM datasets").fetchone()[0]:
+                self._legacy = True
+            else:  # nothing recorded yet: from now on it is a content-digest ledger
+                with self._transaction(connection, "upgrading it"):
+                    connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES "
+                                       "('identity', ?)", (_IDENTITY,))
         if meta.get("format") != _FORMAT:
             raise LedgerError(f"{str(self.path)!r} is not an Epsilon Lab ledger: choose "
                               "another file.")
@@ -333,53 +359,65 @@ class Ledger:
             raise self._fail(exc, "reading it") from None
 
     @staticmethod
-    def _dataset_id(con: sqlite3.Connection, dataset: DatasetIdentity) -> int | None:
-        row = con.execute("SELECT id FROM datasets WHERE name = ? AND content_hash = ?",
-                          (dataset.name, dataset.content_hash)).fetchone()
-        return None if row is None else int(row[0])
+    def _in(hashes: tuple[str, ...]) -> str:
+        return "(" + ", ".join("?" for _ in hashes) + ")"
 
-    def _ensure_dataset(self, con: sqlite3.Connection, dataset: DatasetIdentity) -> int:
-        found = self._dataset_id(con, dataset)
-        if found is not None:
-            return found
+    def _dataset_rows(self, con: sqlite3.Connection, dataset: DatasetIdentity
+                      ) -> list[tuple[int, str]]:
+        """(id, name) of every row of the ledger holding this content (by its digest or an
+        alias), oldest first: one content is one dataset, whatever it was called."""
+        hashes = dataset.hashes
+        return [(int(r[0]), r[1]) for r in con.execute(
+            f"SELECT id, name FROM datasets WHERE content_hash IN {self._in(hashes)} "
+            "ORDER BY id", hashes).fetchall()]
+
+    def _ensure_dataset(self, con: sqlite3.Connection, dataset: DatasetIdentity) -> list[int]:
+        rows = self._dataset_rows(con, dataset)
+        if rows:
+            return [i for i, _ in rows]
         cursor = con.execute("INSERT INTO datasets (name, content_hash, first_seen) "
                              "VALUES (?, ?, ?)", (dataset.name, dataset.content_hash, _now()))
-        return int(cursor.lastrowid)
+        return [int(cursor.lastrowid)]
 
-    @staticmethod
-    def _budget(con: sqlite3.Connection, dataset_id: int) -> BudgetEvent | None:
+    def _budget(self, con: sqlite3.Connection, ids: list[int]) -> BudgetEvent | None:
         row = con.execute("SELECT id, time, epsilon, delta, body FROM entries WHERE "
-                          "dataset_id = ? AND kind = 'budget' ORDER BY id DESC LIMIT 1",
-                          (dataset_id,)).fetchone()
+                          f"dataset_id IN {self._in(tuple(ids))} AND kind = 'budget' "
+                          "ORDER BY id DESC LIMIT 1", tuple(ids)).fetchone()
         if row is None:
             return None
         return BudgetEvent(int(row[0]), row[1], float(row[2]),
                            None if row[3] is None else float(row[3]),
                            json.loads(row[4]).get("reason", ""))
 
-    @staticmethod
-    def _spent(con: sqlite3.Connection, dataset_id: int) -> tuple[list[float], list[float]]:
-        rows = con.execute("SELECT epsilon, delta FROM entries WHERE dataset_id = ? AND "
-                           "kind = 'release'", (dataset_id,)).fetchall()
+    def _spent(self, con: sqlite3.Connection, ids: list[int]
+               ) -> tuple[list[float], list[float]]:
+        rows = con.execute("SELECT epsilon, delta FROM entries WHERE dataset_id IN "
+                           f"{self._in(tuple(ids))} AND kind = 'release'", tuple(ids)).fetchall()
         return [float(r[0]) for r in rows], [float(r[1]) for r in rows]
 
     def status(self, dataset: DatasetIdentity) -> DatasetStatus:
-        """The dataset's budget, what it has spent and how many releases it had."""
+        """The dataset's budget, what it has spent and how many releases it had, over every
+        name its content is known by."""
         try:
-            dataset_id = self._dataset_id(self._connection, dataset)
-            if dataset_id is None:
+            rows = self._dataset_rows(self._connection, dataset)
+            if not rows:
                 return DatasetStatus(dataset, None, 0.0, 0.0, 0)
-            budget = self._budget(self._connection, dataset_id)
-            epsilons, deltas = self._spent(self._connection, dataset_id)
+            ids = [i for i, _ in rows]
+            budget = self._budget(self._connection, ids)
+            epsilons, deltas = self._spent(self._connection, ids)
         except sqlite3.Error as exc:
             raise self._fail(exc, "reading it") from None
+        names = tuple(dict.fromkeys(name for _, name in rows))
         return DatasetStatus(dataset, budget, total_up(epsilons or [0.0]),
-                             total_up(deltas or [0.0]), len(epsilons))
+                             total_up(deltas or [0.0]), len(epsilons), names)
 
     def datasets(self) -> list[DatasetStatus]:
-        """Every dataset the ledger knows, with its status (for the Releases page)."""
+        """Every dataset the ledger knows (one per content), with its status."""
         rows = self._read("SELECT name, content_hash FROM datasets ORDER BY id")
-        return [self.status(DatasetIdentity(r[0], r[1])) for r in rows]
+        seen: dict[str, str] = {}
+        for name, digest in rows:
+            seen.setdefault(digest, name)
+        return [self.status(DatasetIdentity(name, digest)) for digest, name in seen.items()]
 
     def releases(self, dataset: DatasetIdentity | None = None) -> list[ReleaseRecord]:
         """Recorded releases, oldest first (of one dataset, or of all)."""
@@ -388,12 +426,13 @@ class Ledger:
                "WHERE e.kind = 'release'")
         params: tuple = ()
         if dataset is not None:
-            sql += " AND d.name = ? AND d.content_hash = ?"
-            params = (dataset.name, dataset.content_hash)
+            sql += f" AND d.content_hash IN {self._in(dataset.hashes)}"
+            params = dataset.hashes
         out = []
         for row in self._read(sql + " ORDER BY e.id", params):
             body = json.loads(row[6])
-            out.append(ReleaseRecord(int(row[0]), DatasetIdentity(row[1], row[2]), row[3],
+            out.append(ReleaseRecord(int(row[0]), DatasetIdentity(body.get("name", row[1]),
+                                                                  row[2]), row[3],
                                      float(row[4]), float(row[5]), body["accounting"],
                                      body["values_hash"], body["plan"],
                                      body["implementation"], row[7]))
@@ -404,12 +443,12 @@ class Ledger:
         problems = []
         prev = _GENESIS
         rows = self._read("SELECT e.id, e.kind, d.name, d.content_hash, e.time, e.epsilon, "
-                          "e.delta, e.body, e.prev_hash, e.entry_hash, e.dataset_id FROM "
+                          "e.delta, e.body, e.prev_hash, e.entry_hash FROM "
                           "entries e JOIN datasets d ON d.id = e.dataset_id ORDER BY e.id")
-        budgets: dict[int, Fraction | None] = {}
-        spent: dict[int, Fraction] = {}
-        for (entry, kind, name, digest, time, eps, delta, body, prev_hash, entry_hash,
-             dataset_id) in rows:
+        budgets: dict[str, Fraction | None] = {}
+        spent: dict[str, Fraction] = {}
+        for (entry, kind, name, digest, time, eps, delta, body, prev_hash,
+             entry_hash) in rows:
             if prev_hash != prev:
                 problems.append(f"entry {entry}: its link to the entry before is broken")
             if _entry_hash(prev_hash, kind, DatasetIdentity(name, digest), time, eps, delta,
@@ -417,15 +456,22 @@ class Ledger:
                 problems.append(f"entry {entry}: its content does not match its hash")
             prev = entry_hash
             if kind == "budget":
-                budgets[dataset_id] = Fraction(eps)
+                budgets[digest] = Fraction(eps)
             else:
-                spent[dataset_id] = spent.get(dataset_id, Fraction(0)) + Fraction(eps)
-                cap = budgets.get(dataset_id)
-                if cap is not None and spent[dataset_id] > cap:
+                spent[digest] = spent.get(digest, Fraction(0)) + Fraction(eps)
+                cap = budgets.get(digest)
+                if cap is not None and spent[digest] > cap:
                     problems.append(f"entry {entry}: the dataset {name!r} is over its budget")
         return problems
 
     # -- writing ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _row(con: sqlite3.Connection, dataset_id: int) -> DatasetIdentity:
+        """The identity a dataset row was first recorded under (what the chain hashes)."""
+        name, digest = con.execute("SELECT name, content_hash FROM datasets WHERE id = ?",
+                                   (dataset_id,)).fetchone()
+        return DatasetIdentity(name, digest)
 
     def _append(self, con: sqlite3.Connection, kind: str, dataset_id: int,
                 dataset: DatasetIdentity, epsilon: float, delta: float | None,
@@ -454,11 +500,12 @@ class Ledger:
         if delta is not None and not 0 <= delta < 1:
             raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
         with self._transaction(doing="setting a budget") as con:
-            dataset_id = self._ensure_dataset(con, dataset)
-            if only_if_new and self._budget(con, dataset_id) is not None:
+            ids = self._ensure_dataset(con, dataset)
+            if only_if_new and self._budget(con, ids) is not None:
                 return None
-            entry, time, _ = self._append(con, "budget", dataset_id, dataset, float(epsilon),
-                                          delta, {"reason": reason})
+            entry, time, _ = self._append(con, "budget", ids[0], self._row(con, ids[0]),
+                                          float(epsilon), delta,
+                                          {"reason": reason, "name": dataset.name})
         return BudgetEvent(entry, time, float(epsilon), delta, reason)
 
     def record_release(self, dataset: DatasetIdentity, *, epsilon: float, delta: float,
@@ -474,13 +521,15 @@ class Ledger:
             The ledger cannot be written (nothing recorded).
         """
         body = {"accounting": accounting, "values_hash": values_hash, "plan": plan_json,
-                "implementation": implementation}
+                "implementation": implementation, "name": dataset.name}
         with self._transaction(doing="recording a release") as con:
-            dataset_id = self._ensure_dataset(con, dataset)
-            budget = self._budget(con, dataset_id)
-            epsilons, deltas = self._spent(con, dataset_id)
-            _check_budget(dataset, budget, epsilons, deltas, epsilon, delta)
-            entry, time, digest = self._append(con, "release", dataset_id, dataset,
+            ids = self._ensure_dataset(con, dataset)
+            budget = self._budget(con, ids)
+            epsilons, deltas = self._spent(con, ids)
+            known = self._row(con, ids[0])
+            _check_budget(dataset, budget, epsilons, deltas, epsilon, delta,
+                          known_as=known.name)
+            entry, time, digest = self._append(con, "release", ids[0], known,
                                                float(epsilon), float(delta), body)
         return ReleaseRecord(entry, dataset, time, float(epsilon), float(delta), accounting,
                              values_hash, plan_json, implementation, digest)
@@ -497,15 +546,17 @@ def _rollback(con: sqlite3.Connection) -> None:
 
 def _check_budget(dataset: DatasetIdentity, budget: BudgetEvent | None,
                   epsilons: list[float], deltas: list[float], epsilon: float,
-                  delta: float) -> None:
+                  delta: float, *, known_as: str | None = None) -> None:
     """OverBudget when the release would take the spent ε (or δ) past the budget, exactly."""
     if budget is None:
         return
+    name = repr(dataset.name) + ("" if known_as in (None, dataset.name) else
+                                 f" (the same data as {known_as!r} in the ledger)")
     spent = sum(map(Fraction, epsilons), Fraction(0))
     if spent + Fraction(epsilon) > Fraction(budget.epsilon):
         left = max(Fraction(budget.epsilon) - spent, Fraction(0))
         raise OverBudget(
-            f"over budget: {dataset.name!r} has ε = {float(left):.6g} left of "
+            f"over budget: {name} has ε = {float(left):.6g} left of "
             f"{budget.epsilon:g} ({len(epsilons)} release(s) so far) and this release needs "
             f"ε = {epsilon:.6g}; nothing was recorded. Lower the plan's budget, or change the "
             "dataset's budget (a recorded event).")
@@ -513,6 +564,6 @@ def _check_budget(dataset: DatasetIdentity, budget: BudgetEvent | None,
         spent_delta = sum(map(Fraction, deltas), Fraction(0))
         if spent_delta + Fraction(delta) > Fraction(budget.delta):
             raise OverBudget(
-                f"over budget: {dataset.name!r} has δ = "
+                f"over budget: {name} has δ = "
                 f"{float(max(Fraction(budget.delta) - spent_delta, Fraction(0))):.3g} left and "
                 f"this release needs δ = {delta:.3g}; nothing was recorded.")

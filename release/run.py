@@ -30,7 +30,7 @@ from engine.queries import (
 from engine.sources import FileSource, FrameSource, Source, TableSource
 from plan import model
 from plan.build import Built, build_plan
-from plan.identity import DatasetIdentity, file_hash, frame_hash
+from plan.identity import DatasetIdentity, content_digest, file_hash, frame_hash
 from plan.model import Plan
 from release.accounting import Spent, privacy_spent
 from release.errors import DataMismatch, OverBudget
@@ -96,35 +96,42 @@ def values_hash(queries: Sequence[ReleasedQuery]) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def dataset_identity(plan: Plan, source: Source, *, content_hash: str | None = None
-                     ) -> DatasetIdentity:
-    """The name the plan gives the data and the hash of its content.
+def dataset_identity(plan: Plan, source: Source, *, content_hash: str | None = None,
+                     legacy: bool = False) -> DatasetIdentity:
+    """The name the plan gives the data and the digest of its content.
 
-    A file or Parquet folder is hashed; a frame by its values unless ``content_hash`` is
-    given (the app passes the hash of the uploaded file's bytes); a Spark table is known by
-    its name and the version the caller gives. A plan pinned to a content hash refuses other
-    data (:class:`~release.errors.DataMismatch`).
+    A file, a Parquet folder or a frame: :func:`plan.identity.content_digest` (the same for
+    the same table whatever path it came by); ``content_hash`` when the caller has it (the
+    app passes a built-in's file's digest). A Spark table is known by its name and the
+    version the caller gives. With ``legacy`` (a ledger written before the content digest)
+    the older byte-level hash is added as an alias. A plan pinned to a content hash refuses
+    other data (:class:`~release.errors.DataMismatch`): the pin is the plan's own, public.
     """
-    if content_hash is None:
-        try:
-            if isinstance(source, FileSource):
-                content_hash = file_hash(source.path)
-            elif isinstance(source, FrameSource):
-                content_hash = frame_hash(source.frame)
+    aliases: tuple[str, ...] = ()
+    try:
+        if content_hash is None:
+            if isinstance(source, FileSource | FrameSource):
+                content_hash = content_digest(
+                    source.frame if isinstance(source, FrameSource) else source)
             elif isinstance(source, TableSource):
                 content_hash = f"table:{source.table}@{source.version}"
             else:
                 raise TypeError(f"source must be an engine source, got {type(source).__name__}")
-        except OSError as exc:
-            raise DataMismatch(f"the data cannot be read to identify it ({exc})") from None
-    pinned = plan.dataset.content_hash
-    if pinned is not None and pinned != content_hash:
+        pinned = plan.dataset.content_hash
+        if legacy or (pinned is not None and pinned != content_hash):
+            if isinstance(source, FileSource):
+                aliases = (file_hash(source.path),)
+            elif isinstance(source, FrameSource):
+                aliases = (frame_hash(source.frame),)
+    except OSError as exc:
+        raise DataMismatch(f"the data cannot be read to identify it ({exc})") from None
+    if pinned is not None and pinned not in (content_hash, *aliases):
         raise DataMismatch(
             f"the data's content hash {content_hash[:19]}… is not the plan's "
             f"{pinned[:19]}…: the plan was made for other data (or the file changed). Make "
             "the plan on this data, or remove dataset.content_hash to accept any data under "
             f"the name {plan.dataset.name!r}")
-    return DatasetIdentity(plan.dataset.name, content_hash)
+    return DatasetIdentity(plan.dataset.name, content_hash, aliases if legacy else ())
 
 
 @dataclass(frozen=True, eq=False)
@@ -432,17 +439,26 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
         The ledger cannot be read or written (nothing recorded).
     """
     prepared = prepare(plan)
-    identity = dataset_identity(plan, source, content_hash=content_hash)
+    identity = dataset_identity(plan, source, content_hash=content_hash,
+                                legacy=ledger.knows_legacy_identities())
     if budget is not None:
         ledger.set_budget(identity, budget, only_if_new=True,
                           reason="set by the first release's --budget")
     status = ledger.status(identity)
+    known = ("" if not status.names or status.names[0] == identity.name else
+             f" (the same data as {status.names[0]!r} in the ledger)")
     if status.budget is not None and status.remaining_epsilon is not None and (
             prepared.spent.epsilon > status.remaining_epsilon):
         raise OverBudget(
-            f"over budget: {identity.name!r} has ε = {max(status.remaining_epsilon, 0):.6g} "
-            f"left of {status.budget.epsilon:g} ({status.releases} release(s) so far) and "
-            f"this release needs ε = {prepared.spent.epsilon:.6g}; nothing was drawn")
+            f"over budget: {identity.name!r}{known} has ε = "
+            f"{max(status.remaining_epsilon, 0):.6g} left of {status.budget.epsilon:g} "
+            f"({status.releases} release(s) so far) and this release needs ε = "
+            f"{prepared.spent.epsilon:.6g}; nothing was drawn")
+    if status.remaining_delta is not None and prepared.spent.delta > status.remaining_delta:
+        raise OverBudget(
+            f"over budget: {identity.name!r}{known} has δ = "
+            f"{max(status.remaining_delta, 0):.3g} left of {status.budget.delta:g} and this "
+            f"release needs δ = {prepared.spent.delta:.3g}; nothing was drawn")
     engine = engine if engine is not None else engine_from_env()
     released = []
     for built, certified in zip(prepared.built, prepared.certified, strict=True):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from plan.identity import DatasetIdentity, file_hash
+from plan.identity import DatasetIdentity, content_digest
 from release import Ledger, LedgerError, OverBudget
 from release import ledger as ledger_module
 from release.ledger import LEDGER_ENV, default_path, ledger_path
@@ -44,7 +44,7 @@ def rows(path: Path) -> list[tuple]:
 def test_the_api_has_no_way_to_change_or_remove_an_entry(tmp_path):
     public = {n for n in dir(Ledger) if not n.startswith("_")}
     assert public == {"close", "datasets", "releases", "status", "verify", "set_budget",
-                      "record_release"}
+                      "record_release", "knows_legacy_identities"}
     with Ledger(tmp_path / "l.sqlite") as ledger:
         entry = record(ledger, 0.5)
         with pytest.raises(dataclasses.FrozenInstanceError):
@@ -250,7 +250,7 @@ def test_eight_processes_racing_for_a_budget_that_fits_five(tmp_path):
     data.write_text("x\n" + "1\n" * 50)
     path = tmp_path / "ledger.sqlite"
     with Ledger(path) as ledger:
-        ledger.set_budget(DatasetIdentity("race", file_hash(data)), 5 * RACE_EPSILON)
+        ledger.set_budget(DatasetIdentity("race", content_digest(data)), 5 * RACE_EPSILON)
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(8), ctx.Queue()
     workers = [ctx.Process(target=race_worker, args=(str(path), str(data), barrier, results))
@@ -262,7 +262,7 @@ def test_eight_processes_racing_for_a_budget_that_fits_five(tmp_path):
         w.join(timeout=30)
     assert sorted(outcomes) == ["recorded"] * 5 + ["refused"] * 3, outcomes
     with Ledger(path) as ledger:
-        status = ledger.status(DatasetIdentity("race", file_hash(data)))
+        status = ledger.status(DatasetIdentity("race", content_digest(data)))
         assert status.releases == 5 and status.remaining_epsilon == 0.0
         assert [r.epsilon for r in ledger.releases()] == [RACE_EPSILON] * 5
         assert ledger.verify() == []
