@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, controls, person, plan_store, release_panel, state
+from dashboard import budget_panel, charts, controls, person, plan_store, release_panel, state
 from dashboard.analysis import release_plan as rp
 from dashboard.analysis.plan_entries import plan_unit
 from dashboard.choices import DELTA_OPTIONS, fmt_number
@@ -25,6 +25,7 @@ PROBLEMS = "plan_edit_problems"     # what the last edit could not apply, shown 
 IMPORTED = "plan_import_tried"      # file_id of the last plan file read
 IMPORT_ERROR = "plan_import_error"
 IMPORT_NOTES = "plan_import_notes"  # what importing changed besides the queries, shown once
+IMPORTED_BUDGET = "plan_import_budget"  # the total ε an imported plan file carried
 ss.setdefault(VERSION, 0)
 
 loaded = state.dataset()
@@ -45,9 +46,13 @@ def import_plan() -> None:
         return
     ss.pop(IMPORT_ERROR, None)
     plan_store.replace_all(data_key, imported.queries)
-    settings = {"plan_method": imported.accounting.method,
-                "plan_budget": float(imported.budget.epsilon) if imported.budget else 0.0}
+    settings = {"plan_method": imported.accounting.method}
     notes = []
+    if imported.budget is not None:
+        ss[IMPORTED_BUDGET] = float(imported.budget.epsilon)
+        notes.append(f"The plan file carries a total budget ε = {imported.budget.epsilon:g}: "
+                     "to hold this dataset to it, set it under 'This dataset's budget' "
+                     "(the ledger keeps the budget, not the plan).")
     if imported.accounting.delta in DELTA_OPTIONS:
         settings["plan_delta"] = imported.accounting.delta
     else:
@@ -104,7 +109,7 @@ if not entries:
         st.page_link(page, label=title)
     st.stop()
 
-settings = st.columns(3)
+settings = st.columns(2)
 method = controls.select("Accounting", list(ACCOUNTANTS), key="plan_method", default="pld",
                          format_func=rp.TITLES.get,
                          container=settings[0],
@@ -113,12 +118,6 @@ method = controls.select("Accounting", list(ACCOUNTANTS), key="plan_method", def
 delta = controls.select("δ of the total", DELTA_OPTIONS, key="plan_delta", default=1e-6,
                         format_func=fmt_number, container=settings[1],
                         help="The total ε is read at this δ (the chance the guarantee fails).")
-budget = controls.number("Total budget ε for this dataset (0: none)", key="plan_budget",
-                         default=0.0, min_value=0.0, max_value=1e4, step=0.1,
-                         container=settings[2],
-                         help="The most privacy loss you accept for this dataset in all; a "
-                              "plan that spends more is refused.")
-budget = float(budget) if budget and budget > 0 else None
 
 # each query built under the current unit; one that no longer builds is shown, not dropped
 good, broken = [], []
@@ -138,7 +137,7 @@ if not good:
     st.stop()
 try:
     the_plan = rp.make_plan(loaded.name, data_key, [e.query for e in good], unit,
-                            method=method, delta=delta, budget=budget)
+                            method=method, delta=delta, budget=None)
     built = build_plan(the_plan)
 except (model.PlanError, ValueError) as exc:
     st.error(f"The plan cannot be made: {plain(exc, limit=500)}", icon=":material/error:")
@@ -198,27 +197,20 @@ for col, name in zip(cols, ACCOUNTANTS, strict=True):
                delta="chosen" if name == method else None, delta_color="off",
                delta_arrow="off", help=total.note or None)
 st.markdown(rp.accounting_sentence(acc))
-if budget is not None:
-    check = rp.guard(built, budget=budget, delta=delta, method=method)
-    left, spent, rest = st.columns(3)
-    left.metric("Budget for this dataset", f"ε = {round_down(budget, 6)}")
-    spent.metric(f"Spent by the plan ({ACCOUNTANT_LABELS[method]})",
-                 f"ε = {upper(check.spent, 4)}")
-    rest.metric("Left", f"ε = {round_down(max(check.left, 0.0), 6)}" if check.fits else
-                "none", delta="within budget" if check.fits else "over budget",
-                delta_color="green" if check.fits else "red", delta_arrow="off")
-    if not check.fits:
-        st.error(f"**This plan is refused:** {plain(check.reason, limit=500)}",
-                 icon=":material/block:")
-else:
-    check = None
+prepared, blocked = release_panel.prepared(the_plan)
+needs = prepared.spent if prepared else acc.totals.of(method)   # what the ledger would record
+guard = budget_panel.budget_section(loaded, data_key, needs_epsilon=needs.epsilon,
+                                    needs_delta=needs.delta if prepared else delta,
+                                    suggested=ss.get(IMPORTED_BUDGET))
+budget = guard.left if guard.left is not None and guard.left > 0 else None
 
 st.subheader("The budget split that meets every target")
 modes = {"least": "Meet every target with the least privacy loss",
          "budget": "Best accuracy within the total budget"}
 mode = controls.select("Split", list(modes) if budget is not None else ["least"],
                        key="plan_split_mode", format_func=modes.get,
-                       help="The second needs a total budget above.")
+                       help="The second needs this dataset's budget (what the ledger has "
+                            "left of it).")
 try:
     with st.spinner("Finding the split…"):
         result = rp.split(the_plan, built, contexts, budget=budget if mode == "budget" else None)
@@ -262,12 +254,14 @@ with text_col:
                f"Choose epsilon shows one release: {risk.single_sentence}")
 
 st.subheader("Take the plan away")
-refused = check is not None and not check.fits
+refused = not guard.fits
 st.download_button("Download the plan (JSON)", the_plan.to_json().encode("utf-8"),
                    file_name="release-plan.json", mime="application/json",
                    key="plan_download", on_click="ignore", disabled=refused,
-                   help="Refused while the plan is over the budget." if refused else
+                   help="Refused while the plan does not fit the dataset's budget." if refused
+                   else
                    "Import it here later, or release it with python -m release.")
 release_panel.programs_section(the_plan)
 
-release_panel.release_section(the_plan, loaded, data_key, budget=budget, refused=refused)
+release_panel.release_section(the_plan, loaded, data_key, prepared=prepared, blocked=blocked,
+                              refused=refused)

@@ -65,8 +65,18 @@ def released_table(release: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Query", "Statistic", "Group", "Released value"])
 
 
-def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str,
-                budget: float | None) -> None:
+def prepared(plan: model.Plan) -> tuple[Any, str]:
+    """(``release.prepare(plan)``, "") — the plan built and every part certified by OpenDP,
+    what the ledger would record — or (None, why it cannot be released as it is)."""
+    from release import ReleaseRefused, prepare
+
+    try:
+        return prepare(plan), ""
+    except (ReleaseRefused, model.PlanError) as exc:
+        return None, str(exc)
+
+
+def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
     """The button's callback: release once, keep what to show (or the refusal)."""
     from release import Ledger, LedgerError, ReleaseRefused, run
     from release.card import card_json
@@ -76,7 +86,7 @@ def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str,
     outcome: dict[str, Any]
     try:
         with Ledger() as ledger:
-            released = run(plan, source_of(loaded), ledger=ledger, budget=budget,
+            released = run(plan, source_of(loaded), ledger=ledger,
                            content_hash=content_hash_of(loaded))
             status = ledger.status(released.dataset)
         outcome = {
@@ -98,9 +108,9 @@ def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str,
 
 
 def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
-                    budget: float | None, refused: bool) -> None:
-    """Draw the release section of the plan page."""
-    from release import ReleaseRefused, prepare
+                    prepared: Any, blocked: str, refused: bool) -> None:
+    """Draw the release section of the plan page (``prepared``, ``blocked``: as
+    :func:`prepared` gives them)."""
     from release.ledger import LedgerError, ledger_path
 
     st.subheader("Release it for real")
@@ -117,29 +127,27 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
         return
     st.caption(f"Ledger: `{where}` (set `EPSILON_LAB_LEDGER` to move it); the Releases page "
                "lists what it holds.")
-    try:
-        prepared = prepare(plan)
-        figure = (f"The ledger will record ε = {upper(prepared.spent.epsilon, 6)}"
-                  + (f", δ = {upper(prepared.spent.delta, 3)}" if prepared.spent.delta else "")
-                  + f" under {ACCOUNTANT_LABELS[prepared.spent.method]}: what OpenDP certifies for "
-                  "each part (a part enters as its ε or ρ, not as its noise law, so this can "
-                  "be a little above the figures above).")
-        blocked = ""
-    except (ReleaseRefused, model.PlanError) as exc:
-        prepared, figure, blocked = None, "", str(exc)
+    figure = "" if prepared is None else (
+        f"The ledger will record ε = {upper(prepared.spent.epsilon, 6)}"
+        + (f", δ = {upper(prepared.spent.delta, 3)}" if prepared.spent.delta else "")
+        + f" under {ACCOUNTANT_LABELS[prepared.spent.method]}: what OpenDP certifies for "
+        "each part (a part enters as its ε or ρ, not as its noise law, so this can be a "
+        "little above the figures above)."
+        + (f" ({prepared.spent.note}.)" if prepared.spent.note else ""))
     if blocked:
         st.warning(f"This plan cannot be released as it is: {plain(blocked, limit=500)}",
                    icon=":material/block:")
     else:
         st.markdown(plain(figure, limit=600))
     if refused:
-        st.caption("The plan is over the budget set above: it cannot be released.")
+        st.caption("The plan does not fit what is left of this dataset's budget: it cannot "
+                   "be released.")
     ready = prepared is not None and not refused
     confirm = st.checkbox("I understand that this spends the privacy budget of this dataset "
                           "for good", key=CONFIRM, disabled=not ready)
     st.button("Release", key="plan_release", type="primary", icon=":material/publish:",
               disabled=not (ready and confirm), on_click=_do_release,
-              args=(plan, loaded, data_key, budget))
+              args=(plan, loaded, data_key))
     outcome = st.session_state.get(LAST, {}).get(data_key)
     if outcome is None:
         return

@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, help="the folder the files are written to")
     parser.add_argument("--budget", type=float, default=None, metavar="EPSILON",
                         help="the dataset's total ε, set the first time the dataset is seen")
+    parser.add_argument("--budget-delta", type=float, default=None, metavar="DELTA",
+                        help="with --budget: the dataset's total δ (default: δ not capped)")
     parser.add_argument("--example-plan", action="store_true",
                         help="print a plan for data/adult.csv.gz and exit")
     return parser
@@ -75,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.budget is not None and not (0 < args.budget < math.inf):
         return _fail(BAD_PLAN, "usage", f"--budget must be a positive number, got "
                      f"{args.budget}")
+    if args.budget_delta is not None and (args.budget is None or not 0 <= args.budget_delta < 1):
+        return _fail(BAD_PLAN, "usage", "--budget-delta needs --budget and a δ in [0, 1), got "
+                     f"{args.budget_delta}")
 
     from engine import EngineError
     from plan.model import Plan, PlanError
@@ -100,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(BAD_LEDGER, "ledger", exc)
     try:
         with ledger:
-            release = run(plan, source, ledger=ledger, budget=args.budget)
+            release = run(plan, source, ledger=ledger, budget=args.budget,
+                          budget_delta=args.budget_delta)
             status = ledger.status(release.dataset)
     except ReleaseRefused as exc:
         return _fail(REFUSED, "refused", exc)

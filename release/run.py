@@ -411,7 +411,8 @@ def _opendp_name(c: Certified) -> str:
 
 
 def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = None,
-        engine: Engine | None = None, content_hash: str | None = None) -> Release:
+        budget_delta: float | None = None, engine: Engine | None = None,
+        content_hash: str | None = None) -> Release:
     """Release ``plan`` on ``source`` once, record it in ``ledger`` and return the values.
 
     Parameters
@@ -422,7 +423,8 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     ledger : Ledger
         Where the release is recorded and the dataset's budget is kept.
     budget : float, optional
-        The dataset's total ε, set in the ledger if the dataset has no budget yet.
+        The dataset's total ε, set in the ledger if the dataset has no budget yet (the
+        command line's explicit ``--budget``), with ``budget_delta`` its total δ if given.
     engine : Engine, optional
         Default ``engine_from_env()`` (DuckDB, or Spark with ``EPSILON_LAB_ENGINE=spark``).
     content_hash : str, optional
@@ -442,7 +444,7 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     identity = dataset_identity(plan, source, content_hash=content_hash,
                                 legacy=ledger.knows_legacy_identities())
     if budget is not None:
-        ledger.set_budget(identity, budget, only_if_new=True,
+        ledger.set_budget(identity, budget, delta=budget_delta, only_if_new=True,
                           reason="set by the first release's --budget")
     status = ledger.status(identity)
     known = ("" if not status.names or status.names[0] == identity.name else

@@ -129,24 +129,51 @@ def test_use_this_split_meets_every_target_in_simulation(four_pages):
             assert right >= target.probability - 4 * se, (q.label, right)
 
 
-def test_budget_guard_refuses_a_plan_over_the_budget(four_pages):
-    at = four_pages
-    spent = metric(at, "Privacy-loss distributions")
-    at.number_input(key="plan_budget").set_value(round(spent / 2, 2)).run()
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(path))
+    return path
+
+
+def set_budget(at, epsilon: float) -> None:
+    at.number_input(key="plan_set_budget_epsilon").set_value(epsilon).run()
+    at.checkbox(key="plan_set_budget_confirm").check().run()
+    at.button(key="plan_set_budget").click().run()
     assert not at.exception
-    refusal = " ".join(e.value for e in at.error)
-    assert "This plan is refused" in refusal and "more than the budget" in refusal
+
+
+def recorded_epsilon(at) -> float:
+    """What the release section says the ledger will record for this plan (else, for a
+    plan that cannot be released as it is, the chosen accountant's figure)."""
+    text = next((m.value for m in at.markdown if "The ledger will record" in m.value), None)
+    if text is None:
+        return metric(at, "Privacy-loss distributions")
+    return float(text.replace("\\", "").split("record ε = ")[1].split(" ")[0].rstrip(","))
+
+
+def test_budget_guard_reads_the_ledger_and_refuses_a_plan_over_what_is_left(four_pages,
+                                                                              ledger):
+    at = four_pages
+    at.run()
+    assert any("No total budget is set" in w.value for w in at.warning)
+    needs = recorded_epsilon(at)
+    set_budget(at, round(needs / 2, 2))
+    refusal = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "This plan is refused" in refusal and "left" in refusal
     assert at.get("download_button")[0].proto.disabled
-    at.number_input(key="plan_budget").set_value(100.0).run()
+    assert at.button(key="plan_release").disabled
+    set_budget(at, 100.0)
     no_problem(at)
     left = next(m for m in at.metric if m.label == "Left")
-    assert float(left.value.split("=")[1]) == pytest.approx(100 - spent, abs=2e-3)
+    assert float(left.value.split("=")[1]) == 100.0     # nothing released yet
+    assert left.delta == "the plan fits"
     assert not at.get("download_button")[0].proto.disabled
 
 
-def test_the_dual_split_fits_the_budget_and_beats_the_even_split(four_pages):
+def test_the_dual_split_fits_the_budget_and_beats_the_even_split(four_pages, ledger):
     at = four_pages
-    at.number_input(key="plan_budget").set_value(2.0).run()
+    set_budget(at, 2.0)
     at.selectbox(key="plan_split_mode").select("budget").run()
     assert not at.exception
     sentence = next(m.value for m in at.markdown if "Within the budget" in m.value)
@@ -160,7 +187,7 @@ def test_the_dual_split_fits_the_budget_and_beats_the_even_split(four_pages):
     assert result.total <= 2.0
     assert result.worst >= result.even_worst
     assert "Within the budget" in sentence
-    at.number_input(key="plan_budget").set_value(0.0).run()
+    at.selectbox(key="plan_split_mode").select("least").run()
 
 
 def test_export_then_import_gives_the_same_plan_and_a_bad_file_changes_nothing(four_pages,

@@ -25,7 +25,7 @@ def ledger_file(tmp_path, monkeypatch):
     return path
 
 
-def plan_of_two():
+def plan_of_two(*, check: bool = True):
     """A Laplace count and a geometric table of Adult (ε = 1 each) in the plan."""
     at = open_app("statistics.py")
     at.selectbox(key="stats_query").select("count").run()
@@ -33,8 +33,23 @@ def plan_of_two():
     at.switch_page("app_pages/tables.py").run()
     at.button(key="tables_add_to_plan").click().run()
     at.switch_page("app_pages/plan.py").run()
-    no_problem(at)
+    if check:
+        no_problem(at)
     return at
+
+
+def set_budget(at, epsilon: float, delta: float = 0.0):
+    """Set this dataset's total budget in the ledger with the plan page's control."""
+    at.number_input(key="plan_set_budget_epsilon").set_value(epsilon).run()
+    at.number_input(key="plan_set_budget_delta").set_value(delta).run()
+    at.checkbox(key="plan_set_budget_confirm").check().run()
+    at.button(key="plan_set_budget").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def left_metric(at) -> str:
+    return next(m.value for m in at.metric if m.label == "Left")
 
 
 def release(at):
@@ -68,16 +83,21 @@ def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
 
 def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
     at = plan_of_two()
-    at.number_input(key="plan_budget").set_value(4.5).run()
+    set_budget(at, 4.5)
+    assert any("now holds a total budget of ε = 4.5" in s.value.replace("\\", "")
+               for s in at.success)
     release(at)
     first = released_frame(at)["Released value"].tolist()
-    release(at)
-    no_problem(at)
+    release(at)   # (the page then refuses the plan: the ledger has 0.5 left)
+    assert any("Released and recorded: entry #3" in s.value.replace("\\", "")
+               for s in at.success)
     second = released_frame(at)["Released value"].tolist()
     assert first != second    # no seed: new noise each time
-    release(at)
+    # the page reads what is left from the ledger: the third does not fit, and says so
     refusal = " ".join(e.value for e in at.error).replace("\\", "")
-    assert "Not released" in refusal and "over budget" in refusal
+    assert "This plan is refused" in refusal and "left" in refusal
+    assert float(left_metric(at).split("=")[1]) == pytest.approx(0.5, abs=2e-3)
+    assert at.button(key="plan_release").disabled
     with Ledger(ledger_file) as ledger:
         records = ledger.releases()
         [status] = ledger.datasets()
@@ -96,9 +116,11 @@ def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
 
 def test_a_damaged_ledger_is_named_and_left_untouched(ledger_file):
     ledger_file.write_bytes(b"not a ledger at all" * 100)
-    at = release(plan_of_two())
+    at = plan_of_two(check=False)
+    assert not at.exception
     refusal = " ".join(e.value for e in at.error).replace("\\", "")
-    assert "Not released" in refusal and "ledger" in refusal.lower()
+    assert "The ledger cannot be read" in refusal and "damaged" in refusal
+    assert at.button(key="plan_release").disabled     # no budget can be checked: no release
     assert ledger_file.read_bytes() == b"not a ledger at all" * 100
     at.switch_page("app_pages/releases.py").run()
     assert not at.exception
@@ -108,13 +130,40 @@ def test_a_damaged_ledger_is_named_and_left_untouched(ledger_file):
     assert "The plan: 2 queries" in [h.value for h in at.subheader]
 
 
-def test_a_plan_over_its_own_budget_cannot_be_released(ledger_file):
+def test_a_plan_over_the_datasets_budget_cannot_be_released(ledger_file):
     at = plan_of_two()
-    at.number_input(key="plan_budget").set_value(1.0).run()
-    assert not at.exception, [e.value for e in at.exception]
+    assert any("No total budget is set" in w.value for w in at.warning)
+    set_budget(at, 1.0)
     assert at.checkbox(key="plan_release_confirm").disabled
     assert at.button(key="plan_release").disabled
-    assert not ledger_file.exists()
+    with Ledger(ledger_file) as ledger:
+        assert ledger.releases() == [] and ledger.datasets()[0].budget.epsilon == 1.0
+
+
+def test_the_budget_panel_reads_the_ledger_and_never_carries_to_another_dataset(ledger_file):
+    """After a release leaving 1 of 3, the page said 'Left ε = 1.00009' and typing 10 in its
+    box said 8.00009: the panel now reads spent and left from the ledger, a typed number sets
+    nothing until confirmed, and it does not follow the user to another dataset."""
+    at = plan_of_two()
+    set_budget(at, 3.0)
+    release(at)
+    assert not at.exception
+    with Ledger(ledger_file) as ledger:
+        [status] = ledger.datasets()
+    assert status.spent_epsilon == pytest.approx(2.0, abs=2e-3)
+    assert float(left_metric(at).split("=")[1]) == pytest.approx(status.remaining_epsilon,
+                                                                 abs=1e-6)
+    at.number_input(key="plan_set_budget_epsilon").set_value(10.0).run()
+    assert float(left_metric(at).split("=")[1]) == pytest.approx(status.remaining_epsilon,
+                                                                 abs=1e-6)
+    at.selectbox(key="dataset_choice").select("Iris").run()
+    at.switch_page("app_pages/statistics.py").run()
+    at.selectbox(key="stats_query").select("count").run()
+    at.button(key="stats_add_to_plan").click().run()
+    at.switch_page("app_pages/plan.py").run()
+    no_problem(at)
+    assert at.number_input(key="plan_set_budget_epsilon").value == 1.0
+    assert left_metric(at) == "no limit"
 
 
 def test_the_programs_are_offered_for_the_plan(ledger_file):
@@ -150,13 +199,12 @@ def test_a_plan_made_in_the_app_is_released_by_the_command_line_against_one_budg
     from tests.conftest import ROOT
 
     at = plan_of_two()
-    at.number_input(key="plan_budget").set_value(4.5).run()
+    set_budget(at, 4.5)
     release(at)
     no_problem(at)
     plan_bytes = downloads["release-plan.json"]
     plan = Plan.from_json(plan_bytes)
     assert [q.label for q in plan.queries] == ["Number of rows", "Table of education by sex"]
-    assert plan.budget.epsilon == 4.5
     (tmp_path / "plan.json").write_bytes(plan_bytes)
 
     def cli() -> subprocess.CompletedProcess:

@@ -17,15 +17,20 @@ def _short(content_hash: str | None) -> str:
 
 
 def datasets_table(statuses: Sequence) -> pd.DataFrame:
-    """One row per dataset: its budget, what its releases spent (ε and δ added up) and what
-    is left."""
-    rows = [{"Dataset": s.dataset.name, "Content hash": _short(s.dataset.content_hash),
+    """One row per dataset (one content, whatever its names): its budget and when it was
+    set, what its releases spent (ε and δ added up) and what is left."""
+    rows = [{"Dataset": ", ".join(s.names or (s.dataset.name,)),
+             "Content hash": _short(s.dataset.content_hash),
              "Budget ε": None if s.budget is None else s.budget.epsilon,
+             "Budget δ": None if s.budget is None else s.budget.delta,
+             "Budget set": "" if s.budget is None else f"{s.budget.time} ({s.budget.reason})",
              "Spent ε": s.spent_epsilon, "Spent δ": s.spent_delta,
-             "Left ε": s.remaining_epsilon, "Releases": s.releases}
+             "Left ε": s.remaining_epsilon, "Left δ": s.remaining_delta,
+             "Releases": s.releases}
             for s in statuses]
-    return pd.DataFrame(rows, columns=["Dataset", "Content hash", "Budget ε", "Spent ε",
-                                       "Spent δ", "Left ε", "Releases"])
+    return pd.DataFrame(rows, columns=["Dataset", "Content hash", "Budget ε", "Budget δ",
+                                       "Budget set", "Spent ε", "Spent δ", "Left ε", "Left δ",
+                                       "Releases"])
 
 
 def history_table(records: Sequence) -> pd.DataFrame:

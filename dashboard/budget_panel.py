@@ -1,0 +1,162 @@
+"""The Release plan page's budget section: this dataset's budget as the ledger keeps it.
+
+The dataset is known by its content (``plan.identity.content_digest``: the same for the
+upload, the data-folder file and the command line's file), so what the panel reads — the
+budget, what earlier releases spent, what is left — is what the ledger will check when the
+plan is released. Setting a dataset's total budget is an explicit, confirmed action recorded
+in the ledger (and listed on the Releases page); the numbers typed for it belong to this
+dataset only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from dashboard import controls, state
+from dashboard.datasets import LoadedDataset
+from dashboard.text import plain
+from dpcore.figures import lower as round_down
+from dpcore.figures import upper
+
+__all__ = ["Guard", "identity_of", "budget_section", "SET_KEYS"]
+
+SET_EPSILON = "plan_set_budget_epsilon"
+SET_DELTA = "plan_set_budget_delta"
+SET_CONFIRM = "plan_set_budget_confirm"
+SET_DONE = "plan_set_budget_done"          # what the last set said, shown once
+SET_KEYS = (SET_EPSILON, SET_DELTA, SET_CONFIRM)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the ledger allows this plan: ``left`` ε (None: no budget set), ``fits`` whether
+    the plan's recorded figure fits what is left (ε and δ), ``reason`` when it does not."""
+
+    left: float | None
+    fits: bool
+    reason: str = ""
+
+
+@st.cache_data(show_spinner="Identifying the data by its content…", max_entries=16)
+def _digest(_loaded: LoadedDataset, data_key: str) -> str:
+    from dashboard.release_panel import content_hash_of, source_of
+    from engine.sources import FrameSource
+    from plan.identity import content_digest
+
+    pinned = content_hash_of(_loaded)
+    if pinned is not None:
+        return pinned
+    source = source_of(_loaded)
+    return content_digest(source.frame if isinstance(source, FrameSource) else source)
+
+
+def identity_of(loaded: LoadedDataset, data_key: str):
+    """The ledger's identity of the loaded data (its name and content digest), cached by the
+    data's key (a file's key holds its version)."""
+    from plan.identity import DatasetIdentity
+
+    return DatasetIdentity(loaded.name, _digest(loaded, data_key))
+
+
+def _set_budget(identity, epsilon: float, delta: float) -> None:
+    """The button's callback: record the budget event (or say why not)."""
+    from release.ledger import Ledger, LedgerError
+
+    st.session_state[SET_CONFIRM] = False
+    try:
+        with Ledger() as ledger:
+            ledger.set_budget(identity, float(epsilon), delta=float(delta) or None,
+                              reason="set on the Release plan page")
+        st.session_state[SET_DONE] = (True, f"The ledger now holds a total budget of ε = "
+                                      f"{epsilon:g}" + (f", δ = {delta:g}" if delta else "")
+                                      + " for this dataset.")
+    except (LedgerError, ValueError) as exc:
+        st.session_state[SET_DONE] = (False, f"The budget was not set: {exc}")
+
+
+def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float,
+                   needs_delta: float, suggested: float | None = None) -> Guard:
+    """Draw this dataset's budget (from the ledger) against what the plan would record, and
+    the control that sets the budget; return what the ledger allows."""
+    from release.ledger import Ledger, LedgerError, ledger_path
+
+    st.subheader("This dataset's budget (the ledger)")
+    try:
+        identity = identity_of(loaded, data_key)
+    except OSError as exc:
+        st.error(f"The data cannot be identified: {plain(exc, limit=400)}",
+                 icon=":material/error:")
+        return Guard(None, False, "the data cannot be identified")
+    try:
+        path = ledger_path()
+        status = None
+        if path.exists():
+            with Ledger(path) as ledger:
+                status = ledger.status(identity)
+    except LedgerError as exc:
+        st.error(f"The ledger cannot be read: {plain(exc, limit=500)}", icon=":material/error:")
+        return Guard(None, False, "the ledger cannot be read")
+    budget = None if status is None else status.budget
+    spent_eps = 0.0 if status is None else status.spent_epsilon
+    spent_delta = 0.0 if status is None else status.spent_delta
+    releases = 0 if status is None else status.releases
+    known = (status.names if status is not None else ()) or (loaded.name,)
+    shown, was, rest = st.columns(3)
+    shown.metric("Total budget", "none set" if budget is None else
+                 f"ε = {round_down(budget.epsilon, 6)}"
+                 + ("" if budget.delta is None else f", δ = {budget.delta:.3g}"))
+    was.metric(f"Spent by {releases} release(s)", f"ε = {upper(spent_eps, 6)}"
+               + (f", δ = {upper(spent_delta, 3)}" if spent_delta else ""))
+    left_eps = None if status is None else status.remaining_epsilon
+    left_delta = None if status is None else status.remaining_delta
+    fits, reason = True, ""
+    if left_eps is not None and needs_epsilon > left_eps:
+        fits, reason = False, (f"the plan would record ε = {upper(needs_epsilon, 6)}, more "
+                               f"than the ε = {round_down(max(left_eps, 0.0), 6)} left")
+    elif left_delta is not None and needs_delta > left_delta:
+        fits, reason = False, (f"the plan would record δ = {upper(needs_delta, 3)}, more "
+                               f"than the δ = {max(left_delta, 0.0):.3g} left")
+    rest.metric("Left", "no limit" if left_eps is None else
+                f"ε = {round_down(max(left_eps, 0.0), 6)}",
+                delta=None if left_eps is None else (
+                    "the plan fits" if fits else "the plan does not fit"),
+                delta_color="green" if fits else "red", delta_arrow="off")
+    st.caption(f"The ledger knows this data by its content ({identity.content_hash[:19]}…), "
+               f"as {', '.join(repr(n) for n in known)}: the same table uploaded, in the data "
+               "folder or given to python -m release spends this one budget. Releases add up "
+               "by basic composition.")
+    if not fits:
+        st.error(f"**This plan is refused:** {plain(reason, limit=300)}. Lower the queries' "
+                 "budgets, or raise the dataset's budget below.", icon=":material/block:")
+    elif budget is None:
+        st.warning("No total budget is set for this dataset: releases are recorded, but "
+                   "nothing stops them adding up. Set one below.", icon=":material/warning:")
+    _set_control(identity, budget, suggested)
+    return Guard(left_eps, fits, reason)
+
+
+def _set_control(identity, budget, suggested: float | None) -> None:
+    state.forget_when_changed("plan_set_budget_for", (identity.content_hash,), SET_KEYS)
+    done = st.session_state.pop(SET_DONE, None)
+    with st.expander("Set this dataset's total budget", icon=":material/savings:",
+                     expanded=done is not None):
+        st.markdown("The most privacy loss you accept for these people in all releases. "
+                    "Setting it is recorded in the ledger for good (a later setting replaces "
+                    "it, and is recorded too); the Releases page lists it.")
+        left, right = st.columns(2)
+        default = budget.epsilon if budget is not None else (suggested or 1.0)
+        epsilon = controls.number("Total ε", key=SET_EPSILON, default=float(default),
+                                  min_value=0.001, max_value=1e4, step=0.1, container=left,
+                                  in_url=False)
+        delta = controls.number("Total δ (0: no cap on δ)", key=SET_DELTA,
+                                default=float(budget.delta or 0.0) if budget else 0.0,
+                                min_value=0.0, max_value=0.1, step=1e-6, container=right,
+                                in_url=False)
+        confirm = st.checkbox(f"Record a total budget of ε = {epsilon:g} for this dataset in "
+                              "the ledger", key=SET_CONFIRM)
+        st.button("Set the budget", key="plan_set_budget", disabled=not confirm,
+                  on_click=_set_budget, args=(identity, epsilon, delta))
+        if done is not None:
+            (st.success if done[0] else st.error)(plain(done[1], limit=400))
