@@ -83,7 +83,8 @@ def use_split(epsilons: dict[str, float]) -> None:
 
 
 import_plan()   # before any control is drawn: it sets their values
-unit = plan_unit(person.current_unit(data_key))
+unit = plan_unit(person.current_unit(data_key), drawn_in_plan=any(
+    isinstance(e.query.query, model.MaxRows) for e in plan_store.entries(data_key)))
 st.title("Release plan")
 st.markdown("Every statistic you publish about the same people spends one privacy budget. "
             "Add queries here with **Add to plan** on the query pages; this page accounts "

@@ -18,6 +18,37 @@ from engine import EngineError
 
 #: Largest candidate the private choice scores (a public cap the user may lower).
 MAX_CANDIDATE = 10_000
+DREW = "bounds_max_rows_drawn"     # what the last real draw said, shown once
+
+
+def _draw_for_release(loaded: LoadedDataset, data_key: str, person_column: str, q: float,
+                      epsilon: float, largest: int) -> None:
+    """The button's callback: one real draw (OpenDP, fresh entropy), into the plan as its
+    max rows query (every draw seen is kept, to be charged) and into the unit (private)."""
+    from dashboard import plan_store
+    from dashboard.release_panel import source_of
+    from plan import model
+    from release.bounds import draw_max_rows
+    from release.errors import ReleaseRefused
+
+    try:
+        drawn = draw_max_rows(source_of(loaded), person_column, level=q, epsilon=epsilon,
+                              largest=largest)
+    except (ReleaseRefused, EngineError, ValueError) as exc:
+        st.session_state[DREW] = (False, f"No draw: {exc}")
+        return
+    earlier = plan_store.max_rows_query(data_key)
+    epsilons = (*(earlier.query.epsilons if earlier is not None else ()), float(epsilon))
+    plan_store.set_max_rows(data_key, model.PlanQuery(
+        "max-rows", "Max rows per person (DP quantile of rows per person)",
+        model.MaxRows(float(q), int(largest), int(drawn), epsilons), None, "statistics"))
+    unit = person.current_unit(data_key)
+    person.set_unit(data_key, person.PrivacyUnit(unit.person, drawn, unit.max_groups,
+                                                 origin="private"))
+    st.session_state[DREW] = (True, (
+        f"OpenDP drew max rows = {drawn:,} (fresh entropy), now this dataset's privacy unit. "
+        f"It is in the release plan as its max rows query: {len(epsilons)} draw(s), ε = "
+        f"{sum(epsilons):g} in all, charged when the plan is released."))
 
 
 def bounds_section(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
@@ -83,8 +114,22 @@ def _private_route(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
                     f"sensitivity max(q, 1 − q) whatever the bounds. "
                     f"{bc.total_privacy(choice.epsilon, epsilon)} This simulation drew "
                     f"**max rows = {chosen.drawn:,}**.")
-        if st.button(f"Use max rows = {chosen.drawn:,}", key=f"{prefix}_use_private_rows"):
+        simulated, real = st.columns(2)
+        if simulated.button(f"Use max rows = {chosen.drawn:,} (simulated)",
+                            key=f"{prefix}_use_private_rows",
+                            help="The simulation's draw is seeded (the seed is in the URL): a "
+                                 "bound taken from it is read off the data, and the release "
+                                 "card says so."):
             unit = person.current_unit(data_key)
             person.set_unit(data_key, person.PrivacyUnit(unit.person, chosen.drawn,
-                                                         unit.max_groups))
+                                                         unit.max_groups, origin="data"))
             st.rerun()
+        real.button("Draw max rows for the release", key=f"{prefix}_draw_max_rows",
+                    type="primary", on_click=_draw_for_release,
+                    args=(loaded, data_key, spec.contribution.person, q, epsilon, largest),
+                    help=f"One draw with OpenDP's sampler and fresh entropy (ε = {epsilon:g}). "
+                         "It enters the release plan as its max rows query: every draw you "
+                         "make is charged when the plan is released.")
+        said = st.session_state.pop(DREW, None)
+        if said is not None:
+            (st.success if said[0] else st.error)(plain(said[1], limit=500))

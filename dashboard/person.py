@@ -9,7 +9,7 @@ on their own data are session-only like the rest of issue 9's rule).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import streamlit as st
 
@@ -27,11 +27,15 @@ class PrivacyUnit:
 
     ``max_rows``: the most rows a person keeps (per group when ``max_groups`` is set);
     ``max_groups``: the most groups a person keeps rows in (None: only ``max_rows``).
+    ``origin``: how max rows was chosen — typed, read off the data (the simulated private
+    draw is seeded, so it is), or private (drawn for real: the plan's max rows query). It
+    does not enter equality: the same bounds are the same unit for every computation.
     """
 
     person: str | None = None
     max_rows: int = 1
     max_groups: int | None = None
+    origin: str = field(default="typed", compare=False)
 
     def __post_init__(self) -> None:
         # ContributionBounds validates the numbers (ValueError naming the field)

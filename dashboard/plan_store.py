@@ -18,7 +18,7 @@ import streamlit as st
 from plan import model
 
 __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear", "count",
-           "PLAN_PAGE"]
+           "PLAN_PAGE", "max_rows_query", "set_max_rows"]
 
 _KEY = "release_plan_by_dataset"
 #: The plan page (the "Add to plan" panels link to it).
@@ -73,6 +73,18 @@ def update(data_key: str, queries: tuple[model.PlanQuery, ...]) -> None:
     """Replace the plan's queries by these (same ids), keeping each one's context."""
     contexts = {e.query.id: e.context for e in entries(data_key)}
     _plans()[data_key] = tuple(Entry(q, contexts.get(q.id, {})) for q in queries)
+
+
+def max_rows_query(data_key: str) -> model.PlanQuery | None:
+    """The plan's max rows query (max rows drawn for real), if it has one."""
+    return next((e.query for e in entries(data_key)
+                 if isinstance(e.query.query, model.MaxRows)), None)
+
+
+def set_max_rows(data_key: str, query: model.PlanQuery) -> None:
+    """The plan's max rows query becomes ``query`` (first in the plan; one at most)."""
+    rest = tuple(e for e in entries(data_key) if not isinstance(e.query.query, model.MaxRows))
+    _plans()[data_key] = (Entry(query), *rest)
 
 
 def replace_all(data_key: str, queries: tuple[model.PlanQuery, ...]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dpcore.contributions import (
     ContributionBounds,
@@ -46,7 +46,7 @@ from plan import model
 from plan.model import Noise, Plan, PlanError, PlanQuery, PrivacyUnit, SelectionNoise, Threshold
 
 __all__ = ["Loss", "NoisyMax", "PartitionThreshold", "Part", "Built", "build", "build_plan",
-           "MAX_GROUPS_FOUND"]
+           "MAX_GROUPS_FOUND", "max_rows_draw"]
 
 #: Most distinct keys partition selection reads from the data (more is refused: cutting the
 #: list would let one person's new key push another key out, which no analysis covers).
@@ -317,6 +317,8 @@ def build(query: PlanQuery, unit: PrivacyUnit, *, path: str = "query") -> Built:
         return _build_group_by(query, q, unit, path)
     if isinstance(q, model.Quantiles):
         return _build_quantiles(query, q, unit, path)
+    if isinstance(q, model.MaxRows):
+        return _build_max_rows(query, q, unit, path)
     if isinstance(q, model.Selection):
         sens = count_sensitivity(_bounds(unit, grouped=True))
         selection = noise
@@ -385,6 +387,28 @@ def _build_quantiles(query: PlanQuery, q: model.Quantiles, unit: PrivacyUnit,
     top = quantile_sensitivity(max(q.levels, key=lambda v: abs(v - 0.5)),
                                max_rows=unit.max_rows)
     return Built(query, unit, (engine,), tuple(parts), Sensitivity(top, top, top))
+
+
+def max_rows_draw(level: float, epsilon: float, *, path: str = "query") -> Part:
+    """One draw of a DP quantile of rows per person: report noisy max with exponential
+    noise (ε-DP) over the candidates' rank errors, each person adding one value (their number
+    of rows), so the sensitivity is max(q, 1 − q) whatever the bounds."""
+    with _field(f"{path}.query.level"):
+        sens = quantile_sensitivity(level, max_rows=1)
+    mechanism = _noisy_max(model.SelectionNoise("exponential", "pure", epsilon=epsilon),
+                           sensitivity=sens, monotonic=False, k=1, negate=True,
+                           epsilon=epsilon, rho=None, path=f"{path}.query.epsilons")
+    return Part("draw", mechanism, sens, Loss.of(mechanism.privacy))
+
+
+def _build_max_rows(query: PlanQuery, q: model.MaxRows, unit: PrivacyUnit,
+                    path: str) -> Built:
+    """Every draw the planner saw, each a part with its ε; nothing is computed at release
+    (the value was drawn before, and is the unit's max rows)."""
+    parts = tuple(replace(max_rows_draw(q.level, eps, path=path), name=f"draw {i + 1}")
+                  for i, eps in enumerate(q.epsilons))
+    top = parts[0].sensitivity
+    return Built(query, unit, (), parts, Sensitivity(top, top, top))
 
 
 def _share_down(total: float, m: int) -> float:

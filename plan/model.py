@@ -23,6 +23,7 @@ __all__ = [
     "FORMAT", "VERSION", "ORIGINS", "ACCOUNTING_METHODS", "PAGES", "PlanError",
     "Dataset", "PrivacyUnit", "Accounting", "Budget", "Bounds", "Categories", "Grid",
     "Count", "Sum", "Mean", "Histogram", "Crosstab", "GroupBy", "Quantiles", "Selection",
+    "MaxRows", "UNIT_ORIGINS",
     "Noise", "SelectionNoise", "Threshold", "Target", "PlanQuery", "Plan", "QuerySpec",
     "MechanismSpec",
 ]
@@ -34,6 +35,8 @@ VERSION = 1
 #: Where a declaration comes from: public documentation, typed by the user, or read from the
 #: data. The last one is not covered by the privacy guarantee and is flagged everywhere.
 ORIGINS = ("public", "typed", "data")
+#: A privacy unit's bounds may also be drawn privately (the plan's max rows query).
+UNIT_ORIGINS = (*ORIGINS, "private")
 #: How the queries of a plan are composed into one privacy figure.
 ACCOUNTING_METHODS = ("basic", "advanced", "zcdp", "pld")
 #: The pages a query can come from (what the plan page links back to).
@@ -258,17 +261,17 @@ class PrivacyUnit:
     rows in a scalar query (count, sum, mean, quantiles) and in each group of a grouped query
     (histogram, table, group-by, selection), and at most ``max_groups`` groups (None: only
     ``max_rows`` rows in all, which may fall in as many groups). ``bounds_origin`` says how
-    these bounds were chosen: typed or public, or read off the data (then flagged: not
-    covered by the guarantee).
+    these bounds were chosen: typed or public, read off the data (then flagged: not covered
+    by the guarantee), or "private": max rows drawn by the plan's max rows query (charged).
     """
 
     person_column: str | None = None
     max_rows: int = 1
     max_groups: int | None = None
-    bounds_origin: Origin = "typed"
+    bounds_origin: Literal["public", "typed", "data", "private"] = "typed"
 
     def __post_init__(self) -> None:
-        _choice(self.bounds_origin, ORIGINS, "privacy_unit.bounds_origin")
+        _choice(self.bounds_origin, UNIT_ORIGINS, "privacy_unit.bounds_origin")
         if self.person_column is not None:
             _text(self.person_column, "privacy_unit.person_column", empty=False)
         _bounded_int(self.max_rows, "privacy_unit.max_rows")
@@ -302,7 +305,7 @@ class PrivacyUnit:
         out = PrivacyUnit(f.raw("person_column", required=False),
                           1 if max_rows is None else max_rows,
                           f.integer("max_groups", required=False),
-                          f.choice("bounds_origin", ORIGINS, required=False,
+                          f.choice("bounds_origin", UNIT_ORIGINS, required=False,
                                    default="typed"))  # type: ignore[arg-type]
         f.done()
         return out
@@ -745,9 +748,52 @@ class Selection:
                          1 if k is None else k)
 
 
-QuerySpec = Count | Sum | Mean | Histogram | Crosstab | GroupBy | Quantiles | Selection
+@dataclass(frozen=True)
+class MaxRows:
+    """The privacy unit's max rows, chosen by a DP ``level``-quantile of rows per person:
+    report noisy max with exponential noise (ε-DP, permute-and-flip's law) over candidates
+    1..``largest`` (a public cap), each person adding one value (their number of rows).
+
+    It was drawn before the release, on the data, with OpenDP's sampler and fresh entropy:
+    ``drawn`` is the value the plan's unit uses, and ``epsilons`` the ε of every draw the
+    planner saw (each one is charged: choosing among several draws is post-processing of
+    all of them). A release publishes ``drawn`` and spends the sum of ``epsilons``.
+    """
+
+    level: float
+    largest: int
+    drawn: int
+    epsilons: tuple[float, ...]
+    kind: Literal["max_rows"] = field(default="max_rows", init=False)
+
+    def check(self, path: str) -> None:
+        _probability(_number(self.level, f"{path}.level"), f"{path}.level")
+        for name in ("largest", "drawn"):
+            _bounded_int(getattr(self, name), f"{path}.{name}")
+        if self.drawn > self.largest:
+            raise PlanError(f"{path}.drawn", f"must be at most largest = {self.largest}, got "
+                            f"{self.drawn}")
+        if not isinstance(self.epsilons, tuple) or not self.epsilons:
+            raise PlanError(f"{path}.epsilons", "must hold the ε of every draw (at least one)")
+        for i, eps in enumerate(self.epsilons):
+            _positive(_number(eps, f"{path}.epsilons[{i}]"), f"{path}.epsilons[{i}]")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "level": _f(self.level), "largest": self.largest,
+                "drawn": self.drawn, "epsilons": [float(e) for e in self.epsilons]}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> MaxRows:
+        epsilons = f.array("epsilons")
+        return MaxRows(f.number("level"), f.integer("largest"), f.integer("drawn"),
+                       tuple(_number(e, f"{f.at('epsilons')}[{i}]")
+                             for i, e in enumerate(epsilons or [])))
+
+
+QuerySpec = (Count | Sum | Mean | Histogram | Crosstab | GroupBy | Quantiles | Selection
+             | MaxRows)
 _QUERY_KINDS: dict[str, Any] = {cls.__dataclass_fields__["kind"].default: cls for cls in (
-    Count, Sum, Mean, Histogram, Crosstab, GroupBy, Quantiles, Selection)}
+    Count, Sum, Mean, Histogram, Crosstab, GroupBy, Quantiles, Selection, MaxRows)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -977,7 +1023,7 @@ class Target:
 _ALLOWED = {
     "count": ("noise",), "sum": ("noise",), "mean": ("noise",), "histogram": ("noise",),
     "crosstab": ("noise",), "group_by": ("noise",), "quantiles": ("selection",),
-    "selection": ("selection",),
+    "selection": ("selection",), "max_rows": (),
 }
 
 
@@ -1019,7 +1065,12 @@ class PlanQuery:
             raise PlanError(f"{path}.threshold", "applies only to a group-by without declared "
                             "keys")
         counts_only = partition and self.query.statistic == "count"
-        if counts_only:
+        if isinstance(self.query, MaxRows):
+            if self.mechanism is not None:
+                raise PlanError(f"{path}.mechanism", "the max rows query's noise is fixed "
+                                "(exponential noise, ε per draw in query.epsilons): no "
+                                "mechanism")
+        elif counts_only:
             if self.mechanism is not None:
                 raise PlanError(f"{path}.mechanism", "a count by group with partition "
                                 "selection releases the threshold's noisy counts: no other "
@@ -1106,6 +1157,20 @@ class Plan:
 
     def _check_unit(self) -> None:
         unit = self.privacy_unit
+        drawn = [(i, q) for i, q in enumerate(self.queries) if isinstance(q.query, MaxRows)]
+        if len(drawn) > 1:
+            raise PlanError(f"queries[{drawn[1][0]}]", "a plan holds at most one max rows "
+                            "query (the unit has one max rows)")
+        if drawn:
+            i, q = drawn[0]
+            if unit.person_column is None:
+                raise PlanError(f"queries[{i}]", "a max rows query needs a person-id column "
+                                "in the privacy unit")
+            if (unit.max_rows, unit.bounds_origin) != (q.query.drawn, "private"):
+                raise PlanError("privacy_unit.max_rows", f"the max rows query drew "
+                                f"{q.query.drawn}, but the unit has max rows "
+                                f"{unit.max_rows} ({unit.bounds_origin}): use the drawn value "
+                                "(origin private), or remove the max rows query")
         for i, q in enumerate(self.queries):
             if (unit.person_column is not None and q.threshold is not None
                     and unit.max_groups is None):

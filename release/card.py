@@ -50,9 +50,12 @@ def not_covered(plan: model.Plan) -> list[dict[str, Any]]:
                         "origin": "read from the data",
                         "source": "a round number at or above the data's own size"})
     unit = plan.privacy_unit
-    if unit.person_column is not None and unit.bounds_origin == "data":
+    charged = any(isinstance(q.query, model.MaxRows) for q in plan.queries)
+    if unit.person_column is not None and (unit.bounds_origin == "data" or (
+            unit.bounds_origin == "private" and not charged)):
         out.append({"query": None, "what": "contribution bounds (rows and groups per person)",
-                    "origin": "chosen on the raw data", "source": ""})
+                    "origin": "chosen on the raw data", "source": "" if unit.bounds_origin
+                    == "data" else "drawn privately, but the draw is not charged in this plan"})
     return out
 
 
@@ -107,6 +110,11 @@ def _query_rules(q: model.PlanQuery) -> list[str]:
                      "values are not counted")
     if isinstance(spec, model.Selection):
         rules.append(_declared_rule(spec.column, "the candidates"))
+    if isinstance(spec, model.MaxRows):
+        rules.append(f"max rows per person ({spec.drawn:,}) was drawn before the release as a "
+                     f"DP {spec.level:g}-quantile of rows per person over 1..{spec.largest:,} "
+                     f"(OpenDP, fresh entropy); {len(spec.epsilons)} draw(s) were seen, and "
+                     "each is charged in this release")
     return rules
 
 

@@ -31,7 +31,8 @@ from dpcore.mechanisms.bounded import ClampedLaplace
 from plan.build import Built, Loss, NoisyMax, Part, PartitionThreshold
 from release.errors import MapCheckFailed, Unsupported
 
-__all__ = ["OPENDP_VERSION", "Certified", "certify", "quantile_scores", "alpha_fraction"]
+__all__ = ["OPENDP_VERSION", "Certified", "certify", "certify_max_rows", "quantile_scores",
+           "alpha_fraction"]
 
 dp.enable_features("contrib")
 
@@ -313,6 +314,12 @@ def _threshold(query_id: str, part: Part, planned_delta: float) -> Certified:
                      note=note)
 
 
+def certify_max_rows(part: Part, level: float) -> Certified:
+    """One draw of a DP quantile of rows per person (``plan.build.max_rows_draw``) as its
+    OpenDP measurement, map checked: each person adds one value, their number of rows."""
+    return _noisy_max("max-rows", part, level, 1)
+
+
 def certify(built: Built, *, integer_answers: bool | None = None) -> tuple[Certified, ...]:
     """Every part of ``built`` as its OpenDP measurement, each map checked.
 
@@ -327,6 +334,8 @@ def certify(built: Built, *, integer_answers: bool | None = None) -> tuple[Certi
     query_id = built.query.id
     levels = list(q.levels) if isinstance(q, model.Quantiles) else []
     out = []
+    if isinstance(q, model.MaxRows):   # one value per person: their number of rows
+        return tuple(_noisy_max(query_id, part, q.level, 1) for part in built.parts)
     for part in built.parts:
         if isinstance(part.mechanism, AdditiveMechanism):
             size = _vector_size(q, part)

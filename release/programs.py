@@ -203,6 +203,8 @@ def opendp_program(plan: Plan) -> str:
     prepared = prepare(plan)
     queries = []
     for built, certified in zip(prepared.built, prepared.certified, strict=True):
+        if isinstance(built.query.query, model.MaxRows):
+            continue   # drawn before: the unit's MAX_ROWS, charged in PRIVACY_SPENT
         _unsupported_partition(built, "OpenDP")
         record = _query_record(built.query, plan.privacy_unit)
         levels = list(built.query.query.levels) if isinstance(
@@ -282,6 +284,8 @@ def spark_program(plan: Plan) -> str:
     queries = []
     for built in prepared.built:
         pq = built.query
+        if isinstance(pq.query, model.MaxRows):
+            continue   # drawn before: the unit's MAX_ROWS, charged in PLANNED_SPENT
         if not isinstance(pq.query, _SPARK_KINDS):
             raise ProgramUnsupported(
                 f"query {pq.id!r}: PipelineDP has no {pq.query.kind} with the plan's "

@@ -288,6 +288,9 @@ def _draw_query(built: Built, certified: tuple[Certified, ...], aggs: tuple, key
             index = int(part.draw(scores))
             rows.append(((f"q={level:g}",), q.candidates.values[index]))
         return _released(pq, "quantiles", tuple(rows), certified, notes)
+    if isinstance(q, model.MaxRows):   # drawn before the release; its draws are charged here
+        return _released(pq, "max rows per person", ((("max rows",), q.drawn),), certified,
+                         notes)
     if isinstance(q, model.Selection):
         agg = aggs[0]
         scores = [int(c) for c in agg.counts]

@@ -33,11 +33,16 @@ class NotPlannable(ValueError):
     to add instead)."""
 
 
-def plan_unit(unit: person.PrivacyUnit) -> model.PrivacyUnit:
-    """The plan's privacy unit for the unit declared on the Data page."""
+def plan_unit(unit: person.PrivacyUnit, *, drawn_in_plan: bool = False) -> model.PrivacyUnit:
+    """The plan's privacy unit for the unit declared on the Data page. Max rows drawn for
+    real is "private" only in a plan that holds its max rows query (``drawn_in_plan``),
+    which charges the draws; without it the value was seen uncharged: read off the data."""
     if unit.person is None:
         return model.PrivacyUnit()
-    return model.PrivacyUnit(unit.person, unit.max_rows, unit.max_groups, "typed")
+    origin = unit.origin if unit.origin in model.UNIT_ORIGINS else "typed"
+    if origin == "private" and not drawn_in_plan:
+        origin = "data"
+    return model.PrivacyUnit(unit.person, unit.max_rows, unit.max_groups, origin)
 
 
 def _domain(loaded: LoadedDataset, column: str):

@@ -33,6 +33,7 @@ from dpcore.plan_risk import describe_plan_risk, plan_max_posterior, plan_tradeo
 from dpcore.selection import prob_best_selected
 from plan import model
 from plan.build import Built, NoisyMax, PartitionThreshold, build_plan
+from release.accounting import total_up
 
 __all__ = ["PAGES", "ROW_COLUMNS", "budget_text", "target_text", "releases_of", "make_plan",
            "plan_rows", "apply_edits", "Accounted", "accounted", "Split", "split",
@@ -67,6 +68,10 @@ def budget_text(query: model.PlanQuery) -> str:
     """The query's mechanism and budget in words, e.g. 'Laplace, ε = 0.5'."""
     parts = []
     m = query.mechanism
+    if isinstance(query.query, model.MaxRows):
+        eps = query.query.epsilons
+        return (f"report noisy max, exponential noise (permute-and-flip), {len(eps)} draw(s) "
+                f"at ε = {', '.join(_num(e) for e in eps)} (drawn; not editable)")
     if isinstance(m, model.Noise):
         name = CATALOGUE[m.kind].label
         budget = ", ".join(f"{s} = {_num(getattr(m, n))}" for n, s in
@@ -148,6 +153,8 @@ def allocation_target(query: model.PlanQuery, built: Built,
 
 
 def _why_not_judged(query: model.PlanQuery) -> str:
+    if isinstance(query.query, model.MaxRows):
+        return "max rows, drawn before the release: its draws are spent"
     if query.target is None:
         return "no target: keeps its budget"
     m = query.mechanism
@@ -166,8 +173,9 @@ def _why_not_judged(query: model.PlanQuery) -> str:
 
 
 def _epsilon_now(query: model.PlanQuery) -> float | None:
-    m = query.mechanism
-    return getattr(m, "epsilon", None)
+    if isinstance(query.query, model.MaxRows):
+        return total_up(query.query.epsilons)
+    return getattr(query.mechanism, "epsilon", None)
 
 
 def _accuracy_now(query: model.PlanQuery, built: Built, target: allocation.Target | None,
@@ -202,7 +210,7 @@ def plan_rows(plan: model.Plan, built: Sequence[Built],
         budget_source = m if m is not None else q.threshold
         rows.append({
             QUERY: q.label, PAGE: PAGES.get(q.page, ("", q.page))[1], MECH: budget_text(q),
-            EPS: getattr(budget_source, "epsilon", None),
+            EPS: _epsilon_now(q) if m is None else getattr(budget_source, "epsilon", None),
             DELTA: (getattr(budget_source, "delta", None) if not isinstance(
                 budget_source, model.Threshold) else budget_source.delta),
             RHO: getattr(budget_source, "rho", None),
@@ -230,6 +238,8 @@ def _value(x: object) -> float | None:
 
 def _edited_budget(query: model.PlanQuery, eps: float | None, delta: float | None,
                    rho: float | None) -> model.PlanQuery:
+    if isinstance(query.query, model.MaxRows):   # drawn: what it spent is spent
+        return query
     m = query.mechanism
     if m is not None:
         fields = {}
