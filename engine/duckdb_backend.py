@@ -431,16 +431,21 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
     info, x = columns[i], _col(i)
     value = f"CAST({x} AS VARCHAR)" if info.kind == "text" else x
     condition = f"NOT {_missing(x, info)}"
-    params: dict[str, object] = {"lim": query.limit + 1}
+    params: dict[str, object] = {}
     if query.exclude:
         kind = _plan.match_kind(info, query.exclude, where)
         if kind != "never":
             condition += f" AND {_cell(x, info, kind, 'cats')} = 0"
             params["cats"] = _plan.category_values(kind, query.exclude)
-    sql = f"SELECT DISTINCT {value} AS v FROM {_SRC} WHERE {condition} ORDER BY v LIMIT $lim"
+    sql = f"SELECT DISTINCT {value} AS v FROM {_SRC} WHERE {condition} ORDER BY v"
+    if query.limit is not None:
+        sql += " LIMIT $lim"
+        params["lim"] = query.limit + 1
 
     def finish(results: list[list[tuple]]) -> DistinctAggregate:
         values = tuple(row[0] for row in results[0])
+        if query.limit is None:
+            return DistinctAggregate(values, False)
         return DistinctAggregate(values[: query.limit], len(values) > query.limit)
 
     return CompiledQuery((sql,), params, finish)

@@ -294,19 +294,22 @@ class RowsPerPerson:
 
 @dataclass(frozen=True)
 class DistinctValues:
-    """The distinct non-missing values of ``column`` (sorted), at most ``limit`` of them.
+    """The distinct non-missing values of ``column`` (sorted), at most ``limit`` of them
+    (``None``: all of them).
 
     For categories read off the data (which leaks which values exist: the caller flags it),
-    and, with ``exclude``, for examples of values outside declared categories.
+    for the keys partition selection noises (all of them: how many there are is not
+    public), and, with ``exclude``, for examples of values outside declared categories.
     """
 
     column: str
-    limit: int = 1000
+    limit: int | None = 1000
     exclude: tuple[object, ...] = ()
 
     def __post_init__(self) -> None:
         _check_name("column", self.column)
-        object.__setattr__(self, "limit", check_int("limit", self.limit, minimum=1))
+        if self.limit is not None:
+            object.__setattr__(self, "limit", check_int("limit", self.limit, minimum=1))
         if self.exclude:
             object.__setattr__(self, "exclude", _check_categories("exclude", self.exclude))
         else:
@@ -504,7 +507,8 @@ class RowsPerPersonAggregate:
 
 @dataclass(frozen=True, eq=False)
 class DistinctAggregate:
-    """Up to ``limit`` distinct values, sorted; ``more`` says whether others exist."""
+    """Up to ``limit`` distinct values (all without a limit), sorted; ``more`` says whether
+    others exist."""
 
     values: tuple[object, ...]
     more: bool

@@ -456,8 +456,10 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
         if kind is not None and kind != "never":
             condition = condition & (_cell(x, info, kind, query.exclude) == 0)
         value = x.cast("string") if info.kind == "text" else x
-        values = [r[0] for r in _rows(df.where(condition).select(value.alias("v")).distinct()
-                                      .orderBy("v").limit(query.limit + 1))]
+        found = df.where(condition).select(value.alias("v")).distinct().orderBy("v")
+        if query.limit is None:
+            return DistinctAggregate(tuple(r[0] for r in _rows(found)), False)
+        values = [r[0] for r in _rows(found.limit(query.limit + 1))]
         return DistinctAggregate(tuple(values[: query.limit]), len(values) > query.limit)
 
     return plan
