@@ -15,6 +15,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -199,11 +200,26 @@ def _aggregates(built: Built, engine: Engine, source: Source) -> tuple[Any, tupl
     """The engine's aggregates for ``built`` (and, for partition selection, the keys)."""
     if built.finds_groups:
         # Every key found, however many: a refusal above a count of keys would disclose it.
-        keys = tuple(_answer(engine, source, built.engine_queries[0]).values)
+        keys = _groupable(_answer(engine, source, built.engine_queries[0]).values)
         if not keys:
             return (), ()
         return tuple(_answer(engine, source, query) for query in built.keyed_queries(keys)), keys
     return tuple(_answer(engine, source, query) for query in built.engine_queries), ()
+
+
+def _groupable(values: Sequence[Any]) -> tuple:
+    """The keys found that can name a group, by a rule on each value alone (never a refusal,
+    which would say what the data holds): a decimal as its float (keys whose floats are
+    equal become one group), an infinite number left out (its rows are in no group, as
+    rows with a missing key)."""
+    keys: dict[Any, None] = {}
+    for value in values:
+        if isinstance(value, Decimal):
+            value = float(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            continue
+        keys[value] = None
+    return tuple(keys)
 
 
 def _outside(built: Built, agg: HistogramAggregate | TableAggregate) -> None:
