@@ -8,7 +8,9 @@ rows into the aggregates of :mod:`engine.queries`.
 
 from __future__ import annotations
 
+import json
 import math
+import numbers
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Literal
@@ -17,11 +19,15 @@ import numpy as np
 
 from engine.errors import EngineError
 from engine.queries import (
+    Binned,
     BinsAggregate,
     ColumnInfo,
     ColumnProfile,
     Contribution,
+    Crosstab,
+    GroupedSum,
     GroupedSumAggregate,
+    Histogram,
     HistogramAggregate,
     NumericBins,
     ProfileAggregate,
@@ -82,6 +88,72 @@ def category_values(kind: MatchKind, categories: tuple[object, ...]) -> list[obj
     if kind == "integer":
         return [int(c) for c in categories]
     return list(categories)
+
+
+def key_text(value: object) -> str:
+    """The canonical text of one category value: a pure function of the value alone.
+
+    ``text:`` and the string as a JSON literal (ASCII), ``bool:true`` / ``bool:false``,
+    ``number:`` and the number (a whole number within ±2^63 as an integer, so 2 and 2.0 read
+    alike; any other as ``repr`` of its float). The same value gives the same text whatever
+    list of categories or keys it is in, so ranking a person's groups by a hash of it depends
+    on that person's rows only (never on which other keys the data holds).
+    """
+    if isinstance(value, bool):
+        return "bool:true" if value else "bool:false"
+    if isinstance(value, str):
+        return "text:" + json.dumps(value, ensure_ascii=True)
+    if isinstance(value, numbers.Integral):
+        return f"number:{int(value)}"
+    if isinstance(value, numbers.Real):
+        x = float(value)
+        if x.is_integer() and -_INT64 <= x < _INT64:
+            return f"number:{int(x)}"
+        return f"number:{x!r}"
+    raise TypeError(f"a category must be text, a number or a boolean, got "
+                    f"{type(value).__name__}")
+
+
+def _number_text(x: float) -> str:
+    return key_text(x) if math.isfinite(x) else ("number:inf" if x > 0 else "number:-inf")
+
+
+def binned_cell_texts(query: Binned) -> list[str]:
+    """The canonical text of each cell of a binned query (1-based cell i is entry i - 1):
+    the interval of values it holds, a pure function of the cell's own edges."""
+    points = [_number_text(p) for p in query.points]
+    if query.cells == "ranks":
+        lows = ["number:-inf", *points]
+        highs = [*points, "number:inf"]
+        out = []
+        for j, (low, high) in enumerate(zip(lows, highs, strict=True)):
+            out.append(f"between:{low},{high}")
+            if j < len(points):
+                out.append(f"equal:{points[j]}")
+        return out
+    lows, highs = points[:-1], points[1:]
+    if query.outside == "clamp":  # the end bins also hold the values beyond them
+        lows, highs = ["number:-inf", *lows[1:]], [*highs[:-1], "number:inf"]
+    bins = [f"bin:[{a},{b})" for a, b in zip(lows, highs, strict=True)]
+    bins[-1] = bins[-1][:-1] + "]"
+    if query.outside == "separate":
+        return [f"below:{points[0]}", *bins, f"above:{points[-1]}"]
+    return bins
+
+
+def cell_texts(query: Histogram | Binned | GroupedSum) -> list[str]:
+    """The canonical text of each cell (1-based cell i is entry i - 1) of a one-column query:
+    its category's :func:`key_text`, or a bin's interval."""
+    if isinstance(query, Binned):
+        return binned_cell_texts(query)
+    return [key_text(c) for c in query.categories]
+
+
+def crosstab_texts(query: Crosstab) -> tuple[list[str], list[str]]:
+    """The row and column categories' texts; cell (i, j)'s text is ``row | column`` (each
+    text is self-delimiting, so the pair reads back one way)."""
+    return ([key_text(c) for c in query.row_categories],
+            [key_text(c) for c in query.column_categories])
 
 
 def exact_sum(column: ColumnInfo, lower: float, upper: float) -> bool:

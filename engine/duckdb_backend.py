@@ -195,25 +195,51 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
     return CompiledQuery((rows, stats, bounded, person_stats), params, finish_bounded)
 
 
+def _cell_text(query: Histogram | Crosstab | Binned | GroupedSum
+               ) -> tuple[Callable[[str], str], dict[str, object]]:
+    """SQL for the canonical text of a (1-based, declared) cell index, and its parameters.
+
+    The texts are computed in Python (``_plan.cell_texts``: a pure function of each cell's
+    value) and bound as a list indexed by the cell, so DuckDB and Spark hash the same strings.
+    A crosstab's cell is ``row text | column text``.
+    """
+    if isinstance(query, Crosstab):
+        rows, columns = _plan.crosstab_texts(query)
+        n = len(columns)
+        return (lambda idx: f"concat(list_extract(CAST($rkeys AS VARCHAR[]), ({idx} - 1) // {n} "
+                f"+ 1), '|', list_extract(CAST($ckeys AS VARCHAR[]), ({idx} - 1) % {n} + 1))",
+                {"rkeys": rows, "ckeys": columns})
+    return (lambda idx: f"list_extract(CAST($keys AS VARCHAR[]), {idx})",
+            {"keys": _plan.cell_texts(query)})
+
+
 def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
-                   query: Histogram | Crosstab) -> tuple[str, str, dict[str, object]]:
-    """SQL for the kept counts per cell, (cell, kept, eligible), and the missing-id count."""
+                   query: Histogram | Crosstab | Binned) -> tuple[str, str, dict[str, object]]:
+    """SQL for the kept counts per cell, (cell, kept, eligible), and the missing-id count.
+
+    A person's rows are ordered by their cell's canonical text (never by its position in the
+    list of cells, which other people's data can change); kept cells are ranked by
+    ``md5(seed | group | person | cell text)``, kept rows by ``md5(seed | row | person |
+    position)``.
+    """
     contribution = query.contribution
     p = _col(person)
     p_missing = _missing(p, columns[person])
+    text, params = _cell_text(query)
     base = f"m AS (SELECT {p} AS pid, {cell} AS idx FROM {_SRC} WHERE NOT {p_missing})"
-    params: dict[str, object] = {"k": contribution.max_rows, "seed": str(contribution.seed)}
+    params |= {"k": contribution.max_rows, "seed": str(contribution.seed)}
     if contribution.max_groups is None:
-        sql = (f"WITH {base}, r AS (SELECT pid, idx, row_number() OVER (PARTITION BY pid "
-               "ORDER BY idx) AS r0 FROM m WHERE idx > 0), "
+        sql = (f"WITH {base}, t AS (SELECT pid, idx, {text('idx')} AS key FROM m "
+               "WHERE idx > 0), r AS (SELECT pid, idx, row_number() OVER (PARTITION BY pid "
+               "ORDER BY key) AS r0 FROM t), "
                "s AS (SELECT idx, row_number() OVER (PARTITION BY pid ORDER BY "
                f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
                "SELECT idx, count(*) FILTER (WHERE r <= $k), count(*) FROM s GROUP BY idx")
     else:
         sql = (f"WITH {base}, d AS (SELECT pid, idx, count(*) AS n FROM m WHERE idx > 0 "
-               "GROUP BY pid, idx), "
+               f"GROUP BY pid, idx), t AS (SELECT pid, idx, n, {text('idx')} AS key FROM d), "
                "s AS (SELECT idx, n, row_number() OVER (PARTITION BY pid ORDER BY "
-               f"{_row_key('seed', 'pid', 'idx', 'group')}, idx) AS g FROM d) "
+               f"{_row_key('seed', 'pid', 'key', 'group')}, key) AS g FROM t) "
                "SELECT idx, coalesce(sum(least(n, $k)) FILTER (WHERE g <= $g), 0), sum(n) "
                "FROM s GROUP BY idx")
         params["g"] = contribution.max_groups
@@ -349,12 +375,14 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
     p_missing = _missing(p, columns[person])
     base = (f"m AS (SELECT {p} AS pid, {cell} AS idx, {value} AS v FROM {_SRC} "
             f"WHERE NOT {p_missing} AND NOT {missing})")
-    params |= {"k": contribution.max_rows, "seed": str(contribution.seed)}
+    text, keys = _cell_text(query)
+    params |= keys | {"k": contribution.max_rows, "seed": str(contribution.seed)}
     clamp = "greatest(least(v, $hi), $lo)"
     if contribution.max_groups is None:
         bounded = (
-            f"WITH {base}, r AS (SELECT pid, idx, v, row_number() OVER (PARTITION BY pid "
-            "ORDER BY idx, v) AS r0 FROM m WHERE idx > 0), "
+            f"WITH {base}, t AS (SELECT pid, idx, v, {text('idx')} AS key FROM m "
+            "WHERE idx > 0), r AS (SELECT pid, idx, v, row_number() OVER (PARTITION BY pid "
+            "ORDER BY key, v) AS r0 FROM t), "
             "s AS (SELECT idx, v, row_number() OVER (PARTITION BY pid ORDER BY "
             f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
             f"SELECT idx, {total_fn}({clamp}) FILTER (WHERE r <= $k), "
@@ -363,9 +391,10 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             "FROM s GROUP BY idx")
     else:
         bounded = (
-            f"WITH {base}, d AS (SELECT pid, idx FROM m WHERE idx > 0 GROUP BY pid, idx), "
+            f"WITH {base}, d AS (SELECT pid, idx, {text('idx')} AS key FROM m WHERE idx > 0 "
+            "GROUP BY pid, idx), "
             "gs AS (SELECT pid, idx, row_number() OVER (PARTITION BY pid ORDER BY "
-            f"{_row_key('seed', 'pid', 'idx', 'group')}, idx) AS g FROM d), "
+            f"{_row_key('seed', 'pid', 'key', 'group')}, key) AS g FROM d), "
             "r AS (SELECT pid, idx, v, row_number() OVER (PARTITION BY pid, idx ORDER BY v) "
             "AS r0 FROM m WHERE idx > 0), "
             "s AS (SELECT r.idx, r.v, gs.g, row_number() OVER (PARTITION BY r.pid, r.idx "
@@ -402,16 +431,21 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
     info, x = columns[i], _col(i)
     value = f"CAST({x} AS VARCHAR)" if info.kind == "text" else x
     condition = f"NOT {_missing(x, info)}"
-    params: dict[str, object] = {"lim": query.limit + 1}
+    params: dict[str, object] = {}
     if query.exclude:
         kind = _plan.match_kind(info, query.exclude, where)
         if kind != "never":
             condition += f" AND {_cell(x, info, kind, 'cats')} = 0"
             params["cats"] = _plan.category_values(kind, query.exclude)
-    sql = f"SELECT DISTINCT {value} AS v FROM {_SRC} WHERE {condition} ORDER BY v LIMIT $lim"
+    sql = f"SELECT DISTINCT {value} AS v FROM {_SRC} WHERE {condition} ORDER BY v"
+    if query.limit is not None:
+        sql += " LIMIT $lim"
+        params["lim"] = query.limit + 1
 
     def finish(results: list[list[tuple]]) -> DistinctAggregate:
         values = tuple(row[0] for row in results[0])
+        if query.limit is None:
+            return DistinctAggregate(values, False)
         return DistinctAggregate(values[: query.limit], len(values) > query.limit)
 
     return CompiledQuery((sql,), params, finish)

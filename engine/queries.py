@@ -88,11 +88,18 @@ class Contribution:
     ``max_groups`` each person keeps at most ``max_rows`` rows; with it, at most
     ``max_groups`` cells and at most ``max_rows`` rows in each kept cell.
 
-    Which rows and cells are kept is random per person and fixed by ``seed``: rows are ranked
-    within a person by ``md5(seed | person id | position)`` (the position among the person's
-    rows sorted by the query's values), cells by ``md5(seed | person id | cell number)``. The
-    choice depends on one person's rows only, and DuckDB and Spark make the same choice for
-    integer and text person ids.
+    Which rows and cells are kept is random per person and fixed by ``seed``: cells are
+    ranked within a person by ``md5(seed | group | person id | cell text)`` and rows by
+    ``md5(seed | row | person id | position)``, the position among the person's rows sorted
+    by value (a count, a sum, or within a kept cell) or by cell text then value (a grouped
+    query without ``max_groups``). A cell's text is a pure function of its own value, never
+    of its position among the categories (which, for keys found in the data, other people's
+    keys change): ``text:`` and a string as a JSON literal (ASCII); ``number:`` and a number
+    (a whole number within ±2^63 as an integer, any other as ``repr`` of its float);
+    ``bool:true`` or ``bool:false``; ``row text|column text`` for a crosstab's cell; a binned
+    cell's interval (``below:number:0``, ``bin:[number:0,number:5)``, ``equal:number:5``,
+    ``between:number:0,number:5``). The choice depends on one person's rows only (and the
+    seed), and DuckDB and Spark make the same choice for integer and text person ids.
     """
 
     person: str
@@ -287,19 +294,22 @@ class RowsPerPerson:
 
 @dataclass(frozen=True)
 class DistinctValues:
-    """The distinct non-missing values of ``column`` (sorted), at most ``limit`` of them.
+    """The distinct non-missing values of ``column`` (sorted), at most ``limit`` of them
+    (``None``: all of them).
 
     For categories read off the data (which leaks which values exist: the caller flags it),
-    and, with ``exclude``, for examples of values outside declared categories.
+    for the keys partition selection noises (all of them: how many there are is not
+    public), and, with ``exclude``, for examples of values outside declared categories.
     """
 
     column: str
-    limit: int = 1000
+    limit: int | None = 1000
     exclude: tuple[object, ...] = ()
 
     def __post_init__(self) -> None:
         _check_name("column", self.column)
-        object.__setattr__(self, "limit", check_int("limit", self.limit, minimum=1))
+        if self.limit is not None:
+            object.__setattr__(self, "limit", check_int("limit", self.limit, minimum=1))
         if self.exclude:
             object.__setattr__(self, "exclude", _check_categories("exclude", self.exclude))
         else:
@@ -497,7 +507,8 @@ class RowsPerPersonAggregate:
 
 @dataclass(frozen=True, eq=False)
 class DistinctAggregate:
-    """Up to ``limit`` distinct values, sorted; ``more`` says whether others exist."""
+    """Up to ``limit`` distinct values (all without a limit), sorted; ``more`` says whether
+    others exist."""
 
     values: tuple[object, ...]
     more: bool

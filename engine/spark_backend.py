@@ -215,26 +215,48 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
     return plan
 
 
+def _cell_text(query: Histogram | Crosstab | Binned | GroupedSum) -> Callable[[Any], Any]:
+    """The canonical text of a (1-based, declared) cell index: the DuckDB backend's
+    ``_cell_text``, the same strings (``_plan.cell_texts``) looked up in a literal array."""
+    from pyspark.sql import functions as F
+
+    def lookup(texts: list[str], index: Any) -> Any:
+        return F.element_at(F.array(*[F.lit(t) for t in texts]), index.cast("int"))
+
+    if isinstance(query, Crosstab):
+        rows, columns = _plan.crosstab_texts(query)
+        n = len(columns)
+        return lambda idx: F.concat(lookup(rows, F.floor((idx - 1) / n) + 1), F.lit("|"),
+                                    lookup(columns, (idx - 1) % n + 1))
+    texts = _plan.cell_texts(query)
+    return lambda idx: lookup(texts, idx)
+
+
 def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo],
-                   contribution: Contribution) -> tuple[list[tuple], int]:
-    """(cell, kept, eligible) rows under the contribution bounds, and the missing-id rows."""
+                   query: Histogram | Crosstab | Binned) -> tuple[list[tuple], int]:
+    """(cell, kept, eligible) rows under the contribution bounds, and the missing-id rows;
+    rows ordered and cells ranked by their canonical text, as in DuckDB."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    contribution = query.contribution
+    text = _cell_text(query)
     p = F.col(_col(person))
     p_missing = _missing(p, columns[person])
     m = df.where(~p_missing).select(p.alias("pid"), cell.alias("idx")).where(F.col("idx") > 0)
     k = contribution.max_rows
     if contribution.max_groups is None:
-        r = m.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("idx")))
+        m = m.withColumn("key", text(F.col("idx")))
+        r = m.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("key")))
         order = Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "r0", "row"),
                                                    F.col("r0"))
         s = r.withColumn("r", F.row_number().over(order))
         kept = s.groupBy("idx").agg(_count_if(F.col("r") <= k), F.count(F.lit(1)))
     else:
         d = m.groupBy("pid", "idx").agg(F.count(F.lit(1)).alias("n"))
+        d = d.withColumn("key", text(F.col("idx")))
         order = Window.partitionBy("pid").orderBy(
-            _row_key(contribution, "pid", "idx", "group"), F.col("idx"))
+            _row_key(contribution, "pid", "key", "group"), F.col("key"))
         s = d.withColumn("g", F.row_number().over(order))
         kept = s.groupBy("idx").agg(
             F.sum(F.when(F.col("g") <= contribution.max_groups,
@@ -260,8 +282,7 @@ def _compile_histogram(query: Histogram, columns: Sequence[ColumnInfo], where: s
         if person is None:
             return _plan.histogram_aggregate(rows, cells)
         kept, missing_person = _bounded_cells(
-            df, _cell(F.col(_col(i)), info, kind, query.categories), person, columns,
-            query.contribution)
+            df, _cell(F.col(_col(i)), info, kind, query.categories), person, columns, query)
         return _plan.histogram_aggregate(rows, cells, kept=kept,
                                          missing_person_rows=missing_person)
 
@@ -293,7 +314,7 @@ def _compile_crosstab(query: Crosstab, columns: Sequence[ColumnInfo], where: str
             return _plan.table_aggregate(rows, shape)
         ra, cb = cell_a(F.col(_col(a))), cell_b(F.col(_col(b)))
         cell = F.when((ra > 0) & (cb > 0), (ra - 1) * shape[1] + cb).otherwise(F.lit(0))
-        kept, missing_person = _bounded_cells(df, cell, person, columns, query.contribution)
+        kept, missing_person = _bounded_cells(df, cell, person, columns, query)
         return _plan.table_aggregate(rows, shape, kept=kept, missing_person_rows=missing_person)
 
     return plan
@@ -333,7 +354,7 @@ def _compile_binned(query: Binned, columns: Sequence[ColumnInfo], where: str) ->
         if person is None:
             return _plan.histogram_aggregate(rows, cells)
         kept, missing_person = _bounded_cells(
-            df, _binned_cell(F.col(_col(i)), info, query), person, columns, query.contribution)
+            df, _binned_cell(F.col(_col(i)), info, query), person, columns, query)
         return _plan.histogram_aggregate(rows, cells, kept=kept,
                                          missing_person_rows=missing_person)
 
@@ -379,16 +400,18 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
              .select(p.alias("pid"), cell.alias("idx"), value.alias("v"))
              .where(F.col("idx") > 0))
         k = contribution.max_rows
+        text = _cell_text(query)
         if contribution.max_groups is None:
-            r = m.withColumn("r0", F.row_number().over(
-                Window.partitionBy("pid").orderBy("idx", "v")))
+            r = m.withColumn("key", text(F.col("idx"))).withColumn("r0", F.row_number().over(
+                Window.partitionBy("pid").orderBy("key", "v")))
             s = r.withColumn("r", F.row_number().over(Window.partitionBy("pid").orderBy(
                 _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))
             kept = F.col("r") <= k
         else:
-            gs = m.select("pid", "idx").distinct().withColumn("g", F.row_number().over(
-                Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "idx", "group"),
-                                                  F.col("idx"))))
+            gs = (m.select("pid", "idx").distinct().withColumn("key", text(F.col("idx")))
+                  .withColumn("g", F.row_number().over(Window.partitionBy("pid").orderBy(
+                      _row_key(contribution, "pid", "key", "group"), F.col("key"))))
+                  .drop("key"))
             r = m.withColumn("r0", F.row_number().over(
                 Window.partitionBy("pid", "idx").orderBy("v")))
             s = r.join(gs, ["pid", "idx"]).withColumn("rr", F.row_number().over(
@@ -433,8 +456,10 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
         if kind is not None and kind != "never":
             condition = condition & (_cell(x, info, kind, query.exclude) == 0)
         value = x.cast("string") if info.kind == "text" else x
-        values = [r[0] for r in _rows(df.where(condition).select(value.alias("v")).distinct()
-                                      .orderBy("v").limit(query.limit + 1))]
+        found = df.where(condition).select(value.alias("v")).distinct().orderBy("v")
+        if query.limit is None:
+            return DistinctAggregate(tuple(r[0] for r in _rows(found)), False)
+        values = [r[0] for r in _rows(found.limit(query.limit + 1))]
         return DistinctAggregate(tuple(values[: query.limit]), len(values) > query.limit)
 
     return plan

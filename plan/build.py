@@ -46,11 +46,7 @@ from plan import model
 from plan.model import Noise, Plan, PlanError, PlanQuery, PrivacyUnit, SelectionNoise, Threshold
 
 __all__ = ["Loss", "NoisyMax", "PartitionThreshold", "Part", "Built", "build", "build_plan",
-           "MAX_GROUPS_FOUND", "max_rows_draw"]
-
-#: Most distinct keys partition selection reads from the data (more is refused: cutting the
-#: list would let one person's new key push another key out, which no analysis covers).
-MAX_GROUPS_FOUND = 100_000
+           "max_rows_draw"]
 
 
 @dataclass(frozen=True)
@@ -340,7 +336,10 @@ def _build_group_by(query: PlanQuery, q: model.GroupBy, unit: PrivacyUnit,
     parts: list[Part] = []
     if q.keys is None:
         parts.append(_threshold(query.threshold, unit, f"{path}.threshold"))
-        engine: tuple[EngineQuery, ...] = (DistinctValues(q.key, limit=MAX_GROUPS_FOUND),)
+        # Every key the data holds: how many there are is not public, so no cap can refuse
+        # (a refusal would disclose it) or cut the list (one person's key would push out
+        # another's). The threshold is drawn over chunks of keys (release.run).
+        engine: tuple[EngineQuery, ...] = (DistinctValues(q.key, limit=None),)
     elif q.statistic == "count":
         engine = (Histogram(q.key, q.keys.values, contribution),)
     else:

@@ -477,8 +477,11 @@ def cell_codes(frame, query):
 
 def bounded(frame, codes=None, rng=None):
     """The rows kept under the privacy unit: each person keeps at most MAX_ROWS rows (in each
-    of at most MAX_GROUPS cells of a grouped query), chosen at random. With one row per
-    person, every row. ``codes``: each row's cell (-1: in none, dropped)."""
+    of at most MAX_GROUPS cells of a grouped query), chosen uniformly at random: the cells
+    by an independent random priority per (person, cell), whatever their numbers of rows,
+    and the rows of a kept cell by a random order. Each person's choice depends on that
+    person's rows only. With one row per person, every row. ``codes``: each row's cell (-1:
+    in none, dropped)."""
     if codes is not None:
         frame = frame.assign(__cell__=codes)
         frame = frame[frame["__cell__"].to_numpy() >= 0]
@@ -494,6 +497,9 @@ def bounded(frame, codes=None, rng=None):
     frame = frame[frame.groupby(keys, sort=False, dropna=False).cumcount().to_numpy()
                   < MAX_ROWS]
     pairs = frame[[PERSON_COLUMN, "__cell__"]].drop_duplicates()
+    # not the cells met first in the shuffled rows (a cell with more rows comes first more
+    # often): the MAX_GROUPS cells of highest independent uniform priority
+    pairs = pairs.iloc[np.argsort(rng.random(len(pairs)), kind="stable")]
     rank = pairs.groupby(PERSON_COLUMN, sort=False, dropna=False).cumcount().to_numpy()
     pairs = pairs[rank < MAX_GROUPS]
     return frame.merge(pairs, on=[PERSON_COLUMN, "__cell__"], how="inner")

@@ -10,11 +10,13 @@ values only: no true value, no count of rows dropped or clamped.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -204,18 +206,27 @@ def _answer(engine: Engine, source: Source, query: Any) -> Any:
 def _aggregates(built: Built, engine: Engine, source: Source) -> tuple[Any, tuple]:
     """The engine's aggregates for ``built`` (and, for partition selection, the keys)."""
     if built.finds_groups:
-        q = built.query.query
-        found = _answer(engine, source, built.engine_queries[0])
-        if found.more:
-            raise DataMismatch(
-                f"query {built.query.id!r}: {q.key!r} has more than "
-                f"{built.engine_queries[0].limit:,} distinct values; partition selection "
-                "reads them all, so declare the keys or group by a coarser column")
-        keys = tuple(found.values)
+        # Every key found, however many: a refusal above a count of keys would disclose it.
+        keys = _groupable(_answer(engine, source, built.engine_queries[0]).values)
         if not keys:
             return (), ()
         return tuple(_answer(engine, source, query) for query in built.keyed_queries(keys)), keys
     return tuple(_answer(engine, source, query) for query in built.engine_queries), ()
+
+
+def _groupable(values: Sequence[Any]) -> tuple:
+    """The keys found that can name a group, by a rule on each value alone (never a refusal,
+    which would say what the data holds): a decimal as its float (keys whose floats are
+    equal become one group), an infinite number left out (its rows are in no group, as
+    rows with a missing key)."""
+    keys: dict[Any, None] = {}
+    for value in values:
+        if isinstance(value, Decimal):
+            value = float(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            continue
+        keys[value] = None
+    return tuple(keys)
 
 
 #: Whole-number totals handed to OpenDP's integer samplers are saturated here: far inside
@@ -341,7 +352,8 @@ def _draw_group_by(built: Built, q: model.GroupBy, certified: tuple[Certified, .
         counts: HistogramAggregate = aggs[0]
         # Keys whose rows the contribution bounds all dropped are not in the bounded data.
         present = {n: int(c) for n, c in zip(names, counts.counts, strict=True) if c > 0}
-        kept = certified[0].draw({n: _as(certified[0], [c])[0] for n, c in present.items()})
+        kept = _draw_threshold(certified[0], {n: _as(certified[0], [c])[0]
+                                              for n, c in present.items()})
         chosen = [i for i, n in enumerate(names) if n in kept]
         parts = certified[1:]
         if q.statistic == "count":
@@ -365,6 +377,27 @@ def _draw_group_by(built: Built, q: model.GroupBy, certified: tuple[Certified, .
     rows = tuple(((names[i],), _mean(s, c, q.bounds))
                  for i, s, c in zip(chosen, sums, counts_noisy, strict=True))
     return _released(pq, statistic, rows, certified, notes)
+
+
+#: Keys handed to partition selection's threshold measurement at a time.
+THRESHOLD_CHUNK = 50_000
+
+
+def _draw_threshold(part: Certified, counts: dict[str, Any]) -> dict[str, Any]:
+    """The threshold measurement drawn over ``counts`` in chunks of :data:`THRESHOLD_CHUNK`
+    keys, the noisy counts of the keys it keeps.
+
+    The measurement adds independent noise to each key's count and keeps the keys whose noisy
+    count clears the threshold: the keys of disjoint chunks get independent noise with the
+    same law as in one draw over all keys, so the joint output (hence the privacy, which the
+    map of one draw over all keys states) is unchanged; only the memory a draw holds is
+    bounded (OpenDP copies its whole input), whatever the number of keys found.
+    """
+    kept: dict[str, Any] = {}
+    items = iter(counts.items())
+    while chunk := dict(itertools.islice(items, THRESHOLD_CHUNK)):
+        kept |= part.draw(chunk)
+    return kept
 
 
 def _released(pq: model.PlanQuery, statistic: str, rows: tuple, certified: tuple,

@@ -8,6 +8,7 @@ by sorting each person's rows in Python with ``hashlib.md5`` keys.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from fractions import Fraction
 
@@ -164,8 +165,43 @@ def rows_per_person(frame: pd.DataFrame, person: str) -> dict:
 # Contribution bounds, as documented in engine.queries.Contribution
 
 
-def _key(seed: int, tag: str, person: object, position: int) -> str:
+def _key(seed: int, tag: str, person: object, position: object) -> str:
     return hashlib.md5(f"{seed}|{tag}|{person}|{position}".encode()).hexdigest()
+
+
+def key_text(value: object) -> str:
+    """A category's canonical text, as ``engine.queries.Contribution`` documents it."""
+    if isinstance(value, bool | np.bool_):
+        return "bool:true" if value else "bool:false"
+    if isinstance(value, str):
+        return "text:" + json.dumps(value)
+    if isinstance(value, int | np.integer):
+        return f"number:{int(value)}"
+    x = float(value)
+    if x.is_integer() and -2**63 <= x < 2**63:
+        return f"number:{int(x)}"
+    return f"number:{x!r}"
+
+
+def texts(categories: tuple) -> list[str]:
+    """The canonical text of each cell of a histogram over ``categories`` (cell i at i - 1)."""
+    return [key_text(c) for c in categories]
+
+
+def crosstab_texts(row_categories: tuple, column_categories: tuple) -> list[str]:
+    """Cell (i, j) of a crosstab, row-major: ``row text | column text``."""
+    return [f"{key_text(r)}|{key_text(c)}" for r in row_categories for c in column_categories]
+
+
+def rank_texts(points: tuple) -> list[str]:
+    """The 2m + 1 cells of rank cells over m points: between two points, equal to a point."""
+    ends = ["number:-inf", *(key_text(p) for p in points), "number:inf"]
+    out = []
+    for j in range(len(points) + 1):
+        out.append(f"between:{ends[j]},{ends[j + 1]}")
+        if j < len(points):
+            out.append(f"equal:{ends[j + 1]}")
+    return out
 
 
 def _people(frame: pd.DataFrame, person: str) -> dict:
@@ -201,43 +237,48 @@ def bounded_sum_per_person(frame: pd.DataFrame, column: str, lower: float, upper
 
 
 def bounded_cells(codes: np.ndarray, frame: pd.DataFrame, person: str, cells: int, k: int,
-                  groups: int | None, seed: int) -> np.ndarray:
+                  groups: int | None, seed: int, texts: list[str]) -> np.ndarray:
+    """Per person: without ``groups``, the rows sorted by their cell's text and k positions
+    kept by md5 rank; with it, ``groups`` cells kept by the md5 of their text, k rows in each."""
     counts = np.zeros(cells, dtype=np.int64)
+    cell_of = {texts[c]: c + 1 for c in range(cells)}
     for pid, rows in _people(frame, person).items():
         mine = [int(codes[i]) for i in rows if codes[i] > 0]
         if groups is None:
-            for cell in _keep_rows(mine, seed, pid, k):
-                counts[cell - 1] += 1
+            for text in _keep_rows([texts[c - 1] for c in mine], seed, pid, k):
+                counts[cell_of[text] - 1] += 1
             continue
-        distinct = sorted(set(mine), key=lambda c: (_key(seed, "group", pid, c), c))
-        for cell in distinct[:groups]:
-            counts[cell - 1] += min(mine.count(cell), k)
+        distinct = sorted({texts[c - 1] for c in mine},
+                          key=lambda t, pid=pid: (_key(seed, "group", pid, t), t))
+        for text in distinct[:groups]:
+            counts[cell_of[text] - 1] += min(mine.count(cell_of[text]), k)
     return counts
 
 
 def bounded_grouped_sum(frame: pd.DataFrame, key: str, categories: tuple, column: str,
                         lower: float, upper: float, person: str, k: int, groups: int | None,
                         seed: int) -> dict:
-    """Per person: without ``groups``, the values (of declared keys) sorted by (cell, value)
-    and k positions kept by md5 rank; with it, ``groups`` cells kept by md5 rank and in each
-    the values sorted and k positions kept by md5 rank."""
+    """Per person: without ``groups``, the values (of declared keys) sorted by (key text,
+    value) and k positions kept by md5 rank; with it, ``groups`` cells kept by the md5 of
+    their text and in each the values sorted and k positions kept by md5 rank."""
     codes = cell_codes(frame[key], categories)
     values = frame[column].tolist()
     missing = _missing(frame[column])
+    text = texts(categories)
     kept: dict[int, list] = {c: [] for c in range(1, len(categories) + 1)}
     for pid, rows in _people(frame, person).items():
-        mine = sorted((int(codes[i]), values[i]) for i in rows
-                      if codes[i] > 0 and not missing[i])
+        mine = sorted(((text[codes[i] - 1], int(codes[i]), values[i]) for i in rows
+                       if codes[i] > 0 and not missing[i]), key=lambda t: (t[0], t[2]))
         if groups is None:
             ranked = sorted(range(1, len(mine) + 1),
                             key=lambda r, pid=pid: (_key(seed, "row", pid, r), r))
             for r in ranked[:k]:
-                kept[mine[r - 1][0]].append(mine[r - 1][1])
+                kept[mine[r - 1][1]].append(mine[r - 1][2])
             continue
-        cells = sorted({c for c, _ in mine}, key=lambda c, pid=pid: (_key(seed, "group", pid, c),
-                                                                    c))
-        for cell in cells[:groups]:
-            kept[cell] += _keep_rows([v for c, v in mine if c == cell], seed, pid, k)
+        cells = sorted({(t, c) for t, c, _ in mine},
+                       key=lambda tc, pid=pid: (_key(seed, "group", pid, tc[0]), tc[0]))
+        for _, cell in cells[:groups]:
+            kept[cell] += _keep_rows([v for _, c, v in mine if c == cell], seed, pid, k)
     totals = [exact_sum(kept[c], lower, upper) for c in sorted(kept)]
     return {"totals": np.array(totals), "rows": np.array([len(kept[c]) for c in sorted(kept)]),
             "clamped": sum(1 for c in kept for v in kept[c] if v < lower or v > upper)}
@@ -278,12 +319,13 @@ def cases(frame: pd.DataFrame) -> list[tuple[object, dict]]:
     for person, k, groups, seed in ((PERSON, 1, None, 2), (WHO, 4, 2, 5), (WHO, 3, None, 11)):
         out.append((Histogram(SEMI, DECLARED, Contribution(person, k, groups, seed)),
                     {"counts": bounded_cells(semi, frame, person, len(DECLARED), k, groups,
-                                             seed)}))
+                                             seed, texts(DECLARED))}))
     a, b = cell_codes(frame[SEMI], DECLARED), cell_codes(frame[CODE], CODE_CATEGORIES)
     both = np.where((a > 0) & (b > 0), (a - 1) * len(CODE_CATEGORIES) + b, 0)
     cells = len(DECLARED) * len(CODE_CATEGORIES)
     out.append((Crosstab(SEMI, CODE, DECLARED, CODE_CATEGORIES, Contribution(PERSON, 2, 1, 3)),
-                {"counts": bounded_cells(both, frame, PERSON, cells, 2, 1, 3).reshape(
+                {"counts": bounded_cells(both, frame, PERSON, cells, 2, 1, 3,
+                                         crosstab_texts(DECLARED, CODE_CATEGORIES)).reshape(
                     len(DECLARED), len(CODE_CATEGORIES))}))
     # Binned counts (bins and quantile ranks) and sums by group.
     from engine.queries import Binned, GroupedSum
@@ -300,7 +342,8 @@ def cases(frame: pd.DataFrame) -> list[tuple[object, dict]]:
     for person, k, groups, seed in ((PERSON, 2, None, 4), (WHO, 1, 2, 9)):
         out.append((Binned(SMALL, (-3.0, 0.0, 2.0, 4.0), "ranks", "separate",
                            Contribution(person, k, groups, seed)),
-                    {"counts": bounded_cells(small, frame, person, 9, k, groups, seed)}))
+                    {"counts": bounded_cells(small, frame, person, 9, k, groups, seed,
+                                             rank_texts((-3.0, 0.0, 2.0, 4.0)))}))
     for key, categories, column, lower, upper in ((SEMI, DECLARED, ODD, -1000.25, 2e6),
                                                   (WHO, ("ann", "bob", "nobody"), SMALL, -2, 3),
                                                   (CODE, CODE_CATEGORIES, LOG, -50.0, 50.5)):

@@ -142,6 +142,8 @@ def test_distinct_values_sorted_and_limited(duck: DuckDBBackend) -> None:
     assert (got.values, got.more) == (("b", "c"), False)
     got = duck.run(source, DistinctValues("c", limit=2))
     assert (got.values, got.more) == (("a", "b"), True)
+    got = duck.run(source, DistinctValues("c", limit=None))  # all of them
+    assert (got.values, got.more) == (("a", "b", "c"), False)
 
 
 def test_errors_say_what_is_wrong(duck: DuckDBBackend, tmp_path) -> None:

@@ -166,6 +166,32 @@ def test_contribution_bounds_keep_at_most_max_rows_in_at_most_max_groups(tmp_pat
     assert scalar.groupby("pid").size().max() == 3 and len(scalar) == 60
 
 
+def test_a_persons_kept_groups_are_uniform_whatever_their_sizes(tmp_path):
+    """Each person keeps max_groups of their groups uniformly at random, not the groups
+    whose rows come first after a shuffle (which favours large groups), and rows uniformly
+    within a kept group. 600 people with 9 rows in A and 1 in B, max rows 3, max groups 1:
+    A is kept by Binomial(600, 1/2) people (a choice by first row after a shuffle keeps A
+    with probability 9/10: rejected with certainty), and each of A's 9 rows is kept
+    equally often (chi-square)."""
+    plan = Plan(Dataset("v"), (PlanQuery("dx", "dx", Histogram("dx", cats("A", "B")),
+                                         Noise("laplace", "pure", epsilon=1.0)),),
+                PrivacyUnit("pid", 3, 1))
+    program = load(opendp_program(plan), "uniform", tmp_path)
+    people = 600
+    frame = pd.DataFrame({"pid": np.repeat(np.arange(people), 10),
+                          "dx": np.tile(["A"] * 9 + ["B"], people),
+                          "row": np.tile(np.arange(10), people)})
+    codes, _ = program.cell_codes(frame, program.QUERIES[0])
+    kept = program.bounded(frame, codes, rng=np.random.default_rng(11))
+    groups = kept.groupby("pid")["dx"].agg(["nunique", "first", "size"])
+    assert (groups["nunique"] == 1).all() and len(groups) == people
+    kept_a = int((groups["first"] == "A").sum())
+    assert stats.binomtest(kept_a, people, 0.5).pvalue > ALPHA, kept_a
+    assert (groups.loc[groups["first"] == "A", "size"] == 3).all()
+    rows = kept.loc[kept["dx"] == "A", "row"].value_counts().reindex(range(9), fill_value=0)
+    assert stats.chisquare(rows.to_numpy()).pvalue > ALPHA, rows.tolist()
+
+
 def noise_plan() -> Plan:
     """Count (Laplace ε = 0.5: b = 2), ten-cell histogram (Laplace ε = 1: b = 1) and ten
     group sums (Gaussian ρ = 0.02 on values in [0, 10]: σ = 10/√0.04 = 50)."""

@@ -29,6 +29,7 @@ from plan.model import (
     PlanQuery,
     PrivacyUnit,
     Sum,
+    Threshold,
 )
 from release import DataMismatch, Ledger, OverBudget, run
 from release.card import release_card
@@ -277,3 +278,81 @@ def test_a_pure_plan_is_recorded_and_carded_as_pure_dp(tmp_path, engine, method)
     assert (entry.epsilon, entry.delta) == (1.5, 0.0)
     assert release_record(release)["privacy_spent"] == {"epsilon": 1.5, "delta": 0.0}
     assert release_card(release)["flavour"] == "pure DP"
+
+
+# --------------------------------------------------------------------------------------------
+# partition selection reads every key the data holds
+
+
+def _many_keys(keys: int, seed: int = 3) -> pd.DataFrame:
+    """Two rows per person, in one or two of ``keys`` keys (every key held by 4 people)."""
+    rng = np.random.default_rng(seed)
+    people = 4 * keys
+    return pd.DataFrame({"pid": np.repeat(np.arange(people), 2),
+                         "key": [f"key{(p // 4 + rng.integers(0, 2)) % keys:04d}"
+                                 for p in np.repeat(np.arange(people), 2)],
+                         "x": rng.integers(0, 10, 2 * people)})
+
+
+def _found_plan() -> Plan:
+    return Plan(Dataset("keys"), (
+        PlanQuery("by-key", "Sum by key", GroupBy("key", "sum", "x", Bounds(0, 10)),
+                  Noise("laplace", "pure", epsilon=1.0),
+                  threshold=Threshold("discrete_laplace", 1e-7, epsilon=1.0)),),
+        PrivacyUnit("pid", 2, 1))
+
+
+def test_partition_selection_never_refuses_on_how_many_keys_the_data_holds(
+        tmp_path, monkeypatch, engine):
+    """How many distinct keys the data holds is not public: a refusal above a cap would
+    disclose it. With the old cap lowered to 10, 60 keys are released all the same."""
+    import importlib
+
+    build = importlib.import_module("plan.build")  # the module (plan.build is its function)
+    monkeypatch.setattr(build, "MAX_GROUPS_FOUND", 10, raising=False)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(_found_plan(), FrameSource(_many_keys(60)), ledger=ledger, engine=engine)
+        assert len(ledger.releases()) == 1
+    assert {g for g, _ in release.queries[0].rows} <= {(f"key{i:04d}",) for i in range(60)}
+
+
+def test_the_threshold_is_drawn_over_chunks_of_keys(tmp_path, monkeypatch, engine):
+    """The threshold measurement is invoked on at most THRESHOLD_CHUNK keys at a time (its
+    noise is independent per key: chunks change the memory of a draw, not its law), and
+    every key with a count reaches it once."""
+    import importlib
+
+    from release.measurements import Certified
+
+    runner = importlib.import_module("release.run")  # the module (release.run: its function)
+    monkeypatch.setattr(runner, "THRESHOLD_CHUNK", 7, raising=False)
+    seen: list[dict] = []
+    draw = Certified.draw
+
+    def spy(self, value):
+        if isinstance(value, dict):
+            seen.append(value)
+        return draw(self, value)
+
+    monkeypatch.setattr(Certified, "draw", spy)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        run(_found_plan(), FrameSource(_many_keys(30)), ledger=ledger, engine=engine)
+    assert [len(chunk) for chunk in seen] == [7, 7, 7, 7, 2]
+    keys = [k for chunk in seen for k in chunk]
+    assert sorted(keys) == [f"key{i:04d}" for i in range(30)]
+
+
+def test_partition_selection_leaves_infinite_keys_out_instead_of_failing(tmp_path, engine):
+    """A key column holding ±inf goes through by a rule on the value (rows whose key is not
+    a finite number are in no group, as a missing key), not a failure that would say what
+    the data holds."""
+    frame = pd.DataFrame({"pid": np.arange(300),
+                          "key": np.tile([1.5, np.inf, -np.inf, 2.5, np.nan], 60),
+                          "x": 1})
+    plan = Plan(Dataset("inf"), (
+        PlanQuery("g", "Count by key", GroupBy("key"), None,
+                  threshold=Threshold("discrete_laplace", 1e-7, epsilon=1.0)),),
+        PrivacyUnit("pid", 1, 1))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(plan, FrameSource(frame), ledger=ledger, engine=engine)
+    assert {g for g, _ in release.queries[0].rows} <= {("1.5",), ("2.5",)}
