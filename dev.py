@@ -3,7 +3,8 @@
 Needs only python3: each command creates ``.venv`` and installs what it needs first.
 
     python3 dev.py run [--host HOST] [--port PORT]   # default localhost:8501
-    python3 dev.py test [pytest arguments]
+    python3 dev.py test [pytest arguments]           # everything CI runs
+    python3 dev.py test --fast [pytest arguments]    # no browser, Spark or slow tests; parallel
 
 ``--host 0.0.0.0`` serves every network interface (to show the app from a VM or to a class);
 the environment variables HOST and PORT set the same, the options win over them.
@@ -76,10 +77,21 @@ def run(argv: list[str]) -> int:
     return 0
 
 
+#: The fast tier: what a developer runs while working (CI runs everything).
+FAST = ["-m", "not e2e and not spark and not slow", "-n", "2", "-p", "no:cacheprovider"]
+
+
+def test_command(extra: list[str]) -> list[str]:
+    """The pytest command for ``dev.py test [--fast] [pytest arguments]``."""
+    fast = "--fast" in extra
+    rest = [a for a in extra if a != "--fast"]
+    return [str(PYTHON), "-m", "pytest", *(FAST if fast else []), *rest]
+
+
 def test(extra: list[str]) -> int:
     _ensure_venv("requirements-dev.txt")
     _run(PYTHON, "-m", "ruff", "check", ".")
-    result = subprocess.run([str(PYTHON), "-m", "pytest", *extra], cwd=ROOT)
+    result = subprocess.run(test_command(extra), cwd=ROOT)
     if result.returncode == 5:
         print("pytest collected no tests: that counts as a failure.", file=sys.stderr)
         return 1

@@ -55,6 +55,22 @@ _freeze_hypothesis_constants()
 
 PAGE_FILES = sorted(p.name for p in (ROOT / "app_pages").glob("*.py"))
 
+#: Test files and fixtures that start Spark (a JVM): marked ``spark``, left out of the fast
+#: tier (``python3 dev.py test --fast``); CI runs them all.
+SPARK_FILES = {"test_engine_spark.py", "test_data_folder_spark.py"}
+SPARK_FIXTURES = {"spark_release"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tiers: browser tests (tests/e2e) are ``e2e``, tests that start Spark ``spark``. The
+    fast tier deselects them and the ``slow`` ones; the full run (CI) keeps every test."""
+    for item in items:
+        path = Path(str(item.fspath))
+        if "e2e" in path.parts:
+            item.add_marker(pytest.mark.e2e)
+        if path.name in SPARK_FILES or SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
+
 
 def open_app(page: str | None = None, *, dataset: str | None = None, timeout: float = 120):
     """An AppTest of app.py run once with defaults, then on ``dataset`` and ``page`` if given.
