@@ -56,11 +56,11 @@ def column_index(columns: Sequence[ColumnInfo], name: str, role: str, where: str
 
 
 def numeric_column(columns: Sequence[ColumnInfo], name: str, where: str) -> int:
-    i = column_index(columns, name, "column", where)
-    if not columns[i].numeric:
-        raise EngineError(f"The column {name!r} of {where} holds {columns[i].kind} values "
-                          f"({columns[i].type_name}); a sum or a mean needs a numeric column.")
-    return i
+    """The column read as numbers. Any type will do: a number column as it is, any other row
+    by row (text that reads as a number is that number, anything else is missing), so that no
+    value of one row — which can turn a CSV column's inferred type from numbers to text —
+    changes how the other rows are read, and nothing the data holds is refused."""
+    return column_index(columns, name, "column", where)
 
 
 def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -> MatchKind:
@@ -160,6 +160,15 @@ def exact_sum(column: ColumnInfo, lower: float, upper: float) -> bool:
     """Sum in integers: an integer column with whole bounds that fit in 64 bits."""
     return (column.kind == "integer" and lower.is_integer() and upper.is_integer()
             and -_INT64 <= lower and upper < _INT64)
+
+
+def sum_mode(column: ColumnInfo, query: object) -> str:
+    """How a sum is computed: "integer" (an integer column with whole bounds, exact),
+    "rounded" (each clamped value rounded to a whole number, then summed exactly: a query
+    with ``whole``) or "float" (doubles)."""
+    if exact_sum(column, query.lower, query.upper):
+        return "integer"
+    return "rounded" if getattr(query, "whole", False) else "float"
 
 
 def to_float(value: object) -> float:

@@ -97,6 +97,26 @@ def _missing(expr: str, info: ColumnInfo) -> str:
     return f"({expr} IS NULL)"
 
 
+def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
+    """(the value as a double, whether it is missing), read row by row: a number column as
+    it is; any other column's text as the number it reads as (else missing)."""
+    if info.numeric:
+        return f"CAST({expr} AS DOUBLE)", _missing(expr, info)
+    value = f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS DOUBLE)"
+    return value, f"({value} IS NULL OR isnan({value}))"
+
+
+def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
+    """(value, missing, how to sum a clamped value) of a sum computed in ``mode``
+    (``_plan.sum_mode``): integers exactly, whole numbers rounded per row, or doubles."""
+    if mode == "integer":
+        return f"CAST({expr} AS HUGEINT)", _missing(expr, info), "sum({})"
+    value, missing = _number(expr, info)
+    if mode == "rounded":
+        return value, missing, "sum(CAST(round_even({}, 0) AS HUGEINT))"
+    return value, missing, "fsum({})"
+
+
 def _cell(expr: str, info: ColumnInfo, kind: _plan.MatchKind, param: str) -> str:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
     match = {
@@ -147,22 +167,20 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
                  where: str) -> CompiledQuery:
     i = _plan.numeric_column(columns, query.column, where)
     info, x = columns[i], _col(i)
-    exact = _plan.exact_sum(info, query.lower, query.upper)
-    if exact:
-        value, total_fn = f"CAST({x} AS HUGEINT)", "sum"
-        params: dict[str, object] = {"lo": int(query.lower), "hi": int(query.upper)}
-    else:
-        value, total_fn = f"CAST({x} AS DOUBLE)", "fsum"
-        params = {"lo": query.lower, "hi": query.upper}
+    mode = _plan.sum_mode(info, query)
+    exact = mode != "float"
+    value, missing, total_fn = _summand(x, info, mode)
+    params: dict[str, object] = (
+        {"lo": int(query.lower), "hi": int(query.upper)} if mode == "integer"
+        else {"lo": query.lower, "hi": query.upper})
     clamp = f"greatest(least({value}, $hi), $lo)"
     outside = f"({value} < $lo OR {value} > $hi)"
-    missing = _missing(x, info)
     # Rows, then the present values in one pass filtered by WHERE: FILTER clauses on every
     # aggregate ran about twice as slow (bench/bench_engine.py). A Parquet row count is read
     # from the file's metadata.
     rows = f"SELECT count(*) FROM {_SRC}"
     stats = (f"SELECT count(*), coalesce(sum(CASE WHEN {outside} THEN 1 ELSE 0 END), 0), "
-             f"{total_fn}({clamp}) FROM {_SRC} WHERE NOT {missing}")
+             f"{total_fn.format(clamp)} FROM {_SRC} WHERE NOT {missing}")
     person = _plan.check_contribution(columns, query.contribution, where)
     if person is None:
         def finish(results: list[list[tuple]]) -> SumAggregate:
@@ -180,7 +198,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
         f"FROM {_SRC} WHERE NOT {missing} AND NOT {p_missing}), "
         f"s AS (SELECT v, row_number() OVER (PARTITION BY pid ORDER BY "
         f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
-        f"SELECT {total_fn}(greatest(least(v, $hi), $lo)) FILTER (WHERE r <= $k), "
+        f"SELECT {total_fn.format('greatest(least(v, $hi), $lo)')} FILTER (WHERE r <= $k), "
         "count(*) FILTER (WHERE r <= $k), "
         "count(*) FILTER (WHERE r <= $k AND (v < $lo OR v > $hi)), count(*) FROM s")
     person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"
@@ -309,7 +327,7 @@ def _binned_cell(expr: str, info: ColumnInfo, query: Binned) -> str:
     asked; ranks are n_lt + n_le + 1, odd cells holding the values between two points and
     even ones the values equal to a point.
     """
-    x = f"CAST({expr} AS DOUBLE)"
+    x, missing = _number(expr, info)
     n_le = f"len(list_filter(CAST($pts AS DOUBLE[]), p -> p <= {x}))"
     n_lt = f"len(list_filter(CAST($pts AS DOUBLE[]), p -> p < {x}))"
     m = len(query.points)
@@ -319,7 +337,7 @@ def _binned_cell(expr: str, info: ColumnInfo, query: Binned) -> str:
         cell = f"(CASE WHEN {x} = $last THEN {m} ELSE {n_le} + 1 END)"
         if query.outside == "clamp":
             cell = f"(greatest(least({cell}, {m}), 2) - 1)"
-    return f"(CASE WHEN {_missing(expr, info)} THEN -1 ELSE {cell} END)"
+    return f"(CASE WHEN {missing} THEN -1 ELSE {cell} END)"
 
 
 def _compile_binned(query: Binned, columns: Sequence[ColumnInfo],
@@ -351,19 +369,17 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
     if kind != "never":
         params["cats"] = _plan.category_values(kind, query.categories)
     info, x = columns[i], _col(i)
-    exact = _plan.exact_sum(info, query.lower, query.upper)
-    if exact:
-        value, total_fn = f"CAST({x} AS HUGEINT)", "sum"
-        params |= {"lo": int(query.lower), "hi": int(query.upper)}
-    else:
-        value, total_fn = f"CAST({x} AS DOUBLE)", "fsum"
-        params |= {"lo": query.lower, "hi": query.upper}
-    missing = _missing(x, info)
+    mode = _plan.sum_mode(info, query)
+    exact = mode != "float"
+    value, missing, total_fn = _summand(x, info, mode)
+    params |= ({"lo": int(query.lower), "hi": int(query.upper)} if mode == "integer"
+               else {"lo": query.lower, "hi": query.upper})
     cell = _cell(_col(key), columns[key], kind, "cats")
     cells = len(query.categories)
     # idx, values summed, their clamped total, how many the bounds changed, missing values
     sql = (f"SELECT {cell} AS idx, count(*) FILTER (WHERE NOT {missing}), "
-           f"{total_fn}(greatest(least({value}, $hi), $lo)) FILTER (WHERE NOT {missing}), "
+           f"{total_fn.format(f'greatest(least({value}, $hi), $lo)')} "
+           f"FILTER (WHERE NOT {missing}), "
            f"count(*) FILTER (WHERE NOT {missing} AND ({value} < $lo OR {value} > $hi)), "
            f"count(*) FILTER (WHERE {missing}) FROM {_SRC} GROUP BY idx")
     person = _plan.check_contribution(columns, query.contribution, where)
@@ -385,7 +401,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             "ORDER BY key, v) AS r0 FROM t), "
             "s AS (SELECT idx, v, row_number() OVER (PARTITION BY pid ORDER BY "
             f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
-            f"SELECT idx, {total_fn}({clamp}) FILTER (WHERE r <= $k), "
+            f"SELECT idx, {total_fn.format(clamp)} FILTER (WHERE r <= $k), "
             "count(*) FILTER (WHERE r <= $k), "
             "count(*) FILTER (WHERE r <= $k AND (v < $lo OR v > $hi)), count(*) "
             "FROM s GROUP BY idx")
@@ -400,7 +416,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             "s AS (SELECT r.idx, r.v, gs.g, row_number() OVER (PARTITION BY r.pid, r.idx "
             f"ORDER BY {_row_key('seed', 'r.pid', 'r.r0', 'row')}, r.r0) AS rr "
             "FROM r JOIN gs ON r.pid = gs.pid AND r.idx = gs.idx) "
-            f"SELECT idx, {total_fn}({clamp}) FILTER (WHERE rr <= $k AND g <= $g), "
+            f"SELECT idx, {total_fn.format(clamp)} FILTER (WHERE rr <= $k AND g <= $g), "
             "count(*) FILTER (WHERE rr <= $k AND g <= $g), "
             "count(*) FILTER (WHERE rr <= $k AND g <= $g AND (v < $lo OR v > $hi)), "
             "count(*) FROM s GROUP BY idx")
@@ -474,8 +490,8 @@ def _compile_profile(query: Profile, columns: Sequence[ColumnInfo],
 def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo],
                   where: str) -> CompiledQuery:
     i = _plan.numeric_column(columns, query.column, where)
-    info, x = columns[i], f"CAST({_col(i)} AS DOUBLE)"
-    index = (f"CASE WHEN {_missing(_col(i), info)} THEN -1 WHEN {x} < $lo THEN -2 "
+    x, missing = _number(_col(i), columns[i])
+    index = (f"CASE WHEN {missing} THEN -1 WHEN {x} < $lo THEN -2 "
              f"WHEN {x} > $hi THEN -3 WHEN {x} = $hi THEN $last "
              f"ELSE least(CAST(floor(({x} - $lo) * $norm) AS BIGINT), $last) END")
     sql = f"SELECT {index} AS idx, count(*) FROM {_SRC} GROUP BY idx"

@@ -116,6 +116,14 @@ class Contribution:
         object.__setattr__(self, "seed", check_int("seed", self.seed, minimum=0))
 
 
+def _check_whole(whole: object, lower: float, upper: float) -> None:
+    if not isinstance(whole, bool):
+        raise TypeError(f"whole must be a bool, got {type(whole).__name__}")
+    if whole and not (float(lower).is_integer() and float(upper).is_integer()
+                      and abs(lower) < 2**63 and abs(upper) < 2**63):
+        raise ValueError(f"whole sums need whole bounds within ±2^63, got [{lower}, {upper}]")
+
+
 def _check_contribution(value: object) -> None:
     if value is not None and not isinstance(value, Contribution):
         raise TypeError(f"contribution must be a Contribution or None, got "
@@ -143,16 +151,21 @@ class BoundedSum:
     """The sum of ``column`` clamped to ``[lower, upper]``, and how many values it adds.
 
     The aggregate's ``rows`` (non-missing values summed) is the mean's count: a bounded mean
-    is this one query.
+    is this one query. With ``whole`` each clamped value is rounded to the nearest whole
+    number (ties to even) before it is summed, so the total is exact in integers whatever the
+    column holds (whole-number noise needs it; the bounds must then be whole). A value is read
+    per row: a number, or text that reads as one; anything else is missing.
     """
 
     column: str
     lower: float
     upper: float
     contribution: Contribution | None = None
+    whole: bool = False
 
     def __post_init__(self) -> None:
         _check_name("column", self.column)
+        _check_whole(self.whole, self.lower, self.upper)
         lower, upper = check_bounds(self.lower, self.upper)
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)
@@ -271,10 +284,12 @@ class GroupedSum:
     lower: float
     upper: float
     contribution: Contribution | None = None
+    whole: bool = False
 
     def __post_init__(self) -> None:
         _check_name("key", self.key)
         _check_name("column", self.column)
+        _check_whole(self.whole, self.lower, self.upper)
         object.__setattr__(self, "categories", _check_categories("categories", self.categories))
         lower, upper = check_bounds(self.lower, self.upper)
         object.__setattr__(self, "lower", lower)

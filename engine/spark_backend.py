@@ -111,6 +111,36 @@ def _missing(column: Any, info: ColumnInfo) -> Any:
     return column.isNull()
 
 
+def _number(column: Any, info: ColumnInfo) -> tuple[Any, Any]:
+    """(the value as a double, whether it is missing), row by row as in DuckDB's
+    ``_number``: a number column as it is, any other column's text as the number it reads as
+    (``try_cast``: never an error, whatever Spark's ANSI mode), else missing."""
+    from pyspark.sql import functions as F
+
+    if info.numeric:
+        return column.cast("double"), _missing(column, info)
+    value = F.trim(column.cast("string")).try_cast("double")
+    return value, value.isNull() | F.isnan(value)
+
+
+def _summand(column: Any, info: ColumnInfo, mode: str, lower: float, upper: float
+             ) -> tuple[Any, Any, Any, Any, Callable[[Any], Any]]:
+    """(value, missing, lower, upper, how to sum a clamped value) of a sum in ``mode``
+    (``_plan.sum_mode``): integers exactly, whole numbers rounded per row (half to even:
+    ``bround``), or doubles."""
+    from pyspark.sql import functions as F
+
+    if mode == "integer":
+        value, missing = column.cast("long"), _missing(column, info)
+        lo, hi = F.lit(int(lower)).cast("long"), F.lit(int(upper)).cast("long")
+        return value, missing, lo, hi, lambda c: c.cast("decimal(38,0)")
+    value, missing = _number(column, info)
+    lo, hi = F.lit(float(lower)).cast("double"), F.lit(float(upper)).cast("double")
+    if mode == "rounded":
+        return value, missing, lo, hi, lambda c: F.bround(c, 0).cast("decimal(38,0)")
+    return value, missing, lo, hi, lambda c: c
+
+
 def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
           categories: tuple[object, ...]) -> Any:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
@@ -172,22 +202,18 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
 
     i = _plan.numeric_column(columns, query.column, where)
     info = columns[i]
-    exact = _plan.exact_sum(info, query.lower, query.upper)
-    kind = "long" if exact else "double"
-    lo = F.lit(int(query.lower) if exact else query.lower).cast(kind)
-    hi = F.lit(int(query.upper) if exact else query.upper).cast(kind)
-
-    def total(condition: Any, values: Any) -> Any:
-        # Spark's least and greatest skip nulls (least(null, 3) = 3): clamp inside the when.
-        clamped = F.greatest(F.least(values, hi), lo)
-        return F.sum(F.when(condition, clamped.cast("decimal(38,0)") if exact else clamped))
-
+    mode = _plan.sum_mode(info, query)
+    exact = mode != "float"
     person = _plan.check_contribution(columns, query.contribution, where)
 
     def plan(df: Any) -> SumAggregate:
         x = F.col(_col(i))
-        value = x.cast(kind)
-        missing = _missing(x, info)
+        value, missing, lo, hi, summed = _summand(x, info, mode, query.lower, query.upper)
+
+        def total(condition: Any, values: Any) -> Any:
+            # Spark's least and greatest skip nulls (least(null, 3) = 3): clamp in the when.
+            return F.sum(F.when(condition, summed(F.greatest(F.least(values, hi), lo))))
+
         n_missing, present, clamped, answer = _rows(df.agg(
             _count_if(missing), _count_if(~missing),
             _count_if(~missing & ((value < lo) | (value > hi))),
@@ -325,7 +351,7 @@ def _binned_cell(column: Any, info: ColumnInfo, query: Binned) -> Any:
     with Spark's higher-order ``filter`` counting the points at or below the value."""
     from pyspark.sql import functions as F
 
-    x = column.cast("double")
+    x, missing = _number(column, info)
     points = F.array(*[F.lit(float(p)) for p in query.points])
     n_le = F.size(F.filter(points, lambda p: p <= x))
     n_lt = F.size(F.filter(points, lambda p: p < x))
@@ -336,7 +362,7 @@ def _binned_cell(column: Any, info: ColumnInfo, query: Binned) -> Any:
         cell = F.when(x == F.lit(float(query.points[-1])), F.lit(m)).otherwise(n_le + 1)
         if query.outside == "clamp":
             cell = F.greatest(F.least(cell, F.lit(m)), F.lit(2)) - 1
-    return F.when(_missing(column, info), F.lit(-1)).otherwise(cell)
+    return F.when(missing, F.lit(-1)).otherwise(cell)
 
 
 def _compile_binned(query: Binned, columns: Sequence[ColumnInfo], where: str) -> Plan:
@@ -370,21 +396,19 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
     i = _plan.numeric_column(columns, query.column, where)
     kind = _plan.match_kind(columns[key], query.categories, where)
     info = columns[i]
-    exact = _plan.exact_sum(info, query.lower, query.upper)
-    number = "long" if exact else "double"
-    lo = F.lit(int(query.lower) if exact else query.lower).cast(number)
-    hi = F.lit(int(query.upper) if exact else query.upper).cast(number)
+    mode = _plan.sum_mode(info, query)
+    exact = mode != "float"
     cells = len(query.categories)
     person = _plan.check_contribution(columns, query.contribution, where)
 
-    def total(condition: Any, values: Any) -> Any:
-        clamped = F.greatest(F.least(values, hi), lo)  # inside the when: least skips nulls
-        return F.sum(F.when(condition, clamped.cast("decimal(38,0)") if exact else clamped))
-
     def plan(df: Any) -> Aggregate:
         x = F.col(_col(i))
-        value = x.cast(number)
-        missing = _missing(x, info)
+        value, missing, lo, hi, summed = _summand(x, info, mode, query.lower, query.upper)
+
+        def total(condition: Any, values: Any) -> Any:
+            # inside the when: Spark's least skips nulls
+            return F.sum(F.when(condition, summed(F.greatest(F.least(values, hi), lo))))
+
         cell = _cell(F.col(_col(key)), columns[key], kind, query.categories)
         t = df.select(cell.alias("idx"), value.alias("v"), missing.alias("mv"))
         v, mv = F.col("v"), F.col("mv")
@@ -495,10 +519,10 @@ def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo], where: str)
     def plan(df: Any) -> Aggregate:
         from pyspark.sql import functions as F
 
-        x = F.col(_col(i)).cast("double")
+        x, missing = _number(F.col(_col(i)), info)
         lo, hi = F.lit(query.lower), F.lit(query.upper)
         inside = F.least(F.floor((x - lo) * F.lit(norm)).cast("long"), F.lit(last))
-        index = (F.when(_missing(F.col(_col(i)), info), F.lit(-1)).when(x < lo, F.lit(-2))
+        index = (F.when(missing, F.lit(-1)).when(x < lo, F.lit(-2))
                  .when(x > hi, F.lit(-3)).when(x == hi, F.lit(last)).otherwise(inside))
         return _plan.bins_aggregate(_rows(df.groupBy(index.alias("idx")).count()),
                                     query.bins)

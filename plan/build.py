@@ -172,7 +172,8 @@ class Built:
         if q.statistic == "count":
             return (counts,)
         return (counts, GroupedSum(q.key, keys, q.column, q.bounds.lower, q.bounds.upper,
-                                   contribution))
+                                   contribution, whole=_whole(self.query.mechanism,
+                                                              q.bounds)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,6 +196,15 @@ def _contribution(unit: PrivacyUnit, *, grouped: bool) -> Contribution | None:
         return None
     return Contribution(unit.person_column, unit.max_rows,
                         unit.max_groups if grouped else None)
+
+
+def _whole(noise: Noise | None, bounds: model.Bounds) -> bool:
+    """Whether a sum is computed in whole numbers (each clamped value rounded, ties to even):
+    when its noise is whole-number noise and its bounds are whole, so that the answer is a
+    whole number whatever the column holds (a rule on each row, never a refusal)."""
+    return (isinstance(noise, Noise) and CATALOGUE[noise.kind].integer_only
+            and float(bounds.lower).is_integer() and float(bounds.upper).is_integer()
+            and abs(bounds.lower) < 2**63 and abs(bounds.upper) < 2**63)
 
 
 def _bounds(unit: PrivacyUnit, *, grouped: bool) -> ContributionBounds:
@@ -290,7 +300,8 @@ def build(query: PlanQuery, unit: PrivacyUnit, *, path: str = "query") -> Built:
                      (_additive(noise, sens, mp),), sens)
     if isinstance(q, model.Sum | model.Mean):
         engine = BoundedSum(q.column, q.bounds.lower, q.bounds.upper,
-                            _contribution(unit, grouped=False))
+                            _contribution(unit, grouped=False),
+                            whole=_whole(noise, q.bounds))
         of = sum_sensitivity if isinstance(q, model.Sum) else mean_sensitivities
         with _field(f"{qp}.bounds"):
             sens = of(_bounds(unit, grouped=False), lower=q.bounds.lower, upper=q.bounds.upper)
@@ -344,7 +355,7 @@ def _build_group_by(query: PlanQuery, q: model.GroupBy, unit: PrivacyUnit,
         engine = (Histogram(q.key, q.keys.values, contribution),)
     else:
         engine = (GroupedSum(q.key, q.keys.values, q.column, q.bounds.lower, q.bounds.upper,
-                             contribution),)
+                             contribution, whole=_whole(query.mechanism, q.bounds)),)
     if q.statistic == "count":
         sens = count_sensitivity(grouped)
         if q.keys is not None:

@@ -189,3 +189,22 @@ def test_data_page_queries_give_the_duckdb_answers(spark, duck) -> None:
         assert (a.below, a.above, a.missing) == (b.below, b.above, b.missing)
     rows = spark.run(source, FirstRows(5, (ref.CODE,))).frame
     assert list(rows.columns) == [ref.CODE] and len(rows) == 5
+
+
+def test_spark_reads_row_by_row_as_duckdb(spark, duck):
+    """tests/test_engine_rows.py on Spark: text read as the number it reads as, whole sums
+    rounded per row (half to even), the same figures as DuckDB."""
+    import pandas as pd
+
+    from engine import Contribution
+    from tests.test_engine_rows import QUERIES
+
+    frame = pd.DataFrame({"x": ["1", " 2.5 ", "oops", None, "7", "-3", "250"],
+                          "pid": [1, 1, 2, 2, 3, 3, 4]})
+    for query in (*QUERIES, BoundedSum("x", 0, 100, Contribution("pid", 1)),
+                  BoundedSum("x", -5, 100, whole=True)):
+        a = duck.run(FrameSource(frame), query)
+        b = spark.run(FrameSource(frame), query)
+        for field in ("total", "rows", "missing", "counts"):
+            if hasattr(a, field):
+                assert np.allclose(getattr(a, field), getattr(b, field)), (query, field)

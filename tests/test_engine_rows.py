@@ -1,0 +1,76 @@
+"""How the engine reads a value: row by row, never by what other rows hold.
+
+A CSV column's type is guessed from its values, so one person's row ("n/a", "2.5") can turn
+an integer column into a text or a float column. Nothing a release computes may change for
+the other rows when that happens (it would be one person moving everybody's answer) and
+nothing may be refused (a refusal would say what the data holds): a number column is read
+as numbers, any other column's text as the number it reads as, else as missing; a sum with
+whole-number noise rounds each clamped value (ties to even) and sums exactly. On DuckDB and
+on Spark, against numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import FileSource, FrameSource
+from engine.duckdb_backend import DuckDBBackend
+from engine.queries import Binned, BoundedSum, Contribution, GroupedSum
+
+
+@pytest.fixture(scope="module")
+def duck() -> DuckDBBackend:
+    return DuckDBBackend(threads=1)
+
+
+def _whole_sum(values: np.ndarray, lower: float, upper: float) -> int:
+    return int(np.sum(np.round(np.clip(values, lower, upper))))   # numpy rounds half to even
+
+
+def test_a_whole_sum_rounds_each_clamped_value(duck):
+    values = np.array([0.5, 1.5, 2.5, -0.5, 7.49, 9.5, 12.0, np.nan, 3.25])
+    frame = pd.DataFrame({"x": values, "pid": [1, 1, 2, 2, 3, 3, 4, 4, 5],
+                          "g": list("aabbaabba")})
+    agg = duck.run(FrameSource(frame), BoundedSum("x", 0, 10, whole=True))
+    assert agg.exact and agg.total == _whole_sum(values[~np.isnan(values)], 0, 10) == 34
+    assert duck.run(FrameSource(frame), BoundedSum("x", 0, 10)).total == pytest.approx(
+        float(np.nansum(np.clip(values, 0, 10))))
+    grouped = duck.run(FrameSource(frame), GroupedSum("g", ("a", "b"), "x", 0, 10, whole=True))
+    a = values[(frame["g"] == "a").to_numpy() & ~np.isnan(values)]
+    assert grouped.exact and grouped.totals[0] == _whole_sum(a, 0, 10)
+    person = duck.run(FrameSource(frame), BoundedSum("x", 0, 10, Contribution("pid", 5),
+                                                     whole=True))
+    assert person.total == 34
+    with pytest.raises(ValueError, match="whole bounds"):
+        BoundedSum("x", 0, 10.5, whole=True)
+
+
+def _csv(tmp_path, name: str, column: list[str]) -> FileSource:
+    rows = ["pid,x"] + [f"{i},{v}" for i, v in enumerate(column)]
+    path = tmp_path / name
+    path.write_text("\n".join(rows) + "\n")
+    return FileSource(path, "csv")
+
+
+QUERIES = (BoundedSum("x", 0, 100), BoundedSum("x", 0, 100, whole=True),
+           Binned("x", (0.0, 10.0, 50.0), "bins", "separate"),
+           Binned("x", (5.0, 20.0, 40.0), "ranks", "separate"))
+
+
+@pytest.mark.parametrize("other", ["n/a", "2.5", "oops", "1e400"])
+def test_one_persons_value_never_changes_how_the_others_are_read(duck, tmp_path, other):
+    """The same integer column with one more person whose value makes the CSV reader guess
+    another type (text, float): every aggregate moves by what that one row adds, no more."""
+    base = [str(v) for v in np.random.default_rng(5).integers(0, 60, 500)]
+    first = _csv(tmp_path, "base.csv", base)
+    second = _csv(tmp_path, "plus-one.csv", [*base, other])
+    assert duck.columns(first)[1].kind == "integer"
+    for query in QUERIES:
+        a, b = duck.run(first, query), duck.run(second, query)
+        if isinstance(query, BoundedSum):
+            assert abs(b.total - a.total) <= 100 and b.rows - a.rows in (0, 1), query
+        else:
+            moved = np.abs(np.asarray(b.counts) - np.asarray(a.counts)).sum()
+            assert moved <= 1, (query, moved)
