@@ -38,7 +38,7 @@ from engine.queries import (
 
 #: How categories are compared with a column: as text, as exact integers, as reals, as
 #: booleans, or never (the kinds differ: every present value is outside, as in pandas).
-MatchKind = Literal["text", "integer", "real", "boolean", "never"]
+MatchKind = Literal["text", "integer", "real", "boolean", "text_number", "never"]
 
 _INT64 = 2**63
 
@@ -70,7 +70,9 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
                           "values, which cannot be used as categories.")
     kind = category_kind("categories", categories)
     if column.kind == "text":
-        return "text" if kind == "text" else "never"
+        # numbers declared for a text column: each row's text as the number it reads as (a
+        # CSV column of codes turns to text when one row holds a word: the others still match)
+        return "text" if kind == "text" else ("text_number" if kind == "number" else "never")
     if column.kind == "boolean":
         return "boolean" if kind == "boolean" else "never"
     if kind != "number":
@@ -83,7 +85,7 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
 
 def category_values(kind: MatchKind, categories: tuple[object, ...]) -> list[object]:
     """The categories as the backend compares them."""
-    if kind == "real":
+    if kind in ("real", "text_number"):
         return [float(c) for c in categories]
     if kind == "integer":
         return [int(c) for c in categories]

@@ -124,6 +124,8 @@ def _cell(expr: str, info: ColumnInfo, kind: _plan.MatchKind, param: str) -> str
         "integer": f"list_position(CAST(${param} AS HUGEINT[]), CAST({expr} AS HUGEINT))",
         "real": f"list_position(CAST(${param} AS DOUBLE[]), CAST({expr} AS DOUBLE))",
         "boolean": f"list_position(CAST(${param} AS BOOLEAN[]), CAST({expr} AS BOOLEAN))",
+        "text_number": f"list_position(CAST(${param} AS DOUBLE[]), "
+                       f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS DOUBLE))",
         "never": "NULL",
     }[kind]
     return f"(CASE WHEN {_missing(expr, info)} THEN -1 ELSE coalesce({match}, 0) END)"

@@ -149,6 +149,10 @@ def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
     cast = {"text": "string", "integer": "long", "real": "double", "boolean": "boolean"}
     if kind == "never":
         match = F.lit(0)
+    elif kind == "text_number":
+        values = _plan.category_values(kind, categories)
+        array = F.array(*[F.lit(float(v)) for v in values])
+        match = F.array_position(array, F.trim(column.cast("string")).try_cast("double"))
     else:
         values = _plan.category_values(kind, categories)
         array = F.array(*[F.lit(v).cast(cast[kind]) for v in values])

@@ -88,6 +88,11 @@ def bounded_sum(frame: pd.DataFrame, column: str, lower: float, upper: float) ->
 def cell_codes(series: pd.Series, categories: tuple) -> np.ndarray:
     """-1 missing, 0 outside, else the 1-based position (pandas equality, as dpcore)."""
     missing = _missing(series)
+    numbers = all(isinstance(c, int | float) and not isinstance(c, bool) for c in categories)
+    if numbers and (series.dtype == object or pd.api.types.is_string_dtype(series)):
+        # numbers declared for a text column: each row's text as the number it reads as
+        series = pd.to_numeric(series.astype("string").str.strip(), errors="coerce")
+        categories = tuple(float(c) for c in categories)
     codes = pd.Index(list(categories)).get_indexer(pd.Series(series.to_numpy(dtype=object)))
     out = codes.astype(np.int64) + 1
     out[missing] = -1
