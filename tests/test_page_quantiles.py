@@ -241,3 +241,23 @@ def test_no_numeric_column_says_so(tiny_folder):
     at = open_app("quantiles.py", dataset="file:words.parquet")
     assert not at.exception
     assert any("no numeric column" in i.value for i in at.info)
+
+
+def test_gumbel_under_pure_dp_offers_the_releasable_alternatives(tiny_folder):
+    """The exponential mechanism (Gumbel noise) under pure DP has no OpenDP certificate: the
+    panel says so before adding, and offers Gumbel noise under zCDP at ρ = ε²/8 (the same
+    noise scale, so the very law shown) and exponential noise at the same ε."""
+    at = tiny_app()
+    at.selectbox(key="quantiles_noise").select("gumbel").run()
+    assert not at.exception and not at.error
+    assert not [b for b in at.button if b.key == "quantiles_add_to_plan"]
+    warning = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "Not releasable as set" in warning and "zCDP" in warning
+    first, second = [b for b in at.button if b.key.startswith("quantiles_add_alternative")]
+    assert "Gumbel noise (exponential mechanism), ρ = 0.125" in first.label.replace("\\", "")
+    assert "Exponential noise (permute-and-flip), ε = 1" in second.label.replace("\\", "")
+    first.click().run()
+    key = at.session_state["dataset"].key
+    [entry] = at.session_state["release_plan_by_dataset"][key]
+    assert entry.query.mechanism.measure == "zcdp"
+    assert entry.query.mechanism.rho == pytest.approx(0.125, rel=1e-12)

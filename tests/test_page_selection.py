@@ -254,3 +254,22 @@ def test_permute_and_flip_and_monotonic_are_explained_where_they_appear(page):
     assert "exponential mechanism" in noise.help
     monotonic = next(t for t in page.toggle if t.label == "Scores are monotonic")
     assert "moves every score the same way" in monotonic.help
+
+
+def test_an_unreleasable_noise_says_why_before_it_is_added_and_offers_the_releasable_one(page):
+    """Report noisy max with Laplace noise has no OpenDP measurement: the panel says so before
+    anything is added (no "Add to plan"), and offers exponential noise at the same ε, which
+    it adds. (It used to add the Laplace query, which the release then refused.)"""
+    page.selectbox(key="sel_noise").select("laplace").run()
+    assert not page.exception
+    assert not [b for b in page.button if b.key == "sel_add_to_plan"]
+    warning = " ".join(w.value for w in page.warning).replace("\\", "")
+    assert "Not releasable as set" in warning and "Laplace noise has no OpenDP" in warning
+    [alternative] = [b for b in page.button if b.key.startswith("sel_add_alternative")]
+    assert "Exponential noise (permute-and-flip)" in alternative.label.replace("\\", "")
+    alternative.click().run()
+    assert not page.exception
+    key = page.session_state["dataset"].key
+    [entry] = page.session_state["release_plan_by_dataset"][key]
+    assert entry.query.mechanism.noise == "exponential"
+    assert entry.query.mechanism.epsilon == 1.0

@@ -220,6 +220,13 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
         raise NotPlannable("a mean per group found privately is not one query of the plan: "
                            "add the sum per group (it finds the groups too) and divide, or "
                            "declare the groups")
+    if unit.person is not None and unit.max_groups is None:
+        raise NotPlannable(
+            f"groups found privately need a bound on how many groups one person can make: on "
+            f"the Data page, under \"Privacy unit: who is protected\", tick \"Also bound the "
+            f"groups per person\" and set \"Max groups per person\"; or declare the "
+            f"categories of {key!r} in the Data page's \"Declared schema\" (then the groups "
+            "are public and need no threshold)")
     count_budget = budget if statistic == "count" else half
     threshold = (model.Threshold(noise, float(delta), rho=float(count_budget))
                  if uses_rho(noise)
