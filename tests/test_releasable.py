@@ -190,6 +190,46 @@ def test_the_exempt_choices_say_so_before_they_are_added():
     assert not at.session_state[PLANS] or not any(at.session_state[PLANS].values())
 
 
+def test_the_alternatives_are_releasable_and_keep_the_law_where_they_can():
+    """dashboard.analysis.releasable on plan queries: a releasable query passes as is; Gumbel
+    noise under pure DP gets Gumbel under zCDP at the same noise scale (ρ = ε²/8 per level:
+    the very law shown) and exponential noise at the same ε; Laplace noise for a selection
+    gets exponential noise; the staircase gets Laplace at the same ε."""
+    from dashboard.analysis.releasable import releasability
+    from plan.build import build
+
+    unit = model.PrivacyUnit()
+    grid = model.Grid((0.0, 1.0, 2.0, 3.0), "public")
+    quartiles = model.PlanQuery("q", "quartiles", model.Quantiles("x", (0.25, 0.5), grid),
+                                model.SelectionNoise("gumbel", "pure", epsilon=1.0))
+    check = releasability(quartiles, unit)
+    assert not check.releasable and "zCDP" in check.reason
+    same, other = check.alternatives
+    assert same.mechanism.noise == "gumbel" and same.mechanism.measure == "zcdp"
+    assert same.mechanism.rho == pytest.approx(2 * 0.5**2 / 8, rel=1e-12)
+    for before, after in zip(build(quartiles, unit).parts, build(same, unit).parts,
+                             strict=True):
+        assert after.scale == pytest.approx(before.scale, rel=1e-12)
+    assert other.mechanism == model.SelectionNoise("exponential", "pure", epsilon=1.0)
+    for query in (same, other):
+        assert releasability(query, unit).releasable
+    top = model.PlanQuery("t", "top", model.Selection(
+        "dx", model.Categories(("a", "b"), "public")),
+        model.SelectionNoise("laplace", "pure", epsilon=1.0))
+    check = releasability(top, unit)
+    assert "Laplace noise has no OpenDP" in check.reason
+    assert [q.mechanism.noise for q in check.alternatives] == ["exponential"]
+    stair = model.PlanQuery("c", "count", model.Count(),
+                            model.Noise("staircase", "pure", epsilon=0.5))
+    check = releasability(stair, unit)
+    assert "staircase" in check.reason
+    assert check.alternatives[0].mechanism == model.Noise(CATALOGUE_FIRST, "pure", epsilon=0.5)
+    assert releasability(check.alternatives[0], unit).releasable
+
+
+CATALOGUE_FIRST = next(iter(CATALOGUE))
+
+
 # --------------------------------------------------------------------------------------------
 # 2. the page's law is the release's
 

@@ -51,9 +51,11 @@ def _refusal(query: model.PlanQuery, unit: model.PrivacyUnit) -> str | None:
     try:
         prepare(model.Plan(model.Dataset("release check"), (query,), unit))
     except _REFUSED as exc:
-        return re.sub(r"^query '[^']*'(?: \([^)]*\))?: ", "", str(exc))
+        return re.sub(r"^query '[^']*'(?: \([^)]*\))?: ", "", str(exc)).rstrip(". ")
     except ReleaseRefused:
         return None
+    except Exception as exc:  # noqa: BLE001 — OpenDP's own refusals: shown, never a traceback
+        return f"OpenDP cannot certify it as set ({type(exc).__name__}: {exc})"
     return None
 
 
