@@ -357,3 +357,25 @@ def test_the_keep_probability_is_the_law_of_the_release(noise):
     p = chance[near]
     statistic = float(np.sum((observed - per_size * p) ** 2 / (per_size * p * (1 - p))))
     assert stats.chi2.sf(statistic, df=near.sum()) > SIGNIFICANCE
+
+
+def test_one_name_per_noise_on_the_pages_and_in_the_release(tmp_path):
+    """The Selection and Quantiles pages name each noise as a release describes the part it
+    drew ("report noisy max, exponential noise (permute-and-flip)")."""
+    from dashboard.analysis import quantiles as qa
+    from dashboard.analysis import selection as sel
+
+    frame = pd.DataFrame({"dx": ["a", "b", "b", "c"] * 50})
+    for noise, measure, budget in (("exponential", "pure", {"epsilon": 1.0}),
+                                   ("gumbel", "zcdp", {"rho": 0.5})):
+        query = model.PlanQuery("t", "top", model.Selection(
+            "dx", model.Categories(("a", "b", "c"), "public")),
+            model.SelectionNoise(noise, measure, **budget))
+        plan = model.Plan(model.Dataset("names"), (query,),
+                          accounting=model.Accounting("zcdp", 1e-6))
+        with Ledger(tmp_path / f"{noise}.sqlite") as book:
+            out = run(plan, FrameSource(frame), ledger=book,
+                      engine=Engine(DuckDBBackend(threads=1)))
+        described = out.queries[0].parts[0]["mechanism"]
+        assert sel.NOISES[noise].lower() in described.lower(), described
+        assert qa.NOISES[noise] == sel.NOISES[noise]
