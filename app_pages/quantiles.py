@@ -1,8 +1,9 @@
-"""Quantiles page: the median and any quantiles of a numeric column, released by the
-exponential mechanism over a public grid of candidates, with their exact distribution.
+"""Quantiles page: the median and any quantiles of a numeric column, released by report noisy
+min over a public grid of candidates, with the exact distribution of what a release draws.
 
-Widgets pick the column, the grid, the quantiles and ε; ``dashboard.analysis.quantiles``
-scores the candidates (engine) and computes the distribution and accuracy exactly.
+Widgets pick the column, the grid, the quantiles, the measure, the noise and ε (or ρ);
+``dashboard.analysis.quantiles`` scores the candidates (engine) and computes the distribution
+and accuracy exactly.
 """
 
 from __future__ import annotations
@@ -13,16 +14,18 @@ from dashboard import controls, datasets, person, plan_panel, state
 from dashboard.analysis import plan_entries
 from dashboard.analysis import quantiles as qa
 from dashboard.charts.quantiles import quantile_distribution
+from dashboard.choices import RHO_GRID
 from dashboard.text import plain
 
 BOUND_LIMIT = 1e15
 problem = None   # what keeps the results from being computed: shown in their place
 
 st.title("Quantiles")
-st.caption("The median, quartiles or any percentile of a numeric column, released by the "
-           "exponential mechanism: it picks one value of a public grid of candidates, more "
-           "likely the closer that candidate's rank is to the quantile's. The chance of each "
-           "candidate is known exactly, so is the accuracy.")
+st.caption("The median, quartiles or any percentile of a numeric column: each candidate of a "
+           "public grid gets its rank error plus noise, and the smallest is released — more "
+           "likely the closer that candidate's rank is to the quantile's. With exponential "
+           "noise this is permute-and-flip, with Gumbel noise the exponential mechanism. The "
+           "chance of each candidate is known exactly, so is the accuracy.")
 loaded = state.dataset()
 relation, data_key = loaded.relation, state.dataset_key()
 upload = data_key.startswith("upload:")
@@ -81,7 +84,21 @@ with grid_box:
 
 with protect:
     st.subheader("Privacy")
-    epsilon = controls.epsilon_slider(key="quantiles_epsilon")
+    measure = controls.select("Privacy measure", list(qa.MEASURES), key="quantiles_measure",
+                              format_func=qa.MEASURES.get)
+    # each measure starts with the noise OpenDP certifies in it (changing the measure resets it)
+    state.forget_when_changed("quantiles_noise_for", (measure,), ("quantiles_noise",))
+    noise = controls.select("Noise", list(qa.NOISES), key="quantiles_noise",
+                            default=qa.DEFAULT_NOISE[measure], format_func=qa.NOISES.get,
+                            help="Exponential noise is permute-and-flip: ε-DP, and what a real "
+                                 "release draws under pure DP. Gumbel noise is the "
+                                 "exponential mechanism: OpenDP certifies it under zCDP "
+                                 "(ρ = ε²/8), so a release draws it under zCDP.")
+    if measure == "pure":
+        budget = controls.epsilon_slider(key="quantiles_epsilon")
+    else:
+        budget = controls.exact_slider("ρ (rho)", RHO_GRID, key="quantiles_rho",
+                                       default=qa.DEFAULT_RHO, symbol="ρ")
     alpha = controls.number("Accuracy: within ± α of the true quantile", key="quantiles_alpha",
                             default=qa.default_alpha(loaded, column, bounds),
                             min_value=0.0, max_value=BOUND_LIMIT, in_url=not upload,
@@ -95,7 +112,8 @@ if problem is None:
     try:
         with st.spinner("Scoring the candidates…"):
             release = qa.quantile_release(relation, data_key, column, tuple(map(float, grid)),
-                                          levels, epsilon, unit, float(alpha), state.seed())
+                                          levels, budget, unit, float(alpha), state.seed(),
+                                          measure=measure, noise=noise)
     except (ValueError, TypeError) as exc:
         problem = f"{plain(exc, limit=400)}. Check the grid and the quantiles above."
 if problem is not None:
@@ -117,6 +135,6 @@ st.plotly_chart(quantile_distribution(
     key="quantiles_distribution")
 st.caption(qa.distribution_note(release) + " Dotted lines: the true quantiles; shaded: ±α.")
 plan_panel.add_to_plan(data_key, lambda: plan_entries.quantiles_query(
-    unit, column=column, levels=levels, grid=tuple(map(float, grid)), epsilon=epsilon,
-    from_data=mode == "even" and bounds.from_data
+    unit, column=column, levels=levels, grid=tuple(map(float, grid)), noise=noise,
+    measure=measure, budget=budget, from_data=mode == "even" and bounds.from_data
     and (lower, upper) == (bounds.lower, bounds.upper)), key="quantiles")

@@ -101,7 +101,7 @@ with right:
     # entering or leaving the pricing example resets the noise to that source's default.
     state.forget_when_changed("sel_noise_for", (source == "pricing",), ("sel_noise",))
     noise = controls.select("Noise", list(sel.NOISES), key="sel_noise",
-                            default="gumbel" if source == "pricing" else "laplace",
+                            default="gumbel" if source == "pricing" else sel.DEFAULT_NOISE,
                             format_func=sel.NOISES.get, help=sel.NOISE_HELP)
     measure = controls.select("Privacy measure", list(sel.MEASURES), key="sel_measure",
                               format_func=sel.MEASURES.get,

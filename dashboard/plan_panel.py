@@ -2,7 +2,10 @@
 
 The page passes a function that builds its query as a plan query (``analysis.plan_entries``);
 the panel says what would be added (mechanism, budget, target) or why it cannot be, adds it to
-the session's plan on a click, and links to the Release plan page.
+the session's plan on a click, and links to the Release plan page. Before anything is added,
+the query alone is certified as a release would certify it (``analysis.releasable``): a query
+a release would refuse is not offered; the panel says why and offers the releasable
+alternatives instead.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import plan_store
-from dashboard.analysis.plan_entries import NotPlannable
+from dashboard import person, plan_store
+from dashboard.analysis.plan_entries import NotPlannable, plan_unit
+from dashboard.analysis.releasable import releasability
 from dashboard.analysis.release_plan import budget_text, target_text
 from dashboard.text import plain
 from plan.model import PlanError, PlanQuery
@@ -30,7 +34,9 @@ def _add(data_key: str, query: PlanQuery, context: Mapping[str, Any] | None) -> 
 
 def add_to_plan(data_key: str, make: Callable[[], PlanQuery], *, key: str,
                 context: Mapping[str, Any] | None = None) -> None:
-    """Draw the panel: what this page's query would add to the release plan, and the button."""
+    """Draw the panel: what this page's query would add to the release plan, and the button;
+    or, when a release would refuse the query as set, why, and a button for each releasable
+    alternative."""
     with st.container(border=True, key=f"{key}_plan_panel"):
         st.markdown("**Release plan**")
         try:
@@ -39,12 +45,18 @@ def add_to_plan(data_key: str, make: Callable[[], PlanQuery], *, key: str,
             st.caption(f"This query cannot go into the plan as set: {plain(exc, limit=400)}.")
             query = None
         if query is not None:
-            target = target_text(query.target) if query.target else "no accuracy target yet"
-            st.caption(f"Adds **{plain(query.label, limit=120)}** with "
-                       f"{plain(budget_text(query), limit=200)}; target: "
-                       f"{plain(target, limit=200)} (editable on the Release plan page).")
-            st.button("Add to plan", key=f"{key}_add_to_plan", icon=":material/playlist_add:",
-                      on_click=_add, args=(data_key, query, context))
+            check = releasability(query, plan_unit(person.current_unit(data_key)))
+            if check.releasable:
+                _offer(data_key, query, context, key=f"{key}_add_to_plan", label="Add to plan")
+            else:
+                alternatives = (" Instead:" if check.alternatives else
+                                " Change the settings above to add it.")
+                st.warning(f"**Not releasable as set**, so not offered for the plan: "
+                           f"{plain(check.reason, limit=500)}.{alternatives}",
+                           icon=":material/block:")
+                for i, alternative in enumerate(check.alternatives):
+                    _offer(data_key, alternative, context, key=f"{key}_add_alternative_{i}",
+                           label=f"Add with {budget_text(alternative)}")
         added = st.session_state.pop(_ADDED, None)
         if added is not None:
             st.success(f"Added to the plan: {plain(added, limit=120)}.",
@@ -52,3 +64,14 @@ def add_to_plan(data_key: str, make: Callable[[], PlanQuery], *, key: str,
         n = plan_store.count(data_key)
         st.page_link(plan_store.PLAN_PAGE, icon=":material/checklist:",
                      label=f"Open the release plan ({n} {'query' if n == 1 else 'queries'})")
+
+
+def _offer(data_key: str, query: PlanQuery, context: Mapping[str, Any] | None, *, key: str,
+           label: str) -> None:
+    """What ``query`` adds (mechanism, budget, target) and its button."""
+    target = target_text(query.target) if query.target else "no accuracy target yet"
+    st.caption(f"Adds **{plain(query.label, limit=120)}** with "
+               f"{plain(budget_text(query), limit=200)}; target: "
+               f"{plain(target, limit=200)} (editable on the Release plan page).")
+    st.button(plain(label, limit=160), key=key, icon=":material/playlist_add:", on_click=_add,
+              args=(data_key, query, context))

@@ -250,6 +250,35 @@ def partition_delta(
     return _up(k * tail)
 
 
+def _outward_delta(threshold: float, noise: str, scale: float, r: int, k: int) -> float:
+    """An upper bound on the δ that any evaluation rounding each step outward, as OpenDP 0.16's
+    threshold maps do, can report for this threshold (always >= :func:`partition_delta`).
+
+    OpenDP computes one group's tail δ₁ and then 1 − (1 − δ₁)^k, in float64:
+
+    - δ₁: for Laplace noises a float64 exp of −(T − r)/b and a division, each rounded up
+      (relative error below 2^-50; dpcore's own tail, its argument computed in float64,
+      is within (T − r)/b · 2^-52 <= 745 · 2^-52 < 2^-42 of the exact one: a factor
+      1 + 2^-40 covers both). For integer counts OpenDP's δ₁ is one step short of dpcore's
+      (opendp/opendp#2922), so dpcore's tail bounds it too. For Gaussian noise OpenDP rounds
+      t = (T − r)/(σ√2) down to float32 (t·(1 − 2^-22) at worst) and takes erfc(t) to 3
+      float32 ulps (a factor 1 + 3·2^-23): the tail at (T − r)(1 − 2^-21), times 1 + 2^-20.
+      (On floats OpenDP counts on a grid of 2^-1074: the shift it adds to T − r is far
+      inside these factors.)
+    - 1 − δ₁ rounded down is at least 1 − δ₁ − 2^-53 (the spacing of floats below 1);
+      raising it to the power k with any k roundings down loses at most k·2^-52; and
+      1 − (1 − x)^k <= k·x. So δ <= (k·(δ₁ + 2^-53) + k·2^-52), rounded up once more.
+    """
+    gap = threshold - r
+    if noise == "gaussian":
+        tail = float(_survival(np.array(gap * (1 - 2.0**-21) if gap > 0 else gap), noise,
+                               scale)) * (1 + 2.0**-20)
+    else:
+        tail = float(_survival(np.array(gap), noise, scale)) * (1 + 2.0**-40)
+    total = (k * (tail + 2.0**-53) + k * 2.0**-52) * (1 + 2.0**-50)
+    return min(1.0, math.nextafter(total, math.inf))
+
+
 def partition_threshold(
     *,
     noise: str,
@@ -258,18 +287,24 @@ def partition_threshold(
     max_rows: int = 1,
     max_groups: int = 1,
 ) -> float:
-    """The smallest threshold T whose :func:`partition_delta` is at most ``delta``.
+    """The smallest threshold T whose δ is at most ``delta``, both as dpcore counts it
+    (:func:`partition_delta`) and as OpenDP's map may read it after its outward rounding.
 
     Laplace: T = r + b·ln(k / (2δ)) (when δ/k <= ½); discrete Laplace: the smallest integer T
-    with k·e^{−(T−r)/b}/(1 + e^{−1/b}) <= δ; Gaussian: T = r + σ·Φ⁻¹(1 − δ/k). Then checked
-    against :func:`partition_delta` (rounded up) and raised until it holds.
+    with k·e^{−(T−r)/b}/(1 + e^{−1/b}) <= δ; Gaussian: T = r + σ·Φ⁻¹(1 − δ/k). Then raised
+    until :func:`partition_delta` (rounded up) and a bound on every outward-rounded reading of
+    it (OpenDP 0.16's, which quantises each group's δ to 2^-53 and takes the Gaussian tail
+    through float32; see ``_outward_delta``) are at most ``delta``: a release's map check
+    never refuses the threshold the page shows. The margin moves T by about 2^-20 of σ for
+    Gaussian noise and by far less for the others, unless δ/k nears 2^-52.
 
     Parameters
     ----------
     noise, scale, max_rows, max_groups
         As in :func:`partition_delta`.
     delta : float
-        The δ the threshold may spend, 0 < δ < 1.
+        The δ the threshold may spend, 0 < δ < 1; at least 3k·2^-53 (no float64 evaluation of
+        OpenDP's map can certify less for k groups).
 
     Returns
     -------
@@ -279,17 +314,24 @@ def partition_threshold(
     scale = check_positive("scale", scale)
     delta = check_delta("delta", delta, allow_zero=False)
     r, k = _check_contribution(max_rows, max_groups)
-    # aim a little below delta/k so that the rounded-up delta still fits
-    per_group = delta / k / _ROUND_UP / (1 + 2.0**-50)
+    floor = _outward_delta(math.inf, noise, scale, r, k)   # what rounding alone costs
+    if not floor < delta:
+        raise ValueError(f"delta = {delta:g} is too small for {k:,} groups per person: "
+                         f"OpenDP's float64 arithmetic cannot certify less than about "
+                         f"{floor:.2g}; raise delta or lower max_groups")
+    # aim below what is left of delta/k after the rounding terms, so that the bound fits
+    per_group = (delta / (1 + 2.0**-48) - floor) / k / _ROUND_UP / (1 + 2.0**-40)
     if not per_group > 0:
         raise ValueError(f"delta = {delta:g} over {k:,} groups underflows float64")
     threshold = r + _inverse_survival(per_group, noise, scale)
     if not math.isfinite(threshold):
         raise ValueError("the threshold is beyond float64: scale is too large")
-    return _step_until(
-        threshold, lambda t: partition_delta(t, noise=noise, scale=scale, max_rows=r,
-                                             max_groups=k) > delta, noise, scale,
-        "the threshold")
+
+    def too_small(t: float) -> bool:
+        return (partition_delta(t, noise=noise, scale=scale, max_rows=r, max_groups=k) > delta
+                or _outward_delta(t, noise, scale, r, k) > delta)
+
+    return _step_until(threshold, too_small, noise, scale, "the threshold")
 
 
 @dataclass(frozen=True)

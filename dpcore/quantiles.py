@@ -1,7 +1,8 @@
-"""Quantiles by the exponential mechanism over a public grid of candidates, with exact accuracy.
+"""Quantiles by report noisy min over a public grid of candidates, with exact accuracy.
 
-The output distribution is finite, so it is computed exactly (log space, no loops); also binned
-histograms of a numeric column over declared bin edges.
+OpenDP 0.16's quantile scores (ties and all) with its sensitivity, and the exact law of what a
+release draws from them (Gumbel noise: the exponential mechanism; exponential noise:
+permute-and-flip); also binned histograms of a numeric column over declared bin edges.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
 
 from dpcore._checks import (
     check_choice,
+    check_finite,
     check_int,
     check_positive,
     check_real,
@@ -23,7 +24,13 @@ from dpcore._checks import (
     finite_array,
     numeric_array,
 )
-from dpcore.selection import exponential_mechanism
+from dpcore.measures import ZCDP, PureDP
+from dpcore.selection import (
+    NOISE_TYPES,
+    noisy_max_scale,
+    report_noisy_max,
+    selection_probabilities,
+)
 
 __all__ = [
     "MAX_CANDIDATES",
@@ -31,9 +38,16 @@ __all__ = [
     "MAX_ROWS_CANDIDATE",
     "MAX_BINS",
     "OUTSIDE",
+    "ALPHA_DENOMINATOR",
+    "quantile_fraction",
+    "quantile_scores",
+    "candidate_counts",
     "quantile_sensitivity",
+    "quantile_scale",
     "rank_errors",
     "quantile_probabilities",
+    "quantile_law",
+    "probability_within",
     "true_quantile",
     "quantile_accuracy",
     "expected_rank_error",
@@ -62,6 +76,10 @@ MAX_ROWS_CANDIDATE = 10**5
 
 # The largest max_rows (rows per person) a quantile's sensitivity is scaled by.
 _MAX_ROWS = 10**9
+#: OpenDP 0.16 reads a quantile level q as the fraction num/den: q itself when q's own
+#: denominator is below this, else q·10^4 truncated, over 10^4 (:func:`quantile_fraction`).
+ALPHA_DENOMINATOR = 10_000
+_U64_MAX = 2**64 - 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,16 +129,105 @@ def _check_max_rows(max_rows: object) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# the mechanism
+# OpenDP's scores, their sensitivity, and the noise scale
+
+
+def quantile_fraction(q: float) -> tuple[int, int]:
+    """(num, den): the fraction OpenDP 0.16's ``make_quantile_score_candidates`` reads the level
+    ``q`` as, and scores with.
+
+    q itself when its denominator (q is a binary fraction) is below :data:`ALPHA_DENOMINATOR`
+    (1/2, 1/4, 0, 1 …); else q·10^4 truncated to an integer, over 10^4 (0.3 → 3000/10000,
+    1/3 → 3333/10000, 0.12345 → 1234/10000). The release scores with q' = num/den, so does
+    the page.
+    """
+    q = _check_q(q)
+    exact = Fraction(q)
+    if exact.denominator < ALPHA_DENOMINATOR:
+        return exact.numerator, exact.denominator
+    return int(q * float(ALPHA_DENOMINATOR)), ALPHA_DENOMINATOR
+
+
+def _whole_counts(name: str, counts: ArrayLike) -> NDArray[np.int64]:
+    arr = finite_array(name, counts)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if np.any(arr < 0) or np.any(arr != np.floor(arr)) or np.any(arr > 2.0**53):
+        raise ValueError(f"{name} must hold whole numbers from 0 to 2^53")
+    return arr.astype(np.int64)
+
+
+def quantile_scores(below: ArrayLike, equal: ArrayLike, total: int, q: float
+                    ) -> NDArray[np.uint64]:
+    """OpenDP 0.16's score of each candidate, ``|(den − num)·#{x < c} − num·#{x > c}|`` with
+    q' = num/den (:func:`quantile_fraction`): the output of ``make_quantile_score_candidates``
+    on the rows, from the counts below and equal to each candidate and the number of values.
+
+    0 for a perfect candidate; a value equal to a candidate counts on neither side. As in
+    OpenDP, each count is first capped at (2^64 − 1) // den, so nothing overflows 64 bits.
+
+    Parameters
+    ----------
+    below : array_like, shape (m,)
+        #{x < c} for each candidate c (whole numbers).
+    equal : array_like, shape (m,)
+        #{x = c} for each candidate.
+    total : int
+        n, the number of values (>= below + equal).
+    q : float
+        0 <= q <= 1.
+
+    Returns
+    -------
+    ndarray of uint64, shape (m,)
+    """
+    num, den = quantile_fraction(q)
+    lt = _whole_counts("below", below)
+    eq = _whole_counts("equal", equal)
+    if eq.shape != lt.shape:
+        raise ValueError(f"equal must have one entry per candidate ({lt.size}), got shape "
+                         f"{eq.shape}")
+    n = check_int("total", total, minimum=0, maximum=2**62)
+    if np.any(lt + eq > n):
+        raise ValueError("total must be at least below + equal for every candidate")
+    limit = np.uint64(_U64_MAX // den)
+    lt_capped = np.minimum(lt.astype(np.uint64), limit)
+    gt_capped = np.minimum((n - lt - eq).astype(np.uint64), limit)
+    left = np.uint64(den - num) * lt_capped
+    right = np.uint64(num) * gt_capped
+    return np.where(left >= right, left - right, right - left)
+
+
+def candidate_counts(values: ArrayLike, candidates: ArrayLike, *,
+                     counts: ArrayLike | None = None
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """(#{x < c}, #{x = c}, n) for each candidate c: what :func:`quantile_scores` reads.
+
+    Sort once and ``searchsorted`` twice (O((n + m) log n), no loop over candidates).
+    ``counts`` gives how many rows have each value (whole numbers >= 0); None for one each.
+    """
+    x = _check_values(values)
+    c = _check_candidates(candidates)
+    w = _check_weights(counts, x.size)
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    left = np.searchsorted(sorted_x, c, side="left")
+    right = np.searchsorted(sorted_x, c, side="right")
+    if w is None:
+        cumulative = np.arange(x.size + 1, dtype=np.float64)
+    else:
+        cumulative = np.concatenate([[0.0], np.cumsum(w[order])])
+    return cumulative[left], cumulative[right] - cumulative[left], float(cumulative[-1])
 
 
 def quantile_sensitivity(q: float, *, max_rows: int = 1) -> float:
-    """Sensitivity of the quantile utility u(c) = −|#{x < c} − q·n| under add/remove.
+    """Sensitivity of the rank error (:func:`rank_errors`) under add/remove of one person.
 
-    Adding a row moves #{x < c} by 0 or 1 and q·n by q, so u moves by at most max(q, 1 − q)
-    (at most 1, as is often stated; ½ for the median). A person with up to r = ``max_rows``
-    rows moves it by at most r·max(q, 1 − q). OpenDP 0.16's ``make_quantile_score_candidates``
-    scores the same quantity, scaled to integers, with the same sensitivity.
+    OpenDP's stability map of its scores at r = ``max_rows`` rows per person (symmetric
+    distance r) is r·max(num, den − num) (:func:`quantile_fraction`): a row moves #{x < c} or
+    #{x > c} by 1. Over den, in the units of the rank error: r·max(q', 1 − q') — for a level
+    OpenDP reads exactly, r·max(q, 1 − q) (½ for the median). Rounded up to a float, never
+    below the exact value (OpenDP's map, over den).
 
     Parameters
     ----------
@@ -133,11 +240,9 @@ def quantile_sensitivity(q: float, *, max_rows: int = 1) -> float:
     -------
     float
     """
-    q = _check_q(q)
+    num, den = quantile_fraction(q)
     r = _check_max_rows(max_rows)
-    # 1 − q rounds (to 0.7 for q = 0.3, below the exact 0.70000000000000001…): the
-    # sensitivity is the float at or above the exact r·max(q, 1 − q), never below it.
-    exact = r * max(Fraction(q), 1 - Fraction(q))
+    exact = Fraction(r * max(num, den - num), den)
     sensitivity = float(exact)
     if Fraction(sensitivity) < exact:
         sensitivity = math.nextafter(sensitivity, math.inf)
@@ -147,9 +252,12 @@ def quantile_sensitivity(q: float, *, max_rows: int = 1) -> float:
 def rank_errors(
     values: ArrayLike, candidates: ArrayLike, q: float, *, counts: ArrayLike | None = None
 ) -> NDArray[np.float64]:
-    """|#{x < c} − q·n| for each candidate c: how many ranks c is from the q-quantile.
+    """How far each candidate c is from the q-quantile, in ranks: OpenDP's score over den,
 
-    Sort once and ``searchsorted`` (O((n + m) log n), no loop over candidates).
+    .. math:: |(1 - q')\\,\\#\\{x < c\\} - q'\\,\\#\\{x > c\\}|, \\qquad q' = num/den,
+
+    which is |#{x < c} − q'·n| when no value equals c; values equal to c count on neither
+    side (with many ties, the candidate they sit on scores best).
 
     Parameters
     ----------
@@ -166,30 +274,45 @@ def rank_errors(
     -------
     ndarray of float64, shape (m,)
     """
-    x = _check_values(values)
-    c = _check_candidates(candidates)
-    q = _check_q(q)
-    w = _check_weights(counts, x.size)
-    order = np.argsort(x, kind="stable")
-    sorted_x = x[order]
-    position = np.searchsorted(sorted_x, c, side="left")
-    if w is None:
-        below, n = position.astype(np.float64), float(x.size)
-    else:
-        cumulative = np.concatenate([[0.0], np.cumsum(w[order])])
-        below, n = cumulative[position], float(cumulative[-1])
-    return np.abs(below - q * n)
+    below, equal, total = candidate_counts(values, candidates, counts=counts)
+    _, den = quantile_fraction(q)
+    scores = quantile_scores(below, equal, int(total), q)
+    return scores.astype(np.float64) / den
 
 
-def _log_probabilities(errors: NDArray[np.float64], epsilon: float,
-                       sensitivity: float) -> NDArray[np.float64]:
-    """log P(c) = −ε·err/(2Δ) − logsumexp, with the best candidate at gap 0 (no overflow)."""
-    factor = epsilon / (2.0 * sensitivity)
-    with np.errstate(over="ignore", invalid="ignore"):
-        logits = -(errors - errors.min()) * factor
-    logits = np.where(np.isnan(logits), 0.0, logits)  # 0·inf at the best: gap 0
-    logits = np.maximum(logits, -1e300)  # -inf would turn logsumexp's shift into NaN
-    return logits - logsumexp(logits)
+def _privacy(epsilon: float | None, rho: float | None) -> PureDP | ZCDP:
+    """The quantile's budget: ε (pure DP) or ρ (zCDP), exactly one."""
+    if (epsilon is None) == (rho is None):
+        raise ValueError("give exactly one of epsilon (pure DP) and rho (zCDP)")
+    if rho is None:
+        return PureDP(check_positive("epsilon", epsilon))
+    return ZCDP(check_positive("rho", rho))
+
+
+def quantile_scale(
+    q: float,
+    *,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    noise: str = "gumbel",
+    max_rows: int = 1,
+) -> float:
+    """The noise scale (in rank-error units) that one quantile's report noisy min spends
+    ``epsilon`` (pure DP) or ``rho`` (zCDP) with: :func:`dpcore.selection.noisy_max_scale`
+    at the :func:`quantile_sensitivity`, not monotonic, k = 1 — as a plan builds it.
+
+    Pure DP, any noise: 2Δ/ε. zCDP with Gumbel noise: 2Δ/√(8ρ); with exponential or Laplace
+    noise: 2Δ/√(2ρ).
+    """
+    privacy = _privacy(epsilon, rho)
+    noise = check_choice("noise", noise, NOISE_TYPES)
+    sensitivity = quantile_sensitivity(q, max_rows=max_rows)
+    try:
+        return noisy_max_scale(privacy, sensitivity=sensitivity, noise=noise, monotonic=False)
+    except ValueError:
+        name, value = ("epsilon", epsilon) if rho is None else ("rho", rho)
+        raise ValueError(f"{name} = {value:g} is too small: the noise scale 2Δ/{name} "
+                         "overflows float64") from None
 
 
 def quantile_probabilities(
@@ -197,20 +320,30 @@ def quantile_probabilities(
     candidates: ArrayLike,
     q: float,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    noise: str = "gumbel",
     max_rows: int = 1,
     counts: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
-    """The exact distribution of the exponential-mechanism q-quantile over the candidates.
+    """The exact distribution of the released q-quantile over the candidates: the law of
+    argmin(rank error + noise·b), what a release draws.
 
-    .. math:: P(c) \\propto \\exp\\Big(-\\frac{\\varepsilon\\,|\\#\\{x < c\\} - q n|}
-              {2\\Delta}\\Big), \\qquad \\Delta = r\\max(q, 1-q)
+    The rank errors are OpenDP's scores over den (:func:`rank_errors`), b is
+    :func:`quantile_scale` (2Δ/ε under pure DP) and the noise is
 
-    (:func:`quantile_sensitivity`); ε-DP under add/remove of one person with up to r rows.
-    Computed in log space with a log-sum-exp, so a huge ε·n gives the argmin exactly and no
-    NaN. This is the distribution of :func:`sample_quantile` and of OpenDP's
-    ``make_quantile_score_candidates`` followed by Gumbel report-noisy-min (``make_noisy_max``
-    under zCDP) at scale 2Δ/ε, when no value equals a candidate.
+    - ``"gumbel"``: the exponential mechanism, closed form
+
+      .. math:: P(c) \\propto \\exp\\Big(-\\frac{\\varepsilon\\,\\mathrm{err}(c)}{2\\Delta}\\Big);
+
+    - ``"exponential"``: permute-and-flip (report noisy max with exponential noise), by
+      :func:`dpcore.selection.selection_probabilities`' quadrature;
+    - ``"laplace"``: report noisy max with Laplace noise, likewise.
+
+    This is the law of OpenDP 0.16's ``make_quantile_score_candidates`` followed by
+    ``make_noisy_max(negate=True)`` at scale den·b (Gumbel under zCDP, exponential noise
+    under pure DP), and of :func:`sample_quantile`. Computed in log space: a huge ε·n gives
+    the argmin exactly and no NaN.
 
     Parameters
     ----------
@@ -220,8 +353,10 @@ def quantile_probabilities(
         The public grid, chosen without looking at the data.
     q : float
         0 <= q <= 1 (0.5 for the median).
-    epsilon : float
-        ε > 0 spent on this quantile.
+    epsilon, rho : float
+        The budget of this quantile: ε > 0 (pure DP) or ρ > 0 (zCDP), exactly one.
+    noise : {"gumbel", "exponential", "laplace"}
+        The noise on the rank errors (default: the exponential mechanism's Gumbel noise).
     max_rows : int
         r: rows one person may contribute (after truncation).
     counts : array_like, shape (n,), optional
@@ -237,11 +372,54 @@ def quantile_probabilities(
     F. McSherry, K. Talwar. "Mechanism Design via Differential Privacy." FOCS 2007.
     A. Smith. "Privacy-Preserving Statistical Estimation with Optimal Convergence Rates."
     STOC 2011.
+    R. McKenna, D. Sheldon. "Permute-and-Flip." NeurIPS 2020. arXiv:2010.12603.
     """
-    errors = rank_errors(values, candidates, q, counts=counts)
-    epsilon = check_positive("epsilon", epsilon)
-    sensitivity = quantile_sensitivity(q, max_rows=max_rows)
-    return np.exp(_log_probabilities(errors, epsilon, sensitivity))
+    below, equal, total = candidate_counts(values, candidates, counts=counts)
+    return quantile_law(below, equal, int(total), q, epsilon=epsilon, rho=rho, noise=noise,
+                        max_rows=max_rows)
+
+
+def quantile_law(
+    below: ArrayLike,
+    equal: ArrayLike,
+    total: int,
+    q: float,
+    *,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    noise: str = "gumbel",
+    max_rows: int = 1,
+) -> NDArray[np.float64]:
+    """:func:`quantile_probabilities` from the counts below and equal to each candidate and
+    the number of values (what the engine's rank cells give, and a release scores from):
+    the law of argmin(:func:`quantile_scores` / den + noise · :func:`quantile_scale`)."""
+    _, den = quantile_fraction(q)
+    errors = quantile_scores(below, equal, total, q).astype(np.float64) / den
+    scale = quantile_scale(q, epsilon=epsilon, rho=rho, noise=noise, max_rows=max_rows)
+    return selection_probabilities(errors, scale=scale, noise=noise, negate=True)
+
+
+def probability_within(candidates: ArrayLike, probabilities: ArrayLike, center: float,
+                       alpha: ArrayLike) -> NDArray[np.float64]:
+    """P(|released − center| <= α) for each α, from the candidates' probabilities: sorted
+    candidates, cumulative sums, two ``searchsorted`` (no loop over α)."""
+    c = _check_candidates(candidates)
+    probs = finite_array("probabilities", probabilities)
+    if probs.shape != c.shape:
+        raise ValueError(f"probabilities must have one entry per candidate ({c.size}), got "
+                         f"shape {probs.shape}")
+    center = check_finite("center", center)
+    a = finite_array("alpha", alpha)
+    if np.any(a < 0):
+        raise ValueError("alpha must be >= 0")
+    order = np.argsort(c, kind="stable")
+    sorted_c = c[order]
+    cumulative = np.concatenate([[0.0], np.cumsum(probs[order])])
+    with np.errstate(over="ignore", invalid="ignore"):
+        low, high = center - a, center + a  # ±inf beyond float64 still order correctly
+    start = np.searchsorted(sorted_c, low, side="left")
+    stop = np.searchsorted(sorted_c, high, side="right")
+    return np.clip(cumulative[stop] - cumulative[start], 0.0, 1.0)
 
 
 def true_quantile(values: ArrayLike, q: float, *, counts: ArrayLike | None = None) -> float:
@@ -273,7 +451,9 @@ def quantile_accuracy(
     q: float,
     alpha: ArrayLike,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    noise: str = "gumbel",
     max_rows: int = 1,
     counts: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
@@ -285,7 +465,7 @@ def quantile_accuracy(
 
     Parameters
     ----------
-    values, candidates, q, epsilon, max_rows, counts
+    values, candidates, q, epsilon, rho, noise, max_rows, counts
         As in :func:`quantile_probabilities`.
     alpha : array_like
         Half-widths α >= 0 in the values' units (one number or an array).
@@ -294,21 +474,10 @@ def quantile_accuracy(
     -------
     ndarray of float64, the shape of ``alpha``
     """
-    probs = quantile_probabilities(values, candidates, q, epsilon=epsilon, max_rows=max_rows,
-                                   counts=counts)
+    probs = quantile_probabilities(values, candidates, q, epsilon=epsilon, rho=rho, noise=noise,
+                                   max_rows=max_rows, counts=counts)
     truth = true_quantile(values, q, counts=counts)
-    a = finite_array("alpha", alpha)
-    if np.any(a < 0):
-        raise ValueError("alpha must be >= 0")
-    c = np.asarray(candidates, dtype=np.float64)
-    order = np.argsort(c, kind="stable")
-    sorted_c = c[order]
-    cumulative = np.concatenate([[0.0], np.cumsum(probs[order])])
-    with np.errstate(over="ignore", invalid="ignore"):
-        low, high = truth - a, truth + a  # ±inf beyond float64 still order correctly
-    start = np.searchsorted(sorted_c, low, side="left")
-    stop = np.searchsorted(sorted_c, high, side="right")
-    return np.clip(cumulative[stop] - cumulative[start], 0.0, 1.0)
+    return probability_within(candidates, probs, truth, alpha)
 
 
 def expected_rank_error(
@@ -316,15 +485,17 @@ def expected_rank_error(
     candidates: ArrayLike,
     q: float,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    noise: str = "gumbel",
     max_rows: int = 1,
     counts: ArrayLike | None = None,
 ) -> float:
-    """E|#{x < released} − q·n|: the expected rank error of the released quantile, exactly."""
+    """The expected rank error (:func:`rank_errors`) of the released quantile, exactly (the
+    arguments of :func:`quantile_probabilities`)."""
     errors = rank_errors(values, candidates, q, counts=counts)
-    epsilon = check_positive("epsilon", epsilon)
-    sensitivity = quantile_sensitivity(q, max_rows=max_rows)
-    probs = np.exp(_log_probabilities(errors, epsilon, sensitivity))
+    probs = quantile_probabilities(values, candidates, q, epsilon=epsilon, rho=rho,
+                                   noise=noise, max_rows=max_rows, counts=counts)
     return float(np.dot(probs, errors))
 
 
@@ -333,17 +504,19 @@ def sample_quantile(
     candidates: ArrayLike,
     q: float,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    noise: str = "gumbel",
     max_rows: int = 1,
     counts: ArrayLike | None = None,
     trials: int | None = None,
     rng: np.random.Generator,
 ) -> float | NDArray[np.float64]:
-    """Release the q-quantile: a candidate drawn by the exponential mechanism (Gumbel-max).
+    """Release the q-quantile: the candidate with the smallest rank error plus noise.
 
-    Same arguments as :func:`quantile_probabilities`, whose distribution this samples (by an
-    independent route: Gumbel noise on the utilities, :func:`dpcore.selection
-    .exponential_mechanism`). ``trials`` independent releases on a leading axis, or one.
+    Same arguments as :func:`quantile_probabilities`, whose distribution this samples (by
+    drawing the noise: :func:`dpcore.selection.report_noisy_max` on the rank errors, negated,
+    at :func:`quantile_scale`). ``trials`` independent releases on a leading axis, or one.
 
     Returns
     -------
@@ -351,22 +524,21 @@ def sample_quantile(
         The released candidate value(s).
     """
     errors = rank_errors(values, candidates, q, counts=counts)
-    epsilon = check_positive("epsilon", epsilon)
-    sensitivity = quantile_sensitivity(q, max_rows=max_rows)
     trials = check_trials(trials)
     rng = check_rng(rng)
+    scale = quantile_scale(q, epsilon=epsilon, rho=rho, noise=noise, max_rows=max_rows)
     grid = np.asarray(candidates, dtype=np.float64)
-    index = exponential_mechanism(-errors, epsilon=epsilon, sensitivity=sensitivity,
-                                  trials=trials, rng=rng)
+    index = report_noisy_max(errors, scale=scale, noise=noise, negate=True, trials=trials,
+                             rng=rng)
     return float(grid[index]) if trials is None else grid[index]
 
 
 def split_quantile_budget(epsilon: float, n_quantiles: int) -> float:
-    """ε for each of ``n_quantiles`` quantiles released together: ε / n_quantiles.
+    """ε (or ρ) for each of ``n_quantiles`` quantiles released together: ε / n_quantiles.
 
-    Each quantile is an independent ε/m-DP exponential mechanism on the same data; by
-    sequential composition the m releases together are ε-DP. The share is rounded down so
-    that m shares never add up to more than ε.
+    Each quantile is an independent ε/m-DP report noisy min on the same data; by sequential
+    composition the m releases together are ε-DP (ρ-zCDP composes the same way). The share is
+    rounded down so that m shares never add up to more than the total.
     """
     epsilon = check_positive("epsilon", epsilon)
     m = check_int("n_quantiles", n_quantiles, maximum=MAX_QUANTILES)
@@ -383,13 +555,15 @@ def private_quantiles(
     candidates: ArrayLike,
     qs: ArrayLike,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
+    rho: float | None = None,
+    noise: str = "gumbel",
     max_rows: int = 1,
     counts: ArrayLike | None = None,
     trials: int | None = None,
     rng: np.random.Generator,
 ) -> NDArray[np.float64]:
-    """Release several quantiles at once, ε split equally (:func:`split_quantile_budget`).
+    """Release several quantiles at once, ε (or ρ) split equally (:func:`split_quantile_budget`).
 
     Each q in ``qs`` is released by :func:`sample_quantile` with ε / len(qs); the exact
     distribution of each is :func:`quantile_probabilities` at that share. The releases are
@@ -404,11 +578,16 @@ def private_quantiles(
         raise ValueError(f"qs must be one-dimensional, got shape {levels.shape}")
     if np.any(levels < 0) or np.any(levels > 1):
         raise ValueError("qs must lie in [0, 1]")
-    share = split_quantile_budget(epsilon, levels.size)
+    privacy = _privacy(epsilon, rho)
+    if isinstance(privacy, PureDP):
+        budget = {"epsilon": split_quantile_budget(privacy.epsilon, levels.size)}
+    else:
+        budget = {"rho": split_quantile_budget(privacy.rho, levels.size)}
     trials = check_trials(trials)
     rng = check_rng(rng)
-    columns = [sample_quantile(values, candidates, float(q), epsilon=share, max_rows=max_rows,
-                               counts=counts, trials=trials, rng=rng) for q in levels]
+    columns = [sample_quantile(values, candidates, float(q), **budget, noise=noise,
+                               max_rows=max_rows, counts=counts, trials=trials, rng=rng)
+               for q in levels]
     return np.array(columns, dtype=np.float64) if trials is None else np.stack(columns, axis=1)
 
 

@@ -21,13 +21,14 @@ from fractions import Fraction
 from importlib.metadata import version
 from typing import Any
 
-import numpy as np
 import opendp.prelude as dp
 
 from dpcore.contributions import ContributionBounds, count_sensitivity
 from dpcore.measures import ZCDP, PureDP
 from dpcore.mechanisms import AdditiveMechanism, spec_of
 from dpcore.mechanisms.bounded import ClampedLaplace
+from dpcore.quantiles import quantile_fraction
+from dpcore.quantiles import quantile_scores as dpcore_quantile_scores
 from plan.build import Built, Loss, NoisyMax, Part, PartitionThreshold
 from release.errors import MapCheckFailed, Unsupported
 
@@ -208,12 +209,10 @@ def quantile_scores(below: Sequence[int], equal: Sequence[int], total: int,
                     q: float) -> list[int]:
     """OpenDP 0.16's score of each candidate, |(den − num)·#{x < c} − num·#{x > c}| with
     q = num/den, from the counts below and equal to each candidate (the engine's rank cells)
-    and the number of values: the output of ``make_quantile_score_candidates`` on the rows,
-    computed from a small aggregate instead (tested equal)."""
-    num, den = alpha_fraction(q)
-    lt = np.asarray(below, dtype=object)
-    gt = total - lt - np.asarray(equal, dtype=object)
-    return [abs((den - num) * int(a) - num * int(b)) for a, b in zip(lt, gt, strict=True)]
+    and the number of values: :func:`dpcore.quantiles.quantile_scores`, the very scores the
+    Quantiles page computes its law from (tested equal to ``make_quantile_score_candidates``
+    on the rows)."""
+    return [int(s) for s in dpcore_quantile_scores(below, equal, total, q)]
 
 
 def _noisy_max(query_id: str, part: Part, quantile: float | None,
@@ -237,8 +236,14 @@ def _noisy_max(query_id: str, part: Part, quantile: float | None,
         d_in: Any = int(nm.sensitivity)
         scale = nm.scale
     else:
-        # OpenDP's scores are den times the rank errors (ties apart): scale and sensitivity
-        # in the same units, the scale rounded up so that the ratio never grows.
+        # OpenDP's scores are den times the rank errors: scale and sensitivity in the same
+        # units, the scale rounded up so that the ratio never grows. The page's law reads q
+        # as dpcore does: were OpenDP to read it otherwise, what it shows would not be this.
+        if quantile_fraction(quantile) != alpha_fraction(quantile):
+            raise MapCheckFailed(
+                f"query {query_id!r}: OpenDP reads the level {quantile!r} as "
+                f"{alpha_fraction(quantile)}, dpcore as {quantile_fraction(quantile)}: the "
+                "released quantile would not follow the law the page shows; nothing was drawn")
         _, den = alpha_fraction(quantile)
         domain = dp.vector_domain(dp.atom_domain(T="u64"))
         metric = dp.linf_distance(T="u64")

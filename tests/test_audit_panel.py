@@ -154,8 +154,9 @@ def test_selection_bound_equals_a_direct_audit_and_catches_the_broken_copy():
     at.toggle(key="sel_audit_broken").set_value(True).run()
     assert not at.exception
     seed = at.session_state[SEED]
-    honest = selection_bound(seed, broken=False, monotonic=monotonic)
-    broken = selection_bound(seed, broken=True, monotonic=monotonic)
+    noise = at.selectbox(key="sel_noise").value     # the default: exponential noise
+    honest = selection_bound(seed, broken=False, monotonic=monotonic, noise=noise)
+    broken = selection_bound(seed, broken=True, monotonic=monotonic, noise=noise)
     rows = shown_rows(at)
     assert [r["Lower bound on ε"] for r in rows] == [bound_text(honest), bound_text(broken)]
     assert honest <= 1.0 < broken

@@ -432,10 +432,11 @@ def test_selection_score_file_labels_come_back_escaped(served):
     expected = [escaped(lab.strip()) for lab in labels]
     assert [r[0] for r in rows[1:]] == expected
     assert frame["Candidate"].tolist() == expected
-    scale = 2.0                                 # Laplace, Δ = 1, ε = 1, not monotonic
+    scale = 2.0                  # the default, exponential noise, Δ = 1, ε = 1, not monotonic
     np.testing.assert_allclose(
         numeric_column(rows, "Exact probability of being picked"),
-        selection_probabilities(np.array([3.0, 5, 2, -4, 1]), scale=scale, noise="laplace"),
+        selection_probabilities(np.array([3.0, 5, 2, -4, 1]), scale=scale,
+                                noise="exponential"),
         rtol=1e-12)
 
 
@@ -491,7 +492,7 @@ def test_choose_epsilon_selection_curve(served):
     np.testing.assert_allclose(frame["Noise scale (score units)"], 1 / eps, rtol=1e-12)
     _, counts = adult_counts("education")
     for i in (0, 20, 30, 40):
-        expected = 100 * prob_best_selected(counts, scale=1 / eps[i], noise="laplace")
+        expected = 100 * prob_best_selected(counts, scale=1 / eps[i], noise="exponential")
         assert frame[value].iloc[i] == pytest.approx(expected, rel=1e-9, abs=1e-9)
     assert params["question"] == "the most common education" and params["k"] == 1
 

@@ -76,13 +76,21 @@ def render_choose_epsilon(kind: str) -> list[str]:
 
 def render_plan(kind: str) -> list[str]:
     """The Release plan with one count noised by ``kind`` under each measure the statistics
-    page offers it with, added from that page: accounted four ways, no error."""
+    page offers it with, added from that page: accounted four ways, no error. A kind a release
+    cannot draw is not offered for the plan: the panel must say why and offer another."""
     problems = []
     for measure in (m for m in choices.MEASURES if kind in choices.offered(m)):
         at = open_app("statistics.py")
         at.selectbox(key="stats_query").select("count").run()
         at.selectbox(key="stats_measure").select(measure).run()
         at.selectbox(key="stats_mechanism").select(kind).run()
+        if not [b for b in at.button if b.key == "stats_add_to_plan"]:
+            said = any("Not releasable as set" in w.value for w in at.warning)
+            offered = [b for b in at.button if b.key.startswith("stats_add_alternative")]
+            if not (said and offered):
+                problems.append(f"{measure}: not offered, and the panel does not say why or "
+                                "offer another mechanism")
+            continue
         at.button(key="stats_add_to_plan").click().run()
         at.switch_page("app_pages/plan.py").run()
         problems += [f"{measure}: exception: {e.value}" for e in at.exception]

@@ -238,13 +238,13 @@ def test_selection_query(page):
     counts = queries.histogram(loaded.frame, "education",
                                categories=list(loaded.domains["education"].categories))
     scores = counts.true_value
-    exact = smallest_epsilon_for_selection(scores, noise="laplace", monotonic=True,
+    exact = smallest_epsilon_for_selection(scores, noise="exponential", monotonic=True,
                                            target=0.8).epsilon
-    shown = shown_epsilon(sentence_for(page, "Laplace"))
+    shown = shown_epsilon(sentence_for(page, "Exponential"))
     assert exact <= shown <= exact * 1.01
     # Plug back independently of the solver: the probability at the shown ε reaches 80%.
-    scale = noisy_max_scale(PureDP(shown), noise="laplace", monotonic=True)
-    assert prob_best_selected(scores, scale=scale, noise="laplace") >= 0.8
+    scale = noisy_max_scale(PureDP(shown), noise="exponential", monotonic=True)
+    assert prob_best_selected(scores, scale=scale, noise="exponential") >= 0.8
     assert trace(figure(page, 0), "Smallest ε meeting the target", prefix=True)["x"] == [
         pytest.approx(exact, rel=1e-12)]
 
@@ -533,6 +533,7 @@ def test_selection_target_beyond_the_chart_is_named_not_drawn(app):
     at = app("selection.py")
     at.selectbox(key="sel_source").select("typed").run()
     at.text_input(key="sel_scores_text").input("0, 1, 2, 3").run()
+    at.selectbox(key="sel_noise").select("laplace").run()   # met only beyond ε = 10
     at.switch_page(f"app_pages/{PAGE}")
     at.run()
     at.radio(key="choose_source").set_value("selection").run()
@@ -591,8 +592,8 @@ def test_use_this_epsilon_on_the_selection_and_tables_pages(app):
     at = app(PAGE)
     at.radio(key="choose_source").set_value("selection").run()
     at.number_input(key="choose_target_selection").set_value(80.0).run()
-    shown = shown_epsilon(sentence_for(at, "Laplace"))
-    at.button(key="choose_use_laplace").click().run()
+    shown = shown_epsilon(sentence_for(at, "Exponential"))
+    at.button(key="choose_use_exponential").click().run()
     no_exception(at)
     assert at.title[0].value.startswith("Selection")
     assert at.select_slider(key="sel_pure_level").value == shown
@@ -611,6 +612,7 @@ def test_use_this_epsilon_refuses_an_epsilon_beyond_the_page(app):
     at = app("selection.py")
     at.selectbox(key="sel_source").select("typed").run()
     at.text_input(key="sel_scores_text").input("0, 1, 2, 3").run()
+    at.selectbox(key="sel_noise").select("laplace").run()   # met only beyond ε = 10
     at.switch_page(f"app_pages/{PAGE}")
     at.run()
     at.radio(key="choose_source").set_value("selection").run()

@@ -327,8 +327,9 @@ def test_a_query_on_the_person_id_column_is_shown_and_removable_not_fatal():
 
 
 def test_quantiles_enter_the_plan_as_the_page_sets_them():
-    """The Quantiles page's column, levels, grid and ε become the plan query (exponential
-    mechanism); its grid's ends read off the data are flagged as such."""
+    """The Quantiles page's column, levels, grid and ε become the plan query (report noisy
+    min with exponential noise under pure DP, as the page shows it); its grid's ends read off
+    the data are flagged as such."""
     at = open_app("quantiles.py")
     at.text_input(key="quantiles_levels").set_value("0.25, 0.5").run()
     add_from(at, "quantiles.py", "quantiles")
@@ -337,7 +338,8 @@ def test_quantiles_enter_the_plan_as_the_page_sets_them():
     assert q.query.kind == "quantiles" and q.query.levels == (0.25, 0.5)
     assert q.query.column == at.selectbox(key="quantiles_column").value
     assert len(q.query.candidates.values) == at.number_input(key="quantiles_points").value
-    assert q.mechanism == model.SelectionNoise("gumbel", "pure", epsilon=1.0)
+    # pure DP: exponential noise (permute-and-flip), which OpenDP certifies (Gumbel: zCDP only)
+    assert q.mechanism == model.SelectionNoise("exponential", "pure", epsilon=1.0)
     at.switch_page("app_pages/plan.py").run()
     no_problem(at)
     assert frame_with(at, "Accuracy now")["Accuracy now"].tolist() == ["—"]   # no closed form

@@ -77,8 +77,9 @@ def test_defaults_render_two_charts_and_the_privacy_map(page):
 def test_caption_percentage_equals_prob_best_selected(page, epsilon):
     page.select_slider(key="sel_pure_level").set_value(epsilon).run()
     counts = adult_education_counts()
-    # Laplace noise, monotonic counts (sensitivity 1), pure DP: ε = Δ/b, so b = 1/ε.
-    expected = prob_best_selected(counts, scale=1.0 / epsilon, noise="laplace")
+    # the default noise, exponential (permute-and-flip: what a release draws), monotonic
+    # counts (sensitivity 1), pure DP: ε = Δ/b, so b = 1/ε.
+    expected = prob_best_selected(counts, scale=1.0 / epsilon, noise="exponential")
     sentence = pick_sentence(page)
     assert "HS\\-grad" in sentence
     assert shown_percentage(sentence) == pytest.approx(100 * expected, abs=0.05)
@@ -102,7 +103,7 @@ def test_switching_noise_changes_the_chart(page):
     np.testing.assert_allclose(values(after["data"][0]["y"]), weights / weights.sum(), rtol=1e-9)
     widths = {t["name"]: t["line"]["width"] for t in chart(page, "sel_curve")["data"]
               if t.get("line", {}).get("width")}
-    assert widths["Gumbel"] > widths["Laplace"]
+    assert widths["Gumbel noise"] > widths["exponential noise"]
     assert curve_before != chart(page, "sel_curve")
     assert page.query_params["sel_noise"] == "gumbel"      # mirrored in the URL
 
@@ -114,9 +115,10 @@ def test_typed_scores_give_four_candidates(page):
     fig = chart(page, "sel_chart")
     assert fig["data"][0]["x"] == ["#1", "#2", "#3", "#4"]
     exact = values(fig["data"][0]["y"])
-    # Typed scores are not monotonic unless declared so: ε = 2Δ/b, so b = 2 at ε = 1.
+    # Typed scores are not monotonic unless declared so: ε = 2Δ/b, so b = 2 at ε = 1
+    # (the default noise: exponential, permute-and-flip).
     np.testing.assert_allclose(exact, selection_probabilities([0, 2, 4, 6], scale=2.0,
-                                                              noise="laplace"), rtol=1e-9)
+                                                              noise="exponential"), rtol=1e-9)
     assert exact.sum() == pytest.approx(1.0)
 
 
@@ -133,7 +135,7 @@ def test_monotonic_is_off_for_typed_scores_until_declared(page):
     assert "b = Δ/ε = 1/1 = **1**" in " ".join(m.value for m in page.markdown)
     exact = values(chart(page, "sel_chart")["data"][0]["y"])
     np.testing.assert_allclose(exact, selection_probabilities([0, 2, 4, 6], scale=1.0,
-                                                              noise="laplace"), rtol=1e-9)
+                                                              noise="exponential"), rtol=1e-9)
     page.selectbox(key="sel_source").select("data").run()
     assert page.toggle(key="sel_monotonic").value is True
 
@@ -169,7 +171,7 @@ def test_typed_scores_with_decimal_commas_give_three_candidates(page):
     fig = chart(page, "sel_chart")
     assert fig["data"][0]["x"] == ["#1", "#2", "#3"]
     np.testing.assert_allclose(values(fig["data"][0]["y"]), selection_probabilities(
-        [1.5, 2.5, 3.5], scale=2.0, noise="laplace"), rtol=1e-9)
+        [1.5, 2.5, 3.5], scale=2.0, noise="exponential"), rtol=1e-9)
 
 
 def test_negate_selects_the_minimum(page):
@@ -189,7 +191,8 @@ def test_top_k_shows_its_chart(page):
     assert not page.exception
     fig = chart(page, "sel_top_k")
     assert "true top 2" in fig["layout"]["title"]["text"]
-    assert {t["name"] for t in fig["data"]} >= {"Laplace", "Exponential", "Gumbel"}
+    assert {t["name"] for t in fig["data"]} >= {"Laplace noise", "exponential noise",
+                                                "Gumbel noise"}
     assert trace(chart(page, "sel_chart"), "Among the 2 picks")
     # ε = k·2Δ/b for two picks of scores not declared monotonic: b = 4.
     assert "b = k·2Δ/ε = 4/1 = **4**" in " ".join(m.value for m in page.markdown)
@@ -201,7 +204,7 @@ def test_pricing_example_shows_revenue_and_zcdp_gumbel_scale(page):
     assert page.selectbox(key="sel_noise").value == "gumbel"
     page.selectbox(key="sel_noise").select("laplace").run()
     page.selectbox(key="sel_source").select("typed").run()
-    assert page.selectbox(key="sel_noise").value == "laplace"  # …the others on Laplace
+    assert page.selectbox(key="sel_noise").value == "exponential"  # …the others on exponential
     page.selectbox(key="sel_source").select("pricing").run()
     assert page.selectbox(key="sel_noise").value == "gumbel"
     page.selectbox(key="sel_measure").select("zcdp").run()
@@ -244,8 +247,29 @@ def test_the_level_picking_the_best_90_percent_rounds_up(page):
 
 def test_permute_and_flip_and_monotonic_are_explained_where_they_appear(page):
     noise = page.selectbox(key="sel_noise")
-    assert "Exponential (permute-and-flip)" in noise.options
+    assert "Exponential noise (permute-and-flip)" in noise.options
+    assert noise.value == "exponential"   # the default: what a release draws under pure DP
+    assert "no OpenDP measurement" in noise.help
     assert "permute-and-flip" in noise.help and "random order" in noise.help
     assert "exponential mechanism" in noise.help
     monotonic = next(t for t in page.toggle if t.label == "Scores are monotonic")
     assert "moves every score the same way" in monotonic.help
+
+
+def test_an_unreleasable_noise_says_why_before_it_is_added_and_offers_the_releasable_one(page):
+    """Report noisy max with Laplace noise has no OpenDP measurement: the panel says so before
+    anything is added (no "Add to plan"), and offers exponential noise at the same ε, which
+    it adds. (It used to add the Laplace query, which the release then refused.)"""
+    page.selectbox(key="sel_noise").select("laplace").run()
+    assert not page.exception
+    assert not [b for b in page.button if b.key == "sel_add_to_plan"]
+    warning = " ".join(w.value for w in page.warning).replace("\\", "")
+    assert "Not releasable as set" in warning and "Laplace noise has no OpenDP" in warning
+    [alternative] = [b for b in page.button if b.key.startswith("sel_add_alternative")]
+    assert "Exponential noise (permute-and-flip)" in alternative.label.replace("\\", "")
+    alternative.click().run()
+    assert not page.exception
+    key = page.session_state["dataset"].key
+    [entry] = page.session_state["release_plan_by_dataset"][key]
+    assert entry.query.mechanism.noise == "exponential"
+    assert entry.query.mechanism.epsilon == 1.0

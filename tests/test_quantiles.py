@@ -1,8 +1,10 @@
-"""Tests for dpcore.quantiles: exact exponential-mechanism quantiles, their accuracy, binning.
+"""Tests for dpcore.quantiles: exact quantile laws (Gumbel and exponential noise), their
+accuracy, binning.
 
-The exact distribution is checked against a brute-force enumeration (plain Python, one candidate
-at a time), dpcore.selection's independent selection probabilities, simulation, and OpenDP
-0.16's quantile scores and Gumbel noisy max; the privacy claim by enumerating neighbours.
+The scores, their sensitivity and the level's fraction against OpenDP 0.16's own scorer (ties
+and all); the exact distribution against a brute-force enumeration (plain Python, one candidate
+at a time), dpcore.selection's independent selection probabilities, simulation, and OpenDP's
+Gumbel noisy max; the privacy claim by enumerating neighbours.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from dpcore.quantiles import (
     expected_rank_error,
     private_quantiles,
     quantile_accuracy,
+    quantile_fraction,
     quantile_probabilities,
+    quantile_scale,
+    quantile_scores,
     quantile_sensitivity,
     rank_errors,
     rows_quantile_probabilities,
@@ -36,13 +41,22 @@ from dpcore.selection import selection_probabilities
 dp.enable_features("contrib")
 
 
+def brute_rank_error(values, c, q):
+    """|(1 − q')·#{x < c} − q'·#{x > c}|, q' = num/den as OpenDP reads q (ties on neither
+    side), one row at a time in exact fractions."""
+    num, den = opendp_fraction(q)
+    share = Fraction(num, den)
+    below = sum(1 for x in values if x < c)
+    above = sum(1 for x in values if x > c)
+    return float(abs((1 - share) * below - share * above))
+
+
 def brute_force_probabilities(values, candidates, q, epsilon, max_rows=1):
-    """exp(−ε·|#{x < c} − q·n| / (2·r·max(q, 1 − q))), one candidate at a time, normalised."""
-    sensitivity = max_rows * max(q, 1 - q)
-    weights = []
-    for c in candidates:
-        below = sum(1 for x in values if x < c)
-        weights.append(math.exp(-epsilon * abs(below - q * len(values)) / (2 * sensitivity)))
+    """exp(−ε·err(c) / (2·r·max(q', 1 − q'))), one candidate at a time, normalised."""
+    num, den = opendp_fraction(q)
+    sensitivity = max_rows * max(num, den - num) / den
+    weights = [math.exp(-epsilon * brute_rank_error(values, c, q) / (2 * sensitivity))
+               for c in candidates]
     total = math.fsum(weights)
     return np.array([w / total for w in weights])
 
@@ -134,13 +148,15 @@ def test_distribution_matches_opendp_gumbel_release():
 
 
 @pytest.mark.parametrize("q", [0.5, 0.2])
-def test_distribution_matches_simulation(q):
-    """400,000 releases by Gumbel-max: every candidate's share within 5 standard errors."""
+@pytest.mark.parametrize("noise", ["gumbel", "exponential"])
+def test_distribution_matches_simulation(q, noise):
+    """400,000 releases by noisy min (Gumbel: the exponential mechanism; exponential noise:
+    permute-and-flip): every candidate's share within 5 standard errors."""
     trials = 400_000
-    out = sample_quantile(DATA, GRID, q, epsilon=1.5, trials=trials,
+    out = sample_quantile(DATA, GRID, q, epsilon=1.5, noise=noise, trials=trials,
                           rng=np.random.default_rng(21))
     share = np.array([(out == c).mean() for c in GRID])
-    p = quantile_probabilities(DATA, GRID, q, epsilon=1.5)
+    p = quantile_probabilities(DATA, GRID, q, epsilon=1.5, noise=noise)
     assert np.all(np.abs(share - p) <= 5 * np.sqrt(p * (1 - p) / trials) + 1e-6)
 
 
@@ -148,16 +164,18 @@ def test_distribution_matches_simulation(q):
 
 
 @pytest.mark.parametrize("q", [0.5, 0.2, 0.9])
-def test_no_neighbour_moves_a_probability_by_more_than_epsilon(q):
-    """Remove each row in turn, or add a row at each of many places: every candidate's log
-    probability moves by at most ε — and by more than 0.6·ε for some neighbour (the
-    sensitivity max(q, 1 − q) is not loose)."""
+@pytest.mark.parametrize("noise", ["gumbel", "exponential"])
+def test_no_neighbour_moves_a_probability_by_more_than_epsilon(q, noise):
+    """Remove each row in turn, or add a row at each of many places (on the candidates too):
+    every candidate's log probability moves by at most ε — and by more than 0.6·ε for some
+    neighbour (the sensitivity max(q, 1 − q) is not loose)."""
     epsilon = 1.0
-    base = np.log(quantile_probabilities(DATA, GRID, q, epsilon=epsilon))
+    base = np.log(quantile_probabilities(DATA, GRID, q, epsilon=epsilon, noise=noise))
     neighbours = [np.delete(DATA, i) for i in range(DATA.size)]
     neighbours += [np.append(DATA, x) for x in np.arange(-1.0, 12.0, 0.25)]
-    worst = max(np.max(np.abs(np.log(quantile_probabilities(x, GRID, q, epsilon=epsilon))
-                              - base)) for x in neighbours)
+    worst = max(np.max(np.abs(np.log(quantile_probabilities(x, GRID, q, epsilon=epsilon,
+                                                            noise=noise)) - base))
+                for x in neighbours)
     assert worst <= epsilon * (1 + 1e-12)
     assert worst > 0.6 * epsilon
 
@@ -201,7 +219,7 @@ def test_accuracy_and_rank_error_match_brute_force():
     got = quantile_accuracy(DATA, GRID, q, alphas, epsilon=epsilon)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
     assert got[-1] == pytest.approx(1.0)
-    errors = [abs(sum(1 for x in DATA if x < c) - q * DATA.size) for c in GRID]
+    errors = [brute_rank_error(DATA, c, q) for c in GRID]
     assert expected_rank_error(DATA, GRID, q, epsilon=epsilon) == pytest.approx(
         float(np.dot(p, errors)), rel=1e-12)
 
@@ -324,17 +342,109 @@ def test_quantile_validation():
         quantile_accuracy(DATA, GRID, 0.5, -1.0, epsilon=1.0)
     with pytest.raises(ValueError, match="max_rows"):
         quantile_sensitivity(0.5, max_rows=0)
+    with pytest.raises(ValueError, match="exactly one of epsilon"):
+        quantile_probabilities(DATA, GRID, 0.5, epsilon=1.0, rho=0.5)
+    with pytest.raises(ValueError, match="exactly one of epsilon"):
+        quantile_probabilities(DATA, GRID, 0.5)
+    with pytest.raises(ValueError, match="noise"):
+        quantile_probabilities(DATA, GRID, 0.5, epsilon=1.0, noise="cauchy")
+    with pytest.raises(ValueError, match="total"):
+        quantile_scores([3], [2], 4, 0.5)
+    with pytest.raises(ValueError, match="below"):
+        quantile_scores([1.5], [0], 4, 0.5)
 
 
-def test_quantile_sensitivity_never_rounds_down():
-    """r·max(q, 1 − q) exactly, rounded up: for q = 0.3 the float 1 − 0.3 = 0.7 is below the
-    exact 1 − 0.3 (0.70000000000000001110…), and OpenDP's scores at 3000/10000 had a larger
-    sensitivity than the one the noise was calibrated to (a real release refused)."""
+# --- the law of the release: OpenDP's scores, sensitivity and noise ------------------------------
+
+_FLOATS = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+#: Levels OpenDP reads exactly (1/2, 1/4), as tenths of a thousandth (0.3, 1/3, 0.12345, …),
+#: and the ends.
+LEVELS = (0.0, 0.1, 0.25, 0.3, 1 / 3, 0.5, 0.12345, 0.98765, 0.9, 1.0)
+
+
+def opendp_scorer(grid, q):
+    return dp.t.make_quantile_score_candidates(_FLOATS, dp.symmetric_distance(),
+                                               [float(c) for c in grid], alpha=q)
+
+
+def opendp_fraction(q):
+    """(num, den) as OpenDP reads q: its scores at one value 0, candidates −1 and 1."""
+    num, rest = opendp_scorer([-1.0, 1.0], q)([0.0])
+    return int(num), int(num) + int(rest)
+
+
+def test_scores_equal_opendps_scorer_on_random_data_with_ties():
+    """Whole numbers with many ties, candidates on and between the values: dpcore's scores
+    from the counts below and equal to each candidate are OpenDP's, integer for integer."""
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        values = rng.integers(-5, 15, int(rng.integers(1, 400))).astype(float)
+        grid = np.unique(np.r_[rng.integers(-8, 18, int(rng.integers(1, 12))),
+                               rng.uniform(-8, 18, 2)])
+        q = LEVELS[trial % len(LEVELS)] if trial < 40 else float(rng.random())
+        below = [int(np.sum(values < c)) for c in grid]
+        equal = [int(np.sum(values == c)) for c in grid]
+        ours = quantile_scores(below, equal, values.size, q)
+        assert [int(s) for s in ours] == opendp_scorer(grid, q)(values.tolist()), (trial, q)
+
+
+def test_the_law_is_opendps_scores_over_their_denominator_with_ties():
+    """Planted: the score |#{x < c} − q·n| of old. With ties, OpenDP scores
+    |(1 − q)·#{x < c} − q·#{x > c}|: on 1, 2, 2, 2, 3 the median's scores are 4, 0, 4 (the
+    candidate 2 wins outright), where the old score had 2 and 3 tied at 1.5."""
+    p = quantile_probabilities([1.0, 2.0, 2.0, 2.0, 3.0], [1.0, 2.0, 3.0], 0.5, epsilon=1e300)
+    np.testing.assert_array_equal(p, [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(rank_errors([1.0, 2.0, 2.0, 2.0, 3.0], [1.0, 2.0, 3.0], 0.5),
+                                  [2.0, 0.0, 2.0])
+
+
+@pytest.mark.parametrize("q", [0.5, 0.25, 0.3, 0.12345, 0.98765])
+@pytest.mark.parametrize("max_rows", [1, 3])
+def test_probabilities_are_the_law_of_opendps_scores_and_noise(q, max_rows):
+    """Data with ties on the candidates: the page's distribution is the law of argmin(score/den
+    + noise·scale), with OpenDP's scores, OpenDP's stability map at max_rows rows per person
+    (over den) as Δ and the scale 2Δ/ε: softmax for Gumbel noise, dpcore.selection's
+    quadrature for exponential noise."""
+    values = np.random.default_rng(3).integers(0, 12, 300).astype(float)
+    grid = np.arange(-1.0, 14.0)
+    scorer = opendp_scorer(grid, q)
+    _, den = opendp_fraction(q)
+    scores = np.array(scorer(values.tolist()), dtype=float) / den
+    delta = scorer.map(max_rows) / den
+    for noise in ("gumbel", "exponential"):
+        law = selection_probabilities(scores, scale=2 * delta / 0.5, noise=noise, negate=True)
+        chosen = {} if noise == "gumbel" else {"noise": noise}   # Gumbel: the default
+        got = quantile_probabilities(values, grid, q, epsilon=0.5, max_rows=max_rows, **chosen)
+        np.testing.assert_allclose(got, law, rtol=1e-9, atol=1e-15)
+
+
+def test_sensitivity_is_opendps_stability_map():
+    """Δ = OpenDP's map of its scores at r rows per person, over den (rounded up): for
+    q = 0.12345 OpenDP reads 1234/10000, whose sensitivity 0.8766 is above max(q, 1 − q)."""
     rng = np.random.default_rng(8)
-    levels = np.concatenate([[0.3, 0.1, 0.7, 1 / 3, 0.9], rng.random(2000)])
-    for q in levels.tolist():
+    for q in [*LEVELS, *rng.random(300).tolist()]:
+        scorer = opendp_scorer([-1.0, 1.0], q)
+        _, den = opendp_fraction(q)
         for r in (1, 3, 7):
-            exact = r * max(Fraction(q), 1 - Fraction(q))
-            assert Fraction(quantile_sensitivity(q, max_rows=r)) >= exact
-            assert quantile_sensitivity(q, max_rows=r) == pytest.approx(float(exact),
-                                                                        rel=1e-15)
+            exact = Fraction(int(scorer.map(r)), den)
+            ours = quantile_sensitivity(q, max_rows=r)
+            assert Fraction(ours) >= exact and ours == pytest.approx(float(exact), rel=1e-15)
+
+
+def test_the_fraction_and_the_scale_are_opendps_and_the_plans():
+    """dpcore reads q as OpenDP does (asked here of OpenDP itself), and the scale is the one a
+    plan builds (dpcore.selection.noisy_max_scale at Δ, not monotonic)."""
+    from dpcore.measures import ZCDP, PureDP
+    from dpcore.selection import noisy_max_scale
+
+    rng = np.random.default_rng(13)
+    for q in [*LEVELS, *rng.random(500).tolist(), 0.00015, 0.99995, 5e-5]:
+        assert quantile_fraction(q) == opendp_fraction(q), q
+    for q, r in [(0.5, 1), (0.3, 4), (0.12345, 2)]:
+        delta = quantile_sensitivity(q, max_rows=r)
+        assert quantile_scale(q, epsilon=0.7, noise="exponential", max_rows=r) == (
+            noisy_max_scale(PureDP(0.7), sensitivity=delta, noise="exponential"))
+        assert quantile_scale(q, rho=0.2, max_rows=r) == noisy_max_scale(
+            ZCDP(0.2), sensitivity=delta, noise="gumbel")
+        assert quantile_scale(q, rho=0.2, max_rows=r) == pytest.approx(
+            2 * delta / math.sqrt(8 * 0.2), rel=1e-15)

@@ -58,15 +58,33 @@ def test_a_map_above_the_plans_figure_is_refused():
         certify(planted)
 
 
-def test_partition_selection_with_float_noise_is_refused_before_the_data_is_read(tmp_path):
-    """OpenDP's threshold on floats certifies a δ a hair above the plan's (its noise lives on
-    a grid): refused, nothing scanned, nothing recorded."""
+@pytest.mark.parametrize("noise, budget", [("laplace", {"epsilon": 1.0}),
+                                           ("gaussian", {"rho": 0.5})])
+def test_partition_selection_with_float_noise_is_released_at_the_default_delta(
+        tmp_path, noise, budget):
+    """OpenDP's threshold on floats read δ = 1.0000000000287557e-06 above the plan's 1e-6 (the
+    threshold met δ with a 2^-48 margin, inside OpenDP's outward rounding): refused. The
+    threshold now has a margin OpenDP's map accepts, and the release goes through."""
     query = PlanQuery("g", "groups", GroupBy("dx"), None,
-                      threshold=Threshold("laplace", 1e-6, epsilon=1.0))
+                      threshold=Threshold(noise, 1e-6, **budget))
+    plan = Plan(Dataset("visits"), (query,),
+                accounting=Accounting("basic" if noise == "laplace" else "zcdp", 1e-6))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        released = run(plan, FrameSource(visits(200)), ledger=ledger,
+                       engine=Engine(DuckDBBackend(threads=1)))
+    [part] = released.queries[0].parts
+    assert part["certified"]["delta"] <= 1e-6
+
+
+def test_a_refused_plan_is_refused_before_the_data_is_read(tmp_path):
+    """The exponential mechanism (Gumbel noise) under pure DP has no OpenDP certificate:
+    refused, nothing scanned, nothing recorded."""
+    query = PlanQuery("t", "top", Selection("dx", cats("A", "B")),
+                      SelectionNoise("gumbel", "pure", epsilon=1.0))
     plan = Plan(Dataset("visits"), (query,))
     engine = Engine(DuckDBBackend(threads=1))
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
-        with pytest.raises(MapCheckFailed, match="δ = 1.00000000002"):
+        with pytest.raises(Unsupported, match="zCDP"):
             run(plan, FrameSource(visits(200)), ledger=ledger, engine=engine)
         assert ledger.releases() == []
     assert engine.scans == 0
@@ -181,3 +199,19 @@ def test_quantile_scores_from_the_engine_equal_opendps_on_the_rows():
             dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance(),
             list(candidates), alpha=q)
         assert quantile_scores(below, equal, int(cells.sum()), q) == scorer(values.tolist())
+
+
+@pytest.mark.parametrize("q", [0.12345, 0.98765, 0.3, 1 / 3])
+@pytest.mark.parametrize("noise, measure", [("exponential", "pure"), ("gumbel", "zcdp")])
+def test_a_quantile_opendp_reads_as_ten_thousandths_is_certified(q, noise, measure):
+    """OpenDP reads q = 0.12345 as 1234/10000, whose scores have sensitivity 0.8766 > max(q,
+    1 − q): a plan calibrated to max(q, 1 − q) was refused (ε read 1.00006 above 1). The
+    plan's sensitivity is OpenDP's stability map now: certified within 1e-9 of the plan."""
+    budget = {"epsilon": 1.0} if measure == "pure" else {"rho": 0.125}
+    query = PlanQuery("q", "quantile", Quantiles("x", (q,), Grid((0.0, 1.0, 2.0), "public")),
+                      SelectionNoise(noise, measure, **budget))
+    for unit in (PrivacyUnit(), PrivacyUnit("pid", 3)):
+        [part] = certify(build(query, unit))
+        planned = part.planned.epsilon if measure == "pure" else part.planned.rho
+        got = part.certified.epsilon if measure == "pure" else part.certified.rho
+        assert got <= planned and got == pytest.approx(planned, rel=1e-9)

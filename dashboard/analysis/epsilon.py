@@ -574,7 +574,7 @@ def use_epsilon(source: str, kind: str, answer: utility.SmallestEpsilon, *,
         value, text = float(grid[0]), f"{grid[0]:g}"
     if source == "selection":
         settings = SelectionQuery.settings(measure="pure", noise=kind, pure_level=value)
-        name = sel.NOISES[kind].split(" (")[0] + " noise"
+        name = sel.NOISES[kind].split(" (")[0]
         how = "pure DP"
     else:
         page_query = StatisticsQuery if source == "statistics" else TablesQuery
@@ -758,8 +758,7 @@ def selection_view(question: SelectionQuestion,
                 "smallest ε meeting the target; dashed: the current ε.")
     approx = "≈ " if question.k > 1 else ""
     for kind, (sweep, answer) in results.items():
-        noise, _, how = sel.NOISES[kind].partition(" (")
-        noise = f"{noise} noise ({how}" if how else f"{noise} noise"
+        noise = sel.NOISES[kind]
         view.curves.append(Curve(name=noise + (" (simulated)" if question.k > 1 else ""),
                                  epsilon=sweep["epsilon"], line=100 * sweep["p_correct"]))
         if isinstance(answer, str):

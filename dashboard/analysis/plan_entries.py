@@ -256,6 +256,13 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
         raise NotPlannable("a mean per group found privately is not one query of the plan: "
                            "add the sum per group (it finds the groups too) and divide, or "
                            "declare the groups")
+    if unit.person is not None and unit.max_groups is None:
+        raise NotPlannable(
+            f"groups found privately need a bound on how many groups one person can make: on "
+            f"the Data page, under \"Privacy unit: who is protected\", tick \"Also bound the "
+            f"groups per person\" and set \"Max groups per person\"; or declare the "
+            f"categories of {key!r} in the Data page's \"Declared schema\" (then the groups "
+            "are public and need no threshold)")
     count_budget = budget if statistic == "count" else half
     threshold = (model.Threshold(noise, float(delta), rho=float(count_budget))
                  if uses_rho(noise)
@@ -267,14 +274,17 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
 
 
 def quantiles_query(unit: person.PrivacyUnit, *, column: str, levels: Sequence[float],
-                    grid: Sequence[float], epsilon: float, from_data: bool) -> model.PlanQuery:
-    """The Quantiles page's query (exponential mechanism: Gumbel report noisy max)."""
+                    grid: Sequence[float], noise: str, measure: str, budget: float,
+                    from_data: bool) -> model.PlanQuery:
+    """The Quantiles page's query: report noisy min with the page's noise, under its measure
+    (``budget`` is ε under pure DP, ρ under zCDP), split over the levels as the page splits it."""
     names = ", ".join(f"{q:g}" for q in levels)
     spec = model.Quantiles(column, tuple(float(q) for q in levels), model.Grid(
         tuple(float(g) for g in grid), "data" if from_data else "typed",
         "ends read off the data" if from_data else "grid typed on the page"))
-    return _finish(model.PlanQuery("q", f"Quantiles {names} of {column}", spec,
-                                   model.SelectionNoise("gumbel", "pure", epsilon=float(epsilon)),
+    mech = (model.SelectionNoise(noise, "pure", epsilon=float(budget)) if measure == "pure"
+            else model.SelectionNoise(noise, "zcdp", rho=float(budget)))
+    return _finish(model.PlanQuery("q", f"Quantiles {names} of {column}", spec, mech,
                                    "quantiles"), plan_unit(unit))
 
 

@@ -1,9 +1,12 @@
-"""Quantiles page: the median and other quantiles of a numeric column by the exponential
-mechanism over a public grid of candidates, with the exact output distribution and accuracy.
+"""Quantiles page: the median and other quantiles of a numeric column by report noisy min over
+a public grid of candidates, with the exact output distribution and accuracy.
 
-The candidates' scores #{x < c} come from the engine (``Binned`` with rank cells); the true
-quantile from the column's distinct values (a second ``Binned``), when there are few enough.
-Plain functions and one cached wrapper, ``quantile_release``; no widgets.
+The law shown is the law of what a release draws: OpenDP's scores (``dpcore.quantiles
+.quantile_scores``, from the engine's rank cells as a release reads them), OpenDP's
+sensitivity, the plan's noise scale, and its noise — exponential noise (permute-and-flip)
+under pure DP, Gumbel noise (the exponential mechanism) under zCDP or when picked. The true
+quantile comes from the column's distinct values (a second ``Binned``), when there are few
+enough. Plain functions and one cached wrapper, ``quantile_release``; no widgets.
 """
 
 from __future__ import annotations
@@ -17,21 +20,23 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
+from dashboard.analysis import selection as sel
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset
 from dashboard.exports import noise_stream
 from dashboard.person import PrivacyUnit
 from dpcore import figures
 from dpcore.quantiles import (
-    expected_rank_error,
-    quantile_accuracy,
-    quantile_probabilities,
+    probability_within,
+    quantile_fraction,
+    quantile_law,
+    quantile_scale,
+    quantile_scores,
     quantile_sensitivity,
-    rank_errors,
-    sample_quantile,
     split_quantile_budget,
     true_quantile,
 )
+from dpcore.selection import report_noisy_max
 from engine import Binned, Contribution, DistinctValues
 from engine.queries import MAX_POINTS
 
@@ -45,6 +50,17 @@ DEFAULT_POINTS = 201
 DEFAULT_LEVELS = "0.5"
 GRID_MODES = {"even": "Evenly spaced between two bounds", "typed": "Typed list of candidates"}
 _RNG_OFFSET = 7   # the Quantiles page's own random stream
+
+#: The privacy measures the page offers, and the noise each starts with: under pure DP the
+#: noise OpenDP certifies as ε-DP (permute-and-flip), under zCDP the exponential mechanism
+#: (OpenDP certifies it with ρ = ε²/8).
+MEASURES = {"pure": "Pure DP (ε)", "zcdp": "zCDP (ρ)"}
+DEFAULT_NOISE = {"pure": "exponential", "zcdp": "gumbel"}
+#: The noises, named as everywhere else (the Selection page, a release's description).
+NOISES = {"exponential": sel.NOISES["exponential"], "gumbel": sel.NOISES["gumbel"]}
+#: ρ the zCDP measure starts with: Gumbel noise at ρ = 1/8 is the same noise as at ε = 1.
+DEFAULT_RHO = 0.125
+SYMBOL = {"pure": "ε", "zcdp": "ρ"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -84,9 +100,7 @@ def default_points(loaded: LoadedDataset, column: str, bounds: GridBounds) -> in
 
 
 def default_alpha(loaded: LoadedDataset, column: str, bounds: GridBounds) -> float:
-    """One step of the default grid: the score counts values strictly below a candidate, so
-    on whole numbers with ties the mechanism aims at the candidate just above the true
-    quantile, and a narrower α would miss it."""
+    """One step of the default grid: within one candidate of the true quantile."""
     step = (bounds.upper - bounds.lower) / (default_points(loaded, column, bounds) - 1)
     return float(step) if step > 0 else 1.0
 
@@ -173,23 +187,15 @@ def contribution(unit: PrivacyUnit, seed: int) -> Contribution | None:
 # From the engine: the candidates' scores and the true quantiles
 
 
-def rank_cells(relation, column: str, grid: NDArray[np.float64],
-               bound: Contribution | None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The column as weighted stand-in values that give every candidate its exact
-    #{x < c}: one value per rank cell of ``Binned(cells="ranks")`` (a value just below each
-    candidate for the values between it and the one before, the candidate itself for the
-    values equal to it, the last candidate for those above), weighted by the cell's count.
-
-    Returns (values, weights), each of 2m + 1 entries for m candidates.
-    """
+def rank_cells(relation, column: str, grid: NDArray[np.float64], bound: Contribution | None
+               ) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+    """(#{x < c}, #{x = c}, n) for every candidate c, from the engine's rank cells
+    (``Binned(cells="ranks")``: the values below the first candidate, equal to it, between it
+    and the next, …, above the last), read as a release reads them."""
     counts = np.asarray(relation.answer(Binned(column, tuple(map(float, grid)), cells="ranks",
-                                               contribution=bound)).counts, dtype=np.float64)
-    m = grid.size
-    values = np.empty(2 * m + 1)
-    values[0:2 * m:2] = np.nextafter(grid, -np.inf)   # strictly between two candidates
-    values[1::2] = grid                               # equal to a candidate
-    values[2 * m] = grid[-1]                          # above the last: not below any
-    return values, counts
+                                               contribution=bound)).counts, dtype=np.int64)
+    cumulative = np.cumsum(counts)
+    return cumulative[0::2][:grid.size], counts[1::2], int(cumulative[-1])
 
 
 def distinct_values(relation, column: str, bound: Contribution | None
@@ -213,13 +219,14 @@ def distinct_values(relation, column: str, bound: Contribution | None
 
 @dataclass(frozen=True)
 class QuantileResult:
-    """One quantile: its budget share, sensitivity, the exact distribution over the
-    candidates, the true quantile (None when it cannot be read exactly), one simulated
-    release and the exact accuracy."""
+    """One quantile: its budget share (ε or ρ), sensitivity, noise scale, the exact
+    distribution over the candidates, the true quantile (None when it cannot be read
+    exactly), one simulated release and the exact accuracy."""
 
     q: float
-    epsilon: float
+    budget: float
     sensitivity: float
+    scale: float
     probabilities: NDArray[np.float64]
     true_value: float | None
     released: float
@@ -237,52 +244,60 @@ class QuantileRelease:
     results: tuple[QuantileResult, ...]
     rows: int
     max_rows: int
-    epsilon: float
+    measure: str
+    noise: str
+    budget: float
     alpha: float
     stream: int
+
+    @property
+    def symbol(self) -> str:
+        return SYMBOL[self.measure]
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def quantile_release(_relation, data_key: str, column: str, grid: tuple[float, ...],
-                     levels: tuple[float, ...], epsilon: float, unit: PrivacyUnit,
-                     alpha: float, seed: int) -> QuantileRelease:
-    """Cached: the exact distribution, accuracy and one simulated release of each quantile."""
+                     levels: tuple[float, ...], budget: float, unit: PrivacyUnit,
+                     alpha: float, seed: int, *, measure: str = "pure",
+                     noise: str = "exponential") -> QuantileRelease:
+    """Cached: the exact distribution, accuracy and one simulated release of each quantile,
+    ``budget`` being ε (``measure="pure"``) or ρ (``"zcdp"``) for all of them together."""
     if not alpha > 0 or not math.isfinite(alpha):
         raise ValueError(f"α must be a positive number, got {alpha:g}")
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
     points = np.asarray(grid, dtype=np.float64)
     bound = contribution(unit, seed)
-    values, weights = rank_cells(_relation, column, points, bound)
-    if not weights.sum() > 0:
+    below, equal, total = rank_cells(_relation, column, points, bound)
+    if not total > 0:
         raise ValueError(f"the column {column!r} has no value to take a quantile of (all "
                          "missing)")
     exact = distinct_values(_relation, column, bound)
     r = rows_per_person(unit)
-    share = split_quantile_budget(epsilon, len(levels))
+    share = split_quantile_budget(budget, len(levels))
+    spend = {"epsilon": share} if measure == "pure" else {"rho": share}
     stream = noise_stream(data_key, _relation, "quantiles", column, grid[0], grid[-1],
-                          len(grid), levels)
+                          len(grid), levels, measure, noise)
     rng = np.random.default_rng([seed, _RNG_OFFSET, stream])
     results = []
     for q in levels:
-        probs = quantile_probabilities(values, points, q, epsilon=share, max_rows=r,
-                                       counts=weights)
-        released = float(sample_quantile(values, points, q, epsilon=share, max_rows=r,
-                                         counts=weights, rng=rng))
-        errors = rank_errors(values, points, q, counts=weights)
+        _, den = quantile_fraction(q)
+        errors = quantile_scores(below, equal, total, q).astype(np.float64) / den
+        scale = quantile_scale(q, **spend, noise=noise, max_rows=r)
+        probs = quantile_law(below, equal, total, q, **spend, noise=noise, max_rows=r)
+        index = int(report_noisy_max(errors, scale=scale, noise=noise, negate=True, rng=rng))
         truth = within = None
         if exact is not None:
             truth = true_quantile(exact[0], q, counts=exact[1])
-            within = float(quantile_accuracy(exact[0], points, q, alpha, epsilon=share,
-                                             max_rows=r, counts=exact[1]))
+            within = float(probability_within(points, probs, truth, alpha))
         results.append(QuantileResult(
-            q=q, epsilon=share, sensitivity=quantile_sensitivity(q, max_rows=r),
-            probabilities=probs, true_value=truth, released=released,
-            within_alpha=within,
-            expected_rank_error=expected_rank_error(values, points, q, epsilon=share,
-                                                    max_rows=r, counts=weights),
-            released_rank_error=float(errors[np.searchsorted(points, released)]),
-            best_rank_error=float(errors.min())))
-    return QuantileRelease(grid=points, results=tuple(results), rows=int(weights.sum()),
-                           max_rows=r, epsilon=epsilon, alpha=alpha, stream=stream)
+            q=q, budget=share, sensitivity=quantile_sensitivity(q, max_rows=r), scale=scale,
+            probabilities=probs, true_value=truth, released=float(points[index]),
+            within_alpha=within, expected_rank_error=float(np.dot(probs, errors)),
+            released_rank_error=float(errors[index]), best_rank_error=float(errors.min())))
+    return QuantileRelease(grid=points, results=tuple(results), rows=total, max_rows=r,
+                           measure=measure, noise=noise, budget=budget, alpha=alpha,
+                           stream=stream)
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,13 +306,17 @@ def quantile_release(_relation, data_key: str, column: str, grid: tuple[float, .
 
 def budget_sentence(release: QuantileRelease) -> str:
     m = len(release.results)
-    share = figures.upper(release.results[0].epsilon, 4)
+    symbol, measure = release.symbol, "pure DP" if release.measure == "pure" else "zCDP"
+    total = figures.upper(release.budget, 4)
+    share = figures.upper(release.results[0].budget, 4)
+    how = NOISES[release.noise][0].lower() + NOISES[release.noise][1:]
     if m == 1:
-        return (f"**Privacy:** ε = {figures.upper(release.epsilon, 4)} (pure DP), all of it "
-                "on this one quantile.")
-    return (f"**Privacy:** ε = {figures.upper(release.epsilon, 4)} (pure DP) in all, split "
-            f"equally over the {m} quantiles: each is released with ε = {share} (at most), and "
-            "by sequential composition the releases together spend at most the total.")
+        return (f"**Privacy:** {symbol} = {total} ({measure}), all of it on this one "
+                f"quantile; report noisy min with {how}.")
+    return (f"**Privacy:** {symbol} = {total} ({measure}) in all, split equally over the {m} "
+            f"quantiles: each is released with {symbol} = {share} (at most), and by "
+            f"sequential composition the releases together spend at most the total; report "
+            f"noisy min with {how}.")
 
 
 def sensitivity_sentence(release: QuantileRelease, unit: PrivacyUnit) -> str:
@@ -307,8 +326,9 @@ def sensitivity_sentence(release: QuantileRelease, unit: PrivacyUnit) -> str:
            "each person keeps at most that many rows in all)")
     per = ", ".join(f"{level_name(x.q)} Δ = {figures.upper(x.sensitivity, 4)}"
                     for x in release.results)
-    return (f"**Sensitivity** of the score −|#{{x < c}} − q·n|: r·max(q, 1 − q) under "
-            f"add/remove of {who} — {per}. **Privacy unit:** {unit.describe()}.")
+    return (f"**Sensitivity** of the rank error |(1 − q)·#{{x < c}} − q·#{{x > c}}| (OpenDP's "
+            f"score, values equal to c on neither side): r·max(q, 1 − q) under add/remove of "
+            f"{who} — {per}. **Privacy unit:** {unit.describe()}.")
 
 
 def results_table(release: QuantileRelease) -> pd.DataFrame:
@@ -318,7 +338,7 @@ def results_table(release: QuantileRelease) -> pd.DataFrame:
     for x in release.results:
         rows.append({
             "Quantile": level_name(x.q),
-            "ε spent": figures.upper(x.epsilon, 4),
+            f"{release.symbol} spent": figures.upper(x.budget, 4),
             "True quantile": "—" if x.true_value is None else f"{x.true_value:,.6g}",
             "Simulated release": f"{x.released:,.6g}",
             f"P(|released − true| ≤ {alpha})": ("—" if x.within_alpha is None
@@ -346,9 +366,17 @@ def accuracy_sentence(release: QuantileRelease, column: str) -> str:
 
 
 def distribution_note(release: QuantileRelease) -> str:
-    return ("Exact probabilities, not a simulation: the exponential mechanism picks candidate "
-            "c with probability proportional to exp(−ε·|#{x < c} − q·n| / (2Δ)), and the "
-            f"grid has {release.grid.size:,} candidates. Missing values are not counted; "
-            f"n = {release.rows:,} values. The score counts the values strictly below a "
-            "candidate: with many equal values (whole numbers) the most likely candidate can "
-            "be the one just above the true quantile.")
+    if release.noise == "gumbel":
+        law = ("Gumbel noise is the exponential mechanism: candidate c comes out with "
+               "probability proportional to exp(−err(c)/b)")
+        scale = "2Δ/ε" if release.measure == "pure" else "2Δ/√(8ρ)"
+    else:
+        law = ("exponential noise is permute-and-flip: visit the candidates in a random "
+               "order and keep c with probability exp(−(err(c) − best err)/b), else go on")
+        scale = "2Δ/ε" if release.measure == "pure" else "2Δ/√(2ρ)"
+    return (f"Exact probabilities, not a simulation, of what a release draws: the candidate "
+            f"with the smallest rank error err(c) plus noise of scale b = {scale} ({law}), "
+            f"over {release.grid.size:,} candidates. Missing values are not counted; "
+            f"n = {release.rows:,} values. The rank error is OpenDP's: values equal to a "
+            "candidate count on neither side, so with many equal values (whole numbers) the "
+            "candidate they sit on scores best.")

@@ -56,14 +56,19 @@ def monotonic_setting(source: str) -> tuple[str, bool]:
     return ("sel_monotonic_typed", False) if source == "typed" else ("sel_monotonic", True)
 
 
-#: The noise a selection starts with (report noisy max with Laplace noise).
-DEFAULT_NOISE = "laplace"
+#: The noise a selection starts with: exponential noise (permute-and-flip), which OpenDP
+#: certifies as ε-DP, so what the page starts with can be released as shown.
+DEFAULT_NOISE = "exponential"
+#: One name per noise, everywhere: as a release describes its part ("report noisy max,
+#: exponential noise (permute-and-flip)", release.run), on every page.
 NOISES = {
-    "laplace": "Laplace (report noisy max)",
-    "exponential": "Exponential (permute-and-flip)",
-    "gumbel": "Gumbel (exponential mechanism)",
+    "laplace": "Laplace noise",
+    "exponential": "Exponential noise (permute-and-flip)",
+    "gumbel": "Gumbel noise (exponential mechanism)",
 }
-NOISE_NAMES = {noise: name.split(" (")[0] for noise, name in NOISES.items()}
+#: The short names, inside a sentence or a legend.
+NOISE_NAMES = {"laplace": "Laplace noise", "exponential": "exponential noise",
+               "gumbel": "Gumbel noise"}
 #: The three noises in plain words (the Noise picker's help).
 NOISE_HELP = (
     "Each adds noise to every score and reports the best noisy one (report noisy max); they "
@@ -73,7 +78,9 @@ NOISE_HELP = (
     "exp(ε·(score − best score)/(2Δ)) (Δ instead of 2Δ for monotonic scores), else go on; it "
     "is never less accurate than the exponential mechanism. Gumbel: Gumbel noise, which is "
     "exactly the exponential mechanism (pick with probability proportional to "
-    "exp(ε·score/(2Δ)), again Δ for monotonic scores).")
+    "exp(ε·score/(2Δ)), again Δ for monotonic scores). A real release (OpenDP 0.16) draws "
+    "exponential noise under pure DP or zCDP and Gumbel noise under zCDP (ρ = ε²/8); Laplace "
+    "noise has no OpenDP measurement, so it is here to compare, not to release.")
 MEASURES = {"pure": "Pure DP (ε)", "zcdp": "zCDP (ρ)"}
 LEVEL_SYMBOL = {"pure": "ε", "zcdp": "ρ"}
 LEVEL_AXIS = {"pure": "ε (pure DP, log scale)", "zcdp": "ρ (zCDP, log scale)"}
@@ -330,7 +337,7 @@ def privacy_map_text(*, noise: str, measure: str, level: float, sensitivity: flo
     kind = NOISES[noise].split(" (")[0]
     scores = "monotonic scores" if monotonic else "scores that may move in opposite directions"
     rounds = f"k·{cd}" if k > 1 else cd
-    parts = [f"**{kind} noise, {scores}, {MEASURES[measure].split(' (')[0]}**: "]
+    parts = [f"**{kind}, {scores}, {MEASURES[measure].split(' (')[0]}**: "]
     nums = f"Δ = {fmt_number(sensitivity)}" + (f", k = {k}" if k > 1 else "")
     if measure == "pure":
         parts.append(f"ε = {rounds}/b, so b = {rounds}/ε = {fmt_value(k * c * sensitivity)}/"
@@ -687,7 +694,7 @@ def curve_caption(curves: CorrectnessCurves, *, noise: str, measure: str) -> str
     reach = level_reaching(curves.levels, curves.p_correct[noise], 0.9)
     where = (f"from {symbol} ≈ {up(reach, 2)} upwards" if reach is not None
              else "nowhere on this range")
-    return (f"Exact, for the three noises at the same {symbol}. With {name} noise the best is "
+    return (f"Exact, for the three noises at the same {symbol}. With {name} the best is "
             f"picked at least 90% of the time {where}.")
 
 

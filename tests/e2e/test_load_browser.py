@@ -35,8 +35,8 @@ RESULTS = ROOT / "bench" / "results" / "load.txt"
 
 SENTENCE = re.compile(r"In each category, 95% of releases are within ±([\d,.]+) of the true "
                       r"count \((Laplace|Geometric), closed form\)")
-NOISE_OPTIONS = {"exponential": "Exponential (permute-and-flip)",
-                 "gumbel": "Gumbel (exponential mechanism)"}
+NOISE_OPTIONS = {"exponential": "Exponential noise (permute-and-flip)",
+                 "gumbel": "Gumbel noise (exponential mechanism)"}
 
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 

@@ -44,7 +44,7 @@ def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):
     # permute-and-flip: OpenDP samples it exactly (report noisy max with Laplace noise it
     # does not, and the release below would be refused, with that reason)
     page.locator(".st-key-sel_noise [role='combobox']").click()
-    page.get_by_role("option", name="Exponential (permute-and-flip)").click()
+    page.get_by_role("option", name="Exponential noise (permute-and-flip)").click()
     wait_for_app(page)
     add_to_plan(page)
 

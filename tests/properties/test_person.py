@@ -389,6 +389,73 @@ def test_quantile_distribution(values, candidates, q, epsilon, max_rows, alpha, 
         assert np.all((0 <= accuracy) & (accuracy <= 1))
 
 
+def count_vectors() -> st.SearchStrategy[Arg]:
+    """Counts below a candidate: whole numbers >= 0, one per candidate."""
+    nice = st.lists(st.integers(0, 50), min_size=1, max_size=5)
+    return tagged(nice, st.sampled_from([[2**53], [0, 2**52]]),
+                  st.sampled_from([[1.5], [-1], [NAN], [INF], "a", [[1, 2]], [2**60]]))
+
+
+@covers("quantiles.quantile_fraction", "quantiles.quantile_scores",
+        "quantiles.candidate_counts", "quantiles.quantile_scale", "quantiles.quantile_law",
+        "quantiles.probability_within")
+@PROPERTY
+@given(values=any_arrays(), candidates=score_vectors(), q=quantile_levels(),
+       below=count_vectors(), epsilon=positive(), rho=positive(),
+       noise=choices(("gumbel", "exponential", "laplace")), max_rows=bound_counts(),
+       data=st.data())
+def test_quantile_scores(values, candidates, q, below, epsilon, rho, noise, max_rows, data):
+    fraction = ok(lambda: quantiles.quantile_fraction(q.value), {"q": q})
+    if fraction is not None:
+        num, den = fraction
+        assert 0 <= num <= den <= quantiles.ALPHA_DENOMINATOR
+        assert abs(Fraction(num, den) - Fraction(as_real(q.value))) < Fraction(1, 10**4)
+    counts = data.draw(multiplicities(values))
+    args = {"values": Arg(values, array_tag(values, ndim=1)),
+            "candidates": Arg(candidates, array_tag(candidates, ndim=1, min_size=1)),
+            "counts": counts}
+    counted = ok(lambda: quantiles.candidate_counts(values, candidates, counts=counts.value),
+                 args)
+    if counted is not None and fraction is not None:
+        lt, eq, total = counted
+        scores = quantiles.quantile_scores(lt, eq, int(total), q.value)
+        errors = quantiles.rank_errors(values, candidates, q.value, counts=counts.value)
+        np.testing.assert_allclose(scores / den, errors, rtol=1e-12)
+    # scores from counts: total must cover below + equal at every candidate
+    size = np.size(below.value) if below.tag != "bad" else 1
+    equal = data.draw(st.lists(st.integers(0, 5), min_size=size, max_size=size))
+    need = int(max(np.add(below.value, equal))) if below.tag != "bad" else 0
+    total = data.draw(tagged(st.integers(need, need + 10), None,
+                             st.sampled_from([-1, 1.5, NAN, "9", None]
+                                             + ([need - 1] if need >= 1 else []))))
+    got = ok(lambda: quantiles.quantile_scores(below.value, equal, total.value, q.value),
+             {"below": below, "total": total, "q": q})
+    if got is not None:
+        assert got.dtype == np.uint64 and got.shape == (size,)
+    budget = data.draw(st.sampled_from(["epsilon", "rho"]))
+    level = epsilon if budget == "epsilon" else rho
+    scale = ok(lambda: quantiles.quantile_scale(q.value, **{budget: level.value},
+                                                noise=noise.value, max_rows=max_rows.value),
+               {"q": q, budget: level, "noise": noise, "max_rows": max_rows})
+    if scale is not None:
+        assert 0 < scale < math.inf
+    if got is not None:
+        law = ok(lambda: quantiles.quantile_law(below.value, equal, total.value, q.value,
+                                                **{budget: level.value}, noise=noise.value,
+                                                max_rows=max_rows.value),
+                 {"q": q, budget: level, "noise": noise, "max_rows": max_rows})
+        if law is not None:
+            assert law.shape == (size,) and law.sum() == pytest.approx(1.0, abs=1e-9)
+            center = data.draw(finite_real())
+            alpha = data.draw(positive(zero_ok=True))
+            grid = np.arange(float(size))
+            within = ok(lambda: quantiles.probability_within(grid, law, center.value,
+                                                             alpha.value),
+                        {"center": center, "alpha": alpha})
+            if within is not None:
+                assert 0 <= float(within) <= 1
+
+
 @covers("quantiles.sample_quantile", "quantiles.split_quantile_budget",
         "quantiles.private_quantiles")
 @PROPERTY
