@@ -611,14 +611,17 @@ def rows_quantile_probabilities(
     *,
     epsilon: float,
     largest: int,
+    noise: str = "exponential",
 ) -> NDArray[np.float64]:
     """Exact distribution of a DP q-quantile of rows per person, over candidates 1..K.
 
     For choosing ``max_rows`` privately: each person adds one value (their row count), so the
     sensitivity is max(q, 1 − q) under add/remove of a person, whatever their rows. Input is
     the histogram the engine returns: ``persons[i]`` persons have ``rows[i]`` rows. The
-    candidate c = 1..K (K = ``largest``) scores |#{persons with fewer than c rows} − q·P|;
-    a person with more than K rows counts above every candidate.
+    candidates c = 1..K (K = ``largest``) are scored as a release scores them
+    (:func:`quantile_scores`); a person with more than K rows counts above every candidate.
+    ``noise``: exponential noise (ε-DP, what ``release.bounds.draw_max_rows`` draws) by
+    default.
 
     Returns
     -------
@@ -627,7 +630,8 @@ def rows_quantile_probabilities(
     """
     n, w = _rows_histogram(rows, persons)
     k = check_int("largest", largest, maximum=MAX_ROWS_CANDIDATE)
-    return quantile_probabilities(n, np.arange(1.0, k + 1.0), q, epsilon=epsilon, counts=w)
+    return quantile_probabilities(n, np.arange(1.0, k + 1.0), q, epsilon=epsilon, counts=w,
+                                  noise=noise)
 
 
 def sample_max_rows(
@@ -638,16 +642,17 @@ def sample_max_rows(
     epsilon: float,
     largest: int,
     trials: int | None = None,
+    noise: str = "exponential",
     rng: np.random.Generator,
 ) -> int | NDArray[np.int64]:
-    """Draw a DP q-quantile of rows per person (candidates 1..K): a private ``max_rows``.
+    """Simulate a DP q-quantile of rows per person (candidates 1..K): a private ``max_rows``.
 
-    Samples :func:`rows_quantile_probabilities`; spends ε (charge it to the budget).
+    Samples :func:`rows_quantile_probabilities` (seeded: a simulation, not a private draw).
     """
     n, w = _rows_histogram(rows, persons)
     k = check_int("largest", largest, maximum=MAX_ROWS_CANDIDATE)
     out = sample_quantile(n, np.arange(1.0, k + 1.0), q, epsilon=epsilon, counts=w,
-                          trials=trials, rng=rng)
+                          trials=trials, noise=noise, rng=rng)
     return int(out) if np.ndim(out) == 0 else np.asarray(out).astype(np.int64)
 
 
