@@ -168,6 +168,8 @@ def sum_mode(column: ColumnInfo, query: object) -> str:
     """How a sum is computed: "integer" (an integer column with whole bounds, exact),
     "rounded" (each clamped value rounded to a whole number, then summed exactly: a query
     with ``whole``) or "float" (doubles)."""
+    if getattr(query, "squared", False) or getattr(query, "centre", 0.0) != 0.0:
+        return "float"
     if exact_sum(column, query.lower, query.upper):
         return "integer"
     return "rounded" if getattr(query, "whole", False) else "float"

@@ -106,6 +106,15 @@ def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
     return value, f"({value} IS NULL OR isnan({value}))"
 
 
+def _moment(clamped: str, query: BoundedSum) -> str:
+    """What a sum adds for one clamped value: the value, or its deviation from the centre
+    (squared for a sum of squares)."""
+    if query.centre == 0.0 and not query.squared:
+        return clamped
+    deviation = f"({clamped} - $centre)"
+    return f"({deviation} * {deviation})" if query.squared else deviation
+
+
 def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
     """(value, missing, how to sum a clamped value) of a sum computed in ``mode``
     (``_plan.sum_mode``): integers exactly, whole numbers rounded per row, or doubles."""
@@ -175,7 +184,9 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
     params: dict[str, object] = (
         {"lo": int(query.lower), "hi": int(query.upper)} if mode == "integer"
         else {"lo": query.lower, "hi": query.upper})
-    clamp = f"greatest(least({value}, $hi), $lo)"
+    clamp = _moment(f"greatest(least({value}, $hi), $lo)", query)
+    if query.centre != 0.0 or query.squared:
+        params["centre"] = query.centre
     outside = f"({value} < $lo OR {value} > $hi)"
     # Rows, then the present values in one pass filtered by WHERE: FILTER clauses on every
     # aggregate ran about twice as slow (bench/bench_engine.py). A Parquet row count is read
@@ -200,7 +211,8 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
         f"FROM {_SRC} WHERE NOT {missing} AND NOT {p_missing}), "
         f"s AS (SELECT v, row_number() OVER (PARTITION BY pid ORDER BY "
         f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
-        f"SELECT {total_fn.format('greatest(least(v, $hi), $lo)')} FILTER (WHERE r <= $k), "
+        f"SELECT {total_fn.format(_moment('greatest(least(v, $hi), $lo)', query))} "
+        "FILTER (WHERE r <= $k), "
         "count(*) FILTER (WHERE r <= $k), "
         "count(*) FILTER (WHERE r <= $k AND (v < $lo OR v > $hi)), count(*) FROM s")
     person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"

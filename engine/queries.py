@@ -162,10 +162,23 @@ class BoundedSum:
     upper: float
     contribution: Contribution | None = None
     whole: bool = False
+    #: what is summed is (clamped value − ``centre``), squared when ``squared``: the moments a
+    #: variance is made of (a sum of squared deviations from the bounds' midpoint)
+    centre: float = 0.0
+    squared: bool = False
 
     def __post_init__(self) -> None:
         _check_name("column", self.column)
         _check_whole(self.whole, self.lower, self.upper)
+        if not isinstance(self.squared, bool):
+            raise TypeError(f"squared must be a bool, got {type(self.squared).__name__}")
+        if isinstance(self.centre, bool) or not isinstance(self.centre, numbers.Real) or (
+                not math.isfinite(self.centre)):
+            raise ValueError(f"centre must be a finite number, got {self.centre!r}")
+        object.__setattr__(self, "centre", float(self.centre))
+        if self.whole and (self.squared or self.centre != 0.0):
+            raise ValueError("a whole sum sums the clamped values themselves (no centre, not "
+                             "squared)")
         lower, upper = check_bounds(self.lower, self.upper)
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)

@@ -216,7 +216,11 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
 
         def total(condition: Any, values: Any) -> Any:
             # Spark's least and greatest skip nulls (least(null, 3) = 3): clamp in the when.
-            return F.sum(F.when(condition, summed(F.greatest(F.least(values, hi), lo))))
+            clamped = F.greatest(F.least(values, hi), lo)
+            if query.centre != 0.0 or query.squared:   # a variance's moments
+                clamped = clamped - F.lit(query.centre)
+                clamped = clamped * clamped if query.squared else clamped
+            return F.sum(F.when(condition, summed(clamped)))
 
         n_missing, present, clamped, answer = _rows(df.agg(
             _count_if(missing), _count_if(~missing),

@@ -20,13 +20,13 @@ from dpcore.partition import PARTITION_NOISES
 from dpcore.selection import NOISE_TYPES
 
 __all__ = [
-    "FORMAT", "VERSION", "ORIGINS", "ACCOUNTING_METHODS", "PAGES", "PlanError",
+    "FORMAT", "VERSION", "ORIGINS", "ACCOUNTING_METHODS", "PlanError",
     "Dataset", "PrivacyUnit", "Accounting", "Budget", "Bounds", "Categories", "Grid",
-    "Count", "Sum", "Mean", "Histogram", "Crosstab", "GroupBy", "Quantiles", "Selection",
-    "MaxRows", "UNIT_ORIGINS",
-    "Noise", "SelectionNoise", "Threshold", "Target", "PlanQuery", "Plan", "QuerySpec",
-    "MechanismSpec",
+    "UNIT_ORIGINS", "Noise", "SelectionNoise", "Threshold", "Target", "PlanQuery", "Plan",
+    "NoiseSpec",
 ]
+# The query dataclasses (Count, Sum, Mean, Histogram, Crosstab, GroupBy, Quantiles, Selection,
+# MaxRows, …) live in their kinds' files (plan.kinds) and are read here by name (__getattr__).
 
 #: What a plan file says it is, and the version of its layout this code reads and writes.
 FORMAT = "epsilon-lab-plan"
@@ -39,8 +39,6 @@ ORIGINS = ("public", "typed", "data")
 UNIT_ORIGINS = (*ORIGINS, "private")
 #: How the queries of a plan are composed into one privacy figure.
 ACCOUNTING_METHODS = ("basic", "advanced", "zcdp", "pld")
-#: The pages a query can come from (what the plan page links back to).
-PAGES = ("statistics", "tables", "groups", "quantiles", "selection", "plan", "cli")
 #: Statistics of a group-by query.
 GROUP_STATISTICS = ("count", "sum", "mean")
 #: What happens to values outside bin edges (as ``dpcore.quantiles.OUTSIDE``).
@@ -492,308 +490,25 @@ def _declared(f: _Fields, key: str, cls: type, *, required: bool = True) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# the queries
+# the queries: one file per kind (plan.kinds), re-exported here by name
 
 
 def _column(value: object, path: str) -> str:
     return _text(value, path, empty=False)
 
 
-@dataclass(frozen=True)
-class Count:
-    """The number of rows (at most ``max_rows`` per person)."""
+def __getattr__(name: str) -> Any:
+    """``plan.model.Count`` and the other query dataclasses live in ``plan.kinds``."""
+    if name == "QuerySpec":
+        from plan.kinds import SPECS
 
-    kind: Literal["count"] = field(default="count", init=False)
+        return tuple(SPECS.values())
+    if not name.startswith("_"):
+        from plan.kinds import SPECS
 
-    def check(self, path: str) -> None:
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> Count:
-        return Count()
-
-
-@dataclass(frozen=True)
-class Sum:
-    """The sum of ``column`` clamped to ``bounds``."""
-
-    column: str
-    bounds: Bounds
-    kind: Literal["sum"] = field(default="sum", init=False)
-
-    def check(self, path: str) -> None:
-        _column(self.column, f"{path}.column")
-        self.bounds.check(f"{path}.bounds")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "column": self.column, "bounds": self.bounds.to_dict()}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> Sum:
-        return Sum(f.text("column"), _declared(f, "bounds", Bounds))
-
-
-@dataclass(frozen=True)
-class Mean:
-    """The mean of ``column`` clamped to ``bounds``: a noisy sum over a noisy count, the sum
-    getting ``sum_share`` of the budget (``dpcore.queries.NoisyMean``)."""
-
-    column: str
-    bounds: Bounds
-    sum_share: float = 0.5
-    kind: Literal["mean"] = field(default="mean", init=False)
-
-    def check(self, path: str) -> None:
-        _column(self.column, f"{path}.column")
-        self.bounds.check(f"{path}.bounds")
-        _number(self.sum_share, f"{path}.sum_share")
-        _probability(self.sum_share, f"{path}.sum_share")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "column": self.column, "bounds": self.bounds.to_dict(),
-                "sum_share": _f(self.sum_share)}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> Mean:
-        share = f.number("sum_share", required=False)
-        return Mean(f.text("column"), _declared(f, "bounds", Bounds),
-                    0.5 if share is None else share)
-
-
-@dataclass(frozen=True)
-class Histogram:
-    """Counts of ``column`` over declared ``categories``, or over bins between ``edges``
-    (values outside the edges counted apart, or clamped into the end bins)."""
-
-    column: str
-    categories: Categories | None = None
-    edges: Grid | None = None
-    outside: str = "separate"
-    kind: Literal["histogram"] = field(default="histogram", init=False)
-
-    def check(self, path: str) -> None:
-        _column(self.column, f"{path}.column")
-        if (self.categories is None) == (self.edges is None):
-            raise PlanError(f"{path}.categories", "give either categories or bin edges "
-                            "(not both)")
-        if self.categories is not None:
-            self.categories.check(f"{path}.categories")
-        else:
-            self.edges.check(f"{path}.edges", minimum=2)
-            _choice(self.outside, OUTSIDE, f"{path}.outside")
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "column": self.column}
-        if self.categories is not None:
-            out["categories"] = self.categories.to_dict()
-        else:
-            out["edges"] = self.edges.to_dict()
-            out["outside"] = self.outside
-        return out
-
-    @staticmethod
-    def from_fields(f: _Fields) -> Histogram:
-        return Histogram(f.text("column"),
-                         _declared(f, "categories", Categories, required=False),
-                         _declared(f, "edges", Grid, required=False),
-                         f.choice("outside", OUTSIDE, required=False, default="separate"))
-
-
-@dataclass(frozen=True)
-class Crosstab:
-    """A table of counts of ``row`` by ``column`` over declared categories."""
-
-    row: str
-    column: str
-    row_categories: Categories
-    column_categories: Categories
-    kind: Literal["crosstab"] = field(default="crosstab", init=False)
-
-    def check(self, path: str) -> None:
-        _column(self.row, f"{path}.row")
-        _column(self.column, f"{path}.column")
-        self.row_categories.check(f"{path}.row_categories")
-        self.column_categories.check(f"{path}.column_categories")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "row": self.row, "column": self.column,
-                "row_categories": self.row_categories.to_dict(),
-                "column_categories": self.column_categories.to_dict()}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> Crosstab:
-        return Crosstab(f.text("row"), f.text("column"),
-                        _declared(f, "row_categories", Categories),
-                        _declared(f, "column_categories", Categories))
-
-
-@dataclass(frozen=True)
-class GroupBy:
-    """A count, sum or mean of ``column`` per value of ``key``.
-
-    The groups are declared ``keys`` (public), or found privately by partition selection
-    (``keys`` None, then the query's ``threshold`` says how): only groups whose noisy count
-    clears the threshold are released.
-    """
-
-    key: str
-    statistic: str = "count"
-    column: str | None = None
-    bounds: Bounds | None = None
-    keys: Categories | None = None
-    sum_share: float = 0.5
-    kind: Literal["group_by"] = field(default="group_by", init=False)
-
-    def check(self, path: str) -> None:
-        _column(self.key, f"{path}.key")
-        _choice(self.statistic, GROUP_STATISTICS, f"{path}.statistic")
-        if self.statistic == "count":
-            if self.column is not None or self.bounds is not None:
-                raise PlanError(f"{path}.column", "a count by group takes no column or bounds")
-        else:
-            if self.column is None:
-                raise PlanError(f"{path}.column", f"a {self.statistic} by group needs a column")
-            _column(self.column, f"{path}.column")
-            if self.bounds is None:
-                raise PlanError(f"{path}.bounds", f"a {self.statistic} by group needs bounds")
-            self.bounds.check(f"{path}.bounds")
-        if self.keys is not None:
-            self.keys.check(f"{path}.keys")
-        _number(self.sum_share, f"{path}.sum_share")
-        _probability(self.sum_share, f"{path}.sum_share")
-
-    def to_dict(self) -> dict[str, Any]:
-        return _drop_none({
-            "kind": self.kind, "key": self.key, "statistic": self.statistic,
-            "column": self.column,
-            "bounds": None if self.bounds is None else self.bounds.to_dict(),
-            "keys": None if self.keys is None else self.keys.to_dict(),
-            "sum_share": _f(self.sum_share) if self.statistic == "mean" else None})
-
-    @staticmethod
-    def from_fields(f: _Fields) -> GroupBy:
-        share = f.number("sum_share", required=False)
-        return GroupBy(f.text("key"), f.choice("statistic", GROUP_STATISTICS),
-                       f.raw("column", required=False),
-                       _declared(f, "bounds", Bounds, required=False),
-                       _declared(f, "keys", Categories, required=False),
-                       0.5 if share is None else share)
-
-
-@dataclass(frozen=True)
-class Quantiles:
-    """The ``levels`` quantiles of ``column``, each a candidate of the declared grid chosen by
-    a noisy arg-min of its rank error; the budget split equally between the levels."""
-
-    column: str
-    levels: tuple[float, ...]
-    candidates: Grid
-    kind: Literal["quantiles"] = field(default="quantiles", init=False)
-
-    def check(self, path: str) -> None:
-        _column(self.column, f"{path}.column")
-        if not isinstance(self.levels, tuple) or not self.levels:
-            raise PlanError(f"{path}.levels", "must hold at least one level (0.5: median)")
-        if len(self.levels) > 1000:
-            raise PlanError(f"{path}.levels", "must hold at most 1,000 levels")
-        for i, q in enumerate(self.levels):
-            _number(q, f"{path}.levels[{i}]")
-            if not 0 <= q <= 1:
-                raise PlanError(f"{path}.levels[{i}]", f"must lie in [0, 1], got {q}")
-        self.candidates.check(f"{path}.candidates", minimum=2)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "column": self.column,
-                "levels": [float(q) for q in self.levels],
-                "candidates": self.candidates.to_dict()}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> Quantiles:
-        levels = f.array("levels")
-        return Quantiles(f.text("column"),
-                         tuple(_number(q, f"{f.at('levels')}[{i}]")
-                               for i, q in enumerate(levels or [])),
-                         _declared(f, "candidates", Grid))
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The ``k`` most frequent of the declared ``candidates`` of ``column`` (scores: how many
-    rows hold each candidate, at most ``max_rows`` per person in each)."""
-
-    column: str
-    candidates: Categories
-    k: int = 1
-    kind: Literal["selection"] = field(default="selection", init=False)
-
-    def check(self, path: str) -> None:
-        _column(self.column, f"{path}.column")
-        self.candidates.check(f"{path}.candidates")
-        if isinstance(self.k, bool) or not isinstance(self.k, numbers.Integral) or not (
-                1 <= self.k <= len(self.candidates.values)):
-            raise PlanError(f"{path}.k", f"must be a whole number from 1 to the number of "
-                            f"candidates ({len(self.candidates.values)}), got {self.k!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "column": self.column,
-                "candidates": self.candidates.to_dict(), "k": self.k}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> Selection:
-        k = f.integer("k", required=False)
-        return Selection(f.text("column"), _declared(f, "candidates", Categories),
-                         1 if k is None else k)
-
-
-@dataclass(frozen=True)
-class MaxRows:
-    """The privacy unit's max rows, chosen by a DP ``level``-quantile of rows per person:
-    report noisy max with exponential noise (ε-DP, permute-and-flip's law) over candidates
-    1..``largest`` (a public cap), each person adding one value (their number of rows).
-
-    It was drawn before the release, on the data, with OpenDP's sampler and fresh entropy:
-    ``drawn`` is the value the plan's unit uses, and ``epsilons`` the ε of every draw the
-    planner saw (each one is charged: choosing among several draws is post-processing of
-    all of them). A release publishes ``drawn`` and spends the sum of ``epsilons``.
-    """
-
-    level: float
-    largest: int
-    drawn: int
-    epsilons: tuple[float, ...]
-    kind: Literal["max_rows"] = field(default="max_rows", init=False)
-
-    def check(self, path: str) -> None:
-        _probability(_number(self.level, f"{path}.level"), f"{path}.level")
-        for name in ("largest", "drawn"):
-            _bounded_int(getattr(self, name), f"{path}.{name}")
-        if self.drawn > self.largest:
-            raise PlanError(f"{path}.drawn", f"must be at most largest = {self.largest}, got "
-                            f"{self.drawn}")
-        if not isinstance(self.epsilons, tuple) or not self.epsilons:
-            raise PlanError(f"{path}.epsilons", "must hold the ε of every draw (at least one)")
-        for i, eps in enumerate(self.epsilons):
-            _positive(_number(eps, f"{path}.epsilons[{i}]"), f"{path}.epsilons[{i}]")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "level": _f(self.level), "largest": self.largest,
-                "drawn": self.drawn, "epsilons": [float(e) for e in self.epsilons]}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> MaxRows:
-        epsilons = f.array("epsilons")
-        return MaxRows(f.number("level"), f.integer("largest"), f.integer("drawn"),
-                       tuple(_number(e, f"{f.at('epsilons')}[{i}]")
-                             for i, e in enumerate(epsilons or [])))
-
-
-QuerySpec = (Count | Sum | Mean | Histogram | Crosstab | GroupBy | Quantiles | Selection
-             | MaxRows)
-_QUERY_KINDS: dict[str, Any] = {cls.__dataclass_fields__["kind"].default: cls for cls in (
-    Count, Sum, Mean, Histogram, Crosstab, GroupBy, Quantiles, Selection, MaxRows)}
+        if name in SPECS:
+            return SPECS[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -963,7 +678,7 @@ class Threshold:
                          f.number("delta_noise", required=False))
 
 
-MechanismSpec = Noise | SelectionNoise | Threshold
+NoiseSpec = Noise | SelectionNoise | Threshold
 _FAMILIES: dict[str, Any] = {"noise": Noise, "selection": SelectionNoise,
                              "threshold": Threshold}
 
@@ -1019,14 +734,6 @@ class Target:
         return out
 
 
-# which mechanism families each query kind takes
-_ALLOWED = {
-    "count": ("noise",), "sum": ("noise",), "mean": ("noise",), "histogram": ("noise",),
-    "crosstab": ("noise",), "group_by": ("noise",), "quantiles": ("selection",),
-    "selection": ("selection",), "max_rows": (),
-}
-
-
 @dataclass(frozen=True)
 class PlanQuery:
     """One query of the plan: its id, label and page, what it computes, how it is noised,
@@ -1039,51 +746,27 @@ class PlanQuery:
 
     id: str
     label: str
-    query: QuerySpec
-    mechanism: MechanismSpec | None
+    query: Any   # a query kind's dataclass (plan.kinds)
+    mechanism: NoiseSpec | None
     page: str = "plan"
     threshold: Threshold | None = None
     target: Target | None = None
 
     def check(self, path: str) -> None:
+        from plan.kinds import kind_of
+
         if not isinstance(self.id, str) or not _ID.match(self.id):
             raise PlanError(f"{path}.id", "must be 1 to 64 letters, digits, '.', '_' or '-' "
                             f"(starting with a letter or digit), got {self.id!r}")
         _text(self.label, f"{path}.label", empty=False)
-        _choice(self.page, PAGES, f"{path}.page")
-        if not isinstance(self.query, tuple(_QUERY_KINDS.values())):
-            raise PlanError(f"{path}.query", f"must be a query, got {type(self.query).__name__}")
+        _text(self.page, f"{path}.page", empty=False)
+        try:
+            kind = kind_of(self.query)
+        except TypeError:
+            raise PlanError(f"{path}.query", f"must be a query, got "
+                            f"{type(self.query).__name__}") from None
         self.query.check(f"{path}.query")
-        partition = isinstance(self.query, GroupBy) and self.query.keys is None
-        if partition:
-            if self.threshold is None:
-                raise PlanError(f"{path}.threshold", "a group-by without declared keys finds "
-                                "its groups by partition selection: give the threshold's "
-                                "noise, budget and delta (or declare the keys)")
-            self.threshold.check(f"{path}.threshold")
-        elif self.threshold is not None:
-            raise PlanError(f"{path}.threshold", "applies only to a group-by without declared "
-                            "keys")
-        counts_only = partition and self.query.statistic == "count"
-        if isinstance(self.query, MaxRows):
-            if self.mechanism is not None:
-                raise PlanError(f"{path}.mechanism", "the max rows query's noise is fixed "
-                                "(exponential noise, ε per draw in query.epsilons): no "
-                                "mechanism")
-        elif counts_only:
-            if self.mechanism is not None:
-                raise PlanError(f"{path}.mechanism", "a count by group with partition "
-                                "selection releases the threshold's noisy counts: no other "
-                                "mechanism")
-        else:
-            if self.mechanism is None:
-                raise PlanError(f"{path}.mechanism", "is required")
-            allowed = _ALLOWED[self.query.kind]
-            if self.mechanism.family not in allowed:
-                raise PlanError(f"{path}.mechanism.family", f"a {self.query.kind} query takes "
-                                f"a {' or '.join(allowed)} mechanism, got "
-                                f"{self.mechanism.family}")
-            self.mechanism.check(f"{path}.mechanism")
+        kind.check_query(self, path)
         if self.target is not None:
             self.target.check(f"{path}.target")
 
@@ -1097,17 +780,20 @@ class PlanQuery:
 
     @staticmethod
     def from_fields(f: _Fields) -> PlanQuery:
+        from plan.kinds import KINDS
+
         qf = f.obj("query")
-        kind = qf.choice("kind", tuple(_QUERY_KINDS))
-        query = _QUERY_KINDS[kind].from_fields(qf)
+        kind = KINDS[qf.choice("kind", tuple(KINDS))]
+        query = kind.spec.from_fields(qf)
         qf.done()
         mf = f.obj("mechanism", required=False)
         mechanism = None
         if mf is not None:
             family = mf.choice("family", tuple(_FAMILIES))
-            if family not in _ALLOWED[kind]:
-                raise PlanError(mf.at("family"), f"a {kind} query takes a "
-                                f"{' or '.join(_ALLOWED[kind])} mechanism, got {family}")
+            if family not in kind.families:
+                taken = " or ".join(kind.families) or "no"
+                raise PlanError(mf.at("family"), f"a {kind.name} query takes {taken} "
+                                f"mechanism, got {family}")
             mechanism = _FAMILIES[family].from_fields(mf)
             mf.done()
         tf = f.obj("threshold", required=False)
@@ -1117,7 +803,7 @@ class PlanQuery:
             threshold = Threshold.from_fields(tf)
             tf.done()
         out = PlanQuery(f.text("id"), f.text("label"), query, mechanism,
-                        f.choice("page", PAGES, required=False, default="plan"), threshold,
+                        f.text("page", required=False, default="plan"), threshold,
                         _declared(f, "target", Target, required=False))
         f.done()
         return out
@@ -1156,32 +842,16 @@ class Plan:
         self._check_unit()
 
     def _check_unit(self) -> None:
-        unit = self.privacy_unit
-        drawn = [(i, q) for i, q in enumerate(self.queries) if isinstance(q.query, MaxRows)]
-        if len(drawn) > 1:
-            raise PlanError(f"queries[{drawn[1][0]}]", "a plan holds at most one max rows "
-                            "query (the unit has one max rows)")
-        if drawn:
-            i, q = drawn[0]
-            if unit.person_column is None:
-                raise PlanError(f"queries[{i}]", "a max rows query needs a person-id column "
-                                "in the privacy unit")
-            if (unit.max_rows, unit.bounds_origin) != (q.query.drawn, "private"):
-                raise PlanError("privacy_unit.max_rows", f"the max rows query drew "
-                                f"{q.query.drawn}, but the unit has max rows "
-                                f"{unit.max_rows} ({unit.bounds_origin}): use the drawn value "
-                                "(origin private), or remove the max rows query")
+        from plan.kinds import kind_of
+
+        seen: dict[str, int] = {}
         for i, q in enumerate(self.queries):
-            if (unit.person_column is not None and q.threshold is not None
-                    and unit.max_groups is None):
-                raise PlanError("privacy_unit.max_groups", f"query {q.id!r} selects its "
-                                "groups by partition selection: with a person column, "
-                                "declare how many groups one person may keep rows in")
-            if unit.person_column is not None:
-                for name in ("column", "row", "key"):
-                    if getattr(q.query, name, None) == unit.person_column:
-                        raise PlanError(f"queries[{i}].query.{name}", "is the person-id "
-                                        "column: releasing statistics of it is not private")
+            kind = kind_of(q.query)
+            if kind.unique and kind.name in seen:
+                raise PlanError(f"queries[{i}]", f"a plan holds at most one {kind.name} "
+                                "query")
+            seen[kind.name] = i
+            kind.check_unit(q, self.privacy_unit, f"queries[{i}]")
 
     def published(self) -> Plan:
         """The plan as a release publishes it: without the data's content hash (a function of

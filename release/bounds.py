@@ -49,7 +49,7 @@ def draw_max_rows(source: Source, person: str, *, level: float, epsilon: float,
         The person-id column is not in the data.
     """
     part = max_rows_draw(level, epsilon)
-    certified = certify_max_rows(part, level)          # before the data is read
+    certified = certify_max_rows(part)                 # before the data is read
     engine = engine if engine is not None else engine_from_env()
     from engine import EngineError
 

@@ -18,21 +18,9 @@ __all__ = ["release_card", "card_json", "not_covered", "data_handling"]
 
 def _declarations(q: model.PlanQuery) -> list[tuple[str, Any]]:
     """(what, declaration) for every bound, category list and grid of a query."""
-    spec = q.query
-    found: list[tuple[str, Any]] = []
-    for name, what in (("bounds", "bounds"), ("categories", "categories"),
-                       ("edges", "bin edges"), ("row_categories", "row categories"),
-                       ("column_categories", "column categories"), ("keys", "group keys"),
-                       ("candidates", "candidates")):
-        declared = getattr(spec, name, None)
-        if declared is not None:
-            column = getattr(spec, "column", None) or getattr(spec, "key", None)
-            if name == "row_categories":
-                column = spec.row
-            if name == "keys":
-                column = spec.key
-            found.append((f"{what} of {column!r}", declared))
-    return found
+    from plan.kinds import kind_of
+
+    return kind_of(q.query).declarations(q.query)
 
 
 def not_covered(plan: model.Plan) -> list[dict[str, Any]]:
@@ -59,65 +47,6 @@ def not_covered(plan: model.Plan) -> list[dict[str, Any]]:
     return out
 
 
-def _declared_rule(column: str, what: str = "the declared categories") -> str:
-    return (f"rows whose {column!r} is missing or not one of {what} are not counted (never "
-            "refused: what the data holds goes through the mechanism)")
-
-
-def _whole_noise(q: model.PlanQuery) -> bool:
-    from dpcore.mechanisms import CATALOGUE
-
-    return isinstance(q.mechanism, model.Noise) and CATALOGUE[q.mechanism.kind].integer_only
-
-
-def _query_rules(q: model.PlanQuery) -> list[str]:
-    """How one query reads the data, from the plan alone (the same for every dataset)."""
-    spec = q.query
-    rules: list[str] = []
-    if isinstance(spec, model.Count):
-        rules.append("every row is counted")
-    if isinstance(spec, model.Sum | model.Mean) or (
-            isinstance(spec, model.GroupBy) and spec.statistic != "count"):
-        rounded = (" and rounded to whole numbers (ties to even), as the whole-number noise "
-                   "needs") if _whole_noise(q) else ""
-        rules.append(f"values of {spec.column!r} are clamped to [{spec.bounds.lower:g}, "
-                     f"{spec.bounds.upper:g}]{rounded}; missing or non-numeric values are not "
-                     "counted")
-    if isinstance(spec, model.Mean) or (isinstance(spec, model.GroupBy)
-                                        and spec.statistic == "mean"):
-        rules.append("the mean is released as noisy sum / max(noisy count, 1), clamped to the "
-                     "bounds (post-processing)")
-    if isinstance(spec, model.Histogram) and spec.categories is not None:
-        rules.append(_declared_rule(spec.column))
-    if isinstance(spec, model.Histogram) and spec.edges is not None:
-        rules.append(f"values of {spec.column!r} outside the bin edges are "
-                     + ("counted in a cell below and a cell above" if spec.outside ==
-                        "separate" else "counted in the first and last bins")
-                     + "; missing or non-numeric values are not counted")
-    if isinstance(spec, model.Crosstab):
-        rules.append(_declared_rule(spec.row, "the declared row categories"))
-        rules.append(_declared_rule(spec.column, "the declared column categories"))
-    if isinstance(spec, model.GroupBy):
-        if spec.keys is not None:
-            rules.append(_declared_rule(spec.key, "the declared keys"))
-        else:
-            rules.append(f"the groups of {spec.key!r} are found by partition selection: a "
-                         "group is released only if its noisy count clears the threshold; "
-                         "rows whose key is missing are not counted")
-    if isinstance(spec, model.Quantiles):
-        rules.append(f"values of {spec.column!r} are ranked against the candidates (values "
-                     "outside the grid rank below or above them all); missing or non-numeric "
-                     "values are not counted")
-    if isinstance(spec, model.Selection):
-        rules.append(_declared_rule(spec.column, "the candidates"))
-    if isinstance(spec, model.MaxRows):
-        rules.append(f"max rows per person ({spec.drawn:,}) was drawn before the release as a "
-                     f"DP {spec.level:g}-quantile of rows per person over 1..{spec.largest:,} "
-                     f"(OpenDP, fresh entropy); {len(spec.epsilons)} draw(s) were seen, and "
-                     "each is charged in this release")
-    return rules
-
-
 def data_handling(plan: model.Plan) -> list[dict[str, Any]]:
     """How the release read the data, as rules of the plan (never figures of the data):
     contribution bounds, clamping, rounding, what is not counted."""
@@ -131,8 +60,10 @@ def data_handling(plan: model.Plan) -> list[dict[str, Any]]:
             f"{unit.max_rows:,} row(s) per query or group{groups}, chosen at random from "
             "their own rows alone (a keyed hash of their rows and of their groups' values); "
             "rows whose person id is missing are not counted")})
+    from plan.kinds import kind_of
+
     for q in plan.queries:
-        out.extend({"query": q.id, "rule": rule} for rule in _query_rules(q))
+        out.extend({"query": q.id, "rule": rule} for rule in kind_of(q.query).rules(q))
     return out
 
 

@@ -26,7 +26,6 @@ import opendp.prelude as dp
 from dpcore.contributions import ContributionBounds, count_sensitivity
 from dpcore.measures import ZCDP, PureDP
 from dpcore.mechanisms import AdditiveMechanism, spec_of
-from dpcore.mechanisms.bounded import ClampedLaplace
 from dpcore.quantiles import quantile_fraction
 from dpcore.quantiles import quantile_scores as dpcore_quantile_scores
 from plan.build import Built, Loss, NoisyMax, Part, PartitionThreshold
@@ -39,19 +38,6 @@ dp.enable_features("contrib")
 
 #: The OpenDP release behind every real release (recorded in the ledger and the card).
 OPENDP_VERSION = version("opendp")
-
-#: Why a catalogue kind cannot be released for real, and what to use instead.
-_NO_SAFE_SAMPLER = {
-    "bounded_laplace": (
-        "bounded Laplace has no floating-point-safe sampler in OpenDP 0.16 (its noise, a "
-        "Laplace density cut to the answer range, is drawn here with numpy floats, which "
-        "floating-point attacks can read; Mironov 2012): for a real release use clamped "
-        "Laplace (Laplace noise, then clamping to the same range: the same ε)"),
-    "staircase": (
-        "the staircase mechanism has no sampler in OpenDP 0.16 (drawn here with numpy floats, "
-        "open to floating-point attacks; Mironov 2012): for a real release use Laplace, or "
-        "geometric for whole numbers (ε-DP with OpenDP's exact samplers)"),
-}
 
 _FLOAT = "float"
 _INT = "i64"
@@ -132,48 +118,49 @@ def _up(value: float, exact: Fraction) -> float:
     return value
 
 
-def _additive(query_id: str, part: Part, size: int | None, integer: bool) -> Certified:
+def _additive(query_id: str, part: Part) -> Certified:
+    """A catalogue mechanism as the OpenDP measurement its spec names
+    (``MechanismSpec.release``), on the part's whole numbers or floats, one number or a
+    vector of ``part.size`` cells."""
     mechanism: AdditiveMechanism = part.mechanism
-    kind = spec_of(mechanism).kind
-    if kind in _NO_SAFE_SAMPLER:
-        raise Unsupported(f"query {query_id!r}: {_NO_SAFE_SAMPLER[kind]}")
     spec = spec_of(mechanism)
-    if spec.integer_only and not integer:
-        raise Unsupported(f"query {query_id!r}: the {kind} mechanism adds whole-number noise "
-                          "and needs whole-number answers, but this statistic is not an "
-                          "integer (a sum of a non-integer column, or bounds that are not "
-                          "whole): use laplace or gaussian")
+    recipe = spec.release
+    if recipe is None:
+        raise Unsupported(f"query {query_id!r}: {spec.unreleasable}")
+    if spec.integer_only and not part.integer:
+        raise Unsupported(f"query {query_id!r}: the {spec.label} mechanism adds whole-number "
+                          "noise and needs whole-number answers, but this statistic is not "
+                          "an integer (bounds that are not whole): use laplace or gaussian")
     value_type = _INT if spec.integer_only else _FLOAT
-    domain, metric = _scalar_or_vector(value_type, size, spec.sensitivity_norm)
+    domain, metric = _scalar_or_vector(value_type, part.size, spec.sensitivity_norm)
     d_in: Any = part.sensitivity
     if value_type == _INT and spec.sensitivity_norm == "L1":
         d_in = int(part.sensitivity)
+    constructor = getattr(dp.m, recipe.opendp)
     post = None
-    if kind in ("laplace", "geometric", "clamped_laplace"):
+    note = ""
+    if recipe.certifies == "epsilon":
         measurement, epsilon, scale = _fitted(
-            lambda b: dp.m.make_laplace(domain, metric, scale=b), mechanism.scale, d_in,
+            lambda b: constructor(domain, metric, scale=b), mechanism.scale, d_in,
             float, mechanism.privacy.epsilon)
         _check(query_id, part, "ε", epsilon, mechanism.privacy.epsilon)
         certified = Loss(epsilon=epsilon)
         planned = Loss(epsilon=mechanism.privacy.epsilon)
-        if isinstance(mechanism, ClampedLaplace):
-            low, high = mechanism._lower, mechanism._upper
-            post = functools.partial(_clamp, low=low, high=high)
-        note = ""
-    else:  # gaussian, discrete_gaussian: OpenDP certifies them in zCDP
+    else:  # OpenDP certifies it in zCDP
         measurement, rho, scale = _fitted(
-            lambda b: dp.m.make_gaussian(domain, metric, scale=b), mechanism.scale, d_in,
+            lambda b: constructor(domain, metric, scale=b), mechanism.scale, d_in,
             float, mechanism.zcdp.rho)
         _check(query_id, part, "ρ", rho, mechanism.zcdp.rho)
         read_at = part.loss.read_at
         planned = part.loss
-        note = ""
         if part.loss.epsilon is not None:  # planned as (ε, δ) by the exact (analytic) profile
             read_at = part.loss.delta
             note = (f"planned as (ε = {part.loss.epsilon!r}, δ = {part.loss.delta!r}) by the "
-                    f"Gaussian's exact profile; OpenDP certifies ρ = {rho!r}, accounted at "
+                    f"mechanism's exact profile; OpenDP certifies ρ = {rho!r}, accounted at "
                     f"δ = {read_at!r}")
         certified = Loss(rho=rho, read_at=read_at)
+    if recipe.clamp:
+        post = functools.partial(_clamp, low=mechanism.lower, high=mechanism.upper)
     return Certified(part, measurement, d_in, certified, planned, scale,
                      value_type == _INT, post, note)
 
@@ -319,57 +306,30 @@ def _threshold(query_id: str, part: Part, planned_delta: float) -> Certified:
                      note=note)
 
 
-def certify_max_rows(part: Part, level: float) -> Certified:
+def certify_max_rows(part: Part) -> Certified:
     """One draw of a DP quantile of rows per person (``plan.build.max_rows_draw``) as its
     OpenDP measurement, map checked: each person adds one value, their number of rows."""
-    return _noisy_max("max-rows", part, level, 1)
+    return _noisy_max("max-rows", part, part.quantile, part.score_rows)
 
 
-def certify(built: Built, *, integer_answers: bool | None = None) -> tuple[Certified, ...]:
+def certify(built: Built) -> tuple[Certified, ...]:
     """Every part of ``built`` as its OpenDP measurement, each map checked.
 
-    ``integer_answers`` says whether the statistic is whole numbers (counts always are; a sum
-    is when the engine summed integers with whole bounds); None takes counts as integers and
-    sums as not. Raises :class:`~release.errors.Unsupported` or
-    :class:`~release.errors.MapCheckFailed` before any measurement is invoked.
+    What each part needs is on the part (its mechanism, sensitivity, size, whole numbers or
+    not, a quantile's level): nothing here asks which kind of query it belongs to. Raises
+    :class:`~release.errors.Unsupported` or :class:`~release.errors.MapCheckFailed` before
+    any measurement is invoked.
     """
-    from plan import model
-
-    q = built.query.query
     query_id = built.query.id
-    levels = list(q.levels) if isinstance(q, model.Quantiles) else []
     out = []
-    if isinstance(q, model.MaxRows):   # one value per person: their number of rows
-        return tuple(_noisy_max(query_id, part, q.level, 1) for part in built.parts)
     for part in built.parts:
         if isinstance(part.mechanism, AdditiveMechanism):
-            size = _vector_size(q, part)
-            integer = part.name == "count" or (
-                integer_answers if integer_answers is not None else
-                isinstance(q, model.Count | model.Histogram | model.Crosstab)
-                or (isinstance(q, model.GroupBy) and q.statistic == "count"))
-            out.append(_additive(query_id, part, size, bool(integer)))
+            out.append(_additive(query_id, part))
         elif isinstance(part.mechanism, NoisyMax):
-            quantile = levels.pop(0) if isinstance(q, model.Quantiles) else None
-            out.append(_noisy_max(query_id, part, quantile, built.unit.max_rows))
+            out.append(_noisy_max(query_id, part, part.quantile, part.score_rows))
         elif isinstance(part.mechanism, PartitionThreshold):
             out.append(_threshold(query_id, part, built.query.threshold.delta))
-        else:  # pragma: no cover
-            raise TypeError(f"unknown part {type(part.mechanism).__name__}")
+        else:  # an unknown part is refused, never drawn as another
+            raise Unsupported(f"query {query_id!r}: no OpenDP measurement for the part "
+                              f"{part.name!r} ({type(part.mechanism).__name__})")
     return tuple(out)
-
-
-def _vector_size(q: object, part: Part) -> int | None:
-    """None for a scalar statistic; the (public) number of cells for a vector."""
-    from plan import model
-
-    if isinstance(q, model.Histogram):
-        if q.categories is not None:
-            return len(q.categories.values)
-        edges = len(q.edges.values)
-        return edges + 1 if q.outside == "separate" else edges - 1
-    if isinstance(q, model.Crosstab):
-        return len(q.row_categories.values) * len(q.column_categories.values)
-    if isinstance(q, model.GroupBy):
-        return len(q.keys.values) if q.keys is not None else -1  # groups found at release
-    return None

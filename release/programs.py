@@ -17,7 +17,6 @@ import pprint
 from typing import Any
 
 from dpcore.mechanisms import AdditiveMechanism, spec_of
-from dpcore.mechanisms.bounded import ClampedLaplace
 from plan import model
 from plan.build import Built, NoisyMax, PartitionThreshold
 from plan.model import Plan
@@ -108,38 +107,13 @@ def _constants(plan: Plan, values: dict[str, Any]) -> str:
 # the queries as plain data
 
 
-def _columns(q: model.QuerySpec) -> list[str]:
-    names = [getattr(q, name, None) for name in ("column", "row", "key")]
-    return [n for n in names if n is not None]
-
-
 def _query_record(pq: model.PlanQuery, unit: model.PrivacyUnit) -> dict[str, Any]:
-    q = pq.query
-    out: dict[str, Any] = {"id": pq.id, "label": pq.label, "kind": q.kind}
-    if isinstance(q, model.Sum | model.Mean):
-        out |= {"column": q.column, "lower": q.bounds.lower, "upper": q.bounds.upper}
-    elif isinstance(q, model.Histogram):
-        out["column"] = q.column
-        if q.categories is not None:
-            out["categories"] = list(q.categories.values)
-        else:
-            out |= {"edges": list(q.edges.values), "outside": q.outside}
-    elif isinstance(q, model.Crosstab):
-        out |= {"row": q.row, "column": q.column,
-                "row_categories": list(q.row_categories.values),
-                "column_categories": list(q.column_categories.values)}
-    elif isinstance(q, model.GroupBy):
-        out |= {"key": q.key, "statistic": q.statistic, "keys": list(q.keys.values),
-                "column": q.column}
-        if q.bounds is not None:
-            out |= {"lower": q.bounds.lower, "upper": q.bounds.upper}
-    elif isinstance(q, model.Quantiles):
-        out |= {"column": q.column, "levels": list(q.levels),
-                "candidates": list(q.candidates.values)}
-    elif isinstance(q, model.Selection):
-        out |= {"column": q.column, "candidates": list(q.candidates.values), "k": q.k}
-    out["columns"] = _columns(q)
-    return out
+    """What the programs read for one query: its kind's record (``plan.kinds``)."""
+    from plan.kinds import kind_of
+
+    kind = kind_of(pq.query)
+    return {"id": pq.id, "label": pq.label, "kind": kind.name,
+            **kind.program_record(pq.query), "columns": list(kind.columns(pq.query))}
 
 
 def _unsupported_partition(built: Built, program: str) -> None:
@@ -157,13 +131,13 @@ def _opendp_part(c: Certified, quantile: float | None) -> dict[str, Any]:
                            "integer": c.integer}
     if isinstance(mech, AdditiveMechanism):
         spec = spec_of(mech)
-        laplace = spec.kind in ("laplace", "geometric", "clamped_laplace")
-        out |= {"noise": "laplace" if laplace else "gaussian",
+        recipe = spec.release            # how OpenDP draws it (MechanismSpec.release)
+        pure = recipe.certifies == "epsilon"
+        out |= {"noise": recipe.opendp.removeprefix("make_"),
                 "norm": spec.sensitivity_norm, "d_in": c.d_in,
-                "measure": "epsilon" if laplace else "rho",
-                "plan_figure": mech.privacy.epsilon if laplace else mech.zcdp.rho,
-                "clamp": ([mech._lower, mech._upper] if isinstance(mech, ClampedLaplace)
-                          else None)}
+                "measure": recipe.certifies,
+                "plan_figure": mech.privacy.epsilon if pure else mech.zcdp.rho,
+                "clamp": [mech.lower, mech.upper] if recipe.clamp else None}
     elif isinstance(mech, NoisyMax):
         out |= {"noise": "noisy_max", "selection_noise": mech.noise, "k": mech.k,
                 "negate": mech.negate, "monotonic": mech.monotonic, "d_in": c.d_in,
@@ -203,14 +177,14 @@ def opendp_program(plan: Plan) -> str:
     prepared = prepare(plan)
     queries = []
     for built, certified in zip(prepared.built, prepared.certified, strict=True):
-        if isinstance(built.query.query, model.MaxRows):
-            continue   # drawn before: the unit's MAX_ROWS, charged in PRIVACY_SPENT
+        if not built.engine_queries:
+            continue   # drawn before (max rows): the unit's MAX_ROWS, charged in PRIVACY_SPENT
         _unsupported_partition(built, "OpenDP")
+        reason = built.kind.opendp_program_reason(built.query.query)
+        if reason:
+            raise ProgramUnsupported(f"query {built.query.id!r}: {reason}")
         record = _query_record(built.query, plan.privacy_unit)
-        levels = list(built.query.query.levels) if isinstance(
-            built.query.query, model.Quantiles) else []
-        record["parts"] = [_opendp_part(c, levels.pop(0) if levels else None)
-                           for c in certified]
+        record["parts"] = [_opendp_part(c, c.part.quantile) for c in certified]
         queries.append(record)
     unit = plan.privacy_unit
     constants = _constants(plan, {
@@ -230,29 +204,24 @@ def opendp_program(plan: Plan) -> str:
 # Spark (PipelineDP)
 
 
-_SPARK_KINDS = (model.Count, model.Sum, model.Mean, model.Histogram, model.Crosstab,
-                model.GroupBy)
-
-
 def _spark_part(query_id: str, built: Built, index: int) -> dict[str, Any]:
     part = built.parts[index]
     mech = part.mechanism
     if isinstance(mech, NoisyMax | PartitionThreshold):  # pragma: no cover - refused before
         raise ProgramUnsupported(f"query {query_id!r}: no PipelineDP aggregation for it")
-    kind = spec_of(mech).kind
-    if kind in ("laplace", "geometric"):
-        noise, loss = "laplace", part.loss
-        budget = {"epsilon": loss.epsilon, "delta": 0.0}
-    elif kind == "gaussian" and part.loss.epsilon is not None:
-        noise = "gaussian"
-        budget = {"epsilon": part.loss.epsilon, "delta": part.loss.delta}
-    else:
+    spec = spec_of(mech)
+    recipe = spec.release
+    noise = None if recipe is None else recipe.pipeline_dp
+    if noise is None:
+        why = spec.unreleasable if recipe is None else recipe.pipeline_dp_reason
+        raise ProgramUnsupported(f"query {query_id!r}: {why}")
+    if part.loss.epsilon is None:   # PipelineDP sets its noise by (ε, δ), never by ρ
         raise ProgramUnsupported(
-            f"query {query_id!r}: PipelineDP 0.3 adds Laplace noise (set by ε) or Gaussian "
-            f"noise (set by ε and δ) only; the plan's {kind} mechanism"
-            f"{' under zCDP' if part.loss.rho is not None else ''} has no PipelineDP "
-            "counterpart: use laplace, geometric or gaussian (approx) for this query")
-    return {"part": part.name, "noise": noise, "planned_kind": kind, **budget,
+            f"query {query_id!r}: PipelineDP 0.3 sets its noise by ε (and δ) only; the plan's "
+            f"{spec.label} mechanism under zCDP has no PipelineDP counterpart: plan it under "
+            "pure or approximate DP for this program")
+    budget = {"epsilon": part.loss.epsilon, "delta": part.loss.delta}
+    return {"part": part.name, "noise": noise.lower(), "planned_kind": spec.kind, **budget,
             "plan_scale": mech.scale, "sensitivity": part.sensitivity}
 
 
@@ -284,14 +253,11 @@ def spark_program(plan: Plan) -> str:
     queries = []
     for built in prepared.built:
         pq = built.query
-        if isinstance(pq.query, model.MaxRows):
-            continue   # drawn before: the unit's MAX_ROWS, charged in PLANNED_SPENT
-        if not isinstance(pq.query, _SPARK_KINDS):
-            raise ProgramUnsupported(
-                f"query {pq.id!r}: PipelineDP has no {pq.query.kind} with the plan's "
-                "mechanism (report noisy max over declared candidates); export the OpenDP "
-                "program for it, or drop it from the Spark plan")
-        _unsupported_partition(built, "Spark")
+        if not built.engine_queries:
+            continue   # drawn before (max rows): the unit's MAX_ROWS, charged in PLANNED_SPENT
+        reason = built.kind.spark_reason(pq.query)
+        if reason:
+            raise ProgramUnsupported(f"query {pq.id!r}: {reason}")
         record = _query_record(pq, plan.privacy_unit)
         record["parts"] = [_spark_part(pq.id, built, i) for i in range(len(built.parts))]
         queries.append(record)

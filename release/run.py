@@ -10,10 +10,8 @@ values only: no true value, no count of rows dropped or clamped.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -21,14 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dpcore.quantiles import bin_labels
 from engine import Engine, EngineError, engine_from_env
-from engine.queries import (
-    CountAggregate,
-    GroupedSumAggregate,
-    HistogramAggregate,
-    SumAggregate,
-)
 from engine.sources import FileSource, FrameSource, Source, TableSource
 from plan import model
 from plan.build import Built, build_plan
@@ -37,7 +28,7 @@ from plan.model import Plan
 from release.accounting import Spent, privacy_spent
 from release.errors import DataMismatch, OverBudget
 from release.ledger import Ledger, ReleaseRecord
-from release.measurements import OPENDP_VERSION, Certified, certify, quantile_scores
+from release.measurements import OPENDP_VERSION, Certified, certify
 
 __all__ = ["ReleasedQuery", "Release", "run", "dataset_identity", "prepare", "Prepared",
            "values_hash", "IMPLEMENTATION"]
@@ -159,7 +150,7 @@ def prepare(plan: Plan) -> Prepared:
     release without reading the data (``PlanError``, ``Unsupported``, ``MapCheckFailed``,
     ``OverBudget`` against the plan's own budget)."""
     built = build_plan(plan)
-    certified = tuple(certify(b, integer_answers=_assumed_integer(b)) for b in built)
+    certified = tuple(certify(b) for b in built)
     labels = _labels(built, [b.parts for b in built])
     spent = privacy_spent([c.certified for cs in certified for c in cs], plan.accounting,
                           labels=labels)
@@ -168,17 +159,6 @@ def prepare(plan: Plan) -> Prepared:
     if plan.budget is not None:
         _within_plan_budget(plan, spent)
     return Prepared(plan, built, certified, spent, planned)
-
-
-def _assumed_integer(built: Built) -> bool | None:
-    """Before the data is read, a sum planned with whole-number noise is taken to be whole
-    (checked again on the aggregate)."""
-    from dpcore.mechanisms import AdditiveMechanism, spec_of
-
-    first = built.parts[0].mechanism
-    if isinstance(first, AdditiveMechanism) and spec_of(first).integer_only:
-        return True
-    return None
 
 
 def _within_plan_budget(plan: Plan, spent: Spent) -> None:
@@ -229,175 +209,17 @@ def _groupable(values: Sequence[Any]) -> tuple:
     return tuple(keys)
 
 
-#: Whole-number totals handed to OpenDP's integer samplers are saturated here: far inside
-#: the 64-bit range (noise is added in 64 bits), and a public constant, so saturating is a
-#: 1-Lipschitz map of the total that no data can turn into a refusal.
-WHOLE_LIMIT = 2**62
-
-
-def _whole(value: float | int) -> int:
-    """A whole-number total (the engine sums whole numbers) saturated to ±WHOLE_LIMIT."""
-    if isinstance(value, float) and math.isnan(value):  # pragma: no cover — sums are not NaN
-        raise ValueError("a whole-number total is NaN")
-    return int(min(max(value, -WHOLE_LIMIT), WHOLE_LIMIT))
-
-
-def _saturated(value: float) -> float:
-    """A clamped sum saturated to the largest finite floats: a sum that overflows float64
-    is released as the largest float (what clamping the total does), never refused."""
-    return min(max(float(value), -sys.float_info.max), sys.float_info.max)
-
-
 # --------------------------------------------------------------------------------------------
 # drawing
 
 
-def _number(value: Any) -> Any:
-    return int(value) if isinstance(value, int | np.integer) else float(value)
-
-
 def _draw_query(built: Built, certified: tuple[Certified, ...], aggs: tuple, keys: tuple
                 ) -> ReleasedQuery:
-    """Draw every part of one query on its true aggregates; return released values only."""
-    pq = built.query
-    q = pq.query
+    """Draw every part of one query on its true aggregates (its kind says how); return
+    released values only."""
+    statistic, rows = built.kind.draw(built, certified, aggs, keys)
     notes = [c.note for c in certified if c.note]
-    if isinstance(q, model.Count):
-        agg: CountAggregate = aggs[0]
-        rows = (((), _number(certified[0].draw(_as(certified[0], agg.rows)))),)
-        return _released(pq, "count", rows, certified, notes)
-    if isinstance(q, model.Sum):
-        agg: SumAggregate = aggs[0]
-        value = certified[0].draw(_as(certified[0], agg.total))
-        return _released(pq, "sum", (((), _number(value)),), certified, notes)
-    if isinstance(q, model.Mean):
-        agg = aggs[0]
-        noisy_sum = certified[0].draw(_as(certified[0], agg.total))
-        noisy_count = certified[1].draw(_as(certified[1], agg.rows))
-        mean = _mean(noisy_sum, noisy_count, q.bounds)
-        return _released(pq, "mean", (((), mean),), certified, notes)
-    if isinstance(q, model.Histogram | model.Crosstab):
-        agg = aggs[0]
-        counts = np.asarray(agg.counts).reshape(-1)
-        noisy = certified[0].draw(_as(certified[0], counts.tolist()))
-        groups = _cell_labels(q)
-        rows = tuple((g, _number(v)) for g, v in zip(groups, noisy, strict=True))
-        return _released(pq, q.kind, rows, certified, notes)
-    if isinstance(q, model.GroupBy):
-        return _draw_group_by(built, q, certified, aggs, keys, notes)
-    if isinstance(q, model.Quantiles):
-        agg = aggs[0]
-        counts = [int(c) for c in agg.counts]
-        cumulative = np.cumsum(counts)
-        total = int(cumulative[-1])
-        m = len(q.candidates.values)
-        below = [int(cumulative[2 * j]) for j in range(m)]
-        equal = [counts[2 * j + 1] for j in range(m)]
-        rows = []
-        for level, part in zip(q.levels, certified, strict=True):
-            scores = quantile_scores(below, equal, total, level)
-            index = int(part.draw(scores))
-            rows.append(((f"q={level:g}",), q.candidates.values[index]))
-        return _released(pq, "quantiles", tuple(rows), certified, notes)
-    if isinstance(q, model.MaxRows):   # drawn before the release; its draws are charged here
-        return _released(pq, "max rows per person", ((("max rows",), q.drawn),), certified,
-                         notes)
-    if isinstance(q, model.Selection):
-        agg = aggs[0]
-        scores = [int(c) for c in agg.counts]
-        chosen = certified[0].draw(scores)
-        chosen = [chosen] if not isinstance(chosen, list) else chosen
-        rows = tuple(((f"rank {i + 1}",), _plain(q.candidates.values[int(c)]))
-                     for i, c in enumerate(chosen))
-        return _released(pq, "selection", rows, certified, notes)
-    raise TypeError(f"unknown query {type(q).__name__}")  # pragma: no cover
-
-
-def _as(part: Certified, value: Any) -> Any:
-    """The true aggregate in the measurement's input type: whole numbers (saturated) for
-    integer noise, finite floats (saturated) otherwise."""
-    if isinstance(value, list):
-        return [_as(part, v) for v in value]
-    return _whole(value) if part.integer else _saturated(value)
-
-
-def _mean(noisy_sum: Any, noisy_count: Any, bounds: model.Bounds) -> float:
-    """Post-processing of a mean (as ``dpcore.queries.NoisyMean``): the noisy count floored at
-    1, the ratio clamped to the bounds."""
-    ratio = float(noisy_sum) / max(float(noisy_count), 1.0)
-    return float(min(max(ratio, bounds.lower), bounds.upper))
-
-
-def _cell_labels(q: model.Histogram | model.Crosstab) -> list[tuple[str, ...]]:
-    if isinstance(q, model.Crosstab):
-        return [(str(r), str(c)) for r in q.row_categories.values
-                for c in q.column_categories.values]
-    if q.categories is not None:
-        return [(str(c),) for c in q.categories.values]
-    return [(label,) for label in bin_labels(list(q.edges.values), outside=q.outside)]
-
-
-def _draw_group_by(built: Built, q: model.GroupBy, certified: tuple[Certified, ...],
-                   aggs: tuple, keys: tuple, notes: list[str]) -> ReleasedQuery:
-    pq = built.query
-    statistic = f"{q.statistic} by {q.key}"
-    if q.keys is not None:
-        names = [str(k) for k in q.keys.values]
-        chosen = list(range(len(names)))
-        parts = certified
-    else:
-        names = [str(k) for k in keys]
-        if not keys:
-            return _released(pq, statistic, (), certified, notes)
-        counts: HistogramAggregate = aggs[0]
-        # Keys whose rows the contribution bounds all dropped are not in the bounded data.
-        present = {n: int(c) for n, c in zip(names, counts.counts, strict=True) if c > 0}
-        kept = _draw_threshold(certified[0], {n: _as(certified[0], [c])[0]
-                                              for n, c in present.items()})
-        chosen = [i for i, n in enumerate(names) if n in kept]
-        parts = certified[1:]
-        if q.statistic == "count":
-            rows = tuple(((names[i],), _number(kept[names[i]])) for i in chosen)
-            return _released(pq, statistic, rows, certified, notes)
-        aggs = aggs[1:]
-    if q.statistic == "count":
-        agg: HistogramAggregate = aggs[0]
-        noisy = parts[0].draw(_as(parts[0], [int(agg.counts[i]) for i in chosen]))
-        rows = tuple(((names[i],), _number(v)) for i, v in zip(chosen, noisy, strict=True))
-        return _released(pq, statistic, rows, certified, notes)
-    agg: GroupedSumAggregate = aggs[0]
-    if not chosen:
-        return _released(pq, statistic, (), certified, notes)
-    totals = [float(agg.totals[i]) for i in chosen]
-    sums = parts[0].draw(_as(parts[0], totals))
-    if q.statistic == "sum":
-        rows = tuple(((names[i],), _number(v)) for i, v in zip(chosen, sums, strict=True))
-        return _released(pq, statistic, rows, certified, notes)
-    counts_noisy = parts[1].draw(_as(parts[1], [int(agg.rows[i]) for i in chosen]))
-    rows = tuple(((names[i],), _mean(s, c, q.bounds))
-                 for i, s, c in zip(chosen, sums, counts_noisy, strict=True))
-    return _released(pq, statistic, rows, certified, notes)
-
-
-#: Keys handed to partition selection's threshold measurement at a time.
-THRESHOLD_CHUNK = 50_000
-
-
-def _draw_threshold(part: Certified, counts: dict[str, Any]) -> dict[str, Any]:
-    """The threshold measurement drawn over ``counts`` in chunks of :data:`THRESHOLD_CHUNK`
-    keys, the noisy counts of the keys it keeps.
-
-    The measurement adds independent noise to each key's count and keeps the keys whose noisy
-    count clears the threshold: the keys of disjoint chunks get independent noise with the
-    same law as in one draw over all keys, so the joint output (hence the privacy, which the
-    map of one draw over all keys states) is unchanged; only the memory a draw holds is
-    bounded (OpenDP copies its whole input), whatever the number of keys found.
-    """
-    kept: dict[str, Any] = {}
-    items = iter(counts.items())
-    while chunk := dict(itertools.islice(items, THRESHOLD_CHUNK)):
-        kept |= part.draw(chunk)
-    return kept
+    return _released(built.query, statistic, rows, certified, notes)
 
 
 def _released(pq: model.PlanQuery, statistic: str, rows: tuple, certified: tuple,
@@ -436,10 +258,9 @@ def _opendp_name(c: Certified) -> str:
             "make_laplace_threshold")
     from dpcore.mechanisms import spec_of
 
-    kind = spec_of(mech).kind
-    name = "make_gaussian" if kind in ("gaussian", "discrete_gaussian") else "make_laplace"
+    recipe = spec_of(mech).release
     domain = "integers" if c.integer else "floats"
-    return f"{name} on {domain}" + (", then clamped" if kind == "clamped_laplace" else "")
+    return f"{recipe.opendp} on {domain}" + (", then clamped" if recipe.clamp else "")
 
 
 # --------------------------------------------------------------------------------------------
@@ -501,9 +322,6 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     released = []
     for built, certified in zip(prepared.built, prepared.certified, strict=True):
         aggs, keys = _aggregates(built, engine, source)
-        integer = _integer_answers(built, aggs)
-        if integer is not None:
-            certified = certify(built, integer_answers=integer)  # maps checked again
         released.append(_draw_query(built, certified, aggs, keys))
         del aggs  # the true aggregates go no further
     digest = values_hash(released)
@@ -515,11 +333,4 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     return Release(plan, identity, tuple(released), prepared.spent, prepared.planned, record,
                    digest, IMPLEMENTATION, notes)
 
-
-def _integer_answers(built: Built, aggs: tuple) -> bool | None:
-    """Whether a sum's answers are whole numbers (the engine summed integers), else None."""
-    for agg in aggs:
-        if isinstance(agg, SumAggregate | GroupedSumAggregate):
-            return bool(agg.exact)
-    return None
 

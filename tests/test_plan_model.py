@@ -98,7 +98,7 @@ BASE = json.loads(every_kind_plan().to_json())
     ("queries[0].mechanism.epslion", 1.0, "queries[0].mechanism.epslion", "not a field"),
     ("queries[0].id", "two words", "queries[0].id", "letters"),
     ("queries[1].id", "n", "queries[1].id", "repeats"),
-    ("queries[0].page", "home", "queries[0].page", "one of"),
+    ("queries[0].page", "", "queries[0].page", "must not be empty"),
     ("queries[1].query.colum", "cost", "queries[1].query.colum", "not a field"),
     ("queries[1].query.bounds.upper", -1, "queries[1].query.bounds.upper", "> lower"),
     ("queries[1].query.bounds.origin", "guess", "queries[1].query.bounds.origin", "one of"),

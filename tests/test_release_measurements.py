@@ -148,7 +148,7 @@ def test_every_planned_mechanism_passes_its_map_check():
                       SelectionNoise("gumbel", "zcdp", rho=eps)),
         ]
         for query in queries:
-            for part in certify(build(query, unit), integer_answers=True):
+            for part in certify(build(query, unit)):
                 planned = part.planned
                 got = part.certified
                 if got.epsilon is not None and planned.epsilon is not None:
@@ -215,3 +215,43 @@ def test_a_quantile_opendp_reads_as_ten_thousandths_is_certified(q, noise, measu
         planned = part.planned.epsilon if measure == "pure" else part.planned.rho
         got = part.certified.epsilon if measure == "pure" else part.certified.rho
         assert got <= planned and got == pytest.approx(planned, rel=1e-9)
+
+
+def test_a_kind_is_released_by_its_spec_and_an_unknown_one_is_refused(monkeypatch):
+    """A new catalogue kind with a recipe is drawn as its recipe says (no kind name in
+    release/); one without a recipe, or a mechanism the catalogue does not know, is refused
+    with the reason — never treated as another kind (it used to fall into the Gaussian
+    branch)."""
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    from dpcore.mechanisms import catalogue
+    from dpcore.mechanisms.laplace import Laplace
+    from plan.parts import Loss
+
+    class MyLaplace(Laplace):
+        """A new kind: Laplace noise under another name."""
+
+    class Unknown(Laplace):
+        """Not in the catalogue at all."""
+
+    base = catalogue.CATALOGUE["laplace"]
+    mine = replace(base, kind="my_laplace", label="My Laplace", mechanism=MyLaplace)
+    blocked = replace(base, kind="blocked", label="Blocked", mechanism=Unknown, release=None,
+                      unreleasable="this kind has no safe sampler: use Laplace")
+    patched = MappingProxyType({**catalogue.CATALOGUE, "my_laplace": mine})
+    monkeypatch.setattr(catalogue, "CATALOGUE", patched)
+    part = Part("value", MyLaplace(sensitivity=1.0, epsilon=0.5), 1.0, Loss(epsilon=0.5))
+    built = replace(build(PlanQuery("c", "c", Count(), Noise("laplace", "pure", epsilon=0.5)),
+                          PrivacyUnit()), parts=(part,))
+    [certified] = certify(built)
+    assert certified.certified.epsilon == pytest.approx(0.5)
+    assert "MaxDivergence" in str(certified.measurement)   # OpenDP's Laplace: pure DP
+    unknown = replace(built, parts=(Part("value", Unknown(sensitivity=1.0, epsilon=0.5), 1.0,
+                                         Loss(epsilon=0.5)),))
+    with pytest.raises(TypeError, match="catalogue's mechanisms"):
+        certify(unknown)
+    monkeypatch.setattr(catalogue, "CATALOGUE",
+                        MappingProxyType({**catalogue.CATALOGUE, "blocked": blocked}))
+    with pytest.raises(Unsupported, match="no safe sampler"):
+        certify(unknown)

@@ -28,6 +28,7 @@ from engine import Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan import model
 from plan.build import Built, PartitionThreshold, build_plan
+from plan.kinds.variance import Variance
 from plan.model import (
     Bounds,
     Categories,
@@ -100,8 +101,21 @@ def every_kind_plan(unit: PrivacyUnit) -> Plan:
                   SelectionNoise("exponential", "pure", epsilon=1.0)),
         PlanQuery("selection", "Top keys", Selection(KEY, keys, k=2),
                   SelectionNoise("exponential", "pure", epsilon=1.0)),
+        PlanQuery("variance", "Variance", Variance(VALUE, bounds), laplace),
     )
     return Plan(Dataset("stability"), queries, unit)
+
+
+#: Kinds that read no data at release (drawn before it): nothing to keep stable.
+DRAWN_BEFORE = {"max_rows"}
+
+
+def test_the_check_holds_a_query_of_every_kind_of_the_registry():
+    """A new kind (plan.kinds) joins this check, or the check fails until it does."""
+    from plan.kinds import KINDS
+
+    held = {q.query.kind for q in every_kind_plan(PrivacyUnit("pid", 2, 2)).queries}
+    assert held == set(KINDS) - DRAWN_BEFORE
 
 
 def people(seed: int, persons: int = 14) -> pd.DataFrame:
@@ -163,6 +177,11 @@ def statistics(built: Built, aggs: tuple, keys: tuple
     claimed = built.sensitivity
     if isinstance(q, model.Count):
         return {"count": ({(): aggs[0].rows}, claimed)}
+    if isinstance(q, Variance):   # each part on its own input, at its own sensitivity
+        values = built.kind.part_values(built, aggs)
+        return {part.name: ({(): value}, Sensitivity(part.sensitivity, part.sensitivity,
+                                                      part.sensitivity))
+                for part, value in zip(built.parts, values, strict=True)}
     if isinstance(q, model.Sum):
         return {"sum": ({(): aggs[0].total}, claimed)}
     if isinstance(q, model.Mean):

@@ -192,10 +192,12 @@ def rank_cells(relation, column: str, grid: NDArray[np.float64], bound: Contribu
     """(#{x < c}, #{x = c}, n) for every candidate c, from the engine's rank cells
     (``Binned(cells="ranks")``: the values below the first candidate, equal to it, between it
     and the next, …, above the last), read as a release reads them."""
-    counts = np.asarray(relation.answer(Binned(column, tuple(map(float, grid)), cells="ranks",
-                                               contribution=bound)).counts, dtype=np.int64)
-    cumulative = np.cumsum(counts)
-    return cumulative[0::2][:grid.size], counts[1::2], int(cumulative[-1])
+    from plan.kinds.quantiles import rank_counts
+
+    counts = relation.answer(Binned(column, tuple(map(float, grid)), cells="ranks",
+                                    contribution=bound)).counts
+    below, equal, total = rank_counts(counts, grid.size)
+    return np.asarray(below, dtype=np.int64), np.asarray(equal, dtype=np.int64), total
 
 
 def distinct_values(relation, column: str, bound: Contribution | None

@@ -30,7 +30,8 @@ from dpcore._checks import (
 )
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 
-__all__ = ["AdditiveMechanism", "AuditCase", "MechanismSpec", "MEASURES", "PARAMETERS"]
+__all__ = ["AdditiveMechanism", "AuditCase", "MechanismSpec", "ReleaseRecipe", "MEASURES",
+           "PARAMETERS"]
 
 #: The privacy measures a mechanism can be calibrated to.
 MEASURES = ("pure", "approx", "zcdp")
@@ -248,6 +249,42 @@ class AuditCase:
     thresholds: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class ReleaseRecipe:
+    """How a real release draws a mechanism with OpenDP (``release.measurements``), named
+    rather than imported (dpcore never imports OpenDP).
+
+    Attributes
+    ----------
+    opendp
+        The OpenDP constructor in ``opendp.measurements`` at the mechanism's own scale:
+        "make_laplace" or "make_gaussian" (on integers for an integer-only kind).
+    certifies
+        What OpenDP's map gives for it: "epsilon" (pure DP) or "rho" (zCDP).
+    clamp
+        Post-processing: the noisy answer clamped to the answer range.
+    pipeline_dp
+        The ``pipeline_dp.NoiseKind`` the Spark program adds at the same scale (LAPLACE,
+        GAUSSIAN), or None with ``pipeline_dp_reason``.
+    """
+
+    opendp: str
+    certifies: str
+    clamp: bool = False
+    pipeline_dp: str | None = None
+    pipeline_dp_reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.opendp not in ("make_laplace", "make_gaussian"):
+            raise ValueError(f"opendp must be make_laplace or make_gaussian, got {self.opendp}")
+        if self.certifies not in ("epsilon", "rho"):
+            raise ValueError(f"certifies must be epsilon or rho, got {self.certifies}")
+        if self.pipeline_dp not in (None, "LAPLACE", "GAUSSIAN"):
+            raise ValueError(f"pipeline_dp must be LAPLACE or GAUSSIAN, got {self.pipeline_dp}")
+        if (self.pipeline_dp is None) == (not self.pipeline_dp_reason):
+            raise ValueError("give pipeline_dp or the reason PipelineDP cannot release it")
+
+
 @dataclass(frozen=True, eq=False)
 class MechanismSpec:
     """What the pages, the sweeps and the tests need to know about one kind of mechanism.
@@ -283,6 +320,9 @@ class MechanismSpec:
     sample_parameters
         Keyword arguments (sensitivity included) for the generic tests, like scipy's
         ``_distr_params``; the first set is the one audited.
+    release
+        How a real release draws it with OpenDP (:class:`ReleaseRecipe`), or None when no
+        floating-point-safe sampler exists; then ``unreleasable`` says why and what to use.
     """
 
     kind: str
@@ -298,6 +338,8 @@ class MechanismSpec:
     explanation: str
     worst_case: Callable[[AdditiveMechanism], tuple[AuditCase, ...]]
     sample_parameters: tuple[Mapping[str, float], ...]
+    release: ReleaseRecipe | None = None
+    unreleasable: str = ""
 
     def __post_init__(self) -> None:
         # A spec that does not hang together is refused when the catalogue is built, not when
@@ -310,6 +352,9 @@ class MechanismSpec:
         unknown = set(self.parameters) - set(PARAMETERS)
         if unknown:
             raise ValueError(f"{self.kind}: unknown parameters {sorted(unknown)}")
+        if (self.release is None) == (not self.unreleasable):
+            raise ValueError(f"{self.kind}: give how a release draws it (release), or why it "
+                             "cannot be released (unreleasable)")
         for measure, keywords in self.budgets.items():
             if not keywords or set(keywords) - set(self.parameters):
                 raise ValueError(f"{self.kind}: the {measure} budget {keywords} must be among "

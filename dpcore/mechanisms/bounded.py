@@ -20,6 +20,7 @@ from dpcore.mechanisms.base import (
     AdditiveMechanism,
     AuditCase,
     MechanismSpec,
+    ReleaseRecipe,
     _epsilon_or_scale,
     _exactly_one,
     _loss_up,
@@ -553,6 +554,11 @@ SPECS = (
                            {"sensitivity": 2.0, "epsilon": 0.5, "delta": 1e-3, "lower": -3.0,
                             "upper": 7.0},
                            {"sensitivity": 1.0, "scale": 1.0, "lower": 0.0, "upper": 2.0}),
+        unreleasable=(
+            "bounded Laplace has no floating-point-safe sampler in OpenDP 0.16 (its noise, a "
+            "Laplace density cut to the answer range, is drawn here with numpy floats, which "
+            "floating-point attacks can read; Mironov 2012): for a real release use clamped "
+            "Laplace (Laplace noise, then clamping to the same range: the same ε)"),
     ),
     MechanismSpec(
         kind="clamped_laplace",
@@ -571,5 +577,8 @@ SPECS = (
         sample_parameters=({"sensitivity": 1.0, "epsilon": 1.0, "lower": 0.0, "upper": 10.0},
                            {"sensitivity": 1.0, "epsilon": 2.0, "lower": -1.0, "upper": 1.0},
                            {"sensitivity": 3.0, "scale": 0.5, "lower": 0.0, "upper": 100.0}),
+        release=ReleaseRecipe("make_laplace", "epsilon", clamp=True,
+                              pipeline_dp_reason="PipelineDP 0.3 does not clamp its output: "
+                              "use laplace for the Spark program"),
     ),
 )

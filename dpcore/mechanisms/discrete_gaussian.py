@@ -20,6 +20,7 @@ from dpcore.mechanisms.base import (
     AdditiveMechanism,
     AuditCase,
     MechanismSpec,
+    ReleaseRecipe,
     _check_integer_scale,
     _check_integer_valued,
     _exactly_one,
@@ -370,5 +371,8 @@ SPECS = (
         sample_parameters=({"sensitivity": 1, "epsilon": 1.0, "delta": 1e-3},
                            {"sensitivity": 2, "rho": 0.5},
                            {"sensitivity": 1, "scale": 0.6}),
+        release=ReleaseRecipe("make_gaussian", "rho", pipeline_dp_reason=(
+            "PipelineDP 0.3 has no discrete Gaussian noise: use laplace, geometric or "
+            "gaussian (approx)")),
     ),
 )

@@ -20,6 +20,7 @@ from dpcore.mechanisms.base import (
     AdditiveMechanism,
     AuditCase,
     MechanismSpec,
+    ReleaseRecipe,
     _check_grid,
     _exactly_one,
     _real_points,
@@ -295,5 +296,6 @@ SPECS = (
         sample_parameters=({"sensitivity": 1.0, "epsilon": 1.0, "delta": 1e-3},
                            {"sensitivity": 2.0, "rho": 0.5},
                            {"sensitivity": 1.0, "epsilon": 0.3, "delta": 1e-6}),
+        release=ReleaseRecipe("make_gaussian", "rho", pipeline_dp="GAUSSIAN"),
     ),
 )

@@ -17,6 +17,7 @@ from dpcore.mechanisms.base import (
     AdditiveMechanism,
     AuditCase,
     MechanismSpec,
+    ReleaseRecipe,
     _check_integer_scale,
     _check_integer_valued,
     _checked_grid,
@@ -232,5 +233,6 @@ SPECS = (
         sample_parameters=({"sensitivity": 1, "epsilon": 1.0},
                            {"sensitivity": 3, "epsilon": 0.5},
                            {"sensitivity": 1, "scale": 0.4}),
+        release=ReleaseRecipe("make_laplace", "epsilon", pipeline_dp="LAPLACE"),
     ),
 )

@@ -16,6 +16,7 @@ from dpcore.mechanisms.base import (
     AdditiveMechanism,
     AuditCase,
     MechanismSpec,
+    ReleaseRecipe,
     _checked_grid,
     _epsilon_or_scale,
     _loss_up,
@@ -153,5 +154,6 @@ SPECS = (
         sample_parameters=({"sensitivity": 1.0, "epsilon": 1.0},
                            {"sensitivity": 2.5, "epsilon": 0.3},
                            {"sensitivity": 0.5, "scale": 3.0}),
+        release=ReleaseRecipe("make_laplace", "epsilon", pipeline_dp="LAPLACE"),
     ),
 )

@@ -769,3 +769,28 @@ REGRESSIONS = {
 @pytest.mark.parametrize("check", REGRESSIONS.values(), ids=REGRESSIONS.keys())
 def test_regression(check):
     run_regression(check)
+
+
+@covers("mechanisms.base.ReleaseRecipe")
+@given(opendp=st.sampled_from(["make_laplace", "make_gaussian", "make_other", ""]),
+       certifies=st.sampled_from(["epsilon", "rho", "delta"]),
+       pipeline=st.sampled_from([None, "LAPLACE", "GAUSSIAN", "laplace"]),
+       reason=st.sampled_from(["", "no such noise"]))
+def test_release_recipe(opendp, certifies, pipeline, reason):
+    """A recipe names an OpenDP constructor and what it certifies, and either a PipelineDP
+    noise or why there is none; anything else is refused naming the field. Every catalogue
+    kind has a recipe or says why it cannot be released."""
+    from dpcore.mechanisms import CATALOGUE
+    from dpcore.mechanisms.base import ReleaseRecipe
+
+    valid = (opendp in ("make_laplace", "make_gaussian") and certifies in ("epsilon", "rho")
+             and pipeline in (None, "LAPLACE", "GAUSSIAN") and (pipeline is None) == bool(reason))
+    if valid:
+        recipe = ReleaseRecipe(opendp, certifies, pipeline_dp=pipeline,
+                               pipeline_dp_reason=reason)
+        assert (recipe.opendp, recipe.certifies) == (opendp, certifies)
+    else:
+        with pytest.raises(ValueError, match="opendp|certifies|pipeline_dp"):
+            ReleaseRecipe(opendp, certifies, pipeline_dp=pipeline, pipeline_dp_reason=reason)
+    for spec in CATALOGUE.values():
+        assert (spec.release is None) == bool(spec.unreleasable), spec.kind

@@ -1,0 +1,203 @@
+"""What every query kind is: the :class:`QueryKind` base with its defaults, and the helpers the
+kinds share to draw a release from its parts.
+
+A kind's file holds its plan dataclass (JSON included) and one :class:`QueryKind` that says
+what computes it (engine queries), what noises it (:mod:`plan.parts`), how a release draws it
+from those parts and turns the noisy parts into released rows, how the card words the way it
+reads the data, and what a program needs to release it. Nothing outside ``plan.kinds`` asks
+which kind a query is.
+
+Drawing is done through each part's measurement (a ``release.measurements.Certified``:
+``draw(value)`` and ``integer``), so the kinds never import OpenDP.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from plan.model import PlanError, PlanQuery, PrivacyUnit
+
+__all__ = ["QueryKind", "Rows", "as_input", "number", "mean_of", "draw_threshold",
+           "WHOLE_LIMIT", "THRESHOLD_CHUNK", "declared_rule"]
+
+#: Released rows: (group labels, value) pairs; the group is empty for a single number.
+Rows = tuple[tuple[tuple[str, ...], Any], ...]
+
+#: Whole-number totals handed to OpenDP's integer samplers are saturated here: far inside
+#: the 64-bit range (noise is added in 64 bits), and a public constant, so saturating is a
+#: 1-Lipschitz map of the total that no data can turn into a refusal.
+WHOLE_LIMIT = 2**62
+#: Keys handed to partition selection's threshold measurement at a time.
+THRESHOLD_CHUNK = 50_000
+
+
+def _whole(value: float | int) -> int:
+    if isinstance(value, float) and math.isnan(value):  # pragma: no cover — sums are not NaN
+        raise ValueError("a whole-number total is NaN")
+    return int(min(max(value, -WHOLE_LIMIT), WHOLE_LIMIT))
+
+
+def _saturated(value: float) -> float:
+    """A sum that overflows float64 is released as the largest float (what clamping the total
+    does), never refused."""
+    return min(max(float(value), -sys.float_info.max), sys.float_info.max)
+
+
+def as_input(part: Any, value: Any) -> Any:
+    """The true aggregate in the measurement's input type: whole numbers (saturated at
+    ±:data:`WHOLE_LIMIT`) for a part over whole numbers, finite floats (saturated) else."""
+    if isinstance(value, list | tuple | np.ndarray):
+        return [as_input(part, v) for v in value]
+    return _whole(value) if part.integer else _saturated(value)
+
+
+def number(value: Any) -> Any:
+    """A released number as JSON writes it: int for whole-number noise, float else."""
+    return int(value) if isinstance(value, int | np.integer) else float(value)
+
+
+def mean_of(noisy_sum: Any, noisy_count: Any, lower: float, upper: float) -> float:
+    """Post-processing of a mean (as ``dpcore.queries.NoisyMean``): the noisy count floored at
+    1, the ratio clamped to the bounds."""
+    ratio = float(noisy_sum) / max(float(noisy_count), 1.0)
+    return float(min(max(ratio, lower), upper))
+
+
+def draw_threshold(part: Any, counts: dict[str, Any]) -> dict[str, Any]:
+    """Partition selection's measurement drawn over ``counts`` in chunks of
+    :data:`THRESHOLD_CHUNK` keys; the noisy counts of the keys it keeps.
+
+    It adds independent noise to each key's count and keeps the keys whose noisy count clears
+    the threshold: disjoint chunks get independent noise with the same law as one draw over
+    all keys, so the joint output (hence the privacy the map of one draw states) is unchanged;
+    only the memory a draw holds is bounded, whatever the number of keys found.
+    """
+    kept: dict[str, Any] = {}
+    items = iter(counts.items())
+    while chunk := dict(itertools.islice(items, THRESHOLD_CHUNK)):
+        kept |= part.draw(chunk)
+    return kept
+
+
+def declared_rule(column: str, what: str = "the declared categories") -> str:
+    """The card's rule for values outside a declared list."""
+    return (f"rows whose {column!r} is missing or not one of {what} are not counted (never "
+            "refused: what the data holds goes through the mechanism)")
+
+
+class QueryKind:
+    """One kind of plan query. Subclasses set the class attributes and write ``build`` and
+    ``draw``; the rest has defaults a kind overrides where it differs.
+
+    Attributes
+    ----------
+    name : str
+        The ``kind`` in the plan's JSON.
+    spec : type
+        The plan dataclass (``check``, ``to_dict``, ``from_fields``).
+    families : tuple of str
+        The mechanism families it takes ("noise", "selection"; none: its noise is fixed).
+    statistic : str
+        What the release files call its values.
+    target : str or None
+        The accuracy target kind its page proposes ("error", "selection", "rank").
+    """
+
+    name: ClassVar[str]
+    spec: ClassVar[type]
+    families: ClassVar[tuple[str, ...]] = ("noise",)
+    statistic: ClassVar[str] = ""
+    target: ClassVar[str | None] = "error"
+    #: at most one query of this kind in a plan
+    unique: ClassVar[bool] = False
+
+    # -- the plan --------------------------------------------------------------------------
+
+    def columns(self, spec: Any) -> tuple[str, ...]:
+        """The columns the query reads (never the person-id column)."""
+        names = [getattr(spec, n, None) for n in ("column", "row", "key")]
+        return tuple(n for n in names if n is not None)
+
+    def declarations(self, spec: Any) -> list[tuple[str, Any]]:
+        """(what, declaration) for each bound, category list and grid (for the card)."""
+        return []
+
+    def finds_groups(self, spec: Any) -> bool:
+        """Whether its groups are found at release by partition selection."""
+        return False
+
+    def needs_mechanism(self, spec: Any) -> bool:
+        return bool(self.families)
+
+    def check_query(self, query: PlanQuery, path: str) -> None:
+        """What a plan query of this kind must hold beyond its spec (mechanism, threshold)."""
+        if query.threshold is not None:
+            raise PlanError(f"{path}.threshold", "applies only to a group-by without declared "
+                            "keys")
+        self._check_mechanism(query, path)
+
+    def _check_mechanism(self, query: PlanQuery, path: str) -> None:
+        if not self.needs_mechanism(query.query):
+            if query.mechanism is not None:
+                raise PlanError(f"{path}.mechanism", f"a {self.name} query takes no mechanism "
+                                "(its noise is fixed)")
+            return
+        if query.mechanism is None:
+            raise PlanError(f"{path}.mechanism", "is required")
+        if query.mechanism.family not in self.families:
+            raise PlanError(f"{path}.mechanism.family", f"a {self.name} query takes a "
+                            f"{' or '.join(self.families)} mechanism, got "
+                            f"{query.mechanism.family}")
+        query.mechanism.check(f"{path}.mechanism")
+
+    def check_unit(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> None:
+        """What the privacy unit must allow (the person-id column is no query's column)."""
+        if unit.person_column is None:
+            return
+        for name in ("column", "row", "key"):
+            if getattr(query.query, name, None) == unit.person_column:
+                raise PlanError(f"{path}.query.{name}", "is the person-id column: releasing "
+                                "statistics of it is not private")
+
+    # -- building and drawing ---------------------------------------------------------------
+
+    def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Any:
+        """The query made concrete (``plan.parts.Built``): engine queries, parts."""
+        raise NotImplementedError
+
+    def keyed_queries(self, built: Any, keys: tuple[object, ...]) -> tuple[Any, ...]:
+        raise TypeError(f"a {self.name} query finds no groups")
+
+    def draw(self, built: Any, certified: Sequence[Any], aggs: tuple, keys: tuple
+             ) -> tuple[str, Rows]:
+        """(statistic, released rows): every part drawn on its true aggregate by its
+        measurement (``certified``, in the order of ``built.parts``), post-processed."""
+        raise NotImplementedError
+
+    # -- words and programs -----------------------------------------------------------------
+
+    def statistic_of(self, spec: Any) -> str:
+        return self.statistic or self.name
+
+    def rules(self, query: PlanQuery) -> list[str]:
+        """How the query reads the data, from the plan alone (the release card)."""
+        return []
+
+    def program_record(self, spec: Any) -> dict[str, Any]:
+        """What the exported programs read for this query (plain data)."""
+        return {}
+
+    def opendp_program_reason(self, spec: Any) -> str:
+        """Why the exported OpenDP program cannot release it ("" when it can)."""
+        return ""
+
+    def spark_reason(self, spec: Any) -> str:
+        """Why the PipelineDP program cannot release it ("" when it can)."""
+        return (f"PipelineDP has no {self.name} with the plan's mechanism; export the OpenDP "
+                "program for it, or drop it from the Spark plan")

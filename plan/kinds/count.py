@@ -1,0 +1,56 @@
+"""The count: the number of rows (at most max rows per person), one additive mechanism."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dpcore.contributions import count_sensitivity
+from engine.queries import Count as CountRows
+from plan.kinds.base import QueryKind, as_input, number
+from plan.model import PlanQuery, PrivacyUnit, _Fields
+from plan.parts import Built, additive, contribution, contribution_bounds
+
+__all__ = ["Count", "KIND"]
+
+
+@dataclass(frozen=True)
+class Count:
+    """The number of rows (at most ``max_rows`` per person)."""
+
+    kind: Literal["count"] = field(default="count", init=False)
+
+    def check(self, path: str) -> None:
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Count:
+        return Count()
+
+
+class CountKind(QueryKind):
+    name = "count"
+    spec = Count
+    statistic = "count"
+
+    def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:
+        sens = count_sensitivity(contribution_bounds(unit, grouped=False))
+        part = additive(query.mechanism, sens, f"{path}.mechanism", integer=True)
+        return Built(query, unit, (CountRows(contribution(unit, grouped=False)),), (part,),
+                     sens)
+
+    def draw(self, built, certified, aggs, keys):
+        part = certified[0]
+        return self.statistic, (((), number(part.draw(as_input(part, aggs[0].rows)))),)
+
+    def rules(self, query):
+        return ["every row is counted"]
+
+    def spark_reason(self, spec):
+        return ""
+
+
+KIND = CountKind()

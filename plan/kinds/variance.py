@@ -1,0 +1,155 @@
+"""The bounded variance, as Tumult Analytics and diffprivlib offer it: three noisy parts — the
+count, the sum of deviations from the bounds' midpoint and the sum of their squares — each
+with a third of the budget, post-processed into the variance.
+
+With each value clamped to [L, U], its deviation y = x − (L + U)/2 lies in [−h, h] with
+h = (U − L)/2, so one person (at most r values) moves the count by r, the sum of deviations by
+r·h and the sum of squares by r·h². The released variance is
+S₂/n − (S₁/n)², n the noisy count floored at 1, clamped to [0, h²] (every variance of values
+in [L, U] lies there): post-processing, no privacy spent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcore.contributions import count_sensitivity, sum_sensitivity
+from dpcore.measures import split_budget
+from dpcore.mechanisms import CATALOGUE
+from engine.queries import BoundedSum
+from plan.kinds.base import QueryKind, as_input
+from plan.kinds.sum import clamping_rule
+from plan.model import Bounds, PlanError, PlanQuery, PrivacyUnit, _column, _declared, _Fields
+from plan.parts import Built, Loss, Part, additive, contribution, contribution_bounds
+from plan.parts import field as at
+
+__all__ = ["Variance", "KIND", "variance_of", "PART_NAMES"]
+
+#: The three parts, in the order they are built, computed and drawn.
+PART_NAMES = ("count", "sum of deviations", "sum of squared deviations")
+
+
+@dataclass(frozen=True)
+class Variance:
+    """The variance of ``column`` clamped to ``bounds`` (population variance of the values
+    kept: missing values left out)."""
+
+    column: str
+    bounds: Bounds
+    kind: Literal["variance"] = field(default="variance", init=False)
+
+    def check(self, path: str) -> None:
+        _column(self.column, f"{path}.column")
+        self.bounds.check(f"{path}.bounds")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "column": self.column, "bounds": self.bounds.to_dict()}
+
+    @staticmethod
+    def from_fields(f: _Fields) -> Variance:
+        return Variance(f.text("column"), _declared(f, "bounds", Bounds))
+
+
+def variance_of(count: Any, deviations: Any, squares: Any, half_width: float
+                ) -> NDArray[np.float64]:
+    """The variance from its (noisy) parts: S₂/n − (S₁/n)² with n floored at 1, clamped to
+    [0, h²]. Vectorized over releases (any shape, broadcast)."""
+    n = np.maximum(np.asarray(count, dtype=np.float64), 1.0)
+    mean = np.asarray(deviations, dtype=np.float64) / n
+    value = np.asarray(squares, dtype=np.float64) / n - mean * mean
+    return np.clip(value, 0.0, half_width * half_width)
+
+
+def _thirds(budget: dict[str, float]) -> list[dict[str, float]]:
+    """Every budget keyword split in three parts that add up to at most it."""
+    out: list[dict[str, float]] = [{}, {}, {}]
+    for name, value in budget.items():
+        first, rest = split_budget(value, 1 / 3)
+        second, third = split_budget(rest, 0.5)
+        for share, part in zip((first, second, third), out, strict=True):
+            part[name] = share
+    return out
+
+
+class VarianceKind(QueryKind):
+    name = "variance"
+    spec = Variance
+    statistic = "variance"
+
+    def declarations(self, spec):
+        return [(f"bounds of {spec.column!r}", spec.bounds)]
+
+    def engine_queries(self, query: PlanQuery, unit: PrivacyUnit) -> tuple[BoundedSum, ...]:
+        q = query.query
+        lower, upper = q.bounds.lower, q.bounds.upper
+        centre = (lower + upper) / 2
+        bounded = contribution(unit, grouped=False)
+        return (BoundedSum(q.column, lower, upper, bounded, centre=centre),
+                BoundedSum(q.column, lower, upper, bounded, centre=centre, squared=True))
+
+    def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:
+        q, noise = query.query, query.mechanism
+        mp = f"{path}.mechanism"
+        if CATALOGUE[noise.kind].integer_only or CATALOGUE[noise.kind].needs_range:
+            raise PlanError(f"{mp}.kind", f"a variance's parts take noise without an answer "
+                            f"range on real numbers (laplace, gaussian), got {noise.kind}")
+        half = (q.bounds.upper - q.bounds.lower) / 2
+        bounds = contribution_bounds(unit, grouped=False)
+        with at(f"{path}.query.bounds"):
+            sensitivities = (count_sensitivity(bounds),
+                             sum_sensitivity(bounds, lower=-half, upper=half),
+                             sum_sensitivity(bounds, lower=0.0, upper=half * half))
+        with at(mp):
+            shares = _thirds(noise.budget())
+        read_at = None if noise.measure != "zcdp" or noise.delta is None else (
+            split_budget(noise.delta, 1 / 3)[0])
+        parts = []
+        for name, sens, share in zip(PART_NAMES, sensitivities, shares, strict=True):
+            part = additive(noise, sens, mp, share, name=name, integer=name == "count")
+            loss = part.loss if read_at is None else Loss.of(part.mechanism.privacy,
+                                                             read_at=read_at)
+            parts.append(Part(name, part.mechanism, part.sensitivity, loss,
+                              integer=part.integer))
+        return Built(query, unit, self.engine_queries(query, unit), tuple(parts),
+                     sensitivities[2])
+
+    def part_values(self, built: Built, aggs: tuple) -> tuple[float, float, float]:
+        """The true input of each part: (values kept, their sum of deviations, of squares)."""
+        deviations, squares = aggs
+        return float(deviations.rows), float(deviations.total), float(squares.total)
+
+    def combine(self, built: Built, noisy: tuple[Any, Any, Any]) -> NDArray[np.float64]:
+        q = built.query.query
+        return variance_of(*noisy, (q.bounds.upper - q.bounds.lower) / 2)
+
+    def draw(self, built, certified, aggs, keys):
+        noisy = tuple(part.draw(as_input(part, value))
+                      for part, value in zip(certified, self.part_values(built, aggs),
+                                             strict=True))
+        return self.statistic, (((), float(self.combine(built, noisy))),)
+
+    def rules(self, query):
+        q = query.query
+        return [clamping_rule(query, q.column, q.bounds),
+                "the variance is released as S₂/n − (S₁/n)² from the noisy count n (floored "
+                "at 1), sum of deviations S₁ and sum of squared deviations S₂ from the "
+                "bounds' midpoint, clamped to [0, ((upper − lower)/2)²] (post-processing)"]
+
+    def program_record(self, spec):
+        return {"column": spec.column, "lower": spec.bounds.lower, "upper": spec.bounds.upper}
+
+    def opendp_program_reason(self, spec):
+        return ("the OpenDP program does not compute a variance's three parts yet: release "
+                "it from the app or the command line")
+
+    def spark_reason(self, spec):
+        return ("the Spark program computes counts and sums with PipelineDP; a variance's "
+                "three parts are not exported to it yet: release it from the app, the command "
+                "line or the OpenDP program")
+
+
+KIND = VarianceKind()
