@@ -202,7 +202,9 @@ def test_spark_reads_row_by_row_as_duckdb(spark, duck):
     frame = pd.DataFrame({"x": ["1", " 2.5 ", "oops", None, "7", "-3", "250"],
                           "pid": [1, 1, 2, 2, 3, 3, 4]})
     for query in (*QUERIES, BoundedSum("x", 0, 100, Contribution("pid", 1)),
-                  BoundedSum("x", -5, 100, whole=True)):
+                  BoundedSum("x", -5, 100, whole=True),
+                  BoundedSum("x", 0, 100, centre=50.0),                 # a variance's moments
+                  BoundedSum("x", 0, 100, Contribution("pid", 1), centre=50.0, squared=True)):
         a = duck.run(FrameSource(frame), query)
         b = spark.run(FrameSource(frame), query)
         for field in ("total", "rows", "missing", "counts"):
