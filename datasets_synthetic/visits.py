@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dpcore._checks import check_int
+from dpcore.checks import check_int
 
 __all__ = [
     "MAX_ROWS",

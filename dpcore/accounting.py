@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit
 
-from dpcore._checks import check_choice, check_delta, check_positive
+from dpcore.checks import check_choice, check_delta, check_positive
 from dpcore.figures import lower, upper
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 from dpcore.mechanisms.base import AdditiveMechanism, _loss_up, _rho_up

@@ -14,7 +14,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from dpcore._checks import (
+from dpcore.accounting import ACCOUNTANTS, MIN_PLD_DELTA, account
+from dpcore.checks import (
     check_choice,
     check_delta,
     check_int,
@@ -22,7 +23,6 @@ from dpcore._checks import (
     check_probability_open,
     finite_array,
 )
-from dpcore.accounting import ACCOUNTANTS, MIN_PLD_DELTA, account
 from dpcore.measures import PureDP
 from dpcore.mechanisms import CATALOGUE, make_mechanism, spec_for
 from dpcore.quantiles import quantile_probabilities, rank_errors

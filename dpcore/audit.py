@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import beta as beta_distribution
 
-from dpcore._checks import (
+from dpcore.checks import (
     MAX_DRAWS,
     _count,
     check_delta,

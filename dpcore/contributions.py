@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dpcore._checks import (
+from dpcore.checks import (
     MAX_BLOCK_ELEMENTS,
     check_bounds,
     check_choice,

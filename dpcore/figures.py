@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
-from dpcore._checks import check_int, check_real
+from dpcore.checks import check_int, check_real
 
 __all__ = ["upper", "lower", "percent_upper", "percent_lower"]
 

@@ -15,7 +15,7 @@ from typing import Literal, Self
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcore._checks import (
+from dpcore.checks import (
     MAX_BLOCK_ELEMENTS,
     MAX_DRAWS,
     MAX_RETURNED_ELEMENTS,

@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from dpcore._checks import check_delta, check_int, check_positive, check_real
+from dpcore.checks import check_delta, check_int, check_positive, check_real
 from dpcore.figures import upper
 
 __all__ = [

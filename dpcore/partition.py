@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import ndtr, ndtri
 
-from dpcore._checks import (
+from dpcore.checks import (
     check_choice,
     check_delta,
     check_finite,

@@ -14,7 +14,6 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, logit
 
 from dpcore import figures
-from dpcore._checks import check_delta
 from dpcore.accounting import (
     MIN_PLD_DELTA,
     Loss,
@@ -25,6 +24,7 @@ from dpcore.accounting import (
     _zcdp_only,
     privacy_losses,
 )
+from dpcore.checks import check_delta
 from dpcore.measures import ApproxDP, PureDP
 from dpcore.risk import (
     DEFAULT_FAILURE,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcore._checks import check_int, finite_array
+from dpcore.checks import check_int, finite_array
 
 __all__ = [
     "clip_negative",

@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcore._checks import (
+from dpcore.checks import (
     check_choice,
     check_finite,
     check_int,

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dpcore._checks import (
+from dpcore.checks import (
     check_bounds,
     check_choice,
     check_delta,

@@ -14,7 +14,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit, logit, ndtr, ndtri
 
 from dpcore import figures
-from dpcore._checks import (
+from dpcore.checks import (
     MAX_BLOCK_ELEMENTS,
     check_delta,
     check_positive,

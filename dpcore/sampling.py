@@ -11,8 +11,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcore import _checks
-from dpcore._checks import check_positive, check_rng
+from dpcore import checks
+from dpcore.checks import check_positive, check_rng
 
 __all__ = [
     "fill_laplace",
@@ -38,7 +38,7 @@ _TINY = np.finfo(np.float64).tiny
 
 def _block_size() -> int:
     # Read at call time so that tests can shrink the work bound (and so the blocks).
-    return max(1, min(_BLOCK, _checks.MAX_BLOCK_ELEMENTS))
+    return max(1, min(_BLOCK, checks.MAX_BLOCK_ELEMENTS))
 
 
 def _check_out(out: object, dtype: type) -> NDArray:
@@ -53,9 +53,9 @@ def _check_out(out: object, dtype: type) -> NDArray:
 
 def _check_shift(shift: object, integer: bool) -> float | int:
     if integer:
-        value = _checks.check_int("shift", shift, minimum=-(2**62), maximum=2**62)
+        value = checks.check_int("shift", shift, minimum=-(2**62), maximum=2**62)
         return value
-    return _checks.check_finite("shift", shift)
+    return checks.check_finite("shift", shift)
 
 
 def fill_laplace(out: NDArray[np.float64], *, scale: float, shift: float = 0.0,
@@ -186,8 +186,8 @@ def standard_exponential(size: int | tuple[int, ...], *, rng: np.random.Generato
 def _shape(size: object) -> tuple[int, ...]:
     """A shape: a whole number or a tuple of them, with at most MAX_RETURNED_ELEMENTS."""
     dims = (size,) if not isinstance(size, tuple) else size
-    shape = tuple(_checks.check_int("size", d, minimum=0) for d in dims)
-    if math.prod(shape) > _checks.MAX_RETURNED_ELEMENTS:
-        raise ValueError(f"size {shape} holds more than the {_checks.MAX_RETURNED_ELEMENTS:,} "
+    shape = tuple(checks.check_int("size", d, minimum=0) for d in dims)
+    if math.prod(shape) > checks.MAX_RETURNED_ELEMENTS:
+        raise ValueError(f"size {shape} holds more than the {checks.MAX_RETURNED_ELEMENTS:,} "
                          "elements one array may hold")
     return shape

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcore._checks import (
+from dpcore.checks import (
     MAX_BLOCK_ELEMENTS,
     MAX_TRIALS,
     check_choice,

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcore._checks import (
+from dpcore.checks import (
     MAX_DRAWS,
     check_bounds,
     check_choice,

@@ -18,8 +18,6 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcore._checks import check_bounds, check_int
-
 __all__ = [
     "Contribution", "Count", "BoundedSum", "Histogram", "Crosstab", "Binned", "GroupedSum",
     "RowsPerPerson", "DistinctValues", "Profile", "NumericBins", "FirstRows", "Query",
@@ -34,6 +32,33 @@ MAX_POINTS = 100_000
 
 #: What declared categories are: text, numbers (integer codes or reals) or booleans.
 CategoryKind = Literal["text", "number", "boolean"]
+
+
+def check_int(name: str, value: object, *, minimum: int = 1,
+              maximum: int | None = None) -> int:
+    """An integer (Python or numpy, not bool) in [minimum, maximum], else TypeError or
+    ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    n = int(value)
+    if n < minimum or (maximum is not None and n > maximum):
+        upper = "" if maximum is None else f" and <= {maximum:,}"
+        raise ValueError(f"{name} must be >= {minimum:,}{upper}, got {n:,}")
+    return n
+
+
+def check_bounds(lower: object, upper: object) -> tuple[float, float]:
+    """Finite bounds with lower < upper (NaN fails), else TypeError or ValueError."""
+    out = []
+    for name, value in (("lower", lower), ("upper", upper)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{name} must be finite, got {value}")
+        out.append(float(value))
+    if not out[0] < out[1]:
+        raise ValueError(f"lower must be < upper, got lower={out[0]}, upper={out[1]}")
+    return out[0], out[1]
 
 
 def _check_name(name: str, value: object) -> str:

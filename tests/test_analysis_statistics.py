@@ -18,7 +18,7 @@ from dashboard import datasets
 from dashboard.analysis import statistics as stats
 from dashboard.controls import PrivacyChoice
 from dpcore import Geometric, Laplace
-from dpcore._checks import MAX_BLOCK_ELEMENTS
+from dpcore.checks import MAX_BLOCK_ELEMENTS
 from dpcore.measures import PureDP
 
 ADULT, IRIS, CENSUS = datasets.BUILTIN_DATASETS[:3]

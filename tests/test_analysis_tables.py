@@ -16,7 +16,7 @@ from dashboard import datasets
 from dashboard.analysis import tables
 from dashboard.controls import PrivacyChoice
 from dpcore import Gaussian, Geometric, Laplace
-from dpcore._checks import MAX_BLOCK_ELEMENTS
+from dpcore.checks import MAX_BLOCK_ELEMENTS
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 
 

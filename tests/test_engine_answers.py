@@ -1,13 +1,15 @@
-"""engine.answers gives the QueryAnswer dpcore.queries gives on the same frame, field by field."""
+"""dashboard.data.answers gives the QueryAnswer dpcore.queries gives on the same frame, field
+by field."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from dashboard.data import answers
 from dashboard.datasets import load_builtin
 from dpcore import queries as dp
-from engine import Engine, FrameSource, answers
+from engine import Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from tests import engine_reference as ref
 

@@ -109,7 +109,7 @@ def test_layers_import_only_what_they_may() -> None:
     import sys
 
     code = ("import sys, dpcore, dpcore.queries; a = set(sys.modules); import engine, "
-            "engine.answers, engine.duckdb_backend, engine.spark_backend; b = set(sys.modules); "
+            "engine.duckdb_backend, engine.spark_backend; b = set(sys.modules); "
             "print(sorted({m.split('.')[0] for m in a} & {'duckdb', 'pyspark', 'engine'}), "
             "sorted({m.split('.')[0] for m in b} & {'streamlit', 'pyspark', 'plotly'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

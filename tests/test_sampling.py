@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import _checks
+from dpcore import checks
 from dpcore.sampling import (
     fill_gaussian,
     fill_laplace,
@@ -119,7 +119,7 @@ def test_two_sided_geometric_shift_is_exact_in_int64():
 
 
 def test_small_blocks_keep_the_law(monkeypatch):
-    monkeypatch.setattr(_checks, "MAX_BLOCK_ELEMENTS", 100)
+    monkeypatch.setattr(checks, "MAX_BLOCK_ELEMENTS", 100)
     draws = _filled(fill_laplace, n=200_000, scale=2.0, rng=np.random.default_rng(11))
     assert stats.kstest(draws, stats.laplace(scale=2.0).cdf).pvalue > P_MIN
     noise = _filled(fill_two_sided_geometric, n=200_000, dtype=np.int64, scale=2.0,

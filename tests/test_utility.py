@@ -184,7 +184,7 @@ def test_monte_carlo_catches_a_planted_bug():
 def test_monte_carlo_is_chunked_and_reproducible(monkeypatch):
     """With a tiny block size the trials run in many chunks, and the estimates stay close to
     those of a single block (weighted chunk quantiles, exact running sums)."""
-    from dpcore import _checks, utility
+    from dpcore import checks, utility
 
     kwargs = {"epsilons": [1.0], "sensitivity": 1.0, "true_value": np.zeros(10),
               "trials": 4000}
@@ -193,7 +193,7 @@ def test_monte_carlo_is_chunked_and_reproducible(monkeypatch):
     for key in a:
         assert np.array_equal(a[key], b[key]), key
     calls = []
-    real_chunks = _checks.trial_chunks
+    real_chunks = checks.trial_chunks
 
     def small_chunks(trials, per_trial):
         chunks = [500] * (trials // 500)

@@ -16,7 +16,7 @@ import streamlit as st
 from numpy.typing import NDArray
 
 from dashboard.datasets import LoadedDataset
-from dpcore._checks import check_choice, check_int
+from dpcore.checks import check_choice, check_int
 from dpcore.learning import accuracy_vs_epsilon
 
 

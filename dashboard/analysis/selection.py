@@ -23,7 +23,7 @@ from dashboard.data import truth
 from dashboard.exports import SIMULATION, simulation_fields
 from dashboard.shown import up
 from dashboard.text import plain
-from dpcore._checks import check_int, check_positive, trial_chunks
+from dpcore.checks import check_int, check_positive, trial_chunks
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import (
     NOISE_TYPES,

@@ -14,7 +14,7 @@ re-exported here, so the page imports one module:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,7 @@ from dashboard.analysis.stats_downloads import (  # noqa: F401 (the page's one i
 from dashboard.analysis.stats_errors import (  # noqa: F401
     ERROR_BINS,
     ErrorSummary,
+    MechanismRun,
     error_bin_edges,
     summarise_errors,
 )
@@ -91,36 +92,6 @@ DENSITY_POINTS = 401
 
 # --------------------------------------------------------------------------------------------
 # What the page shows for one mechanism
-
-
-@dataclass(frozen=True)
-class MechanismRun:
-    """Everything the page draws for one mechanism: small arrays and sentences."""
-
-    name: str
-    label: str
-    query: str
-    true_value: NDArray[np.float64]
-    labels: tuple[str, ...] | None
-    release: NDArray[np.float64]
-    summary: ErrorSummary
-    alpha: dict[float, NDArray[np.float64]] | None
-    density_x: NDArray[np.float64] | None
-    density_y: NDArray[np.float64] | None
-    integer_errors: bool
-    analytic_bias: NDArray[np.float64] | None
-    analytic_rmse: NDArray[np.float64] | None
-    sensitivity: str
-    scale: str
-    explanation: str
-
-    def alpha_at(self, confidence: float) -> tuple[float, bool]:
-        """(alpha, from_closed_form): the largest closed-form alpha over the cells, else the
-        simulated quantile of |error|."""
-        if self.alpha is not None:
-            return float(np.max(self.alpha[confidence])), True
-        return self.summary.abs_error_quantiles[confidence], False
-
 
 
 def draw_release(plan: ReleasePlan, *, seed: int, release: int,

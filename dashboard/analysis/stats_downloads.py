@@ -18,7 +18,7 @@ from dashboard.choices import PrivacyChoice
 from dashboard.exports import SIMULATION, simulation_fields
 
 if TYPE_CHECKING:
-    from dashboard.analysis.statistics import MechanismRun
+    from dashboard.analysis.stats_errors import MechanismRun
 
 
 

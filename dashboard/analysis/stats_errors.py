@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.analysis.stats_query import CONFIDENCE_OPTIONS
-from dpcore._checks import check_int, check_trials, trial_chunks
+from dpcore.checks import check_int, check_trials, trial_chunks
 
 #: Bins of the simulated error histogram.
 ERROR_BINS = 60
@@ -158,3 +158,36 @@ def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cell
         within_alpha={c: k / total for c, k in inside.items()},
         all_within={c: k / trials for c, k in every.items()},
     )
+
+
+# --------------------------------------------------------------------------------------------
+# What the page shows for one mechanism
+
+
+@dataclass(frozen=True)
+class MechanismRun:
+    """Everything the page draws for one mechanism: small arrays and sentences."""
+
+    name: str
+    label: str
+    query: str
+    true_value: NDArray[np.float64]
+    labels: tuple[str, ...] | None
+    release: NDArray[np.float64]
+    summary: ErrorSummary
+    alpha: dict[float, NDArray[np.float64]] | None
+    density_x: NDArray[np.float64] | None
+    density_y: NDArray[np.float64] | None
+    integer_errors: bool
+    analytic_bias: NDArray[np.float64] | None
+    analytic_rmse: NDArray[np.float64] | None
+    sensitivity: str
+    scale: str
+    explanation: str
+
+    def alpha_at(self, confidence: float) -> tuple[float, bool]:
+        """(alpha, from_closed_form): the largest closed-form alpha over the cells, else the
+        simulated quantile of |error|."""
+        if self.alpha is not None:
+            return float(np.max(self.alpha[confidence])), True
+        return self.summary.abs_error_quantiles[confidence], False

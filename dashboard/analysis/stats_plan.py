@@ -16,7 +16,7 @@ from dashboard.choices import PrivacyChoice
 from dashboard.data import truth
 from dashboard.exports import noise_stream
 from dpcore import queries
-from dpcore._checks import check_int
+from dpcore.checks import check_int
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.queries import MEAN_MECHANISMS, QueryAnswer
 

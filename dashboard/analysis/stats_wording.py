@@ -20,7 +20,7 @@ from dpcore.mechanisms import AdditiveMechanism
 from dpcore.risk import percent
 
 if TYPE_CHECKING:
-    from dashboard.analysis.statistics import MechanismRun
+    from dashboard.analysis.stats_errors import MechanismRun
 
 
 NEIGHBOURS = "add/remove one row (one row = one person)"

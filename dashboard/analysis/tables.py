@@ -21,7 +21,7 @@ from dashboard.datasets import LoadedDataset, categorical_columns
 from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dashboard.text import plain
 from dpcore import measures, postprocess, queries
-from dpcore._checks import check_rng, check_trials, trial_chunks
+from dpcore.checks import check_rng, check_trials, trial_chunks
 from engine.queries import Contribution
 
 #: A column with more categories than this is not offered for a table (a 100 × 100 table

@@ -13,7 +13,7 @@ from scipy import special
 
 from dashboard.data.model import ColumnDomain, LoadedDataset
 from datasets_synthetic import visits
-from dpcore._checks import check_int
+from dpcore.checks import check_int
 
 #: The user-facing names of the built-in datasets, in menu order.
 BUILTIN_DATASETS = ("Adult (UCI census income)", "Iris", "Synthetic census",

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from dashboard.data import facts
+from dashboard.data import answers, facts
 from dashboard.data.relation import Relation, engine
 from dpcore.queries import QueryAnswer
-from engine import BoundedSum, Count, Crosstab, Histogram, answers
+from engine import BoundedSum, Count, Crosstab, Histogram
 from engine.queries import Contribution
 
 __all__ = ["count", "bounded_sum", "bounded_mean_parts", "histogram", "crosstab", "Data"]

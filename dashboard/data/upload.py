@@ -19,7 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
-from dpcore._checks import check_int
+from dpcore.checks import check_int
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
 #: this value; :func:`load_upload` checks it again.

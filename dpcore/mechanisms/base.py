@@ -18,8 +18,8 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcore import _checks
-from dpcore._checks import (
+from dpcore import checks
+from dpcore.checks import (
     check_delta,
     check_positive,
     check_probability_open,
@@ -597,8 +597,8 @@ class AdditiveMechanism(ABC):
         base = self._check_values(values)
         shape = base.shape if trials is None else (trials, *base.shape)
         if trials is not None:
-            _checks.trial_chunks(trials, base.size)  # refuses work beyond MAX_DRAWS
-            _checks.check_returned_size(trials, base.size)
+            checks.trial_chunks(trials, base.size)  # refuses work beyond MAX_DRAWS
+            checks.check_returned_size(trials, base.size)
         out = np.empty(shape, dtype=np.int64 if self.integer_output else np.float64)
         self._draw_into(out, base, rng)
         return _shaped(out)

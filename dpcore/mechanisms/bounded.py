@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.special import gammainc
 
-from dpcore._checks import check_bounds, check_delta, check_positive, finite_array
+from dpcore.checks import check_bounds, check_delta, check_positive, finite_array
 from dpcore.measures import ApproxDP, PureDP
 from dpcore.mechanisms.base import (
     _SCALE_RANGE,

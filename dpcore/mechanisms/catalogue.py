@@ -14,7 +14,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from dpcore._checks import (
+from dpcore.audit import AuditResult, audit_mechanism, threshold_events
+from dpcore.checks import (
     check_choice,
     check_delta,
     check_int,
@@ -23,7 +24,6 @@ from dpcore._checks import (
     check_progress,
     check_rng,
 )
-from dpcore.audit import AuditResult, audit_mechanism, threshold_events
 from dpcore.measures import ApproxDP, PureDP
 from dpcore.mechanisms.base import AdditiveMechanism, AuditCase, MechanismSpec
 

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from dpcore._checks import check_delta, check_positive
+from dpcore.checks import check_delta, check_positive
 from dpcore.measures import ZCDP, ApproxDP
 from dpcore.mechanisms.base import (
     _SCALE_RANGE,

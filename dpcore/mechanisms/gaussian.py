@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
 
-from dpcore._checks import check_delta, check_positive, check_probability_open
+from dpcore.checks import check_delta, check_positive, check_probability_open
 from dpcore.measures import ZCDP, ApproxDP
 from dpcore.mechanisms.base import (
     _SAFETY_STEP,

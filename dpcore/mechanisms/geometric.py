@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 
-from dpcore._checks import check_positive, check_probability_open
+from dpcore.checks import check_positive, check_probability_open
 from dpcore.measures import PureDP
 from dpcore.mechanisms.base import (
     AdditiveMechanism,

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcore._checks import check_positive, check_probability_open
+from dpcore.checks import check_positive, check_probability_open
 from dpcore.measures import PureDP
 from dpcore.mechanisms.base import (
     AdditiveMechanism,

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
-from dpcore._checks import check_positive, check_probability_open, check_real
+from dpcore.checks import check_positive, check_probability_open, check_real
 from dpcore.measures import PureDP
 from dpcore.mechanisms.base import (
     _SCALE_RANGE,

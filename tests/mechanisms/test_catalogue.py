@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dpcore import _checks, measures, queries, utility
+from dpcore import checks, measures, queries, utility
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 from dpcore.mechanisms import (
     CATALOGUE,
@@ -266,7 +266,7 @@ def test_small_blocks_give_the_same_law(kind, monkeypatch):
     q = laws.truths(spec, spec.sample_parameters[0])[0]
     values = np.full((3, 5), q)
     whole = mech.sample(values, rng=np.random.default_rng(9), trials=4000)
-    monkeypatch.setattr(_checks, "MAX_BLOCK_ELEMENTS", 64)
+    monkeypatch.setattr(checks, "MAX_BLOCK_ELEMENTS", 64)
     chunked = mech.sample(values, rng=np.random.default_rng(10), trials=4000)
     assert chunked.shape == (4000, 3, 5)
     assert stats.ks_2samp(chunked.ravel(), whole.ravel()).pvalue > P_MIN

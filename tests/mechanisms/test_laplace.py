@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpcore import _checks
+from dpcore import checks
 from dpcore.measures import PureDP
 from dpcore.mechanisms.laplace import Laplace
 
@@ -75,7 +75,7 @@ def test_laplace_sampler_ks():
 
 
 def test_chunked_laplace_is_laplace(monkeypatch):
-    monkeypatch.setattr(_checks, "MAX_BLOCK_ELEMENTS", 1000)
+    monkeypatch.setattr(checks, "MAX_BLOCK_ELEMENTS", 1000)
     draws = Laplace(sensitivity=1.0, scale=2.0).sample(
         np.zeros(7), rng=np.random.default_rng(10), trials=50_000)
     assert stats.kstest(draws.ravel(), stats.laplace(scale=2.0).cdf).pvalue > P_MIN

@@ -1,4 +1,4 @@
-"""Property tests of dpcore._checks: the validation helpers at dpcore's public boundary.
+"""Property tests of dpcore.checks: the validation helpers at dpcore's public boundary.
 
 Random valid and invalid input, judged by the shared oracle (tests/properties/oracle.py);
 then each bug these properties found, pinned by one example.
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcore import _checks
+from dpcore import checks
 from tests.properties.oracle import (
     ANY_SCALAR,
     INF,
@@ -37,22 +37,22 @@ from tests.properties.oracle import (
 )
 
 
-@covers("_checks.check_real", "_checks.check_finite", "_checks.check_positive",
-        "_checks.check_delta", "_checks.check_probability_open")
+@covers("checks.check_real", "checks.check_finite", "checks.check_positive",
+        "checks.check_delta", "checks.check_probability_open")
 @PROPERTY
 @given(value=ANY_SCALAR)
 def test_real_number_checks(value):
     x = as_real(value)
     expectations = {
-        _checks.check_real: x is not None and not math.isinf(x) or x is not None and isinstance(
+        checks.check_real: x is not None and not math.isinf(x) or x is not None and isinstance(
             value, float),
-        _checks.check_finite: x is not None and math.isfinite(x),
-        _checks.check_positive: x is not None and 0 < x < INF,
-        lambda n, v: _checks.check_positive(n, v, allow_zero=True): x is not None
+        checks.check_finite: x is not None and math.isfinite(x),
+        checks.check_positive: x is not None and 0 < x < INF,
+        lambda n, v: checks.check_positive(n, v, allow_zero=True): x is not None
         and 0 <= x < INF,
-        _checks.check_delta: x is not None and 0 <= x < 1,
-        lambda n, v: _checks.check_delta(n, v, allow_zero=False): x is not None and 0 < x < 1,
-        _checks.check_probability_open: x is not None and 0 < x < 1,
+        checks.check_delta: x is not None and 0 <= x < 1,
+        lambda n, v: checks.check_delta(n, v, allow_zero=False): x is not None and 0 < x < 1,
+        checks.check_probability_open: x is not None and 0 < x < 1,
     }
     for check, valid in expectations.items():
         result, error = attempt(lambda c=check: c("widget", value))
@@ -65,12 +65,12 @@ def test_real_number_checks(value):
 
 
 
-@covers("_checks.check_bounds")
+@covers("checks.check_bounds")
 @PROPERTY
 @given(lower=ANY_SCALAR, upper=ANY_SCALAR)
 def test_bounds_check(lower, upper):
     lo, hi = as_real(lower), as_real(upper)
-    result, error = attempt(lambda: _checks.check_bounds(lower, upper))
+    result, error = attempt(lambda: checks.check_bounds(lower, upper))
     lower_ok = lo is not None and math.isfinite(lo)
     upper_ok = hi is not None and math.isfinite(hi)
     if lower_ok and upper_ok and lo < hi:
@@ -84,7 +84,7 @@ def test_bounds_check(lower, upper):
 
 
 
-@covers("_checks.check_int", "_checks.check_trials")
+@covers("checks.check_int", "checks.check_trials")
 @PROPERTY
 @given(value=ANY_SCALAR, minimum=st.integers(-5, 5), span=st.one_of(st.none(),
                                                                      st.integers(0, 10**9)))
@@ -92,14 +92,14 @@ def test_integer_checks(value, minimum, span):
     maximum = None if span is None else minimum + span
     is_int = isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
     valid = is_int and minimum <= int(value) and (maximum is None or int(value) <= maximum)
-    result, error = attempt(lambda: _checks.check_int("widget", value, minimum=minimum,
+    result, error = attempt(lambda: checks.check_int("widget", value, minimum=minimum,
                                                       maximum=maximum))
     if valid:
         assert error is None and type(result) is int and result == int(value)
     else:
         assert error is not None and names(error, "widget")
-    trials_valid = value is None or is_int and 1 <= int(value) <= _checks.MAX_TRIALS
-    result, error = attempt(lambda: _checks.check_trials(value))
+    trials_valid = value is None or is_int and 1 <= int(value) <= checks.MAX_TRIALS
+    result, error = attempt(lambda: checks.check_trials(value))
     if trials_valid:
         assert error is None and result == (None if value is None else int(value))
     else:
@@ -107,25 +107,25 @@ def test_integer_checks(value, minimum, span):
 
 
 
-@covers("_checks.check_rng", "_checks.check_choice")
+@covers("checks.check_rng", "checks.check_choice")
 @PROPERTY
 @given(rng=rngs(), choice=choices(("laplace", "gaussian")))
 def test_rng_and_choice_checks(rng, choice):
-    result = judge(lambda: _checks.check_rng(rng.value), {"rng": rng})
+    result = judge(lambda: checks.check_rng(rng.value), {"rng": rng})
     assert rng.tag == "bad" or result is rng.value
-    result = judge(lambda: _checks.check_choice("noise", choice.value, ("laplace", "gaussian")),
+    result = judge(lambda: checks.check_choice("noise", choice.value, ("laplace", "gaussian")),
                    {"noise": choice})
     assert choice.tag == "bad" or result == choice.value
 
 
 
-@covers("_checks.check_progress")
+@covers("checks.check_progress")
 @PROPERTY
 @given(progress=st.sampled_from([None, print, len, 0, 1.5, "done", object()]))
 def test_progress_check(progress):
     """None becomes a callback that does nothing; any callable passes through; anything else
     is a TypeError naming progress."""
-    result, error = attempt(lambda: _checks.check_progress(progress))
+    result, error = attempt(lambda: checks.check_progress(progress))
     if progress is None:
         assert error is None and result(0.5) is None
     elif callable(progress):
@@ -135,17 +135,17 @@ def test_progress_check(progress):
 
 
 
-@covers("_checks.finite_array", "_checks.numeric_array")
+@covers("checks.finite_array", "checks.numeric_array")
 @PROPERTY
 @given(values=any_arrays(max_dims=3), min_size=st.integers(0, 3))
 def test_finite_array(values, min_size):
     tag = array_tag(values, min_size=min_size)
-    result = ok(lambda: _checks.finite_array("widget", values, min_size=min_size),
+    result = ok(lambda: checks.finite_array("widget", values, min_size=min_size),
                 {"widget": Arg(values, "bad" if tag == "bad" else "nice")})
     if result is not None:
         assert result.dtype == np.float64 and result.size >= min_size
         np.testing.assert_array_equal(result, numeric_or_none(values))
-    raw, error = attempt(lambda: _checks.numeric_array("widget", values))
+    raw, error = attempt(lambda: checks.numeric_array("widget", values))
     if error is not None:
         assert names(error, "widget") and numeric_or_none(values) is None
     else:  # NaN and inf pass through unchanged; objects such as None inside a list become NaN
@@ -160,21 +160,21 @@ WORK_SIZES = st.one_of(st.integers(0, 10**7), st.sampled_from([
 
 
 
-@covers("_checks.trial_chunks", "_checks.check_returned_size")
+@covers("checks.trial_chunks", "checks.check_returned_size")
 @PROPERTY
 @given(trials=WORK_SIZES, elements=WORK_SIZES)
 def test_work_bounds_refuse_at_once_and_chunk_within_the_block(trials, elements):
     per_trial = max(1, elements)
     with bounded_time():
-        chunks, error = attempt(lambda: _checks.trial_chunks(trials, elements))
-    if trials * per_trial > _checks.MAX_DRAWS:
+        chunks, error = attempt(lambda: checks.trial_chunks(trials, elements))
+    if trials * per_trial > checks.MAX_DRAWS:
         assert error is not None and names(error, "trials")
     else:
         assert error is None
         assert sum(chunks) == trials and all(c >= 1 for c in chunks)
-        assert all(c * per_trial <= max(_checks.MAX_BLOCK_ELEMENTS, per_trial) for c in chunks)
-    _, error = attempt(lambda: _checks.check_returned_size(trials, elements))
-    assert (error is not None) == (trials * per_trial > _checks.MAX_RETURNED_ELEMENTS)
+        assert all(c * per_trial <= max(checks.MAX_BLOCK_ELEMENTS, per_trial) for c in chunks)
+    _, error = attempt(lambda: checks.check_returned_size(trials, elements))
+    assert (error is not None) == (trials * per_trial > checks.MAX_RETURNED_ELEMENTS)
     if error is not None:
         assert names(error, "trials")
 
@@ -184,13 +184,13 @@ def test_work_bounds_refuse_at_once_and_chunk_within_the_block(trials, elements)
 #: commit before it) and passes after it.
 REGRESSIONS = {
     "check_real(10**400): OverflowError": lambda: refused(
-        lambda: _checks.check_real("epsilon", 10**400), "epsilon"),
+        lambda: checks.check_real("epsilon", 10**400), "epsilon"),
     "finite_array(complex array): imaginary part dropped": lambda: refused(
-        lambda: _checks.finite_array("values", np.array([1 + 2j])), "values", TypeError),
+        lambda: checks.finite_array("values", np.array([1 + 2j])), "values", TypeError),
     "finite_array(10**400): OverflowError": lambda: refused(
-        lambda: _checks.finite_array("total", [10**400]), "total"),
+        lambda: checks.finite_array("total", [10**400]), "total"),
     "finite_array(['1.0']): text read as a number": lambda: refused(
-        lambda: _checks.finite_array("values", ["1.0"]), "values", TypeError),
+        lambda: checks.finite_array("values", ["1.0"]), "values", TypeError),
 }
 
 

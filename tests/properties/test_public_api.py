@@ -35,7 +35,7 @@ def public_api() -> set[str]:
     for info in pkgutil.walk_packages(dpcore.__path__, prefix="dpcore."):
         module = importlib.import_module(info.name)
         exported = getattr(module, "__all__", None)
-        if exported is None:  # dpcore._checks: its public callables
+        if exported is None:  # dpcore.checks: its public callables
             exported = [n for n, v in vars(module).items()
                         if not n.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
                         and v.__module__ == module.__name__]

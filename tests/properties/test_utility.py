@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcore import _checks, selection, utility
+from dpcore import checks, selection, utility
 from dpcore.mechanisms import CATALOGUE, make_mechanism
 from tests.properties.oracle import (
     HUGE,
@@ -381,7 +381,7 @@ REGRESSIONS = {
         lambda: utility.smallest_epsilon("laplace", sensitivity=TINY, alpha=1.0, beta=0.5),
         "sensitivity"),
     "check_int(10**5000): Python refuses to print the number": lambda: refused(
-        lambda: _checks.check_int("trials", 10**5000, maximum=10), "trials"),
+        lambda: checks.check_int("trials", 10**5000, maximum=10), "trials"),
     "smallest_epsilon(gaussian, alpha=5e-324): named scale": lambda: refused(
         lambda: utility.smallest_epsilon("gaussian", sensitivity=1.0, alpha=TINY, beta=0.5,
                                          delta=0.5), "alpha"),

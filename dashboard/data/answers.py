@@ -1,4 +1,5 @@
-"""The engine's aggregates as ``dpcore.queries.QueryAnswer``: drop-in for the pandas path.
+"""The engine's aggregates as ``dpcore.queries.QueryAnswer``, with dpcore's sensitivities: the
+dashboard's drop-in for the pandas path (the engine itself returns true values only).
 
 Each function answers what its namesake in ``dpcore.queries`` answers on a frame — the same
 true value, sensitivities (one row = one person), labels, description and missing/clamped

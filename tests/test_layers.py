@@ -1,0 +1,120 @@
+"""The import graph: layers import only downwards, and no two modules import each other.
+
+DESIGN.md's layers — dpcore (pure numpy), engine (true answers, knows no DP), plan, release,
+dashboard — with their arrows checked on the modules' own import statements (those at module
+level, and those for type checking: an import inside a function is a deliberate lazy one,
+and cannot make a cycle at import time). A circle between modules is refused too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGES = ("dpcore", "engine", "plan", "release", "dashboard")
+#: What each layer must never import (at module level).
+FORBIDDEN = {
+    "dpcore": {"engine", "plan", "release", "dashboard", "streamlit", "plotly", "duckdb",
+               "pyspark", "opendp"},
+    "engine": {"dpcore", "plan", "release", "dashboard", "streamlit", "plotly", "opendp"},
+    "plan": {"release", "dashboard", "streamlit", "plotly", "opendp"},
+    "release": {"dashboard", "streamlit", "plotly"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def _top_level_imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
+    """The project modules ``name`` imports at module level (``from a import b`` counts as
+    a.b when that is a module, else a)."""
+    found: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    body = list(ast.parse(path.read_text()).body)
+    for node in list(body):   # imports for type checking are dependencies too
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            body.extend(node.body)
+    for node in body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.add(full if full in modules else base)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _top_level_imports(path, name, modules) for name, path in modules.items()}
+
+
+def test_each_layer_imports_only_what_it_may():
+    wrong = []
+    for name, imports in graph().items():
+        layer = name.split(".")[0]
+        for target in imports:
+            if target.split(".")[0] in FORBIDDEN.get(layer, set()):
+                wrong.append(f"{name} imports {target}")
+    assert wrong == []
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in edges:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_two_modules_import_each_other():
+    edges = {name: {t for t in imports if t != name and not name.startswith(t + ".")}
+             for name, imports in graph().items()}   # a module imports its own package
+    assert _cycles(edges) == []
+
+
+def test_the_check_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
