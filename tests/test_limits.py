@@ -8,10 +8,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from dpcore import Laplace, _checks
+from dpcore import Laplace, checks
 from dpcore.selection import exponential_mechanism, noisy_top_k, report_noisy_max
 
-BLOCK_BYTES = _checks.MAX_BLOCK_ELEMENTS * 8
+BLOCK_BYTES = checks.MAX_BLOCK_ELEMENTS * 8
 
 
 def _peak_bytes(fn) -> tuple[object, int]:
