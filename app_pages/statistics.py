@@ -1,4 +1,5 @@
-"""Noisy statistics: a count, sum, mean or histogram released with noise, many times over.
+"""Noisy statistics: a count, sum, mean, variance or histogram released with noise, many times
+over.
 
 Widgets pick the query and the mechanism(s); ``dashboard.analysis.statistics`` simulates.
 """
@@ -43,7 +44,7 @@ with ask:
         column = controls.select("Column", stats.columns_for(loaded, query), key="stats_column",
                                  default=stats.default_column(loaded, query),
                                  in_url=not upload)
-    if query in ("sum", "mean"):
+    if query in stats.BOUNDED_QUERIES:
         bounds = stats.default_bounds(loaded, column)
         state.forget_when_changed("stats_bounds_for", (data_key, column),
                                   ("stats_lower", "stats_upper"))
@@ -71,8 +72,8 @@ with ask:
 with protect:
     st.subheader("Privacy")
     choice = controls.privacy_controls(
-        "stats", integer_query=integer_query, bounds_declared=query != "mean",
-        allowed=stats.MEAN_MECHANISMS if query == "mean" else None, container=protect)
+        "stats", integer_query=integer_query, bounds_declared=query not in ("mean", "variance"),
+        allowed=stats.allowed_mechanisms(query), container=protect)
     compare = controls.select(
         "Compare with", [NO_COMPARISON, *stats.comparable_mechanisms(
             choice, query=query, integer_query=integer_query)],

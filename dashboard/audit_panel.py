@@ -133,10 +133,12 @@ def statistics_audit(frame: pd.DataFrame, dataset_key: str, spec, choice, *,
     for target, outcome in zip(targets, outcomes, strict=False):
         notes += aud.power_notes(outcome, mechanism=target.mechanism)
     if len(targets) > 1:
-        notes.append("The mean is a noisy sum divided by a noisy count: each part is audited "
-                     "against its own share of the budget. That the shares add up to the "
-                     "whole (sequential composition) and that dividing costs nothing "
-                     "(post-processing) are theorems; the audit does not test them.")
+        made = ("The mean is a noisy sum divided by a noisy count" if spec.query == "mean" else
+                f"The {spec.query} is computed from {len(targets)} noisy parts")
+        notes.append(f"{made}: each part is audited against its own share of the budget. That "
+                     "the shares add up to the whole (sequential composition) and that "
+                     "combining them costs nothing (post-processing) are theorems; the audit "
+                     "does not test them.")
     _show(outcomes, list(dict.fromkeys(notes)), key=key)
 
 

@@ -60,7 +60,8 @@ def bounds_section(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
     st.subheader("What the bounds cost")
     if not bc.supported(spec):
         st.caption("The breakdown of the error into the bounds' bias and the noise is drawn "
-                   "for counts, sums and histograms; for a mean, look at its sum and count.")
+                   "for counts, sums and histograms; for a mean or a variance, look at the "
+                   "sums and the count it is made of.")
         return
     try:
         with st.spinner("Breaking the error down…"):

@@ -245,7 +245,7 @@ def test_default_columns(name, histogram_column, numeric_column):
     loaded = datasets.load_builtin(name)
     assert stats.default_column(loaded, "histogram") == histogram_column
     assert stats.default_column(loaded, "mean") == numeric_column
-    assert stats.available_queries(loaded) == ["count", "sum", "mean", "histogram"]
+    assert stats.available_queries(loaded) == ["count", "sum", "mean", "variance", "histogram"]
 
 
 def test_default_bounds_public_domain_or_leak_warning(adult):
@@ -300,7 +300,7 @@ def test_upload_without_domains_uses_data_categories_and_round_bounds():
     csv = b"income,<b>team</b>\n1200,red\n3400,blue\n560,red\n8700,green\n"
     loaded = datasets.load_upload(csv, "people.csv")
     income, team = loaded.frame.columns
-    assert stats.available_queries(loaded) == ["count", "sum", "mean", "histogram"]
+    assert stats.available_queries(loaded) == ["count", "sum", "mean", "variance", "histogram"]
     assert stats.declared_categories(loaded, team) is None  # categories from the data
     bounds = stats.default_bounds(loaded, income)
     assert (bounds.lower, bounds.upper, bounds.public) == (0.0, 10_000.0, False)

@@ -108,11 +108,15 @@ def statistics_targets(frame: pd.DataFrame, spec: stats.QuerySpec, choice, *,
     plan = stats.make_plan(frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
     if plan.closed_form:
         return (AuditTarget(choice.label(), plan.release),)
-    sum_part, count_part = plan.parts
-    return (AuditTarget(f"the noisy sum ({sum_share:.0%} of the budget: "
-                        f"{sum_part.privacy.describe()})", sum_part, "Sum"),
-            AuditTarget(f"the noisy count ({1 - sum_share:.0%} of the budget: "
-                        f"{count_part.privacy.describe()})", count_part, "Count"))
+    if spec.query == "mean":
+        sum_part, count_part = plan.parts
+        return (AuditTarget(f"the noisy sum ({sum_share:.0%} of the budget: "
+                            f"{sum_part.privacy.describe()})", sum_part, "Sum"),
+                AuditTarget(f"the noisy count ({1 - sum_share:.0%} of the budget: "
+                            f"{count_part.privacy.describe()})", count_part, "Count"))
+    return tuple(AuditTarget(f"the noisy {name} (its share of the budget: "
+                             f"{mechanism.privacy.describe()})", mechanism, name.capitalize())
+                 for name, mechanism in zip(plan.part_names, plan.parts, strict=True))
 
 
 def _threshold_text(thresholds: tuple[float, ...]) -> str:

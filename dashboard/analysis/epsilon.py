@@ -200,6 +200,10 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     fallback = ("The Noisy statistics page has no query set up for this dataset yet: "
                 "showing the **count of rows**. Set up a sum, mean or histogram there and "
                 "come back.")
+    if query == "variance":
+        return _count_query(loaded, "Choose epsilon does not sweep a variance yet: showing the "
+                                    "**count of rows**. The Noisy statistics page shows the "
+                                    "variance's error at one ε.", upload=upload)
     if query not in stats.available_queries(loaded):
         return _count_query(loaded, fallback, upload=upload)
     column = page.column

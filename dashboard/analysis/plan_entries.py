@@ -23,6 +23,7 @@ from dpcore.figures import upper as round_up
 from dpcore.mechanisms import CATALOGUE
 from plan import model
 from plan.build import Built, build
+from plan.kinds.variance import Variance
 
 __all__ = ["plan_unit", "bounds_of", "categories_of", "default_target", "statistics_query",
            "tables_query", "groups_query", "quantiles_query", "selection_query", "NotPlannable"]
@@ -176,10 +177,11 @@ def statistics_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, query: 
     if query == "count":
         spec: model.QuerySpec = model.Count()
         label = "Number of rows"
-    elif query in ("sum", "mean"):
+    elif query in ("sum", "mean", "variance"):
         bounds = bounds_of(loaded, column, lower, upper)
         spec = (model.Sum(column, bounds) if query == "sum"
-                else model.Mean(column, bounds, float(sum_share)))
+                else model.Mean(column, bounds, float(sum_share)) if query == "mean"
+                else Variance(column, bounds))
         label = f"{query.capitalize()} of {column}"
     elif query == "histogram":
         spec = model.Histogram(column, categories_of(loaded, column, categories))

@@ -1,11 +1,13 @@
-"""Noisy statistics: one count, sum, mean or histogram released with noise, many times over.
+"""Noisy statistics: one count, sum, mean, variance or histogram released with noise, many
+times over.
 
 This module runs the simulation of one release (``run_mechanism``) and holds the cached
 wrappers the page calls (``query_facts``, ``simulate_releases``); the rest is split by job and
 re-exported here, so the page imports one module:
 
 - ``stats_query``: the queries offered, default columns, bounds and answer ranges;
-- ``stats_plan``: the release plan (true answer, mechanism or noisy mean) and random streams;
+- ``stats_plan``: the release plan (true answer, mechanism or parts) and random streams;
+- ``stats_parts``: a mean's or a variance's parts, built by ``plan.build`` as a release does;
 - ``stats_errors``: simulated errors binned, with their metrics;
 - ``stats_wording``: the sentences and tables on the page;
 - ``stats_downloads``: the noisy release and its parameters file.
@@ -44,15 +46,16 @@ from dashboard.analysis.stats_plan import (  # noqa: F401
     release_stream,
 )
 from dashboard.analysis.stats_query import (  # noqa: F401
+    BOUNDED_QUERIES,
     CONFIDENCE_OPTIONS,
     DEFAULT_MAX_CATEGORIES,
     FROM_DATA_BOUNDS,
-    MEAN_MECHANISMS,
     QUERIES,
     SUM_SHARE_OPTIONS,
     TYPED,
     BoundsSuggestion,
     QuerySpec,
+    allowed_mechanisms,
     answer_unit,
     available_queries,
     columns_for,

@@ -69,18 +69,17 @@ def _mechanism_fields(plan: ReleasePlan) -> dict:
         if plan.choice.spec.needs_range:
             fields["answer_range"] = [float(plan.release.lower), float(plan.release.upper)]
         return fields
-    # The mean: a noisy sum over a noisy count, each with its share of the budget.
-    parts = {}
-    for part, answer, mechanism in (("sum", plan.answer, plan.parts[0]),
-                                    ("count", plan.count_answer, plan.parts[1])):
-        parts[part] = {"l1_sensitivity": float(answer.l1_sensitivity),
-                       "l2_sensitivity": float(answer.l2_sensitivity),
-                       "sensitivity": float(mechanism.sensitivity),
-                       "noise_scale": float(mechanism.scale),
-                       "privacy": _privacy_fields(mechanism.privacy)}
+    # A mean or a variance: the parts a release draws, each with its share of the budget
+    # (scalar parts: L1 = L2 = the sensitivity the noise is calibrated to).
+    parts = {part.name: {"l1_sensitivity": float(part.sensitivity),
+                         "l2_sensitivity": float(part.sensitivity),
+                         "sensitivity": float(part.mechanism.sensitivity),
+                         "noise_scale": float(part.mechanism.scale),
+                         "privacy": _privacy_fields(part.mechanism.privacy)}
+             for part in plan.built_parts}
     total = plan.release.privacy
-    return fields | {"sum_share": float(plan.sum_share), **parts,
-                     "privacy": _privacy_fields(total)}
+    share = {"sum_share": float(plan.sum_share)} if plan.spec.query == "mean" else {}
+    return fields | share | parts | {"privacy": _privacy_fields(total)}
 
 
 def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,

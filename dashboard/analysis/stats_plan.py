@@ -1,5 +1,6 @@
 """Noisy statistics, the release plan: a query's true answer and what adds the noise (a
-mechanism of the catalogue, or a noisy mean), with the closed forms of its error.
+mechanism of the catalogue, or the parts a mean or a variance is made of — built by
+``plan.build`` as a release builds them: ``stats_parts``), with the closed forms of its error.
 """
 
 from __future__ import annotations
@@ -11,18 +12,22 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from dashboard.analysis.stats_parts import PART_QUERIES, PartsRelease, parts_release
 from dashboard.analysis.stats_query import QUERIES, QuerySpec
 from dashboard.choices import PrivacyChoice
 from dashboard.data import truth
 from dashboard.exports import noise_stream
-from dpcore import queries
 from dpcore.checks import check_int
 from dpcore.mechanisms import AdditiveMechanism
-from dpcore.queries import MEAN_MECHANISMS, QueryAnswer
+from dpcore.queries import QueryAnswer
 
 #: The error chart spans the errors of all but this share of releases (by the closed form):
 #: wide enough to show the tails, narrow enough that the bulk fills many bins.
 RANGE_BETA = 1e-3
+#: A variance's error chart spans the quantiles of a pilot simulation of this many releases,
+#: from a fixed stream of its own (the chart's range, not a figure the page states).
+PILOT_TRIALS = 20_000
+PILOT_STREAM = [2, 9, 9]
 
 # --------------------------------------------------------------------------------------------
 # The release plan: the query's true answer and the mechanism(s) that add noise
@@ -37,7 +42,7 @@ def answer_query(frame: pd.DataFrame, spec: QuerySpec) -> QueryAnswer | tuple[Qu
     if spec.query == "sum":
         return truth.bounded_sum(frame, spec.column, lower=spec.lower, upper=spec.upper,
                                  contribution=bound)
-    if spec.query == "mean":
+    if spec.query in PART_QUERIES:   # the clamped sum and the count of values
         return truth.bounded_mean_parts(frame, spec.column, lower=spec.lower,
                                         upper=spec.upper, contribution=bound)
     if spec.query == "histogram":
@@ -46,19 +51,16 @@ def answer_query(frame: pd.DataFrame, spec: QuerySpec) -> QueryAnswer | tuple[Qu
     raise ValueError(f"query must be one of {', '.join(QUERIES)}; got {spec.query!r}")
 
 
-def _mean_budget(choice: PrivacyChoice) -> dict[str, float]:
-    """The budget keywords ``queries.noisy_mean`` takes for this choice."""
-    return choice.budget()
-
-
 @dataclass(frozen=True, eq=False)
 class ReleasePlan:
     """What one release is: the true answer and the noise added to it.
 
     ``release`` is what adds the noise: a mechanism of the catalogue for a count, sum or
-    histogram, or a ``queries.NoisyMean`` for a mean (a noisy sum over a noisy count, its
-    ``parts`` each with a share of the budget). Both have a ``privacy`` and ``parts``; only
-    a mechanism has closed forms for its error (:attr:`closed_form`).
+    histogram, or the parts a release draws for a mean or a variance
+    (``stats_parts.PartsRelease``: the plan's parts, each with its share of the budget,
+    post-processed by the query's kind). Both have a ``privacy`` and ``parts``; only a
+    mechanism has closed forms for its error (:attr:`closed_form`). ``answer`` and
+    ``count_answer`` are the clamped sum and the count of values of a mean or variance.
     """
 
     spec: QuerySpec
@@ -66,7 +68,7 @@ class ReleasePlan:
     true_value: NDArray[np.float64]
     labels: tuple[str, ...] | None
     answer: QueryAnswer
-    release: AdditiveMechanism | queries.NoisyMean
+    release: AdditiveMechanism | PartsRelease
     count_answer: QueryAnswer | None = None
     sum_share: float = 0.5
 
@@ -77,7 +79,8 @@ class ReleasePlan:
 
     @property
     def parts(self) -> tuple[AdditiveMechanism, ...]:
-        """The mechanisms that add noise: the one mechanism, or the mean's sum and count."""
+        """The mechanisms that add noise: the one mechanism, or the parts in the release's
+        order (a mean's sum and count; a variance's count, sums of deviations and squares)."""
         return (self.release,) if self.closed_form else self.release.parts
 
     @property
@@ -100,8 +103,19 @@ class ReleasePlan:
             noisy = self.release.sample(rng=rng, trials=trials)
         return np.asarray(noisy, dtype=np.float64)
 
+    @property
+    def built_parts(self) -> tuple:
+        """The plan's parts (``plan.parts.Part``: name, mechanism, sensitivity) of a mean or
+        a variance; empty for one mechanism."""
+        return () if self.closed_form else self.release.built.parts
+
+    @property
+    def part_names(self) -> tuple[str, ...]:
+        """Each part's name, as the release names it ("value" for one mechanism)."""
+        return ("value",) if self.closed_form else self.release.names
+
     def accuracy(self, beta: float) -> NDArray[np.float64] | None:
-        """Closed-form alpha per cell with P(|error| > alpha) <= beta; None for the mean."""
+        """Closed-form alpha per cell with P(|error| > alpha) <= beta; None for parts."""
         if not self.closed_form:
             return None
         alpha = self.release.accuracy(beta, true_value=self.true_value)
@@ -144,6 +158,8 @@ class ReleasePlan:
         For the mean, the noisy sum and count each stay within their (beta/2)-accuracy,
         and then |(S + e_s)/(C + e_c) − S/C| = |e_s − m·e_c| / (C + e_c) is at most
         (alpha_s + |m|·alpha_c) / (C − alpha_c); the clamp keeps the mean in [lower, upper].
+        For the variance (no such bound is simple), the (beta/2, 1 − beta/2) quantiles of a
+        pilot simulation of its own (fixed stream), inside [0, h²] − the true variance.
         """
         if self.closed_form:
             reach = float(np.max(self.accuracy(beta)))
@@ -151,6 +167,13 @@ class ReleasePlan:
             if self.choice.spec.needs_range:  # the output stays in [lower, upper]
                 low = max(low, float(np.min(self.release.lower - self.true_value)))
                 high = min(high, float(np.max(self.release.upper - self.true_value)))
+        elif self.spec.query == "variance":
+            pilot = self.sample(PILOT_TRIALS, np.random.default_rng(PILOT_STREAM))
+            low, high = (float(q) for q in np.quantile(pilot - float(self.true_value),
+                                                       [beta / 2, 1 - beta / 2]))
+            half = (self.answer.upper - self.answer.lower) / 2
+            low = max(low - 0.05 * (high - low), -float(self.true_value))
+            high = min(high + 0.05 * (high - low), half * half - float(self.true_value))
         else:
             sum_mech, count_mech = self.parts
             count = float(self.count_answer.true_value)
@@ -195,21 +218,15 @@ def make_plan(frame: pd.DataFrame, spec: QuerySpec, choice: PrivacyChoice, *,
         From ``dpcore`` when bounds, parameters or the mechanism do not fit the query.
     """
     answered = answer_query(frame, spec)
-    if spec.query == "mean":
-        if choice.mechanism not in MEAN_MECHANISMS:
-            raise ValueError(f"the mean is released with {', '.join(MEAN_MECHANISMS)} noise; "
-                             f"got {choice.mechanism}")
+    if spec.query in PART_QUERIES:
         sum_answer, count_answer = answered
         if float(count_answer.true_value) == 0:
-            raise ValueError(f"column {spec.column!r} has no values to average")
-        # One release object: its parts are the very mechanisms it samples from, to show
-        # each part's sensitivity and scale.
-        release = queries.NoisyMean(sum_answer, count_answer, mechanism=choice.mechanism,
-                                    sum_share=sum_share, **_mean_budget(choice))
-        mean = float(np.clip(sum_answer.true_value / count_answer.true_value,
-                             sum_answer.lower, sum_answer.upper))
-        return ReleasePlan(spec, choice, np.array(mean), None, sum_answer, release,
-                           count_answer=count_answer, sum_share=sum_share)
+            raise ValueError(f"column {spec.column!r} has no values (all are missing)")
+        # The parts a release draws (plan.build): their mechanisms are the very ones the
+        # simulation samples from, to show each part's sensitivity and scale.
+        release = parts_release(frame, spec, choice, sum_share=sum_share)
+        return ReleasePlan(spec, choice, np.array(release.true_value), None, sum_answer,
+                           release, count_answer=count_answer, sum_share=sum_share)
     lower = upper = None
     if choice.spec.needs_range:
         if answer_range is None:

@@ -15,7 +15,6 @@ from dashboard import choices
 from dashboard.choices import PrivacyChoice
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
-from dpcore.queries import MEAN_MECHANISMS
 from engine.queries import Contribution
 
 if TYPE_CHECKING:
@@ -26,8 +25,11 @@ QUERIES = {
     "count": "Count of rows",
     "sum": "Sum of a column",
     "mean": "Mean of a column",
+    "variance": "Variance of a column",
     "histogram": "Histogram: count per category",
 }
+#: The queries of a numeric column clamped to bounds.
+BOUNDED_QUERIES = ("sum", "mean", "variance")
 #: Confidence levels offered for the "± alpha" error bound.
 CONFIDENCE_OPTIONS = (0.5, 0.8, 0.9, 0.95, 0.99)
 #: Shares of the mean's budget the noisy sum may take (the noisy count gets the rest).
@@ -56,7 +58,8 @@ class QuerySpec:
         """e.g. 'mean of age' (the column name is the user's: escape it before display)."""
         if self.query == "count":
             return "number of rows"
-        noun = {"sum": "sum", "mean": "mean", "histogram": "counts"}[self.query]
+        noun = {"sum": "sum", "mean": "mean", "variance": "variance",
+                "histogram": "counts"}[self.query]
         return f"{noun} of {self.column}"
 
 
@@ -119,18 +122,20 @@ FROM_DATA_BOUNDS = ("the data: round numbers around its own minimum and maximum 
 
 
 def available_queries(loaded: LoadedDataset) -> list[str]:
-    """The queries this dataset supports: count always, sum/mean and histogram by column type."""
+    """The queries this dataset supports: count always, sum/mean/variance and histogram by
+    column type."""
     out = ["count"]
     if numeric_columns(loaded):
-        out += ["sum", "mean"]
+        out += ["sum", "mean", "variance"]
     if categorical_columns(loaded):
         out.append("histogram")
     return out
 
 
 def columns_for(loaded: LoadedDataset, query: str) -> list[str]:
-    """Columns a query can use: numeric for sum and mean, categorical for a histogram."""
-    if query in ("sum", "mean"):
+    """Columns a query can use: numeric for sum, mean and variance, categorical for a
+    histogram."""
+    if query in BOUNDED_QUERIES:
         return numeric_columns(loaded)
     if query == "histogram":
         return categorical_columns(loaded)
@@ -255,19 +260,31 @@ def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
 
 
 def answer_unit(loaded: LoadedDataset, spec: QuerySpec) -> str:
-    """The unit of the answer and of its error: people, or the column's unit when known."""
+    """The unit of the answer and of its error: people, or the column's unit when known
+    (squared for a variance)."""
     if spec.query in ("count", "histogram"):
         return "people"
     domain = loaded.domains.get(spec.column)
-    return domain.unit if domain is not None and domain.unit else "the column's units"
+    unit = domain.unit if domain is not None and domain.unit else ""
+    if spec.query == "variance":
+        return f"{unit}²" if unit else "the column's units, squared"
+    return unit or "the column's units"
 
 
 def comparable_mechanisms(choice: PrivacyChoice, *, query: str,
                           integer_query: bool) -> list[str]:
     """The mechanisms valid at the same privacy measure, other than the one chosen."""
     options = choices.offered(choice.measure, integer_query=integer_query,
-                              allowed=MEAN_MECHANISMS if query == "mean" else None)
+                              allowed=allowed_mechanisms(query))
     return [m for m in options if m != choice.mechanism]
+
+
+def allowed_mechanisms(query: str) -> tuple[str, ...] | None:
+    """The mechanisms a query takes (None: every one the measure offers). A mean or a
+    variance is made of parts that take no answer range; a variance's, on real numbers."""
+    from dashboard.analysis.stats_parts import PART_QUERIES, part_mechanisms
+
+    return part_mechanisms(query) if query in PART_QUERIES else None
 
 
 def uses_answer_range(mechanisms: Sequence[str]) -> bool:

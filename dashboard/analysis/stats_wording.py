@@ -67,8 +67,17 @@ def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
                   f"changes the counts{groups} by at most L1 = "
                   f"{fmt_value(answer.l1_sensitivity)}, L2 = {fmt_value(answer.l2_sensitivity)}")
         return shown, f"{who} {change} ({norm} sensitivity {shown}; {SENSITIVITY_NORMS[norm]})"
-    total = fmt_value(answer.l1_sensitivity)
     rows = "" if bound is None else f"{one} × "
+    if spec.query == "variance":
+        half = (answer.upper - answer.lower) / 2
+        mid = (answer.upper + answer.lower) / 2
+        dev, sq = (fmt_value(p.sensitivity) for p in plan.built_parts[1:])
+        why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], each lies within "
+               f"h = {half:g} of the midpoint {mid:g}, so {who} changes the count by at most "
+               f"{one}, the sum of deviations by at most {rows}h = {dev} and the sum of squared "
+               f"deviations by at most {rows}h² = {sq}")
+        return f"count {one}, deviations {dev}, squares {sq}", why
+    total = fmt_value(answer.l1_sensitivity)
     why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so {who} changes the "
            f"sum by at most {rows}max(|lower|, |upper|) = {total}")
     if spec.query == "sum":
@@ -91,8 +100,21 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
         scale = fmt_value(plan.release.scale)
         noise = _scale_text(plan.release, plan.choice)
         return sensitivity, scale, f"Sensitivity {sensitivity}: {why}. Noise: {noise}."
-    sum_mech, count_mech = plan.parts
     total = plan.release.privacy
+    if plan.spec.query == "variance":
+        names, parts = plan.part_names, plan.parts
+        scale = ", ".join(f"{n} {fmt_value(m.scale)}" for n, m in zip(names, parts, strict=True))
+        each = "; ".join(f"{n} ({m.privacy.describe()}, scale {fmt_value(m.scale)})"
+                         for n, m in zip(names, parts, strict=True))
+        explanation = (
+            f"Sensitivity {sensitivity}: {why}. The variance is S₂/n − (S₁/n)², made of three "
+            f"noisy parts, the count n, the sum of deviations S₁ and the sum of squared "
+            f"deviations S₂ from the bounds' midpoint, a third of the budget each: {each}; "
+            f"together {total.describe()} by sequential composition. The noisy count is "
+            f"floored at 1 and the result kept within [0, h²] (post-processing, as a release "
+            f"does).")
+        return sensitivity, scale, explanation
+    sum_mech, count_mech = plan.parts
     scale = f"sum {fmt_value(sum_mech.scale)}, count {fmt_value(count_mech.scale)}"
     explanation = (
         f"Sensitivity {sensitivity}: {why}. The mean is a noisy sum divided by a noisy count; "
@@ -110,7 +132,7 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
 def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
     """e.g. '95% of releases are within ±2.996 of the true count (Laplace, closed form).'"""
     alpha, exact = run.alpha_at(confidence)
-    what = {"count": "count", "sum": "sum", "mean": "mean", "histogram": "count"}[run.query]
+    what = {"count": "count", "histogram": "count"}.get(run.query, run.query)
     if exact and run.query == "histogram":
         cells = int(run.true_value.size)
         return (f"In each category, {confidence:.0%} of releases are within ±{up(alpha)} "
@@ -122,7 +144,8 @@ def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
         return (f"{confidence:.0%} of releases are within ±{up(alpha)} of the true "
                 f"{what} ({run.name}, closed form).")
     return (f"{confidence:.0%} of the simulated releases were within ±{up(alpha)} of the "
-            f"true {what} ({run.name}, Monte Carlo quantile: the noisy mean has no closed form).")
+            f"true {what} ({run.name}, Monte Carlo quantile: the noisy {what} has no closed "
+            f"form).")
 
 
 def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
@@ -135,6 +158,11 @@ def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
     if runs[0].query == "mean":
         notes.append("A noisy mean divides two noisy numbers and has no closed-form "
                      "distribution: only the simulation is shown, and ±α is its quantile.")
+    if runs[0].query == "variance":
+        notes.append("A noisy variance is made of three noisy parts and has no closed-form "
+                     "distribution: only the simulation is shown, and ±α is its quantile. "
+                     "Releases below 0 are raised to 0 (a spike at the left end when the "
+                     "noise is large).")
     if any(run.name == "Clamped Laplace" for run in runs):
         notes.append("Clamped releases pile up exactly at the bounds (a spike the line omits).")
     return " ".join(notes)
@@ -194,7 +222,7 @@ def release_table(runs: Sequence[MechanismRun]) -> pd.DataFrame:
 
 
 def release_summary(run: MechanismRun) -> dict[str, str]:
-    """One noisy release of a count, sum or mean, its absolute and relative error."""
+    """One noisy release of a count, sum, mean or variance, its absolute and relative error."""
     truth, noisy = float(run.true_value), float(run.release)
     error = abs(noisy - truth)
     relative = f"{error / abs(truth):.3%}" if truth != 0 else "— (true answer is 0)"

@@ -23,7 +23,7 @@ import numpy as np
 
 from plan.model import PlanError, PlanQuery, PrivacyUnit
 
-__all__ = ["QueryKind", "Rows", "as_input", "number", "mean_of", "draw_threshold",
+__all__ = ["QueryKind", "Rows", "as_input", "number", "mean_of", "means_of", "draw_threshold",
            "WHOLE_LIMIT", "THRESHOLD_CHUNK", "declared_rule"]
 
 #: Released rows: (group labels, value) pairs; the group is empty for a single number.
@@ -62,11 +62,17 @@ def number(value: Any) -> Any:
     return int(value) if isinstance(value, int | np.integer) else float(value)
 
 
+def means_of(noisy_sum: Any, noisy_count: Any, lower: float, upper: float
+             ) -> np.ndarray:
+    """Post-processing of a mean: the noisy count floored at 1, the ratio clamped to the
+    bounds. Vectorized over releases (any shape, broadcast)."""
+    count = np.maximum(np.asarray(noisy_count, dtype=np.float64), 1.0)
+    return np.clip(np.asarray(noisy_sum, dtype=np.float64) / count, lower, upper)
+
+
 def mean_of(noisy_sum: Any, noisy_count: Any, lower: float, upper: float) -> float:
-    """Post-processing of a mean (as ``dpcore.queries.NoisyMean``): the noisy count floored at
-    1, the ratio clamped to the bounds."""
-    ratio = float(noisy_sum) / max(float(noisy_count), 1.0)
-    return float(min(max(ratio, lower), upper))
+    """One released mean (:func:`means_of` of one noisy sum and count)."""
+    return float(means_of(float(noisy_sum), float(noisy_count), lower, upper))
 
 
 def draw_threshold(part: Any, counts: dict[str, Any]) -> dict[str, Any]:
@@ -177,8 +183,28 @@ class QueryKind:
     def draw(self, built: Any, certified: Sequence[Any], aggs: tuple, keys: tuple
              ) -> tuple[str, Rows]:
         """(statistic, released rows): every part drawn on its true aggregate by its
-        measurement (``certified``, in the order of ``built.parts``), post-processed."""
-        raise NotImplementedError
+        measurement (``certified``, in the order of ``built.parts``), post-processed.
+
+        The default is for a kind of one number made of additive parts
+        (:meth:`part_values`, :meth:`combine`): what a page simulates from the same parts."""
+        noisy = tuple(part.draw(as_input(part, value))
+                      for part, value in zip(certified, self.part_values(built, aggs),
+                                             strict=True))
+        return self.statistic_of(built.query.query), (((), float(self.combine(built, noisy))),)
+
+    # -- one number made of parts (a mean, a variance): the release and the pages alike ------
+
+    def part_values(self, built: Any, aggs: tuple) -> tuple[float, ...]:
+        """The true input of each of ``built.parts`` (in their order), from the engine's
+        aggregates of ``built.engine_queries``."""
+        raise NotImplementedError(f"a {self.name} query is not one number made of parts")
+
+    def combine(self, built: Any, noisy: Sequence[Any]) -> np.ndarray:
+        """The released statistic from its parts' noisy values: post-processing, vectorized
+        over releases (each part's values of one shape, broadcast). A page simulates a
+        release as ``combine`` of its parts drawn with seeded numpy; a release, of its parts
+        drawn by OpenDP."""
+        raise NotImplementedError(f"a {self.name} query is not one number made of parts")
 
     # -- words and programs -----------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from dpcore.contributions import mean_sensitivities
 from engine.queries import BoundedSum
-from plan.kinds.base import QueryKind, as_input, mean_of
+from plan.kinds.base import QueryKind, means_of
 from plan.kinds.sum import clamping_rule
 from plan.model import (
     Bounds,
@@ -77,13 +77,13 @@ class MeanKind(QueryKind):
                             f"{path}.query", whole=whole)
         return Built(query, unit, (engine,), parts, sens[0])
 
-    def draw(self, built, certified, aggs, keys):
-        q, agg = built.query.query, aggs[0]
-        total, count = certified
-        noisy_sum = total.draw(as_input(total, agg.total))
-        noisy_count = count.draw(as_input(count, agg.rows))
-        return self.statistic, (((), mean_of(noisy_sum, noisy_count, q.bounds.lower,
-                                             q.bounds.upper)),)
+    def part_values(self, built, aggs):
+        """(the clamped sum, the number of values summed)."""
+        return aggs[0].total, aggs[0].rows
+
+    def combine(self, built, noisy):
+        q = built.query.query
+        return means_of(*noisy, q.bounds.lower, q.bounds.upper)
 
     def rules(self, query):
         q = query.query

@@ -21,7 +21,7 @@ from dpcore.contributions import count_sensitivity, sum_sensitivity
 from dpcore.measures import split_budget
 from dpcore.mechanisms import CATALOGUE
 from engine.queries import BoundedSum
-from plan.kinds.base import QueryKind, as_input
+from plan.kinds.base import QueryKind
 from plan.kinds.sum import clamping_rule
 from plan.model import Bounds, PlanError, PlanQuery, PrivacyUnit, _column, _declared, _Fields
 from plan.parts import Built, Loss, Part, additive, contribution, contribution_bounds
@@ -125,12 +125,6 @@ class VarianceKind(QueryKind):
     def combine(self, built: Built, noisy: tuple[Any, Any, Any]) -> NDArray[np.float64]:
         q = built.query.query
         return variance_of(*noisy, (q.bounds.upper - q.bounds.lower) / 2)
-
-    def draw(self, built, certified, aggs, keys):
-        noisy = tuple(part.draw(as_input(part, value))
-                      for part, value in zip(certified, self.part_values(built, aggs),
-                                             strict=True))
-        return self.statistic, (((), float(self.combine(built, noisy))),)
 
     def rules(self, query):
         q = query.query

@@ -1,0 +1,145 @@
+"""Noisy statistics made of parts (a mean, a variance), on the release's path.
+
+The page builds its query as the release plan's query (``plan.model.PlanQuery``), builds it
+with ``plan.build`` — the very parts, mechanisms, scales and budget shares a release draws —
+computes the parts' true inputs with the engine queries ``plan.build`` gives (truncated under
+the page's privacy unit) and simulates releases as the query's kind post-processes them
+(``QueryKind.combine``). A simulated release differs from a real one only in who draws the
+noise: seeded numpy here, OpenDP in ``release``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dashboard.analysis.stats_query import QuerySpec
+from dashboard.choices import PrivacyChoice
+from dashboard.data import truth
+from dpcore.measures import Measure, compose
+from dpcore.mechanisms import CATALOGUE, AdditiveMechanism
+from engine.queries import Contribution
+from plan import model
+from plan.build import Built, build
+from plan.kinds.mean import Mean
+from plan.kinds.variance import Variance
+
+__all__ = ["PART_QUERIES", "PartsRelease", "plan_query", "plan_unit", "parts_release",
+           "part_mechanisms"]
+
+#: The page's queries released as one number made of several noisy parts.
+PART_QUERIES = ("mean", "variance")
+
+
+def part_mechanisms(query: str) -> tuple[str, ...]:
+    """The catalogue kinds a query made of parts takes: noise without an answer range (a
+    variance's parts also on real numbers: no whole-number noise)."""
+    return tuple(kind for kind, spec in CATALOGUE.items() if not spec.needs_range
+                 and not (query == "variance" and spec.integer_only))
+
+
+def plan_unit(contribution: Contribution | None) -> model.PrivacyUnit:
+    """The plan's privacy unit for the page's truncation (one row = one person: None)."""
+    if contribution is None:
+        return model.PrivacyUnit()
+    return model.PrivacyUnit(contribution.person, contribution.max_rows,
+                             contribution.max_groups)
+
+
+def plan_noise(choice: PrivacyChoice) -> model.Noise:
+    """The plan's mechanism for the page's choice, as Add to plan enters it (a pure-DP kind
+    offered under approximate DP enters as pure DP at its ε)."""
+    from dashboard.analysis.plan_entries import _noise
+
+    return _noise(choice)
+
+
+def plan_query(spec: QuerySpec, choice: PrivacyChoice, *, sum_share: float = 0.5
+               ) -> model.PlanQuery:
+    """The page's query as the plan's query (bounds as typed: a simulation's origins do not
+    matter; Add to plan records them)."""
+    bounds = model.Bounds(float(spec.lower), float(spec.upper))
+    if spec.query == "mean":
+        query = Mean(spec.column, bounds, float(sum_share))
+    elif spec.query == "variance":
+        query = Variance(spec.column, bounds)
+    else:
+        raise ValueError(f"a {spec.query} is not made of parts")
+    return model.PlanQuery("q", spec.describe(), query, plan_noise(choice), "statistics")
+
+
+class PartsRelease:
+    """One statistic post-processed from several noisy parts, simulated from the parts
+    ``plan.build`` gives the release (:attr:`parts`, in the order they are drawn), each drawn
+    on its true input (:attr:`values`) and combined by the query's kind."""
+
+    def __init__(self, built: Built, aggregates: tuple) -> None:
+        self.built = built
+        self._kind = built.kind
+        self.values = tuple(float(v) for v in self._kind.part_values(built, aggregates))
+
+    @property
+    def kind(self) -> str:
+        """The catalogue kind every part uses."""
+        return self.built.query.mechanism.kind
+
+    @property
+    def parts(self) -> tuple[AdditiveMechanism, ...]:
+        return tuple(part.mechanism for part in self.built.parts)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Each part's name ("sum", "count", "sum of deviations", …)."""
+        return tuple(part.name for part in self.built.parts)
+
+    @property
+    def privacy(self) -> Measure:
+        """The parts composed: at most the query's budget."""
+        return compose(*(part.privacy for part in self.parts))
+
+    @property
+    def lower(self) -> float:
+        return float(self.built.query.query.bounds.lower)
+
+    @property
+    def upper(self) -> float:
+        return float(self.built.query.query.bounds.upper)
+
+    @property
+    def true_value(self) -> float:
+        """What the release estimates: the post-processing of the parts' true values."""
+        return float(self._kind.combine(self.built, self.values))
+
+    def sample(self, *, rng: np.random.Generator, trials: int | None = None
+               ) -> NDArray[np.float64]:
+        """Released statistics: 0-d (``trials=None``) or shape ``(trials,)``; the parts are
+        drawn in the release's order from ``rng``."""
+        noisy = tuple(np.asarray(m.sample(v, rng=rng, trials=trials), dtype=np.float64)
+                      for m, v in zip(self.parts, self.values, strict=True))
+        return np.asarray(self._kind.combine(self.built, noisy), dtype=np.float64)
+
+
+def parts_release(frame: pd.DataFrame | truth.Relation, spec: QuerySpec,
+                  choice: PrivacyChoice, *, sum_share: float = 0.5) -> PartsRelease:
+    """Build the page's query as the release does and compute its parts' true inputs.
+
+    Raises ValueError (the plan's reason, without its field path) when the query or the
+    mechanism cannot be built.
+    """
+    offered = part_mechanisms(spec.query)
+    if choice.mechanism not in offered:
+        raise ValueError(f"the {spec.query} is released with {', '.join(offered)} noise; got "
+                         f"{choice.mechanism}")
+    query = plan_query(spec, choice, sum_share=sum_share)
+    try:
+        query.check("query")
+        built = build(query, plan_unit(spec.contribution))
+    except model.PlanError as exc:
+        raise ValueError(exc.reason) from None
+    relation = truth.relation_of(frame)
+    aggregates = tuple(relation.answer(replace(q, contribution=spec.contribution))
+                       for q in built.engine_queries)
+    return PartsRelease(built, aggregates)
