@@ -130,3 +130,15 @@ def test_the_variance_is_offered_on_the_page_and_released_as_added(tmp_path):
     assert problems == []
     # staircase noise has no floating-point-safe OpenDP sampler: the page says so first
     assert sorted(exempt) == sorted(label for label, _ in cases if "staircase" in label)
+
+
+def test_choose_epsilon_says_it_does_not_sweep_a_variance(loaded):
+    """The variance set up on Noisy statistics: Choose epsilon shows the count and says why
+    (never an error, never another query under the variance's name)."""
+    from dashboard.analysis import epsilon
+
+    shown = epsilon.statistics_query(loaded, {"stats_query": "variance", "stats_column": "age",
+                                              "stats_lower": 10.0, "stats_upper": 90.0},
+                                     loaded.key)
+    assert shown.kind == "count"
+    assert "does not sweep a variance" in shown.note
