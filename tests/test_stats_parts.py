@@ -122,6 +122,9 @@ def test_the_variance_is_offered_on_the_page_and_released_as_added(tmp_path):
     assert "of the true variance" in said and "Monte Carlo" in said
     explanation = " ".join(c.value for c in at.caption)
     assert "a third of the budget each" in explanation
+    # no closed-form line is drawn for a variance: the caption does not speak of one
+    assert "Bars: the simulated errors; shaded" in explanation
+    assert "line: the closed-form" not in explanation
     cases = mechanism_cases(at, "stats")
     kinds = {label.split("/")[1] for label, _ in cases}
     assert kinds == {"laplace", "gaussian", "staircase"}   # no range, on real numbers

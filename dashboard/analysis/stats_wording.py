@@ -151,8 +151,10 @@ def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
 def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
     """The plain-language caption under the error chart."""
     outside = max(run.summary.share_outside for run in runs)
-    notes = [f"Bars: the simulated errors; line: the closed-form distribution; shaded: ±α at "
-             f"{confidence:.0%}. {outside:.2%} of releases fall outside the chart."]
+    line = ("; line: the closed-form distribution" if any(run.density_x is not None
+                                                           for run in runs) else "")
+    notes = [f"Bars: the simulated errors{line}; shaded: ±α at {confidence:.0%}. "
+             f"{outside:.2%} of releases fall outside the chart."]
     if runs[0].query == "histogram":
         notes.append("Errors of every category are pooled.")
     if runs[0].query == "mean":
