@@ -219,6 +219,10 @@ def additive(noise: Noise, sensitivity: Sensitivity, path: str,
                if getattr(noise, name) is not None}
     given = noise.budget() if budget is None else budget
     norm = _norm(noise.kind, sensitivity)
+    if CATALOGUE[noise.kind].integer_only and integer:
+        # whole-number noise on whole numbers (counts): a whole sensitivity, rounded up (a
+        # larger one is still a valid bound; an L2 of √k·r is not whole)
+        norm = float(math.ceil(norm))
     with field(path):
         mechanism = make_mechanism(noise.kind, sensitivity=norm, **given, **options)
     return Part(name, mechanism, norm, Loss.of(mechanism.privacy, read_at=noise.delta),

@@ -41,7 +41,8 @@ def loaded():
     pid = np.repeat(np.arange(700), 2)[:1300]
     age = rng.normal(48, 20, pid.size).round(1)
     age[::37] = np.nan
-    csv = pd.DataFrame({"pid": pid, "age": age}).to_csv(index=False).encode()
+    team = rng.choice(["red", "blue", "green", "gold"], pid.size)
+    csv = pd.DataFrame({"pid": pid, "age": age, "team": team}).to_csv(index=False).encode()
     return datasets.load_upload(csv, "people.csv")
 
 
@@ -145,3 +146,26 @@ def test_choose_epsilon_says_it_does_not_sweep_a_variance(loaded):
                                      loaded.key)
     assert shown.kind == "count"
     assert "does not sweep a variance" in shown.note
+
+
+def test_a_histogram_with_whole_noise_under_a_group_bound_is_released_as_shown(tmp_path, loaded):
+    """Discrete Gaussian noise on counts whose L2 sensitivity is √2 (max groups 2): the page
+    calibrates it to the whole number above (2), as the release now does — before, Add to plan
+    refused what the page showed ("sensitivity must be a whole number")."""
+    unit = person.PrivacyUnit("pid", 1, 2)
+    choice = PrivacyChoice("zcdp", "discrete_gaussian", rho=0.5)
+    spec = stats.QuerySpec("histogram", "team", None, None, None,
+                           stats.contribution_for(unit, "histogram", SEED))
+    shown = stats.make_plan(loaded.relation, spec, choice)
+    assert shown.release.sensitivity == 2.0
+    query = plan_entries.statistics_query(loaded, unit, query="histogram", column="team",
+                                          lower=None, upper=None, categories=shown.labels,
+                                          choice=choice)
+    entered = build(query, plan_entries.plan_unit(unit))
+    assert entered.parts[0].mechanism.scale == shown.release.scale
+    the_plan = model.Plan(model.Dataset("people"), (query,), plan_entries.plan_unit(unit),
+                          model.Accounting("pld", 1e-5))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        result = run(the_plan, source_of(loaded), ledger=ledger,
+                     engine=Engine(DuckDBBackend(threads=1)))
+    assert [row[0] for row in result.queries[0].rows] == [(str(t),) for t in shown.labels]

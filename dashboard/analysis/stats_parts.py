@@ -1,11 +1,12 @@
-"""Noisy statistics made of parts (a mean, a variance), on the release's path.
+"""Noisy statistics on the release's path.
 
-The page builds its query as the release plan's query (``plan.model.PlanQuery``), builds it
-with ``plan.build`` — the very parts, mechanisms, scales and budget shares a release draws —
-computes the parts' true inputs with the engine queries ``plan.build`` gives (truncated under
-the page's privacy unit) and simulates releases as the query's kind post-processes them
-(``QueryKind.combine``). A simulated release differs from a real one only in who draws the
-noise: seeded numpy here, OpenDP in ``release``.
+The page builds its query as the release plan's query (``plan.model.PlanQuery``) and builds
+it with ``plan.build``: the very parts, mechanisms, scales and budget shares a release draws.
+A count, a sum or a histogram is one part (its closed forms are the page's figures). A mean or
+a variance is made of parts: their true inputs come from the engine queries ``plan.build``
+gives (truncated under the page's privacy unit), and releases are simulated as the query's
+kind post-processes them (``QueryKind.combine``). A simulated release differs from a real one
+only in who draws the noise: seeded numpy here, OpenDP in ``release``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from plan.build import Built, build
 from plan.kinds.mean import Mean
 from plan.kinds.variance import Variance
 
-__all__ = ["PART_QUERIES", "PartsRelease", "plan_query", "plan_unit", "parts_release",
-           "part_mechanisms"]
+__all__ = ["PART_QUERIES", "PartsRelease", "plan_query", "plan_unit", "page_built",
+           "parts_release", "part_mechanisms"]
 
 #: The page's queries released as one number made of several noisy parts.
 PART_QUERIES = ("mean", "variance")
@@ -57,18 +58,46 @@ def plan_noise(choice: PrivacyChoice) -> model.Noise:
     return _noise(choice)
 
 
-def plan_query(spec: QuerySpec, choice: PrivacyChoice, *, sum_share: float = 0.5
-               ) -> model.PlanQuery:
-    """The page's query as the plan's query (bounds as typed: a simulation's origins do not
-    matter; Add to plan records them)."""
-    bounds = model.Bounds(float(spec.lower), float(spec.upper))
-    if spec.query == "mean":
-        query = Mean(spec.column, bounds, float(sum_share))
-    elif spec.query == "variance":
-        query = Variance(spec.column, bounds)
+def plan_query(spec: QuerySpec, choice: PrivacyChoice, *, sum_share: float = 0.5,
+               answer_range: tuple[float, float] | None = None,
+               labels: tuple[object, ...] | None = None) -> model.PlanQuery:
+    """The page's query as the plan's query (bounds and categories as typed: a simulation's
+    origins do not matter; Add to plan records them). A histogram's categories are the
+    declared ones, else ``labels`` (the ones the page found)."""
+    from dashboard.analysis.plan_entries import _category_values, _with_range
+
+    if spec.query == "count":
+        query: object = model.Count()
+    elif spec.query == "histogram":
+        values = spec.categories if spec.categories is not None else labels
+        if not values:
+            raise ValueError(f"{spec.column!r} has no categories to count")
+        query = model.Histogram(spec.column, model.Categories(_category_values(values)))
     else:
-        raise ValueError(f"a {spec.query} is not made of parts")
-    return model.PlanQuery("q", spec.describe(), query, plan_noise(choice), "statistics")
+        bounds = model.Bounds(float(spec.lower), float(spec.upper))
+        query = (model.Sum(spec.column, bounds) if spec.query == "sum"
+                 else Mean(spec.column, bounds, float(sum_share)) if spec.query == "mean"
+                 else Variance(spec.column, bounds))
+    noise = _with_range(plan_noise(choice), answer_range)
+    return model.PlanQuery("q", spec.describe(), query, noise, "statistics")
+
+
+def page_built(spec: QuerySpec, choice: PrivacyChoice, *, sum_share: float = 0.5,
+               answer_range: tuple[float, float] | None = None,
+               labels: tuple[object, ...] | None = None) -> Built:
+    """The page's query built as a release builds it (``plan.build``) under the page's
+    privacy unit: its parts are what the page simulates.
+
+    Raises ValueError (the plan's reason, without its field path) when the query or the
+    mechanism cannot be built.
+    """
+    query = plan_query(spec, choice, sum_share=sum_share, answer_range=answer_range,
+                       labels=labels)
+    try:
+        query.check("query")
+        return build(query, plan_unit(spec.contribution))
+    except model.PlanError as exc:
+        raise ValueError(exc.reason) from None
 
 
 class PartsRelease:
@@ -124,21 +153,13 @@ class PartsRelease:
 
 def parts_release(frame: pd.DataFrame | truth.Relation, spec: QuerySpec,
                   choice: PrivacyChoice, *, sum_share: float = 0.5) -> PartsRelease:
-    """Build the page's query as the release does and compute its parts' true inputs.
-
-    Raises ValueError (the plan's reason, without its field path) when the query or the
-    mechanism cannot be built.
-    """
+    """Build the page's query as the release does (:func:`page_built`) and compute its
+    parts' true inputs."""
     offered = part_mechanisms(spec.query)
     if choice.mechanism not in offered:
         raise ValueError(f"the {spec.query} is released with {', '.join(offered)} noise; got "
                          f"{choice.mechanism}")
-    query = plan_query(spec, choice, sum_share=sum_share)
-    try:
-        query.check("query")
-        built = build(query, plan_unit(spec.contribution))
-    except model.PlanError as exc:
-        raise ValueError(exc.reason) from None
+    built = page_built(spec, choice, sum_share=sum_share)
     relation = truth.relation_of(frame)
     aggregates = tuple(relation.answer(replace(q, contribution=spec.contribution))
                        for q in built.engine_queries)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dashboard.analysis.stats_parts import PART_QUERIES, PartsRelease, parts_release
+from dashboard.analysis.stats_parts import PART_QUERIES, PartsRelease, page_built, parts_release
 from dashboard.analysis.stats_query import QUERIES, QuerySpec
 from dashboard.choices import PrivacyChoice
 from dashboard.data import truth
@@ -233,8 +233,8 @@ def make_plan(frame: pd.DataFrame, spec: QuerySpec, choice: PrivacyChoice, *,
             raise ValueError(f"the {choice.spec.label} mechanism needs a public "
                              "range for the answer")
         lower, upper = answer_range
-    mechanism = choice.build(l1_sensitivity=answered.l1_sensitivity,
-                             l2_sensitivity=answered.l2_sensitivity, lower=lower, upper=upper)
+    built = page_built(spec, choice, answer_range=answer_range, labels=answered.labels)
+    mechanism = built.parts[0].mechanism   # what a release draws: plan.build's one part
     true_value = np.asarray(answered.true_value, dtype=np.float64)
     if choice.spec.true_value_in_range:
         mechanism.bias(true_value)  # raises ValueError naming the range if the answer is outside
