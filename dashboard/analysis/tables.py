@@ -7,6 +7,7 @@ Plain functions (no Streamlit) pick the columns, split the budget and simulate r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -22,7 +23,10 @@ from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dashboard.text import plain
 from dpcore import measures, postprocess, queries
 from dpcore.checks import check_rng, check_trials, trial_chunks
+from dpcore.mechanisms import AdditiveMechanism
 from engine.queries import Contribution
+from plan import model
+from plan.build import build
 
 #: A column with more categories than this is not offered for a table (a 100 × 100 table
 #: already has 10,000 cells, most of them pure noise).
@@ -412,24 +416,49 @@ def sensitivity_text(release: TableRelease) -> str:
             f"{bound.max_rows:,} rows per person{groups})")
 
 
+def plan_table(row: str, column: str, row_categories: tuple[str, ...],
+               column_categories: tuple[str, ...], choice: PrivacyChoice,
+               contribution: Contribution | None) -> AdditiveMechanism:
+    """The table's mechanism as a release builds it: ``plan.build`` of the page's crosstab
+    (the plan's query, as Add to plan enters it) under the page's privacy unit."""
+    from dashboard.analysis.plan_entries import _category_values, _noise
+    from dashboard.analysis.stats_parts import plan_unit
+
+    query = model.PlanQuery("q", "table", model.Crosstab(
+        row, column, model.Categories(_category_values(row_categories)),
+        model.Categories(_category_values(column_categories))), _noise(choice), "tables")
+    try:
+        query.check("query")
+        return build(query, plan_unit(contribution)).parts[0].mechanism
+    except model.PlanError as exc:
+        raise ValueError(exc.reason) from None
+
+
 def build_mechanisms(choice: PrivacyChoice, *, rescale: bool, total_source: str,
                      total_share: float, l1_sensitivity: float = 1.0,
-                     l2_sensitivity: float = 1.0) -> tuple[object, object | None, str, str]:
+                     l2_sensitivity: float = 1.0,
+                     make_table: Callable[[PrivacyChoice], AdditiveMechanism] | None = None
+                     ) -> tuple[object, object | None, str, str]:
     """(table mechanism, total mechanism or None, privacy spent, noise description).
 
     One row = one person: a crosstab has L1 = L2 sensitivity 1 (adding or removing one row
     changes one cell by 1), and so has the count of all rows. Under person-level bounds the
     table's sensitivities are given; the total then changes by at most the table's L1 (every
-    cell's change adds up in it), which is both its L1 and L2.
+    cell's change adds up in it), which is both its L1 and L2. ``make_table`` builds the
+    table's mechanism for a choice (the page: ``plan.build``'s part of its crosstab, what a
+    release draws); by default, the choice's mechanism at the given sensitivities.
     """
     separate = rescale and total_source == "separate"
     name = mechanism_name(choice.mechanism)
+    if make_table is None:
+        def make_table(c: PrivacyChoice) -> AdditiveMechanism:
+            return c.build(l1_sensitivity=l1_sensitivity, l2_sensitivity=l2_sensitivity)
     if not separate:
-        table = choice.build(l1_sensitivity=l1_sensitivity, l2_sensitivity=l2_sensitivity)
+        table = make_table(choice)
         return (table, None, table.privacy.describe(),
                 f"{name} noise of scale {table.scale:.4g} on every cell")
     table_choice, total_choice = split_budget(choice, total_share)
-    table = table_choice.build(l1_sensitivity=l1_sensitivity, l2_sensitivity=l2_sensitivity)
+    table = make_table(table_choice)
     total = total_choice.build(l1_sensitivity=l1_sensitivity, l2_sensitivity=l1_sensitivity)
     spent = measures.compose(table.privacy, total.privacy)
     privacy = (f"{spent.describe()} in all: the table {table.privacy.describe()}, the noisy "
@@ -449,10 +478,10 @@ def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
     answer = true_table(_frame, row, column, row_categories=row_categories,
                         column_categories=column_categories, contribution=contribution)
     l1, l2 = answer.l1_sensitivity, answer.l2_sensitivity
-    table, total, privacy, noise = build_mechanisms(choice, rescale=rescale,
-                                                    total_source=total_source,
-                                                    total_share=total_share,
-                                                    l1_sensitivity=l1, l2_sensitivity=l2)
+    table, total, privacy, noise = build_mechanisms(
+        choice, rescale=rescale, total_source=total_source, total_share=total_share,
+        l1_sensitivity=l1, l2_sensitivity=l2, make_table=lambda c: plan_table(
+            row, column, row_categories, column_categories, c, contribution))
     # The same seed draws other noise for another dataset or table (exports.noise_stream).
     stream = noise_stream(dataset_key, _frame, "tables", row, column)
     rng = np.random.default_rng([seed, _RNG_OFFSET, stream])
@@ -508,11 +537,12 @@ def describe_table(release: TableRelease, row: str, column: str, choice: Privacy
                    total_share: float, categories_from_data: bool) -> dict:
     """The parameters behind the example release: crosstab, measure, ε/δ/ρ, mechanism,
     sensitivities, noise scale(s) and post-processing. The seed is added by the download."""
-    table, total, privacy, _ = build_mechanisms(choice, rescale=rescale,
-                                                total_source=total_source,
-                                                total_share=total_share,
-                                                l1_sensitivity=release.l1_sensitivity,
-                                                l2_sensitivity=release.l2_sensitivity)
+    table, total, privacy, _ = build_mechanisms(
+        choice, rescale=rescale, total_source=total_source, total_share=total_share,
+        l1_sensitivity=release.l1_sensitivity, l2_sensitivity=release.l2_sensitivity,
+        make_table=lambda c: plan_table(row, column, tuple(release.row_labels),
+                                        tuple(release.column_labels), c,
+                                        release.contribution))
     separate = total is not None
     bound = release.contribution
     random_stream = f"numpy.random.default_rng([seed, {_RNG_OFFSET}, {release.stream}])"

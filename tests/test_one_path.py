@@ -169,3 +169,28 @@ def test_a_histogram_with_whole_noise_under_a_group_bound_is_released_as_shown(t
         result = run(the_plan, source_of(loaded), ledger=ledger,
                      engine=Engine(DuckDBBackend(threads=1)))
     assert [row[0] for row in result.queries[0].rows] == [(str(t),) for t in shown.labels]
+
+
+@pytest.mark.parametrize("choice", CHOICES + (PrivacyChoice("pure", "geometric", epsilon=0.7),
+                                              PrivacyChoice("zcdp", "discrete_gaussian",
+                                                            rho=0.3)),
+                         ids=lambda c: f"{c.measure}-{c.mechanism}")
+def test_the_tables_page_draws_the_part_add_to_plan_enters(loaded, choice):
+    """Noisy tables under 1 row per person in at most 2 cells: the page's table mechanism is
+    the part of what Add to plan enters (scale, sensitivity, privacy)."""
+    from dashboard.analysis import tables
+
+    unit = person.PrivacyUnit("pid", 1, 2)
+    bound = unit.contribution(SEED)
+    rows, columns = ("red", "blue", "green", "gold"), ("0", "1")
+    frame = loaded.frame.assign(adult=(loaded.frame["age"] >= 18).astype(int).astype(str))
+    release = tables.table_release(frame, "t", "team", "adult", rows, columns, choice,
+                                   False, False, False, "sum", 0.5, 1000, SEED, bound)
+    shown = tables.plan_table("team", "adult", rows, columns, choice, bound)
+    query = plan_entries.tables_query(loaded, unit, row="team", column="adult",
+                                      row_categories=rows, column_categories=columns,
+                                      choice=choice)
+    part = build(query, plan_entries.plan_unit(unit)).parts[0]
+    assert (shown.scale, shown.sensitivity, shown.privacy) == (
+        part.mechanism.scale, part.sensitivity, part.mechanism.privacy)
+    assert release.noise.endswith(f"scale {part.mechanism.scale:.4g} on every cell")
