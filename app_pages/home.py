@@ -25,7 +25,7 @@ st.markdown(
 | Page | What it shows |
 | --- | --- |
 | **Data** | the data (owner only); who is protected (privacy unit), what is public (schema) |
-| **Noisy statistics** | a count, sum, mean or histogram with noise: the error over many releases |
+| **Noisy statistics** | a count, sum, mean, variance or histogram with noise: its error |
 | **Noisy tables** | a cross-tabulation released with noise, and what post-processing does to it |
 | **Groups** | counts, sums and means per group, binned histograms, groups found privately |
 | **Quantiles** | the median and other quantiles, with their exact accuracy |
