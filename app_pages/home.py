@@ -31,7 +31,8 @@ st.markdown(
 | **Quantiles** | the median and other quantiles, with their exact accuracy |
 | **Selection** | picking the most common category privately: how often is the answer right? |
 | **Choose epsilon** | error against ε, the smallest ε meeting an accuracy target, attacker risk |
-| **Release plan** | all queries in one plan: accounted four ways, split to meet every target |
+| **Release plan** | all queries in one plan: accounted, split to meet every target, released |
+| **Releases** | the ledger: every real release and each dataset's budget, spent and left |
 | **Private learning** | a differentially private naive Bayes classifier: accuracy against ε |
 """
 )
@@ -46,5 +47,8 @@ st.info(
     "bounds) is flagged where it is used."
 )
 st.caption("Pick a dataset in the sidebar (or upload a CSV) and a page above to begin. "
-           "Nothing you upload leaves this session's memory. The numbers here are simulations "
-           "from a seed: nothing on these pages is a private release.")
+           "Nothing you upload leaves this session's memory. The numbers on the query pages "
+           "are simulations from a seed (the seed can draw the same noise again: never "
+           "publish them). A private release is made only by **Release** on the Release plan "
+           "page: OpenDP draws its noise with fresh randomness, and the ledger records what "
+           "it spent.")

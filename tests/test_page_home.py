@@ -55,3 +55,21 @@ def test_bounds_wording_is_true(welcome):
     info = " ".join(i.value for i in welcome.info)
     assert "never read off the data" not in info
     assert "read off the data leaks" in info and "flagged" in info
+
+
+def test_the_pages_table_lists_every_page_of_the_navigation(welcome):
+    """Every page app.py navigates to (but the Welcome page itself) has its row."""
+    from pathlib import Path
+
+    app = (Path(__file__).resolve().parents[1] / "app.py").read_text()
+    titles = [t for t in re.findall(r'st\.Page\("app_pages/\w+\.py", title="([^"]+)"', app)
+              if t != "Welcome"]
+    assert len(titles) >= 10
+    table = next(m.value for m in welcome.markdown if "| Page | What it shows |" in m.value)
+    assert [t for t in titles if f"| **{t}** |" not in table] == []
+
+
+def test_the_footer_says_where_a_private_release_is_made(welcome):
+    footer = " ".join(c.value for c in welcome.caption)
+    assert "nothing on these pages is a private release" not in footer
+    assert "**Release** on the Release plan page" in footer and "ledger" in footer
