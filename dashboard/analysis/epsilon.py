@@ -20,11 +20,12 @@ from dashboard import choices
 from dashboard.analysis import selection as sel
 from dashboard.analysis import statistics as stats
 from dashboard.analysis import tables
+from dashboard.analysis.stats_parts import PART_QUERIES as PARTS
 from dashboard.charts.epsilon import Curve
 from dashboard.choices import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dashboard.saved import SelectionQuery, StatisticsQuery, TablesQuery
-from dpcore import figures, queries, risk, utility
+from dpcore import figures, risk, utility
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 from dpcore.mechanisms.gaussian import Gaussian
 from engine.queries import Contribution
@@ -200,17 +201,13 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     fallback = ("The Noisy statistics page has no query set up for this dataset yet: "
                 "showing the **count of rows**. Set up a sum, mean or histogram there and "
                 "come back.")
-    if query == "variance":
-        return _count_query(loaded, "Choose epsilon does not sweep a variance yet: showing the "
-                                    "**count of rows**. The Noisy statistics page shows the "
-                                    "variance's error at one ε.", upload=upload)
     if query not in stats.available_queries(loaded):
         return _count_query(loaded, fallback, upload=upload)
     column = page.column
     if query != "count" and column not in stats.columns_for(loaded, query):
         return _count_query(loaded, fallback, upload=upload)
     lower = upper = categories = None
-    if query in ("sum", "mean"):
+    if query in stats.BOUNDED_QUERIES:
         bounds = stats.default_bounds(loaded, column)
         lower = float(bounds.lower if page.lower is None else page.lower)
         upper = float(bounds.upper if page.upper is None else page.upper)
@@ -226,7 +223,7 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         integer, rows = stats.query_facts(loaded.relation, dataset_key, spec)
     except (ValueError, TypeError):
         return _count_query(loaded, fallback, upload=upload)
-    offered = tuple(m for m in (queries.MEAN_MECHANISMS if query == "mean" else
+    offered = tuple(m for m in (stats.allowed_mechanisms(query) if query in PARTS else
                                 _ARRAY_MECHANISMS if query == "histogram" else MECHANISMS)
                     if integer or not choices.spec(m).integer_only)
     chosen = tuple(dict.fromkeys(
@@ -241,6 +238,7 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     if query == "histogram":
         origins["categories_from"] = sel.categories_origin(categories is not None)
     what = {"count": "count", "sum": f"sum of {column}", "mean": f"mean of {column}",
+            "variance": f"variance of {column}",
             "histogram": f"count of each {column} category"}[query]
     return ErrorQuery(
         "statistics", query, what, stats.answer_unit(loaded, spec), spec=spec,
@@ -390,28 +388,34 @@ def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, 
 
 @dataclass(frozen=True)
 class QueryNumbers:
-    """True answer and sensitivities of an error query."""
+    """True answer and sensitivities of an error query (a mean's or a variance's: its parts',
+    in ``parts``, as the Noisy statistics page words them)."""
 
     true_value: NDArray[np.float64]
     l1: float
     l2: float
     integer: bool
+    parts: str | None = None
 
 
 def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
-    """True answer (the clamped mean for a mean) and L1/L2 sensitivity (of the sum, for a mean)."""
+    """True answer and L1/L2 sensitivity; for a mean or a variance, the value its parts
+    estimate (as a release post-processes them) and the parts' sensitivities."""
     if query.kind == "table":
         row, column, row_cats, col_cats = query.table
         answer = tables.true_table(frame, row, column, row_categories=row_cats,
                                    column_categories=col_cats, contribution=query.contribution)
     else:
         answered = stats.answer_query(frame, query.spec)
-        if query.kind == "mean":
-            sum_answer, count_answer = answered
-            truth = float(np.clip(sum_answer.true_value / max(float(count_answer.true_value), 1),
-                                  query.spec.lower, query.spec.upper))
-            return QueryNumbers(np.array(truth), sum_answer.l1_sensitivity,
-                                sum_answer.l2_sensitivity, sum_answer.integer_valued)
+        if query.kind in PARTS:
+            sum_answer = answered[0]
+            plan = stats.make_plan(frame, query.spec, PrivacyChoice("pure", "laplace",
+                                                                    epsilon=1.0),
+                                   sum_share=query.sum_share)
+            sensitivity = stats.describe_plan(plan)[0]
+            return QueryNumbers(np.asarray(plan.true_value, dtype=np.float64),
+                                sum_answer.l1_sensitivity, sum_answer.l2_sensitivity,
+                                sum_answer.integer_valued, sensitivity)
         answer = answered
     return QueryNumbers(np.asarray(answer.true_value, dtype=np.float64), answer.l1_sensitivity,
                         answer.l2_sensitivity, answer.integer_valued)
@@ -423,9 +427,13 @@ def sensitivity_note(query: ErrorQuery, numbers: QueryNumbers) -> str:
     who = ("a row is added or removed" if bound is None else
            f"all rows of one person (same {bound.person}, at most {bound.max_rows:,} kept) are "
            "added or removed")
-    note = (f"Sensitivity: L1 = {figures.upper(numbers.l1, 6)}, L2 = "
-            f"{figures.upper(numbers.l2, 6)} — the most one person can change the answer when "
-            f"{who}.")
+    if numbers.parts is not None:
+        note = (f"Sensitivities of the {query.kind}'s parts: {numbers.parts} — the most one "
+                f"person can change each part when {who}.")
+    else:
+        note = (f"Sensitivity: L1 = {figures.upper(numbers.l1, 6)}, L2 = "
+                f"{figures.upper(numbers.l2, 6)} — the most one person can change the answer "
+                f"when {who}.")
     if query.spec is not None and query.spec.lower is not None:
         note += (f" Values are clamped to [{query.spec.lower:g}, {query.spec.upper:g}], the "
                  "bounds set on the Noisy statistics page (the column's public range unless "
@@ -462,7 +470,7 @@ def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, 
     scalar = None if query.per_cell else float(numbers.true_value)
     rng = np.random.default_rng([seed, _RNG_OFFSET, 0])
     trials = max(200, math.ceil(SIM_ERRORS / numbers.true_value.size))
-    if query.kind == "mean":
+    if query.kind in PARTS:
         def release(eps: float, n: int, gen: np.random.Generator) -> NDArray:
             choice = choices.calibrated_from_epsilon(mechanism, eps, delta)
             plan = stats.make_plan(frame, query.spec, choice, sum_share=query.sum_share)
@@ -492,12 +500,13 @@ def smallest_for(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, alph
                  curves: MechanismCurves | None = None) -> utility.SmallestEpsilon:
     """The smallest epsilon meeting P(|error| > alpha) <= beta for one mechanism.
 
-    Exact (``utility.smallest_epsilon``) except for the mean, which has no closed form: there
+    Exact (``utility.smallest_epsilon``) except for a mean or a variance, which have no closed
+    form: there
     it is read off the simulated curve by log-log interpolation between the grid points that
     straddle alpha. Raises ValueError when the target cannot be met.
     """
     numbers = query_numbers(frame, query)
-    if query.kind != "mean":
+    if query.kind not in PARTS:
         options = _options(query, mechanism, numbers, cells_budget(query, 1.0, delta)[1])
         l2 = options.pop("l2_sensitivity")
         options["sensitivity"] = choices.calibrated_from_epsilon(
@@ -726,9 +735,9 @@ def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilo
         within = f"±{target_value:g}% (±{fmt(target_value / 100 * abs(true_value))})"
     else:
         within = f"±{fmt(target_value)}"
-    how = "≈ " if query.kind == "mean" else ""
-    tail = " (read off the simulated curve: a noisy mean has no closed form)" \
-        if query.kind == "mean" else ""
+    how = "≈ " if query.kind in PARTS else ""
+    tail = (f" (read off the simulated curve: a noisy {query.kind} has no closed form)"
+            if query.kind in PARTS else "")
     if cells > 1:
         tail = f" ({all_cells_note(1 - beta, cells)})"
     if answer.met_at_lower_end:
@@ -931,7 +940,7 @@ def cached_smallest(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, m
                     ) -> utility.SmallestEpsilon | str:
     """The smallest epsilon, or the reason it does not exist (a message)."""
     curves = None
-    if query.kind == "mean":
+    if query.kind in PARTS:
         curves = cached_curves(_frame, dataset_key, query, mechanism, beta, delta, seed)
     try:
         return smallest_for(_frame, query, mechanism, alpha=alpha, beta=beta, delta=delta,
@@ -1056,8 +1065,8 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
         "epsilons_closed_form": list(GRID), "epsilons_simulated": list(SIM_GRID),
         # As mechanism_curves: about SIM_ERRORS errors per epsilon, pooled over the cells.
         "simulated_releases_per_epsilon": max(200, math.ceil(SIM_ERRORS / cells)),
-        "noise_scale": ("the noisy sum and the noisy count each get their share of ε: no "
-                        "single scale" if query.kind == "mean" else
+        "noise_scale": (f"each part of the {query.kind} gets its share of ε: no single scale"
+                        if query.kind in PARTS else
                         "per ε in the CSV's noise scale column (L1 sensitivity / ε for "
                         "Laplace and geometric; calibrated for the others)"
                         + ("" if query.total_share is None else
