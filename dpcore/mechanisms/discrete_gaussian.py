@@ -372,7 +372,7 @@ SPECS = (
                            {"sensitivity": 2, "rho": 0.5},
                            {"sensitivity": 1, "scale": 0.6}),
         release=ReleaseRecipe("make_gaussian", "rho", pipeline_dp_reason=(
-            "PipelineDP 0.3 has no discrete Gaussian noise: use laplace, geometric or "
-            "gaussian (approx)")),
+            "PipelineDP 0.3 has no discrete Gaussian noise (discrete_gaussian): use laplace, "
+            "geometric or gaussian (approx)")),
     ),
 )
