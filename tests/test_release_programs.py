@@ -314,6 +314,56 @@ def test_spark_program_noise_has_the_planned_variance(spark_release):
 
 
 # --------------------------------------------------------------------------------------------
+# the templates: real Python files
+
+
+TEMPLATES = ("common", "opendp_program", "spark_program")
+
+
+def _definitions(tree: ast.Module) -> dict[str, str]:
+    return {node.name: ast.dump(node) for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+
+
+def _assignments(tree: ast.Module) -> list[str]:
+    return [t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])]
+
+
+def test_the_templates_are_python_files_that_tests_import_and_ruff_checks():
+    import importlib
+
+    for name in TEMPLATES:
+        module = importlib.import_module(f"release.templates.{name}")
+        assert module.QUERIES == []  # the placeholders: importing released nothing
+    assert callable(module.main) and module.PLAN_SHA256 == "sha256:"
+    listed = subprocess.run([str(RUFF), "check", "--show-files", "."], cwd=REPO,
+                            capture_output=True, text=True, timeout=60).stdout
+    for name in TEMPLATES:
+        assert str(REPO / "release" / "templates" / f"{name}.py") in listed
+    done = subprocess.run([str(RUFF), "check", "release/templates"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.parametrize(("make", "template"), [(opendp_program, "opendp_program"),
+                                                (spark_program, "spark_program")])
+def test_a_program_is_its_template_with_the_plans_literals(make, template):
+    """Every function and class of the template and of the shared code is in the program as
+    written there, and the program's only other statements are the plan's literals."""
+    plan = noise_plan() if make is opendp_program else spark_plan()
+    program = ast.parse(make(plan))
+    source = {name: ast.parse((REPO / "release" / "templates" / f"{name}.py").read_text(
+        encoding="utf-8")) for name in ("common", template)}
+    expected = _definitions(source["common"]) | _definitions(source[template])
+    assert _definitions(program) == expected
+    assert _assignments(program) == _assignments(source[template])  # the same names …
+    for node in program.body:  # … holding the plan's literals only
+        if isinstance(node, ast.Assign):
+            ast.literal_eval(node.value)
+
+
+# --------------------------------------------------------------------------------------------
 # injection and refusals
 
 
