@@ -169,7 +169,10 @@ def opendp_program(plan: Plan) -> str:
     before drawing anything, and prints (and writes) the released values as JSON with a
     top-level ``"privacy_spent"``: the plan's total under its accounting
     (:func:`release.accounting.privacy_spent` of what OpenDP certifies). It imports only
-    opendp, numpy and pandas.
+    opendp, numpy and pandas. A variance is its three parts (the count of the values that
+    read as numbers, their sum of deviations from the bounds' midpoint and of squared
+    deviations, each person's rows bounded as for every query), each measured by OpenDP at
+    the plan's scale, combined as ``plan.kinds.variance.variance_of``.
 
     Raises
     ------
@@ -238,7 +241,13 @@ def spark_program(plan: Plan) -> str:
     the privacy unit's contribution bounds), each with its own ``NaiveBudgetAccountant``
     holding exactly that part's planned (ε, δ): PipelineDP's budget split then never moves
     budget between queries, and its Laplace scale is the plan's. A mean is a SUM and a COUNT
-    (the plan's split), then divided. The program prints the released values, what each
+    (the plan's split), then divided; a variance is a COUNT, a SUM of the clamped values'
+    deviations from the bounds' midpoint (in [−h, h]) and a SUM of their squares (in
+    [0, h²]): the plan's three parts, each with its own budget, so PipelineDP's sensitivities
+    are the plan's (r, r·h, r·h²), combined as ``plan.kinds.variance.variance_of``.
+    PipelineDP's own VARIANCE metric is not used: it noises the sum of the values' squares
+    with a sensitivity read off [L², U²] and splits its budget by its own arithmetic, so its
+    noise is not the plan's. The program prints the released values, what each
     accountant spent and the noise standard deviation PipelineDP applied.
 
     Raises

@@ -1,5 +1,5 @@
 """The code every exported program shares: reading the data, bounding each person's
-contribution, the cells of a grouped query, the mean's post-processing.
+contribution, the cells of a grouped query, the mean's and the variance's post-processing.
 
 release.programs copies the SHARED block below into each generated program (after the
 plan's literals); the placeholders above it only make this file importable and linted.
@@ -154,6 +154,26 @@ def bounded(frame, codes=None, rng=None):
 def mean_of(noisy_sum, noisy_count, lower, upper):
     """A mean from its noisy sum and count: the count floored at 1, the ratio clamped."""
     return float(min(max(float(noisy_sum) / max(float(noisy_count), 1.0), lower), upper))
+
+
+def present(values):
+    """Which values read as numbers (a variance leaves the others out, as the app does)."""
+    return ~np.isnan(pd.to_numeric(values, errors="coerce").to_numpy(dtype=float))
+
+
+def deviations(values, lower, upper):
+    """Each value clamped to the plan's bounds, minus the bounds' midpoint: in [-h, h], h
+    half the bounds' width (a variance's parts sum these and their squares)."""
+    return numbers(values, lower, upper) - (lower + upper) / 2
+
+
+def variance_of(noisy_count, noisy_deviations, noisy_squares, lower, upper):
+    """A variance from its noisy parts: S2/n - (S1/n)^2, the count n floored at 1, clamped
+    to [0, h^2] (every variance of values in the bounds lies there; h = (upper - lower)/2)."""
+    n = max(float(noisy_count), 1.0)
+    mean = float(noisy_deviations) / n
+    half = (upper - lower) / 2
+    return float(min(max(float(noisy_squares) / n - mean * mean, 0.0), half * half))
 
 
 def plain(value):

@@ -48,11 +48,14 @@ from release.templates.common import (  # noqa: E402
     bounded,
     cell_codes,
     check_plan,
+    deviations,
     mean_of,
     numbers,
     plain,
+    present,
     read_frame,
     select_columns,
+    variance_of,
 )
 
 # <<< SHARED
@@ -68,7 +71,7 @@ def measurement(part, query):
         kind = "i64" if part["integer"] else "float"
         atom = dp.atom_domain(T="i64") if part["integer"] else dp.atom_domain(
             T="float", nan=False)
-        scalar = query["kind"] in ("count", "sum", "mean")
+        scalar = query["kind"] in ("count", "sum", "mean", "variance")
         if scalar:
             metric_type = "i64" if part["integer"] and part["norm"] == "L1" else "float"
             domain, metric = atom, dp.absolute_distance(T=metric_type)
@@ -165,6 +168,13 @@ def release_query(query, measurements, frame, rng=None):
             return [[[], plain(noisy_sum)]]
         noisy_count = measurements[1](as_input(parts[1], len(rows)))
         return [[[], mean_of(noisy_sum, noisy_count, query["lower"], query["upper"])]]
+    if kind == "variance":
+        # values that read as numbers, then each person's rows bounded (as the app does)
+        rows = bounded(frame[present(frame[query["column"]])], rng=rng)
+        y = deviations(rows[query["column"]], query["lower"], query["upper"])
+        moments = (len(rows), float(np.sum(y)), float(np.sum(y * y)))
+        noisy = [m(as_input(p, v)) for m, p, v in zip(measurements, parts, moments, strict=True)]
+        return [[[], variance_of(*noisy, query["lower"], query["upper"])]]
     if kind == "quantiles":
         rows = bounded(frame, rng=rng)
         x = pd.to_numeric(rows[query["column"]], errors="coerce").to_numpy(dtype=float)

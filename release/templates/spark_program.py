@@ -11,7 +11,11 @@ library through python-dp):
 Each noised part of each query is one PipelineDP aggregation over the plan's declared
 (public) partitions, with the privacy unit's contribution bounds, and its own budget
 accountant holding exactly the part's planned (epsilon, delta), so PipelineDP's noise is
-calibrated to the plan's budget for that part and nothing else. The output holds released
+calibrated to the plan's budget for that part and nothing else. A mean is a SUM and a COUNT;
+a variance a COUNT, a SUM of deviations from the bounds' midpoint and a SUM of their squares,
+combined as the plan says (PipelineDP's VARIANCE metric is not used: it noises the squares of
+the values themselves, with a sensitivity read off [lower^2, upper^2], and splits the budget
+by its own arithmetic, so its noise is not the plan's). The output holds released
 values only, what each accountant spent, the noise standard deviation PipelineDP applied,
 and "privacy_spent", the basic composition of the accountants' budgets.
 """
@@ -48,9 +52,12 @@ from release.templates.common import (  # noqa: E402
     Refused,
     cell_codes,
     check_plan,
+    deviations,
     mean_of,
     needed_columns,
     numbers,
+    present,
+    variance_of,
 )
 
 # <<< SHARED
@@ -91,11 +98,15 @@ def spark_rows(frame_rdd, query):
     def convert(index_and_rows):
         index, rows = index_and_rows
         frame = pd.DataFrame(list(rows), columns=needed_columns())
-        if kind in ("count", "sum", "mean"):
+        if kind == "variance":  # the values that read as numbers only (as the app reads them)
+            frame = frame[present(frame[query["column"]])]
+        if kind in ("count", "sum", "mean", "variance"):
             codes = np.zeros(len(frame), dtype=np.int64)
         else:
             codes = cell_codes(frame, query)[0]
-        if query.get("lower") is not None:
+        if kind == "variance":  # deviations from the bounds' midpoint, in [-h, h]
+            values = deviations(frame[query["column"]], query["lower"], query["upper"])
+        elif query.get("lower") is not None:
             values = numbers(frame[query["column"]], query["lower"], query["upper"])
         else:
             values = np.zeros(len(frame))
@@ -108,7 +119,7 @@ def spark_rows(frame_rdd, query):
 
 
 def cells_of(query):
-    if query["kind"] in ("count", "sum", "mean"):
+    if query["kind"] in ("count", "sum", "mean", "variance"):
         return 1, [[]]
     frame = pd.DataFrame({name: [] for name in needed_columns()})
     labels = cell_codes(frame, query)[1]
@@ -144,23 +155,51 @@ def aggregate(sc, rows, part, size, grouped):
                     "plan_scale": part["plan_scale"]}
 
 
+def squared(row):
+    """A row whose value is the square of its own (a variance's squared deviation)."""
+    return row[0], row[1], row[2] * row[2]
+
+
+def variance_part(rows, part, query):
+    """A variance's part as a COUNT or a SUM: the count of values, the sum of deviations
+    (values in [-h, h]) or the sum of squared deviations (in [0, h^2]), h half the bounds'
+    width; with the bounds PipelineDP's SUM takes its sensitivity from (the plan's: r h and
+    r h^2 for at most r rows per person)."""
+    half = (query["upper"] - query["lower"]) / 2
+    if part["part"] == "count":
+        return rows, dict(part, sensitivity_of="count", lower=None, upper=None)
+    if part["part"] == "sum of deviations":
+        return rows, dict(part, sensitivity_of="sum", lower=-half, upper=half)
+    if part["part"] == "sum of squared deviations":
+        return rows.map(squared), dict(part, sensitivity_of="sum", lower=0.0,
+                                       upper=half * half)
+    raise Refused(f"query {query['id']!r}: no variance part {part['part']!r}")
+
+
 def release_query(sc, frame_rdd, query):
     rows = spark_rows(frame_rdd, query).cache()
     size, labels = cells_of(query)
-    grouped = query["kind"] not in ("count", "sum", "mean")
+    grouped = query["kind"] not in ("count", "sum", "mean", "variance")
     statistic = query.get("statistic", query["kind"])
     results, report = [], []
     for part in query["parts"]:
-        counted = part["part"] == "count" or statistic in ("count", "histogram", "crosstab")
-        part = dict(part, sensitivity_of="count" if counted else "sum",
-                    lower=query.get("lower"), upper=query.get("upper"))
-        values, spent = aggregate(sc, rows, part, size, grouped)
+        if statistic == "variance":
+            part_rows, part = variance_part(rows, part, query)
+        else:
+            counted = part["part"] == "count" or statistic in ("count", "histogram",
+                                                               "crosstab")
+            part_rows, part = rows, dict(part, sensitivity_of="count" if counted else "sum",
+                                         lower=query.get("lower"), upper=query.get("upper"))
+        values, spent = aggregate(sc, part_rows, part, size, grouped)
         results.append(values)
         report.append(dict(spent, query=query["id"]))
     rows.unpersist()
     if statistic == "mean":
         out = [[labels[i], mean_of(results[0][i], results[1][i], query["lower"],
                                    query["upper"])] for i in range(size)]
+    elif statistic == "variance":
+        out = [[[], variance_of(results[0][0], results[1][0], results[2][0], query["lower"],
+                                query["upper"])]]
     else:
         out = [[labels[i], float(results[0][i])] for i in range(size)]
     return out, report
