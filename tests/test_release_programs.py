@@ -6,8 +6,10 @@ of what OpenDP certifies; PipelineDP's accountants' budgets added up, equal to t
 planned figure); its noise has the planned scale (OpenDP: Kolmogorov–Smirnov against the
 Laplace and Gaussian of the plan's scale over repeated in-process releases of a 20-row
 frame, and a planted wrong scale rejected; Spark: the standard deviation PipelineDP reports
-and the variance of hundreds of pure-noise cells in one run); and a column named to inject
-code stays a string.
+and the variance of hundreds of pure-noise cells in one run); a variance query released by
+both programs (OpenDP: the app's law by two-sample KS, Spark: PipelineDP's budgets and noise
+per part); the templates are Python files ruff checks and tests import, and a program is its
+template with the plan's literals; and a column named to inject code stays a string.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pytest
 from scipy import stats
 
 from plan.examples import ADULT_PATH, EDUCATION, OCCUPATION, adult_plan
+from plan.kinds.variance import PART_NAMES, Variance
 from plan.model import (
     Accounting,
     Bounds,
@@ -311,6 +314,176 @@ def test_spark_program_noise_has_the_planned_variance(spark_release):
     assert abs(rows["education"][("HS-grad",)] - true["HS-grad"]) < 40 * b
     assert rows["hours"][()] == pytest.approx(frame[INJECTION].clip(1, 99).sum(),
                                               abs=12 * built["hours"].parts[0].scale)
+
+
+# --------------------------------------------------------------------------------------------
+# the variance in both programs
+
+AGES = Bounds(10, 90, "public")
+
+
+def variance_plan(*noises: Noise) -> Plan:
+    """A variance of age in [10, 90] (h = 40) per noise, at most 3 rows per person."""
+    return Plan(Dataset("people"), tuple(
+        PlanQuery(f"v{i}", "Variance of age", Variance("age", AGES), noise)
+        for i, noise in enumerate(noises)), PrivacyUnit("pid", 3), Accounting("basic"))
+
+
+def people(seed: int) -> pd.DataFrame:
+    """300 people with 2 rows each (under the 3 kept: the truth is exact), every 40th age
+    missing."""
+    rng = np.random.default_rng(seed)
+    age = rng.normal(45, 18, 600)
+    age[::40] = np.nan
+    return pd.DataFrame({"pid": np.repeat(np.arange(300), 2), "age": age})
+
+
+def true_variance(frame: pd.DataFrame) -> float:
+    """The population variance of the present ages clamped to the bounds."""
+    return float(np.var(np.clip(frame["age"].dropna().to_numpy(), 10, 90)))
+
+
+def app_law(plan: Plan, frame: pd.DataFrame, trials: int, seed: int) -> np.ndarray:
+    """The app's law of the released variance: dpcore's samplers on the parts the plan
+    builds, at the true values DuckDB reads, combined by the kind (the simulator's draw)."""
+    from engine import Engine, FrameSource
+    from engine.duckdb_backend import DuckDBBackend
+
+    engine = Engine(DuckDBBackend(threads=1))
+    built = prepare(plan).built[0]
+    aggs = tuple(engine.answer(FrameSource(frame), q) for q in built.engine_queries)
+    values = built.kind.part_values(built, aggs)
+    rng = np.random.default_rng(seed)
+    noisy = tuple(part.mechanism.sample(value, trials=trials, rng=rng)
+                  for part, value in zip(built.parts, values, strict=True))
+    return built.kind.combine(built, noisy)
+
+
+def test_opendp_program_releases_a_variance_with_the_apps_law(tmp_path):
+    """The three parts at the plan's scales (closed forms: r/(ε/3), r·h/(ε/3), r·h²/(ε/3)
+    with r = 3, h = 40, ε = 1); 300 releases against 20,000 draws of the app's law
+    (two-sample KS), which rejects the law at half the ε (twice the scales); at ε = 10⁵ the
+    release is the true variance of the clamped present values."""
+    plan = variance_plan(Noise("laplace", "pure", epsilon=1.0))
+    program = load(opendp_program(plan), "variance", tmp_path)
+    measurements, report = program.checked_measurements()
+    parts = prepare(plan).built[0].parts
+    assert [p["part"] for p in report] == list(PART_NAMES)
+    assert [p["scale"] for p in report] == pytest.approx([p.scale for p in parts], rel=1e-13)
+    assert [p.scale for p in parts] == pytest.approx([9.0, 360.0, 14400.0], rel=1e-12)
+    assert spent_of(report, plan).epsilon == prepare(plan).spent.epsilon <= 1.0
+    frame = people(5)
+    released = np.array([program.release(frame, measurements)["queries"][0]["rows"][0][1]
+                         for _ in range(300)])
+    assert stats.ks_2samp(released, app_law(plan, frame, 20_000, seed=3)).pvalue > ALPHA
+    halved = variance_plan(Noise("laplace", "pure", epsilon=0.5))
+    assert stats.ks_2samp(released, app_law(halved, frame, 20_000, seed=4)).pvalue < ALPHA
+    precise = variance_plan(Noise("laplace", "pure", epsilon=1e5))
+    out = load(opendp_program(precise), "precise", tmp_path).release(frame)
+    assert out["queries"][0]["rows"] == [[[], pytest.approx(true_variance(frame), rel=1e-4)]]
+
+
+def test_the_programs_post_process_a_variance_as_the_kind_does():
+    """The programs' variance_of (release/templates/common.py) against the kind's
+    (plan.kinds.variance), on the cases its rules name: the count floored at 1, the value
+    clamped to [0, h²]."""
+    from plan.kinds.variance import variance_of
+    from release.templates import common
+
+    cases = np.array([(0.0, 5.0, 1e9), (100.0, 0.0, -5.0), (4.0, 4.0, 8.0), (4.0, 0.0, 8.0),
+                      (0.5, 1.0, 3.0), (-7.0, -2.0, 30.0), (600.0, 30.0, 1.5e5)])
+    programs = [common.variance_of(*case, 10.0, 90.0) for case in cases.tolist()]
+    np.testing.assert_allclose(programs, variance_of(*cases.T, 40.0), rtol=1e-15)
+    assert programs[:5] == [1600.0, 0.0, 1.0, 2.0, 2.0]
+
+
+@pytest.mark.spark
+def test_spark_program_releases_a_variance_with_the_plans_parts(tmp_path):
+    """A variance under approximate DP (Gaussian parts) and one at ε = 10⁵ (Laplace), one
+    local[1] run: each part is one PipelineDP aggregation given the part's own budget, with
+    the plan's noise (Laplace: std = b√2 exactly; Gaussian: PyDP's σ at most 0.1% above the
+    plan's), the totals are the plan's, and the precise one is the true variance."""
+    frame = people(6)
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    plan = Plan(Dataset("people"), (
+        PlanQuery("v", "Variance", Variance("age", AGES),
+                  Noise("gaussian", "approx", epsilon=1.0, delta=1e-6)),
+        PlanQuery("precise", "Variance", Variance("age", AGES),
+                  Noise("laplace", "pure", epsilon=1e5)),
+    ), PrivacyUnit("pid", 3), Accounting("basic"))
+    (tmp_path / "program.py").write_text(spark_program(plan), encoding="utf-8")
+    done = subprocess.run([sys.executable, "program.py", "--data", "people.csv",
+                           "--master", "local[1]", "--out", "out.json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    planned = prepare(plan).planned
+    assert math.isclose(out["privacy_spent"]["epsilon"], planned.epsilon, rel_tol=1e-12)
+    assert out["privacy_spent"]["delta"] == pytest.approx(planned.delta, rel=1e-12)
+    built = {b.query.id: b for b in prepare(plan).built}
+    assert [(p["query"], p["query_part"]) for p in out["parts"]] == [
+        (q, name) for q in ("v", "precise") for name in PART_NAMES]
+    for p in out["parts"]:
+        part = next(x for x in built[p["query"]].parts if x.name == p["query_part"])
+        assert p["spent"] == [{"epsilon": part.loss.epsilon, "delta": part.loss.delta}]
+        (std,) = p["noise_std"]
+        if p["noise"] == "laplace":
+            assert std == pytest.approx(part.scale * math.sqrt(2), rel=1e-12)
+        else:
+            assert part.scale <= std <= part.scale * 1.001
+    rows = {q["id"]: q["rows"] for q in out["queries"]}
+    assert rows["precise"] == [[[], pytest.approx(true_variance(frame), rel=1e-4)]]
+    assert 0.0 <= rows["v"][0][1] <= 40.0**2
+
+
+# --------------------------------------------------------------------------------------------
+# the templates: real Python files
+
+
+TEMPLATES = ("common", "opendp_program", "spark_program")
+
+
+def _definitions(tree: ast.Module) -> dict[str, str]:
+    return {node.name: ast.dump(node) for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+
+
+def _assignments(tree: ast.Module) -> list[str]:
+    return [t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])]
+
+
+def test_the_templates_are_python_files_that_tests_import_and_ruff_checks():
+    import importlib
+
+    for name in TEMPLATES:
+        module = importlib.import_module(f"release.templates.{name}")
+        assert module.QUERIES == []  # the placeholders: importing released nothing
+    assert callable(module.main) and module.PLAN_SHA256 == "sha256:"
+    listed = subprocess.run([str(RUFF), "check", "--show-files", "."], cwd=REPO,
+                            capture_output=True, text=True, timeout=60).stdout
+    for name in TEMPLATES:
+        assert str(REPO / "release" / "templates" / f"{name}.py") in listed
+    done = subprocess.run([str(RUFF), "check", "release/templates"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.parametrize(("make", "template"), [(opendp_program, "opendp_program"),
+                                                (spark_program, "spark_program")])
+def test_a_program_is_its_template_with_the_plans_literals(make, template):
+    """Every function and class of the template and of the shared code is in the program as
+    written there, and the program's only other statements are the plan's literals."""
+    plan = noise_plan() if make is opendp_program else spark_plan()
+    program = ast.parse(make(plan))
+    source = {name: ast.parse((REPO / "release" / "templates" / f"{name}.py").read_text(
+        encoding="utf-8")) for name in ("common", template)}
+    expected = _definitions(source["common"]) | _definitions(source[template])
+    assert _definitions(program) == expected
+    assert _assignments(program) == _assignments(source[template])  # the same names …
+    for node in program.body:  # … holding the plan's literals only
+        if isinstance(node, ast.Assign):
+            ast.literal_eval(node.value)
 
 
 # --------------------------------------------------------------------------------------------

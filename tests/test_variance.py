@@ -1,6 +1,7 @@
 """The variance, a query kind added as one file (plan/kinds/variance.py) and one registry line:
 its plan JSON, the engine's moments it reads, its sensitivities under the privacy unit, what
-it spends, and a real release whose law is the law the simulator gives for the same parts."""
+it spends, and a real release whose law is the law the simulator gives for the same parts
+(the exported programs' variance: tests/test_release_programs.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from plan.kinds import KINDS
 from plan.kinds.variance import PART_NAMES, Variance, variance_of
 from plan.model import Bounds, Dataset, Noise, Plan, PlanError, PlanQuery, PrivacyUnit
 from release import Ledger, prepare, run
-from release.programs import ProgramUnsupported, opendp_program, spark_program
 
 BOUNDS = Bounds(10.0, 90.0, "public", "ages")
 
@@ -100,10 +100,3 @@ def test_a_real_release_draws_the_law_the_simulator_gives(tmp_path, frame):
     assert stats.ks_2samp(released, simulated).pvalue > 1e-4
     truth = float(np.var(np.clip(frame["age"].dropna(), 10, 90)))
     assert abs(np.median(simulated) - truth) < 0.05 * truth
-
-
-def test_the_programs_say_why_they_cannot_release_it_yet():
-    with pytest.raises(ProgramUnsupported, match="variance"):
-        opendp_program(plan())
-    with pytest.raises(ProgramUnsupported, match="variance"):
-        spark_program(plan())

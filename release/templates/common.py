@@ -1,0 +1,181 @@
+"""The code every exported program shares: reading the data, bounding each person's
+contribution, the cells of a grouped query, the mean's and the variance's post-processing.
+
+release.programs copies the SHARED block below into each generated program (after the
+plan's literals); the placeholders above it only make this file importable and linted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pandas as pd
+
+# >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
+PLAN_SHA256 = "sha256:"
+PLAN_JSON = ""
+PERSON_COLUMN: str | None = None
+MAX_ROWS = 1
+MAX_GROUPS: int | None = None
+QUERIES: list[dict] = []
+# <<< PLAN
+
+# >>> SHARED: copied into every program
+
+# ------------------------------------------------------------------------------------------
+# reading the data and bounding each person's contribution (the same in every program)
+
+
+class Refused(Exception):
+    """The release cannot go ahead as planned; nothing was drawn."""
+
+
+def check_plan():
+    digest = "sha256:" + hashlib.sha256(PLAN_JSON.encode("utf-8")).hexdigest()
+    if digest != PLAN_SHA256:
+        raise Refused("PLAN_JSON does not match PLAN_SHA256: the program was edited")
+
+
+def needed_columns():
+    names = [] if PERSON_COLUMN is None else [PERSON_COLUMN]
+    for query in QUERIES:
+        for name in query["columns"]:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def read_frame(path):
+    """The columns the plan needs, from a CSV, CSV.gz or Parquet file (or Parquet folder)."""
+    if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
+        frame = pd.read_parquet(path)
+    else:
+        frame = pd.read_csv(path)
+    return select_columns(frame)
+
+
+def select_columns(frame):
+    missing = [name for name in needed_columns() if name not in frame.columns]
+    if missing:
+        raise Refused(f"the data has no column(s) {missing!r}, which the plan needs")
+    return frame[needed_columns()]
+
+
+def numbers(values, lower, upper):
+    """A column as numbers clamped to the plan's bounds; a missing value adds nothing."""
+    x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    return np.where(np.isnan(x), 0.0, np.clip(x, lower, upper))
+
+
+def cells(values, categories):
+    """The index of each value among the declared categories (-1: not declared)."""
+    return pd.Index(categories).get_indexer(values).astype(np.int64)
+
+
+def bins(values, edges, outside):
+    """The cell of each value among the bins between ``edges`` ([a, b), the last closed):
+    below, the bins, above when outside is "separate"; the end bins when "clamp"; -1 for a
+    missing value."""
+    x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    e = np.asarray(edges, dtype=float)
+    k = len(e) - 1
+    i = np.searchsorted(e, x, side="right") - 1
+    i = np.where(x == e[-1], k - 1, i)
+    if outside == "clamp":
+        i = np.clip(i, 0, k - 1)
+    else:
+        i = i + 1
+    return np.where(np.isnan(x), -1, i).astype(np.int64)
+
+
+def bin_labels(edges, outside):
+    text = [f"{v:g}" for v in edges]
+    labels = [f"[{a}, {b})" for a, b in zip(text[:-2], text[1:-1], strict=True)]
+    labels.append(f"[{text[-2]}, {text[-1]}]")
+    if outside == "separate":
+        return [f"< {text[0]}", *labels, f"> {text[-1]}"]
+    return labels
+
+
+def cell_codes(frame, query):
+    """The cell of each row for a grouped query, and the cells' labels."""
+    if query["kind"] == "crosstab":
+        rows = cells(frame[query["row"]], query["row_categories"])
+        columns = cells(frame[query["column"]], query["column_categories"])
+        width = len(query["column_categories"])
+        codes = np.where((rows >= 0) & (columns >= 0), rows * width + columns, -1)
+        labels = [[str(r), str(c)] for r in query["row_categories"]
+                  for c in query["column_categories"]]
+        return codes, labels
+    if query["kind"] == "group_by":
+        return cells(frame[query["key"]], query["keys"]), [[str(k)] for k in query["keys"]]
+    if query["kind"] == "selection":
+        return cells(frame[query["column"]], query["candidates"]), None
+    if query.get("edges") is not None:
+        labels = bin_labels(query["edges"], query["outside"])
+        return bins(frame[query["column"]], query["edges"], query["outside"]), [
+            [label] for label in labels]
+    codes = cells(frame[query["column"]], query["categories"])
+    return codes, [[str(c)] for c in query["categories"]]
+
+
+def bounded(frame, codes=None, rng=None):
+    """The rows kept under the privacy unit: each person keeps at most MAX_ROWS rows (in each
+    of at most MAX_GROUPS cells of a grouped query), chosen uniformly at random: the cells
+    by an independent random priority per (person, cell), whatever their numbers of rows,
+    and the rows of a kept cell by a random order. Each person's choice depends on that
+    person's rows only. With one row per person, every row. ``codes``: each row's cell (-1:
+    in none, dropped)."""
+    if codes is not None:
+        frame = frame.assign(__cell__=codes)
+        frame = frame[frame["__cell__"].to_numpy() >= 0]
+    if PERSON_COLUMN is None:
+        return frame
+    rng = np.random.default_rng() if rng is None else rng
+    frame = frame.iloc[rng.permutation(len(frame))]
+    person = frame[PERSON_COLUMN]
+    if codes is None or MAX_GROUPS is None:
+        rank = frame.groupby(person, sort=False, dropna=False).cumcount().to_numpy()
+        return frame[rank < MAX_ROWS]
+    keys = [person, frame["__cell__"]]
+    frame = frame[frame.groupby(keys, sort=False, dropna=False).cumcount().to_numpy()
+                  < MAX_ROWS]
+    pairs = frame[[PERSON_COLUMN, "__cell__"]].drop_duplicates()
+    # not the cells met first in the shuffled rows (a cell with more rows comes first more
+    # often): the MAX_GROUPS cells of highest independent uniform priority
+    pairs = pairs.iloc[np.argsort(rng.random(len(pairs)), kind="stable")]
+    rank = pairs.groupby(PERSON_COLUMN, sort=False, dropna=False).cumcount().to_numpy()
+    pairs = pairs[rank < MAX_GROUPS]
+    return frame.merge(pairs, on=[PERSON_COLUMN, "__cell__"], how="inner")
+
+
+def mean_of(noisy_sum, noisy_count, lower, upper):
+    """A mean from its noisy sum and count: the count floored at 1, the ratio clamped."""
+    return float(min(max(float(noisy_sum) / max(float(noisy_count), 1.0), lower), upper))
+
+
+def present(values):
+    """Which values read as numbers (a variance leaves the others out, as the app does)."""
+    return ~np.isnan(pd.to_numeric(values, errors="coerce").to_numpy(dtype=float))
+
+
+def deviations(values, lower, upper):
+    """Each value clamped to the plan's bounds, minus the bounds' midpoint: in [-h, h], h
+    half the bounds' width (a variance's parts sum these and their squares)."""
+    return numbers(values, lower, upper) - (lower + upper) / 2
+
+
+def variance_of(noisy_count, noisy_deviations, noisy_squares, lower, upper):
+    """A variance from its noisy parts: S2/n - (S1/n)^2, the count n floored at 1, clamped
+    to [0, h^2] (every variance of values in the bounds lies there; h = (upper - lower)/2)."""
+    n = max(float(noisy_count), 1.0)
+    mean = float(noisy_deviations) / n
+    half = (upper - lower) / 2
+    return float(min(max(float(noisy_squares) / n - mean * mean, 0.0), half * half))
+
+
+def plain(value):
+    return value.item() if hasattr(value, "item") else value
+# <<< SHARED
