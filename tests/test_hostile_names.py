@@ -1,0 +1,92 @@
+"""Every page on a dataset whose file name, schema source, column names and category labels
+are hostile (tests/hostile.py): each markdown source shows them literally (escaped, and
+dashes, autolinks and shortcodes broken up), each plain-text option shows them raw."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import hostile
+from tests.conftest import PAGE_FILES, open_app
+
+#: Elements whose value Streamlit renders as markdown.
+MARKDOWN_VALUES = ("markdown", "caption", "title", "header", "subheader", "info", "warning",
+                   "error", "success", "toast")
+#: Widgets: their label and help are markdown; options are plain text except the radio's.
+WIDGETS = ("selectbox", "multiselect", "radio", "checkbox", "toggle", "button", "number_input",
+           "slider", "select_slider", "text_input", "text_area", "date_input", "color_picker",
+           "button_group", "metric", "expander", "tabs", "file_uploader", "download_button")
+PLAIN_OPTIONS = ("selectbox", "multiselect", "select_slider")
+
+
+@pytest.fixture(scope="module")
+def choices(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile")
+    names = hostile.write_folder(root)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EPSILON_LAB_DATA", str(root))
+    yield names
+    mp.undo()
+
+
+def _elements(at, kind):
+    try:
+        return list(at.get(kind))
+    except (KeyError, AttributeError):
+        return []
+
+
+def markdown_sources(at) -> list[str]:
+    sources = [str(e.value) for kind in MARKDOWN_VALUES for e in _elements(at, kind)]
+    for kind in WIDGETS:
+        for e in _elements(at, kind):
+            for attribute in ("label", "help", "placeholder"):
+                value = getattr(e, attribute, None) or getattr(e.proto, attribute, None)
+                if isinstance(value, str):
+                    sources.append(value)
+            if kind == "radio":
+                sources.extend(map(str, e.options))
+    return sources
+
+
+def plain_options(at) -> list[str]:
+    return [str(o) for kind in PLAIN_OPTIONS for e in _elements(at, kind) for o in e.options]
+
+
+def problems(at) -> list[str]:
+    return [*(p for s in markdown_sources(at) for p in hostile.markdown_problems(s)),
+            *(p for o in plain_options(at) for p in hostile.plain_text_problems(o))]
+
+
+def test_the_checks_catch_what_they_must():
+    """Planted bugs: a raw link, an escaped name in a plain-text option, a dash pair that
+    is escaped but not broken up; and what is right passes."""
+    link = hostile.CATEGORICAL[0]
+    assert hostile.markdown_problems(f"Column {link}")
+    assert hostile.markdown_problems(r"a \-\- b")
+    assert hostile.plain_text_problems(r"patient\_id")
+    assert not hostile.plain_text_problems("patient_id")
+    assert not hostile.markdown_problems(r"Column \[link\]\(http\:" + "\u2060"
+                                         + r"//evil\.example\)")
+    assert not hostile.markdown_problems(r"x\\y and patient\_id")
+
+
+@pytest.mark.parametrize("page", PAGE_FILES)
+@pytest.mark.parametrize("which", ["full", "one numeric column"])
+def test_every_page_shows_hostile_names_literally(choices, which, page):
+    at = open_app(page, dataset=choices[which != "full"])
+    assert not at.exception, [e.value for e in at.exception]
+    found = problems(at)
+    assert not found, "\n".join(found[:20])
+
+
+def test_the_person_id_select_offers_the_raw_names(choices):
+    at = open_app("data.py", dataset=choices[0])
+    options = plain_options(at)
+    for name in (*hostile.CATEGORICAL, *hostile.NUMERIC):
+        assert name in options, name
+
+
+def test_a_name_escaped_twice_is_caught():
+    assert hostile.markdown_problems(r"\\\[link\\\]\\\(http\\\:" + "\u2060"
+                                     + r"//evil\\\.example\\\) has no categorical column")
