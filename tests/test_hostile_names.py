@@ -90,3 +90,35 @@ def test_the_person_id_select_offers_the_raw_names(choices):
 def test_a_name_escaped_twice_is_caught():
     assert hostile.markdown_problems(r"\\\[link\\\]\\\(http\\\:" + "\u2060"
                                      + r"//evil\\\.example\\\) has no categorical column")
+
+
+def test_the_data_page_shows_every_column_and_person_id_literally(choices):
+    at = open_app("data.py", dataset=choices[0])
+    at.multiselect(key="data_columns").set_value(list(hostile.frame().columns)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = markdown_sources(at)
+    for name in (*hostile.CATEGORICAL[:3], *hostile.NUMERIC):
+        assert any(hostile.PATTERNS[name].search(s) for s in shown), name
+    found = problems(at)
+    assert not found, "\n".join(found[:20])
+    person = next(s for s in at.selectbox if s.label == "Person-id column")
+    for name in (*hostile.CATEGORICAL, hostile.NUMERIC[1]):
+        person.set_value(name).run()
+        assert not at.exception, [e.value for e in at.exception]
+        found = problems(at)
+        assert not found, "\n".join(found[:20])
+
+
+def test_the_statistics_page_shows_every_column_literally(choices):
+    from dashboard.analysis import statistics as stats
+
+    at = open_app("statistics.py", dataset=choices[0])
+    loaded = at.session_state["dataset"]
+    for query in stats.available_queries(loaded):
+        at.selectbox(key="stats_query").set_value(query).run()
+        assert not at.exception, [e.value for e in at.exception]
+        for column in stats.columns_for(loaded, query) if query != "count" else ():
+            at.selectbox(key="stats_column").set_value(column).run()
+            assert not at.exception, [e.value for e in at.exception]
+            found = problems(at)
+            assert not found, (query, column, "\n".join(found[:20]))
