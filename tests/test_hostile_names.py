@@ -4,6 +4,9 @@ dashes, autolinks and shortcodes broken up), each plain-text option shows them r
 
 from __future__ import annotations
 
+import html
+import json
+
 import pytest
 
 from tests import hostile
@@ -53,9 +56,32 @@ def plain_options(at) -> list[str]:
     return [str(o) for kind in PLAIN_OPTIONS for e in _elements(at, kind) for o in e.options]
 
 
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def chart_problems(at) -> list[str]:
+    """Plotly shows its text as pseudo-HTML: a name must come back raw once its entities are
+    read, and never carry a raw tag."""
+    found = []
+    for chart in _elements(at, "plotly_chart"):
+        for text in _strings(json.loads(chart.proto.spec)):
+            found += hostile.plain_text_problems(html.unescape(text))
+            found += [f"{name!r} is raw markup in a chart: {text!r}"
+                      for name in hostile.NAMES if "<" in name and name in text]
+    return found
+
+
 def problems(at) -> list[str]:
     return [*(p for s in markdown_sources(at) for p in hostile.markdown_problems(s)),
-            *(p for o in plain_options(at) for p in hostile.plain_text_problems(o))]
+            *(p for o in plain_options(at) for p in hostile.plain_text_problems(o)),
+            *chart_problems(at)]
 
 
 def test_the_checks_catch_what_they_must():
@@ -122,3 +148,14 @@ def test_the_statistics_page_shows_every_column_literally(choices):
             assert not at.exception, [e.value for e in at.exception]
             found = problems(at)
             assert not found, (query, column, "\n".join(found[:20]))
+
+
+def test_choose_epsilon_shows_hostile_names_literally_for_every_source(choices):
+    from dashboard.analysis import epsilon as ana
+
+    at = open_app("choose_epsilon.py", dataset=choices[0])
+    for source in ana.SOURCES:
+        at.radio(key="choose_source").set_value(source).run()
+        assert not at.exception, [e.value for e in at.exception]
+        found = problems(at)
+        assert not found, (source, "\n".join(found[:20]))
