@@ -159,3 +159,18 @@ def test_choose_epsilon_shows_hostile_names_literally_for_every_source(choices):
         assert not at.exception, [e.value for e in at.exception]
         found = problems(at)
         assert not found, (source, "\n".join(found[:20]))
+
+
+@pytest.mark.parametrize("page", ["selection.py", "tables.py", "groups.py", "quantiles.py"])
+def test_every_column_choice_shows_hostile_names_literally(choices, page):
+    """Each column select of the page set to each of its columns in turn."""
+    columns = set(hostile.frame().columns)
+    at = open_app(page, dataset=choices[0])
+    selects = [s.key for s in at.selectbox if s.key and columns & set(s.options)]
+    assert selects, "the page has no column select"
+    for key in selects:
+        for column in [o for o in at.selectbox(key=key).options if o in columns]:
+            at.selectbox(key=key).set_value(column).run()
+            assert not at.exception, (key, column, [e.value for e in at.exception])
+            found = problems(at)
+            assert not found, (key, column, "\n".join(found[:20]))
