@@ -174,3 +174,39 @@ def test_every_column_choice_shows_hostile_names_literally(choices, page):
             assert not at.exception, (key, column, [e.value for e in at.exception])
             found = problems(at)
             assert not found, (key, column, "\n".join(found[:20]))
+
+
+def test_a_plan_and_its_release_show_hostile_names_literally(choices, tmp_path, monkeypatch):
+    """Queries of every page on hostile columns, the plan page, a real release and the
+    Releases page."""
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    at = open_app("statistics.py", dataset=choices[0])
+    at.selectbox(key="stats_query").set_value("histogram").run()
+    for page, key in (("statistics.py", "stats"), ("tables.py", "tables"),
+                      ("groups.py", "groups"), ("selection.py", "sel"),
+                      ("quantiles.py", "quantiles")):
+        at.switch_page(f"app_pages/{page}").run()
+        at.button(key=f"{key}_add_to_plan").click().run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        found = problems(at)
+        assert not found, (page, "\n".join(found[:20]))
+    at.switch_page("app_pages/plan.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = markdown_sources(at)
+    assert any(hostile.PATTERNS[hostile.CATEGORICAL[0]].search(s) for s in shown)
+    found = problems(at)
+    assert not found, "\n".join(found[:20])
+    at.number_input(key="plan_set_budget_epsilon").set_value(100.0).run()
+    at.checkbox(key="plan_set_budget_confirm").check().run()
+    at.button(key="plan_set_budget").click().run()
+    at.checkbox(key="plan_release_confirm").check().run()
+    at.button(key="plan_release").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Released and recorded" in s.value for s in at.success), \
+        [e.value for e in at.error]
+    found = problems(at)
+    assert not found, "\n".join(found[:20])
+    at.switch_page("app_pages/releases.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    found = problems(at)
+    assert not found, "\n".join(found[:20])
