@@ -210,3 +210,20 @@ def test_a_plan_and_its_release_show_hostile_names_literally(choices, tmp_path, 
     assert not at.exception, [e.value for e in at.exception]
     found = problems(at)
     assert not found, "\n".join(found[:20])
+
+
+def test_an_uploaded_file_shows_hostile_names_literally():
+    """The same names through the sidebar's uploader: file name, header and labels."""
+    at = open_app()
+    at.selectbox(key="dataset_choice").select("Upload your own CSV").run()
+    content = hostile.frame().to_csv(index=False).encode()
+    name = hostile.CATEGORICAL[0] + " -- $x$ :smile:.csv"
+    at.file_uploader(key="upload_file").set_value((name, content, "text/csv")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(hostile.PATTERNS[hostile.CATEGORICAL[0]].search(c.value)
+               for c in at.sidebar.caption)
+    for page in ("data.py", "statistics.py", "plan.py"):
+        at.switch_page(f"app_pages/{page}").run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        found = problems(at)
+        assert not found, (page, "\n".join(found[:20]))
