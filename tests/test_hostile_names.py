@@ -18,7 +18,10 @@ MARKDOWN_VALUES = ("markdown", "caption", "title", "header", "subheader", "info"
 #: Widgets: their label and help are markdown; options are plain text except the radio's.
 WIDGETS = ("selectbox", "multiselect", "radio", "checkbox", "toggle", "button", "number_input",
            "slider", "select_slider", "text_input", "text_area", "date_input", "color_picker",
-           "button_group", "metric", "expander", "tabs", "file_uploader", "download_button")
+           "pills", "segmented_control", "metric", "expander", "tabs", "status",
+           "file_uploader", "download_button", "page_link", "progress", "link_button")
+#: Widgets whose options are markdown too.
+MARKDOWN_OPTIONS = ("radio", "pills", "segmented_control")
 PLAIN_OPTIONS = ("selectbox", "multiselect", "select_slider")
 
 
@@ -43,11 +46,11 @@ def markdown_sources(at) -> list[str]:
     sources = [str(e.value) for kind in MARKDOWN_VALUES for e in _elements(at, kind)]
     for kind in WIDGETS:
         for e in _elements(at, kind):
-            for attribute in ("label", "help", "placeholder"):
+            for attribute in ("label", "help", "placeholder", "text"):
                 value = getattr(e, attribute, None) or getattr(e.proto, attribute, None)
                 if isinstance(value, str):
                     sources.append(value)
-            if kind == "radio":
+            if kind in MARKDOWN_OPTIONS:
                 sources.extend(map(str, e.options))
     return sources
 
