@@ -23,7 +23,7 @@ def column_scores() -> tuple:
     """Counts of a categorical column of the sidebar's dataset."""
     columns = categorical_columns(loaded)
     if not columns:
-        raise ValueError(f"{plain(loaded.name)} has no categorical column: choose typed "
+        raise ValueError(f"{loaded.name} has no categorical column: choose typed "
                          "scores above, or another dataset in the sidebar")
     column = controls.select("Column (count per category)", columns, key="sel_column",
                              default="education" if "education" in columns else columns[0],

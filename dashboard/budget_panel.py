@@ -123,10 +123,10 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
                 delta=None if left_eps is None else (
                     "the plan fits" if fits else "the plan does not fit"),
                 delta_color="green" if fits else "red", delta_arrow="off")
+    names = ", ".join(f"“{plain(n)}”" for n in known)
     st.caption(f"The ledger knows this data by its content ({identity.content_hash[:19]}…), "
-               f"as {', '.join(repr(n) for n in known)}: the same table uploaded, in the data "
-               "folder or given to python -m release spends this one budget. Releases add up "
-               "by basic composition.")
+               f"as {names}: the same table uploaded, in the data folder or given to python -m "
+               "release spends this one budget. Releases add up by basic composition.")
     if not fits:
         st.error(f"**This plan is refused:** {plain(reason, limit=300)}. Lower the queries' "
                  "budgets, or raise the dataset's budget below.", icon=":material/block:")

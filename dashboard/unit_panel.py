@@ -51,7 +51,7 @@ def privacy_unit_section(relation, data_key: str) -> person.PrivacyUnit:
     k_person, k_rows, k_limit, k_groups = keys
     chosen = st.selectbox(
         "Person-id column", [ONE_ROW_CHOICE, *columns], key=k_person,
-        format_func=plain,
+        format_func=str,
         help="If one person can have several rows (visits, transactions, answers), choose "
              "the column that identifies them: the guarantee then covers all of a person's "
              "rows, not one row.")

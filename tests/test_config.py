@@ -22,6 +22,19 @@ def test_security_settings():
     assert CONFIG["client"]["showErrorDetails"] == "none"
 
 
+def test_the_start_looks_up_no_address():
+    """Without browser.serverAddress, Streamlit's welcome message asks checkip.amazonaws.com
+    for the external address (tests/test_offline_start.py starts the server and checks; this
+    is its fast-tier guard)."""
+    from pathlib import Path
+
+    from streamlit.web import bootstrap
+
+    assert CONFIG["browser"]["serverAddress"] == "localhost"
+    assert 'is_manually_set("browser.serverAddress")' in Path(bootstrap.__file__).read_text(), \
+        "Streamlit no longer skips the address look-up for a set browser.serverAddress"
+
+
 def test_no_html_rendering_anywhere():
     """No page renders raw HTML, so nothing from a user's file can become markup."""
     sources = [*ROOT.glob("app.py"), *(ROOT / "app_pages").glob("*.py"),

@@ -760,9 +760,11 @@ def selection_view(question: SelectionQuestion,
                    target: float, escape: Callable[[str], str] = str) -> CurveView:
     """P(correct) against epsilon for report noisy max with each noise in ``results`` (noise →
     its sweep and smallest epsilon), and the target sentences."""
-    right = f"a true top {question.k}" if question.k > 1 else escape(question.what)
+    # the sentences are markdown (escaped); the chart escapes its title itself
+    top = f"a true top {question.k}" if question.k > 1 else None
+    right = top or escape(question.what)
     view = CurveView(
-        title=f"How often report noisy max picks {right}, against ε",
+        title=f"How often report noisy max picks {top or question.what}, against ε",
         y_title="Releases that pick the right answer (%)",
         measure_label="the right answer in {y}% of releases",
         target=100 * target, log_y=False, value_format=".3g", round_values="down",
