@@ -149,11 +149,16 @@ def field(path: str) -> Iterator[None]:
         raise PlanError(path, str(exc)) from None
 
 
-def contribution(unit: PrivacyUnit, *, grouped: bool) -> Contribution | None:
+def contribution(unit: PrivacyUnit, *, grouped: bool = True,
+                 seed: int = 0) -> Contribution | None:
+    """The engine's truncation for ``unit`` (None: one row is one person, nothing to bound):
+    the one place a privacy unit becomes the engine's input. A query without groups
+    (``grouped`` False) keeps ``max_rows`` rows in all; ``seed`` fixes which rows a person
+    keeps (a release draws with seed 0; the pages' simulations with theirs)."""
     if unit.person_column is None:
         return None
     return Contribution(unit.person_column, unit.max_rows,
-                        unit.max_groups if grouped else None)
+                        unit.max_groups if grouped else None, seed)
 
 
 def whole_sum(noise: Noise | None, bounds: model.Bounds) -> bool:
@@ -166,7 +171,7 @@ def whole_sum(noise: Noise | None, bounds: model.Bounds) -> bool:
 
 
 def contribution_bounds(unit: PrivacyUnit, *, grouped: bool) -> ContributionBounds:
-    return ContributionBounds(unit.max_rows, unit.max_groups if grouped else None)
+    return unit.bounds(grouped=grouped)
 
 
 def _norm(kind: str, sensitivity: Sensitivity) -> float:

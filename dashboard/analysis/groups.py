@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
-from dashboard.person import PrivacyUnit
+from dashboard.person import PrivacyUnit, contribution
 from dpcore import figures
 from dpcore.contributions import ContributionBounds, count_sensitivity, sum_sensitivity
 from dpcore.partition import (
@@ -183,7 +183,7 @@ def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
     """Cached: true answers per group (engine) and one simulated release. ``declared``: the
     group-by columns' declared keys (in the cache key: declarations change on the Data page)."""
     relation = _loaded.relation
-    bound = unit.contribution(seed)
+    bound = contribution(unit, seed=seed)
     if spec.edges is not None:
         if not spec.public or spec.statistic != "count" or len(spec.by) != 1:
             raise ValueError("bins are public keys: a binned histogram releases counts of one "
