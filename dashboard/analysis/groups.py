@@ -29,7 +29,7 @@ from dpcore.partition import (
     partition_threshold,
 )
 from dpcore.quantiles import MAX_BINS, bin_labels
-from engine import Binned, Crosstab, GroupedSum, Histogram
+from engine import Binned, CategoryCounts, CategoryTable, GroupedSum
 
 #: Partition selection's own noises (``dpcore.partition.PARTITION_NOISES``): what the
 #: simulation adds to the counts. A real release of integer counts uses the discrete Laplace.
@@ -164,9 +164,9 @@ def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
                                          spec.upper, bound))
         return labels[0], np.asarray(agg.rows, float), np.asarray(agg.totals, float)
     if len(spec.by) == 1:
-        agg = relation.answer(Histogram(spec.by[0], keys[0], bound))
+        agg = relation.answer(CategoryCounts(spec.by[0], keys[0], bound))
         return labels[0], np.asarray(agg.counts, float), None
-    agg = relation.answer(Crosstab(spec.by[0], spec.by[1], keys[0], keys[1], bound))
+    agg = relation.answer(CategoryTable(spec.by[0], spec.by[1], keys[0], keys[1], bound))
     pairs = tuple(f"{a} · {b}" for a in labels[0] for b in labels[1])
     return pairs, np.asarray(agg.counts, float).reshape(-1), None
 
