@@ -145,7 +145,7 @@ def sidebar():
             ss[state.DATASET] = state.builtin(choice, int(rows))
         loaded = ss[state.DATASET]
         if loaded.declared_unit is not None:   # the unit the data comes with, until changed
-            person.start_with(state.dataset_key(), person.PrivacyUnit(*loaded.declared_unit))
+            person.start_with(state.dataset_key(), loaded.declared_unit)
         _dataset_caption(loaded)
         for warning in loaded.warnings:
             st.warning(plain(warning, limit=400))

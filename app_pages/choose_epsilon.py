@@ -28,14 +28,14 @@ source = st.radio("Query", list(ana.SOURCES), key="choose_source", horizontal=Tr
 state.remember("choose_source")
 if source == "selection":
     question = ana.selection_question(loaded, saved, data_key, state.seed(), escape=plain,
-                                      bound=unit.contribution(state.seed()))
+                                      bound=person.contribution(unit, seed=state.seed()))
     query = None
 else:
     question = None
     query = (ana.statistics_query(loaded, saved, data_key, escape=plain, unit=unit,
                                   seed=state.seed()) if source == "statistics"
              else ana.tables_query(loaded, saved, escape=plain,
-                                   contribution=unit.contribution(state.seed())))
+                                   contribution=person.contribution(unit, seed=state.seed())))
 if query is None and question is None:
     st.info(f"{plain(loaded.name)} has too few categorical columns for this query: pick "
             "another query above or another dataset in the sidebar.")

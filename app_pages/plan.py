@@ -62,8 +62,7 @@ def import_plan() -> None:
     if wanted != unit and (wanted.person_column is None
                            or wanted.person_column in loaded.relation.columns):
         # the plan's unit becomes this dataset's (the Data page shows it)
-        person.set_unit(data_key, person.PrivacyUnit(wanted.person_column, wanted.max_rows,
-                                                     wanted.max_groups))
+        person.set_unit(data_key, wanted)
         notes.append(f"The plan's privacy unit is now this dataset's: {wanted.describe()}.")
     elif wanted != unit:
         notes.append(f"The plan's person-id column {wanted.person_column!r} is not in this "

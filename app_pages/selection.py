@@ -31,7 +31,7 @@ def column_scores() -> tuple:
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
     # without max groups: each person keeps at most max rows in all (a count per category)
-    bound = person.current_unit(dataset_key).contribution(state.seed())
+    bound = person.contribution(person.current_unit(dataset_key), seed=state.seed())
     labels, scores, missing = sel.column_scores(loaded.relation, dataset_key, column, declared,
                                                 bound)
     st.caption(sel.data_note(declared is not None, missing, bound))
@@ -91,7 +91,8 @@ with left:
     problem = None   # what keeps the results from being computed: shown in their place
     try:
         labels, scores, sensitivity, prices, x_title, score_title, categories_from = read()
-        neighbours = neighbours_of(person.current_unit(dataset_key).contribution(state.seed())
+        unit = person.current_unit(dataset_key)
+        neighbours = neighbours_of(person.contribution(unit, seed=state.seed())
                                    if source == "data" else None)
     except (ValueError, TypeError) as exc:
         problem = f"{plain(exc, limit=400)} — fix the input above to see the selection."

@@ -74,7 +74,7 @@ try:
         release = tables.table_release(
             loaded.relation, dataset_key, row, column, row_categories, column_categories, privacy,
             clip, round_, rescale, source, share, trials, state.seed(),
-            person.current_unit(dataset_key).contribution(state.seed()))
+            person.contribution(person.current_unit(dataset_key), seed=state.seed()))
 except (ValueError, TypeError) as exc:
     st.error(f"Could not release this table: {plain(exc, limit=400)}. Check the columns and "
              "the privacy settings above.")

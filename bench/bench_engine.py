@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 
-from engine import BoundedSum, Crosstab, FileSource, Histogram, RowsPerPerson  # noqa: E402
+from engine import BoundedSum, CategoryCounts, CategoryTable, FileSource, RowsPerPerson  # noqa: E402
 from engine.duckdb_backend import DuckDBBackend  # noqa: E402
 
 REGIONS = tuple(f"region {i:02d}" for i in range(12))  # 10 occur, 2 declared but empty
@@ -77,9 +77,9 @@ def generate(path: Path, rows: int) -> Path:
 
 def queries() -> dict[str, object]:
     return {
-        "histogram": Histogram("region", REGIONS),
+        "histogram": CategoryCounts("region", REGIONS),
         "bounded sum": BoundedSum("income", *INCOME_BOUNDS),
-        "crosstab": Crosstab("sex", "region", SEXES, REGIONS),
+        "crosstab": CategoryTable("sex", "region", SEXES, REGIONS),
         "rows per person": RowsPerPerson("person"),
     }
 

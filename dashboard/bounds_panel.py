@@ -43,8 +43,8 @@ def _draw_for_release(loaded: LoadedDataset, data_key: str, person_column: str, 
         "max-rows", "Max rows per person (DP quantile of rows per person)",
         model.MaxRows(float(q), int(largest), int(drawn), epsilons), None, "statistics"))
     unit = person.current_unit(data_key)
-    person.set_unit(data_key, person.PrivacyUnit(unit.person, drawn, unit.max_groups,
-                                                 origin="private"))
+    person.set_unit(data_key, person.PrivacyUnit(unit.person_column, drawn, unit.max_groups,
+                                                 bounds_origin="private"))
     st.session_state[DREW] = (True, (
         f"OpenDP drew max rows = {drawn:,} (fresh entropy), now this dataset's privacy unit. "
         f"It is in the release plan as its max rows query: {len(epsilons)} draw(s), ε = "
@@ -122,8 +122,8 @@ def _private_route(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
                                  "bound taken from it is read off the data, and the release "
                                  "card says so."):
             unit = person.current_unit(data_key)
-            person.set_unit(data_key, person.PrivacyUnit(unit.person, chosen.drawn,
-                                                         unit.max_groups, origin="data"))
+            person.set_unit(data_key, person.PrivacyUnit(unit.person_column, chosen.drawn,
+                                                         unit.max_groups, bounds_origin="data"))
             st.rerun()
         real.button("Draw max rows for the release", key=f"{prefix}_draw_max_rows",
                     type="primary", on_click=_draw_for_release,

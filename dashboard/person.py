@@ -9,62 +9,17 @@ on their own data are session-only like the rest of issue 9's rule).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import streamlit as st
 
-from dpcore.contributions import ContributionBounds
-from engine.queries import Contribution
+from dpcore.contributions import PrivacyUnit
+from plan.parts import contribution
 
-__all__ = ["PrivacyUnit", "ONE_ROW", "current_unit", "set_unit", "start_with", "neighbours"]
+# PrivacyUnit is dpcore's (the one unit of the schema file, the plan and the release);
+# contribution(unit, seed=...) is the engine's truncation for it (plan.parts: one place).
+__all__ = ["PrivacyUnit", "ONE_ROW", "contribution", "current_unit", "set_unit", "start_with",
+           "neighbours"]
 
 _KEY = "privacy_unit_by_dataset"   # state.UNITS (state cannot import this module)
-
-
-@dataclass(frozen=True)
-class PrivacyUnit:
-    """Who is protected: ``person`` None means one row = one person (bounds are 1 row).
-
-    ``max_rows``: the most rows a person keeps (per group when ``max_groups`` is set);
-    ``max_groups``: the most groups a person keeps rows in (None: only ``max_rows``).
-    ``origin``: how max rows was chosen — typed, read off the data (the simulated private
-    draw is seeded, so it is), or private (drawn for real: the plan's max rows query). It
-    does not enter equality: the same bounds are the same unit for every computation.
-    """
-
-    person: str | None = None
-    max_rows: int = 1
-    max_groups: int | None = None
-    origin: str = field(default="typed", compare=False)
-
-    def __post_init__(self) -> None:
-        # ContributionBounds validates the numbers (ValueError naming the field)
-        ContributionBounds(self.max_rows, self.max_groups)
-        if self.person is None and (self.max_rows != 1 or self.max_groups is not None):
-            raise ValueError("without a person-id column each row is one person: "
-                             "max_rows must be 1 and max_groups unset")
-
-    @property
-    def per_row(self) -> bool:
-        """True when one row is one person."""
-        return self.person is None
-
-    def bounds(self) -> ContributionBounds:
-        """The contribution bounds the sensitivities follow (dpcore.contributions)."""
-        return ContributionBounds(self.max_rows, self.max_groups)
-
-    def contribution(self, seed: int) -> Contribution | None:
-        """The engine's truncation for this unit (None: nothing to bound); ``seed`` fixes
-        which rows a person keeps in a simulation."""
-        if self.person is None:
-            return None
-        return Contribution(self.person, self.max_rows, self.max_groups, seed)
-
-    def describe(self) -> str:
-        """The unit in words, shown next to every sensitivity."""
-        if self.person is None:
-            return "one row = one person"
-        return f"one person = all rows with the same {self.person}; " + self.bounds().describe()
 
 
 ONE_ROW = PrivacyUnit()
@@ -95,5 +50,5 @@ def neighbours(unit: PrivacyUnit) -> str:
     if unit.per_row:
         return "Neighbouring datasets differ by adding or removing one row."
     return (f"Neighbouring datasets differ by adding or removing one person: every row with "
-            f"the same {unit.person}. Rows beyond the bounds are dropped before anything is "
+            f"the same {unit.person_column}. Rows beyond the bounds are dropped before anything is "
             "computed (which ones is random per person).")

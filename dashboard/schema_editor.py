@@ -34,8 +34,7 @@ def _apply(data_key: str, declared: sc.Schema, unit: person.PrivacyUnit) -> None
     """Declare ``declared`` and its person id (keeping the unit's bounds when the person id
     stays the same)."""
     state.declare_schema(data_key, declared)
-    new = person.ONE_ROW if declared.person is None else person.PrivacyUnit(
-        declared.person, declared.max_rows, declared.max_groups)
+    new = declared.unit
     if new != unit:
         person.set_unit(data_key, new)
 
@@ -50,7 +49,7 @@ def schema_section(loaded, data_key: str) -> None:
                "public documentation or general knowledge; anything read off the data is "
                "flagged wherever it is used. " + ROLE_HELP + ".")
     unit = person.current_unit(data_key)
-    current = sc.of_dataset(loaded, unit.person, unit.max_rows, unit.max_groups)
+    current = sc.of_dataset(loaded, unit)
     table_key = f"schema_table::{data_key}"
     # the table the edits apply to: the declarations, or the filled-in table until applied
     table = ss.get(f"schema_filled::{data_key}")

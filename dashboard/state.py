@@ -53,7 +53,7 @@ def dataset() -> datasets.LoadedDataset:
     key = dataset_key()
     unit = st.session_state.get(UNITS, {}).get(key)
     return schema.applied(st.session_state[DATASET], declared_schema(key),
-                          None if unit is None else unit.person)
+                          None if unit is None else unit.person_column)
 
 
 def declared_schema(data_key: str) -> schema.Schema | None:

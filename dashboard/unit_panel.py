@@ -35,8 +35,9 @@ def _start(keys: tuple[str, str, str, str], unit: person.PrivacyUnit,
         for key in keys:
             ss.pop(key, None)
     if k_person not in ss or ss[k_person] not in [ONE_ROW_CHOICE, *columns]:
-        ss[k_person] = unit.person if unit.person in columns else ONE_ROW_CHOICE
-    ss.setdefault(k_rows, unit.max_rows if unit.person else 1)
+        ss[k_person] = (unit.person_column if unit.person_column in columns
+                       else ONE_ROW_CHOICE)
+    ss.setdefault(k_rows, unit.max_rows if unit.person_column else 1)
     ss.setdefault(k_limit, unit.max_groups is not None)
     ss.setdefault(k_groups, unit.max_groups or 1)
 
@@ -82,15 +83,15 @@ def privacy_unit_section(relation, data_key: str) -> person.PrivacyUnit:
 
 def _rows_per_person(relation, unit: person.PrivacyUnit) -> None:
     try:
-        counts = relation.answer(RowsPerPerson(unit.person))
+        counts = relation.answer(RowsPerPerson(unit.person_column))
     except (EngineError, ValueError) as exc:
         st.error(f"Rows per person could not be counted: {plain(exc, limit=300)} Choose "
                  "another person-id column.", icon=":material/error:")
         return
     if counts.total_people == 0:
-        st.warning(f"No row has a value in {plain(unit.person)}: choose another column.")
+        st.warning(f"No row has a value in {plain(unit.person_column)}: choose another column.")
         return
-    st.plotly_chart(charts.rows_per_person(counts.rows, counts.people, person=unit.person,
+    st.plotly_chart(charts.rows_per_person(counts.rows, counts.people, person=unit.person_column,
                                            max_rows=unit.max_rows), key="data_rows_per_person")
     kept = counts.kept_rows(unit.max_rows)
     total = int((counts.rows * counts.people).sum())
@@ -101,5 +102,5 @@ def _rows_per_person(relation, unit: person.PrivacyUnit) -> None:
         f"{over:,} people lose rows and {total - kept:,} of {total:,} rows are dropped "
         "(before any group bound). Read off the data, for the data owner's eyes: choosing "
         "the bound by looking at this is not private (the query pages offer a private route)."
-        + (f" {counts.missing_person_rows:,} rows have no {plain(unit.person)} and are left "
+        + (f" {counts.missing_person_rows:,} rows have no {plain(unit.person_column)} and are left "
            "out." if counts.missing_person_rows else ""))

@@ -1,7 +1,8 @@
 """Accounting of a release plan four ways: basic, advanced, zCDP and privacy-loss distributions.
 
 A plan is a sequence of releases (catalogue mechanisms, noisy means, selection, quantile and
-partition-selection guarantees); each is read as privacy losses, which the accountants compose.
+partition-selection guarantees, or a :class:`Loss` as a plan states it); each is read as
+privacy losses, which the accountants compose.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "NOISES",
     "DISCRETIZATION",
     "MIN_PLD_DELTA",
+    "Loss",
     "NoiseLoss",
     "ThresholdLoss",
     "AccountedTotal",
@@ -81,6 +83,62 @@ def _up(x: float) -> float:
 
 # ----------------------------------------------------------------------------------------------
 # what a release costs
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One privacy cost as its mechanism states it: the one loss type of the plan, the
+    release and the accountants.
+
+    Exactly one of ``epsilon`` (pure or approximate DP) and ``rho`` (zCDP); ``delta`` the δ
+    of an (ε, δ) guarantee or the δ a threshold spends outright; ``read_at`` the δ at which a
+    ρ is read as (ε, δ) under basic or advanced accounting (the plan gives it).
+    """
+
+    epsilon: float | None = None
+    rho: float | None = None
+    delta: float = 0.0
+    read_at: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.epsilon is None) == (self.rho is None):
+            raise ValueError("a Loss holds exactly one of epsilon and rho")
+
+    @staticmethod
+    def of(measure: PureDP | ApproxDP | ZCDP, *, read_at: float | None = None,
+           delta: float = 0.0) -> Loss:
+        """The loss of a guarantee, plus ``delta`` spent outright (a threshold's)."""
+        if not isinstance(measure, (PureDP, ApproxDP, ZCDP)):
+            raise TypeError(f"measure must be a PureDP, ApproxDP or ZCDP guarantee, got "
+                            f"{type(measure).__name__}")
+        if isinstance(measure, PureDP):
+            return Loss(epsilon=measure.epsilon, delta=delta)
+        if isinstance(measure, ApproxDP):
+            return Loss(epsilon=measure.epsilon, delta=measure.delta + delta)
+        return Loss(rho=measure.rho, delta=delta, read_at=read_at)
+
+    def measures(self) -> tuple[PureDP | ApproxDP | ZCDP | ThresholdLoss, ...]:
+        """The loss as the accountants compose it: ε alone → PureDP, ε with δ → ApproxDP,
+        ρ → ZCDP, and a ρ's (or a zero ε's) own δ → a :class:`ThresholdLoss` (what
+        partition selection's threshold spends outright); a zero ε with no δ is nothing."""
+        if self.rho is not None:
+            extra = (ThresholdLoss(self.delta),) if self.delta > 0 else ()
+            return (ZCDP(self.rho), *extra)
+        if self.delta > 0:
+            return ((ApproxDP(self.epsilon, self.delta),) if self.epsilon > 0
+                    else (ThresholdLoss(self.delta),))
+        return (PureDP(self.epsilon),) if self.epsilon > 0 else ()
+
+    def to_dict(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if self.epsilon is not None:
+            out["epsilon"] = self.epsilon
+        if self.rho is not None:
+            out["rho"] = self.rho
+        out["delta"] = self.delta
+        if self.read_at is not None:
+            out["rho_read_at_delta"] = self.read_at
+        return out
 
 
 @dataclass(frozen=True)
@@ -164,13 +222,17 @@ class ThresholdLoss:
         object.__setattr__(self, "delta", check_delta("delta", self.delta))
 
 
-Loss = NoiseLoss | ThresholdLoss | PureDP | ApproxDP | ZCDP
+#: What the accountants compose: a noise of a known law, a threshold, or a guarantee.
+Composable = NoiseLoss | ThresholdLoss | PureDP | ApproxDP | ZCDP
 _LOSS_TYPES = (NoiseLoss, ThresholdLoss, PureDP, ApproxDP, ZCDP)
 _MEASURES = (PureDP, ApproxDP, ZCDP, PartitionPrivacy)
 
 
-def _losses_of(release: object, depth: int) -> tuple[Loss, ...]:
+def _losses_of(release: object, depth: int) -> tuple[Composable, ...]:
     if isinstance(release, _LOSS_TYPES):
+        return (release,)
+    if isinstance(release, Loss):
+        return release.measures()
         return (release,)
     if isinstance(release, PartitionPrivacy):
         extra = (ThresholdLoss(release.delta),) if release.delta > 0 else ()
@@ -191,7 +253,7 @@ def _losses_of(release: object, depth: int) -> tuple[Loss, ...]:
                     f"{type(release).__name__}")
 
 
-def privacy_losses(releases: Iterable[object]) -> tuple[Loss, ...]:
+def privacy_losses(releases: Iterable[object]) -> tuple[Composable, ...]:
     """The privacy losses of a plan's releases, as the accountants compose them.
 
     A catalogue mechanism whose class names its ``pld_noise`` (Laplace, clamped Laplace,
@@ -200,7 +262,8 @@ def privacy_losses(releases: Iterable[object]) -> tuple[Loss, ...]:
     :class:`~dpcore.queries.NoisyMean`) counts as its parts; a :class:`PureDP` (a selection, a
     quantile), :class:`ApproxDP` or :class:`ZCDP` guarantee as itself; a
     :class:`~dpcore.partition.PartitionPrivacy` as its noise's guarantee plus a
-    :class:`ThresholdLoss` of its δ; anything else with such a ``privacy`` as that.
+    :class:`ThresholdLoss` of its δ; a :class:`Loss` as its :meth:`Loss.measures`; anything
+    else with such a ``privacy`` as that.
     """
     if isinstance(releases, (str, bytes, dict)) or not isinstance(releases, Iterable):
         raise TypeError(f"releases must be a sequence of releases, got "
@@ -256,8 +319,8 @@ class AccountedTotal(NamedTuple):
     note: str
 
 
-def _fixed_and_flexible(losses: tuple[Loss, ...]
-                        ) -> tuple[list[float], list[float], list[Loss]]:
+def _fixed_and_flexible(losses: tuple[Composable, ...]
+                        ) -> tuple[list[float], list[float], list[Composable]]:
     """(the ε of each release with one, their own δs, the releases whose ε depends on the δ
     they are given: Gaussian noises and zCDP guarantees)."""
     epsilons, deltas, flexible = [], [], []
@@ -288,7 +351,7 @@ def _own_delta_note(deltas: list[float], delta: float) -> str:
             f"within δ = {upper(delta, 3)}; raise δ or the thresholds")
 
 
-def _flexible_epsilons(flexible: list[Loss], delta_each: float) -> list[float]:
+def _flexible_epsilons(flexible: list[Composable], delta_each: float) -> list[float]:
     """Each flexible release's ε at δ = ``delta_each`` (identical ones computed once)."""
     out = []
     for loss, count in Counter(flexible).items():
@@ -315,7 +378,7 @@ def _total(values: list[float]) -> float:
         return math.inf
 
 
-def _basic(losses: tuple[Loss, ...], delta: float) -> AccountedTotal:
+def _basic(losses: tuple[Composable, ...], delta: float) -> AccountedTotal:
     epsilons, deltas, flexible = _fixed_and_flexible(losses)
     room = _room(delta, deltas)
     if room < 0 or (flexible and room <= 0):
@@ -350,7 +413,7 @@ def _kov(epsilons: list[float], delta_prime: float) -> float:
     return min(total, _up(second), _up(third))
 
 
-def _advanced(losses: tuple[Loss, ...], delta: float) -> AccountedTotal:
+def _advanced(losses: tuple[Composable, ...], delta: float) -> AccountedTotal:
     epsilons, deltas, flexible = _fixed_and_flexible(losses)
     room = _room(delta, deltas)
     if room < 0 or (flexible and room <= 0):
@@ -367,7 +430,7 @@ def _advanced(losses: tuple[Loss, ...], delta: float) -> AccountedTotal:
     return AccountedTotal("advanced", best, delta, "")
 
 
-def _rho_of(loss: Loss) -> tuple[float, float]:
+def _rho_of(loss: Composable) -> tuple[float, float]:
     """(ρ, δ₀): the release is δ₀-approximately ρ-zCDP. (ε, δ)-DP gives ρ = ε²/2 with
     δ₀ = δ (its ε-DP part, Bun & Steinke 2016); a threshold gives ρ = 0 with its δ."""
     if isinstance(loss, ThresholdLoss):
@@ -380,7 +443,7 @@ def _rho_of(loss: Loss) -> tuple[float, float]:
     return _up(eps * eps / 2) if eps < 1e154 else math.inf, getattr(loss, "delta", 0.0)
 
 
-def _zcdp(losses: tuple[Loss, ...], delta: float) -> AccountedTotal:
+def _zcdp(losses: tuple[Composable, ...], delta: float) -> AccountedTotal:
     pairs = [_rho_of(loss) for loss in losses]
     rho = _total([p[0] for p in pairs])
     deltas = [p[1] for p in pairs if p[1] > 0]
@@ -413,7 +476,7 @@ def _zcdp_loss_reach(rho: float) -> float:
     return zcdp_epsilon(rho, _ZCDP_FLOOR)
 
 
-def _loss_span(loss: Loss) -> float:
+def _loss_span(loss: Composable) -> float:
     """How wide (in privacy loss) the release's PLD is, about: what the grid must cover."""
     if isinstance(loss, ThresholdLoss):
         return 0.0
@@ -429,7 +492,7 @@ def _loss_span(loss: Loss) -> float:
     return 2 * loss.epsilon
 
 
-def _discretization(losses: tuple[Loss, ...], given: float | None) -> float:
+def _discretization(losses: tuple[Composable, ...], given: float | None) -> float:
     with np.errstate(over="ignore"):
         span = math.fsum(_loss_span(loss) for loss in losses)
     if not span < 1e12:
@@ -523,7 +586,7 @@ def _from_guarantee(epsilon: float, delta: float, interval: float):
 
 
 @functools.lru_cache(maxsize=1024)
-def _single_pld(loss: Loss, interval: float, connect_dots: bool):
+def _single_pld(loss: Composable, interval: float, connect_dots: bool):
     """The pessimistic PLD of one release (cached: a page recomputes the same rows)."""
     module, _ = _pld()
     options = {"pessimistic_estimate": True, "value_discretization_interval": interval,
@@ -550,18 +613,18 @@ def _single_pld(loss: Loss, interval: float, connect_dots: bool):
 
 
 @functools.lru_cache(maxsize=1024)
-def _repeated_pld(loss: Loss, count: int, interval: float, connect_dots: bool):
+def _repeated_pld(loss: Composable, count: int, interval: float, connect_dots: bool):
     single = _single_pld(loss, interval, connect_dots)
     return single if count == 1 else single.self_compose(count)
 
 
-def _zcdp_only(loss: Loss) -> bool:
+def _zcdp_only(loss: Composable) -> bool:
     """A release that enters the PLD through its ρ alone."""
     return isinstance(loss, ZCDP) or (isinstance(loss, NoiseLoss) and loss.noise ==
                                       "discrete_gaussian" and loss.scale > _DG_PLD_SIGMA)
 
 
-def _composed_pld(losses: tuple[Loss, ...], interval: float, connect_dots: bool = True):
+def _composed_pld(losses: tuple[Composable, ...], interval: float, connect_dots: bool = True):
     """The PLD of the plan: the releases known only by their ρ composed first by zCDP (their
     ρ add up: tighter than composing their PLDs), identical releases self-composed (one FFT
     power), then the groups composed; every step pessimistic, so its ε at any δ is an upper
@@ -635,7 +698,7 @@ def compose_pld(releases: Iterable[object], *, delta: float,
     return min(eps, _basic(losses, delta).epsilon)
 
 
-def _pld_total(losses: tuple[Loss, ...], delta: float) -> AccountedTotal:
+def _pld_total(losses: tuple[Composable, ...], delta: float) -> AccountedTotal:
     eps = compose_pld(losses, delta=delta)
     note = ("" if math.isfinite(eps) else "unbounded losses (partition thresholds, δ of "
             "releases) alone have probability above δ; raise δ or the thresholds")

@@ -1,4 +1,5 @@
-"""Person-level privacy: contribution bounds, the sensitivities they give, and what they cost.
+"""Person-level privacy: the privacy unit, its contribution bounds, the sensitivities they give,
+and what they cost.
 
 Neighbours differ by all rows of one person; bounds cap what a person adds (rows, groups); the
 rows beyond them are dropped at random, which biases the answer: bias and noise, side by side.
@@ -7,7 +8,8 @@ rows beyond them are dropped at random, which biases the answer: bias and noise,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -29,6 +31,8 @@ __all__ = [
     "MAX_BOUND",
     "NORMS",
     "ContributionBounds",
+    "UNIT_ORIGINS",
+    "PrivacyUnit",
     "Sensitivity",
     "count_sensitivity",
     "sum_sensitivity",
@@ -86,6 +90,103 @@ class ContributionBounds:
             return f"at most {rows} per person"
         groups = "1 group" if self.max_groups == 1 else f"{self.max_groups:,} groups"
         return f"at most {rows} per person in each of at most {groups}"
+
+
+#: How a unit's bounds were chosen: from documentation ("public"), by the user ("typed"), read
+#: off the data ("data": not covered by the guarantee), or drawn privately ("private": the
+#: plan's max rows query, which charges the draws).
+UNIT_ORIGINS = ("public", "typed", "data", "private")
+
+
+@dataclass(frozen=True)
+class PrivacyUnit:
+    """Who the guarantee protects: the one privacy unit of the dashboard, the schema file, the
+    plan file and the release.
+
+    Parameters
+    ----------
+    person_column : str or None
+        The person-id column: neighbours differ by all rows with the same value in it. None:
+        one row is one person (then ``max_rows`` is 1 and ``max_groups`` None or 1).
+    max_rows : int
+        The most rows a person keeps in a scalar query (count, sum, mean, quantiles) and in
+        each group of a grouped one (histogram, table, group-by, selection).
+    max_groups : int or None
+        The most groups a person keeps rows in; None: only ``max_rows`` rows in all, which
+        may fall in as many groups.
+    bounds_origin : {"public", "typed", "data", "private"}
+        How the bounds were chosen (:data:`UNIT_ORIGINS`). It does not enter equality: the
+        same bounds are the same unit for every computation.
+
+    Its JSON form (:meth:`to_dict`, :meth:`from_dict`) is the same in the schema file and the
+    plan file; ``"person"``, the schema file's spelling before, still reads.
+    """
+
+    person_column: str | None = None
+    max_rows: int = 1
+    max_groups: int | None = None
+    bounds_origin: str = field(default="typed", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.person_column is not None:
+            if not isinstance(self.person_column, str):
+                raise TypeError(f"person_column must be a column name or None, got "
+                                f"{type(self.person_column).__name__}")
+            if not self.person_column.strip():
+                raise ValueError("person_column must not be empty (None: one row is one "
+                                 "person)")
+        bounds = ContributionBounds(self.max_rows, self.max_groups)  # names the bad field
+        object.__setattr__(self, "max_rows", bounds.max_rows)
+        object.__setattr__(self, "max_groups", bounds.max_groups)
+        check_choice("bounds_origin", self.bounds_origin, UNIT_ORIGINS)
+        if self.person_column is None and (self.max_rows != 1
+                                           or self.max_groups not in (None, 1)):
+            raise ValueError("max_rows: without a person-id column one row is one person: "
+                             "max_rows must be 1 and max_groups empty")
+
+    @property
+    def per_row(self) -> bool:
+        """True when one row is one person."""
+        return self.person_column is None
+
+    def bounds(self, *, grouped: bool = True) -> ContributionBounds:
+        """The contribution bounds the sensitivities follow; a query without groups
+        (``grouped`` False) is bounded by ``max_rows`` alone."""
+        return ContributionBounds(self.max_rows, self.max_groups if grouped else None)
+
+    def describe(self) -> str:
+        """The unit in words, shown next to every sensitivity and written on a release."""
+        if self.person_column is None:
+            return "one row = one person"
+        return f"one person = all rows with the same {self.person_column}; " + \
+            self.bounds().describe()
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form, in the schema file and the plan file alike."""
+        return {"person_column": self.person_column, "max_rows": self.max_rows,
+                "max_groups": self.max_groups, "bounds_origin": self.bounds_origin}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, object]) -> PrivacyUnit:
+        """Read :meth:`to_dict`'s form (missing fields take their defaults, nulls too);
+        ``"person"`` is read as ``"person_column"`` (schema files written before one
+        spelling). Other keys are refused, naming them."""
+        if not isinstance(raw, Mapping):
+            raise TypeError(f"raw must be a JSON object, got {type(raw).__name__}")
+        known = ("person_column", "person", "max_rows", "max_groups", "bounds_origin")
+        unknown = sorted(str(k) for k in raw if k not in known)
+        if unknown:
+            raise ValueError(f"{unknown[0]} is not a field of a privacy unit (known: "
+                             f"person_column, max_rows, max_groups, bounds_origin)")
+        if raw.get("person_column") is not None and raw.get("person") is not None:
+            raise ValueError("person_column: give the person-id column once (person_column; "
+                             "person is its older spelling)")
+        person = raw.get("person_column")
+        person = raw.get("person") if person is None else person
+        max_rows = raw.get("max_rows")
+        origin = raw.get("bounds_origin")
+        return cls(person, 1 if max_rows is None else max_rows, raw.get("max_groups"),
+                   "typed" if origin is None else origin)
 
 
 @dataclass(frozen=True)

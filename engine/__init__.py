@@ -22,10 +22,10 @@ DataFrame API, rather than Ibis over both or SQLGlot transpiling one dialect:
 
 Usage::
 
-    from engine import Engine, FrameSource, Histogram, engine_from_env
+    from engine import Engine, FrameSource, CategoryCounts, engine_from_env
     engine = engine_from_env()                   # EPSILON_LAB_ENGINE=duckdb (default) | spark
     source = FrameSource(loaded.frame, name, key=dataset_key)
-    agg = engine.answer(source, Histogram("education", categories))   # cached by version
+    agg = engine.answer(source, CategoryCounts("education", categories))   # cached by version
     agg.counts, agg.outside, agg.missing
 """
 
@@ -34,17 +34,17 @@ from engine.queries import (
     Aggregate,
     Binned,
     BoundedSum,
+    CategoryCounts,
+    CategoryTable,
     ColumnInfo,
     Contribution,
-    Count,
     CountAggregate,
-    Crosstab,
+    CountRows,
     DistinctAggregate,
     DistinctValues,
     FirstRows,
     GroupedSum,
     GroupedSumAggregate,
-    Histogram,
     HistogramAggregate,
     NumericBins,
     Profile,
@@ -70,10 +70,11 @@ from engine.sources import (
 )
 
 __all__ = [
-    "Aggregate", "Binned", "BoundedSum", "ColumnInfo", "Contribution", "Count", "CountAggregate",
-    "Crosstab", "DATA_ENV", "DataFile", "DataFolderError", "DistinctAggregate",
+    "Aggregate", "Binned", "BoundedSum", "CategoryCounts", "CategoryTable", "ColumnInfo",
+    "Contribution", "CountAggregate", "CountRows", "DATA_ENV", "DataFile", "DataFolderError",
+    "DistinctAggregate",
     "DistinctValues", "ENGINE_ENV", "Engine", "EngineError", "FileSource", "FrameSource",
-    "FirstRows", "GroupedSum", "GroupedSumAggregate", "Histogram", "HistogramAggregate",
+    "FirstRows", "GroupedSum", "GroupedSumAggregate", "HistogramAggregate",
     "NumericBins", "Profile", "ProfileAggregate", "Query", "RowsPerPerson",
     "RowsPerPersonAggregate",
     "Source", "SumAggregate", "TableAggregate", "TableSource", "data_folder",

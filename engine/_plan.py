@@ -21,13 +21,13 @@ from engine.errors import EngineError
 from engine.queries import (
     Binned,
     BinsAggregate,
+    CategoryCounts,
+    CategoryTable,
     ColumnInfo,
     ColumnProfile,
     Contribution,
-    Crosstab,
     GroupedSum,
     GroupedSumAggregate,
-    Histogram,
     HistogramAggregate,
     NumericBins,
     ProfileAggregate,
@@ -143,7 +143,7 @@ def binned_cell_texts(query: Binned) -> list[str]:
     return bins
 
 
-def cell_texts(query: Histogram | Binned | GroupedSum) -> list[str]:
+def cell_texts(query: CategoryCounts | Binned | GroupedSum) -> list[str]:
     """The canonical text of each cell (1-based cell i is entry i - 1) of a one-column query:
     its category's :func:`key_text`, or a bin's interval."""
     if isinstance(query, Binned):
@@ -151,7 +151,7 @@ def cell_texts(query: Histogram | Binned | GroupedSum) -> list[str]:
     return [key_text(c) for c in query.categories]
 
 
-def crosstab_texts(query: Crosstab) -> tuple[list[str], list[str]]:
+def crosstab_texts(query: CategoryTable) -> tuple[list[str], list[str]]:
     """The row and column categories' texts; cell (i, j)'s text is ``row | column`` (each
     text is self-delimiting, so the pair reads back one way)."""
     return ([key_text(c) for c in query.row_categories],

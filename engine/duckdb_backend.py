@@ -31,15 +31,15 @@ from engine.queries import (
     Aggregate,
     Binned,
     BoundedSum,
+    CategoryCounts,
+    CategoryTable,
     ColumnInfo,
-    Count,
     CountAggregate,
-    Crosstab,
+    CountRows,
     DistinctAggregate,
     DistinctValues,
     FirstRows,
     GroupedSum,
-    Histogram,
     NumericBins,
     Profile,
     Query,
@@ -156,7 +156,7 @@ class CompiledQuery:
     finish: Callable[[list[list[tuple]]], Aggregate]
 
 
-def _compile_count(query: Count, columns: Sequence[ColumnInfo], where: str) -> CompiledQuery:
+def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) -> CompiledQuery:
     person = _plan.check_contribution(columns, query.contribution, where)
     if person is None:
         return CompiledQuery((f"SELECT count(*) FROM {_SRC}",), {},
@@ -227,7 +227,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
     return CompiledQuery((rows, stats, bounded, person_stats), params, finish_bounded)
 
 
-def _cell_text(query: Histogram | Crosstab | Binned | GroupedSum
+def _cell_text(query: CategoryCounts | CategoryTable | Binned | GroupedSum
                ) -> tuple[Callable[[str], str], dict[str, object]]:
     """SQL for the canonical text of a (1-based, declared) cell index, and its parameters.
 
@@ -235,7 +235,7 @@ def _cell_text(query: Histogram | Crosstab | Binned | GroupedSum
     value) and bound as a list indexed by the cell, so DuckDB and Spark hash the same strings.
     A crosstab's cell is ``row text | column text``.
     """
-    if isinstance(query, Crosstab):
+    if isinstance(query, CategoryTable):
         rows, columns = _plan.crosstab_texts(query)
         n = len(columns)
         return (lambda idx: f"concat(list_extract(CAST($rkeys AS VARCHAR[]), ({idx} - 1) // {n} "
@@ -246,7 +246,8 @@ def _cell_text(query: Histogram | Crosstab | Binned | GroupedSum
 
 
 def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
-                   query: Histogram | Crosstab | Binned) -> tuple[str, str, dict[str, object]]:
+                   query: CategoryCounts | CategoryTable | Binned
+                   ) -> tuple[str, str, dict[str, object]]:
     """SQL for the kept counts per cell, (cell, kept, eligible), and the missing-id count.
 
     A person's rows are ordered by their cell's canonical text (never by its position in the
@@ -279,7 +280,7 @@ def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
     return sql, person_stats, params
 
 
-def _compile_histogram(query: Histogram, columns: Sequence[ColumnInfo],
+def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo],
                        where: str) -> CompiledQuery:
     i = _plan.column_index(columns, query.column, "column", where)
     info = columns[i]
@@ -302,7 +303,7 @@ def _compile_histogram(query: Histogram, columns: Sequence[ColumnInfo],
                                             missing_person_rows=int(r[2][0][0])))
 
 
-def _compile_crosstab(query: Crosstab, columns: Sequence[ColumnInfo],
+def _compile_crosstab(query: CategoryTable, columns: Sequence[ColumnInfo],
                       where: str) -> CompiledQuery:
     a = _plan.column_index(columns, query.row, "row", where)
     b = _plan.column_index(columns, query.column, "column", where)
@@ -525,8 +526,8 @@ def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo],
 
 
 _COMPILERS: dict[type, Callable[..., CompiledQuery]] = {
-    Count: _compile_count, BoundedSum: _compile_sum, Histogram: _compile_histogram,
-    Crosstab: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
+    CountRows: _compile_count, BoundedSum: _compile_sum, CategoryCounts: _compile_histogram,
+    CategoryTable: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
     RowsPerPerson: _compile_rows_per_person, DistinctValues: _compile_distinct,
     Profile: _compile_profile, NumericBins: _compile_bins, FirstRows: _compile_first_rows,
 }

@@ -19,7 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
-    "Contribution", "Count", "BoundedSum", "Histogram", "Crosstab", "Binned", "GroupedSum",
+    "Contribution", "CountRows", "BoundedSum", "CategoryCounts", "CategoryTable", "Binned",
+    "GroupedSum",
     "RowsPerPerson", "DistinctValues", "Profile", "NumericBins", "FirstRows", "Query",
     "CountAggregate", "SumAggregate", "HistogramAggregate", "TableAggregate",
     "GroupedSumAggregate", "RowsPerPersonAggregate", "DistinctAggregate", "ColumnProfile",
@@ -160,7 +161,7 @@ def _check_contribution(value: object) -> None:
 
 
 @dataclass(frozen=True)
-class Count:
+class CountRows:
     """The number of rows (with ``contribution``: at most ``max_rows`` per person)."""
 
     contribution: Contribution | None = None
@@ -213,7 +214,7 @@ class BoundedSum:
 
 
 @dataclass(frozen=True)
-class Histogram:
+class CategoryCounts:
     """Counts of ``column`` over every declared category, zeros kept."""
 
     column: str
@@ -227,7 +228,7 @@ class Histogram:
 
 
 @dataclass(frozen=True)
-class Crosstab:
+class CategoryTable:
     """Counts of (``row``, ``column``) over every declared category pair, zeros kept."""
 
     row: str
@@ -421,14 +422,15 @@ class FirstRows:
                            tuple(_check_name("columns", c) for c in self.columns))
 
 
-Query = (Count | BoundedSum | Histogram | Crosstab | Binned | GroupedSum | RowsPerPerson
-         | DistinctValues | Profile | NumericBins | FirstRows)
+Query = (CountRows | BoundedSum | CategoryCounts | CategoryTable | Binned | GroupedSum
+         | RowsPerPerson | DistinctValues | Profile | NumericBins | FirstRows)
 
 
 def query_key(query: Query) -> str:
     """A stable text key for a query (its repr: floats round-trip, strings are quoted)."""
-    if not isinstance(query, Count | BoundedSum | Histogram | Crosstab | Binned | GroupedSum
-                      | RowsPerPerson | DistinctValues | Profile | NumericBins | FirstRows):
+    if not isinstance(query, CountRows | BoundedSum | CategoryCounts | CategoryTable | Binned
+                      | GroupedSum | RowsPerPerson | DistinctValues | Profile | NumericBins
+                      | FirstRows):
         raise TypeError(f"query must be an engine query, got {type(query).__name__}")
     return repr(query)
 

@@ -22,16 +22,16 @@ from engine.queries import (
     Aggregate,
     Binned,
     BoundedSum,
+    CategoryCounts,
+    CategoryTable,
     ColumnInfo,
     Contribution,
-    Count,
     CountAggregate,
-    Crosstab,
+    CountRows,
     DistinctAggregate,
     DistinctValues,
     FirstRows,
     GroupedSum,
-    Histogram,
     NumericBins,
     Profile,
     Query,
@@ -178,7 +178,7 @@ def _rows(df: Any) -> list[tuple]:
     return [tuple(row) for row in df.collect()]
 
 
-def _compile_count(query: Count, columns: Sequence[ColumnInfo], where: str) -> Plan:
+def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) -> Plan:
     from pyspark.sql import functions as F
 
     person = _plan.check_contribution(columns, query.contribution, where)
@@ -249,7 +249,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
     return plan
 
 
-def _cell_text(query: Histogram | Crosstab | Binned | GroupedSum) -> Callable[[Any], Any]:
+def _cell_text(query: CategoryCounts | CategoryTable | Binned | GroupedSum) -> Callable[[Any], Any]:
     """The canonical text of a (1-based, declared) cell index: the DuckDB backend's
     ``_cell_text``, the same strings (``_plan.cell_texts``) looked up in a literal array."""
     from pyspark.sql import functions as F
@@ -257,7 +257,7 @@ def _cell_text(query: Histogram | Crosstab | Binned | GroupedSum) -> Callable[[A
     def lookup(texts: list[str], index: Any) -> Any:
         return F.element_at(F.array(*[F.lit(t) for t in texts]), index.cast("int"))
 
-    if isinstance(query, Crosstab):
+    if isinstance(query, CategoryTable):
         rows, columns = _plan.crosstab_texts(query)
         n = len(columns)
         return lambda idx: F.concat(lookup(rows, F.floor((idx - 1) / n) + 1), F.lit("|"),
@@ -267,7 +267,7 @@ def _cell_text(query: Histogram | Crosstab | Binned | GroupedSum) -> Callable[[A
 
 
 def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo],
-                   query: Histogram | Crosstab | Binned) -> tuple[list[tuple], int]:
+                   query: CategoryCounts | CategoryTable | Binned) -> tuple[list[tuple], int]:
     """(cell, kept, eligible) rows under the contribution bounds, and the missing-id rows;
     rows ordered and cells ranked by their canonical text, as in DuckDB."""
     from pyspark.sql import Window
@@ -300,7 +300,7 @@ def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo
     return _rows(kept), missing_person
 
 
-def _compile_histogram(query: Histogram, columns: Sequence[ColumnInfo], where: str) -> Plan:
+def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo], where: str) -> Plan:
     from pyspark.sql import functions as F
 
     i = _plan.column_index(columns, query.column, "column", where)
@@ -323,7 +323,7 @@ def _compile_histogram(query: Histogram, columns: Sequence[ColumnInfo], where: s
     return plan
 
 
-def _compile_crosstab(query: Crosstab, columns: Sequence[ColumnInfo], where: str) -> Plan:
+def _compile_crosstab(query: CategoryTable, columns: Sequence[ColumnInfo], where: str) -> Plan:
     from pyspark.sql import functions as F
 
     a = _plan.column_index(columns, query.row, "row", where)
@@ -550,8 +550,8 @@ def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo], where: 
 
 
 _COMPILERS: dict[type, Callable[..., Plan]] = {
-    Count: _compile_count, BoundedSum: _compile_sum, Histogram: _compile_histogram,
-    Crosstab: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
+    CountRows: _compile_count, BoundedSum: _compile_sum, CategoryCounts: _compile_histogram,
+    CategoryTable: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
     RowsPerPerson: _compile_rows_per_person, DistinctValues: _compile_distinct,
     Profile: _compile_profile, NumericBins: _compile_bins, FirstRows: _compile_first_rows,
 }

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from dpcore.contributions import UNIT_ORIGINS, PrivacyUnit
 from dpcore.mechanisms import CATALOGUE
 from dpcore.partition import PARTITION_NOISES
 from dpcore.selection import NOISE_TYPES
@@ -35,8 +36,8 @@ VERSION = 1
 #: Where a declaration comes from: public documentation, typed by the user, or read from the
 #: data. The last one is not covered by the privacy guarantee and is flagged everywhere.
 ORIGINS = ("public", "typed", "data")
-#: A privacy unit's bounds may also be drawn privately (the plan's max rows query).
-UNIT_ORIGINS = (*ORIGINS, "private")
+# A privacy unit's bounds may also be drawn privately (the plan's max rows query):
+# dpcore.contributions.UNIT_ORIGINS, re-exported with PrivacyUnit.
 #: How the queries of a plan are composed into one privacy figure.
 ACCOUNTING_METHODS = ("basic", "advanced", "zcdp", "pld")
 #: Statistics of a group-by query.
@@ -250,63 +251,29 @@ class Dataset:
         return out
 
 
-@dataclass(frozen=True)
-class PrivacyUnit:
-    """Who the guarantee protects.
-
-    ``person_column`` None: one row is one person (then ``max_rows`` is 1 and
-    ``max_groups`` None). With a person-id column, each person keeps at most ``max_rows``
-    rows in a scalar query (count, sum, mean, quantiles) and in each group of a grouped query
-    (histogram, table, group-by, selection), and at most ``max_groups`` groups (None: only
-    ``max_rows`` rows in all, which may fall in as many groups). ``bounds_origin`` says how
-    these bounds were chosen: typed or public, read off the data (then flagged: not covered
-    by the guarantee), or "private": max rows drawn by the plan's max rows query (charged).
-    """
-
-    person_column: str | None = None
-    max_rows: int = 1
-    max_groups: int | None = None
-    bounds_origin: Literal["public", "typed", "data", "private"] = "typed"
-
-    def __post_init__(self) -> None:
-        _choice(self.bounds_origin, UNIT_ORIGINS, "privacy_unit.bounds_origin")
-        if self.person_column is not None:
-            _text(self.person_column, "privacy_unit.person_column", empty=False)
-        _bounded_int(self.max_rows, "privacy_unit.max_rows")
-        if self.max_groups is not None:
-            _bounded_int(self.max_groups, "privacy_unit.max_groups")
-        if self.person_column is None and (self.max_rows != 1
-                                           or self.max_groups not in (None, 1)):
-            raise PlanError("privacy_unit.max_rows", "one row is one person (no person "
-                            "column): max_rows must be 1 and max_groups empty")
-
-    @property
-    def row_level(self) -> bool:
-        return self.person_column is None
-
-    def describe(self) -> str:
-        if self.person_column is None:
-            return "one row is one person (add/remove one row)"
-        groups = ("" if self.max_groups is None
-                  else f", in at most {self.max_groups:,} group(s)")
-        return (f"one person = all rows with the same {self.person_column!r} (add/remove one "
-                f"person); at most {self.max_rows:,} row(s) per person per query or group"
-                f"{groups}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"person_column": self.person_column, "max_rows": self.max_rows,
-                "max_groups": self.max_groups, "bounds_origin": self.bounds_origin}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> PrivacyUnit:
-        max_rows = f.integer("max_rows", required=False)
-        out = PrivacyUnit(f.raw("person_column", required=False),
-                          1 if max_rows is None else max_rows,
-                          f.integer("max_groups", required=False),
-                          f.choice("bounds_origin", UNIT_ORIGINS, required=False,
-                                   default="typed"))  # type: ignore[arg-type]
-        f.done()
-        return out
+def _unit_from_fields(f: _Fields) -> PrivacyUnit:
+    """The plan file's privacy unit (``dpcore.contributions.PrivacyUnit``'s JSON form, read
+    with each field's path; ``person``, the schema file's older spelling, reads too)."""
+    person = f.raw("person_column", required=False)
+    legacy = f.raw("person", required=False)
+    if person is not None and legacy is not None:
+        raise PlanError(f.at("person"), "gives the person-id column a second time: keep "
+                        "person_column")
+    key = "person_column" if legacy is None else "person"
+    person = legacy if person is None else person
+    if person is not None:
+        _text(person, f.at(key), empty=False)
+    max_rows = f.integer("max_rows", required=False)
+    max_groups = f.integer("max_groups", required=False)
+    for name, value in (("max_rows", max_rows), ("max_groups", max_groups)):
+        if value is not None:
+            _bounded_int(value, f.at(name))
+    origin = f.choice("bounds_origin", UNIT_ORIGINS, required=False, default="typed")
+    f.done()
+    try:
+        return PrivacyUnit(person, 1 if max_rows is None else max_rows, max_groups, origin)
+    except ValueError as exc:   # one row is one person, with bounds
+        raise PlanError(f.at("max_rows"), str(exc).removeprefix("max_rows: ")) from None
 
 
 def _bounded_int(value: object, path: str) -> None:
@@ -894,7 +861,7 @@ class Plan:
                             f"got {version}{newer}")
         dataset = Dataset.from_fields(f.obj("dataset"))
         unit_fields = f.obj("privacy_unit", required=False)
-        unit = PrivacyUnit() if unit_fields is None else PrivacyUnit.from_fields(unit_fields)
+        unit = PrivacyUnit() if unit_fields is None else _unit_from_fields(unit_fields)
         acc_fields = f.obj("accounting", required=False)
         accounting = Accounting() if acc_fields is None else Accounting.from_fields(acc_fields)
         budget_fields = f.obj("budget", required=False)

@@ -1,6 +1,7 @@
-"""The pieces every query kind is built from: a privacy loss, the noised parts with their
-mechanisms (catalogue mechanisms, report noisy max, partition selection's threshold), a
-query made concrete (:class:`Built`), and the helpers the kinds share to build them.
+"""The pieces every query kind is built from: a privacy loss (``dpcore.accounting.Loss``,
+re-exported), the noised parts with their mechanisms (catalogue mechanisms, report noisy max,
+partition selection's threshold), a query made concrete (:class:`Built`), and the helpers
+the kinds share to build them.
 
 A kind (``plan.kinds``) says which parts its query has; a part carries what a release needs
 to draw it (its mechanism, sensitivity, size, whether its input is whole numbers), so that
@@ -14,8 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from dpcore.accounting import Loss
 from dpcore.contributions import ContributionBounds, Sensitivity, count_sensitivity
-from dpcore.measures import ZCDP, ApproxDP, PureDP, split_budget
+from dpcore.measures import ZCDP, PureDP, split_budget
 from dpcore.mechanisms import CATALOGUE, AdditiveMechanism, make_mechanism
 from dpcore.partition import (
     PartitionPrivacy,
@@ -33,45 +35,6 @@ from plan.model import Noise, PlanError, PlanQuery, PrivacyUnit, SelectionNoise,
 __all__ = ["Loss", "NoisyMax", "PartitionThreshold", "Part", "Built", "field",
            "contribution", "contribution_bounds", "whole_sum", "additive", "split_parts",
            "noisy_max", "threshold", "share_down"]
-
-
-@dataclass(frozen=True)
-class Loss:
-    """One privacy cost as its mechanism states it.
-
-    Exactly one of ``epsilon`` (pure or approximate DP) and ``rho`` (zCDP); ``delta`` the δ
-    of an (ε, δ) guarantee or the δ a threshold spends outright; ``read_at`` the δ at which a
-    ρ is read as (ε, δ) under basic or advanced accounting (the plan gives it).
-    """
-
-    epsilon: float | None = None
-    rho: float | None = None
-    delta: float = 0.0
-    read_at: float | None = None
-
-    def __post_init__(self) -> None:
-        if (self.epsilon is None) == (self.rho is None):
-            raise ValueError("a Loss holds exactly one of epsilon and rho")
-
-    @staticmethod
-    def of(measure: PureDP | ApproxDP | ZCDP, *, read_at: float | None = None,
-           delta: float = 0.0) -> Loss:
-        if isinstance(measure, PureDP):
-            return Loss(epsilon=measure.epsilon, delta=delta)
-        if isinstance(measure, ApproxDP):
-            return Loss(epsilon=measure.epsilon, delta=measure.delta + delta)
-        return Loss(rho=measure.rho, delta=delta, read_at=read_at)
-
-    def to_dict(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        if self.epsilon is not None:
-            out["epsilon"] = self.epsilon
-        if self.rho is not None:
-            out["rho"] = self.rho
-        out["delta"] = self.delta
-        if self.read_at is not None:
-            out["rho_read_at_delta"] = self.read_at
-        return out
 
 
 @dataclass(frozen=True)
@@ -186,11 +149,16 @@ def field(path: str) -> Iterator[None]:
         raise PlanError(path, str(exc)) from None
 
 
-def contribution(unit: PrivacyUnit, *, grouped: bool) -> Contribution | None:
+def contribution(unit: PrivacyUnit, *, grouped: bool = True,
+                 seed: int = 0) -> Contribution | None:
+    """The engine's truncation for ``unit`` (None: one row is one person, nothing to bound):
+    the one place a privacy unit becomes the engine's input. A query without groups
+    (``grouped`` False) keeps ``max_rows`` rows in all; ``seed`` fixes which rows a person
+    keeps (a release draws with seed 0; the pages' simulations with theirs)."""
     if unit.person_column is None:
         return None
     return Contribution(unit.person_column, unit.max_rows,
-                        unit.max_groups if grouped else None)
+                        unit.max_groups if grouped else None, seed)
 
 
 def whole_sum(noise: Noise | None, bounds: model.Bounds) -> bool:
@@ -203,7 +171,7 @@ def whole_sum(noise: Noise | None, bounds: model.Bounds) -> bool:
 
 
 def contribution_bounds(unit: PrivacyUnit, *, grouped: bool) -> ContributionBounds:
-    return ContributionBounds(unit.max_rows, unit.max_groups if grouped else None)
+    return unit.bounds(grouped=grouped)
 
 
 def _norm(kind: str, sensitivity: Sensitivity) -> float:

@@ -13,10 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpcore.accounting import ACCOUNTANT_LABELS, ThresholdLoss, account
+from dpcore.accounting import ACCOUNTANT_LABELS, Loss, account
 from dpcore.figures import upper
-from dpcore.measures import ZCDP, ApproxDP, PureDP
-from plan.build import Loss
 from plan.model import Accounting
 from release.errors import ReleaseRefused
 
@@ -56,21 +54,8 @@ def total_up(values: Sequence[float]) -> float:
 
 
 def accounting_losses(losses: Sequence[Loss]) -> tuple[object, ...]:
-    """The parts as ``dpcore.accounting`` composes them: ε alone → PureDP, ε with δ →
-    ApproxDP, ρ → ZCDP, and a ρ's (or a zero ε's) own δ → a ThresholdLoss (what partition
-    selection's threshold spends outright)."""
-    out: list[object] = []
-    for loss in losses:
-        if loss.rho is not None:
-            out.append(ZCDP(loss.rho))
-            if loss.delta > 0:
-                out.append(ThresholdLoss(loss.delta))
-        elif loss.delta > 0:
-            out.append(ApproxDP(loss.epsilon, loss.delta) if loss.epsilon > 0
-                       else ThresholdLoss(loss.delta))
-        elif loss.epsilon > 0:
-            out.append(PureDP(loss.epsilon))
-    return tuple(out)
+    """The parts as ``dpcore.accounting`` composes them (each :meth:`Loss.measures`)."""
+    return tuple(measure for loss in losses for measure in loss.measures())
 
 
 def _total_rho(losses: Sequence[Loss]) -> float:

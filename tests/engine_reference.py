@@ -295,9 +295,16 @@ def bounded_grouped_sum(frame: pd.DataFrame, key: str, categories: tuple, column
 
 def cases(frame: pd.DataFrame) -> list[tuple[object, dict]]:
     """(query, expected fields) pairs over a frame from :func:`random_frame`."""
-    from engine.queries import BoundedSum, Contribution, Count, Crosstab, Histogram, RowsPerPerson
+    from engine.queries import (
+        BoundedSum,
+        CategoryCounts,
+        CategoryTable,
+        Contribution,
+        CountRows,
+        RowsPerPerson,
+    )
 
-    out: list[tuple[object, dict]] = [(Count(), {"rows": len(frame)})]
+    out: list[tuple[object, dict]] = [(CountRows(), {"rows": len(frame)})]
     for column, lower, upper in ((ODD, -1000.25, 2e6), (QUOTED, -2.0**61, 2.0**61),
                                  (SMALL, -3.0, 3.0), (LOG, -50.0, 50.5), ("a", 0.0, 1e3),
                                  (CODE, 0.5, 3.5)):
@@ -306,15 +313,15 @@ def cases(frame: pd.DataFrame) -> list[tuple[object, dict]]:
                                (CODE, tuple(float(c) for c in CODE_CATEGORIES)),
                                (CODE, tuple(str(c) for c in CODE_CATEGORIES)),
                                (SEMI, DECLARED + ("purple", "Red"))):
-        out.append((Histogram(column, categories), histogram(frame, column, categories)))
-    out.append((Crosstab(SEMI, CODE, DECLARED, CODE_CATEGORIES),
+        out.append((CategoryCounts(column, categories), histogram(frame, column, categories)))
+    out.append((CategoryTable(SEMI, CODE, DECLARED, CODE_CATEGORIES),
                 crosstab(frame, SEMI, CODE, DECLARED, CODE_CATEGORIES)))
-    out.append((Crosstab(DOTTED, WHO, DECLARED, ("ann", "bob", "nobody")),
+    out.append((CategoryTable(DOTTED, WHO, DECLARED, ("ann", "bob", "nobody")),
                 crosstab(frame, DOTTED, WHO, DECLARED, ("ann", "bob", "nobody"))))
     for person in (PERSON, WHO):
         out.append((RowsPerPerson(person), rows_per_person(frame, person)))
     # Contribution bounds.
-    out.append((Count(Contribution(PERSON, 2)), {"rows": bounded_count(frame, PERSON, 2)}))
+    out.append((CountRows(Contribution(PERSON, 2)), {"rows": bounded_count(frame, PERSON, 2)}))
     for column, lower, upper, person, k, seed in ((ODD, -1000.25, 2e6, PERSON, 2, 7),
                                                    (QUOTED, -2.0**61, 2.0**61, WHO, 3, 1),
                                                    (LOG, -50.0, 50.5, PERSON, 1, 0)):
@@ -322,13 +329,13 @@ def cases(frame: pd.DataFrame) -> list[tuple[object, dict]]:
                     bounded_sum_per_person(frame, column, lower, upper, person, k, seed)))
     semi = cell_codes(frame[SEMI], DECLARED)
     for person, k, groups, seed in ((PERSON, 1, None, 2), (WHO, 4, 2, 5), (WHO, 3, None, 11)):
-        out.append((Histogram(SEMI, DECLARED, Contribution(person, k, groups, seed)),
+        out.append((CategoryCounts(SEMI, DECLARED, Contribution(person, k, groups, seed)),
                     {"counts": bounded_cells(semi, frame, person, len(DECLARED), k, groups,
                                              seed, texts(DECLARED))}))
     a, b = cell_codes(frame[SEMI], DECLARED), cell_codes(frame[CODE], CODE_CATEGORIES)
     both = np.where((a > 0) & (b > 0), (a - 1) * len(CODE_CATEGORIES) + b, 0)
     cells = len(DECLARED) * len(CODE_CATEGORIES)
-    out.append((Crosstab(SEMI, CODE, DECLARED, CODE_CATEGORIES, Contribution(PERSON, 2, 1, 3)),
+    out.append((CategoryTable(SEMI, CODE, DECLARED, CODE_CATEGORIES, Contribution(PERSON, 2, 1, 3)),
                 {"counts": bounded_cells(both, frame, PERSON, cells, 2, 1, 3,
                                          crosstab_texts(DECLARED, CODE_CATEGORIES)).reshape(
                     len(DECLARED), len(CODE_CATEGORIES))}))

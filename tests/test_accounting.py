@@ -16,6 +16,7 @@ from scipy.special import ndtr
 
 from dpcore import accounting
 from dpcore.accounting import (
+    Loss,
     NoiseLoss,
     ThresholdLoss,
     account,
@@ -281,6 +282,26 @@ def test_what_each_release_counts_as():
         privacy_losses(["laplace"])
     with pytest.raises(TypeError, match="releases"):
         privacy_losses("laplace")
+
+
+def test_a_planned_loss_is_composed_as_its_guarantees():
+    """The one Loss of the plan and the release is what the accountants read."""
+    import plan.parts
+
+    assert plan.parts.Loss is Loss
+    losses = [Loss(epsilon=0.5), Loss(epsilon=0.25, delta=1e-7), Loss(rho=0.02, delta=1e-8),
+              Loss(epsilon=0.0, delta=1e-9), Loss(epsilon=0.0)]
+    assert privacy_losses(losses) == (PureDP(0.5), ApproxDP(0.25, 1e-7), ZCDP(0.02),
+                                      ThresholdLoss(1e-8), ThresholdLoss(1e-9))
+    # basic composition: the ε add up (0.75), the δ left (1e-6 − the own δs) is read by the ρ
+    rho_eps = ZCDP(0.02).to_approx(1e-6 - 1e-7 - 1e-8 - 1e-9).epsilon
+    assert account(losses, delta=1e-6, accountant="basic").epsilon == pytest.approx(
+        0.75 + rho_eps, rel=1e-9)
+    assert Loss.of(ApproxDP(1.0, 1e-6), delta=1e-7) == Loss(epsilon=1.0, delta=1e-6 + 1e-7)
+    assert Loss.of(ZCDP(0.1), read_at=1e-6).to_dict() == {"rho": 0.1, "delta": 0.0,
+                                                         "rho_read_at_delta": 1e-6}
+    with pytest.raises(ValueError, match="exactly one"):
+        Loss(epsilon=1.0, rho=0.5)
 
 
 def test_catalogue_mechanisms_agree_with_their_noise_loss():

@@ -17,7 +17,7 @@ from dashboard.analysis import statistics as stats
 from dashboard.choices import PrivacyChoice
 from dashboard.data.model import LoadedDataset
 from dashboard.data.relation import Relation
-from dashboard.person import PrivacyUnit
+from dashboard.person import PrivacyUnit, contribution
 from tests.conftest import open_app
 
 VALUES = pd.DataFrame({"pid": [1, 1, 1, 1, 2, 3, 3],
@@ -79,7 +79,7 @@ def test_sum_breakdown_matches_enumeration(r):
 def test_the_engines_truncation_averages_to_the_exact_mean():
     relation = Relation.of_frame(VALUES, "small", key="k-engine")
     answers = [stats.answer_query(relation, stats.QuerySpec(
-        "sum", "value", 0.0, 25.0, contribution=PrivacyUnit("pid", 2).contribution(seed)))
+        "sum", "value", 0.0, 25.0, contribution=contribution(PrivacyUnit("pid", 2), seed=seed)))
         .true_value for seed in range(300)]
     mean, var = brute_force_sum(VALUES, 2, 0.0, 25.0)
     # 300 seeds: the mean within 4 standard errors of the exact one
@@ -132,5 +132,5 @@ def test_the_statistics_page_shows_the_cost_and_the_private_route():
     at.run()
     key = at.session_state["dataset"].key
     unit = at.session_state["privacy_unit_by_dataset"][key]
-    assert unit.max_rows == chosen and unit.origin == "data"   # a seeded draw: read off data
+    assert unit.max_rows == chosen and unit.bounds_origin == "data"   # a seeded draw: read off data
     assert not at.exception

@@ -20,6 +20,7 @@ import pytest
 from dpcore.contributions import (
     ContributionBounds,
     ContributionCells,
+    PrivacyUnit,
     Sensitivity,
     contribution_cells,
     count_sensitivity,
@@ -95,6 +96,43 @@ def test_bounds_validate_and_describe():
         count_sensitivity((3, 2))
     with pytest.raises(ValueError, match="l2"):
         Sensitivity(l1=1.0, l2=math.nan, linf=1.0)
+
+
+def test_the_privacy_unit_its_bounds_and_its_json_form():
+    unit = PrivacyUnit("pid", 3, 2, "private")
+    assert unit.to_dict() == {"person_column": "pid", "max_rows": 3, "max_groups": 2,
+                              "bounds_origin": "private"}
+    assert unit.bounds() == ContributionBounds(3, 2)
+    assert unit.bounds(grouped=False) == ContributionBounds(3)
+    assert unit.describe() == ("one person = all rows with the same pid; at most 3 rows per "
+                               "person in each of at most 2 groups")
+    assert PrivacyUnit().describe() == "one row = one person" and PrivacyUnit().per_row
+    # the same bounds are the same unit, however they were chosen
+    assert unit == PrivacyUnit("pid", 3, 2, "typed")
+    # the schema file's older spelling reads as the one spelling
+    old = PrivacyUnit.from_dict({"person": "pid", "max_rows": 3, "max_groups": 2})
+    assert old == unit and old.bounds_origin == "typed"
+    assert PrivacyUnit.from_dict({}) == PrivacyUnit()
+    assert PrivacyUnit(None, 1, 1).per_row   # plan files may say max_groups 1 for one row
+    with pytest.raises(ValueError, match="max_rows"):
+        PrivacyUnit(None, 3)
+    with pytest.raises(ValueError, match="person_column"):
+        PrivacyUnit("  ")
+    with pytest.raises(ValueError, match="bounds_origin"):
+        PrivacyUnit("pid", bounds_origin="guessed")
+    with pytest.raises(ValueError, match="person_column"):
+        PrivacyUnit.from_dict({"person": "a", "person_column": "b"})
+    with pytest.raises(ValueError, match="persons"):
+        PrivacyUnit.from_dict({"persons": "pid"})
+
+
+def test_one_privacy_unit_class_everywhere():
+    from dashboard.data import schema
+    from dashboard.person import PrivacyUnit as PageUnit
+    from plan.model import PrivacyUnit as PlanUnit
+
+    assert PageUnit is PlanUnit is PrivacyUnit
+    assert schema.Schema().unit == PrivacyUnit()
 
 
 # --- brute force: remove every person in turn -----------------------------------------------------

@@ -15,15 +15,15 @@ import pytest
 from dpcore import queries as dp
 from engine import (
     BoundedSum,
+    CategoryCounts,
+    CategoryTable,
     Contribution,
-    Count,
-    Crosstab,
+    CountRows,
     DistinctValues,
     Engine,
     EngineError,
     FileSource,
     FrameSource,
-    Histogram,
     RowsPerPerson,
 )
 from engine.duckdb_backend import DuckDBBackend
@@ -47,7 +47,7 @@ def test_agrees_with_dpcore_queries(duck: DuckDBBackend) -> None:
     """The pandas code path the engine replaces gives the same numbers."""
     frame = ref.random_frame(7)
     source = FrameSource(frame)
-    assert duck.run(source, Count()).rows == dp.count(frame).true_value
+    assert duck.run(source, CountRows()).rows == dp.count(frame).true_value
     for column, lower, upper in ((ref.ODD, -1000.25, 2e6), (ref.SMALL, -3, 3),
                                  (ref.LOG, -50, 50.5), (ref.QUOTED, -2.0**61, 2.0**61)):
         want = dp.bounded_sum(frame, column, lower=lower, upper=upper)
@@ -58,13 +58,13 @@ def test_agrees_with_dpcore_queries(duck: DuckDBBackend) -> None:
         assert got.rows == count.true_value
     every = ("red", "green", "blue", "purple", "Red")
     want = dp.histogram(frame, ref.SEMI, categories=list(every))
-    got = duck.run(source, Histogram(ref.SEMI, every))
+    got = duck.run(source, CategoryCounts(ref.SEMI, every))
     np.testing.assert_array_equal(got.counts, want.true_value)
     assert (got.outside, got.missing) == (0, want.missing_rows)
     codes = tuple(range(6))
     want = dp.crosstab(frame, ref.DOTTED, ref.CODE, row_categories=list(every),
                        column_categories=list(codes))
-    got = duck.run(source, Crosstab(ref.DOTTED, ref.CODE, every, codes))
+    got = duck.run(source, CategoryTable(ref.DOTTED, ref.CODE, every, codes))
     np.testing.assert_array_equal(got.counts, want.true_value)
     assert got.missing == want.missing_rows
 
@@ -95,11 +95,12 @@ def test_files_give_the_frame_answers(duck: DuckDBBackend, tmp_path) -> None:
     frame = frame.assign(**{ref.ODD: frame[ref.ODD].replace([np.inf, -np.inf, 1e300, -1e300],
                                                             [5e6, -5e6, 1e7, -1e7])})
     frame_source = FrameSource(frame)
-    checks = [Count(), BoundedSum(ref.ODD, -1000.25, 2e6), Histogram(ref.SEMI, ref.DECLARED),
-              Crosstab(ref.SEMI, ref.CODE, ref.DECLARED, ref.CODE_CATEGORIES),
+    checks = [CountRows(), BoundedSum(ref.ODD, -1000.25, 2e6),
+              CategoryCounts(ref.SEMI, ref.DECLARED),
+              CategoryTable(ref.SEMI, ref.CODE, ref.DECLARED, ref.CODE_CATEGORIES),
               RowsPerPerson(ref.WHO),
               BoundedSum(ref.ODD, -1000.25, 2e6, Contribution(ref.PERSON, 2, seed=4)),
-              Histogram(ref.SEMI, ref.DECLARED, Contribution(ref.WHO, 3, 2, seed=1))]
+              CategoryCounts(ref.SEMI, ref.DECLARED, Contribution(ref.WHO, 3, 2, seed=1))]
     for name, source in _write_files(frame, tmp_path).items():
         assert [c.name for c in duck.columns(source)] == list(frame.columns), name
         for query in checks:
@@ -116,16 +117,16 @@ def test_nan_in_a_parquet_file_is_missing(duck: DuckDBBackend, tmp_path) -> None
     assert pq.read_table(path).column("x").null_count == 1  # NaN stayed NaN in the file
     got = duck.run(FileSource(path, "parquet"), BoundedSum("x", 0, 10))
     assert (got.total, got.rows, got.missing, got.clamped) == (1.5 + 10 + 0 + 2, 4, 3, 2)
-    hist = duck.run(FileSource(path, "parquet"), Histogram("x", (1.5, 2.0)))
+    hist = duck.run(FileSource(path, "parquet"), CategoryCounts("x", (1.5, 2.0)))
     assert (hist.counts.tolist(), hist.outside, hist.missing) == ([1, 1], 2, 3)
 
 
 def test_no_user_text_reaches_the_sql(duck: DuckDBBackend) -> None:
     frame = ref.random_frame(1, rows=50)
     source = FrameSource(frame)
-    query = Histogram(ref.ODD, (1.0,), Contribution(ref.WHO, 2, 1, seed=3))
+    query = CategoryCounts(ref.ODD, (1.0,), Contribution(ref.WHO, 2, 1, seed=3))
     statements = duck.sql_for(source, query) + duck.sql_for(
-        source, Crosstab(ref.QUOTED, ref.WHO, (1,), ("'; drop table y; --",)))
+        source, CategoryTable(ref.QUOTED, ref.WHO, (1,), ("'; drop table y; --",)))
     for sql, _ in statements:
         for text in (ref.ODD, ref.QUOTED, ref.WHO, "drop table"):
             assert text not in sql
@@ -155,18 +156,18 @@ def test_errors_say_what_is_wrong(duck: DuckDBBackend, tmp_path) -> None:
     text = duck.run(source, BoundedSum("name", 0, 1))
     assert (text.rows, text.missing, text.total) == (0, 2, 0.0)
     with pytest.raises(EngineError, match="person-id column 'pid'"):
-        duck.run(source, Count(Contribution("pid", 1)))
+        duck.run(source, CountRows(Contribution("pid", 1)))
     path = tmp_path / "gone.parquet"
     frame.to_parquet(path)
     gone = FileSource(path, "parquet")
-    assert duck.run(gone, Count()).rows == 2
+    assert duck.run(gone, CountRows()).rows == 2
     path.unlink()
     with pytest.raises(EngineError, match="moved or removed"):
-        duck.run(gone, Count())
+        duck.run(gone, CountRows())
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"PAR1 this is not parquet")
     with pytest.raises(EngineError, match="broken.parquet"):
-        duck.run(FileSource(broken, "parquet"), Count())
+        duck.run(FileSource(broken, "parquet"), CountRows())
     bad_csv = tmp_path / "bad.csv"
     bad_csv.write_text("n\n" + "1\n" * 30000 + "not a number\n")
     with pytest.raises(EngineError, match="bad.csv"):
@@ -199,7 +200,7 @@ def test_backend_compiles_once(duck: DuckDBBackend) -> None:
 
     frame = ref.random_frame(2, rows=20)
     source = FrameSource(frame)
-    query = Histogram(ref.SEMI, ref.DECLARED)
+    query = CategoryCounts(ref.SEMI, ref.DECLARED)
     duck.run(source, query)
     before = compile_query.cache_info().hits
     duck.run(FrameSource(frame), query)

@@ -10,14 +10,14 @@ import pytest
 from engine import (
     Binned,
     BoundedSum,
+    CategoryCounts,
+    CategoryTable,
     Contribution,
-    Count,
-    Crosstab,
+    CountRows,
     DistinctValues,
     FileSource,
     FrameSource,
     GroupedSum,
-    Histogram,
     RowsPerPerson,
     RowsPerPersonAggregate,
     TableSource,
@@ -30,19 +30,19 @@ from engine import (
     (lambda: BoundedSum("x", 0, math.nan), ValueError, "upper"),
     (lambda: BoundedSum("x", 0, math.inf), ValueError, "upper"),
     (lambda: BoundedSum(3, 0, 1), TypeError, "column"),
-    (lambda: Histogram("x", ()), ValueError, "categories"),
-    (lambda: Histogram("x", "abc"), TypeError, "categories"),
-    (lambda: Histogram("x", ("a", "a")), ValueError, "categories"),
-    (lambda: Histogram("x", (1, 1.0)), ValueError, "categories"),
-    (lambda: Histogram("x", ("a", 1)), TypeError, "categories"),
-    (lambda: Histogram("x", (1.0, math.nan)), ValueError, "categories"),
-    (lambda: Crosstab("x", "y", ("a",), ()), ValueError, "column_categories"),
+    (lambda: CategoryCounts("x", ()), ValueError, "categories"),
+    (lambda: CategoryCounts("x", "abc"), TypeError, "categories"),
+    (lambda: CategoryCounts("x", ("a", "a")), ValueError, "categories"),
+    (lambda: CategoryCounts("x", (1, 1.0)), ValueError, "categories"),
+    (lambda: CategoryCounts("x", ("a", 1)), TypeError, "categories"),
+    (lambda: CategoryCounts("x", (1.0, math.nan)), ValueError, "categories"),
+    (lambda: CategoryTable("x", "y", ("a",), ()), ValueError, "column_categories"),
     (lambda: Contribution("p", 0), ValueError, "max_rows"),
     (lambda: Contribution("p", 1, max_groups=0), ValueError, "max_groups"),
     (lambda: Contribution("p", 1, seed=-1), ValueError, "seed"),
-    (lambda: Count(Contribution("p", 1, max_groups=2)), ValueError, "max_groups"),
+    (lambda: CountRows(Contribution("p", 1, max_groups=2)), ValueError, "max_groups"),
     (lambda: BoundedSum("x", 0, 1, Contribution("p", 1, 2)), ValueError, "max_groups"),
-    (lambda: Count("p"), TypeError, "contribution"),
+    (lambda: CountRows("p"), TypeError, "contribution"),
     (lambda: RowsPerPerson(None), TypeError, "person"),
     (lambda: DistinctValues("x", limit=0), ValueError, "limit"),
     (lambda: Binned("x", ()), ValueError, "points"),
@@ -66,11 +66,11 @@ def test_queries_are_values() -> None:
     """Equal declarations are one query (one cache entry), numpy scalars included."""
     assert BoundedSum("x", 0, 1) == BoundedSum("x", np.float64(0.0), 1.0)
     assert query_key(BoundedSum("x", 0, 1)) == query_key(BoundedSum("x", 0.0, 1.0))
-    assert Histogram("x", [np.int64(1), 2]) == Histogram("x", (1, 2))
-    assert query_key(Histogram("x", ("a", "b"))) != query_key(Histogram("x", ("b", "a")))
+    assert CategoryCounts("x", [np.int64(1), 2]) == CategoryCounts("x", (1, 2))
+    assert query_key(CategoryCounts("x", ("a", "b"))) != query_key(CategoryCounts("x", ("b", "a")))
     assert query_key(BoundedSum("x", 0, 1)) != query_key(BoundedSum("x", 0, 1 + 2**-52))
-    keys = {query_key(q) for q in (Count(), Count(Contribution("p", 1)),
-                                   Count(Contribution("p", 1, seed=1)), RowsPerPerson("p"))}
+    keys = {query_key(q) for q in (CountRows(), CountRows(Contribution("p", 1)),
+                                   CountRows(Contribution("p", 1, seed=1)), RowsPerPerson("p"))}
     assert len(keys) == 4
     with pytest.raises(TypeError, match="query"):
         query_key("SELECT 1")
@@ -81,17 +81,17 @@ def test_cache_keys_separate_sources_and_versions(tmp_path) -> None:
 
     frame = pd.DataFrame({"x": [1]})
     a, b = FrameSource(frame), FrameSource(frame)
-    assert a.cache_key(Count()) != b.cache_key(Count())  # two uploads, two keys
-    assert FrameSource(frame, key="adult").cache_key(Count()) == FrameSource(
-        frame, key="adult").cache_key(Count())
+    assert a.cache_key(CountRows()) != b.cache_key(CountRows())  # two uploads, two keys
+    assert FrameSource(frame, key="adult").cache_key(CountRows()) == FrameSource(
+        frame, key="adult").cache_key(CountRows())
     path = tmp_path / "x.csv"
     path.write_text("x\n1\n")
     source = FileSource(path, "csv")
-    before = source.cache_key(Count())
+    before = source.cache_key(CountRows())
     path.write_text("x\n1\n2\n")
-    assert source.cache_key(Count()) != before
-    assert TableSource("db.t", version="1").cache_key(Count()) != TableSource(
-        "db.t", version="2").cache_key(Count())
+    assert source.cache_key(CountRows()) != before
+    assert TableSource("db.t", version="1").cache_key(CountRows()) != TableSource(
+        "db.t", version="2").cache_key(CountRows())
 
 
 def test_kept_rows_is_the_bounded_count() -> None:

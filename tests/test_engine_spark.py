@@ -17,11 +17,11 @@ import pytest
 
 from engine import (
     BoundedSum,
-    Count,
+    CategoryCounts,
+    CountRows,
     EngineError,
     FileSource,
     FrameSource,
-    Histogram,
     RowsPerPerson,
     TableSource,
 )
@@ -74,7 +74,7 @@ def test_files_and_tables_give_the_duckdb_answers(spark, duck, tmp_path) -> None
     frame = ref.random_frame(5, rows=120)[[ref.ODD, ref.SEMI, ref.WHO, ref.CODE]]
     frame = frame.assign(**{ref.ODD: frame[ref.ODD].replace([np.inf, -np.inf, 1e300, -1e300],
                                                             [5e6, -5e6, 1e7, -1e7])})
-    checks = [BoundedSum(ref.ODD, -1000.25, 2e6), Histogram(ref.SEMI, ref.DECLARED),
+    checks = [BoundedSum(ref.ODD, -1000.25, 2e6), CategoryCounts(ref.SEMI, ref.DECLARED),
               RowsPerPerson(ref.WHO)]
     files = _write_files(frame, tmp_path)
     del files["csv.gz"], files["parquet"]  # the readers of the CSV and the folder: time saved
@@ -93,7 +93,7 @@ def test_nan_in_a_parquet_file_is_missing(spark, duck, tmp_path) -> None:
     pq.write_table(pa.table({"x": pa.array(values, type=pa.float64(), from_pandas=False)}),
                    path)
     source = FileSource(path, "parquet")
-    for query in (BoundedSum("x", 0, 10), Histogram("x", (1.5, 2.0))):
+    for query in (BoundedSum("x", 0, 10), CategoryCounts("x", (1.5, 2.0))):
         ref.assert_same(query, duck.run(source, query), spark.run(source, query))
     got = spark.run(source, BoundedSum("x", 0, 10))
     assert (got.total, got.rows, got.missing, got.clamped) == (13.5, 4, 3, 2)
@@ -105,9 +105,9 @@ def test_errors_are_engine_errors(spark, tmp_path) -> None:
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"PAR1 this is not parquet")
     with pytest.raises(EngineError, match="broken.parquet"):
-        spark.run(FileSource(broken, "parquet"), Count())
+        spark.run(FileSource(broken, "parquet"), CountRows())
     with pytest.raises(EngineError, match="does not exist on the Spark cluster"):
-        spark.run(TableSource("no_such_table"), Count())
+        spark.run(TableSource("no_such_table"), CountRows())
 
 
 CONNECT_SCRIPT = """
@@ -144,13 +144,13 @@ def test_spark_connect_gives_the_reference_answers() -> None:
 DOWN_SCRIPT = """
 import time, warnings
 import pandas as pd
-from engine import Count, EngineError, FrameSource
+from engine import CountRows, EngineError, FrameSource
 from engine.spark_backend import SparkBackend
 
 warnings.simplefilter("ignore")
 start = time.monotonic()
 try:
-    SparkBackend("sc://127.0.0.1:1").run(FrameSource(pd.DataFrame({"x": [1]})), Count())
+    SparkBackend("sc://127.0.0.1:1").run(FrameSource(pd.DataFrame({"x": [1]})), CountRows())
 except EngineError as exc:
     print(f"{time.monotonic() - start:.1f}")
     print(exc)

@@ -118,3 +118,15 @@ def test_no_two_modules_import_each_other():
 
 def test_the_check_finds_a_circle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_two_classes_share_a_name():
+    """A class name means one thing across the layers (the engine's CountRows is not the
+    plan's Count; one PrivacyUnit, one Loss): re-exports and aliases are fine, a second
+    ``class`` statement is not."""
+    where: dict[str, list[str]] = {}
+    for name, path in _modules().items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(name)
+    assert {c: m for c, m in where.items() if len(m) > 1} == {}

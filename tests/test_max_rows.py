@@ -108,7 +108,7 @@ def test_the_page_flags_the_simulated_draw_and_charges_the_real_one(tmp_path, mo
     at.selectbox(key="stats_query").select("count").run()
     at.button(key="stats_use_private_rows").click().run()
     assert not at.exception
-    assert _unit(at).origin == "data"
+    assert _unit(at).bounds_origin == "data"
     at.button(key="stats_add_to_plan").click().run()
     at.switch_page("app_pages/plan.py").run()
     assert not at.exception
@@ -120,7 +120,7 @@ def test_the_page_flags_the_simulated_draw_and_charges_the_real_one(tmp_path, mo
     at.button(key="stats_draw_max_rows").click().run()
     assert not at.exception
     unit = _unit(at)
-    assert unit.origin == "private"
+    assert unit.bounds_origin == "private"
     at.switch_page("app_pages/plan.py").run()
     assert not at.exception, [e.value for e in at.exception]
     plan = Plan.from_json(downloads["release-plan.json"])

@@ -198,7 +198,7 @@ def test_the_tables_page_draws_the_part_add_to_plan_enters(loaded, choice):
     from dashboard.analysis import tables
 
     unit = person.PrivacyUnit("pid", 1, 2)
-    bound = unit.contribution(SEED)
+    bound = person.contribution(unit, seed=SEED)
     rows, columns = ("red", "blue", "green", "gold"), ("0", "1")
     frame = loaded.frame.assign(adult=(loaded.frame["age"] >= 18).astype(int).astype(str))
     release = tables.table_release(frame, "t", "team", "adult", rows, columns, choice,

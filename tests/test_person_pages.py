@@ -12,7 +12,7 @@ import pytest
 
 from dashboard import datasets
 from dashboard.analysis import tables
-from dashboard.person import PrivacyUnit
+from dashboard.person import PrivacyUnit, contribution
 from datasets_synthetic.visits import PERSON_ID, clinic_visits
 from tests.conftest import open_app
 from tests.test_page_statistics import figures, simulated_spread
@@ -104,7 +104,7 @@ def test_tables_under_the_unit(small_file):
     for seed in range(5):
         answer = tables.true_table(loaded.relation, "kind", "colour",
                                    row_categories=("a", "b", "c"), column_categories=("x", "y"),
-                                   contribution=PrivacyUnit("pid", 2, 2).contribution(seed))
+                                   contribution=contribution(PrivacyUnit("pid", 2, 2), seed=seed))
         assert answer.true_value.sum() == 5
         assert (answer.l1_sensitivity, answer.l2_sensitivity) == (4, pytest.approx(2 * 2**0.5))
 

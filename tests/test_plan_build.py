@@ -16,12 +16,12 @@ from dpcore.queries import NoisyMean, bounded_mean_parts
 from engine.queries import (
     Binned,
     BoundedSum,
+    CategoryCounts,
+    CategoryTable,
     Contribution,
-    Count,
-    Crosstab,
+    CountRows,
     DistinctValues,
     GroupedSum,
-    Histogram,
 )
 from plan import identity
 from plan.build import NoisyMax, PartitionThreshold, build, build_plan
@@ -44,17 +44,17 @@ UNIT = PrivacyUnit("pid", 3, 2)  # r = 3 rows per person (per group), k = 2 grou
 def test_engine_queries_carry_the_contribution_bounds():
     built = {b.query.id: b for b in build_plan(every_kind_plan())}
     scalar, grouped = Contribution("pid", 3), Contribution("pid", 3, 2)
-    assert built["n"].engine_queries == (Count(scalar),)
+    assert built["n"].engine_queries == (CountRows(scalar),)
     assert built["cost"].engine_queries == (BoundedSum("cost", 0, 500, scalar),)
     # geometric noise on the mean's sum: each clamped value rounded to a whole number
     assert built["age"].engine_queries == (BoundedSum("age", 18, 90, scalar, whole=True),)
-    assert isinstance(built["dx"].engine_queries[0], Histogram)
+    assert isinstance(built["dx"].engine_queries[0], CategoryCounts)
     assert built["dx"].engine_queries[0].contribution == grouped
     assert built["ages"].engine_queries == (Binned("age", (18.0, 40.0, 65.0, 90.0), "bins",
                                                    "separate", grouped),)
-    assert isinstance(built["dx-sex"].engine_queries[0], Crosstab)
+    assert isinstance(built["dx-sex"].engine_queries[0], CategoryTable)
     assert built["dx-found"].engine_queries == (DistinctValues("dx", limit=None),)
-    assert built["dx-found"].keyed_queries(("A", "B")) == (Histogram("dx", ("A", "B"),
+    assert built["dx-found"].keyed_queries(("A", "B")) == (CategoryCounts("dx", ("A", "B"),
                                                                      grouped),)
     keyed = built["dx-cost"].keyed_queries(("A",))
     assert keyed[1] == GroupedSum("dx", ("A",), "cost", 0, 500, grouped)

@@ -151,13 +151,26 @@ def test_text_that_is_no_plan_is_refused(text, words):
         Plan.from_json(text)
 
 
+def test_the_privacy_unit_reads_in_either_spelling():
+    """One JSON form with the schema file ("person_column"); "person" reads too."""
+    new = _set(BASE, "privacy_unit", {"person_column": "pid", "max_rows": 4, "max_groups": 2})
+    old = _set(BASE, "privacy_unit", {"person": "pid", "max_rows": 4, "max_groups": 2})
+    assert Plan.from_dict(new).privacy_unit == Plan.from_dict(old).privacy_unit \
+        == PrivacyUnit("pid", 4, 2)
+    assert json.loads(Plan.from_dict(old).to_json())["privacy_unit"]["person_column"] == "pid"
+    with pytest.raises(PlanError, match=r"privacy_unit\.person"):
+        Plan.from_dict(_set(BASE, "privacy_unit", {"person": "pid", "person_column": "pid"}))
+
+
 def test_objects_are_checked_as_json_is():
     good = PlanQuery("s", "sum", Sum("x", Bounds(0, 1)), Noise("laplace", "pure", epsilon=1.0))
     Plan(Dataset("d"), (good,))
     bad = PlanQuery("s", "sum", Sum("x", Bounds(2, 1)), Noise("laplace", "pure", epsilon=1.0))
     with pytest.raises(PlanError, match=r"queries\[0\]\.query\.bounds\.upper"):
         Plan(Dataset("d"), (bad,))
-    with pytest.raises(PlanError, match="privacy_unit.max_rows"):
+    with pytest.raises(ValueError, match="max_rows"):   # dpcore's unit, named by field
         PrivacyUnit(None, max_rows=3)
+    with pytest.raises(PlanError, match="privacy_unit.max_rows"):   # the plan file's, by path
+        Plan.from_dict(_set(BASE, "privacy_unit", {"person_column": None, "max_rows": 3}))
     with pytest.raises(PlanError, match=r"queries\[0\]\.mechanism"):
         Plan(Dataset("d"), (PlanQuery("c", "count", Count(), None),))

@@ -13,6 +13,7 @@ import pytest
 from dashboard import datasets
 from dashboard.data import schema as sc
 from dashboard.data import schema_table as tab
+from dashboard.data.folder import read_schema
 from dashboard.person import PrivacyUnit
 from tests.conftest import open_app
 
@@ -58,7 +59,7 @@ SCHEMA = {"columns": {
 
 def test_json_round_trip_keeps_every_declaration():
     adult = datasets.load_builtin(ADULT)
-    declared = sc.of_dataset(adult, None, 1, None)
+    declared = sc.of_dataset(adult, PrivacyUnit())
     back = sc.from_json(sc.to_json(declared, dataset=ADULT), list(adult.frame.columns))
     assert back.domains.keys() == declared.domains.keys()
     for column, domain in declared.domains.items():
@@ -76,6 +77,28 @@ def test_older_files_without_roles_read_the_same():
     declared = sc.from_json(json.dumps(old), ["age", "sex"])
     assert declared.domains["age"].kind == "numeric" and declared.domains["age"].upper == 120
     assert declared.domains["sex"].categories == ("F", "M")
+
+
+def test_the_privacy_unit_has_one_spelling_and_older_files_still_read():
+    """The schema file writes the plan file's spelling ("person_column"), and reads both."""
+    unit = PrivacyUnit("pid", 2, None, "public")
+    written = json.loads(sc.to_json(sc.Schema(unit=unit)))
+    assert written["privacy_unit"] == {"person_column": "pid", "max_rows": 2,
+                                       "max_groups": None, "bounds_origin": "public"}
+    columns = list(FRAME.columns)
+    back = sc.from_json(json.dumps(written), columns)
+    assert back.unit == unit and back.unit.bounds_origin == "public"
+    older = sc.from_json(json.dumps({"privacy_unit": {"person": "pid", "max_rows": 2}}), columns)
+    assert older.unit == unit and older.person == "pid"
+    # the unit's person column defaults to the column whose role is person id
+    by_role = sc.from_json(json.dumps({"columns": {"pid": {"role": "person id"}},
+                                       "privacy_unit": {"max_rows": 2}}), columns)
+    assert by_role.unit == unit
+    for spelling in ("person", "person_column"):
+        *_, declared = read_schema({"privacy_unit": {spelling: "pid", "max_rows": 2}}, "f")
+        assert declared == unit
+    with pytest.raises(sc.SchemaError, match="not in the data"):
+        sc.from_json(json.dumps({"privacy_unit": {"person_column": "nobody"}}), columns)
 
 
 @pytest.mark.parametrize("payload, message", [
@@ -101,7 +124,7 @@ def test_the_table_reads_back_integer_codes_and_reports_bad_rows():
     declared, problems = tab.from_table(table, max_rows=3)
     assert declared.domains["flag"].categories == ("0", "1")
     assert sc.origin_of(declared.domains["flag"]) == "typed"
-    assert declared.person == "pid" and declared.max_rows == 3
+    assert declared.unit == PrivacyUnit("pid", 3)
     assert "salary" not in declared.domains
     assert problems == ["salary: the lower bound (10) must be below the upper bound (5)"]
 

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
-from dashboard.person import PrivacyUnit
+from dashboard.person import PrivacyUnit, contribution
 from dpcore import figures
 from dpcore.contributions import ContributionBounds, count_sensitivity, sum_sensitivity
 from dpcore.partition import (
@@ -29,7 +29,7 @@ from dpcore.partition import (
     partition_threshold,
 )
 from dpcore.quantiles import MAX_BINS, bin_labels
-from engine import Binned, Crosstab, GroupedSum, Histogram
+from engine import Binned, CategoryCounts, CategoryTable, GroupedSum
 
 #: Partition selection's own noises (``dpcore.partition.PARTITION_NOISES``): what the
 #: simulation adds to the counts. A real release of integer counts uses the discrete Laplace.
@@ -164,9 +164,9 @@ def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
                                          spec.upper, bound))
         return labels[0], np.asarray(agg.rows, float), np.asarray(agg.totals, float)
     if len(spec.by) == 1:
-        agg = relation.answer(Histogram(spec.by[0], keys[0], bound))
+        agg = relation.answer(CategoryCounts(spec.by[0], keys[0], bound))
         return labels[0], np.asarray(agg.counts, float), None
-    agg = relation.answer(Crosstab(spec.by[0], spec.by[1], keys[0], keys[1], bound))
+    agg = relation.answer(CategoryTable(spec.by[0], spec.by[1], keys[0], keys[1], bound))
     pairs = tuple(f"{a} · {b}" for a in labels[0] for b in labels[1])
     return pairs, np.asarray(agg.counts, float).reshape(-1), None
 
@@ -183,7 +183,7 @@ def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
     """Cached: true answers per group (engine) and one simulated release. ``declared``: the
     group-by columns' declared keys (in the cache key: declarations change on the Data page)."""
     relation = _loaded.relation
-    bound = unit.contribution(seed)
+    bound = contribution(unit, seed=seed)
     if spec.edges is not None:
         if not spec.public or spec.statistic != "count" or len(spec.by) != 1:
             raise ValueError("bins are public keys: a binned histogram releases counts of one "

@@ -38,12 +38,11 @@ def plan_unit(unit: person.PrivacyUnit, *, drawn_in_plan: bool = False) -> model
     """The plan's privacy unit for the unit declared on the Data page. Max rows drawn for
     real is "private" only in a plan that holds its max rows query (``drawn_in_plan``),
     which charges the draws; without it the value was seen uncharged: read off the data."""
-    if unit.person is None:
+    if unit.person_column is None:
         return model.PrivacyUnit()
-    origin = unit.origin if unit.origin in model.UNIT_ORIGINS else "typed"
-    if origin == "private" and not drawn_in_plan:
-        origin = "data"
-    return model.PrivacyUnit(unit.person, unit.max_rows, unit.max_groups, origin)
+    if unit.bounds_origin == "private" and not drawn_in_plan:
+        return replace(unit, bounds_origin="data")
+    return unit
 
 
 def _domain(loaded: LoadedDataset, column: str):
@@ -258,7 +257,7 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
         raise NotPlannable("a mean per group found privately is not one query of the plan: "
                            "add the sum per group (it finds the groups too) and divide, or "
                            "declare the groups")
-    if unit.person is not None and unit.max_groups is None:
+    if unit.person_column is not None and unit.max_groups is None:
         raise NotPlannable(
             f"groups found privately need a bound on how many groups one person can make: on "
             f"the Data page, under \"Privacy unit: who is protected\", tick \"Also bound the "

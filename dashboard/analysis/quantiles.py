@@ -25,6 +25,7 @@ from dashboard.data import facts
 from dashboard.datasets import LoadedDataset
 from dashboard.exports import noise_stream
 from dashboard.person import PrivacyUnit
+from dashboard.person import contribution as truncation
 from dpcore import figures
 from dpcore.quantiles import (
     probability_within,
@@ -178,9 +179,7 @@ def rows_per_person(unit: PrivacyUnit) -> int:
 def contribution(unit: PrivacyUnit, seed: int) -> Contribution | None:
     """The engine's truncation for a quantile: at most r rows per person in all (a quantile
     has no groups, so a group bound does not apply)."""
-    if unit.person is None:
-        return None
-    return Contribution(unit.person, unit.max_rows, None, seed)
+    return truncation(unit, grouped=False, seed=seed)
 
 
 # --------------------------------------------------------------------------------------------

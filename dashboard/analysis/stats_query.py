@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,6 +15,7 @@ from dashboard import choices
 from dashboard.choices import PrivacyChoice
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
+from dashboard.person import contribution
 from engine.queries import Contribution
 
 if TYPE_CHECKING:
@@ -67,10 +68,7 @@ def contribution_for(unit: PrivacyUnit, query: str, seed: int) -> Contribution |
     """The engine's truncation for ``query`` under ``unit``: a count, sum or mean keeps at
     most max rows per person in all (there are no groups); a histogram also bounds the
     categories a person is in when the unit says so. ``seed`` picks which rows are kept."""
-    bound = unit.contribution(seed)
-    if bound is None or query == "histogram":
-        return bound
-    return replace(bound, max_groups=None)
+    return contribution(unit, grouped=query == "histogram", seed=seed)
 
 
 def neighbours_of(contribution: Contribution | None) -> str:

@@ -143,7 +143,7 @@ def split_budget(choice: PrivacyChoice, total_share: float) -> tuple[PrivacyChoi
 
 
 @dataclass(frozen=True)
-class ErrorSummary:
+class TotalError:
     """Mean and quantiles of the total L1 error over the simulated releases."""
 
     mean: float
@@ -173,8 +173,8 @@ class TableRelease:
     histogram_edges: NDArray[np.float64]
     histogram_before: NDArray[np.float64]
     histogram_after: NDArray[np.float64]
-    before: ErrorSummary
-    after: ErrorSummary
+    before: TotalError
+    after: TotalError
     steps: pd.DataFrame
     trials: int
     compare_trials: int
@@ -203,9 +203,9 @@ class TableRelease:
                             columns=pd.Index(self.column_labels, name=column))
 
 
-def _summary(errors: NDArray[np.float64]) -> ErrorSummary:
+def _summary(errors: NDArray[np.float64]) -> TotalError:
     q = np.quantile(errors, QUANTILES)
-    return ErrorSummary(float(errors.mean()), {p: float(v) for p, v in zip(QUANTILES, q,
+    return TotalError(float(errors.mean()), {p: float(v) for p, v in zip(QUANTILES, q,
                                                                            strict=True)})
 
 

@@ -24,7 +24,14 @@ from dpcore.contributions import (
     sum_sensitivity,
 )
 from dpcore.queries import QueryAnswer
-from engine.queries import BoundedSum, Contribution, Count, Crosstab, DistinctValues, Histogram
+from engine.queries import (
+    BoundedSum,
+    CategoryCounts,
+    CategoryTable,
+    Contribution,
+    CountRows,
+    DistinctValues,
+)
 from engine.service import Engine
 from engine.sources import Source
 
@@ -46,7 +53,7 @@ def _per_person(contribution: Contribution | None) -> Sensitivity:
 def count(engine: Engine, source: Source, *,
           contribution: Contribution | None = None) -> QueryAnswer:
     """The number of rows (L1 = L2 = 1; r under a contribution bound of r rows)."""
-    rows = engine.answer(source, Count(contribution)).rows
+    rows = engine.answer(source, CountRows(contribution)).rows
     sens = _per_person(contribution)
     return QueryAnswer(true_value=np.array(float(rows)), l1_sensitivity=sens.l1,
                        l2_sensitivity=sens.l2, integer_valued=True,
@@ -114,7 +121,7 @@ def histogram(engine: Engine, source: Source, column: str, *,
     ``dpcore.queries.histogram``. Categories must be given: read them with
     ``DistinctValues`` (and flag them as read from the data) when none are declared.
     """
-    query = Histogram(column, tuple(categories), contribution)
+    query = CategoryCounts(column, tuple(categories), contribution)
     agg = engine.answer(source, query)
     if agg.outside:
         raise _outside_error(engine, source, column, query.categories, agg.outside,
@@ -134,7 +141,7 @@ def crosstab(engine: Engine, source: Source, row: str, column: str, *,
              contribution: Contribution | None = None) -> QueryAnswer:
     """A table of counts over every declared category pair (L1 = L2 = 1), as
     ``dpcore.queries.crosstab``."""
-    query = Crosstab(row, column, tuple(row_categories), tuple(column_categories),
+    query = CategoryTable(row, column, tuple(row_categories), tuple(column_categories),
                      contribution)
     agg = engine.answer(source, query)
     if agg.row_outside:

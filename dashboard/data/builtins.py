@@ -14,6 +14,7 @@ from scipy import special
 from dashboard.data.model import ColumnDomain, LoadedDataset
 from datasets_synthetic import visits
 from dpcore.checks import check_int
+from dpcore.contributions import PrivacyUnit
 
 #: The user-facing names of the built-in datasets, in menu order.
 BUILTIN_DATASETS = ("Adult (UCI census income)", "Iris", "Synthetic census",
@@ -180,7 +181,7 @@ def load_builtin(name: str, *, census_rows: int = 1000, seed: int = 0) -> Loaded
         )
         return LoadedDataset(name, frame, _visits_domains(), [], source,
                              key=f"builtin:{name}:{len(frame)}",
-                             declared_unit=(visits.PERSON_ID, VISITS_DEFAULT_MAX_ROWS, None))
+                             declared_unit=PrivacyUnit(visits.PERSON_ID, VISITS_DEFAULT_MAX_ROWS))
     raise ValueError(f"name must be one of {', '.join(BUILTIN_DATASETS)}; got {name!r}")
 
 

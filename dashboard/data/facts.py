@@ -15,7 +15,7 @@ import pandas as pd
 
 from dashboard.data.model import MAX_CATEGORIES
 from dashboard.data.relation import Relation
-from engine import DistinctValues, FirstRows, Histogram, NumericBins, Profile
+from engine import CategoryCounts, DistinctValues, FirstRows, NumericBins, Profile
 from engine.queries import ColumnProfile, ProfileAggregate
 
 #: Bars of a numeric column's histogram on the Data page.
@@ -175,7 +175,7 @@ def category_distribution(relation: Relation, column: str,
     if not cats:
         return pd.Series([], dtype=np.int64)
     try:
-        query = Histogram(column, cats)
+        query = CategoryCounts(column, cats)
     except TypeError:   # dates, times: no category kind the engine counts by
         raise ValueError(f"Column {column!r} holds dates or times, neither categories nor "
                          "numbers: no distribution is drawn for it.") from None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from dashboard.data import schema as sc
 from dashboard.data.model import ColumnDomain, LoadedDataset
+from dpcore.contributions import PrivacyUnit
 from engine import DATA_ENV, DataFile, DataFolderError, EngineError, list_data_folder
 
 #: Prefix of a data-folder dataset's value in the sidebar's list (and the URL).
@@ -112,7 +113,7 @@ def domains_from_schema(schema: dict | None, name: str
 
 def read_schema(schema: dict | None, name: str
                 ) -> tuple[dict[str, ColumnDomain], list[str], frozenset[str],
-                           tuple[str, int, int | None] | None]:
+                           PrivacyUnit | None]:
     """(domains, warnings, ignored columns, declared privacy unit) of a schema file: each
     column read on its own (``dashboard.data.schema``), a bad one left out with a warning."""
     if not schema:
@@ -141,21 +142,18 @@ def read_schema(schema: dict | None, name: str
         else:
             person = person or str(column)
     unit = schema.get("privacy_unit")
-    declared = None
-    if isinstance(unit, dict) and isinstance(unit.get("person"), str):
-        person = unit["person"]
-    if person is not None:
-        rows = unit.get("max_rows", 1) if isinstance(unit, dict) else 1
-        groups = unit.get("max_groups") if isinstance(unit, dict) else None
-        ok = (isinstance(rows, int) and not isinstance(rows, bool) and rows >= 1 and
-              (groups is None or (isinstance(groups, int) and not isinstance(groups, bool)
-                                  and groups >= 1)))
-        if ok:
-            declared = (person, rows, groups)
-        else:
-            warnings.append(f"{name}: the privacy unit's bounds must be whole numbers ≥ 1; "
-                            f"{person} is the person id with at most 1 row per person.")
-            declared = (person, 1, None)
+    unit = dict(unit) if isinstance(unit, dict) else {}
+    # the person-id column: "person_column" ("person" in files written before one spelling)
+    named = [unit.pop(key, None) for key in ("person_column", "person")]
+    person = next((n for n in named if isinstance(n, str)), person)
+    if person is None:
+        return domains, warnings, frozenset(ignored), None
+    try:
+        declared = PrivacyUnit.from_dict({**unit, "person_column": person})
+    except (TypeError, ValueError):
+        warnings.append(f"{name}: the privacy unit's bounds must be whole numbers ≥ 1; "
+                        f"{person} is the person id with at most 1 row per person.")
+        declared = PrivacyUnit(person)
     return domains, warnings, frozenset(ignored), declared
 
 

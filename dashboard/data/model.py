@@ -14,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from dpcore.contributions import PrivacyUnit
 from engine.errors import EngineError  # noqa: F401 — what a page catches from the data
 
 #: A text column with more distinct values than this stays text: not offered for
@@ -115,7 +116,7 @@ class LoadedDataset:
         A data-folder file: then ``frame`` is None (the file is never loaded whole).
     hidden : frozenset of str
         Columns no query offers: declared "ignore", or the person id (``dashboard.data.schema``).
-    declared_unit : (person, max_rows, max_groups), optional
+    declared_unit : dpcore.contributions.PrivacyUnit, optional
         The privacy unit the data comes with (a built-in's or a schema file's): the session
         starts from it.
     """
@@ -128,7 +129,7 @@ class LoadedDataset:
     key: str = ""
     file: Any = None
     hidden: frozenset[str] = frozenset()
-    declared_unit: tuple[str, int, int | None] | None = None
+    declared_unit: PrivacyUnit | None = None
 
     @functools.cached_property
     def relation(self) -> Any:

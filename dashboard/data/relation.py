@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from engine import Count, Engine, EngineError, FrameSource, Source, engine_from_env
+from engine import CountRows, Engine, EngineError, FrameSource, Source, engine_from_env
 from engine.queries import Aggregate, ColumnInfo, Query
 from engine.service import ENGINE_ENV
 from engine.spark_backend import SPARK_ENV
@@ -87,7 +87,7 @@ class Relation:
         return [c.name for c in self.column_info()]
 
     def __len__(self) -> int:
-        return int(self.answer(Count()).rows)
+        return int(self.answer(CountRows()).rows)
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -3,7 +3,8 @@ declaration comes from — and its JSON form, the same as ``NAME.schema.json`` b
 in the data folder::
 
     {"format": "epsilon-lab-schema", "version": 1, "source": "...",
-     "privacy_unit": {"person": "patient_id", "max_rows": 5, "max_groups": null},
+     "privacy_unit": {"person_column": "patient_id", "max_rows": 5, "max_groups": null,
+                      "bounds_origin": "typed"},
      "columns": {
         "age": {"role": "numeric", "lower": 0, "upper": 120, "integer": true,
                 "unit": "years", "bins": [0, 18, 65, 120], "origin": "public",
@@ -14,7 +15,9 @@ in the data folder::
 
 Origins: ``public`` (documentation), ``typed`` (by the user), ``data`` (read off the data:
 not covered by the guarantee, flagged wherever it is used). The files written before roles
-existed (columns with lower/upper or categories only) read the same. No widgets here.
+existed (columns with lower/upper or categories only) read the same, and so do those whose
+privacy unit spells its person-id column ``"person"`` (``dpcore.contributions.PrivacyUnit``'s
+JSON form, the plan file's too, says ``"person_column"``). No widgets here.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from dashboard.data.model import MAX_CATEGORIES, ColumnDomain, LoadedDataset
+from dpcore.contributions import PrivacyUnit
 
 FORMAT = "epsilon-lab-schema"
 VERSION = 1
@@ -45,14 +49,17 @@ class SchemaError(ValueError):
 @dataclass(frozen=True)
 class Schema:
     """What is declared about a dataset: domains, hidden columns (ignored, or the person id)
-    and the privacy unit's person-id column with its bounds."""
+    and the privacy unit (its person-id column with its bounds)."""
 
     domains: dict[str, ColumnDomain] = field(default_factory=dict)
     ignored: frozenset[str] = frozenset()
-    person: str | None = None
-    max_rows: int = 1
-    max_groups: int | None = None
+    unit: PrivacyUnit = PrivacyUnit()
     source: str = ""
+
+    @property
+    def person(self) -> str | None:
+        """The person-id column (None: one row is one person)."""
+        return self.unit.person_column
 
     def role(self, column: str) -> str | None:
         if column == self.person:
@@ -207,20 +214,32 @@ def from_json(text: str | bytes, columns: list[str]) -> Schema:
         else:
             raise SchemaError(f"{column}: only one column can be the person id ({person} "
                               "already is)")
-    unit = raw.get("privacy_unit") or {}
-    if not isinstance(unit, dict):
-        raise SchemaError('"privacy_unit" must be an object with person, max_rows, max_groups')
-    person = unit.get("person", person)
-    if person is not None and person not in columns:
-        raise SchemaError(f"privacy_unit: the person-id column {person!r} is not in the data")
-    max_rows, max_groups = unit.get("max_rows", 1), unit.get("max_groups")
-    for name, value in (("max_rows", max_rows), ("max_groups", max_groups)):
+    said = raw.get("source", "")
+    return Schema(domains, frozenset(ignored), _unit(raw.get("privacy_unit"), person, columns),
+                  said[:MAX_TEXT] if isinstance(said, str) else "")
+
+
+def _unit(raw: object, person: str | None, columns: list[str]) -> PrivacyUnit:
+    """The file's privacy unit (``PrivacyUnit.from_dict``: ``person_column``, or ``person``
+    in older files); its person-id column defaults to the column whose role is person id."""
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise SchemaError('"privacy_unit" must be an object with person_column, max_rows, '
+                          'max_groups')
+    for name in ("max_rows", "max_groups"):
+        value = raw.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):
             raise SchemaError(f"privacy_unit: {name} must be a whole number ≥ 1")
-    said = raw.get("source", "")
-    return Schema(domains, frozenset(ignored), person, int(max_rows or 1), max_groups,
-                  said[:MAX_TEXT] if isinstance(said, str) else "")
+    if raw.get("person_column") is None and raw.get("person") is None:
+        raw = {**raw, "person_column": person}
+    named = raw.get("person_column") or raw.get("person")
+    if named is not None and named not in columns:
+        raise SchemaError(f"privacy_unit: the person-id column {named!r} is not in the data")
+    try:
+        return PrivacyUnit.from_dict(raw)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"privacy_unit: {exc}") from None
 
 
 def _category_value(label: str) -> object:
@@ -254,9 +273,7 @@ def to_json(schema: Schema, *, dataset: str = "") -> str:
         columns[schema.person] = {"role": "person id"}
     out = {"format": FORMAT, "version": VERSION, "dataset": dataset,
            "source": schema.source or "declared in Epsilon Lab",
-           "privacy_unit": None if schema.person is None else {
-               "person": schema.person, "max_rows": schema.max_rows,
-               "max_groups": schema.max_groups},
+           "privacy_unit": None if schema.person is None else schema.unit.to_dict(),
            "columns": columns}
     return json.dumps(out, indent=2, ensure_ascii=False)
 
@@ -279,8 +296,6 @@ def applied(loaded: LoadedDataset, schema: Schema | None, person: str | None) ->
     return out
 
 
-def of_dataset(loaded: LoadedDataset, person: str | None, max_rows: int,
-               max_groups: int | None) -> Schema:
+def of_dataset(loaded: LoadedDataset, unit: PrivacyUnit) -> Schema:
     """What the dataset declares now (its domains, hidden columns) with the session's unit."""
-    return Schema(dict(loaded.domains), frozenset(loaded.hidden - {person}), person, max_rows,
-                  max_groups)
+    return Schema(dict(loaded.domains), frozenset(loaded.hidden - {unit.person_column}), unit)

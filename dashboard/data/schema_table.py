@@ -22,6 +22,7 @@ from dashboard.data.schema import (
     parse_categories,
     with_origin,
 )
+from dpcore.contributions import PrivacyUnit
 
 NOT_DECLARED = "not declared"
 ROLE_CHOICES = (NOT_DECLARED, "categorical", "numeric", "person id", "ignore")
@@ -112,8 +113,8 @@ def from_table(table: pd.DataFrame, *, max_rows: int = 1,
                         "marked. Keep one.")
         people = people[:1]
     person = people[0] if people else None
-    return Schema(domains, frozenset(ignored), person, max_rows if person else 1,
-                  max_groups if person else None), problems
+    unit = PrivacyUnit() if person is None else PrivacyUnit(person, max_rows, max_groups)
+    return Schema(domains, frozenset(ignored), unit), problems
 
 
 def filled_from_data(table: pd.DataFrame, profile: pd.DataFrame,

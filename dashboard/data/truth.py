@@ -17,7 +17,7 @@ import pandas as pd
 from dashboard.data import answers, facts
 from dashboard.data.relation import Relation, engine
 from dpcore.queries import QueryAnswer
-from engine import BoundedSum, Count, Crosstab, Histogram
+from engine import BoundedSum, CategoryCounts, CategoryTable, CountRows
 from engine.queries import Contribution
 
 __all__ = ["count", "bounded_sum", "bounded_mean_parts", "histogram", "crosstab", "Data"]
@@ -35,7 +35,7 @@ def relation_of(data: Data) -> Relation:
 
 def count(data: Data, *, contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
-    relation.answer(Count(contribution))  # the first scan, under its spinner
+    relation.answer(CountRows(contribution))  # the first scan, under its spinner
     return answers.count(engine(), relation.source, contribution=contribution)
 
 
@@ -63,7 +63,7 @@ def histogram(data: Data, column: str, *,
     if categories is None:
         categories = facts.data_categories(relation, column)
     categories = facts.engine_categories(relation, column, tuple(categories))
-    relation.answer(Histogram(column, tuple(categories), contribution))  # first scan: spinner
+    relation.answer(CategoryCounts(column, tuple(categories), contribution))  # first scan: spinner
     return answers.histogram(engine(), relation.source, column, categories=categories,
                              contribution=contribution)
 
@@ -79,7 +79,7 @@ def crosstab(data: Data, row: str, column: str, *,
         column_categories = facts.data_categories(relation, column)
     row_categories = facts.engine_categories(relation, row, tuple(row_categories))
     column_categories = facts.engine_categories(relation, column, tuple(column_categories))
-    relation.answer(Crosstab(row, column, tuple(row_categories), tuple(column_categories),
+    relation.answer(CategoryTable(row, column, tuple(row_categories), tuple(column_categories),
                              contribution))  # first scan: spinner
     return answers.crosstab(engine(), relation.source, row, column,
                             row_categories=row_categories, column_categories=column_categories,

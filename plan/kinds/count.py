@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpcore.contributions import count_sensitivity
-from engine.queries import Count as CountRows
+from engine.queries import CountRows
 from plan.kinds.base import QueryKind, as_input, number
 from plan.model import PlanQuery, PrivacyUnit, _Fields
 from plan.parts import Built, additive, contribution, contribution_bounds

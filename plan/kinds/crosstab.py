@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpcore.contributions import count_sensitivity
-from engine.queries import Crosstab as CategoryTable
+from engine.queries import CategoryTable
 from plan.kinds.base import QueryKind, declared_rule
 from plan.kinds.histogram import counts_draw
 from plan.model import Categories, PlanQuery, PrivacyUnit, _column, _declared, _Fields

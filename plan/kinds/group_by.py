@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpcore.contributions import count_sensitivity, mean_sensitivities, sum_sensitivity
-from engine.queries import DistinctValues, GroupedSum
-from engine.queries import Histogram as CategoryCounts
+from engine.queries import CategoryCounts, DistinctValues, GroupedSum
 from plan.kinds.base import (
     QueryKind,
     as_input,

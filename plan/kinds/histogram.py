@@ -9,8 +9,7 @@ from typing import Any, Literal
 
 from dpcore.contributions import count_sensitivity
 from dpcore.quantiles import bin_labels
-from engine.queries import Binned
-from engine.queries import Histogram as CategoryCounts
+from engine.queries import Binned, CategoryCounts
 from plan.kinds.base import QueryKind, as_input, declared_rule, number
 from plan.model import (
     OUTSIDE,

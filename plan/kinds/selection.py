@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpcore.contributions import count_sensitivity
-from engine.queries import Histogram as CategoryCounts
+from engine.queries import CategoryCounts
 from plan.kinds.base import QueryKind, declared_rule
 from plan.model import Categories, PlanError, PlanQuery, PrivacyUnit, _column, _declared, _Fields
 from plan.parts import Built, Loss, Part, contribution, contribution_bounds, noisy_max

@@ -13,10 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcore import accounting, allocation, plan_risk
-from dpcore.accounting import NoiseLoss, PlanAccounting, ThresholdLoss
+from dpcore.accounting import Loss, NoiseLoss, PlanAccounting, ThresholdLoss
 from dpcore.mechanisms import CATALOGUE, make_mechanism
 from dpcore.partition import PARTITION_NOISES
 from tests.properties.oracle import (
+    MEASURE_WORDS,
     PROPERTY,
     Arg,
     as_real,
@@ -108,6 +109,26 @@ def test_noise_loss(noise, scale, sensitivity, delta):
                 assert eps == loss.epsilon
     threshold = judge(lambda: ThresholdLoss(delta.value), {"delta": delta})
     assert threshold is None or 0 <= threshold.delta < 1
+
+
+@covers("accounting.Loss", "accounting.Loss.of", "accounting.Loss.measures",
+        "accounting.Loss.to_dict")
+@PROPERTY
+@given(measure=measure_args())
+def test_planned_loss(measure):
+    loss = judge(lambda: Loss.of(measure.value), {"measure": measure}, MEASURE_WORDS)
+    if loss is None:
+        return
+    parts = loss.measures()
+    # the same ε (or ρ) and δ, split into what the accountants compose
+    assert all(isinstance(x, (ThresholdLoss, *accounting._MEASURES)) for x in parts)
+    assert math.fsum(getattr(x, "delta", 0.0) for x in parts) == loss.delta
+    if loss.rho is not None:
+        assert parts[0] == measure.value
+    else:
+        assert math.fsum(getattr(x, "epsilon", 0.0) for x in parts) == loss.epsilon
+    assert set(loss.to_dict()) <= {"epsilon", "rho", "delta", "rho_read_at_delta"}
+    assert accounting.privacy_losses([loss]) == parts
 
 
 @covers("accounting.privacy_losses", "accounting.compose_pld", "accounting.account",

@@ -30,6 +30,7 @@ from tests.properties.oracle import (
     counts,
     covers,
     finite_real,
+    judge,
     numeric_or_none,
     numpy_scalars,
     ok,
@@ -68,6 +69,43 @@ def ordered_bounds(lower: Arg, upper: Arg) -> tuple[Arg, Arg]:
             upper.value):
         upper = Arg(upper.value, "bad")
     return lower, upper
+
+
+def person_columns() -> st.SearchStrategy[Arg]:
+    """A person-id column name, None (one row is one person), or junk."""
+    return tagged(st.sampled_from(["pid", "patient id", "Личность", None]), None,
+                  st.sampled_from(["", "   ", 3, b"pid", ["pid"]]))
+
+
+@covers("contributions.PrivacyUnit", "contributions.PrivacyUnit.per_row",
+        "contributions.PrivacyUnit.bounds", "contributions.PrivacyUnit.describe",
+        "contributions.PrivacyUnit.to_dict", "contributions.PrivacyUnit.from_dict")
+@PROPERTY
+@given(person_column=person_columns(), max_rows=bound_counts(),
+       max_groups=bound_counts(optional=True), bounds_origin=choices(contributions.UNIT_ORIGINS),
+       raw=tagged(None, None, st.sampled_from([None, [], "pid", {"persons": "pid"}])))
+def test_privacy_unit(person_column, max_rows, max_groups, bounds_origin, raw):
+    if (person_column.tag == "nice" and person_column.value is None and "bad" not in
+            (max_rows.tag, max_groups.tag) and (max_rows.value != 1
+                                                or max_groups.value not in (None, 1))):
+        max_rows = Arg(max_rows.value, "bad")   # one row is one person: bounds of 1
+    args = {"person_column": person_column, "max_rows": max_rows, "max_groups": max_groups,
+            "bounds_origin": bounds_origin}
+    unit = judge(lambda: contributions.PrivacyUnit(person_column.value, max_rows.value,
+                                                   max_groups.value, bounds_origin.value), args)
+    if unit is not None:
+        form = unit.to_dict()
+        back = contributions.PrivacyUnit.from_dict(form)
+        assert back == unit and back.bounds_origin == unit.bounds_origin
+        older = {("person" if k == "person_column" else k): v for k, v in form.items()}
+        assert contributions.PrivacyUnit.from_dict(older) == unit   # the older spelling
+        assert unit.per_row == (person_column.value is None)
+        bounds = unit.bounds()
+        assert (bounds.max_rows, bounds.max_groups) == (unit.max_rows, unit.max_groups)
+        assert unit.bounds(grouped=False).max_groups is None
+        assert unit.per_row or person_column.value in unit.describe()
+    judge(lambda: contributions.PrivacyUnit.from_dict(raw.value), {"raw": raw},
+          {"raw": ("privacy unit",)})
 
 
 @covers("contributions.ContributionBounds", "contributions.ContributionBounds.describe",
