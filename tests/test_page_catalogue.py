@@ -10,6 +10,7 @@ this machinery reports it, so a half-registered mechanism cannot pass unnoticed.
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -143,10 +144,14 @@ class _HalfDone(Laplace):
 @contextlib.contextmanager
 def registered(spec):
     """``spec`` added to the catalogue for the duration, wherever the catalogue is read."""
-    patched = MappingProxyType({**catalogue.CATALOGUE, spec.kind: spec})
+    original = catalogue.CATALOGUE
+    patched = MappingProxyType({**original, spec.kind: spec})
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(catalogue, "CATALOGUE", patched)
-        mp.setattr(choices, "CATALOGUE", patched)
+        # every module that imported the catalogue (the pages, the plan that builds their
+        # queries, the choices) reads the patched one
+        for module in list(sys.modules.values()):
+            if getattr(module, "CATALOGUE", None) is original:
+                mp.setattr(module, "CATALOGUE", patched)
         mp.setattr(choices, "MECHANISMS", {**choices.MECHANISMS, spec.kind: spec.label})
         mp.setattr(choices, "RANGE_FREE", (*choices.RANGE_FREE, spec.kind))
         yield

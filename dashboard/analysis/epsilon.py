@@ -409,9 +409,8 @@ def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
         answered = stats.answer_query(frame, query.spec)
         if query.kind in PARTS:
             sum_answer = answered[0]
-            plan = stats.make_plan(frame, query.spec, PrivacyChoice("pure", "laplace",
-                                                                    epsilon=1.0),
-                                   sum_share=query.sum_share)
+            any_choice = choices.calibrated_from_epsilon(query.mechanisms[0], 1.0, 1e-6)
+            plan = stats.make_plan(frame, query.spec, any_choice, sum_share=query.sum_share)
             sensitivity = stats.describe_plan(plan)[0]
             return QueryNumbers(np.asarray(plan.true_value, dtype=np.float64),
                                 sum_answer.l1_sensitivity, sum_answer.l2_sensitivity,
