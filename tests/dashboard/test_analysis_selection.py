@@ -54,6 +54,7 @@ def test_parse_numbers_refuses_scores_too_large_naming_them(text, which):
     assert sel.parse_numbers(f"0, {sel.MAX_SCORE:.0f}")[1] == sel.MAX_SCORE   # the limit holds
 
 
+@pytest.mark.slow
 def test_scores_at_the_limit_work_for_every_noise_and_measure():
     """The largest scores allowed go through the page's computations without overflow."""
     import warnings

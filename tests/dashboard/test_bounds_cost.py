@@ -76,6 +76,7 @@ def test_sum_breakdown_matches_enumeration(r):
     assert b.noise_sd[0] == pytest.approx(math.sqrt(2) * 25 * r)
 
 
+@pytest.mark.slow
 def test_the_engines_truncation_averages_to_the_exact_mean():
     relation = Relation.of_frame(VALUES, "small", key="k-engine")
     answers = [stats.answer_query(relation, stats.QuerySpec(

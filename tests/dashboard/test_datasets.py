@@ -488,6 +488,7 @@ def _odd_tables(draw: st.DrawFn) -> bytes:
     return gzip.compress(data, mtime=0) if draw(st.booleans()) else data
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(st.one_of(_odd_tables(), st.binary(max_size=80)))
 def test_any_bytes_load_or_raise_dataset_error(data):

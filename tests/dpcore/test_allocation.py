@@ -136,6 +136,7 @@ def test_no_random_split_has_a_smaller_pld_total():
         assert compose_pld([lap, gauss], delta=1e-6) >= answer.total - 1e-9
 
 
+@pytest.mark.slow
 def test_budget_split_maximises_the_worst_ratio():
     need = np.array([laplace_epsilon(t) for t in LAPLACES])
     budget = 0.6 * need.sum()

@@ -222,6 +222,7 @@ def test_laplace_noise_scales_are_sensitivity_over_epsilon():
                                np.broadcast_to(half_width**2 / per_feature, (2, 2)), rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_released_noise_is_laplace_with_the_declared_scale():
     """4000 private fits: released minus exact statistics follow Laplace(scale), by KS test.
 

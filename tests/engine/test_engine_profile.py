@@ -113,6 +113,7 @@ def test_profile_of_files_equals_the_frame(duck, tmp_path) -> None:
     assert math.isfinite(want.columns[0].maximum)
 
 
+@pytest.mark.slow
 def test_profile_of_hundreds_of_columns_fits_in_memory() -> None:
     """600 distinct counts in one statement ran out of a 1 GB limit even on 3 rows."""
     frame = pd.DataFrame(np.arange(3 * 600).reshape(3, 600) % 7,

@@ -50,6 +50,7 @@ def stats_page():
     return open_app("statistics.py")
 
 
+@pytest.mark.slow
 def test_histogram_laplace_bound_equals_audit_claim_and_catches_the_broken_copy(stats_page):
     at = stats_page
     assert not [df for df in at.dataframe if "Lower bound on ε" in df.value.columns]
@@ -92,6 +93,7 @@ def test_result_survives_reruns_until_the_configuration_changes(stats_page):
     assert at.selectbox(key="stats_trials").value == 1_000
 
 
+@pytest.mark.slow
 def test_gaussian_with_tiny_delta_says_the_audit_has_little_power(stats_page):
     at = stats_page
     at.selectbox(key="stats_measure").select("approx").run()
@@ -106,6 +108,7 @@ def test_gaussian_with_tiny_delta_says_the_audit_has_little_power(stats_page):
     assert any("little power" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_mean_audits_each_part_against_its_share(stats_page):
     at = stats_page
     at.selectbox(key="stats_query").select("mean").run()
@@ -147,6 +150,7 @@ def selection_bound(seed: int, *, broken: bool, monotonic: bool, k: int = 1,
                                rng=gen).epsilon_lower_bound for x, xp in pairs)
 
 
+@pytest.mark.slow
 def test_selection_bound_equals_a_direct_audit_and_catches_the_broken_copy():
     at = open_app("selection.py")
     monotonic = at.toggle(key=[t.key for t in at.toggle if "monotonic" in t.key][0]).value
@@ -163,6 +167,7 @@ def test_selection_bound_equals_a_direct_audit_and_catches_the_broken_copy():
     assert [r["Caught"] for r in rows] == ["no", "yes"]
 
 
+@pytest.mark.slow
 def test_selection_with_k_above_one_says_the_audit_reads_the_first_pick():
     at = open_app("selection.py")
     at.selectbox(key="sel_k").select(2).run()

@@ -430,6 +430,7 @@ def realised_beliefs(mechanism, prior: float, *, releases: int, seed: int) -> np
     return np.concatenate(out)
 
 
+@pytest.mark.slow
 def test_posterior_table_and_sentences_agree_with_the_simulated_mechanisms(page):
     """Issue 9, at the page's defaults (ε = 1, Laplace and Gaussian, δ = 1e-6): every belief in
     the table is passed at most as often as its last column says, by the app's own Laplace
@@ -527,6 +528,7 @@ def test_mean_chart_ticks_and_caption(app):
     assert "dots" not in caption and "simulation" in caption
 
 
+@pytest.mark.slow
 def test_selection_target_beyond_the_chart_is_named_not_drawn(app):
     """Issue 9: a selection target met only at ε ≈ 231 drew its diamond far right of curves
     that stop at 10: it is named at the chart's edge instead."""

@@ -171,6 +171,7 @@ def test_budget_guard_reads_the_ledger_and_refuses_a_plan_over_what_is_left(four
     assert not at.get("download_button")[0].proto.disabled
 
 
+@pytest.mark.slow
 def test_the_dual_split_fits_the_budget_and_beats_the_even_split(four_pages, ledger):
     at = four_pages
     set_budget(at, 2.0)

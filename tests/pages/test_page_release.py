@@ -184,6 +184,7 @@ def test_the_releases_page_before_any_release(ledger_file):
     assert any("No release has been made yet" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_a_plan_made_in_the_app_is_released_by_the_command_line_against_one_budget(
         ledger_file, downloads, tmp_path):
     """The plan downloaded from the page, released by `python -m release` on data/adult.csv.gz:

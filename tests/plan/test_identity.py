@@ -109,6 +109,7 @@ def test_releases_by_every_path_spend_one_budget(tmp_path, copies, engine):
         assert ledger.verify() == []
 
 
+@pytest.mark.slow
 def test_the_command_line_and_the_app_spend_one_budget(tmp_path, copies, engine):
     """A budget set by the app's release of the upload holds for python -m release on the
     data-folder file under another name."""

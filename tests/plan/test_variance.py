@@ -80,6 +80,7 @@ def test_variance_of_post_processes_into_the_possible_range():
                                            np.array([8.0, 8.0]), h), [1.0, 2.0])
 
 
+@pytest.mark.slow
 def test_a_real_release_draws_the_law_the_simulator_gives(tmp_path, frame):
     """200 releases with OpenDP (unseeded) against 20,000 simulated with dpcore's samplers on
     the very parts the plan builds: one law (two-sample KS, α = 1e-4); and both centred on

@@ -70,6 +70,7 @@ def test_a_plan_whose_unit_does_not_use_the_drawn_value_is_refused():
         "contribution bounds (rows and groups per person)"]
 
 
+@pytest.mark.slow
 def test_the_real_draw_follows_opendps_quantile_law():
     """2,000 OpenDP draws (unseeded) at ε = 0.1 on people with 1..6 rows: the 50 % quantile's
     draws land where the exact exponential-noise law (permute-and-flip on OpenDP's scores,
@@ -101,6 +102,7 @@ def _unit(at):
     return at.session_state["privacy_unit_by_dataset"][at.session_state["dataset"].key]
 
 
+@pytest.mark.slow
 def test_the_page_flags_the_simulated_draw_and_charges_the_real_one(tmp_path, monkeypatch,
                                                                     downloads):
     monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))

@@ -92,6 +92,7 @@ def _published(frame: pd.DataFrame, tmp_path, engine: Engine, name: str) -> dict
             "release.csv": _masked_csv(release_csv(release))}
 
 
+@pytest.mark.slow
 def test_a_release_publishes_nothing_of_the_data_but_its_values(tmp_path, engine):
     files = {name: _published(frame, tmp_path, engine, f"ledger-{i}")
              for i, (name, frame) in enumerate(_neighbours().items())}

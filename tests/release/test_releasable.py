@@ -149,6 +149,7 @@ def test_noisy_tables_every_mechanism_is_released_as_added(ledger):
                                     if label.split("/")[1] in ("bounded_laplace", "staircase"))
 
 
+@pytest.mark.slow
 def test_groups_every_noise_public_and_found_privately_is_released_as_added(ledger):
     at = open_app("groups.py")
     cases = [(f"{noise}/{'public' if public else 'private'}",
@@ -157,6 +158,7 @@ def test_groups_every_noise_public_and_found_privately_is_released_as_added(ledg
     assert release_every(at, "groups", cases, ledger) == ([], [])
 
 
+@pytest.mark.slow
 def test_quantiles_every_measure_and_noise_is_released_as_added(ledger):
     at = open_app("quantiles.py")
     cases = [(f"{measure}/{noise}", [("selectbox", "quantiles_measure", measure),
@@ -166,6 +168,7 @@ def test_quantiles_every_measure_and_noise_is_released_as_added(ledger):
     assert release_every(at, "quantiles", cases, ledger) == ([], ["pure/gumbel"])
 
 
+@pytest.mark.slow
 def test_selection_every_measure_and_noise_is_released_as_added(ledger):
     at = open_app("selection.py")
     cases = [(f"{measure}/{noise}", [("selectbox", "sel_measure", measure),

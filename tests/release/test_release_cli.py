@@ -58,6 +58,7 @@ def test_the_example_plan_is_a_valid_plan_for_adult(example_plan):
     assert prepared.spent.epsilon <= plan.budget.epsilon
 
 
+@pytest.mark.slow
 def test_a_release_on_adult_writes_its_files_and_is_recorded(example_plan, tmp_path):
     ledger, out = tmp_path / "ledger.sqlite", tmp_path / "out"
     done = cli("--plan", str(example_plan), "--data", DATA, "--ledger", str(ledger),
@@ -88,6 +89,7 @@ def test_a_release_on_adult_writes_its_files_and_is_recorded(example_plan, tmp_p
     assert status.budget.epsilon == 10.0 and record["values_sha256"] == entry.values_hash
 
 
+@pytest.mark.slow
 def test_two_runs_differ_and_a_run_over_budget_is_refused(example_plan, tmp_path, capsys):
     ledger = str(tmp_path / "ledger.sqlite")
     args = ["--plan", str(example_plan), "--data", DATA, "--ledger", ledger]

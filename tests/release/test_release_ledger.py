@@ -243,6 +243,7 @@ def test_the_ledger_is_never_inside_the_repository(monkeypatch, tmp_path):
 # --- concurrency ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_eight_processes_racing_for_a_budget_that_fits_five(tmp_path):
     """Each process runs release.run on the same file; the budget (5 × the plan's ε) is set
     first; all eight release at once. Exactly five are recorded, three refused."""

@@ -94,6 +94,7 @@ def spent_of(parts: list[dict], plan: Plan):
 # the OpenDP program
 
 
+@pytest.mark.slow
 def test_opendp_program_releases_adult_with_the_plans_accounting(tmp_path):
     plan = adult_plan()
     text = opendp_program(plan)
@@ -204,6 +205,7 @@ def noise_plan() -> Plan:
     ), PrivacyUnit(), Accounting("zcdp", 1e-6))
 
 
+@pytest.mark.slow
 def test_opendp_noise_has_the_planned_scale_by_distribution(tmp_path):
     plan = noise_plan()
     program = load(opendp_program(plan), "noise", tmp_path)
@@ -317,6 +319,7 @@ def test_spark_program_noise_has_the_planned_variance(spark_release):
 # injection and refusals
 
 
+@pytest.mark.slow
 def test_a_column_named_to_inject_code_stays_a_string(tmp_path):
     evil = Plan(Dataset("x\n'''\"\"\"\\"), (
         PlanQuery("s", "label'\n\"\"\"; os.system('x')", Sum(INJECTION, Bounds(0, 1, "typed",

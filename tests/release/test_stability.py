@@ -292,6 +292,7 @@ def duck() -> Engine:
 # THE STABILITY CHECK
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("unit", UNITS, ids=lambda u: f"r{u.max_rows}-k{u.max_groups}")
 def test_no_neighbour_moves_a_release_more_than_its_sensitivity(duck, unit, seed) -> None:

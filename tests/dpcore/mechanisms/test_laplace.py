@@ -66,6 +66,7 @@ def test_laplace_accuracy_matches_opendp(opendp):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_laplace_sampler_ks():
     mech = Laplace(sensitivity=1.0, scale=1.3)
     draws = mech.sample(4.0, rng=np.random.default_rng(51), trials=1_000_000)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -176,6 +177,7 @@ def test_partition_losses(noise, scale, threshold, max_rows, max_groups):
         assert noise_loss.noise == noise.value and 0 <= threshold_loss.delta < 1
 
 
+@pytest.mark.slow
 @covers("plan_risk.plan_gaussian_mu", "plan_risk.plan_tradeoff", "plan_risk.plan_loss_tail",
         "plan_risk.plan_max_posterior", "plan_risk.describe_plan_risk")
 @HEAVY

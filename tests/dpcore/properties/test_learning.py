@@ -101,6 +101,7 @@ def rows_arg(X: object, d: int, name: str = "X") -> Arg:
 
 
 
+@pytest.mark.slow
 @covers("learning.PrivateGaussianNB", "learning.PrivateGaussianNB.fit",
         "learning.PrivateGaussianNB.predict", "learning.PrivateGaussianNB.predict_joint_log_proba",
         "learning.PrivateGaussianNB.score", "learning.PrivateGaussianNB.privacy")
@@ -166,6 +167,7 @@ def test_private_gaussian_nb(case, epsilon, noise, var_smoothing, declared, rng,
 
 
 
+@pytest.mark.slow
 @covers("learning.accuracy_vs_epsilon")
 @PROPERTY
 @given(case=classification_data(), epsilons=epsilon_grids(),

@@ -381,6 +381,7 @@ def exactly_one_of(**options: Arg) -> st.SearchStrategy[tuple[dict[str, object],
 
 
 
+@pytest.mark.slow
 @covers(*class_names(Laplace))
 @PROPERTY
 @given(sensitivity=positive(), epsilon=positive(), scale=positive(), data=st.data())
@@ -394,6 +395,7 @@ def test_laplace(sensitivity, epsilon, scale, data):
 
 
 
+@pytest.mark.slow
 @covers(*class_names(Gaussian))
 @PROPERTY
 @given(sensitivity=positive(), epsilon=positive(), delta=probability(zero_ok=False),
@@ -437,6 +439,7 @@ def whole_sensitivity() -> st.SearchStrategy[Arg]:
 
 
 
+@pytest.mark.slow
 @covers(*class_names(Geometric))
 @PROPERTY
 @given(sensitivity=whole_sensitivity(), epsilon=positive(), scale=positive(), data=st.data())
@@ -496,6 +499,7 @@ def test_bounded_laplace(sensitivity, lower, upper, epsilon, delta, scale, data)
 
 
 
+@pytest.mark.slow
 @covers(*class_names(ClampedLaplace))
 @PROPERTY
 @given(sensitivity=positive(), lower=finite_real(), upper=finite_real(), epsilon=positive(),
@@ -518,6 +522,7 @@ def test_clamped_laplace(sensitivity, lower, upper, epsilon, scale, data):
 
 
 
+@pytest.mark.slow
 @covers("mechanisms.catalogue.make_mechanism", *class_names(AdditiveMechanism))
 @PROPERTY
 @given(kind=choices(KINDS), sensitivity=whole_sensitivity(),
@@ -568,6 +573,7 @@ RELATED = {"lower": ("upper",), "upper": ("lower",), "sensitivity": ("epsilon", 
            "scale": ("sensitivity", "epsilon"), "delta": ("epsilon",), "gamma": ()}
 
 
+@pytest.mark.slow
 @covers(*[name for spec in CATALOGUE.values() for name in class_names(spec.mechanism)])
 @PROPERTY
 @given(kind=st.sampled_from(KINDS), index=st.integers(0, 2), changed=st.integers(0, 9),
@@ -631,6 +637,7 @@ def test_specs(kind, given_names, field, junk):
     assert case.x_prime - case.x == 1.0
 
 
+@pytest.mark.slow
 @covers("mechanisms.catalogue.audit_claim", "mechanisms.catalogue.ClaimAudit",
         "mechanisms.catalogue.ClaimAudit.refuted")
 @PROPERTY

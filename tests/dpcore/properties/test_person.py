@@ -163,6 +163,7 @@ def bound_sweeps() -> st.SearchStrategy[Arg]:
     return tagged(nice, st.sampled_from([[10**9], [1, 10**9]]), bad)
 
 
+@pytest.mark.slow
 @covers("contributions.ContributionCells", "contributions.contribution_cells",
         "contributions.truncation_moments", "contributions.ErrorBreakdown",
         "contributions.error_breakdown", "contributions.MaxRowsSweep",
@@ -228,6 +229,7 @@ def scale_tag(scale: float) -> str:
     return "nice" if 1e-6 <= scale <= 1e6 else "extreme"
 
 
+@pytest.mark.slow
 @covers("partition.partition_scale", "partition.partition_threshold",
         "partition.partition_delta", "partition.partition_privacy", "partition.PartitionPrivacy",
         "partition.PartitionPrivacy.to_approx", "partition.keep_probability",
@@ -396,6 +398,7 @@ def count_vectors() -> st.SearchStrategy[Arg]:
                   st.sampled_from([[1.5], [-1], [NAN], [INF], "a", [[1, 2]], [2**60]]))
 
 
+@pytest.mark.slow
 @covers("quantiles.quantile_fraction", "quantiles.quantile_scores",
         "quantiles.candidate_counts", "quantiles.quantile_scale", "quantiles.quantile_law",
         "quantiles.probability_within")
@@ -456,6 +459,7 @@ def test_quantile_scores(values, candidates, q, below, epsilon, rho, noise, max_
                 assert 0 <= float(within) <= 1
 
 
+@pytest.mark.slow
 @covers("quantiles.sample_quantile", "quantiles.split_quantile_budget",
         "quantiles.private_quantiles")
 @PROPERTY
@@ -499,6 +503,7 @@ def row_histograms() -> st.SearchStrategy[Arg]:
     return tagged(nice, st.sampled_from([[10**6, 1], [10**12]]), bad)
 
 
+@pytest.mark.slow
 @covers("quantiles.rows_quantile_probabilities", "quantiles.sample_max_rows")
 @PROPERTY
 @given(rows=row_histograms(), q=quantile_levels(), epsilon=positive(),

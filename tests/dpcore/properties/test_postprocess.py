@@ -97,6 +97,7 @@ def test_clip_and_round(noisy):
 
 
 
+@pytest.mark.slow
 @covers("postprocess.rescale_to_total", "postprocess.round_to_total", "postprocess.publish")
 @PROPERTY
 @given(case=tables(), clip=flags(), round_=flags())

@@ -132,6 +132,7 @@ def test_query_answer(true_value, l1, l2):
 
 
 
+@pytest.mark.slow
 @covers("queries.count", "queries.count_where")
 @PROPERTY
 @given(frame=frame_args(), column=column_names(),
@@ -150,6 +151,7 @@ def test_count_and_count_where(frame, column, value):
 
 
 
+@pytest.mark.slow
 @covers("queries.bounded_sum", "queries.bounded_mean_parts")
 @PROPERTY
 @given(frame=frame_args(), column=st.one_of(
@@ -185,6 +187,7 @@ def test_bounded_sum_and_mean_parts(frame, column, lower, upper):
 
 
 
+@pytest.mark.slow
 @covers("queries.histogram", "queries.crosstab")
 @PROPERTY
 @given(frame=frame_args(), row=column_names(), column=column_names(),
@@ -258,6 +261,7 @@ def _may_pass_the_integer_cap(spec, sum_answer: QueryAnswer, kwargs: dict,
     return not widest < _MAX_INTEGER_SCALE / 10
 
 
+@pytest.mark.slow
 @covers("queries.noisy_mean", "queries.mean_privacy", "queries.mean_mechanisms",
         "queries.NoisyMean", *(f"queries.NoisyMean.{m}" for m in (
             "accuracy", "kind", "lower", "parts", "privacy", "sample", "true_value", "upper")))

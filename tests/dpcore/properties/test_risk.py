@@ -146,6 +146,7 @@ def test_exceed_probability(privacy, prior, belief, mu, use_mu):
         assert np.all(values[b == 1.0] == 0.0)
 
 
+@pytest.mark.slow
 @covers("risk.tradeoff", "risk.gaussian_tradeoff", "risk.advantage")
 @PROPERTY
 @given(privacy=measure_args(), fpr=probability_arrays(closed=True), mu=positive(),

@@ -101,6 +101,7 @@ def test_exponential_mechanism_and_permute_and_flip(utilities, epsilon, sensitiv
 
 
 
+@pytest.mark.slow
 @covers("selection.selection_probabilities", "selection.prob_best_selected",
         "selection.expected_score_gap")
 @PROPERTY

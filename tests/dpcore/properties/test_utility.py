@@ -126,6 +126,7 @@ def check_relative(result: dict[str, np.ndarray], key: str, truth: float) -> Non
                 key, measure, truth, relative)
 
 
+@pytest.mark.slow
 @covers("utility.error_sweep")
 @PROPERTY
 @given(setting=mechanism_settings(), epsilons=epsilon_grids(), sensitivity=positive(),
@@ -267,6 +268,7 @@ def test_selection_sweep(scores, noise, epsilons, sensitivity, monotonic, measur
 
 
 
+@pytest.mark.slow
 @covers("utility.smallest_epsilon", "utility.SmallestEpsilon")
 @PROPERTY
 @given(setting=mechanism_settings(), sensitivity=positive(), alpha=positive(),
@@ -297,6 +299,7 @@ def test_smallest_epsilon(setting, sensitivity, alpha, beta):
 
 
 
+@pytest.mark.slow
 @covers("utility.smallest_epsilon_for_selection")
 @PROPERTY
 @given(scores=score_vectors(), noise=choices(selection.NOISE_TYPES), sensitivity=positive(),
