@@ -292,6 +292,7 @@ def test_binomial_half_width_formula():
 # P(correct) against the privacy level
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("measure", ["pure", "zcdp"])
 def test_p_correct_curves_increase_from_chance_to_certainty(measure):
     scores = (0.0, 2.0, 4.0, 6.0)
@@ -335,6 +336,7 @@ def test_top_k_curves_and_levels_for_k_above_one():
         assert p[0] < 0.2 and p[-1] > 0.98   # 1/15 by chance, certain with little noise
 
 
+@pytest.mark.slow
 def test_curve_levels_reach_the_climb_of_large_counts():
     # Counts in the thousands: picked right at every slider ε, so the axis extends below it.
     scores = (15_784.0, 10_878.0, 8_025.0, 83.0)

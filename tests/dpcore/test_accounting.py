@@ -124,6 +124,7 @@ def test_compose_pld_agrees_with_dp_accounting_built_by_hand():
     assert abs(fine - hand) < 2e-3
 
 
+@pytest.mark.slow
 def test_gaussian_plans_against_the_exact_mu_gdp_composition():
     rng = np.random.default_rng(3)
     for _ in range(6):

@@ -115,6 +115,7 @@ def test_no_random_split_has_a_smaller_total():
     assert zcdp.total == pytest.approx(ZCDP(answer_rho).to_approx(1e-6).epsilon, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_no_random_split_has_a_smaller_pld_total():
     """PLD: Gaussian targets only, 10^4 points, the total is monotone in Σμ² (exact μ-GDP);
     and a mixed plan, 60 random feasible points through compose_pld itself."""

@@ -38,6 +38,7 @@ def test_1e8_selection_trials_over_1000_candidates_refused_without_allocating(no
     assert peak < 1 << 20, f"refusing allocated {peak:,} bytes"
 
 
+@pytest.mark.slow
 def test_large_chunked_selection_stays_under_the_block_bound():
     scores = np.arange(1000.0)
     trials = 40_000  # 4·10^7 draws: ten blocks of 2**22

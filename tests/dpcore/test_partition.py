@@ -244,6 +244,7 @@ def test_opendp_integer_map_is_one_step_short_of_ours(r, k):
     assert ours == pytest.approx(opendp_delta * math.exp(1 / scale), rel=1e-9)  # one step
 
 
+@pytest.mark.slow
 def test_keep_probabilities_match_opendp_release():
     """OpenDP's real release (discrete Laplace on integer counts, scale 2, threshold 9) on
     5,000 groups of each size n = 0..14 in one map: the kept share of each size is within

@@ -223,6 +223,7 @@ def test_tradeoff_scalar_and_shape():
     assert tradeoff(PureDP(1e4), 0.0) == 0.0  # no overflow at a huge epsilon
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rho", [0.01, 0.5, 3.0])
 def test_zcdp_envelope_below_every_conversion_and_equal_to_the_tightest(rho):
     zcdp = ZCDP(rho)
@@ -304,6 +305,7 @@ def test_gaussian_curve_below_its_approx_dp_curves(mu):
 # -- advantage ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_advantage_closed_forms_and_curve_maximum():
     fine = np.linspace(0, 1, 200001)
     for privacy, expected in [

@@ -249,6 +249,7 @@ def test_selection_query(page):
         pytest.approx(exact, rel=1e-12)]
 
 
+@pytest.mark.slow
 def test_selection_curves_overlay_the_noises(page):
     """Several noises at the same ε: one exact curve and one smallest ε each."""
     page.radio(key="choose_source").set_value("selection")
@@ -610,6 +611,7 @@ def test_use_this_epsilon_on_the_selection_and_tables_pages(app):
     assert at.selectbox(key="tables_mechanism").value == "geometric"
 
 
+@pytest.mark.slow
 def test_use_this_epsilon_refuses_an_epsilon_beyond_the_page(app):
     at = app("selection.py")
     at.selectbox(key="sel_source").select("typed").run()

@@ -198,6 +198,7 @@ def test_top_k_shows_its_chart(page):
     assert "b = k·2Δ/ε = 4/1 = **4**" in " ".join(m.value for m in page.markdown)
 
 
+@pytest.mark.slow
 def test_pricing_example_shows_revenue_and_zcdp_gumbel_scale(page):
     page.selectbox(key="sel_source").select("pricing").run()
     # the pricing example starts on the exponential mechanism (Gumbel noise)…

@@ -163,6 +163,7 @@ def parameters(at, served, key: str) -> dict:
 FROM_DATA = "the data"
 
 
+@pytest.mark.slow
 def test_every_parameters_file_says_what_came_from_the_upload(served):
     at = visit(session("A"), "statistics.py")
     set_up(at, "statistics.py")                           # sum of salary, bounded Laplace

@@ -300,6 +300,7 @@ def test_no_neighbour_moves_a_release_more_than_its_sensitivity(duck, unit, seed
     check_every_neighbour(every_kind_plan(unit), duck, people(seed))
 
 
+@pytest.mark.slow
 def test_the_check_catches_a_sensitivity_too_small(duck) -> None:
     """The check can fail: statistics bounded at 3 rows per person, checked against the
     claims of a plan at 1 row per person (a planted bug), exceed them for some neighbour."""

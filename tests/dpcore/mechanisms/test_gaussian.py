@@ -74,6 +74,7 @@ def test_gaussian_sigma_matches_diffprivlib_analytic():
         assert ours == pytest.approx(ref, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_gaussian_calibration_is_private_and_tight_by_quadrature():
     """δ(ε) at the calibrated sigma, integrated numerically from the two densities, is at most
     delta and within 1e-6 of it, over the whole advertised range."""

@@ -25,6 +25,7 @@ def diffprivlib_draws(epsilon: float, sensitivity: float, gamma: float | None, s
     return np.array([theirs.randomise(0.0) for _ in range(DIFFPRIVLIB_DRAWS)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epsilon, sensitivity, gamma", [(1.0, 1.0, None), (4.0, 2.0, None),
                                                          (0.3, 0.5, 0.3)])
 def test_variance_mae_and_samples_against_diffprivlib(epsilon, sensitivity, gamma):

@@ -87,6 +87,7 @@ def pld_delta() -> st.SearchStrategy[Arg]:
                   st.sampled_from([0.0, 1.0, -1e-3, math.nan, None, "1e-6"]))
 
 
+@pytest.mark.slow
 @covers("accounting.NoiseLoss", "accounting.NoiseLoss.epsilon", "accounting.NoiseLoss.rho",
         "accounting.NoiseLoss.epsilon_for_delta", "accounting.ThresholdLoss")
 @PROPERTY
@@ -237,6 +238,7 @@ def test_accuracy_target(mechanism, sensitivity, alpha, beta):
     assert target is None or target.alpha > 0
 
 
+@pytest.mark.slow
 @covers("allocation.SelectionTarget")
 @PROPERTY
 @given(scores=score_vectors(), noise=choices(("laplace", "exponential", "gumbel")),
@@ -275,6 +277,7 @@ def epsilon_args() -> st.SearchStrategy[Arg]:
                   st.sampled_from([0.0, -1.0, 1e-5, 2e3, math.nan, math.inf, None, "1"]))
 
 
+@pytest.mark.slow
 @covers("allocation.target_release", "allocation.target_ratio",
         "allocation.smallest_target_epsilon")
 @PROPERTY
@@ -293,6 +296,7 @@ def test_target_functions(target, epsilon, relax):
         assert allocation.target_ratio(target, eps) >= 1 / as_real(relax.value) * (1 - 1e-6)
 
 
+@pytest.mark.slow
 @covers("allocation.allocate", "allocation.allocate_budget", "allocation.Allocation",
         "allocation.Allocation.worst_ratio", "allocation.Allocation.even_worst_ratio")
 @settings(PROPERTY, max_examples=25)

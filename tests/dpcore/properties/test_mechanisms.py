@@ -471,6 +471,7 @@ def bounds_args(lower: Arg, upper: Arg) -> dict[str, Arg]:
 
 
 
+@pytest.mark.slow
 @covers(*class_names(BoundedLaplace))
 @PROPERTY
 @given(sensitivity=positive(), lower=finite_real(), upper=finite_real(), epsilon=positive(),

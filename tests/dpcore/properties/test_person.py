@@ -340,6 +340,7 @@ def multiplicities(values: object) -> st.SearchStrategy[Arg]:
                                    [NAN] * wrong]))
 
 
+@pytest.mark.slow
 @covers("quantiles.quantile_sensitivity", "quantiles.rank_errors",
         "quantiles.quantile_probabilities", "quantiles.true_quantile",
         "quantiles.quantile_accuracy", "quantiles.expected_rank_error")

@@ -7,6 +7,7 @@ finite noise of the right shape and type, or a refusal naming the parameter.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -64,6 +65,7 @@ def test_fill_continuous_noise(out, scale, shift, rng, gaussian):
         assert filled is out.value and filled.dtype == np.float64
 
 
+@pytest.mark.slow
 @covers("sampling.fill_two_sided_geometric")
 @PROPERTY
 @given(out=outputs(np.int64), scale=geometric_scales(), shift=whole_shifts(), rng=rngs())
@@ -83,6 +85,7 @@ def sizes() -> st.SearchStrategy[Arg]:
     return tagged(good, None, bad)
 
 
+@pytest.mark.slow
 @covers("sampling.standard_laplace", "sampling.standard_gumbel",
         "sampling.standard_exponential")
 @PROPERTY

@@ -49,6 +49,7 @@ def check_indices(out: object, d: int, trials: object) -> None:
 
 
 
+@pytest.mark.slow
 @covers("selection.report_noisy_max", "selection.noisy_top_k")
 @PROPERTY
 @given(scores=score_vectors(), k=counts(1, 7), scale=positive(), noise=choices(
@@ -76,6 +77,7 @@ def test_report_noisy_max_and_top_k(scores, k, scale, noise, negate, trials, rng
 
 
 
+@pytest.mark.slow
 @covers("selection.exponential_mechanism", "selection.permute_and_flip")
 @PROPERTY
 @given(utilities=score_vectors(), epsilon=positive(), sensitivity=positive(),
@@ -131,6 +133,7 @@ def test_selection_probabilities(scores, scale, noise, negate):
 
 
 
+@pytest.mark.slow
 @covers("selection.prob_top_k_recovered")
 @PROPERTY
 @given(scores=score_vectors(), k=counts(1, 7), scale=positive(),

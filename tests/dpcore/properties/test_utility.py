@@ -174,6 +174,7 @@ def releases() -> st.SearchStrategy[tuple[Callable, str]]:
 
 
 
+@pytest.mark.slow
 @covers("utility.monte_carlo_sweep")
 @PROPERTY
 @given(release=releases(), epsilons=epsilon_grids(), true_value=any_arrays(max_side=3),
@@ -206,6 +207,7 @@ def test_monte_carlo_sweep(release, epsilons, true_value, trials, beta, rng):
 
 
 
+@pytest.mark.slow
 @covers("utility.monte_carlo_error_sweep")
 @PROPERTY
 @given(setting=mechanism_settings(), epsilons=epsilon_grids(), sensitivity=positive(),
@@ -241,6 +243,7 @@ def test_monte_carlo_error_sweep(setting, epsilons, sensitivity, trials, rng):
 
 
 
+@pytest.mark.slow
 @covers("utility.selection_sweep")
 @PROPERTY
 @given(scores=score_vectors(), noise=choices(selection.NOISE_TYPES), epsilons=epsilon_grids(),
