@@ -327,6 +327,7 @@ def test_p_correct_curve_matches_two_candidate_closed_form():
     np.testing.assert_allclose(p, 1 - np.exp(-2.0 * levels) / 2, rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_top_k_curves_and_levels_for_k_above_one():
     curves = sel.compute_curves(SCORES, measure="pure", sensitivity=1.0, monotonic=True,
                                 negate=False, k=2, seed=1)

@@ -60,6 +60,7 @@ def test_binned_counts_sum_to_trials(cells):
     assert summary.counts.size == stats.ERROR_BINS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["laplace", "geometric"])
 def test_metrics_match_direct_numpy_on_same_seed(kind):
     # 300,000 releases of 16 cells need two blocks of MAX_BLOCK_ELEMENTS: the block-by-block

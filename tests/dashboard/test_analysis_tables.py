@@ -234,6 +234,7 @@ def test_rescaling_to_a_separate_noisy_total():
     assert rms_total == pytest.approx(5 * math.sqrt(2), rel=0.05)
 
 
+@pytest.mark.slow
 def test_simulation_in_several_chunks_fills_every_trial():
     cells = np.full((41, 16), 3.0)
     trials = MAX_BLOCK_ELEMENTS // cells.size + 5               # two chunks

@@ -254,6 +254,7 @@ QUERIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_no_neighbour_changes_an_answer_by_more_than_its_sensitivity(name):
     query = QUERIES[name]

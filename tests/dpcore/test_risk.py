@@ -404,6 +404,7 @@ def binomial_upper(count: int, n: int) -> float:
     return float(beta_dist.ppf(1 - 1e-4, count + 1, n - count))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "delta", "issue_figure"),
                          [(1.0, 1e-6, 2.0e-5), (0.5, 1e-5, 2.9e-4)])
 def test_gaussian_passes_the_epsilon_bound_as_its_privacy_loss_says(epsilon, delta,

@@ -36,6 +36,7 @@ def discrete_laplace_pmf(k: np.ndarray, scale: float) -> np.ndarray:
     return (1 - r) / (1 + r) * np.exp(-np.abs(k) / scale)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale, shift", [(1.0, 0.0), (0.03, 5.0), (250.0, -1e3)])
 def test_laplace_is_laplace(scale, shift):
     draws = _filled(fill_laplace, scale=scale, shift=shift, rng=np.random.default_rng(1))

@@ -271,6 +271,7 @@ def test_gumbel_probabilities_are_softmax(scores):
             special.softmax(sign * scores / scale), rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_laplace_many_candidates():
     # 3000 candidates (about 1200 distinct scores, many ties): sums to 1 and agrees with a
     # 20_000-trial Monte Carlo on the 20 likeliest candidates within 5 SE. (Speed, at 10^4

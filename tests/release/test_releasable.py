@@ -277,6 +277,7 @@ def old_law(values, grid, q, epsilon):
     return w / w.sum()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("measure, noise", [("pure", "exponential"), ("zcdp", "gumbel")])
 def test_the_quantiles_law_is_the_law_of_the_release(tiny_folder, measure, noise):
     """Ties at the candidates (2, 5, 8): the page's distribution against 4,000 draws of the
@@ -312,6 +313,7 @@ def test_the_quantiles_law_is_the_law_of_the_release(tiny_folder, measure, noise
     assert chi_square_p(picks, old_law(TINY, GRID, 0.5, epsilon)) < SIGNIFICANCE
 
 
+@pytest.mark.slow
 def test_the_selection_law_is_the_law_of_the_release():
     """Adult's education counts at ε = 0.00027 (the best picked about 3 times in 4): the
     page's exact pick probabilities against 4,000 draws of the release's measurement."""
@@ -336,6 +338,7 @@ def test_the_selection_law_is_the_law_of_the_release():
     assert 0.5 < shown.max() < 0.95
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_the_keep_probability_is_the_law_of_the_release(noise):
     """The Groups page's exact P(kept) for groups of n rows, n around the threshold, against

@@ -186,6 +186,7 @@ def test_large_sigma_and_shifted_values_sample_exactly():
     assert stats.kstest(noise[:, 0] / 1e6, stats.norm.cdf).pvalue > P_MIN
 
 
+@pytest.mark.slow
 def test_reported_rho_is_never_below_the_exact_loss():
     rng = np.random.default_rng(65)
     for _ in range(2000):

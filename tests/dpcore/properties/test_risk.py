@@ -118,6 +118,7 @@ def test_max_posterior_and_describe_risk(privacy, prior, delta, mu, use_mu):
         assert "inf" not in sentence.replace("information", "")
 
 
+@pytest.mark.slow
 @covers("risk.exceed_probability")
 @PROPERTY
 @given(privacy=measure_args(), prior=probability_arrays(closed=False),

@@ -48,6 +48,7 @@ def geometric_scales() -> st.SearchStrategy[Arg]:
         float(a.value) <= 2.0**42) else a)
 
 
+@pytest.mark.slow
 @covers("sampling.fill_laplace", "sampling.fill_gaussian")
 @PROPERTY
 @given(out=outputs(np.float64), scale=positive(), shift=finite_real(), rng=rngs(),

@@ -154,6 +154,7 @@ def test_prob_top_k_recovered(scores, k, scale, noise, negate, trials, rng):
 
 
 
+@pytest.mark.slow
 @covers("selection.noisy_max_privacy", "selection.noisy_max_scale")
 @PROPERTY
 @given(scale=positive(), sensitivity=positive(), noise=choices(selection.NOISE_TYPES),
