@@ -55,7 +55,7 @@ def _dense(losses: tuple[Loss, ...], connect_dots: bool):
     """(losses, probabilities, infinity mass) of the plan's pessimistic PLD, loss ascending.
 
     dp_accounting 0.6.0 keeps these in the PMF's private fields (there is no public accessor);
-    tests/test_plan_risk.py pins them against its public ``get_delta_for_epsilon``.
+    tests/dpcore/test_plan_risk.py pins them against its public ``get_delta_for_epsilon``.
     """
     interval = _discretization(losses, None)
     pld = _composed_pld(losses, interval, connect_dots)

@@ -58,7 +58,7 @@ PAGE_FILES = sorted(p.name for p in (ROOT / "app_pages").glob("*.py"))
 #: Test files and fixtures that start Spark (a JVM): marked ``spark``, left out of the fast
 #: tier (``python3 dev.py test --fast``); CI runs them all.
 SPARK_FILES = {"test_engine_spark.py", "test_data_folder_spark.py"}
-SPARK_FIXTURES = {"spark_release"}
+SPARK_FIXTURES = {"spark_release", "spark_engine"}
 
 
 def pytest_collection_modifyitems(config, items):

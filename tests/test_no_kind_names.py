@@ -85,7 +85,7 @@ def test_no_dashboard_or_page_code_names_a_kind():
 
 def test_no_release_or_plan_code_names_a_kind():
     """An unknown kind is refused by its missing recipe, never drawn as another: the code
-    asks the spec how to release it (tests/test_release_measurements.py plants one)."""
+    asks the spec how to release it (tests/release/test_release_measurements.py plants one)."""
     found = set()
     for folder in ("release", "plan"):
         for path in sorted((ROOT / folder).rglob("*.py")):

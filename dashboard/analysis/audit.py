@@ -178,7 +178,7 @@ class SelectionSetting:
 
 
 def selection_pairs(setting: SelectionSetting) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """Worst-case neighbouring score vectors for candidate 0 (tests/test_selection_audit.py).
+    """Worst-case neighbouring score vectors for candidate 0 (tests/dpcore/test_selection_audit.py).
 
     Non-monotonic: every score may move by Δ in either direction, so candidate 0 falls by Δ
     while the others rise by Δ. Monotonic: all move the same way, so candidate 0 stays while

@@ -21,7 +21,7 @@ from tests.e2e.conftest import (
     screenshot,
     wait_for_app,
 )
-from tests.test_data_folder_pages import people
+from tests.pages.test_data_folder_pages import people
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,1 @@
+"""Tests of dashboard/ (analysis, data, exports …) without running a page."""

@@ -1,0 +1,2 @@
+"""Tests of dpcore/: the numpy engine, its mechanisms (mechanisms/) and property tests
+(properties/)."""

@@ -1,0 +1,66 @@
+"""Property tests of dpcore.figures: shown figures round in the safe direction.
+
+Random valid and invalid input, judged by the shared oracle (tests/dpcore/properties/oracle.py);
+then each bug these properties found, pinned by one example.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpcore import figures
+from tests.dpcore.properties.oracle import (
+    PROPERTY,
+    Arg,
+    covers,
+    finite_real,
+    ok,
+    probability,
+)
+
+
+@covers("figures.upper", "figures.lower")
+@PROPERTY
+@given(x=finite_real(), digits=st.sampled_from([Arg(3, "nice"), Arg(4, "nice"), Arg(1, "nice"),
+                                                 Arg(0, "bad"), Arg(16, "bad"),
+                                                 Arg(2.5, "bad"), Arg("3", "bad")]))
+def test_figures_round_in_the_safe_direction(x, digits):
+    if isinstance(x.value, (float, np.floating)) and np.isinf(x.value):
+        x = Arg(x.value, "nice")  # an unbounded loss (no noise) is shown as ∞
+    up = ok(lambda: figures.upper(x.value, digits.value), {"x": x, "digits": digits})
+    down = ok(lambda: figures.lower(x.value, digits.value), {"x": x, "digits": digits})
+    if up is not None and x.tag != "bad":
+        value = float(x.value)
+        if math.isinf(value):
+            assert up == down == ("∞" if value > 0 else "−∞")
+            return
+        assert float(up) >= value and float(down) <= value  # shown loss ≥ true ≥ shown guarantee
+        if 0 < abs(value) < 1e307:
+            assert float(up) == pytest.approx(value, rel=10.0 ** (1 - digits.value))
+            assert float(down) == pytest.approx(value, rel=10.0 ** (1 - digits.value))
+
+
+
+@covers("figures.percent_upper", "figures.percent_lower")
+@PROPERTY
+@given(p=probability(zero_ok=True, nice_hi=1.0))
+def test_figures_percentages(p):
+    if type(p.value) is float and p.value == 1.0:
+        p = Arg(1.0, "nice")  # certainty is a probability too (probability() excludes it)
+    up = ok(lambda: figures.percent_upper(p.value), {"p": p})
+    down = ok(lambda: figures.percent_lower(p.value), {"p": p})
+    if up is not None:
+        value = float(p.value)
+        assert up.endswith("%") and down.endswith("%")
+        assert (up == "100%") == (value == 1.0) == (down == "100%")  # never certainty by rounding
+        for text, at_least in ((up, True), (down, False)):
+            number = text.rstrip("%")
+            if number[0].isdigit():
+                shown = float(number) / 100
+                assert (shown >= value * (1 - 1e-15)) if at_least else (shown <= value)
+                assert shown == pytest.approx(value, rel=0.01, abs=1e-12)

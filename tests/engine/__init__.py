@@ -1,0 +1,1 @@
+"""Tests of engine/: true answers from DuckDB and Spark."""

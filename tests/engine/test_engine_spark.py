@@ -1,0 +1,213 @@
+"""Spark (local mode) gives the DuckDB answers and the pandas reference's, on frames, files
+and a catalogue table. One small local session for the whole test run (about half a minute).
+
+Without Java these tests are skipped on a developer's machine and fail under CI (CI=true):
+``.ci/run`` installs a Java runtime from Debian's packages.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine import (
+    BoundedSum,
+    CategoryCounts,
+    CountRows,
+    EngineError,
+    FileSource,
+    FrameSource,
+    RowsPerPerson,
+    TableSource,
+)
+from engine.duckdb_backend import DuckDBBackend
+from engine.spark_backend import _frame_to_arrow
+from tests import engine_reference as ref
+from tests.engine.test_engine_duckdb import _write_files
+
+#: Small and quick: one core's worth of partitions, the JIT's first tier only (these jobs
+#: are tiny), no whole-stage code generation (compiling it costs more than it saves here).
+TEST_CONFIG = {
+    "spark.default.parallelism": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if shutil.which("java") is None:
+        message = "Java is not installed: Spark needs a Java 17+ runtime"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (.ci/run installs default-jre-headless)")
+        pytest.skip(message)
+    from engine.spark_backend import SparkBackend, spark_session
+
+    session = spark_session("local[2]", shuffle_partitions=1, config=TEST_CONFIG)
+    yield SparkBackend(session=session)
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def duck() -> DuckDBBackend:
+    return DuckDBBackend(threads=2)
+
+
+def test_three_way_equality_on_a_random_frame(spark, duck) -> None:
+    """Spark = pandas reference and Spark = DuckDB on every case (nulls, NaN, ±inf, huge and
+    negative values, undeclared and empty categories, odd names, contribution bounds)."""
+    frame = ref.random_frame(0)
+    source = FrameSource(frame)
+    for query, expected in ref.cases(frame):
+        answer = spark.run(source, query)
+        ref.assert_matches(query, answer, expected)
+        ref.assert_same(query, answer, duck.run(source, query))
+
+
+def test_files_and_tables_give_the_duckdb_answers(spark, duck, tmp_path) -> None:
+    frame = ref.random_frame(5, rows=120)[[ref.ODD, ref.SEMI, ref.WHO, ref.CODE]]
+    frame = frame.assign(**{ref.ODD: frame[ref.ODD].replace([np.inf, -np.inf, 1e300, -1e300],
+                                                            [5e6, -5e6, 1e7, -1e7])})
+    checks = [BoundedSum(ref.ODD, -1000.25, 2e6), CategoryCounts(ref.SEMI, ref.DECLARED),
+              RowsPerPerson(ref.WHO)]
+    files = _write_files(frame, tmp_path)
+    del files["csv.gz"], files["parquet"]  # the readers of the CSV and the folder: time saved
+    table = spark.session.createDataFrame(_frame_to_arrow(frame)).toDF(*frame.columns)
+    table.createOrReplaceTempView("people")
+    sources = [*files.values(), TableSource("people")]
+    expected = {query: duck.run(FrameSource(frame), query) for query in checks}
+    for source in sources:
+        for query in checks:
+            ref.assert_same((source, query), expected[query], spark.run(source, query))
+
+
+def test_nan_in_a_parquet_file_is_missing(spark, duck, tmp_path) -> None:
+    values = [1.5, float("nan"), None, float("inf"), float("-inf"), 2.0, float("nan")]
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"x": pa.array(values, type=pa.float64(), from_pandas=False)}),
+                   path)
+    source = FileSource(path, "parquet")
+    for query in (BoundedSum("x", 0, 10), CategoryCounts("x", (1.5, 2.0))):
+        ref.assert_same(query, duck.run(source, query), spark.run(source, query))
+    got = spark.run(source, BoundedSum("x", 0, 10))
+    assert (got.total, got.rows, got.missing, got.clamped) == (13.5, 4, 3, 2)
+
+
+def test_errors_are_engine_errors(spark, tmp_path) -> None:
+    with pytest.raises(EngineError, match="'nope' is not a column"):
+        spark.run(FrameSource(ref.random_frame(1, rows=10)), BoundedSum("nope", 0, 1))
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(EngineError, match="broken.parquet"):
+        spark.run(FileSource(broken, "parquet"), CountRows())
+    with pytest.raises(EngineError, match="does not exist on the Spark cluster"):
+        spark.run(TableSource("no_such_table"), CountRows())
+
+
+CONNECT_SCRIPT = """
+from tests import engine_reference as ref
+from engine.spark_backend import SparkBackend
+from engine.sources import FrameSource
+from pyspark.sql import SparkSession
+
+session = SparkSession.builder.remote("local[2]").getOrCreate()
+backend = SparkBackend(session=session)
+frame = ref.random_frame(0)
+for query, expected in ref.cases(frame):
+    ref.assert_matches(query, backend.run(FrameSource(frame), query), expected)
+print("spark connect: all cases equal")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("CI") != "true"
+                    and os.environ.get("EPSILON_LAB_TEST_SPARK_CONNECT") != "1",
+                    reason="about a minute: runs under CI=true, or set "
+                           "EPSILON_LAB_TEST_SPARK_CONNECT=1")
+def test_spark_connect_gives_the_reference_answers() -> None:
+    """The Spark Connect client (sc:// URLs) on a local Connect server PySpark starts."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-c", CONNECT_SCRIPT], capture_output=True,
+                         text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
+    assert "spark connect: all cases equal" in out.stdout, out.stderr[-3000:]
+
+
+DOWN_SCRIPT = """
+import time, warnings
+import pandas as pd
+from engine import CountRows, EngineError, FrameSource
+from engine.spark_backend import SparkBackend
+
+warnings.simplefilter("ignore")
+start = time.monotonic()
+try:
+    SparkBackend("sc://127.0.0.1:1").run(FrameSource(pd.DataFrame({"x": [1]})), CountRows())
+except EngineError as exc:
+    print(f"{time.monotonic() - start:.1f}")
+    print(exc)
+"""
+
+
+def test_a_spark_connect_server_that_is_down_fails_fast() -> None:
+    """A few quick retries, then EngineError (the client's default waits 10 minutes).
+
+    In a process of its own: a remote session cannot start beside the local one.
+    """
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-c", DOWN_SCRIPT], capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).resolve().parents[2])
+    seconds, message = out.stdout.split("\n", 1)
+    assert float(seconds) < 30
+    assert ("(the server did not answer). Check that the cluster at 'sc://127.0.0.1:1' is "
+            "running") in message
+
+
+def test_data_page_queries_give_the_duckdb_answers(spark, duck) -> None:
+    """Profile, NumericBins and FirstRows: Spark = DuckDB (= pandas,
+    tests/engine/test_engine_profile.py)."""
+    from engine import FirstRows, NumericBins, Profile
+
+    frame = ref.random_frame(1)
+    source = FrameSource(frame)
+    want, got = duck.run(source, Profile()), spark.run(source, Profile())
+    assert got.rows == want.rows
+    assert got.columns == want.columns
+    for query in (NumericBins(ref.SMALL, -5.5, 5.5, 11), NumericBins(ref.ODD, -1e5, 1e5, 8)):
+        a, b = spark.run(source, query), duck.run(source, query)
+        np.testing.assert_array_equal(a.counts, b.counts)
+        assert (a.below, a.above, a.missing) == (b.below, b.above, b.missing)
+    rows = spark.run(source, FirstRows(5, (ref.CODE,))).frame
+    assert list(rows.columns) == [ref.CODE] and len(rows) == 5
+
+
+def test_spark_reads_row_by_row_as_duckdb(spark, duck):
+    """tests/engine/test_engine_rows.py on Spark: text read as the number it reads as, whole sums
+    rounded per row (half to even), the same figures as DuckDB."""
+    import pandas as pd
+
+    from engine import Contribution
+    from tests.engine.test_engine_rows import QUERIES
+
+    frame = pd.DataFrame({"x": ["1", " 2.5 ", "oops", None, "7", "-3", "250"],
+                          "pid": [1, 1, 2, 2, 3, 3, 4]})
+    for query in (*QUERIES, BoundedSum("x", 0, 100, Contribution("pid", 1)),
+                  BoundedSum("x", -5, 100, whole=True),
+                  BoundedSum("x", 0, 100, centre=50.0),                 # a variance's moments
+                  BoundedSum("x", 0, 100, Contribution("pid", 1), centre=50.0, squared=True)):
+        a = duck.run(FrameSource(frame), query)
+        b = spark.run(FrameSource(frame), query)
+        for field in ("total", "rows", "missing", "counts"):
+            if hasattr(a, field):
+                assert np.allclose(getattr(a, field), getattr(b, field)), (query, field)

@@ -1,0 +1,228 @@
+"""Releasing from the app (issue 14): the Release button on the plan page releases once with
+OpenDP, records it in the ledger, shows released values only, refuses over the budget with the
+reason (nothing recorded), survives a damaged ledger, and the Releases page lists the history
+and what is left per dataset."""
+
+from __future__ import annotations
+
+import pytest
+
+from release import Ledger
+from tests.conftest import open_app
+
+ADULT_ROWS = 48_842
+
+
+def no_problem(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.fixture
+def ledger_file(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(path))
+    return path
+
+
+def plan_of_two(*, check: bool = True):
+    """A Laplace count and a geometric table of Adult (ε = 1 each) in the plan."""
+    at = open_app("statistics.py")
+    at.selectbox(key="stats_query").select("count").run()
+    at.button(key="stats_add_to_plan").click().run()
+    at.switch_page("app_pages/tables.py").run()
+    at.button(key="tables_add_to_plan").click().run()
+    at.switch_page("app_pages/plan.py").run()
+    if check:
+        no_problem(at)
+    return at
+
+
+def set_budget(at, epsilon: float, delta: float = 0.0):
+    """Set this dataset's total budget in the ledger with the plan page's control."""
+    at.number_input(key="plan_set_budget_epsilon").set_value(epsilon).run()
+    at.number_input(key="plan_set_budget_delta").set_value(delta).run()
+    at.checkbox(key="plan_set_budget_confirm").check().run()
+    at.button(key="plan_set_budget").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def left_metric(at) -> str:
+    return next(m.value for m in at.metric if m.label == "Left")
+
+
+def release(at):
+    at.checkbox(key="plan_release_confirm").check().run()
+    at.button(key="plan_release").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def released_frame(at):
+    return next(d.value for d in at.dataframe if "Released value" in d.value.columns)
+
+
+def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
+    at = release(plan_of_two())
+    no_problem(at)
+    assert any("Released and recorded: entry #1" in s.value for s in at.success)
+    frame = released_frame(at)
+    assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value"]
+    count = frame[frame["Statistic"] == "count"]["Released value"].iloc[0]
+    assert count != ADULT_ROWS   # continuous Laplace noise: never exactly the truth
+    assert abs(count - ADULT_ROWS) < 30   # ε = 1: |noise| > 30 has probability e^-30
+    assert not at.checkbox(key="plan_release_confirm").value   # one click, one release
+    with Ledger(ledger_file) as ledger:
+        [record] = ledger.releases()
+    assert record.dataset.name == "Adult (UCI census income)"
+    assert record.epsilon == pytest.approx(2.0, abs=2e-3)
+    assert [b.label for b in at.get("download_button")][-3:] == [
+        "Released values (CSV)", "Release (JSON)", "Release card (JSON)"]
+
+
+def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
+    at = plan_of_two()
+    set_budget(at, 4.5)
+    assert any("now holds a total budget of ε = 4.5" in s.value.replace("\\", "")
+               for s in at.success)
+    release(at)
+    first = released_frame(at)["Released value"].tolist()
+    release(at)   # (the page then refuses the plan: the ledger has 0.5 left)
+    assert any("Released and recorded: entry #3" in s.value.replace("\\", "")
+               for s in at.success)
+    second = released_frame(at)["Released value"].tolist()
+    assert first != second    # no seed: new noise each time
+    # the page reads what is left from the ledger: the third does not fit, and says so
+    refusal = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "This plan is refused" in refusal and "left" in refusal
+    assert float(left_metric(at).split("=")[1]) == pytest.approx(0.5, abs=2e-3)
+    assert at.button(key="plan_release").disabled
+    with Ledger(ledger_file) as ledger:
+        records = ledger.releases()
+        [status] = ledger.datasets()
+    assert len(records) == 2 and records[0].values_hash != records[1].values_hash
+    assert status.budget.epsilon == 4.5
+    assert status.remaining_epsilon == pytest.approx(4.5 - 2 * records[0].epsilon)
+
+    at.switch_page("app_pages/releases.py").run()
+    no_problem(at)
+    budgets = next(d.value for d in at.dataframe if "Left ε" in d.value.columns)
+    assert budgets["Releases"].tolist() == [2]
+    assert budgets["Left ε"].iloc[0] == pytest.approx(status.remaining_epsilon)
+    history = next(d.value for d in at.dataframe if "Values hash" in d.value.columns)
+    assert history["Entry"].tolist() == [r.id for r in reversed(records)]
+
+
+def test_a_damaged_ledger_is_named_and_left_untouched(ledger_file):
+    ledger_file.write_bytes(b"not a ledger at all" * 100)
+    at = plan_of_two(check=False)
+    assert not at.exception
+    refusal = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "The ledger cannot be read" in refusal and "damaged" in refusal
+    assert at.button(key="plan_release").disabled     # no budget can be checked: no release
+    assert ledger_file.read_bytes() == b"not a ledger at all" * 100
+    at.switch_page("app_pages/releases.py").run()
+    assert not at.exception
+    assert any("cannot be read" in e.value for e in at.error)
+    at.switch_page("app_pages/plan.py").run()   # the session keeps working, plan and all
+    assert not at.exception
+    assert "The plan: 2 queries" in [h.value for h in at.subheader]
+
+
+def test_a_plan_over_the_datasets_budget_cannot_be_released(ledger_file):
+    at = plan_of_two()
+    assert any("No total budget is set" in w.value for w in at.warning)
+    set_budget(at, 1.0)
+    assert at.checkbox(key="plan_release_confirm").disabled
+    assert at.button(key="plan_release").disabled
+    with Ledger(ledger_file) as ledger:
+        assert ledger.releases() == [] and ledger.datasets()[0].budget.epsilon == 1.0
+
+
+def test_the_budget_panel_reads_the_ledger_and_never_carries_to_another_dataset(ledger_file):
+    """After a release leaving 1 of 3, the page said 'Left ε = 1.00009' and typing 10 in its
+    box said 8.00009: the panel now reads spent and left from the ledger, a typed number sets
+    nothing until confirmed, and it does not follow the user to another dataset."""
+    at = plan_of_two()
+    set_budget(at, 3.0)
+    release(at)
+    assert not at.exception
+    with Ledger(ledger_file) as ledger:
+        [status] = ledger.datasets()
+    assert status.spent_epsilon == pytest.approx(2.0, abs=2e-3)
+    assert float(left_metric(at).split("=")[1]) == pytest.approx(status.remaining_epsilon,
+                                                                 abs=1e-6)
+    at.number_input(key="plan_set_budget_epsilon").set_value(10.0).run()
+    assert float(left_metric(at).split("=")[1]) == pytest.approx(status.remaining_epsilon,
+                                                                 abs=1e-6)
+    at.selectbox(key="dataset_choice").select("Iris").run()
+    at.switch_page("app_pages/statistics.py").run()
+    at.selectbox(key="stats_query").select("count").run()
+    at.button(key="stats_add_to_plan").click().run()
+    at.switch_page("app_pages/plan.py").run()
+    no_problem(at)
+    assert at.number_input(key="plan_set_budget_epsilon").value == 1.0
+    assert left_metric(at) == "no limit"
+
+
+def test_the_programs_are_offered_for_the_plan(ledger_file):
+    at = plan_of_two()
+    labels = [b.label for b in at.get("download_button")]
+    assert "OpenDP program (Python)" in labels and "Spark program (PipelineDP)" not in labels
+    why = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "Spark program (PipelineDP): not available for this plan" in why
+    at.selectbox(key="plan_method").select("basic").run()   # PipelineDP composes basically
+    no_problem(at)
+    labels = [b.label for b in at.get("download_button")]
+    assert "OpenDP program (Python)" in labels and "Spark program (PipelineDP)" in labels
+
+
+def test_the_releases_page_before_any_release(ledger_file):
+    at = open_app("releases.py")
+    no_problem(at)
+    assert any("No release has been made yet" in i.value for i in at.info)
+
+
+@pytest.mark.slow
+def test_a_plan_made_in_the_app_is_released_by_the_command_line_against_one_budget(
+        ledger_file, downloads, tmp_path):
+    """The plan downloaded from the page, released by `python -m release` on data/adult.csv.gz:
+    the app's release and the command line's are one dataset in the ledger (the built-in's
+    file hash), recorded once each, and the budget they share refuses a third."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from plan.examples import ADULT_PATH
+    from plan.model import Plan
+    from tests.conftest import ROOT
+
+    at = plan_of_two()
+    set_budget(at, 4.5)
+    release(at)
+    no_problem(at)
+    plan_bytes = downloads["release-plan.json"]
+    plan = Plan.from_json(plan_bytes)
+    assert [q.label for q in plan.queries] == ["Number of rows", "Table of education by sex"]
+    (tmp_path / "plan.json").write_bytes(plan_bytes)
+
+    def cli() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "release", "--plan", str(tmp_path / "plan.json"), "--data",
+             str(ADULT_PATH), "--ledger", str(ledger_file), "--out", str(tmp_path / "out")],
+            cwd=ROOT, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+
+    first = cli()
+    assert first.returncode == 0, first.stderr
+    spent = json.loads((tmp_path / "out" / "release.json").read_text())["privacy_spent"]
+    assert spent["epsilon"] == pytest.approx(2.0, abs=2e-3)
+    second = cli()
+    assert second.returncode != 0 and "over budget" in second.stderr
+    with Ledger(ledger_file) as ledger:
+        records = ledger.releases()
+        [status] = ledger.datasets()
+    assert len(records) == 2 and status.releases == 2
+    assert records[0].dataset == records[1].dataset
+    assert json.loads(downloads["release.json"])["ledger_entry"] == records[0].id

@@ -1,0 +1,1 @@
+"""Tests of plan/: the release plan, its kinds, build and identity."""

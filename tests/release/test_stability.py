@@ -1,0 +1,431 @@
+"""Stability of what a release computes before the noise: one person added or removed moves
+the true aggregates by at most the sensitivity the plan claims, for every query kind.
+
+The aggregates are the release path's own (``release.run._aggregates``: the plan's engine
+queries with the privacy unit's contribution bounds, and for partition selection the keyed
+queries over the keys found), on DuckDB over random person-level data (each person removed in
+turn, and a newcomer whose keys sort before every other key added) and on Spark over a few
+datasets. The regression test is the case that broke: max-groups truncation ranked a person's
+groups by their position in the list of keys found, so one newcomer whose key sorts first
+changed the groups every other person kept.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpcore.contributions import ContributionBounds, Sensitivity, mean_sensitivities
+from engine import Engine, FrameSource
+from engine.duckdb_backend import DuckDBBackend
+from plan import model
+from plan.build import Built, PartitionThreshold, build_plan
+from plan.kinds.variance import Variance
+from plan.model import (
+    Bounds,
+    Categories,
+    Count,
+    Crosstab,
+    Dataset,
+    Grid,
+    GroupBy,
+    Histogram,
+    Mean,
+    Noise,
+    Plan,
+    PlanQuery,
+    PrivacyUnit,
+    Quantiles,
+    Selection,
+    SelectionNoise,
+    Sum,
+    Threshold,
+)
+from release.measurements import certify, quantile_scores
+from release.run import _aggregates
+
+PERSON, KEY, COLOUR, VALUE = "pid", "key", "colour", "x"
+#: Keys the random people hold; "a-first" and "k00" (a newcomer's) sort before all of them.
+KEYS = tuple(f"k{i:02d}" for i in range(3, 15))
+DECLARED = KEYS[:8]                        # declared keys: the other four are outside
+COLOURS = ("blue", "green", "red")
+LOWER, UPPER = 0.0, 10.0
+LEVELS = (0.1, 0.5, 0.9)
+CANDIDATES = tuple(float(v) for v in range(-2, 15))
+TOLERANCE = 1e-9
+
+
+def _cats(*values: object) -> Categories:
+    return Categories(tuple(values), "public", "test declaration")
+
+
+def every_kind_plan(unit: PrivacyUnit) -> Plan:
+    """One query of every kind a plan can hold (group-bys with declared and with found keys)."""
+    laplace = Noise("laplace", "pure", epsilon=1.0)
+    bounds = Bounds(LOWER, UPPER, "public")
+    keys = _cats(*DECLARED)
+    threshold = Threshold("discrete_laplace", 1e-7, epsilon=1.0)
+    queries = (
+        PlanQuery("count", "Rows", Count(), laplace),
+        PlanQuery("sum", "Sum", Sum(VALUE, bounds), laplace),
+        PlanQuery("mean", "Mean", Mean(VALUE, bounds), laplace),
+        PlanQuery("histogram", "Keys", Histogram(KEY, keys), laplace),
+        PlanQuery("binned", "Bins", Histogram(VALUE, edges=Grid((0.0, 3.0, 6.0, 10.0),
+                                                                 "public")), laplace),
+        PlanQuery("clamped-bins", "Bins", Histogram(VALUE, edges=Grid((0.0, 5.0, 10.0),
+                                                                       "public"),
+                                                    outside="clamp"), laplace),
+        PlanQuery("crosstab", "Keys by colour",
+                  Crosstab(KEY, COLOUR, keys, _cats(*COLOURS)), laplace),
+        PlanQuery("count-by", "Count by key", GroupBy(KEY, keys=keys), laplace),
+        PlanQuery("sum-by", "Sum by key", GroupBy(KEY, "sum", VALUE, bounds, keys=keys),
+                  laplace),
+        PlanQuery("mean-by", "Mean by key", GroupBy(KEY, "mean", VALUE, bounds, keys=keys),
+                  laplace),
+        PlanQuery("count-found", "Count by key found", GroupBy(KEY), None,
+                  threshold=threshold),
+        PlanQuery("sum-found", "Sum by key found", GroupBy(KEY, "sum", VALUE, bounds),
+                  laplace, threshold=threshold),
+        PlanQuery("mean-found", "Mean by key found", GroupBy(KEY, "mean", VALUE, bounds),
+                  laplace, threshold=threshold),
+        PlanQuery("quantiles", "Quantiles", Quantiles(VALUE, LEVELS,
+                                                      Grid(CANDIDATES, "public")),
+                  SelectionNoise("exponential", "pure", epsilon=1.0)),
+        PlanQuery("selection", "Top keys", Selection(KEY, keys, k=2),
+                  SelectionNoise("exponential", "pure", epsilon=1.0)),
+        PlanQuery("variance", "Variance", Variance(VALUE, bounds), laplace),
+    )
+    return Plan(Dataset("stability"), queries, unit)
+
+
+#: Kinds that read no data at release (drawn before it): nothing to keep stable.
+DRAWN_BEFORE = {"max_rows"}
+
+
+def test_the_check_holds_a_query_of_every_kind_of_the_registry():
+    """A new kind (plan.kinds) joins this check, or the check fails until it does."""
+    from plan.kinds import KINDS
+
+    held = {q.query.kind for q in every_kind_plan(PrivacyUnit("pid", 2, 2)).queries}
+    assert held == set(KINDS) - DRAWN_BEFORE
+
+
+def people(seed: int, persons: int = 14) -> pd.DataFrame:
+    """Random person-level rows: 1 to 6 rows per person, each person holding 1 to 3 keys."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for pid in range(persons):
+        own = rng.choice(KEYS, size=int(rng.integers(1, 4)), replace=False)
+        for _ in range(int(rng.integers(1, 7))):
+            rows.append((pid, str(rng.choice(own)), str(rng.choice(COLOURS)),
+                         int(rng.integers(-2, 14))))
+    return pd.DataFrame(rows, columns=[PERSON, KEY, COLOUR, VALUE])
+
+
+def newcomer(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` and one new person with many rows, in new keys that sort before every other
+    key (and in an existing one), with values outside the bounds."""
+    pid = int(frame[PERSON].max()) + 1
+    keys = ["a-first", "k00", "a-first", "k00", KEYS[2], "a-first", "k00", KEYS[2]]
+    new = pd.DataFrame({PERSON: pid, KEY: keys, COLOUR: "red",
+                        VALUE: [20, -5, 3, 11, 7, 14, 0, 9]})
+    return pd.concat([frame, new], ignore_index=True)
+
+
+def neighbours(frame: pd.DataFrame, persons: list[int] | None = None):
+    """(what changed, the neighbouring frame): each person removed, then the newcomer added."""
+    for pid in persons if persons is not None else sorted(frame[PERSON].unique()):
+        yield f"without person {pid}", frame[frame[PERSON] != pid].reset_index(drop=True)
+    yield "with a newcomer", newcomer(frame)
+
+
+# --------------------------------------------------------------------------------------------
+# the statistics a release noises, and the sensitivities the plan claims for them
+
+
+Vector = dict[Any, float]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claimed sensitivity in each norm (inf: the norm is not claimed)."""
+
+    l1: float
+    l2: float
+    linf: float
+
+
+
+def _grouped(unit: PrivacyUnit) -> ContributionBounds:
+    return ContributionBounds(unit.max_rows, unit.max_groups)
+
+
+def statistics(built: Built, aggs: tuple, keys: tuple
+               ) -> dict[str, tuple[Vector, Claim | Sensitivity]]:
+    """What each part of ``built`` is drawn on (cells labelled, so that the keys found on two
+    datasets line up), with the sensitivity the plan claims for it."""
+    q = built.query.query
+    unit = built.unit
+    claimed = built.sensitivity
+    if isinstance(q, model.Count):
+        return {"count": ({(): aggs[0].rows}, claimed)}
+    if isinstance(q, Variance):   # each part on its own input, at its own sensitivity
+        values = built.kind.part_values(built, aggs)
+        return {part.name: ({(): value}, Sensitivity(part.sensitivity, part.sensitivity,
+                                                      part.sensitivity))
+                for part, value in zip(built.parts, values, strict=True)}
+    if isinstance(q, model.Sum):
+        return {"sum": ({(): aggs[0].total}, claimed)}
+    if isinstance(q, model.Mean):
+        both = mean_sensitivities(ContributionBounds(unit.max_rows), lower=q.bounds.lower,
+                                  upper=q.bounds.upper)
+        assert claimed == both[0]
+        return {"sum": ({(): aggs[0].total}, both[0]),
+                "count": ({(): aggs[0].rows}, both[1])}
+    if isinstance(q, model.Histogram | model.Crosstab):
+        counts = np.asarray(aggs[0].counts).reshape(-1)
+        return {"counts": (dict(enumerate(counts.tolist())), claimed)}
+    if isinstance(q, model.Selection):
+        # report noisy max reads the scores at their L∞ distance (monotonic)
+        linf = Claim(math.inf, math.inf, claimed.linf)
+        return {"scores": (dict(enumerate(aggs[0].counts.tolist())), linf)}
+    if isinstance(q, model.Quantiles):
+        counts = [int(c) for c in aggs[0].counts]
+        cumulative = np.cumsum(counts)
+        below = [int(cumulative[2 * j]) for j in range(len(CANDIDATES))]
+        equal = [counts[2 * j + 1] for j in range(len(CANDIDATES))]
+        out = {}
+        for level, part in zip(q.levels, certify(built), strict=True):
+            scores = quantile_scores(below, equal, int(cumulative[-1]), level)
+            score_sensitivity = Claim(math.inf, math.inf, float(part.d_in))
+            out[f"scores q={level:g}"] = (dict(enumerate(scores)), score_sensitivity)
+        return out
+    assert isinstance(q, model.GroupBy)
+    names = list(q.keys.values) if q.keys is not None else list(keys)
+    out = {}
+    if q.keys is None:
+        threshold = built.parts[0].mechanism
+        assert isinstance(threshold, PartitionThreshold)
+        r, k = threshold.max_rows, threshold.max_groups
+        linf_claim = Claim(k * r, math.sqrt(k) * r, r)   # make_*_threshold's (l1, l2, l∞)
+        if not names:
+            return {"threshold": ({}, linf_claim)}
+        # the threshold's input: each key's bounded count, keys with no row kept left out
+        kept = {k: c for k, c in zip(names, aggs[0].counts.tolist(), strict=True) if c > 0}
+        out["threshold"] = (kept, linf_claim)
+        aggs = aggs[1:]
+        if q.statistic == "count":
+            return out
+    if q.statistic == "count":
+        return {"counts": (dict(zip(names, aggs[0].counts.tolist(), strict=True)), claimed)}
+    out["totals"] = (dict(zip(names, aggs[0].totals.tolist(), strict=True)), claimed)
+    if q.statistic == "mean":
+        count = mean_sensitivities(_grouped(unit), lower=q.bounds.lower, upper=q.bounds.upper)[1]
+        out["rows"] = (dict(zip(names, aggs[0].rows.tolist(), strict=True)), count)
+    return out
+
+
+def release_statistics(plan: Plan, engine: Engine, frame: pd.DataFrame) -> dict:
+    """Every query's statistics as the release computes them on ``frame``."""
+    source = FrameSource(frame)
+    out = {}
+    for built in build_plan(plan):
+        aggs, keys = _aggregates(built, engine, source)
+        out[built.query.id] = statistics(built, aggs, keys)
+    return out
+
+
+def moves(before: dict, after: dict) -> list[str]:
+    """Every statistic that moved by more than its claimed sensitivity (L1, L2, L∞, and for
+    partition selection the number of keys changed), as readable lines."""
+    found = []
+    for query_id, parts in before.items():
+        for name, (first, sensitivity) in parts.items():
+            second = after[query_id][name][0]
+            labels = sorted(set(first) | set(second), key=repr)
+            change = np.array([float(first.get(c, 0)) - float(second.get(c, 0))
+                               for c in labels])
+            norms = {"L1": float(np.sum(np.abs(change))),
+                     "L2": float(np.sqrt(np.sum(change**2))),
+                     "Linf": float(np.max(np.abs(change), initial=0.0))}
+            claims = {"L1": sensitivity.l1, "L2": sensitivity.l2, "Linf": sensitivity.linf}
+            if name == "threshold":  # make_*_threshold's l0: at most max_groups keys change
+                norms["L0"] = float(np.count_nonzero(change))
+                claims["L0"] = sensitivity.l1 / sensitivity.linf
+            for norm, value in norms.items():
+                if not value <= claims[norm] * (1 + TOLERANCE) + TOLERANCE:
+                    found.append(f"{query_id} {name}: {norm} change {value:g} > claimed "
+                                 f"{claims[norm]:g}")
+    return found
+
+
+def check_every_neighbour(plan: Plan, engine: Engine, frame: pd.DataFrame,
+                          persons: list[int] | None = None,
+                          also: Callable[[dict, pd.DataFrame], None] | None = None) -> None:
+    base = release_statistics(plan, engine, frame)
+    failures = []
+    for what, other in neighbours(frame, persons):
+        stats = release_statistics(plan, engine, other)
+        failures += [f"{what}: {line}" for line in moves(base, stats)]
+        if also is not None:
+            also(stats, other)
+    assert failures == [], "\n".join(failures)
+
+
+UNITS = [PrivacyUnit(PERSON, 1, 1), PrivacyUnit(PERSON, 2, 2), PrivacyUnit(PERSON, 3, 1)]
+
+
+@pytest.fixture(scope="module")
+def duck() -> Engine:
+    return Engine(DuckDBBackend(threads=1))
+
+
+# --------------------------------------------------------------------------------------------
+# THE STABILITY CHECK
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("unit", UNITS, ids=lambda u: f"r{u.max_rows}-k{u.max_groups}")
+def test_no_neighbour_moves_a_release_more_than_its_sensitivity(duck, unit, seed) -> None:
+    """Every query kind on DuckDB: each person removed in turn and a newcomer added."""
+    check_every_neighbour(every_kind_plan(unit), duck, people(seed))
+
+
+@pytest.mark.slow
+def test_the_check_catches_a_sensitivity_too_small(duck) -> None:
+    """The check can fail: statistics bounded at 3 rows per person, checked against the
+    claims of a plan at 1 row per person (a planted bug), exceed them for some neighbour."""
+    frame = people(0)
+    strict = release_statistics(every_kind_plan(PrivacyUnit(PERSON, 1, 1)), duck, frame)
+    loose = every_kind_plan(PrivacyUnit(PERSON, 3, 1))
+
+    def with_strict_claims(stats: dict) -> dict:
+        return {query_id: {name: (values, strict[query_id][name][1])
+                           for name, (values, _) in parts.items()}
+                for query_id, parts in stats.items()}
+
+    base = with_strict_claims(release_statistics(loose, duck, frame))
+    failures = []
+    for _, other in neighbours(frame):
+        failures += moves(base, with_strict_claims(release_statistics(loose, duck, other)))
+    assert any(line.startswith("count count: L1") for line in failures)
+    assert any(line.startswith("count-found threshold") for line in failures)
+
+
+# --------------------------------------------------------------------------------------------
+# the regression: 300 people in 3 of 20 keys, one newcomer whose key sorts first
+
+
+def three_of_twenty(seed: int = 0) -> pd.DataFrame:
+    """300 people, each with one row in each of two or three of the keys g05, g06, g07 (of
+    twenty possible keys g00 … g19)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for pid in range(300):
+        for key in rng.choice(["g05", "g06", "g07"], size=int(rng.integers(2, 4)),
+                              replace=False):
+            rows.append((pid, str(key)))
+    return pd.DataFrame(rows, columns=[PERSON, KEY])
+
+
+def with_first_key(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.concat([frame, pd.DataFrame({PERSON: [1000], KEY: ["g00"]})], ignore_index=True)
+
+
+def counts_found_plan() -> Plan:
+    return Plan(Dataset("groups"), (
+        PlanQuery("found", "Count by key", GroupBy(KEY), None,
+                  threshold=Threshold("discrete_laplace", 1e-7, epsilon=1.0)),),
+        PrivacyUnit(PERSON, 1, 1))
+
+
+def _l1(first: dict, second: dict) -> float:
+    return float(sum(abs(first.get(k, 0) - second.get(k, 0)) for k in set(first) | set(second)))
+
+
+def test_a_newcomer_whose_key_sorts_first_moves_the_counts_by_one(duck) -> None:
+    """Max rows 1, max groups 1: the newcomer adds one row to one key and nothing else moves
+    (it moved the counts by L1 = 55 when groups were ranked by their position)."""
+    frame = three_of_twenty()
+    plan = counts_found_plan()
+    before = release_statistics(plan, duck, frame)["found"]["threshold"][0]
+    after = release_statistics(plan, duck, with_first_key(frame))["found"]["threshold"][0]
+    assert sum(before.values()) == 300
+    assert _l1(before, after) <= 1
+    assert after == before | {"g00": 1}
+
+
+def test_a_newcomer_moves_a_real_release_by_one(tmp_path, monkeypatch, duck) -> None:
+    """End to end through ``release.run`` (a temporary ledger): the counts the partition
+    selection is drawn on move by at most the claimed L1 = 1."""
+    from release import Ledger, run
+    from release.measurements import Certified
+
+    drawn: list[Any] = []
+
+    def record(self, value):  # the true input of every draw, returned without noise
+        drawn.append(value)
+        return value
+
+    monkeypatch.setattr(Certified, "draw", record)
+    frame = three_of_twenty()
+    plan = counts_found_plan()
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        first = run(plan, FrameSource(frame), ledger=ledger, engine=duck)
+        second = run(plan, FrameSource(with_first_key(frame)), ledger=ledger, engine=duck)
+        assert len(ledger.releases()) == 2
+    assert len(drawn) == 2
+    assert _l1(drawn[0], drawn[1]) <= 1
+    assert dict(first.queries[0].rows)[("g05",)] == drawn[0]["g05"]
+    assert {g[0] for g, _ in second.queries[0].rows} == {"g00", "g05", "g06", "g07"}
+
+
+# --------------------------------------------------------------------------------------------
+# Spark: the same checks on a few datasets (a small local session, about a minute)
+
+
+@pytest.fixture(scope="module")
+def spark_engine():
+    if shutil.which("java") is None:
+        message = "Java is not installed: Spark needs a Java 17+ runtime"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (.ci/run installs default-jre-headless)")
+        pytest.skip(message)
+    from engine.spark_backend import SparkBackend, spark_session
+    from tests.engine.test_engine_spark import TEST_CONFIG
+
+    session = spark_session("local[2]", shuffle_partitions=1, config=TEST_CONFIG)
+    yield Engine(SparkBackend(session=session))
+    session.stop()
+
+
+def test_spark_regression_and_duckdb_agree(spark_engine, duck) -> None:
+    frame = three_of_twenty()
+    plan = counts_found_plan()
+    before = release_statistics(plan, spark_engine, frame)["found"]["threshold"][0]
+    after = release_statistics(plan, spark_engine, with_first_key(frame))["found"]
+    assert _l1(before, after["threshold"][0]) <= 1
+    assert after == release_statistics(plan, duck, with_first_key(frame))["found"]
+
+
+def test_spark_no_neighbour_moves_a_release_more_than_its_sensitivity(spark_engine,
+                                                                      duck) -> None:
+    """Every query kind on Spark, max rows 2 and max groups 1: the people with the most keys
+    removed, and the newcomer added; each neighbour's statistics are DuckDB's too."""
+    frame = people(7, persons=10)
+    plan = every_kind_plan(PrivacyUnit(PERSON, 2, 1))
+    busiest = frame.groupby(PERSON)[KEY].nunique().sort_values().index[-2:].tolist()
+
+    def same_as_duckdb(stats: dict, other: pd.DataFrame) -> None:
+        assert stats == release_statistics(plan, duck, other)
+
+    check_every_neighbour(plan, spark_engine, frame, busiest, also=same_as_duckdb)
