@@ -37,6 +37,11 @@ RELEASE_ALLOWED = {
     ("release/run.py", "gaussian"),          # partition selection: make_gaussian_threshold
     ("plan/model.py", "gaussian"),           # a threshold's Gaussian noise is set by ρ
     ("plan/parts.py", "gaussian"),           # the threshold's L2 sensitivity
+    # the exported programs run without the app (no catalogue): they read the plan's noise
+    # names to pick OpenDP's or PipelineDP's constructor (release/templates, linted Python)
+    ("release/templates/opendp_program.py", "laplace"),
+    ("release/templates/opendp_program.py", "gaussian"),
+    ("release/templates/spark_program.py", "laplace"),
     # an example plan names its mechanisms: data, not a branch
     ("plan/examples.py", "gaussian"), ("plan/examples.py", "geometric"),
     ("plan/examples.py", "laplace"),
