@@ -344,17 +344,30 @@ def results_table(release: QuantileRelease) -> pd.DataFrame:
             "Simulated release": f"{x.released:,.6g}",
             f"P(|released − true| ≤ {alpha})": ("—" if x.within_alpha is None
                                                  else figures.percent_lower(x.within_alpha)),
-            "Expected rank error": figures.upper(x.expected_rank_error, 4),
+            "Expected rank error": rank_text(x.expected_rank_error),
             "Rank error of this release": f"{x.released_rank_error:,.6g}",
         })
     return pd.DataFrame(rows)
+
+
+#: An expected rank error below this is shown as "less than" it (2.7e-27 ranks reads as an
+#: arithmetic error; the exact value is in the downloaded parameters).
+RANK_FLOOR = 0.001
+
+
+def rank_text(value: float) -> str:
+    """A rank error for the page: rounded up to 4 significant digits; below
+    :data:`RANK_FLOOR` (but not 0), "less than 0.001"."""
+    if 0 < value < RANK_FLOOR:
+        return f"less than {RANK_FLOOR:g}"
+    return figures.upper(value, 4)
 
 
 def accuracy_sentence(release: QuantileRelease, column: str) -> str:
     """The first quantile's accuracy in words (exact, from the output distribution)."""
     x = release.results[0]
     n = release.rows
-    text = (f"The released {level_name(x.q)} is {figures.upper(x.expected_rank_error, 4)} "
+    text = (f"The released {level_name(x.q)} is {rank_text(x.expected_rank_error)} "
             f"ranks away from the true one on average (of {n:,} values; the best candidate "
             f"of the grid is {x.best_rank_error:,.6g} ranks away)")
     if x.within_alpha is None:

@@ -261,3 +261,27 @@ def test_gumbel_under_pure_dp_offers_the_releasable_alternatives(tiny_folder):
     [entry] = at.session_state["release_plan_by_dataset"][key]
     assert entry.query.mechanism.measure == "zcdp"
     assert entry.query.mechanism.rho == pytest.approx(0.125, rel=1e-12)
+
+
+def test_a_tiny_rank_error_reads_as_less_than_a_thousandth(tmp_path, monkeypatch):
+    """50 ones, one 2, 50 threes and the candidates 1, 2, 3: at ε = 10 the median is 2 except
+    with probability ~e^-127, so its expected rank error is ~1e-54 ranks. The sentence and the
+    table say "less than 0.001" (an exponent reads as an arithmetic error); the exact value
+    (brute force) is indeed below it."""
+    values = [1.0] * 50 + [2.0] + [3.0] * 50
+    pd.DataFrame({"x": values}).to_parquet(tmp_path / "gap.parquet", index=False)
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path))
+    at = open_app("quantiles.py", dataset="file:gap.parquet")
+    at.selectbox(key="quantiles_grid").select("typed")
+    at.run()
+    set_text(at, "quantiles_typed", "1, 2, 3")
+    set_text(at, "quantiles_levels", "0.5")
+    set_number(at, "quantiles_epsilon_exact", 10.0)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    said = " ".join(m.value for m in at.markdown)
+    assert "is less than 0.001 ranks away from the true one on average" in said
+    assert not re.search(r"\de-\d", said)
+    assert table(at)["Expected rank error"].iloc[0] == "less than 0.001"
+    probs = brute_force(values, [1.0, 2.0, 3.0], 0.5, 10.0, 1.0)
+    assert 0 < probs[0] + probs[2] < 1e-50
