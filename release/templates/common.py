@@ -8,6 +8,7 @@ plan's literals); the placeholders above it only make this file importable and l
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 import numpy as np
@@ -178,4 +179,13 @@ def variance_of(noisy_count, noisy_deviations, noisy_squares, lower, upper):
 
 def plain(value):
     return value.item() if hasattr(value, "item") else value
+
+
+def emit(out, path):
+    """The released values as JSON: printed, and written to ``path`` when given."""
+    text = json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False)
+    if path:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    print(text)
 # <<< SHARED

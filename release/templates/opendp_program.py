@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib  # noqa: F401 (the shared code uses it)
-import json
+import json  # noqa: F401 (the shared code writes JSON)
 import math
 import os  # noqa: F401 (the shared code uses it)
 import sys
@@ -49,6 +49,7 @@ from release.templates.common import (  # noqa: E402
     cell_codes,
     check_plan,
     deviations,
+    emit,
     mean_of,
     numbers,
     plain,
@@ -234,11 +235,7 @@ def main(argv=None):
     except (Refused, OSError, ValueError) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 1
-    text = json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-    print(text)
+    emit(out, args.out)
     return 0
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib  # noqa: F401 (the shared code uses it)
-import json
+import json  # noqa: F401 (the shared code writes JSON)
 import math
 import os
 import sys
@@ -53,6 +53,7 @@ from release.templates.common import (  # noqa: E402
     cell_codes,
     check_plan,
     deviations,
+    emit,
     mean_of,
     needed_columns,
     numbers,
@@ -267,11 +268,7 @@ def main(argv=None):
     except (Refused, OSError, ValueError) as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return 1
-    text = json.dumps(out, indent=2, ensure_ascii=False, allow_nan=False)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-    print(text)
+    emit(out, args.out)
     return 0
 
 
