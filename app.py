@@ -27,33 +27,36 @@ PAGES = [
 ]
 
 UPLOAD_CHOICE = "Upload your own CSV"
-UPLOAD_TRIED = "upload_tried_id"   # file_id of the last upload parsed, whether it loaded or not
+UPLOAD_TRIED = "upload_tried_id"   # file_id of the last upload read, whether it loaded or not
 UPLOAD_ERROR = "upload_error"
+UPLOAD_READING = "upload_reading"  # the file being read (state.UploadReading)
+
+
+def _read_upload(upload) -> tuple[datasets.LoadedDataset | None, str | None]:
+    """The dataset in an uploaded file, or None and the message saying why it did not load."""
+    try:
+        return datasets.load_upload(upload.getvalue(), upload.name), None
+    except datasets.DatasetError as exc:
+        return None, str(exc)
+    except Exception as exc:  # noqa: BLE001 — a bad file must never show a traceback
+        # The exception's text is not shown: it may quote the file's content.
+        return None, (f"The file could not be read (unexpected {type(exc).__name__}). "
+                      "Check that it is a CSV file with a header row, save it again "
+                      "as 'CSV UTF-8' and upload it again.")
 
 
 def _load_upload() -> None:
-    """Parse a newly uploaded file once; on failure keep the dataset loaded before.
+    """Read a newly uploaded file once; on failure keep the dataset loaded before.
 
     ``state.UPLOAD_ID`` names the upload that loaded (it keys the caches), so it changes only
-    when a file loads; a file that fails is remembered apart, so it is parsed only once.
+    when a file loads; a file that fails is remembered apart, so it is read only once.
     """
     ss = st.session_state
-    upload = state.new_upload("upload_file", tried=UPLOAD_TRIED, error=UPLOAD_ERROR)
-    if upload is None:
+    loaded = state.read_upload("upload_file", _read_upload, tried=UPLOAD_TRIED,
+                               error=UPLOAD_ERROR, reading=UPLOAD_READING)
+    if loaded is None:
         return
-    try:
-        loaded = datasets.load_upload(upload.getvalue(), upload.name)
-    except datasets.DatasetError as exc:
-        ss[UPLOAD_ERROR] = str(exc)
-        return
-    except Exception as exc:  # noqa: BLE001 — a bad file must never show a traceback
-        # The exception's text is not shown: it may quote the file's content.
-        ss[UPLOAD_ERROR] = (f"The file could not be read (unexpected {type(exc).__name__}). "
-                            "Check that it is a CSV file with a header row, save it again "
-                            "as 'CSV UTF-8' and upload it again.")
-        return
-    ss.pop(UPLOAD_ERROR, None)
-    ss[state.UPLOAD_ID] = upload.file_id
+    ss[state.UPLOAD_ID] = ss[UPLOAD_TRIED]
     ss[state.UPLOADED] = loaded
     ss[state.DATASET] = loaded
 

@@ -6,6 +6,7 @@ and mirrored in ``st.query_params`` so a copied URL reopens the same view.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ import streamlit as st
 
 from dashboard import datasets
 from dashboard.data import schema
+from dashboard.text import plain
 
 DATASET = "dataset"            # the LoadedDataset every page works on (non-widget key)
 UPLOADED = "uploaded_dataset"  # the last upload that loaded, kept while other data is shown
@@ -164,6 +166,65 @@ def forget_when_changed(marker: str, context: tuple, keys: tuple[str, ...]) -> N
             ss[SAVED].pop(key, None)
             st.query_params.pop(key, None)
     ss[marker] = context
+
+
+class UploadReading:
+    """The reading of one uploaded file; it outlives the script run that started it.
+
+    Another page opened while a large file is read starts the next run at once, and the old
+    run stops at its next Streamlit call, a session-state access included: it reads on to the
+    end but cannot store what it read. So the result waits here, off the session state, for
+    the next run to take (``read_upload``).
+    """
+
+    def __init__(self, file_id: str) -> None:
+        self.file_id = file_id
+        self.done = threading.Event()
+        self.loaded: Any = None
+        self.error: str | None = None
+
+    def run(self, read: Callable[[Any], tuple[Any, str | None]], upload: Any) -> None:
+        """Read ``upload`` with ``read`` (the dataset, or None and the message saying why)."""
+        try:
+            self.loaded, self.error = read(upload)
+        finally:
+            self.done.set()
+
+
+def read_upload(key: str, read: Callable[[Any], tuple[Any, str | None]], *, tried: str,
+                error: str, reading: str) -> Any:
+    """What ``read`` made of the file in the uploader ``key``, once per file, else None.
+
+    ``read(upload)`` returns the dataset, or None and the message that ``error`` then keeps.
+    ``tried`` remembers the file id of the last file read, loaded or not, so that a file is
+    read once; it is recorded only when the result is stored, so a run abandoned while it
+    read (another page opened) leaves the file to the next run, which takes the result from
+    ``reading`` (an ``UploadReading``) rather than reading the file again. Removing the file
+    forgets it and its error: the same file chosen again is read again.
+    """
+    ss = st.session_state
+    upload = ss.get(key)
+    if upload is None:
+        for name in (error, tried, reading):
+            ss.pop(name, None)
+        return None
+    if ss.get(tried) == upload.file_id:
+        return None
+    current = ss.get(reading)
+    if current is None or current.file_id != upload.file_id:
+        current = UploadReading(upload.file_id)
+        ss[reading] = current
+        current.run(read, upload)
+    else:   # started by a run another page abandoned: wait for it
+        with st.spinner(f"Still reading {plain(upload.name)}…"):
+            current.done.wait()
+    ss.pop(reading, None)
+    ss[tried] = upload.file_id
+    if current.error is not None:
+        ss[error] = current.error
+        return None
+    ss.pop(error, None)
+    return current.loaded
 
 
 def new_upload(key: str, *, tried: str, error: str) -> Any:
