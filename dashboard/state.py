@@ -181,10 +181,12 @@ class UploadReading:
         self.file_id = file_id
         self.done = threading.Event()
         self.loaded: Any = None
-        self.error: str | None = None
+        self.error: str | None = ("The file's reading stopped before the end: remove it and "
+                                  "upload it again.")
 
     def run(self, read: Callable[[Any], tuple[Any, str | None]], upload: Any) -> None:
-        """Read ``upload`` with ``read`` (the dataset, or None and the message saying why)."""
+        """Read ``upload`` with ``read`` (the dataset, or None and the message saying why);
+        if ``read`` raises, the error set above stays and the exception goes on."""
         try:
             self.loaded, self.error = read(upload)
         finally:
@@ -214,7 +216,8 @@ def read_upload(key: str, read: Callable[[Any], tuple[Any, str | None]], *, trie
     if current is None or current.file_id != upload.file_id:
         current = UploadReading(upload.file_id)
         ss[reading] = current
-        current.run(read, upload)
+        with st.spinner(f"Reading {plain(upload.name)}…"):
+            current.run(read, upload)
     else:   # started by a run another page abandoned: wait for it
         with st.spinner(f"Still reading {plain(upload.name)}…"):
             current.done.wait()

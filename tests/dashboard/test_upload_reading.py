@@ -93,3 +93,19 @@ def test_a_failure_is_kept_once_and_cleared_with_the_file(ss):
     choose(ss, None)
     state.read_upload("upload", read, **KEYS)
     assert "error" not in ss
+
+
+def test_a_reading_that_raised_leaves_a_message(ss):
+    """A reading cut short by an exception the read does not turn into a message: the run
+    that waited for it says so, rather than showing nothing."""
+    choose(ss, "f1")
+    left = state.UploadReading("f1")
+    ss["reading"] = left
+
+    def broken(upload):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        left.run(broken, None)
+    assert state.read_upload("upload", Reader(), **KEYS) is None
+    assert "upload it again" in ss["error"]
