@@ -48,7 +48,7 @@ from engine.queries import (
     RowsPerPerson,
     SumAggregate,
 )
-from engine.sources import FileSource, FrameSource, Source, TableSource
+from engine.sources import FileSource, FrameSource, Source, TableSource, missing_spellings
 
 __all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery"]
 
@@ -63,7 +63,8 @@ _SRC = "__SOURCE__"  # replaced by the source's FROM clause (never by user text)
 _SCHEMAS_KEPT = 256  # column lists remembered (one per source and version)
 #: The types DuckDB may guess for a CSV column: numbers or text, as an upload reads the same
 #: bytes (``dashboard.data.upload``): yes/no, true/false and dates stay text, never BOOLEAN
-#: or DATE (the Spark backend reads its CSVs the same way).
+#: or DATE; a cell holding a missing marker (NA, NULL, …: ``sources.MISSING_MARKERS``) is
+#: missing (the Spark backend reads its CSVs the same way).
 CSV_TYPES = ("BIGINT", "DOUBLE", "VARCHAR")
 
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
@@ -647,8 +648,10 @@ class DuckDBBackend:
             return quote(view), {}
         if isinstance(source, FileSource):
             if source.format == "csv":
-                return (f"read_csv($path, header = true, auto_type_candidates = $csv_types)"
-                        f"{alias}", {"path": str(source.path), "csv_types": list(CSV_TYPES)})
+                return (f"read_csv($path, header = true, auto_type_candidates = $csv_types, "
+                        f"nullstr = $csv_missing){alias}",
+                        {"path": str(source.path), "csv_types": list(CSV_TYPES),
+                         "csv_missing": missing_spellings()})
             path = str(source.path / "**" / "*.parquet") if source.is_folder else str(
                 source.path)
             return f"read_parquet($path){alias}", {"path": path}

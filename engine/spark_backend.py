@@ -40,7 +40,7 @@ from engine.queries import (
     RowsPerPerson,
     SumAggregate,
 )
-from engine.sources import FileSource, FrameSource, Source, TableSource
+from engine.sources import MISSING_MARKERS, FileSource, FrameSource, Source, TableSource
 
 __all__ = ["SparkBackend", "SPARK_ENV", "spark_session"]
 
@@ -105,19 +105,35 @@ def column_kind(data_type: Any) -> str:
 
 
 def _read_csv(session: Any, path: str) -> Any:
-    """A CSV with each column guessed as numbers or text, as DuckDB reads it
-    (``duckdb_backend.CSV_TYPES``) and an upload does: a column Spark would guess boolean,
-    date or timestamp is read as its text."""
-    from pyspark.sql import types as T
+    """A CSV read as DuckDB reads it (``duckdb_backend.CSV_TYPES``) and as an upload does: a
+    cell holding a missing marker (``sources.MISSING_MARKERS``, any letter case) is missing;
+    a column is whole numbers when every other cell is one (spaces around allowed), else
+    numbers when every other cell reads as one, else text (yes/no, true/false and dates
+    stay text). One scan decides the types."""
+    from pyspark.sql import functions as F
 
-    df = session.read.csv(path, header=True, inferSchema=True, escape='"')
-    kept = ("integer", "float", "text")
-    if all(column_kind(f.dataType) in kept for f in df.schema.fields):
-        return df
-    schema = T.StructType([f if column_kind(f.dataType) in kept
-                           else T.StructField(f.name, T.StringType(), True)
-                           for f in df.schema.fields])
-    return session.read.csv(path, header=True, schema=schema, escape='"')
+    raw = session.read.csv(path, header=True, inferSchema=False, escape='"')
+    names = raw.columns
+    markers = sorted(MISSING_MARKERS)
+    cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))
+             .otherwise(F.col(f"c{i}")) for i in range(len(names))]
+    df = raw.toDF(*[f"c{i}" for i in range(len(names))]).select(
+        *[cell.alias(f"c{i}") for i, cell in enumerate(cells)])
+    whole = [F.col(f"c{i}").rlike(r"^\s*[+-]?[0-9]+\s*$")
+             & F.trim(F.col(f"c{i}")).try_cast("long").isNotNull() for i in range(len(names))]
+    number = [F.trim(F.col(f"c{i}")).try_cast("double").isNotNull() for i in range(len(names))]
+    counts = df.agg(*[f for i in range(len(names)) for f in (
+        F.count(F.col(f"c{i}")), _count_if(whole[i]), _count_if(number[i]))]).collect()[0]
+    typed = []
+    for i in range(len(names)):
+        present, wholes, numbers = counts[3 * i], counts[3 * i + 1], counts[3 * i + 2]
+        column = F.col(f"c{i}")
+        if present and wholes == present:
+            column = F.trim(column).try_cast("long")
+        elif present and numbers == present:
+            column = F.trim(column).try_cast("double")
+        typed.append(column.alias(f"c{i}"))
+    return df.select(*typed).toDF(*names)
 
 
 def _missing(column: Any, info: ColumnInfo) -> Any:

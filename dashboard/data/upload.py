@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
+from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
 #: this value; :func:`load_upload` checks it again.
@@ -34,8 +35,9 @@ GZIP_EXPANSION_LIMIT = 4
 NUMERIC_SHARE = 0.95
 #: Column names longer than this are cut.
 MAX_NAME_LENGTH = 200
-#: Cell texts read as missing (compared case-insensitively, after trimming spaces).
-MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
+#: Cell texts read as missing (compared case-insensitively, after trimming spaces): the
+#: engine's, which reads a data-folder CSV with the same markers.
+MISSING_MARKERS = ENGINE_MISSING_MARKERS
 
 
 # --------------------------------------------------------------------------------------------

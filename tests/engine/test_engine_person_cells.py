@@ -12,7 +12,7 @@ import pytest
 
 from dashboard.data.upload import load_upload
 from dpcore.contributions import contribution_cells
-from engine import FileSource, FrameSource, PersonCells
+from engine import FileSource, FrameSource, PersonCells, Profile
 from engine.duckdb_backend import DuckDBBackend
 
 CATEGORIES = ("a", "b", "c", "z")    # "z" has no rows, "d" is outside
@@ -116,20 +116,25 @@ def test_bad_queries_are_refused(bad):
         PersonCells("pid", **fields)
 
 
-CSV = (b"pid,smoker,married,joined,score,note\n"
-       b"1,yes,true,2024-01-02,1,\n"
-       b"2,no,false,2024-01-03,5,x\n"
-       b"3,,TRUE,2024-02-04,0,y\n"
-       b"4,yes,FALSE,,2,\n")
+CSV = (b"pid,smoker,married,joined,score,note,weight\n"
+       b"1,yes,true,2024-01-02,1,,70.5\n"
+       b"2,no,false,2024-01-03,5,x,NA\n"
+       b"3,,TRUE,2024-02-04,0,N/A,null\n"
+       b"4,yes,FALSE,,2,y,80.25\n")
 
 
 def test_a_data_folder_csv_has_the_uploads_column_kinds(duck, tmp_path):
     """The same bytes, uploaded or in the data folder: the same kind for every column (a
-    yes/no or true/false column is text on both paths, not BOOLEAN from the data folder)."""
+    yes/no or true/false column is text on both paths, not BOOLEAN from the data folder; NA,
+    N/A, null are missing on both paths: weight is numbers, not text)."""
     (tmp_path / "same.csv").write_bytes(CSV)
     from_file = duck.columns(FileSource(tmp_path / "same.csv", "csv"))
     uploaded = duck.columns(FrameSource(load_upload(CSV, "same.csv").frame))
     assert [(c.name, c.kind) for c in from_file] == [
         ("pid", "integer"), ("smoker", "text"), ("married", "text"), ("joined", "text"),
-        ("score", "integer"), ("note", "text")]
+        ("score", "integer"), ("note", "text"), ("weight", "float")]
     assert [(c.name, c.kind) for c in uploaded] == [(c.name, c.kind) for c in from_file]
+    profile = {c.name: c.missing for c in duck.run(FileSource(tmp_path / "same.csv", "csv"),
+                                                    Profile()).columns}
+    assert profile == {"pid": 0, "smoker": 1, "married": 0, "joined": 1, "score": 0,
+                       "note": 2, "weight": 2}

@@ -22,6 +22,7 @@ from engine import (
     EngineError,
     FileSource,
     FrameSource,
+    Profile,
     RowsPerPerson,
     TableSource,
 )
@@ -228,5 +229,9 @@ def test_spark_gives_duckdbs_person_cells_and_csv_kinds(spark, duck, tmp_path):
     source = FileSource(tmp_path / "same.csv", "csv")
     assert [(c.name, c.kind) for c in spark.columns(source)] == [
         (c.name, c.kind) for c in duck.columns(source)]
+    assert [c.missing for c in spark.run(source, Profile()).columns] == [
+        c.missing for c in duck.run(source, Profile()).columns]
+    weights = BoundedSum("weight", 0, 100)
+    assert spark.run(source, weights).total == duck.run(source, weights).total == 150.75
     married = spark.run(source, CategoryCounts("married", ("true", "TRUE", "false", "FALSE")))
     assert list(married.counts) == [1, 1, 1, 1]
