@@ -57,6 +57,9 @@ st.warning(
     "like.", icon=":material/visibility:")
 for warning in loaded.warnings:
     st.warning(plain(warning, limit=400), icon=":material/report:")
+if loaded.file is not None and (missing := facts.missing_warning(relation)) is not None:
+    # an upload's parser says it; a data-folder file's count is the engine's (its profile)
+    st.warning(plain(missing, limit=400), icon=":material/report:")
 
 st.subheader("First rows")
 n_rows = controls.select("Rows to show", (5, 10, 20, 50, 100), key="data_preview_rows",

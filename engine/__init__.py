@@ -36,6 +36,7 @@ from engine.queries import (
     BoundedSum,
     CategoryCounts,
     CategoryTable,
+    CellsAggregate,
     ColumnInfo,
     Contribution,
     CountAggregate,
@@ -47,6 +48,7 @@ from engine.queries import (
     GroupedSumAggregate,
     HistogramAggregate,
     NumericBins,
+    PersonCells,
     Profile,
     ProfileAggregate,
     Query,
@@ -70,12 +72,13 @@ from engine.sources import (
 )
 
 __all__ = [
-    "Aggregate", "Binned", "BoundedSum", "CategoryCounts", "CategoryTable", "ColumnInfo",
+    "Aggregate", "Binned", "BoundedSum", "CategoryCounts", "CategoryTable", "CellsAggregate",
+    "ColumnInfo",
     "Contribution", "CountAggregate", "CountRows", "DATA_ENV", "DataFile", "DataFolderError",
     "DistinctAggregate",
     "DistinctValues", "ENGINE_ENV", "Engine", "EngineError", "FileSource", "FrameSource",
     "FirstRows", "GroupedSum", "GroupedSumAggregate", "HistogramAggregate",
-    "NumericBins", "Profile", "ProfileAggregate", "Query", "RowsPerPerson",
+    "NumericBins", "PersonCells", "Profile", "ProfileAggregate", "Query", "RowsPerPerson",
     "RowsPerPersonAggregate",
     "Source", "SumAggregate", "TableAggregate", "TableSource", "data_folder",
     "engine_from_env", "list_data_folder", "open_data_file", "query_key",

@@ -23,6 +23,7 @@ from engine.queries import (
     BinsAggregate,
     CategoryCounts,
     CategoryTable,
+    CellsAggregate,
     ColumnInfo,
     ColumnProfile,
     Contribution,
@@ -30,6 +31,7 @@ from engine.queries import (
     GroupedSumAggregate,
     HistogramAggregate,
     NumericBins,
+    PersonCells,
     ProfileAggregate,
     RowsPerPersonAggregate,
     TableAggregate,
@@ -303,6 +305,28 @@ def rows_per_person_aggregate(rows: Iterable[Sequence[object]]) -> RowsPerPerson
     keys = sorted(sizes)
     return RowsPerPersonAggregate(np.array(keys, dtype=np.int64),
                                   np.array([sizes[k] for k in keys], dtype=np.int64), missing)
+
+
+def person_cells_parts(query: PersonCells, columns: Sequence[ColumnInfo], where: str
+                       ) -> tuple[int, int | None, MatchKind | None]:
+    """(person column, value or category column, how categories match) of a PersonCells."""
+    p = check_contribution(columns, Contribution(query.person, 1), where)
+    assert p is not None
+    if query.column is None:
+        return p, None, None
+    i = numeric_column(columns, query.column, where) if query.categories is None else \
+        column_index(columns, query.column, "column", where)
+    kind = None if query.categories is None else match_kind(columns[i], query.categories, where)
+    return p, i, kind
+
+
+def cells_aggregate(rows: Iterable[Sequence[object]], left_out: object) -> CellsAggregate:
+    """From rows of (1-based group, rows, person rows, person groups, pairs, Σ C, Σ C², Σ Q,
+    Σ raw), in any order: the cells sorted by (group, rows, person rows, person groups)."""
+    table = sorted((int(g) - 1, int(n), int(nn), int(gg), int(k), float(c), float(c2),
+                    float(q), float(raw)) for g, n, nn, gg, k, c, c2, q, raw in rows)
+    columns = list(zip(*table, strict=True)) if table else [()] * 9
+    return CellsAggregate(*(np.array(c) for c in columns), left_out=int(left_out or 0))
 
 
 #: Columns profiled per statement (each distinct count holds a hash table of its own).

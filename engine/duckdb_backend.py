@@ -41,13 +41,14 @@ from engine.queries import (
     FirstRows,
     GroupedSum,
     NumericBins,
+    PersonCells,
     Profile,
     Query,
     RowsAggregate,
     RowsPerPerson,
     SumAggregate,
 )
-from engine.sources import FileSource, FrameSource, Source, TableSource
+from engine.sources import FileSource, FrameSource, Source, TableSource, missing_spellings
 
 __all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery"]
 
@@ -60,6 +61,11 @@ DEFAULT_MEMORY_LIMIT = "1GB"
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _SRC = "__SOURCE__"  # replaced by the source's FROM clause (never by user text)
 _SCHEMAS_KEPT = 256  # column lists remembered (one per source and version)
+#: The types DuckDB may guess for a CSV column: numbers or text, as an upload reads the same
+#: bytes (``dashboard.data.upload``): yes/no, true/false and dates stay text, never BOOLEAN
+#: or DATE; a cell holding a missing marker (NA, NULL, …: ``sources.MISSING_MARKERS``) is
+#: missing (the Spark backend reads its CSVs the same way).
+CSV_TYPES = ("BIGINT", "DOUBLE", "VARCHAR")
 
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
                   "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT")
@@ -456,6 +462,36 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
                          lambda r: _plan.rows_per_person_aggregate(r[0] + r[1]))
 
 
+def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
+                          where: str) -> CompiledQuery:
+    p, i, kind = _plan.person_cells_parts(query, columns, where)
+    x = _col(p)
+    keep = f"NOT {_missing(x, columns[p])}"
+    group, value, params = "1", "CAST(1 AS DOUBLE)", {}
+    if i is not None and kind is not None:      # a histogram: rows per category
+        group = _cell(_col(i), columns[i], kind, "cats")
+        keep += f" AND {group} >= 1"
+        if kind != "never":
+            params["cats"] = _plan.category_values(kind, query.categories)
+    elif i is not None:                         # a sum: the values, read row by row
+        value, missing = _number(_col(i), columns[i])
+        keep += f" AND NOT {missing}"
+    clamped = "v" if query.lower is None else "greatest(least(v, $hi), $lo)"
+    if query.lower is not None:
+        params |= {"lo": query.lower, "hi": query.upper}
+    cells = (f"WITH r AS (SELECT {x} AS p, {group} AS g, {value} AS v FROM {_SRC} "
+             f"WHERE {keep}), "
+             f"pairs AS (SELECT p, g, count(*) AS n, sum({clamped}) AS c, "
+             f"sum({clamped} * {clamped}) AS q, sum(v) AS raw FROM r GROUP BY p, g), "
+             "pp AS (SELECT g, n, c, q, raw, sum(n) OVER (PARTITION BY p) AS nn, "
+             "count(*) OVER (PARTITION BY p) AS gg FROM pairs) "
+             "SELECT g, n, nn, gg, count(*), sum(c), sum(c * c), sum(q), sum(raw) "
+             "FROM pp GROUP BY g, n, nn, gg")
+    left_out = f"SELECT count(*) - count(*) FILTER (WHERE {keep}) FROM {_SRC}"
+    return CompiledQuery((cells, left_out), params,
+                         lambda r: _plan.cells_aggregate(r[0], r[1][0][0]))
+
+
 def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
                       where: str) -> CompiledQuery:
     i = _plan.column_index(columns, query.column, "column", where)
@@ -528,7 +564,8 @@ def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo],
 _COMPILERS: dict[type, Callable[..., CompiledQuery]] = {
     CountRows: _compile_count, BoundedSum: _compile_sum, CategoryCounts: _compile_histogram,
     CategoryTable: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
-    RowsPerPerson: _compile_rows_per_person, DistinctValues: _compile_distinct,
+    RowsPerPerson: _compile_rows_per_person, PersonCells: _compile_person_cells,
+    DistinctValues: _compile_distinct,
     Profile: _compile_profile, NumericBins: _compile_bins, FirstRows: _compile_first_rows,
 }
 
@@ -611,7 +648,10 @@ class DuckDBBackend:
             return quote(view), {}
         if isinstance(source, FileSource):
             if source.format == "csv":
-                return f"read_csv($path, header = true){alias}", {"path": str(source.path)}
+                return (f"read_csv($path, header = true, auto_type_candidates = $csv_types, "
+                        f"nullstr = $csv_missing){alias}",
+                        {"path": str(source.path), "csv_types": list(CSV_TYPES),
+                         "csv_missing": missing_spellings()})
             path = str(source.path / "**" / "*.parquet") if source.is_folder else str(
                 source.path)
             return f"read_parquet($path){alias}", {"path": path}

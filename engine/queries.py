@@ -21,9 +21,11 @@ from numpy.typing import NDArray
 __all__ = [
     "Contribution", "CountRows", "BoundedSum", "CategoryCounts", "CategoryTable", "Binned",
     "GroupedSum",
-    "RowsPerPerson", "DistinctValues", "Profile", "NumericBins", "FirstRows", "Query",
+    "RowsPerPerson", "PersonCells", "DistinctValues", "Profile", "NumericBins", "FirstRows",
+    "Query",
     "CountAggregate", "SumAggregate", "HistogramAggregate", "TableAggregate",
-    "GroupedSumAggregate", "RowsPerPersonAggregate", "DistinctAggregate", "ColumnProfile",
+    "GroupedSumAggregate", "RowsPerPersonAggregate", "CellsAggregate", "DistinctAggregate",
+    "ColumnProfile",
     "ProfileAggregate", "BinsAggregate", "RowsAggregate", "Aggregate", "CategoryKind",
     "category_kind", "MAX_POINTS",
 ]
@@ -347,6 +349,42 @@ class RowsPerPerson:
 
 
 @dataclass(frozen=True)
+class PersonCells:
+    """Who contributes how much, for choosing bounds (``dpcore.contributions.ContributionCells``):
+    per person (and category), the rows and the sum of the clamped values, gathered in cells.
+
+    Rows without a person id are left out; so are, with ``column``, rows without a value (a
+    value is read row by row as a number) and, with ``categories``, rows outside them. Without
+    ``column`` each row counts 1 (a count); with ``categories`` the rows of ``column`` are
+    counted per category (a histogram); otherwise ``column``'s values are summed, clamped to
+    [``lower``, ``upper``] when given (a sum).
+    """
+
+    person: str
+    column: str | None = None
+    lower: float | None = None
+    upper: float | None = None
+    categories: tuple[object, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("person", self.person)
+        if self.column is not None:
+            _check_name("column", self.column)
+        if (self.lower is None) != (self.upper is None):
+            raise ValueError("lower and upper must be given together (or neither)")
+        if self.lower is not None:
+            object.__setattr__(self, "lower", check_bounds(self.lower, self.upper)[0])
+            object.__setattr__(self, "upper", float(self.upper))
+        if self.categories is not None:
+            if self.column is None or self.lower is not None:
+                raise ValueError("categories need a column and no bounds (a histogram)")
+            object.__setattr__(self, "categories",
+                               _check_categories("categories", self.categories))
+        elif self.lower is not None and self.column is None:
+            raise ValueError("lower and upper clamp a column's values: give the column too")
+
+
+@dataclass(frozen=True)
 class DistinctValues:
     """The distinct non-missing values of ``column`` (sorted), at most ``limit`` of them
     (``None``: all of them).
@@ -423,14 +461,14 @@ class FirstRows:
 
 
 Query = (CountRows | BoundedSum | CategoryCounts | CategoryTable | Binned | GroupedSum
-         | RowsPerPerson | DistinctValues | Profile | NumericBins | FirstRows)
+         | RowsPerPerson | PersonCells | DistinctValues | Profile | NumericBins | FirstRows)
 
 
 def query_key(query: Query) -> str:
     """A stable text key for a query (its repr: floats round-trip, strings are quoted)."""
     if not isinstance(query, CountRows | BoundedSum | CategoryCounts | CategoryTable | Binned
-                      | GroupedSum | RowsPerPerson | DistinctValues | Profile | NumericBins
-                      | FirstRows):
+                      | GroupedSum | RowsPerPerson | PersonCells | DistinctValues | Profile
+                      | NumericBins | FirstRows):
         raise TypeError(f"query must be an engine query, got {type(query).__name__}")
     return repr(query)
 
@@ -561,6 +599,35 @@ class RowsPerPersonAggregate:
 
 
 @dataclass(frozen=True, eq=False)
+class CellsAggregate:
+    """The cells of :class:`PersonCells`, sorted by (group, rows, person_rows, person_groups):
+    ``persons[i]`` (person, group) pairs with ``rows[i]`` rows in ``group[i]`` (the 0-based
+    position in the query's categories; 0 without them), whose persons have ``person_rows[i]``
+    rows in ``person_groups[i]`` groups in all; the sum over those pairs of each pair's
+    clamped sum, of its square, of the pair's sum of squared clamped values and of its sum
+    before clamping. ``left_out``: rows without a person id, a value or a category."""
+
+    group: NDArray[np.int64]
+    rows: NDArray[np.int64]
+    person_rows: NDArray[np.int64]
+    person_groups: NDArray[np.int64]
+    persons: NDArray[np.int64]
+    value_sum: NDArray[np.float64]
+    value_sum_squares: NDArray[np.float64]
+    value_squares: NDArray[np.float64]
+    raw_value_sum: NDArray[np.float64]
+    left_out: int
+
+    def __post_init__(self) -> None:
+        for name in ("group", "rows", "person_rows", "person_groups", "persons"):
+            object.__setattr__(self, name, _frozen_ints(getattr(self, name)))
+        for name in ("value_sum", "value_sum_squares", "value_squares", "raw_value_sum"):
+            array = np.array(getattr(self, name), dtype=np.float64)
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+
+
+@dataclass(frozen=True, eq=False)
 class DistinctAggregate:
     """Up to ``limit`` distinct values (all without a limit), sorted; ``more`` says whether
     others exist."""
@@ -611,7 +678,7 @@ class RowsAggregate:
 
 
 Aggregate = (CountAggregate | SumAggregate | HistogramAggregate | TableAggregate
-             | GroupedSumAggregate | RowsPerPersonAggregate | DistinctAggregate
+             | GroupedSumAggregate | RowsPerPersonAggregate | CellsAggregate | DistinctAggregate
              | ProfileAggregate | BinsAggregate | RowsAggregate)
 
 

@@ -21,15 +21,29 @@ from engine.queries import Query, query_key
 
 __all__ = [
     "FrameSource", "FileSource", "TableSource", "Source", "DataFile", "DATA_ENV",
-    "data_folder", "list_data_folder", "open_data_file",
+    "data_folder", "list_data_folder", "open_data_file", "MISSING_MARKERS", "missing_spellings",
 ]
 
 #: The environment variable naming the server's data folder.
 DATA_ENV = "EPSILON_LAB_DATA"
 #: A schema file larger than this is not read (a declaration is a few kilobytes).
 MAX_SCHEMA_BYTES = 1_000_000
+#: A CSV cell holding one of these texts (any letter case) is missing, on every path: an
+#: upload (``dashboard.data.upload``) and a data-folder CSV (DuckDB's and Spark's readers).
+MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
 #: Characters DuckDB's file readers treat as a glob pattern: a file name with one is refused.
 GLOB_CHARACTERS = frozenset("*?[]{}")
+
+
+def missing_spellings() -> list[str]:
+    """Every letter case of every missing marker ("NA", "Na", "nA", "na", …), sorted: what a
+    CSV reader that compares cells exactly (DuckDB's ``nullstr``) is given."""
+    import itertools
+
+    return sorted({"".join(letters) for marker in MISSING_MARKERS for letters in
+                   itertools.product(*[(ch.lower(), ch.upper()) for ch in marker])})
+
+
 _SUFFIXES: tuple[tuple[str, Literal["csv", "parquet"]], ...] = (
     (".csv.gz", "csv"), (".csv", "csv"), (".parquet", "parquet"),
 )

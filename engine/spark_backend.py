@@ -33,13 +33,14 @@ from engine.queries import (
     FirstRows,
     GroupedSum,
     NumericBins,
+    PersonCells,
     Profile,
     Query,
     RowsAggregate,
     RowsPerPerson,
     SumAggregate,
 )
-from engine.sources import FileSource, FrameSource, Source, TableSource
+from engine.sources import MISSING_MARKERS, FileSource, FrameSource, Source, TableSource
 
 __all__ = ["SparkBackend", "SPARK_ENV", "spark_session"]
 
@@ -101,6 +102,38 @@ def column_kind(data_type: Any) -> str:
     if isinstance(data_type, T.BooleanType):
         return "boolean"
     return "other"
+
+
+def _read_csv(session: Any, path: str) -> Any:
+    """A CSV read as DuckDB reads it (``duckdb_backend.CSV_TYPES``) and as an upload does: a
+    cell holding a missing marker (``sources.MISSING_MARKERS``, any letter case) is missing;
+    a column is whole numbers when every other cell is one (spaces around allowed), else
+    numbers when every other cell reads as one, else text (yes/no, true/false and dates
+    stay text). One scan decides the types."""
+    from pyspark.sql import functions as F
+
+    raw = session.read.csv(path, header=True, inferSchema=False, escape='"')
+    names = raw.columns
+    markers = sorted(MISSING_MARKERS)
+    cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))
+             .otherwise(F.col(f"c{i}")) for i in range(len(names))]
+    df = raw.toDF(*[f"c{i}" for i in range(len(names))]).select(
+        *[cell.alias(f"c{i}") for i, cell in enumerate(cells)])
+    whole = [F.col(f"c{i}").rlike(r"^\s*[+-]?[0-9]+\s*$")
+             & F.trim(F.col(f"c{i}")).try_cast("long").isNotNull() for i in range(len(names))]
+    number = [F.trim(F.col(f"c{i}")).try_cast("double").isNotNull() for i in range(len(names))]
+    counts = df.agg(*[f for i in range(len(names)) for f in (
+        F.count(F.col(f"c{i}")), _count_if(whole[i]), _count_if(number[i]))]).collect()[0]
+    typed = []
+    for i in range(len(names)):
+        present, wholes, numbers = counts[3 * i], counts[3 * i + 1], counts[3 * i + 2]
+        column = F.col(f"c{i}")
+        if present and wholes == present:
+            column = F.trim(column).try_cast("long")
+        elif present and numbers == present:
+            column = F.trim(column).try_cast("double")
+        typed.append(column.alias(f"c{i}"))
+    return df.select(*typed).toDF(*names)
 
 
 def _missing(column: Any, info: ColumnInfo) -> Any:
@@ -474,6 +507,42 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
     return plan
 
 
+def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
+                          where: str) -> Plan:
+    """As DuckDB's ``_compile_person_cells``: pairs (person, group), then their cells."""
+    p, i, kind = _plan.person_cells_parts(query, columns, where)
+
+    def plan(df: Any) -> Aggregate:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        keep = ~_missing(F.col(_col(p)), columns[p])
+        group, value = F.lit(1), F.lit(1.0).cast("double")
+        if i is not None and kind is not None:
+            group = _cell(F.col(_col(i)), columns[i], kind, query.categories)
+            keep = keep & (group >= 1)
+        elif i is not None:
+            value, missing = _number(F.col(_col(i)), columns[i])
+            keep = keep & ~missing
+        rows = df.where(keep).select(F.col(_col(p)).alias("p"), group.alias("g"),
+                                     value.alias("v"))
+        c = F.col("v") if query.lower is None else F.greatest(
+            F.least(F.col("v"), F.lit(float(query.upper))), F.lit(float(query.lower)))
+        pairs = rows.groupBy("p", "g").agg(
+            F.count(F.lit(1)).alias("n"), F.sum(c).alias("c"), F.sum(c * c).alias("q"),
+            F.sum("v").alias("raw"))
+        person = Window.partitionBy("p")
+        pairs = pairs.select("g", "n", "c", "q", "raw", F.sum("n").over(person).alias("nn"),
+                             F.count(F.lit(1)).over(person).alias("gg"))
+        cells = pairs.groupBy("g", "n", "nn", "gg").agg(
+            F.count(F.lit(1)), F.sum("c"), F.sum(F.col("c") * F.col("c")), F.sum("q"),
+            F.sum("raw"))
+        left_out = _rows(df.agg(_count_if(~keep)))[0][0]
+        return _plan.cells_aggregate(_rows(cells), left_out)
+
+    return plan
+
+
 def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
                       where: str) -> Plan:
     i = _plan.column_index(columns, query.column, "column", where)
@@ -552,7 +621,8 @@ def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo], where: 
 _COMPILERS: dict[type, Callable[..., Plan]] = {
     CountRows: _compile_count, BoundedSum: _compile_sum, CategoryCounts: _compile_histogram,
     CategoryTable: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
-    RowsPerPerson: _compile_rows_per_person, DistinctValues: _compile_distinct,
+    RowsPerPerson: _compile_rows_per_person, PersonCells: _compile_person_cells,
+    DistinctValues: _compile_distinct,
     Profile: _compile_profile, NumericBins: _compile_bins, FirstRows: _compile_first_rows,
 }
 
@@ -635,7 +705,7 @@ class SparkBackend:
             if isinstance(source, FileSource):
                 path = str(source.path)
                 if source.format == "csv":
-                    df = session.read.csv(path, header=True, inferSchema=True, escape='"')
+                    df = _read_csv(session, path)
                 else:
                     df = session.read.parquet(path)
             elif isinstance(source, TableSource):

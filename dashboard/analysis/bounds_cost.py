@@ -20,17 +20,17 @@ from numpy.typing import NDArray
 from dashboard.analysis.stats_plan import make_plan
 from dashboard.analysis.stats_query import QuerySpec
 from dashboard.choices import PrivacyChoice
+from dashboard.data import facts
 from dashboard.data.model import LoadedDataset
 from dpcore.contributions import (
     ContributionCells,
     ErrorBreakdown,
     MaxRowsSweep,
-    contribution_cells,
     error_breakdown,
     max_rows_sweep,
 )
 from dpcore.quantiles import rows_quantile_probabilities, sample_max_rows
-from engine import RowsPerPerson
+from engine import PersonCells, RowsPerPerson
 
 #: The queries whose cost is broken down (a mean's error is a ratio's: not split here).
 SUPPORTED = ("count", "sum", "histogram")
@@ -74,28 +74,6 @@ def supported(spec: QuerySpec) -> bool:
     return spec.contribution is not None and spec.query in SUPPORTED
 
 
-def _frame_cells(frame: pd.DataFrame, spec: QuerySpec) -> tuple[ContributionCells, int]:
-    """The cells of an in-memory frame (numpy, vectorised); rows without a person id, or
-    without a value or category, are left out (they change no answer)."""
-    person = spec.contribution.person
-    keep = frame[person].notna()
-    if spec.column is not None:
-        keep &= frame[spec.column].notna()
-    if spec.query == "histogram" and spec.categories is not None:
-        keep &= frame[spec.column].astype(str).isin([str(c) for c in spec.categories])
-    rows = frame.loc[keep]
-    if rows.empty:
-        raise ValueError("no row has both a person id and a value: nothing to break down")
-    persons = rows[person].to_numpy()
-    if spec.query == "histogram":   # groups numbered in the sorted order of their labels
-        labels = rows[spec.column].astype(str).to_numpy()
-        return contribution_cells(persons, groups=labels), int((~keep).sum())
-    if spec.query == "sum":
-        return (contribution_cells(persons, values=rows[spec.column].to_numpy(float),
-                                   lower=spec.lower, upper=spec.upper), int((~keep).sum()))
-    return contribution_cells(persons), int((~keep).sum())
-
-
 def _count_cells(relation, person: str) -> tuple[ContributionCells, int]:
     """A count's cells from the engine's rows-per-person histogram (any source, any size)."""
     agg = relation.answer(RowsPerPerson(person))
@@ -106,13 +84,43 @@ def _count_cells(relation, person: str) -> tuple[ContributionCells, int]:
             int(agg.missing_person_rows))
 
 
-def _cells(loaded: LoadedDataset, spec: QuerySpec) -> tuple[ContributionCells, int]:
+def _engine_cells(relation, spec: QuerySpec, categories: tuple[object, ...] | None
+                  ) -> tuple[ContributionCells, int, tuple[str, ...] | None]:
+    """A sum's or a histogram's cells from the engine's per-person aggregates (any source,
+    any size), and a histogram's labels: the categories with rows, sorted as text (the
+    groups are numbered in that order). Rows without a person id, or without a value or
+    category, are left out (they change no answer)."""
+    person = spec.contribution.person
+    if spec.query == "sum":
+        agg = relation.answer(PersonCells(person, spec.column, spec.lower, spec.upper))
+    else:
+        agg = relation.answer(PersonCells(person, spec.column, categories=tuple(
+            facts.engine_categories(relation, spec.column, categories))))
+    if agg.rows.size == 0:
+        raise ValueError("no row has both a person id and a value: nothing to break down")
+    group, labels = agg.group, None
+    if spec.query == "histogram":
+        present = np.unique(agg.group)
+        names = np.array([str(categories[g]) for g in present], dtype=object)
+        order = np.argsort(names.astype(str), kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        group = rank[np.searchsorted(present, agg.group)]
+        labels = tuple(str(n) for n in names[order])
+    return (ContributionCells(group=group.astype(float), rows=agg.rows.astype(float),
+                              persons=agg.persons.astype(float),
+                              person_rows=agg.person_rows.astype(float),
+                              person_groups=agg.person_groups.astype(float),
+                              value_sum=agg.value_sum, value_sum_squares=agg.value_sum_squares,
+                              value_squares=agg.value_squares,
+                              raw_value_sum=agg.raw_value_sum), agg.left_out, labels)
+
+
+def _cells(loaded: LoadedDataset, spec: QuerySpec, categories: tuple[object, ...] | None
+           ) -> tuple[ContributionCells, int, tuple[str, ...] | None]:
     if spec.query == "count":
-        return _count_cells(loaded.relation, spec.contribution.person)
-    if loaded.frame is None:
-        raise ValueError("the breakdown of a sum or histogram needs the data in memory; for a "
-                         "data-folder file it is computed for counts only")
-    return _frame_cells(loaded.frame, spec)
+        return (*_count_cells(loaded.relation, spec.contribution.person), None)
+    return _engine_cells(loaded.relation, spec, categories)
 
 
 def sweep_bounds(largest: int, current: int) -> NDArray[np.int64]:
@@ -137,7 +145,8 @@ def bounds_cost(_loaded: LoadedDataset, data_key: str, spec: QuerySpec, choice: 
     noise_sd = float(np.sqrt(np.mean(np.square(rmse))))
     norm = plan.choice.spec.sensitivity_norm.lower()
     sensitivity = plan.answer.l1_sensitivity if norm == "l1" else plan.answer.l2_sensitivity
-    cells, left_out = _cells(_loaded, spec)
+    categories = spec.categories if spec.categories is not None else plan.labels
+    cells, left_out, labels = _cells(_loaded, spec, categories)
     k = bound.max_groups if spec.query == "histogram" else None
     breakdown = error_breakdown(cells, max_rows=bound.max_rows, max_groups=k,
                                 noise_sd=noise_sd)
@@ -146,10 +155,6 @@ def bounds_cost(_loaded: LoadedDataset, data_key: str, spec: QuerySpec, choice: 
     sweep = max_rows_sweep(cells, sweep_bounds(largest, bound.max_rows), max_groups=k,
                            unit_noise_sd=noise_sd / sensitivity, norm=norm,
                            magnitude=magnitude)
-    labels = None
-    if spec.query == "histogram":   # the categories with rows, sorted (as the cells number them)
-        present = _loaded.frame[[bound.person, spec.column]].dropna()[spec.column].astype(str)
-        labels = tuple(sorted(set(present) & {str(c) for c in plan.labels}))
     return BoundsCost(breakdown, sweep, bound.max_rows, labels, left_out)
 
 

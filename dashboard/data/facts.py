@@ -15,6 +15,7 @@ import pandas as pd
 
 from dashboard.data.model import MAX_CATEGORIES
 from dashboard.data.relation import Relation
+from dashboard.data.upload import missing_cells_warning
 from engine import CategoryCounts, DistinctValues, FirstRows, NumericBins, Profile
 from engine.queries import ColumnProfile, ProfileAggregate
 
@@ -32,6 +33,12 @@ def _column(relation: Relation, column: str) -> ColumnProfile:
         if info.name == column:
             return info
     raise ValueError(f"column {column!r} is not in {relation.describe()}")
+
+
+def missing_warning(relation: Relation) -> str | None:
+    """The upload's warning about missing cells, counted by the engine (NULL or NaN cells
+    per column, in the one-scan profile): the same sentence for a data-folder file."""
+    return missing_cells_warning(sum(c.missing for c in profile_of(relation).columns))
 
 
 def profile_table(relation: Relation) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
+from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
 #: this value; :func:`load_upload` checks it again.
@@ -34,8 +35,9 @@ GZIP_EXPANSION_LIMIT = 4
 NUMERIC_SHARE = 0.95
 #: Column names longer than this are cut.
 MAX_NAME_LENGTH = 200
-#: Cell texts read as missing (compared case-insensitively, after trimming spaces).
-MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
+#: Cell texts read as missing (compared case-insensitively, after trimming spaces): the
+#: engine's, which reads a data-folder CSV with the same markers.
+MISSING_MARKERS = ENGINE_MISSING_MARKERS
 
 
 # --------------------------------------------------------------------------------------------
@@ -607,10 +609,9 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
         frame = frame.loc[~empty_rows].reset_index(drop=True)
         warnings.append(f"{_count(int(empty_rows.sum()), 'row')} with every cell empty or "
                         f"missing {_verb(int(empty_rows.sum()), 'was/were')} dropped.")
-    missing = int(frame.isna().to_numpy().sum())
-    if missing:
-        warnings.append(f"{_count(missing, 'cell', 'is/are')} missing (empty, NA, NaN, NULL "
-                        "or set to missing as said above); queries treat them as missing.")
+    said = missing_cells_warning(int(frame.isna().to_numpy().sum()))
+    if said is not None:
+        warnings.append(said)
     # An all-integer column may have held NaN only in the rows just dropped.
     for name in frame.columns:
         col = frame[name]
@@ -619,6 +620,15 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
             if np.all(values == np.rint(values)) and np.all(np.abs(values) < 2**53):
                 frame[name] = values.astype(np.int64)
     return frame
+
+
+def missing_cells_warning(missing: int) -> str | None:
+    """The warning for ``missing`` cells with no value (None when there are none): an
+    upload's, and a data-folder file's from the engine's count (``facts.missing_warning``)."""
+    if not missing:
+        return None
+    return (f"{_count(missing, 'cell', 'is/are')} missing (empty, NA, NaN, NULL or set to "
+            "missing as said above); queries treat them as missing.")
 
 
 def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,

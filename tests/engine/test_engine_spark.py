@@ -22,6 +22,7 @@ from engine import (
     EngineError,
     FileSource,
     FrameSource,
+    Profile,
     RowsPerPerson,
     TableSource,
 )
@@ -211,3 +212,26 @@ def test_spark_reads_row_by_row_as_duckdb(spark, duck):
         for field in ("total", "rows", "missing", "counts"):
             if hasattr(a, field):
                 assert np.allclose(getattr(a, field), getattr(b, field)), (query, field)
+
+
+def test_spark_gives_duckdbs_person_cells_and_csv_kinds(spark, duck, tmp_path):
+    """The cells of a count, a clamped sum and a histogram (per-person aggregates) and the
+    column kinds of a CSV (yes/no, true/false and dates read as text) are DuckDB's."""
+    from tests.engine.test_engine_person_cells import CSV, QUERIES, assert_cells, people
+
+    frame = people(seed=12)
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    for source in (FrameSource(frame), FileSource(tmp_path / "people.csv", "csv")):
+        for query in QUERIES.values():
+            expected = duck.run(source, query)
+            assert_cells(spark.run(source, query), expected, expected.left_out)
+    (tmp_path / "same.csv").write_bytes(CSV)
+    source = FileSource(tmp_path / "same.csv", "csv")
+    assert [(c.name, c.kind) for c in spark.columns(source)] == [
+        (c.name, c.kind) for c in duck.columns(source)]
+    assert [c.missing for c in spark.run(source, Profile()).columns] == [
+        c.missing for c in duck.run(source, Profile()).columns]
+    weights = BoundedSum("weight", 0, 100)
+    assert spark.run(source, weights).total == duck.run(source, weights).total == 150.75
+    married = spark.run(source, CategoryCounts("married", ("true", "TRUE", "false", "FALSE")))
+    assert list(married.counts) == [1, 1, 1, 1]

@@ -1,0 +1,115 @@
+"""The same file read two ways (issue 21 item 6): uploaded, or from the data folder (and as
+Parquet), it gives the same column types, the same missing-cells warning and the same
+"What the bounds cost" figures — the breakdown of a sum or a histogram computed by the
+engine from per-person aggregates, so that it works for a file of any size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import datasets
+from dashboard.analysis import bounds_cost as bc
+from dashboard.analysis import statistics as stats
+from dashboard.choices import PrivacyChoice
+from dashboard.data import facts
+from dashboard.data.folder import load_data_file
+from dashboard.person import PrivacyUnit
+from engine import list_data_folder
+
+LAPLACE = PrivacyChoice("pure", "laplace", epsilon=1.0)
+
+
+def csv_bytes() -> bytes:
+    """Visits: up to 6 per person, a value (some missing, some outside the bounds), a
+    category, a yes/no flag; a few rows without a person id."""
+    rng = np.random.default_rng(21)
+    rows = 500
+    pid = np.char.add("p", rng.integers(0, 120, rows).astype(str)).astype(object)
+    pid[::41] = None
+    value = np.round(rng.normal(30, 20, rows), 1)
+    value[::17] = np.nan
+    kind = rng.choice(["clinic", "home", "phone"], rows).astype(object)
+    kind[::23] = None
+    flag = rng.choice(["yes", "no"], rows)
+    frame = pd.DataFrame({"pid": pid, "value": value, "kind": kind, "smoker": flag})
+    return frame.to_csv(index=False).encode()
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    """(the upload, the data-folder CSV, the data-folder Parquet file) of the same bytes."""
+    data = csv_bytes()
+    uploaded = datasets.load_upload(data, "visits.csv")
+    root = tmp_path_factory.mktemp("data")
+    (root / "visits.csv").write_bytes(data)
+    uploaded.frame.to_parquet(root / "visits.parquet", index=False)
+    entries = {e.name: e for e in list_data_folder(root)}
+    return (uploaded, load_data_file(entries["visits.csv"]),
+            load_data_file(entries["visits.parquet"]))
+
+
+def test_the_same_column_types(both):
+    uploaded, from_csv, from_parquet = both
+    kinds = [("pid", "text"), ("value", "float"), ("kind", "text"), ("smoker", "text")]
+    assert [(c.name, c.kind) for c in uploaded.relation.column_info()] == kinds
+    # yes/no is text from the data folder too (DuckDB guessed BOOLEAN before)
+    assert [(c.name, c.kind) for c in from_csv.relation.column_info()] == kinds
+    assert [(c.name, c.kind) for c in from_parquet.relation.column_info()] == kinds
+
+
+def test_the_same_missing_cells_warning(both):
+    uploaded, from_csv, from_parquet = both
+    frame = pd.read_csv(pd.io.common.BytesIO(csv_bytes()))
+    missing = int(frame.isna().to_numpy().sum())
+    expected = (f"{missing:,} cells are missing (empty, NA, NaN, NULL or set to missing as "
+                "said above); queries treat them as missing.")
+    assert expected in uploaded.warnings
+    assert facts.missing_warning(from_csv.relation) == expected
+    assert facts.missing_warning(from_parquet.relation) == expected
+    assert facts.missing_warning(uploaded.relation) == expected
+
+
+def specs():
+    unit = PrivacyUnit("pid", 3, 2)
+    return {
+        "count": stats.QuerySpec("count", contribution=stats.contribution_for(unit, "count", 0)),
+        "sum": stats.QuerySpec("sum", "value", 0.0, 50.0,
+                               contribution=stats.contribution_for(unit, "sum", 0)),
+        "histogram": stats.QuerySpec(
+            "histogram", "kind", categories=("clinic", "home", "phone", "video"),
+            contribution=stats.contribution_for(unit, "histogram", 0)),
+        "histogram of the data's categories": stats.QuerySpec(
+            "histogram", "kind", contribution=stats.contribution_for(unit, "histogram", 0)),
+    }
+
+
+@pytest.mark.parametrize("name", list(specs()))
+def test_the_same_bounds_cost(both, name):
+    spec = specs()[name]
+    tables = []
+    for i, loaded in enumerate(both):
+        cost = bc.bounds_cost(loaded, f"two-ways-{i}", spec, LAPLACE, None)
+        assert cost.left_out > 0
+        tables.append((cost.table(), cost.left_out, cost.sweep.rmse, cost.labels))
+    upload_table, left_out, rmse, labels = tables[0]
+    if name.startswith("histogram"):
+        assert labels == ("clinic", "home", "phone")     # "video" has no row
+        assert list(upload_table["Category"]) == list(labels)
+    for table, other_left_out, other_rmse, other_labels in tables[1:]:
+        pd.testing.assert_frame_equal(table, upload_table, rtol=1e-12)
+        assert other_left_out == left_out and other_labels == labels
+        np.testing.assert_allclose(other_rmse, rmse, rtol=1e-12)
+
+
+def test_the_sum_breakdown_is_the_sum_of_the_kept_rows(both):
+    """The true answer and the clamping bias, against pandas on the CSV (not the code under
+    test): every row with a person id and a value."""
+    frame = pd.read_csv(pd.io.common.BytesIO(csv_bytes()))
+    rows = frame.dropna(subset=["pid", "value"])
+    cost = bc.bounds_cost(both[1], "two-ways-1", specs()["sum"], LAPLACE, None)
+    assert cost.breakdown.true_value[0] == pytest.approx(rows["value"].sum())
+    assert cost.breakdown.clamping_bias[0] == pytest.approx(
+        rows["value"].clip(0, 50).sum() - rows["value"].sum())
+    assert cost.left_out == len(frame) - len(rows)
