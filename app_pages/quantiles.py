@@ -102,6 +102,7 @@ with protect:
     alpha = controls.number("Accuracy: within ± α of the true quantile", key="quantiles_alpha",
                             default=qa.default_alpha(loaded, column, bounds),
                             min_value=0.0, max_value=BOUND_LIMIT, in_url=not upload,
+                            format=qa.ALPHA_FORMAT,
                             help="In the column's units: the page gives the exact chance "
                                  "that the release lands this close to the truth.")
     if not alpha > 0:

@@ -59,6 +59,9 @@ MEASURES = {"pure": "Pure DP (ε)", "zcdp": "zCDP (ρ)"}
 DEFAULT_NOISE = {"pure": "exponential", "zcdp": "gumbel"}
 #: The noises, named as everywhere else (the Selection page, a release's description).
 NOISES = {"exponential": sel.NOISES["exponential"], "gumbel": sel.NOISES["gumbel"]}
+#: How α is written, in the accuracy box and in the sentences and table: the same digits in
+#: both (Streamlit's default, two decimals, showed 0.03 for the 0.025 the text used).
+ALPHA_FORMAT = "%g"
 #: ρ the zCDP measure starts with: Gumbel noise at ρ = 1/8 is the same noise as at ε = 1.
 DEFAULT_RHO = 0.125
 SYMBOL = {"pure": "ε", "zcdp": "ρ"}
@@ -334,7 +337,7 @@ def sensitivity_sentence(release: QuantileRelease, unit: PrivacyUnit) -> str:
 
 def results_table(release: QuantileRelease) -> pd.DataFrame:
     """One row per quantile: budget, truth, the simulated release and its exact accuracy."""
-    alpha = f"{release.alpha:g}"
+    alpha = ALPHA_FORMAT % release.alpha
     rows = []
     for x in release.results:
         rows.append({
@@ -374,7 +377,7 @@ def accuracy_sentence(release: QuantileRelease, column: str) -> str:
         return (text + ". The true quantile cannot be read exactly (more than "
                 f"{MAX_CANDIDATES:,} distinct values, or infinite ones), so the chance of "
                 "landing within α of it is not shown.")
-    return (text + f"; it lands within ±{release.alpha:g} of the true value "
+    return (text + f"; it lands within ±{ALPHA_FORMAT % release.alpha} of the true value "
             f"{x.true_value:,.6g} with probability {figures.percent_lower(x.within_alpha)} "
             "(exact, from the distribution below).")
 

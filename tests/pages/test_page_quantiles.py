@@ -285,3 +285,16 @@ def test_a_tiny_rank_error_reads_as_less_than_a_thousandth(tmp_path, monkeypatch
     assert table(at)["Expected rank error"].iloc[0] == "less than 0.001"
     probs = brute_force(values, [1.0, 2.0, 3.0], 0.5, 10.0, 1.0)
     assert 0 < probs[0] + probs[2] < 1e-50
+
+
+def test_the_accuracy_box_shows_the_alpha_the_text_uses(tiny_folder):
+    """α = 0.025 read '0.03' in the box (Streamlit's two decimals) while the sentence and the
+    table said ±0.025: the box now writes the very digits the text does."""
+    at = tiny_app(alpha=0.025)
+    box = next(w for w in at.number_input if w.key == "quantiles_alpha")
+    assert box.value == 0.025
+    shown = box.proto.format % box.value
+    assert shown == "0.025"
+    said = " ".join(m.value for m in at.markdown)
+    assert f"within ±{shown} of the true value" in said
+    assert f"P(|released − true| ≤ {shown})" in table(at).columns
