@@ -36,7 +36,7 @@ def test_selection_page_switches_noise(page, server_url):
     combo = page.locator(".st-key-sel_noise [role='combobox']")
     combo.click()
     combo.fill("Gumbel")
-    page.get_by_role("option", name="Gumbel noise (exponential mechanism)").click()
+    page.get_by_role("option", name="Exponential mechanism (Gumbel noise)").click()
     wait_for_app(page)
     assert_no_exception(page)
     page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=30_000)
