@@ -191,16 +191,15 @@ def clamped_note(run: MechanismRun) -> str:
         return ""
     lower, upper = run.clamped_to
     truth, edges = float(run.true_value), run.summary.edges
-    ends = []
-    if low >= CLAMPED_SHOWN:
-        ends.append("the left end" if lower - truth >= edges[0] else "beyond the left end")
-    if high >= CLAMPED_SHOWN:
-        ends.append("the right end" if upper - truth <= edges[-1] else "beyond the right end")
-    spikes = "the spikes at both ends" if ends == ["the left end", "the right end"] else (
-        f"the spike{'s' if len(ends) > 1 else ''} at {' and '.join(ends)}")
+    on_chart = (low >= CLAMPED_SHOWN and lower - truth >= edges[0],
+                high >= CLAMPED_SHOWN and upper - truth <= edges[-1])
+    spikes = {(True, True): ": the spikes at both ends of the chart",
+              (True, False): ": the spike at the left end of the chart",
+              (False, True): ": the spike at the right end of the chart",
+              (False, False): ""}[on_chart]
     return (f"{percent(low + high)} of the {run.name} releases hit a bound and are clamped to "
             f"[{lower:g}, {upper:g}] ({percent(low)} to {lower:g}, {percent(high)} to "
-            f"{upper:g}): {spikes} of the chart.")
+            f"{upper:g}){spikes}.")
 
 
 def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:

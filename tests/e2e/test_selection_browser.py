@@ -27,7 +27,7 @@ def test_selection_page_switches_noise(page, server_url):
     assert any("How often each candidate" in t for t in chart_titles(page))
     assert page.locator(".st-key-sel_chart .bars path").count() >= 16   # one bar per level
     markdown = " ".join(page.locator("[data-testid='stMarkdown']").all_inner_texts())
-    assert "Exponential noise" in markdown and "is picked" in markdown   # the default
+    assert "Permute-and-flip (exponential noise)" in markdown and "is picked" in markdown
     assert page.locator(".st-key-dataset_choice").count() == 1      # the app's sidebar
     page.locator(".st-key-sel_chart").scroll_into_view_if_needed()
     screenshot(page, "selection_default")
