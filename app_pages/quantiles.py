@@ -23,9 +23,9 @@ problem = None   # what keeps the results from being computed: shown in their pl
 st.title("Quantiles")
 st.caption("The median, quartiles or any percentile of a numeric column: each candidate of a "
            "public grid gets its rank error plus noise, and the smallest is released — more "
-           "likely the closer that candidate's rank is to the quantile's. With exponential "
-           "noise this is permute-and-flip, with Gumbel noise the exponential mechanism. The "
-           "chance of each candidate is known exactly, so is the accuracy.")
+           "likely the closer that candidate's rank is to the quantile's: "
+           f"{qa.NOISES['exponential']} or {qa.NOISES['gumbel']}. The chance of each "
+           "candidate is known exactly, so is the accuracy.")
 loaded = state.dataset()
 relation, data_key = loaded.relation, state.dataset_key()
 upload = data_key.startswith("upload:")
@@ -90,10 +90,10 @@ with protect:
     state.forget_when_changed("quantiles_noise_for", (measure,), ("quantiles_noise",))
     noise = controls.select("Noise", list(qa.NOISES), key="quantiles_noise",
                             default=qa.DEFAULT_NOISE[measure], format_func=qa.NOISES.get,
-                            help="Exponential noise is permute-and-flip: ε-DP, and what a real "
-                                 "release draws under pure DP. Gumbel noise is the "
-                                 "exponential mechanism: OpenDP certifies it under zCDP "
-                                 "(ρ = ε²/8), so a release draws it under zCDP.")
+                            help=f"{qa.NOISES['exponential']}: ε-DP, and what a real "
+                                 f"release draws under pure DP. {qa.NOISES['gumbel']}: "
+                                 "OpenDP certifies it under zCDP (ρ = ε²/8), so a release "
+                                 "draws it under zCDP.")
     if measure == "pure":
         budget = controls.epsilon_slider(key="quantiles_epsilon")
     else:
@@ -102,6 +102,7 @@ with protect:
     alpha = controls.number("Accuracy: within ± α of the true quantile", key="quantiles_alpha",
                             default=qa.default_alpha(loaded, column, bounds),
                             min_value=0.0, max_value=BOUND_LIMIT, in_url=not upload,
+                            format=qa.ALPHA_FORMAT,
                             help="In the column's units: the page gives the exact chance "
                                  "that the release lands this close to the truth.")
     if not alpha > 0:

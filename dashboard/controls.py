@@ -104,11 +104,12 @@ def toggle(label: str, *, key: str, default: bool = False, help: str | None = No
 
 def number(label: str, *, key: str, default: float, min_value: float, max_value: float,
            step: float | None = None, help: str | None = None, container: Any = st,
-           in_url: bool = True) -> float:
+           in_url: bool = True, format: str | None = None) -> float:
     """A number input with hard limits that remembers its value.
 
     ``in_url=False`` keeps the value for the session only: a number suggested from an
-    upload's values (a bound, an answer range) stays out of the URL.
+    upload's values (a bound, an answer range) stays out of the URL. ``format`` is the box's
+    printf format (Streamlit shows a float with two decimals by default).
     """
     is_int = isinstance(default, int) and not isinstance(default, bool)
     cast = int if is_int else float
@@ -119,7 +120,7 @@ def number(label: str, *, key: str, default: float, min_value: float, max_value:
 
     state.remembered(key, default, parse=parse)
     value = container.number_input(label, min_value=min_value, max_value=max_value, step=step,
-                                   key=key, help=help)
+                                   key=key, help=help, format=format)
     if in_url:
         state.remember(key)
     else:

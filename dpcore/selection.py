@@ -29,6 +29,7 @@ from dpcore.sampling import standard_exponential, standard_gumbel, standard_lapl
 
 __all__ = [
     "NOISE_TYPES",
+    "NOISE_LABELS",
     "report_noisy_max",
     "noisy_top_k",
     "noisy_max_privacy",
@@ -43,6 +44,14 @@ __all__ = [
 
 #: The noise distributions report noisy max can add to the scores.
 NOISE_TYPES = ("laplace", "exponential", "gumbel")
+#: One name per noise, everywhere (pickers, sentences, the release plan, a release's
+#: description): the mechanism it makes, then its noise. Exponential noise is permute-and-flip
+#: and Gumbel noise the exponential mechanism, so neither is called "exponential" alone.
+NOISE_LABELS = {
+    "laplace": "Report noisy max (Laplace noise)",
+    "exponential": "Permute-and-flip (exponential noise)",
+    "gumbel": "Exponential mechanism (Gumbel noise)",
+}
 _MEASURES = ("pure", "zcdp")
 
 # Quadrature for selection_probabilities, in units of the noise scale. Beyond WINDOW scale

@@ -208,13 +208,13 @@ def _noisy_max(query_id: str, part: Part, quantile: float | None,
     if nm.noise == "laplace":
         raise Unsupported(
             f"query {query_id!r}: report noisy max with Laplace noise has no OpenDP 0.16 "
-            "measurement; use exponential noise (permute-and-flip), which OpenDP certifies as "
+            "measurement; use permute-and-flip (exponential noise), which OpenDP certifies as "
             "ε-DP and which picks the best at least as often at the same ε")
     if nm.noise == "gumbel" and nm.measure == "pure":
         raise Unsupported(
             f"query {query_id!r}: OpenDP 0.16 certifies the exponential mechanism (Gumbel "
             "noise) in zCDP only (ρ = ε²/8): plan it under zCDP (measure zcdp, ρ), or use "
-            "exponential noise (permute-and-flip), which OpenDP certifies as ε-DP")
+            "permute-and-flip (exponential noise), which OpenDP certifies as ε-DP")
     measure = dp.max_divergence() if nm.noise == "exponential" else (
         dp.zero_concentrated_divergence())
     if quantile is None:

@@ -237,9 +237,9 @@ def _describe(c: Certified) -> dict[str, Any]:
     elif hasattr(mech, "threshold"):
         mechanism = f"partition selection ({mech.noise} noise, threshold {mech.threshold:g})"
     else:
-        mechanism = {"exponential": "report noisy max, exponential noise (permute-and-flip)",
-                     "gumbel": "report noisy max, Gumbel noise (exponential mechanism)"}[
-                         mech.noise]
+        from dpcore.selection import NOISE_LABELS
+
+        mechanism = NOISE_LABELS[mech.noise]
     return {"part": c.part.name, "mechanism": mechanism,
             "opendp": _opendp_name(c),
             "scale": c.part.scale, "opendp_scale": c.opendp_scale,

@@ -586,7 +586,7 @@ def use_epsilon(source: str, kind: str, answer: utility.SmallestEpsilon, *,
         value, text = float(grid[0]), f"{grid[0]:g}"
     if source == "selection":
         settings = SelectionQuery.settings(measure="pure", noise=kind, pure_level=value)
-        name = sel.NOISES[kind].split(" (")[0]
+        name = sel.NOISES[kind]
         how = "pure DP"
     else:
         page_query = StatisticsQuery if source == "statistics" else TablesQuery

@@ -57,8 +57,12 @@ _RNG_OFFSET = 7   # the Quantiles page's own random stream
 #: (OpenDP certifies it with ρ = ε²/8).
 MEASURES = {"pure": "Pure DP (ε)", "zcdp": "zCDP (ρ)"}
 DEFAULT_NOISE = {"pure": "exponential", "zcdp": "gumbel"}
-#: The noises, named as everywhere else (the Selection page, a release's description).
+#: The noises, named as everywhere else (dpcore's labels: the Selection page, the release
+#: plan, a release's description).
 NOISES = {"exponential": sel.NOISES["exponential"], "gumbel": sel.NOISES["gumbel"]}
+#: How α is written, in the accuracy box and in the sentences and table: the same digits in
+#: both (Streamlit's default, two decimals, showed 0.03 for the 0.025 the text used).
+ALPHA_FORMAT = "%g"
 #: ρ the zCDP measure starts with: Gumbel noise at ρ = 1/8 is the same noise as at ε = 1.
 DEFAULT_RHO = 0.125
 SYMBOL = {"pure": "ε", "zcdp": "ρ"}
@@ -313,11 +317,11 @@ def budget_sentence(release: QuantileRelease) -> str:
     how = NOISES[release.noise][0].lower() + NOISES[release.noise][1:]
     if m == 1:
         return (f"**Privacy:** {symbol} = {total} ({measure}), all of it on this one "
-                f"quantile; report noisy min with {how}.")
+                f"quantile; released by {how}, over the grid.")
     return (f"**Privacy:** {symbol} = {total} ({measure}) in all, split equally over the {m} "
             f"quantiles: each is released with {symbol} = {share} (at most), and by "
-            f"sequential composition the releases together spend at most the total; report "
-            f"noisy min with {how}.")
+            f"sequential composition the releases together spend at most the total; each is "
+            f"released by {how}, over the grid.")
 
 
 def sensitivity_sentence(release: QuantileRelease, unit: PrivacyUnit) -> str:
@@ -334,7 +338,7 @@ def sensitivity_sentence(release: QuantileRelease, unit: PrivacyUnit) -> str:
 
 def results_table(release: QuantileRelease) -> pd.DataFrame:
     """One row per quantile: budget, truth, the simulated release and its exact accuracy."""
-    alpha = f"{release.alpha:g}"
+    alpha = ALPHA_FORMAT % release.alpha
     rows = []
     for x in release.results:
         rows.append({
@@ -374,18 +378,18 @@ def accuracy_sentence(release: QuantileRelease, column: str) -> str:
         return (text + ". The true quantile cannot be read exactly (more than "
                 f"{MAX_CANDIDATES:,} distinct values, or infinite ones), so the chance of "
                 "landing within α of it is not shown.")
-    return (text + f"; it lands within ±{release.alpha:g} of the true value "
+    return (text + f"; it lands within ±{ALPHA_FORMAT % release.alpha} of the true value "
             f"{x.true_value:,.6g} with probability {figures.percent_lower(x.within_alpha)} "
             "(exact, from the distribution below).")
 
 
 def distribution_note(release: QuantileRelease) -> str:
     if release.noise == "gumbel":
-        law = ("Gumbel noise is the exponential mechanism: candidate c comes out with "
+        law = (f"{NOISES['gumbel']}: candidate c comes out with "
                "probability proportional to exp(−err(c)/b)")
         scale = "2Δ/ε" if release.measure == "pure" else "2Δ/√(8ρ)"
     else:
-        law = ("exponential noise is permute-and-flip: visit the candidates in a random "
+        law = (f"{NOISES['exponential']}: visit the candidates in a random "
                "order and keep c with probability exp(−(err(c) − best err)/b), else go on")
         scale = "2Δ/ε" if release.measure == "pure" else "2Δ/√(2ρ)"
     return (f"Exact probabilities, not a simulation, of what a release draws: the candidate "

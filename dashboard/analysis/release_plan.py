@@ -70,7 +70,7 @@ def budget_text(query: model.PlanQuery) -> str:
     m = query.mechanism
     if isinstance(query.query, model.MaxRows):
         eps = query.query.epsilons
-        return (f"report noisy max, exponential noise (permute-and-flip), {len(eps)} draw(s) "
+        return (f"{SELECTION_NOISES['exponential']}, {len(eps)} draw(s) "
                 f"at ε = {', '.join(_num(e) for e in eps)} (drawn; not editable)")
     if isinstance(m, model.Noise):
         name = CATALOGUE[m.kind].label
@@ -80,7 +80,7 @@ def budget_text(query: model.PlanQuery) -> str:
         parts.append(f"{name} ({m.measure}), {budget}")
     elif isinstance(m, model.SelectionNoise):
         level = f"ε = {_num(m.epsilon)}" if m.measure == "pure" else f"ρ = {_num(m.rho)}"
-        parts.append(f"report noisy max, {SELECTION_NOISES.get(m.noise, m.noise)}, {level}")
+        parts.append(f"{SELECTION_NOISES.get(m.noise, m.noise)}, {level}")
     if query.threshold is not None:
         t = query.threshold
         level = f"ε = {_num(t.epsilon)}" if t.epsilon is not None else f"ρ = {_num(t.rho)}"

@@ -26,6 +26,7 @@ from dashboard.text import plain
 from dpcore.checks import check_int, check_positive, trial_chunks
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import (
+    NOISE_LABELS,
     NOISE_TYPES,
     expected_score_gap,
     noisy_max_privacy,
@@ -59,26 +60,23 @@ def monotonic_setting(source: str) -> tuple[str, bool]:
 #: The noise a selection starts with: exponential noise (permute-and-flip), which OpenDP
 #: certifies as ε-DP, so what the page starts with can be released as shown.
 DEFAULT_NOISE = "exponential"
-#: One name per noise, everywhere: as a release describes its part ("report noisy max,
-#: exponential noise (permute-and-flip)", release.run), on every page.
-NOISES = {
-    "laplace": "Laplace noise",
-    "exponential": "Exponential noise (permute-and-flip)",
-    "gumbel": "Gumbel noise (exponential mechanism)",
-}
+#: One name per noise, everywhere: dpcore's labels, as a release describes its part
+#: (release.run), as the release plan names it, on every page.
+NOISES = dict(NOISE_LABELS)
 #: The short names, inside a sentence or a legend.
 NOISE_NAMES = {"laplace": "Laplace noise", "exponential": "exponential noise",
                "gumbel": "Gumbel noise"}
 #: The three noises in plain words (the Noise picker's help).
 NOISE_HELP = (
     "Each adds noise to every score and reports the best noisy one (report noisy max); they "
-    "differ in the noise. Laplace: two-sided Laplace noise. Exponential: one-sided "
-    "exponential noise, which is exactly **permute-and-flip** (McKenna & Sheldon 2020): visit "
-    "the candidates in a random order and accept each with probability "
-    "exp(ε·(score − best score)/(2Δ)) (Δ instead of 2Δ for monotonic scores), else go on; it "
-    "is never less accurate than the exponential mechanism. Gumbel: Gumbel noise, which is "
-    "exactly the exponential mechanism (pick with probability proportional to "
-    "exp(ε·score/(2Δ)), again Δ for monotonic scores). A real release (OpenDP 0.16) draws "
+    "differ in the noise. Report noisy max (Laplace noise): two-sided Laplace noise. "
+    "Permute-and-flip (exponential noise): one-sided exponential noise, which makes exactly "
+    "**permute-and-flip** (McKenna & Sheldon 2020): visit the candidates in a random order "
+    "and accept each with probability exp(ε·(score − best score)/(2Δ)) (Δ instead of 2Δ for "
+    "monotonic scores), else go on; it is never less accurate than the exponential "
+    "mechanism. Exponential mechanism (Gumbel noise): Gumbel noise, which makes exactly the "
+    "exponential mechanism (pick with probability proportional to exp(ε·score/(2Δ)), again "
+    "Δ for monotonic scores). A real release (OpenDP 0.16) draws "
     "exponential noise under pure DP or zCDP and Gumbel noise under zCDP (ρ = ε²/8); Laplace "
     "noise has no OpenDP measurement, so it is here to compare, not to release.")
 MEASURES = {"pure": "Pure DP (ε)", "zcdp": "zCDP (ρ)"}
@@ -334,7 +332,7 @@ def privacy_map_text(*, noise: str, measure: str, level: float, sensitivity: flo
     """Markdown: which privacy map turns the level into the scale, with the numbers."""
     c = 1 if monotonic else 2
     cd = "Δ" if monotonic else "2Δ"
-    kind = NOISES[noise].split(" (")[0]
+    kind = NOISES[noise]
     scores = "monotonic scores" if monotonic else "scores that may move in opposite directions"
     rounds = f"k·{cd}" if k > 1 else cd
     parts = [f"**{kind}, {scores}, {MEASURES[measure].split(' (')[0]}**: "]
@@ -347,8 +345,9 @@ def privacy_map_text(*, noise: str, measure: str, level: float, sensitivity: flo
                      f"hence ε₀²/8-zCDP; ρ = k·({cd}/b)²/8, so b = {cd}·√(k/(8ρ)) = "
                      f"**{fmt_value(scale)}** ({nums}).")
     else:
-        parts.append(f"no zCDP bound better than the pure-DP one is known for {kind} "
-                     f"noise: each pick is ε₀-DP with ε₀ = {cd}/b, hence ε₀²/2-zCDP (ρ = ε²/2); "
+        parts.append(f"no zCDP bound better than the pure-DP one is known for "
+                     f"{NOISE_NAMES[noise]}: each pick is ε₀-DP with ε₀ = {cd}/b, hence "
+                     f"ε₀²/2-zCDP (ρ = ε²/2); "
                      f"so ε₀ = √(2ρ/k) = {up(math.sqrt(2 * level / k))} and b = "
                      f"{cd}/ε₀ = **{fmt_value(scale)}** ({nums}). Gumbel noise gets ε²/8 "
                      "instead: at the same ρ it needs half this scale, which makes it the "

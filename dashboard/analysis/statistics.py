@@ -120,12 +120,16 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
         alpha = {c: plan.accuracy(1 - c) for c in CONFIDENCE_OPTIONS}
     rng = np.random.default_rng([seed, _RNG_OFFSET, 0, stream])
     truth = plan.true_value.reshape(1, -1)
+    clamped = plan.clamped_to
+    # the errors of a clamped release, computed as draw_errors computes them (bound − truth)
+    clamped_errors = (None if clamped is None else
+                      tuple(float((np.array([[bound]]) - truth)[0, 0]) for bound in clamped))
 
     def draw_errors(n: int) -> NDArray:
         return plan.sample(n, rng).reshape(n, -1) - truth
 
     summary = summarise_errors(draw_errors, trials=trials, cells=plan.cells, edges=edges,
-                               alphas=alpha)
+                               alphas=alpha, clamped_errors=clamped_errors)
     release = draw_release(plan, seed=seed, release=1, stream=stream)
     density_x = density_y = None
     if plan.closed_form:
@@ -143,7 +147,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
         release=np.asarray(release, dtype=np.float64), summary=summary, alpha=alpha,
         density_x=density_x, density_y=density_y, integer_errors=plan.integer_errors,
         analytic_bias=plan.analytic_bias(), analytic_rmse=plan.analytic_rmse(),
-        sensitivity=sensitivity, scale=scale, explanation=explanation,
+        sensitivity=sensitivity, scale=scale, explanation=explanation, clamped_to=clamped,
     )
 
 

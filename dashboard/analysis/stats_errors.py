@@ -59,6 +59,9 @@ class ErrorSummary:
         Confidence c → share of errors within the closed-form ±alpha (empty without one).
     all_within : dict
         Confidence c → share of releases with every cell within ±(the largest alpha).
+    at_low, at_high : int
+        Errors exactly at the clamped ends (``clamped_errors``): releases raised to the lower
+        bound or lowered to the upper one (0 when nothing is clamped).
     """
 
     edges: NDArray[np.float64]
@@ -77,6 +80,8 @@ class ErrorSummary:
     quantile_from: int
     within_alpha: dict[float, float]
     all_within: dict[float, float] = field(default_factory=dict)
+    at_low: int = 0
+    at_high: int = 0
 
     @property
     def total(self) -> int:
@@ -86,6 +91,11 @@ class ErrorSummary:
     def share_outside(self) -> float:
         return (self.below + self.above) / self.total
 
+    @property
+    def share_clamped(self) -> tuple[float, float]:
+        """(share at the lower bound, share at the upper bound) of all errors."""
+        return self.at_low / self.total, self.at_high / self.total
+
     def density(self) -> NDArray[np.float64]:
         """Share of errors per bin divided by the bin width (comparable with a density)."""
         return self.counts / (self.total * np.diff(self.edges))
@@ -93,7 +103,8 @@ class ErrorSummary:
 
 def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cells: int,
                      edges: ArrayLike, confidences: Sequence[float] = CONFIDENCE_OPTIONS,
-                     alphas: Mapping[float, ArrayLike] | None = None) -> ErrorSummary:
+                     alphas: Mapping[float, ArrayLike] | None = None,
+                     clamped_errors: tuple[float, float] | None = None) -> ErrorSummary:
     """Simulate ``trials`` releases block by block and keep only bins and metrics.
 
     Parameters
@@ -111,6 +122,9 @@ def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cell
     alphas : mapping, optional
         Confidence → closed-form alpha (scalar or per cell): the share of errors within it is
         counted.
+    clamped_errors : (float, float), optional
+        The errors of a release clamped to the lower and to the upper bound (bound − true
+        value, one cell): how many errors equal each is counted.
 
     Returns
     -------
@@ -130,6 +144,7 @@ def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cell
     every = dict.fromkeys(alphas, 0)
     quantiles: dict[float, float] = {}
     quantile_from = 0
+    at_low = at_high = 0
     for n in trial_chunks(trials, cells):
         errors = np.asarray(draw_errors(n), dtype=np.float64).reshape(n, cells)
         flat = errors.reshape(-1)
@@ -144,6 +159,9 @@ def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cell
         for c, alpha in alphas.items():
             inside[c] += int(np.count_nonzero(size <= alpha))
             every[c] += int(np.count_nonzero(np.all(size <= alpha.max(), axis=1)))
+        if clamped_errors is not None:
+            at_low += int(np.count_nonzero(flat == clamped_errors[0]))
+            at_high += int(np.count_nonzero(flat == clamped_errors[1]))
         if not quantiles:
             values = np.quantile(size.reshape(-1), list(confidences), method="inverted_cdf")
             quantiles = {c: float(v) for c, v in zip(confidences, values, strict=True)}
@@ -157,6 +175,7 @@ def summarise_errors(draw_errors: Callable[[int], NDArray], *, trials: int, cell
         abs_error_quantiles=quantiles, quantile_from=quantile_from,
         within_alpha={c: k / total for c, k in inside.items()},
         all_within={c: k / trials for c, k in every.items()},
+        at_low=at_low, at_high=at_high,
     )
 
 
@@ -184,6 +203,8 @@ class MechanismRun:
     sensitivity: str
     scale: str
     explanation: str
+    #: The range the released value is clamped to (a mean's bounds), else None.
+    clamped_to: tuple[float, float] | None = None
 
     def alpha_at(self, confidence: float) -> tuple[float, bool]:
         """(alpha, from_closed_form): the largest closed-form alpha over the cells, else the

@@ -114,6 +114,14 @@ class ReleasePlan:
         """Each part's name, as the release names it ("value" for one mechanism)."""
         return ("value",) if self.closed_form else self.release.names
 
+    @property
+    def clamped_to(self) -> tuple[float, float] | None:
+        """The range a released mean is clamped to (its bounds: ``means_of``); None for the
+        other queries."""
+        if self.spec.query != "mean":
+            return None
+        return self.release.lower, self.release.upper
+
     def accuracy(self, beta: float) -> NDArray[np.float64] | None:
         """Closed-form alpha per cell with P(|error| > alpha) <= beta; None for parts."""
         if not self.closed_form:

@@ -143,9 +143,63 @@ def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
     if exact:
         return (f"{confidence:.0%} of releases are within ±{up(alpha)} of the true "
                 f"{what} ({run.name}, closed form).")
+    how = f"({run.name}, Monte Carlo quantile: the noisy {what} has no closed form)"
+    reach = _bound_reached(run, alpha)
+    if reach is not None:
+        bound, largest = reach
+        if largest:   # the quantile is the largest error there is: every release is within it
+            return (f"The error is at most ±{up(alpha)} — the largest error possible given "
+                    f"the bounds [{run.clamped_to[0]:g}, {run.clamped_to[1]:g}] (a release "
+                    f"clamped to {bound:g}): every release of the {what} is within it, a "
+                    f"figure of the bounds, not of the noise {how}.")
+        return (f"{confidence:.0%} of the simulated releases were within ±{up(alpha)} of the "
+                f"true {what}: ±{up(alpha)} is the distance from the true {what} to the bound "
+                f"{bound:g}, where the releases clamped to it land, so the bounds, not the "
+                f"noise, set this figure {how}.")
     return (f"{confidence:.0%} of the simulated releases were within ±{up(alpha)} of the "
-            f"true {what} ({run.name}, Monte Carlo quantile: the noisy {what} has no closed "
-            f"form).")
+            f"true {what} {how}.")
+
+
+def _bound_reached(run: MechanismRun, alpha: float) -> tuple[float, bool] | None:
+    """(bound, whether it is the farther one) when the simulated ±alpha is the distance from
+    the true value to a bound the release is clamped to (the quantile fell on the releases
+    clamped there); None otherwise."""
+    if run.clamped_to is None:
+        return None
+    truth = float(run.true_value)
+    lower, upper = run.clamped_to
+    distances = {lower: truth - lower, upper: upper - truth}
+    for bound, distance in distances.items():
+        if math.isclose(alpha, distance, rel_tol=1e-9, abs_tol=1e-12):
+            return bound, distance >= max(distances.values())
+    return None
+
+
+#: A share of simulated releases clamped to a bound from which the note under the error chart
+#: says so (a spike of a thousandth of the releases shows beside bins of about a sixtieth).
+CLAMPED_SHOWN = 0.001
+
+
+def clamped_note(run: MechanismRun) -> str:
+    """e.g. '12.3% of the Laplace releases hit a bound and are clamped to [0, 10] (0.4% to 0,
+    11.9% to 10): the spikes at the ends of the chart.' Empty when fewer than
+    :data:`CLAMPED_SHOWN` of them are clamped."""
+    if run.clamped_to is None:
+        return ""
+    low, high = run.summary.share_clamped
+    if low + high < CLAMPED_SHOWN:
+        return ""
+    lower, upper = run.clamped_to
+    truth, edges = float(run.true_value), run.summary.edges
+    on_chart = (low >= CLAMPED_SHOWN and lower - truth >= edges[0],
+                high >= CLAMPED_SHOWN and upper - truth <= edges[-1])
+    spikes = {(True, True): ": the spikes at both ends of the chart",
+              (True, False): ": the spike at the left end of the chart",
+              (False, True): ": the spike at the right end of the chart",
+              (False, False): ""}[on_chart]
+    return (f"{percent(low + high)} of the {run.name} releases hit a bound and are clamped to "
+            f"[{lower:g}, {upper:g}] ({percent(low)} to {lower:g}, {percent(high)} to "
+            f"{upper:g}){spikes}.")
 
 
 def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
@@ -165,6 +219,7 @@ def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
                      "distribution: only the simulation is shown, and ±α is its quantile. "
                      "Releases below 0 are raised to 0 (a spike at the left end when the "
                      "noise is large).")
+    notes.extend(note for note in map(clamped_note, runs) if note)
     if any(run.name == "Clamped Laplace" for run in runs):
         notes.append("Clamped releases pile up exactly at the bounds (a spike the line omits).")
     return " ".join(notes)
@@ -198,12 +253,21 @@ def metrics_table(runs: Sequence[MechanismRun], confidence: float) -> pd.DataFra
             "RMSE, simulated": fmt_value(s.rmse),
             "RMSE, closed form": pooled(run.analytic_rmse, root=True),
             "Mean absolute error, simulated": fmt_value(s.mae),
-            "Bias, simulated": fmt_value(s.bias),
+            bias_row(run): fmt_value(s.bias),
             "Bias, closed form": pooled(run.analytic_bias),
         }
         for key, value in column.items():
             rows.setdefault(key, []).append(value)
     return pd.DataFrame(rows, index=[r.label for r in runs]).T
+
+
+def bias_row(run: MechanismRun) -> str:
+    """The name of the simulated bias's row: the bias of what is released (clamped, for a
+    mean)."""
+    if run.clamped_to is None:
+        return "Bias of the released value, simulated"
+    lower, upper = run.clamped_to
+    return f"Bias of the released value (clamped to [{lower:g}, {upper:g}]), simulated"
 
 
 def release_table(runs: Sequence[MechanismRun]) -> pd.DataFrame:
@@ -265,8 +329,16 @@ CATEGORY_ERRORS_NOTE = ("The noise has the same size in every category, so small
 
 
 def metrics_note(runs: Sequence[MechanismRun]) -> str:
+    quantiles = f"Simulated quantiles use the first {runs[0].summary.quantile_from:,} errors."
+    first = runs[0]
+    if first.query in ("mean", "variance"):
+        kept = (f"clamped to the bounds [{first.clamped_to[0]:g}, {first.clamped_to[1]:g}]"
+                if first.clamped_to is not None else "kept within [0, h²]")
+        return ("RMSE: root mean squared error. Bias: the average of released − true. The "
+                f"released {first.query} is a ratio of noisy numbers {kept}, so it is biased "
+                "whatever the noise: the table gives the bias of what is released, from the "
+                f"simulation (no closed form). {quantiles}")
     unbiased = [choices.mechanism_name(k) for k in choices.RANGE_FREE]
-    return ("RMSE: root mean squared error. Bias: the average of noisy − true; zero for "
+    return ("RMSE: root mean squared error. Bias: the average of released − true; zero for "
             f"{', '.join(unbiased)} noise (symmetric, added without limits), not for "
-            f"{choices.range_names()}. Simulated quantiles use the first "
-            f"{runs[0].summary.quantile_from:,} errors.")
+            f"{choices.range_names()}. {quantiles}")

@@ -396,3 +396,27 @@ def test_curve_caption_rounds_the_level_up():
     curves = sel.CorrectnessCurves(levels, p_correct, chance=0.25)
     caption = sel.curve_caption(curves, noise="laplace", measure="pure")
     assert "from ε ≈ 0.015 upwards" in caption
+
+
+def test_one_name_per_selection_noise_everywhere():
+    """'Exponential (permute-and-flip)' on one page, 'Gumbel (exponential mechanism)' on
+    another, 'report noisy max' for a quantile in the plan (issue 21 item 10): the Selection
+    and Quantiles pages, the release plan and a release's description all read dpcore's
+    labels, each the mechanism first, then its noise."""
+    from dashboard.analysis import quantiles as qa
+    from dashboard.analysis.release_plan import budget_text
+    from dpcore.selection import NOISE_LABELS
+    from plan import model
+    from plan.kinds.quantiles import Quantiles
+
+    assert sel.NOISES == NOISE_LABELS
+    assert qa.NOISES == {k: NOISE_LABELS[k] for k in ("exponential", "gumbel")}
+    assert NOISE_LABELS["exponential"] == "Permute-and-flip (exponential noise)"
+    assert NOISE_LABELS["gumbel"] == "Exponential mechanism (Gumbel noise)"
+    median = Quantiles("x", (0.5,), model.Grid((0.0, 1.0, 2.0)))
+    for noise, expected in (
+            (model.SelectionNoise("exponential", "pure", epsilon=1.0),
+             "Permute-and-flip (exponential noise), ε = 1"),
+            (model.SelectionNoise("gumbel", "zcdp", rho=0.125),
+             "Exponential mechanism (Gumbel noise), ρ = 0.125")):
+        assert budget_text(model.PlanQuery("q", "median", median, noise, "quantiles")) == expected

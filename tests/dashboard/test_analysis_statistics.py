@@ -16,6 +16,7 @@ from scipy import stats as scipy_stats
 
 from dashboard import datasets
 from dashboard.analysis import statistics as stats
+from dashboard.analysis import stats_wording
 from dashboard.controls import PrivacyChoice
 from dpcore import Geometric, Laplace
 from dpcore.checks import MAX_BLOCK_ELEMENTS
@@ -313,3 +314,74 @@ def test_upload_without_domains_uses_data_categories_and_round_bounds():
     assert table["Category"].tolist() == ["blue", "green", "red"]
     np.testing.assert_allclose(table["Relative error % (Laplace)"],
                                np.round(100 * np.abs(run.release - [1, 1, 2]) / [1, 1, 2], 3))
+
+
+# --------------------------------------------------------------------------------------------
+# A released mean is clamped to its bounds: its spikes, its bias, its largest error
+
+
+def released_iris_means(epsilon: float, draws: int, seed: int) -> tuple[np.ndarray, float]:
+    """An independent simulation of what a release of Iris' mean sepal length in [0, 10]
+    draws: clamp((S + Laplace(10/(ε/2))) / max(C + Laplace(1/(ε/2)), 1), 0, 10), the budget
+    split in halves; and the true mean S/C."""
+    values = datasets.load_builtin(IRIS).frame["sepal_length"].dropna().clip(0, 10)
+    total, count = float(values.sum()), float(values.size)
+    rng = np.random.default_rng(seed)
+    noisy_sum = total + rng.laplace(0, 10 / (epsilon / 2), draws)
+    noisy_count = np.maximum(count + rng.laplace(0, 1 / (epsilon / 2), draws), 1)
+    return np.clip(noisy_sum / noisy_count, 0, 10), total / count
+
+
+def iris_mean_run(epsilon: float, trials: int):
+    spec = stats.QuerySpec("mean", "sepal_length", lower=0.0, upper=10.0)
+    plan = stats.make_plan(datasets.load_builtin(IRIS).frame, spec, pure("laplace", epsilon))
+    return stats.run_mechanism(plan, trials=trials, seed=11)
+
+
+def test_a_clamped_mean_counts_its_clamped_releases_and_their_bias():
+    """Iris' mean at ε = 0.1: the page's simulated bias, and its shares of releases clamped to
+    0 and to 10, against an independent simulation of clamp(mean + noise) (issue 21 item 9:
+    the page said 'zero bias for Laplace noise' beside a bias of 0.13, and left the spikes at
+    both ends of the chart unexplained)."""
+    from dashboard.analysis.stats_wording import bias_row
+
+    trials = 200_000
+    run = iris_mean_run(0.1, trials)
+    released, truth = released_iris_means(0.1, 2_000_000, seed=5)
+    assert float(run.true_value) == pytest.approx(truth, rel=1e-12)
+    errors = released - truth
+    standard_error = math.sqrt(errors.var() / trials + errors.var() / released.size)
+    assert abs(errors.mean()) > 10 * standard_error           # the clamped mean is biased
+    assert abs(run.summary.bias - errors.mean()) < 5 * standard_error
+    for shown, share in zip(run.summary.share_clamped,
+                            (np.mean(released == 0), np.mean(released == 10)), strict=True):
+        assert share > stats_wording.CLAMPED_SHOWN
+        assert abs(shown - share) < 5 * math.sqrt(share * (1 - share) / trials)
+    table = stats.metrics_table([run], 0.95)
+    assert bias_row(run) in table.index and "clamped to [0, 10]" in bias_row(run)
+    note = stats.error_chart_note([run], 0.95)
+    assert "releases hit a bound and are clamped to [0, 10]" in note
+    assert "the spikes at both ends of the chart" in note
+    said = stats.metrics_note([run])
+    assert "zero for" not in said and "biased whatever the noise" in said
+
+
+def test_a_mean_whose_error_bound_is_set_by_the_bounds_says_so():
+    """The simulated ±α of a clamped mean is the distance to a bound when the quantile falls
+    on the releases clamped there: at ε = 0.1 the nearer bound 10 (4.157 from the true mean;
+    errors up to 5.843 remain possible), at ε = 0.01 the farther bound 0: every release is
+    within it, the largest error possible."""
+    _, truth = released_iris_means(0.1, 1, seed=0)
+    near = stats.accuracy_sentence(iris_mean_run(0.1, 20_000), 0.95)
+    # ±α is rounded up to 4 significant digits
+    assert f"within ±{math.ceil((10 - truth) * 1e3) / 1e3:.3f} of the true mean" in near
+    assert "the distance from the true mean to the bound 10" in near
+    assert "largest error possible" not in near
+    far = stats.accuracy_sentence(iris_mean_run(0.01, 20_000), 0.95)
+    assert far.startswith(f"The error is at most ±{math.ceil(truth * 1e3) / 1e3:.3f} — the "
+                          "largest error possible given the bounds [0, 10]")
+    assert "every release of the mean is within it" in far
+    # Without clamped releases at the quantile, the sentence is the plain one.
+    plain = stats.accuracy_sentence(iris_mean_run(10.0, 20_000), 0.95)
+    assert plain.startswith("95% of the simulated releases were within") and "bound" not in plain
+    assert "clamped" not in stats.error_chart_note([iris_mean_run(10.0, 20_000)], 0.95)

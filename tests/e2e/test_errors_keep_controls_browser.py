@@ -144,7 +144,7 @@ def test_statistics_error_keeps_every_control(page, server_url):
 
 SELECTION = {
     "sel_source": "Scores typed in (or a small CSV)", "sel_scores_text": "0, 2, 5, 6, 9",
-    "sel_sensitivity": "2.00", "sel_noise": "Gumbel noise (exponential mechanism)",
+    "sel_sensitivity": "2.00", "sel_noise": "Exponential mechanism (Gumbel noise)",
     "sel_measure": "zCDP (ρ)", "sel_zcdp_level": "0.1", "sel_monotonic_typed": True,
     "sel_negate": True, "sel_k": "2", "sel_trials": "100,000",
 }

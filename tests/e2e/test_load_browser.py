@@ -36,7 +36,8 @@ RESULTS = ROOT / "bench" / "results" / "load.txt"
 SENTENCE = re.compile(r"In each category, 95% of releases are within ±([\d,.]+) of the true "
                       r"count \((Laplace|Geometric), closed form\)")
 # the Selection page starts on exponential noise: each session moves to another one
-NOISE_OPTIONS = {"laplace": "Laplace noise", "gumbel": "Gumbel noise (exponential mechanism)"}
+NOISE_OPTIONS = {"laplace": "Report noisy max (Laplace noise)",
+                 "gumbel": "Exponential mechanism (Gumbel noise)"}
 
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 

@@ -27,7 +27,7 @@ def test_selection_page_switches_noise(page, server_url):
     assert any("How often each candidate" in t for t in chart_titles(page))
     assert page.locator(".st-key-sel_chart .bars path").count() >= 16   # one bar per level
     markdown = " ".join(page.locator("[data-testid='stMarkdown']").all_inner_texts())
-    assert "Exponential noise" in markdown and "is picked" in markdown   # the default
+    assert "Permute-and-flip (exponential noise)" in markdown and "is picked" in markdown
     assert page.locator(".st-key-dataset_choice").count() == 1      # the app's sidebar
     page.locator(".st-key-sel_chart").scroll_into_view_if_needed()
     screenshot(page, "selection_default")
@@ -36,7 +36,7 @@ def test_selection_page_switches_noise(page, server_url):
     combo = page.locator(".st-key-sel_noise [role='combobox']")
     combo.click()
     combo.fill("Gumbel")
-    page.get_by_role("option", name="Gumbel noise (exponential mechanism)").click()
+    page.get_by_role("option", name="Exponential mechanism (Gumbel noise)").click()
     wait_for_app(page)
     assert_no_exception(page)
     page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=30_000)

@@ -52,7 +52,8 @@ def shown_epsilon(sentence: str) -> float:
 
 
 def sentence_for(at, mechanism: str) -> str:
-    found = [s.value for s in at.success if s.value.startswith(f"With {mechanism} noise")]
+    """The target sentence of a mechanism, by the start of its name."""
+    found = [s.value for s in at.success if s.value.startswith(f"With {mechanism}")]
     assert len(found) == 1, [s.value for s in at.success]
     return found[0]
 
@@ -240,7 +241,7 @@ def test_selection_query(page):
     scores = counts.true_value
     exact = smallest_epsilon_for_selection(scores, noise="exponential", monotonic=True,
                                            target=0.8).epsilon
-    shown = shown_epsilon(sentence_for(page, "Exponential"))
+    shown = shown_epsilon(sentence_for(page, "Permute-and-flip"))
     assert exact <= shown <= exact * 1.01
     # Plug back independently of the solver: the probability at the shown ε reaches 80%.
     scale = noisy_max_scale(PureDP(shown), noise="exponential", monotonic=True)
@@ -263,8 +264,9 @@ def test_selection_curves_overlay_the_noises(page):
                                categories=list(loaded.domains["education"].categories)
                                ).true_value
     fig = figure(page, 0)
-    for noise, name in (("laplace", "Laplace"), ("exponential", "Exponential"),
-                        ("gumbel", "Gumbel")):
+    for noise, name in (("laplace", "Report noisy max (Laplace noise)"),
+                        ("exponential", "Permute-and-flip (exponential noise)"),
+                        ("gumbel", "Exponential mechanism (Gumbel noise)")):
         exact = smallest_epsilon_for_selection(scores, noise=noise, monotonic=True,
                                                target=0.8).epsilon
         assert exact <= shown_epsilon(sentence_for(page, name)) <= exact * 1.01
@@ -595,7 +597,7 @@ def test_use_this_epsilon_on_the_selection_and_tables_pages(app):
     at = app(PAGE)
     at.radio(key="choose_source").set_value("selection").run()
     at.number_input(key="choose_target_selection").set_value(80.0).run()
-    shown = shown_epsilon(sentence_for(at, "Exponential"))
+    shown = shown_epsilon(sentence_for(at, "Permute-and-flip"))
     at.button(key="choose_use_exponential").click().run()
     no_exception(at)
     assert at.title[0].value.startswith("Selection")

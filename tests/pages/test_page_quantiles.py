@@ -137,7 +137,7 @@ def test_tiny_file_distribution_matches_brute_force_and_simulation(tiny_folder):
     expected_rank = sum(p * e for e, p in zip(errors, expected, strict=True))
     assert float(row["Expected rank error"]) >= expected_rank - 1e-12
     assert any("n = 7 values" in c.value for c in at.main.caption)   # NaN not counted
-    assert "exponential noise (permute-and-flip)" in " ".join(m.value for m in at.markdown)
+    assert "permute-and-flip (exponential noise)" in " ".join(m.value for m in at.markdown)
 
 
 def test_zcdp_with_gumbel_noise_is_the_exponential_mechanism(tiny_folder):
@@ -254,8 +254,8 @@ def test_gumbel_under_pure_dp_offers_the_releasable_alternatives(tiny_folder):
     warning = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "Not releasable as set" in warning and "zCDP" in warning
     first, second = [b for b in at.button if b.key.startswith("quantiles_add_alternative")]
-    assert "Gumbel noise (exponential mechanism), ρ = 0.125" in first.label.replace("\\", "")
-    assert "Exponential noise (permute-and-flip), ε = 1" in second.label.replace("\\", "")
+    assert "Exponential mechanism (Gumbel noise), ρ = 0.125" in first.label.replace("\\", "")
+    assert "Permute-and-flip (exponential noise), ε = 1" in second.label.replace("\\", "")
     first.click().run()
     key = at.session_state["dataset"].key
     [entry] = at.session_state["release_plan_by_dataset"][key]
@@ -285,3 +285,45 @@ def test_a_tiny_rank_error_reads_as_less_than_a_thousandth(tmp_path, monkeypatch
     assert table(at)["Expected rank error"].iloc[0] == "less than 0.001"
     probs = brute_force(values, [1.0, 2.0, 3.0], 0.5, 10.0, 1.0)
     assert 0 < probs[0] + probs[2] < 1e-50
+
+
+def test_the_accuracy_box_shows_the_alpha_the_text_uses(tiny_folder):
+    """α = 0.025 read '0.03' in the box (Streamlit's two decimals) while the sentence and the
+    table said ±0.025: the box now writes the very digits the text does."""
+    at = tiny_app(alpha=0.025)
+    box = next(w for w in at.number_input if w.key == "quantiles_alpha")
+    assert box.value == 0.025
+    shown = box.proto.format % box.value
+    assert shown == "0.025"
+    said = " ".join(m.value for m in at.markdown)
+    assert f"within ±{shown} of the true value" in said
+    assert f"P(|released − true| ≤ {shown})" in table(at).columns
+
+
+def noise_label(at) -> str:
+    """The picked noise as the page's Noise picker names it."""
+    picker = at.selectbox(key="quantiles_noise")
+    return picker.options[picker.index]
+
+
+def test_the_plan_names_a_quantile_by_the_pages_noise_not_report_noisy_max(tiny_folder):
+    """A quantile went into the plan as 'report noisy max, Exponential noise
+    (permute-and-flip)' while the page said 'report noisy min' and the Selection page named
+    its noises otherwise (issue 21 item 10): the plan's row names the mechanism as the
+    page's picker does, for both noises, and so does the Release plan page's table."""
+    at = tiny_app()
+    for measure, budget in (("pure", "ε = 1"), ("zcdp", "ρ = 0.125")):
+        at.selectbox(key="quantiles_measure").select(measure).run()
+        assert not at.exception and not at.error
+        label = noise_label(at)
+        adds = next(c.value for c in at.caption if c.value.startswith("Adds ")).replace("\\", "")
+        assert f" with {label}, {budget}; target" in adds, adds
+        assert "noisy max" not in adds
+    assert noise_label(at) == "Exponential mechanism (Gumbel noise)"
+    at.button(key="quantiles_add_to_plan").click().run()
+    at.switch_page("app_pages/plan.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = " ".join(str(v) for d in at.dataframe for v in d.value.to_numpy().ravel())
+    assert "Exponential mechanism (Gumbel noise), ρ = 0.125" in shown, shown[:500]
+    assert "noisy max" not in shown

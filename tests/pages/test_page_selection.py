@@ -248,7 +248,7 @@ def test_the_level_picking_the_best_90_percent_rounds_up(page):
 
 def test_permute_and_flip_and_monotonic_are_explained_where_they_appear(page):
     noise = page.selectbox(key="sel_noise")
-    assert "Exponential noise (permute-and-flip)" in noise.options
+    assert "Permute-and-flip (exponential noise)" in noise.options
     assert noise.value == "exponential"   # the default: what a release draws under pure DP
     assert "no OpenDP measurement" in noise.help
     assert "permute-and-flip" in noise.help and "random order" in noise.help
@@ -267,7 +267,7 @@ def test_an_unreleasable_noise_says_why_before_it_is_added_and_offers_the_releas
     warning = " ".join(w.value for w in page.warning).replace("\\", "")
     assert "Not releasable as set" in warning and "Laplace noise has no OpenDP" in warning
     [alternative] = [b for b in page.button if b.key.startswith("sel_add_alternative")]
-    assert "Exponential noise (permute-and-flip)" in alternative.label.replace("\\", "")
+    assert "Permute-and-flip (exponential noise)" in alternative.label.replace("\\", "")
     alternative.click().run()
     assert not page.exception
     key = page.session_state["dataset"].key

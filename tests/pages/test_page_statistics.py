@@ -261,3 +261,43 @@ def test_l1_and_l2_sensitivity_are_explained_where_they_appear(stats_page):
     assert not at.exception, [e.value for e in at.exception]
     shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "L2 sensitivity 1" in shown and "square root of the sum of the squared" in shown
+
+
+def test_a_clamped_mean_explains_its_spikes_its_bound_and_its_bias():
+    """Iris' mean sepal length in [0, 10] at ε = 0.1 (issue 21 item 9): the error chart's
+    note says which share of releases is clamped to the bounds (the spikes at both ends), the
+    ±4.157 is the distance to the bound 10 (not a noise figure), and the table's bias is the
+    released, clamped mean's — against an independent simulation of clamp(mean + noise)."""
+    at = open_app("statistics.py", dataset=IRIS)
+    at.selectbox(key="stats_query").select("mean").run()
+    at.select_slider(key="stats_epsilon").set_value(0.1).run()
+    at.selectbox(key="stats_trials").select(100_000).run()
+    assert not at.exception, [e.value for e in at.exception]
+    values = datasets.load_builtin(IRIS).frame["sepal_length"].dropna().clip(0, 10)
+    total, count = float(values.sum()), float(values.size)
+    rng = np.random.default_rng(2)
+    draws = 1_000_000
+    noisy_count = np.maximum(count + rng.laplace(0, 1 / 0.05, draws), 1)
+    released = np.clip((total + rng.laplace(0, 10 / 0.05, draws)) / noisy_count, 0, 10)
+    errors = released - total / count
+    captions = " ".join(c.value for c in at.caption)
+    match = re.search(r"([\d.]+)% of the Laplace releases hit a bound and are clamped to "
+                      r"\[0, 10\] \(([\d.]+)% to 0, ([\d.]+)% to 10\): the spikes at both ends",
+                      captions)
+    assert match, captions
+    for shown, share in zip(match.groups(), (np.mean((released == 0) | (released == 10)),
+                                             np.mean(released == 0), np.mean(released == 10)),
+                            strict=True):
+        assert float(shown) / 100 == pytest.approx(share, abs=4 * math.sqrt(share / 100_000))
+    said = " ".join(m.value for m in at.markdown)
+    distance = math.ceil((10 - total / count) * 1e3) / 1e3
+    assert (f"within ±{distance:.3f} of the true mean: ±{distance:.3f} is the distance from "
+            "the true mean to the bound 10") in said
+    table = at.dataframe[-1].value
+    [row] = [name for name in table.index if name.startswith("Bias of the released value")]
+    assert "clamped to [0, 10]" in row
+    bias = float(table.loc[row].iloc[0])
+    spread = math.sqrt(errors.var() / 100_000 + errors.var() / draws)
+    assert bias == pytest.approx(errors.mean(), abs=5 * spread)
+    assert abs(errors.mean()) > 10 * spread   # not zero: the clamped mean is biased
+    assert "zero for" not in captions
