@@ -122,7 +122,7 @@ class MaxRowsKind(QueryKind):
     def rules(self, query):
         q = query.query
         return [f"max rows per person ({q.drawn:,}) was drawn before the release as a DP "
-                f"{q.level:g}-quantile of rows per person over 1..{q.largest:,}, ties "
+                f"{q.level:g}-quantile of rows per person over 1..{q.largest:,}, tilted "
                 f"towards fewer rows (OpenDP, fresh entropy); {len(q.epsilons)} draw(s) were "
                 "seen, and each is charged in this release"]
 
