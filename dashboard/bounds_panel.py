@@ -112,7 +112,10 @@ def _private_route(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
                                             drawn=chosen.drawn, q=q, epsilon=epsilon),
                         key=f"{prefix}_private_rows")
         st.markdown(f"Each person adds one value (their number of rows), so this quantile has "
-                    f"sensitivity max(q, 1 − q) whatever the bounds. "
+                    f"sensitivity max(q, 1 − q) whatever the bounds. Candidates the quantile "
+                    "cannot tell apart (all above everyone's rows, say) would be equally "
+                    "likely, so each row of the bound also costs one person's worth of score: "
+                    "the draw prefers the smaller, at the same ε. "
                     f"{bc.total_privacy(choice.epsilon, epsilon)} This simulation drew "
                     f"**max rows = {chosen.drawn:,}**.")
         simulated, real = st.columns(2)

@@ -54,6 +54,7 @@ __all__ = [
     "sample_quantile",
     "split_quantile_budget",
     "private_quantiles",
+    "max_rows_scores",
     "rows_quantile_probabilities",
     "sample_max_rows",
     "bin_indices",
@@ -604,6 +605,49 @@ def _rows_histogram(rows: ArrayLike, persons: ArrayLike | None) -> tuple[NDArray
     return n, np.ones_like(n) if weights is None else weights
 
 
+def max_rows_scores(below: ArrayLike, equal: ArrayLike, total: int, q: float
+                    ) -> NDArray[np.uint64]:
+    """The scores of candidates c = 1..K for max rows: OpenDP's quantile scores
+    (:func:`quantile_scores`) plus a public tilt, (c − 1)·max(num, den − num) — one person's
+    worth (the scores' sensitivity) per row of the bound.
+
+    Why: above everyone's rows (or below them), every candidate has the same quantile score,
+    so the q-quantile alone draws uniformly among them — on a balanced panel where everyone
+    has 8 rows, anything from 9 to the cap at a high q or a small ε. The tilt prefers the
+    smaller of the candidates the data can hardly tell apart; where the data do tell them
+    apart it moves the choice by at most about a person per row. The tilt does not depend on
+    the data: neighbouring scores still differ by at most the sensitivity, so the report
+    noisy max on them spends the same ε. Each sum saturates at 2^64 − 1 (1-Lipschitz).
+
+    Parameters
+    ----------
+    below, equal : array_like, shape (K,)
+        #{people with fewer than c rows}, #{people with exactly c rows}, for c = 1..K.
+    total : int
+        The number of people.
+    q : float
+        0 <= q <= 1.
+
+    Returns
+    -------
+    ndarray of uint64, shape (K,)
+    """
+    scores = quantile_scores(below, equal, total, q)
+    num, den = quantile_fraction(q)
+    tilt = np.arange(scores.size, dtype=np.uint64) * np.uint64(max(num, den - num))
+    return np.minimum(scores, np.uint64(_U64_MAX) - tilt) + tilt
+
+
+def _max_rows_errors(rows: ArrayLike, persons: ArrayLike | None, q: float, largest: object
+                     ) -> NDArray[np.float64]:
+    """:func:`max_rows_scores` of candidates 1..``largest`` over den (rank units)."""
+    n, w = _rows_histogram(rows, persons)
+    k = check_int("largest", largest, maximum=MAX_ROWS_CANDIDATE)
+    below, equal, total = candidate_counts(n, np.arange(1.0, k + 1.0), counts=w)
+    _, den = quantile_fraction(q)
+    return max_rows_scores(below, equal, int(total), q).astype(np.float64) / den
+
+
 def rows_quantile_probabilities(
     rows: ArrayLike,
     persons: ArrayLike,
@@ -619,19 +663,18 @@ def rows_quantile_probabilities(
     sensitivity is max(q, 1 − q) under add/remove of a person, whatever their rows. Input is
     the histogram the engine returns: ``persons[i]`` persons have ``rows[i]`` rows. The
     candidates c = 1..K (K = ``largest``) are scored as a release scores them
-    (:func:`quantile_scores`); a person with more than K rows counts above every candidate.
-    ``noise``: exponential noise (ε-DP, what ``release.bounds.draw_max_rows`` draws) by
-    default.
+    (:func:`max_rows_scores`: OpenDP's quantile scores, tilted towards fewer rows); a person
+    with more than K rows counts above every candidate. ``noise``: exponential noise (ε-DP,
+    what ``release.bounds.draw_max_rows`` draws) by default.
 
     Returns
     -------
     ndarray of float64, shape (K,)
         P(released = c) for c = 1..K.
     """
-    n, w = _rows_histogram(rows, persons)
-    k = check_int("largest", largest, maximum=MAX_ROWS_CANDIDATE)
-    return quantile_probabilities(n, np.arange(1.0, k + 1.0), q, epsilon=epsilon, counts=w,
-                                  noise=noise)
+    errors = _max_rows_errors(rows, persons, q, largest)
+    scale = quantile_scale(q, epsilon=epsilon, noise=noise)
+    return selection_probabilities(errors, scale=scale, noise=noise, negate=True)
 
 
 def sample_max_rows(
@@ -649,11 +692,13 @@ def sample_max_rows(
 
     Samples :func:`rows_quantile_probabilities` (seeded: a simulation, not a private draw).
     """
-    n, w = _rows_histogram(rows, persons)
-    k = check_int("largest", largest, maximum=MAX_ROWS_CANDIDATE)
-    out = sample_quantile(n, np.arange(1.0, k + 1.0), q, epsilon=epsilon, counts=w,
-                          trials=trials, noise=noise, rng=rng)
-    return int(out) if np.ndim(out) == 0 else np.asarray(out).astype(np.int64)
+    errors = _max_rows_errors(rows, persons, q, largest)
+    trials = check_trials(trials)
+    rng = check_rng(rng)
+    scale = quantile_scale(q, epsilon=epsilon, noise=noise)
+    index = report_noisy_max(errors, scale=scale, noise=noise, negate=True, trials=trials,
+                             rng=rng)
+    return int(index) + 1 if trials is None else np.asarray(index).astype(np.int64) + 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcore.quantiles import max_rows_scores
 from engine import Engine, engine_from_env
 from engine.queries import RowsPerPerson
 from engine.sources import Source
 from plan.build import max_rows_draw
 from release.errors import DataMismatch
-from release.measurements import certify_max_rows, quantile_scores
+from release.measurements import certify_max_rows
 
 __all__ = ["rank_counts", "draw_max_rows"]
 
@@ -39,7 +40,9 @@ def draw_max_rows(source: Source, person: str, *, level: float, epsilon: float,
                   largest: int, engine: Engine | None = None) -> int:
     """One private draw of max rows: the ``level``-quantile of rows per person over
     candidates 1..``largest``, ε-DP, by OpenDP's report noisy max (exponential noise) on
-    OpenDP's quantile scores; its map is checked against ε before anything is drawn.
+    OpenDP's quantile scores tilted towards fewer rows (``dpcore.quantiles.max_rows_scores``:
+    a public tilt, the same sensitivity); its map is checked against ε before anything is
+    drawn.
 
     Raises
     ------
@@ -58,5 +61,6 @@ def draw_max_rows(source: Source, person: str, *, level: float, epsilon: float,
     except EngineError as exc:
         raise DataMismatch(str(exc)) from None
     below, equal, total = rank_counts(agg.rows, agg.people, largest)
-    index = int(certified.draw(quantile_scores(below, equal, total, level)))
+    scores = max_rows_scores(below, equal, total, level)
+    index = int(certified.draw([int(v) for v in scores]))
     return index + 1

@@ -20,15 +20,17 @@ import pprint
 from pathlib import Path
 from typing import Any
 
+from dpcore.figures import upper
 from dpcore.mechanisms import AdditiveMechanism, spec_of
 from plan import model
 from plan.build import Built, NoisyMax, PartitionThreshold
 from plan.model import Plan
+from release.accounting import Spent
 from release.measurements import OPENDP_VERSION, Certified
 from release.run import prepare
 
 __all__ = ["ProgramUnsupported", "plan_sha256", "opendp_program", "spark_program",
-           "PIPELINE_DP_VERSION"]
+           "every_run", "PIPELINE_DP_VERSION"]
 
 #: The PipelineDP release the Spark program is written for.
 PIPELINE_DP_VERSION = "0.3.1"
@@ -43,6 +45,22 @@ def plan_sha256(plan: Plan) -> str:
     """``sha256:`` and the hex digest of the plan's JSON text (UTF-8): the plan a program
     releases, checked by the program at start."""
     return "sha256:" + hashlib.sha256(plan.to_json().encode("utf-8")).hexdigest()
+
+
+def _spends(spent: Spent) -> str:
+    """``ε = … (δ = …)``, and the plan's total ρ in zCDP: each rounded up."""
+    figures = f"δ = {upper(spent.delta, 4)}"
+    if spent.rho is not None:
+        figures += f"; ρ = {upper(spent.rho, 4)}"
+    return f"ε = {upper(spent.epsilon, 4)} ({figures})"
+
+
+def every_run(spent: Spent) -> str:
+    """What a program says when it starts (and in its header): each run is a new release of
+    the same people, spending ``spent`` (rounded up) every time, outside the app's ledger."""
+    return ("This program makes a new differentially private release of these data each time "
+            f"it runs; it spends {_spends(spent)} every run and is not recorded in Epsilon "
+            "Lab's ledger.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,6 +213,7 @@ def opendp_program(plan: Plan) -> str:
         queries.append(record)
     unit = plan.privacy_unit
     constants = _constants(plan, {
+        "EVERY_RUN": every_run(prepared.spent),
         "DATASET": plan.dataset.name,
         "OPENDP_VERSION": OPENDP_VERSION,
         "PERSON_COLUMN": unit.person_column,
@@ -204,7 +223,7 @@ def opendp_program(plan: Plan) -> str:
         "PRIVACY_SPENT": {"epsilon": prepared.spent.epsilon, "delta": prepared.spent.delta},
         "QUERIES": queries,
     })
-    return _program("opendp_program", constants)
+    return _program("opendp_program", constants, prepared.spent)
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,6 +295,7 @@ def spark_program(plan: Plan) -> str:
         queries.append(record)
     unit = plan.privacy_unit
     constants = _constants(plan, {
+        "EVERY_RUN": every_run(prepared.planned),
         "DATASET": plan.dataset.name,
         "PIPELINE_DP_VERSION": PIPELINE_DP_VERSION,
         "PERSON_COLUMN": unit.person_column,
@@ -285,7 +305,7 @@ def spark_program(plan: Plan) -> str:
                           "delta": prepared.planned.delta},
         "QUERIES": queries,
     })
-    return _program("spark_program", constants)
+    return _program("spark_program", constants, prepared.planned)
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,11 +340,19 @@ def _assigned(text: str) -> list[str]:
     return names
 
 
-def _program(template: str, constants: str) -> str:
+#: The template header's words that the program's figures replace.
+_SPENDS = "the plan's total every run"
+
+
+def _program(template: str, constants: str, spent: Spent) -> str:
     """The template ``release/templates/<template>.py`` with its PLAN block (placeholders)
-    replaced by ``constants`` (the plan's literals: the same names, checked) and its SHARED
-    block by the shared code of ``common.py``."""
+    replaced by ``constants`` (the plan's literals: the same names, checked), its SHARED
+    block by the shared code of ``common.py``, and its header's "the plan's total every
+    run" by ``spent``'s figures (numbers only: no text of the plan enters the header)."""
     head, placeholders, rest = _blocks(_template(template), "PLAN")
+    if head.count(_SPENDS) != 1:  # pragma: no cover
+        raise AssertionError(f"{template}: the header does not say what a run spends")
+    head = head.replace(_SPENDS, f"{_spends(spent)} every run")
     if _assigned(placeholders) != _assigned(constants):  # pragma: no cover
         raise AssertionError(f"{template}: the plan's names differ from the template's")
     middle, _, body = _blocks(rest, "SHARED")

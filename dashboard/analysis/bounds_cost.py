@@ -177,8 +177,9 @@ class PrivateChoice:
 @st.cache_data(show_spinner=False, max_entries=16)
 def private_max_rows(_loaded: LoadedDataset, data_key: str, person: str, q: float,
                      epsilon: float, largest: int, seed: int) -> PrivateChoice:
-    """Cached: the exponential mechanism's q-quantile of rows per person over 1..``largest``
-    (a public cap), exactly, and one draw at ``seed`` (a simulation of the private choice)."""
+    """Cached: the DP q-quantile of rows per person over 1..``largest`` (a public cap),
+    tilted towards fewer rows, exactly, and one draw at ``seed`` (a simulation of the
+    private choice)."""
     agg = _loaded.relation.answer(RowsPerPerson(person))
     if agg.total_people == 0:
         raise ValueError(f"no row has a value in {person}")

@@ -3,6 +3,8 @@ distribution of a privately chosen max rows."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
@@ -29,12 +31,18 @@ def tuning_curve(sweep: MaxRowsSweep, *, current: int, unit: str = "") -> go.Fig
     at_best = float(sweep.rmse[np.searchsorted(x, best)])
     fig.add_trace(go.Scatter(x=[best], y=[at_best], mode="markers", name=f"best: {best:,}",
                              marker={"symbol": "star", "size": 16, "color": PALETTE[0]}))
-    fig.add_vline(x=current, line_dash="dash", line_color="#444",
-                  annotation_text=f"now: {current:,}", annotation_position="top left")
+    fig.add_vline(x=current, line_dash="dash", line_color="#444")
+    # an annotation on a log axis is placed in log10 units (a shape in data units): placed by
+    # add_vline at x = current, "now: 8" sat at 10^8 and stretched the axis to it
+    fig.add_annotation(x=math.log10(current), y=1, xref="x", yref="paper", showarrow=False,
+                       text=f"now: {current:,}", xanchor="right", yanchor="bottom")
     finish(fig, title="Total error against max rows per person — computed on the raw data: "
                       "NOT private", x_title="max rows per person (log scale)",
            y_title=f"error {unit}".strip())
-    fig.update_xaxes(type="log")
+    # the candidates plotted and nothing beyond; 1, 2, 5, 10, 20, 50 … labelled
+    low, high = math.log10(min(x.min(), current)), math.log10(max(x.max(), current))
+    pad = max(0.04 * (high - low), 0.05)
+    fig.update_xaxes(type="log", range=[low - pad, high + pad], dtick="D2")
     return fig
 
 

@@ -123,5 +123,7 @@ def rows_per_person(rows: ArrayLike, people: ArrayLike, *, person: str,
     name = svg_text(person)
     finish(fig, title=f"Rows per person ({name})", x_title="rows of one person",
            y_title="people (log scale)")
-    fig.update_yaxes(type="log")
+    # powers of ten only (1, 10, 100 …): plotly labels every minor tick of a short log range
+    top = math.log10(max(int(people.max()), 1))
+    fig.update_yaxes(type="log", dtick=1, tickformat=",d", range=[-0.1, top + 0.15])
     return fig

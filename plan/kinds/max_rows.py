@@ -1,6 +1,7 @@
 """Max rows chosen privately: the privacy unit's max rows drawn, before the release, as a DP
 quantile of rows per person (report noisy max with exponential noise over candidates
-1..largest); every draw the planner saw is charged, and the release publishes the value."""
+1..largest, the scores tilted towards fewer rows: ``dpcore.quantiles.max_rows_scores``);
+every draw the planner saw is charged, and the release publishes the value."""
 
 from __future__ import annotations
 
@@ -121,9 +122,9 @@ class MaxRowsKind(QueryKind):
     def rules(self, query):
         q = query.query
         return [f"max rows per person ({q.drawn:,}) was drawn before the release as a DP "
-                f"{q.level:g}-quantile of rows per person over 1..{q.largest:,} (OpenDP, "
-                f"fresh entropy); {len(q.epsilons)} draw(s) were seen, and each is charged "
-                "in this release"]
+                f"{q.level:g}-quantile of rows per person over 1..{q.largest:,}, tilted "
+                f"towards fewer rows (OpenDP, fresh entropy); {len(q.epsilons)} draw(s) were "
+                "seen, and each is charged in this release"]
 
     def spark_reason(self, spec):
         return ""

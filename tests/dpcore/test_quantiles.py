@@ -268,17 +268,38 @@ def test_private_quantiles_use_their_share_of_the_budget():
 # --- a private max_rows ---------------------------------------------------------------------------
 
 
-def test_rows_quantile_is_the_quantile_of_rows_per_person():
+def test_rows_quantile_is_the_tilted_quantile_of_rows_per_person():
+    """The rank error of each candidate c, plus (c − 1)·max(q, 1 − q): one person's worth
+    per row of the bound (issue 21 item 11), under permute-and-flip at scale 2Δ/ε."""
     rows, persons = np.array([1, 2, 3, 7, 150]), np.array([500, 200, 80, 10, 2])
     per_person = np.repeat(rows, persons).astype(float)
     got = rows_quantile_probabilities(rows, persons, 0.9, epsilon=0.5, largest=20)
+    c = np.arange(1.0, 21.0)
+    below = (per_person[None, :] < c[:, None]).sum(axis=1)
+    above = (per_person[None, :] > c[:, None]).sum(axis=1)
+    errors = np.abs(0.1 * below - 0.9 * above) + 0.9 * (c - 1)
     np.testing.assert_allclose(   # exponential noise: what a real draw of max rows uses
-        got, quantile_probabilities(per_person, np.arange(1.0, 21.0), 0.9, epsilon=0.5,
-                                    noise="exponential"), rtol=1e-12)
+        got, selection_probabilities(errors, scale=2 * 0.9 / 0.5, noise="exponential",
+                                     negate=True), rtol=1e-9, atol=1e-300)
     # one person removed (any number of rows): within ε, the sensitivity max(q, 1 − q)
     fewer = rows_quantile_probabilities(rows, persons - np.array([0, 0, 0, 0, 1]), 0.9,
                                         epsilon=0.5, largest=20)
     assert np.max(np.abs(np.log(got) - np.log(fewer))) <= 0.5 * (1 + 1e-12)
+
+
+def test_a_balanced_panel_draws_its_rows_per_person():
+    """545 people with 8 rows each, q = 0.99, ε = 1, candidates 1..100: every candidate
+    above 8 has the same quantile score (0.01·545), so the untilted quantile drew 8 with
+    probability 0.17 and otherwise anything from 9 to 100 (issue 21 item 11). Tilted, the
+    exponential mechanism's closed form (which permute-and-flip's P(best) is never below,
+    McKenna & Sheldon 2020) gives 8 at least 1 / (1 + Σ_j e^(−(5.45 + 0.99·j)/1.98)) ≈ 0.91."""
+    p = rows_quantile_probabilities([8], [545], 0.99, epsilon=1.0, largest=100)
+    j = np.arange(1, 93)     # candidates 9..100; those below 8 score 0.99·545 + tilt
+    em_best = 1 / (1 + np.sum(np.exp(-(0.01 * 545 + 0.99 * j) / (2 * 0.99))))
+    assert em_best > 0.9 and p[7] >= em_best * (1 - 1e-9)
+    drawn = sample_max_rows([8], [545], 0.99, epsilon=1.0, largest=100, trials=4000,
+                            rng=np.random.default_rng(21))
+    assert np.mean(drawn == 8) > 0.88 and np.mean(drawn <= 10) > 0.97
 
 
 def test_sample_max_rows_returns_candidates():

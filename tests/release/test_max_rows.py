@@ -73,8 +73,9 @@ def test_a_plan_whose_unit_does_not_use_the_drawn_value_is_refused():
 @pytest.mark.slow
 def test_the_real_draw_follows_opendps_quantile_law():
     """2,000 OpenDP draws (unseeded) at ε = 0.1 on people with 1..6 rows: the 50 % quantile's
-    draws land where the exact exponential-noise law (permute-and-flip on OpenDP's scores,
-    computed here independently by enumerating the noisy argmin) puts them."""
+    draws land where the exact exponential-noise law (permute-and-flip on OpenDP's scores
+    tilted by one person's worth per row, computed here independently by enumerating the
+    noisy argmin) puts them."""
     rows = np.array([1, 2, 3, 4, 5, 6])
     people = np.array([40, 30, 10, 10, 5, 5])
     frame = pd.DataFrame({"pid": np.repeat(np.arange(people.sum()),
@@ -86,6 +87,7 @@ def test_the_real_draw_follows_opendps_quantile_law():
     below, equal, total = rank_counts(rows, people, largest)
     greater = total - np.asarray(below) - np.asarray(equal)
     scores = np.abs(np.asarray(below) - np.asarray(greater)) / 2.0   # OpenDP's, q = 1/2
+    scores += np.arange(largest) / 2.0     # the tilt: (c − 1)·max(q, 1 − q)
     # permute-and-flip with sensitivity 1/2 (one person moves a rank error by at most 1/2)
     rng = np.random.default_rng(7)
     noise = rng.exponential(scale=2 * 0.5 / eps, size=(400_000, largest))
@@ -96,6 +98,17 @@ def test_the_real_draw_follows_opendps_quantile_law():
     chi2 = float(np.sum((seen[keep] - 2000 * expected[keep]) ** 2 / (2000 * expected[keep])))
     assert chi2 < 40, (seen, np.round(expected * 2000))
     assert len(set(draws.tolist())) > 1    # fresh entropy: not one seeded value
+
+
+@pytest.mark.slow
+def test_a_balanced_panels_real_draw_is_its_rows_per_person():
+    """545 people × 8 rows, q = 0.99, ε = 1, candidates 1..100 (issue 21 item 11): OpenDP's
+    draws are 8 with probability ≥ 0.91 (test_quantiles' closed form); untilted, 0.17."""
+    frame = pd.DataFrame({"pid": np.repeat(np.arange(545), 8)})
+    engine = Engine(DuckDBBackend(threads=1))
+    draws = np.array([draw_max_rows(FrameSource(frame), "pid", level=0.99, epsilon=1.0,
+                                    largest=100, engine=engine) for _ in range(200)])
+    assert np.mean(draws == 8) > 0.8, np.bincount(draws)    # mean 0.95: 10 sd above 0.8
 
 
 def _unit(at):

@@ -1,0 +1,40 @@
+"""The bounds' figures (issue 21, item 11): the tuning curve's x-axis spans the candidates
+plotted (not 10 million when max rows ≤ 8) and labels 1, 2, 5, 10 …; the rows-per-person
+chart labels powers of ten only."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dashboard.charts.bounds_cost import tuning_curve
+from dashboard.charts.data import rows_per_person
+from dpcore.contributions import MaxRowsSweep
+
+
+def _layout(fig) -> dict:
+    return json.loads(fig.to_json())["layout"]
+
+
+@pytest.mark.parametrize("current", [1, 3, 8])
+def test_the_tuning_curves_axis_spans_the_candidates_plotted(current):
+    bounds = np.arange(1, 9)
+    sweep = MaxRowsSweep(bounds, np.zeros(8), np.zeros(8), np.ones(8), np.ones(8), 4)
+    layout = _layout(tuning_curve(sweep, current=current))
+    low, high = layout["xaxis"]["range"]
+    assert layout["xaxis"]["type"] == "log"
+    assert -0.2 < low <= 0.0 and math.log10(8) <= high < math.log10(8) + 0.2
+    assert layout["xaxis"]["dtick"] == "D2"        # 1, 2, 5 labelled: no minor ticks
+    [now] = [a for a in layout["annotations"] if a["text"].startswith("now")]
+    assert now["x"] == pytest.approx(math.log10(current))   # log units on a log axis
+
+
+def test_the_rows_per_person_chart_labels_powers_of_ten_only():
+    fig = rows_per_person([8], [545], person="pid", max_rows=8)
+    axis = _layout(fig)["yaxis"]
+    assert axis["type"] == "log" and axis["dtick"] == 1
+    low, high = axis["range"]
+    assert low < 0 < math.log10(545) < high < math.log10(545) + 0.5
