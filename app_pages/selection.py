@@ -141,6 +141,9 @@ except (ValueError, TypeError) as exc:
 
 st.markdown(summary.map_text)
 st.markdown(sel.pick_sentence(summary, measure=measure, level=level, negate=negate, k=k))
+tie = sel.tie_note(summary, negate=negate, source=source)
+if tie:
+    st.info(tie, icon=":material/balance:")
 m1, m2, m3 = st.columns(3)
 m1.metric("P(best picked), exact", sel.fmt_share(summary.p_correct))
 m2.metric(f"Expected {'revenue' if prices else 'score'} lost (best − picked)",
