@@ -23,7 +23,8 @@ st.caption("A count, sum or mean for every group of one or two columns, or a cou
            "of a numeric column (a binned histogram). With public keys (declared categories, "
            "bin edges) every group is released, empty ones too. Without them the groups "
            "themselves are private: a group is released only if its noisy count clears a "
-           "threshold (partition selection), and that costs a small δ.")
+           "threshold ([partition selection](./glossary#partition-selection)), and that costs a "
+           "small [δ](./glossary#delta).")
 loaded = state.dataset()
 data_key = state.dataset_key()
 upload = data_key.startswith("upload:")

@@ -24,8 +24,9 @@ st.title("Quantiles")
 st.caption("The median, quartiles or any percentile of a numeric column: each candidate of a "
            "public grid gets its rank error plus noise, and the smallest is released — more "
            "likely the closer that candidate's rank is to the quantile's. With exponential "
-           "noise this is permute-and-flip, with Gumbel noise the exponential mechanism. The "
-           "chance of each candidate is known exactly, so is the accuracy.")
+           "noise this is [permute-and-flip](./glossary#report-noisy-max), with Gumbel noise "
+           "the exponential mechanism. The chance of each candidate is known exactly, so is "
+           "the accuracy.")
 loaded = state.dataset()
 relation, data_key = loaded.relation, state.dataset_key()
 upload = data_key.startswith("upload:")

@@ -80,7 +80,8 @@ def pricing_scores() -> tuple:
 
 st.title("Selection")
 st.markdown("Which category is most common? Which price earns most? A private answer adds "
-            "noise to every candidate's score and reports the best noisy one. The question "
+            "noise to every candidate's score and reports the best noisy one ([report noisy "
+            "max](./glossary#report-noisy-max)). The question "
             "here is not how far off a number is, but **how often the right candidate is "
             "picked**.")
 left, right = st.columns(2, gap="large")
