@@ -145,6 +145,10 @@ st.markdown(sel.pick_sentence(summary, measure=measure, level=level, negate=nega
 tie = sel.tie_note(summary, negate=negate, source=source)
 if tie:
     st.info(tie, icon=":material/balance:")
+if tie and source == "data" and summary.best.all():   # ε changes nothing: offer a case it does
+    st.button("Show a case where ε matters (scores typed in)", key="sel_show_untied",
+              on_click=lambda: st.session_state.update(sel_source="typed"),
+              icon=":material/swap_horiz:")
 m1, m2, m3 = st.columns(3)
 m1.metric("P(best picked), exact", sel.fmt_share(summary.p_correct))
 m2.metric(f"Expected {'revenue' if prices else 'score'} lost (best − picked)",

@@ -243,6 +243,13 @@ def test_a_tie_is_said_plainly_where_epsilon_changes_nothing(page):
     [note] = [i.value for i in page.info if "tie" in i.value]
     assert "all 3 candidates have the same score" in note and "100% at every" in note
     assert "type scores" in note
+    # one click to a case where ε matters: the default typed scores 0, 2, 4, 6
+    page.button(key="sel_show_untied").click().run()
+    assert page.selectbox(key="sel_source").value == "typed"
+    curves = [values(t["y"]).astype(float) for t in chart(page, "sel_curve")["data"]
+              if "lines" in t.get("mode", "")]
+    assert curves and all(c.min() < 0.5 and c.max() > 0.99 for c in curves)   # ε matters
+    assert not [i.value for i in page.info if "tie" in i.value]
     page.selectbox(key="sel_source").set_value("typed").run()
     page.text_input(key="sel_scores_text").set_value("1, 6, 6, 2").run()
     [note] = [i.value for i in page.info if "tie" in i.value]
