@@ -24,6 +24,7 @@ PAGES = [
     st.Page("app_pages/plan.py", title="Release plan", icon=":material/checklist:"),
     st.Page("app_pages/releases.py", title="Releases", icon=":material/history:"),
     st.Page("app_pages/learning.py", title="Private learning", icon=":material/model_training:"),
+    st.Page("app_pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ]
 
 UPLOAD_CHOICE = "Upload your own CSV"
@@ -157,6 +158,8 @@ def sidebar():
             "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",
             help="Simulations are reproducible: the same seed gives the same noisy results.")
         state.remember("seed_input")
+        st.page_link(PAGES[-1], label="Glossary: the terms these pages use",
+                     icon=":material/menu_book:")
         return st.empty()   # the privacy unit, written after the page (which may change it)
 
 

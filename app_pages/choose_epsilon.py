@@ -19,8 +19,9 @@ loaded = state.dataset()
 frame, data_key, saved = loaded.relation, state.dataset_key(), ss[state.SAVED]
 
 st.title("Choose epsilon")
-st.caption("Pick ε by looking at it: how the error of your query shrinks as ε grows, the "
-           "smallest ε that meets your accuracy target, and what that ε lets an attacker learn.")
+st.caption("Pick [ε](./glossary#epsilon) by looking at it: how the error of your query "
+           "shrinks as ε grows, the smallest ε that meets your accuracy target, and what that "
+           "ε lets an attacker learn.")
 state.remembered("choose_source", "statistics", options=list(ana.SOURCES))
 unit = person.current_unit(data_key)   # the pages' privacy unit, as they apply it
 source = st.radio("Query", list(ana.SOURCES), key="choose_source", horizontal=True,

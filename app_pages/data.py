@@ -53,7 +53,8 @@ st.markdown(f"**{plain(loaded.name)}**: {n_rows_total:,} rows × {n_columns} col
 st.warning(
     "**For the data owner's eyes only.** This page shows the data itself, with no privacy "
     "protection: the preview, the counts and the minimum and maximum below are exact. Do not "
-    "publish anything from this page; the other pages show what a private release would look "
+    "publish anything from this page; the other pages show what a [differentially private]"
+    "(./glossary#differential-privacy) release would look "
     "like.", icon=":material/visibility:")
 for warning in loaded.warnings:
     st.warning(plain(warning, limit=400), icon=":material/report:")

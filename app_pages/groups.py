@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import controls, datasets, person, plan_panel, state
 from dashboard.analysis import groups as ga
 from dashboard.analysis import plan_entries
-from dashboard.charts.groups import keep_curve
+from dashboard.charts.groups import keep_curve, noisy_against_true
 from dashboard.choices import DELTA_OPTIONS, RHO_GRID, fmt_number
 from dashboard.text import plain
 
@@ -23,7 +23,8 @@ st.caption("A count, sum or mean for every group of one or two columns, or a cou
            "of a numeric column (a binned histogram). With public keys (declared categories, "
            "bin edges) every group is released, empty ones too. Without them the groups "
            "themselves are private: a group is released only if its noisy count clears a "
-           "threshold (partition selection), and that costs a small δ.")
+           "threshold ([partition selection](./glossary#partition-selection)), and that costs a "
+           "small [δ](./glossary#delta).")
 loaded = state.dataset()
 data_key = state.dataset_key()
 upload = data_key.startswith("upload:")
@@ -126,6 +127,13 @@ if not public:
                "data's groups, kept (top) or dropped (bottom) in this simulated release. The "
                "groups are read off the data only for this simulation; a release never lists "
                "a dropped group.")
+chart = ga.chart_values(release, spec)
+st.markdown(ga.accuracy_sentence(chart, spec))
+st.plotly_chart(noisy_against_true(
+    chart.labels, chart.truth, chart.noisy, chart.alpha, confidence=ga.CONFIDENCE,
+    title=f"True and noisy {chart.what} per group, with ±α", x_title=" · ".join(by),
+    y_title=chart.what.capitalize()), key="groups_chart")
+st.caption(ga.chart_caption(chart, public))
 st.dataframe(ga.group_table(release, spec), hide_index=True, key="groups_table")
 st.caption(f"Simulated release (seed {state.seed()}); true values are shown beside it only "
            "in this simulation.")

@@ -6,10 +6,12 @@ from dashboard.analysis import welcome
 
 st.title("Epsilon Lab")
 st.markdown(
-    "See what **differential privacy** does to your data *before* you publish anything. "
-    "Load a dataset, ask a question of it, and compare the true answer with what a "
-    "differentially private release would show — many times over, so you see the whole "
-    "spread of the noise, not one lucky draw. Then pick ε by looking at it."
+    "See what **[differential privacy](./glossary#differential-privacy)** does to your data "
+    "*before* you publish anything. Load a dataset, ask a question of it, and compare the "
+    "true answer with what a differentially private release would show — many times over, "
+    "so you see the whole spread of the noise, not one lucky draw. Then pick "
+    "[ε](./glossary#epsilon) by looking at it. Each term is explained on the "
+    "[Glossary](./glossary) page."
 )
 
 st.subheader("What ε = 1 means")
@@ -34,6 +36,7 @@ st.markdown(
 | **Release plan** | all queries in one plan: accounted, split to meet every target, released |
 | **Releases** | the ledger: every real release and each dataset's budget, spent and left |
 | **Private learning** | a differentially private naive Bayes classifier: accuracy against ε |
+| **Glossary** | the words: ε, δ, ρ and zCDP, μ-GDP, PLD, sensitivity, privacy unit and more |
 """
 )
 st.info(

@@ -15,7 +15,8 @@ from dashboard.text import plain
 st.title("Private learning")
 st.markdown(
     "A **Gaussian naive Bayes** classifier needs, per class, how many rows it has and the "
-    "mean and variance of each feature. Here those are released with noise — a third of ε for "
+    "mean and variance of each feature. Here those are released with noise — a third of "
+    "[ε](./glossary#epsilon) for "
     "the class counts, a third for the per-feature sums, a third for the sums of squares — so "
     "the whole fit is ε-DP for **add/remove one row** (one person), and the model is built "
     "from the noisy numbers alone.")

@@ -85,11 +85,12 @@ import_plan()   # before any control is drawn: it sets their values
 unit = plan_unit(person.current_unit(data_key), drawn_in_plan=any(
     isinstance(e.query.query, model.MaxRows) for e in plan_store.entries(data_key)))
 st.title("Release plan")
-st.markdown("Every statistic you publish about the same people spends one privacy budget. "
+st.markdown("Every statistic you publish about the same people spends one "
+            "[privacy budget](./glossary#privacy-budget). "
             "Add queries here with **Add to plan** on the query pages; this page accounts "
             "for the whole plan, finds the budget split that meets every accuracy target, "
             "and says what the plan lets an attacker learn.")
-st.caption(f"Dataset: **{plain(loaded.name)}** · privacy unit: "
+st.caption(f"Dataset: **{plain(loaded.name)}** · [privacy unit](./glossary#privacy-unit): "
            f"{plain(unit.describe())} (set on the Data page).")
 
 with st.expander("Import a plan (JSON)", icon=":material/upload_file:"):

@@ -14,7 +14,8 @@ from release.ledger import Ledger, LedgerError, ledger_path
 st.title("Releases")
 st.markdown("Every release made for real (from the Release plan page or `python -m release`) "
             "is recorded in the ledger with the dataset it used, what it spent, its plan and "
-            "the hash of its values. Releases of a dataset add up against its budget.")
+            "the hash of its values. Releases of a dataset add up against its "
+            "[privacy budget](./glossary#privacy-budget).")
 try:
     path = ledger_path()
     st.caption(f"Ledger: `{path}` (set `EPSILON_LAB_LEDGER` to use another).")

@@ -80,7 +80,8 @@ def pricing_scores() -> tuple:
 
 st.title("Selection")
 st.markdown("Which category is most common? Which price earns most? A private answer adds "
-            "noise to every candidate's score and reports the best noisy one. The question "
+            "noise to every candidate's score and reports the best noisy one ([report noisy "
+            "max](./glossary#report-noisy-max)). The question "
             "here is not how far off a number is, but **how often the right candidate is "
             "picked**.")
 left, right = st.columns(2, gap="large")
@@ -141,6 +142,13 @@ except (ValueError, TypeError) as exc:
 
 st.markdown(summary.map_text)
 st.markdown(sel.pick_sentence(summary, measure=measure, level=level, negate=negate, k=k))
+tie = sel.tie_note(summary, negate=negate, source=source)
+if tie:
+    st.info(tie, icon=":material/balance:")
+if tie and source == "data" and summary.best.all():   # ε changes nothing: offer a case it does
+    st.button("Show a case where ε matters (scores typed in)", key="sel_show_untied",
+              on_click=lambda: st.session_state.update(sel_source="typed"),
+              icon=":material/swap_horiz:")
 m1, m2, m3 = st.columns(3)
 m1.metric("P(best picked), exact", sel.fmt_share(summary.p_correct))
 m2.metric(f"Expected {'revenue' if prices else 'score'} lost (best − picked)",

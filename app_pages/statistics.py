@@ -28,7 +28,9 @@ problem = None   # what keeps the results from being computed: shown in their pl
 
 
 st.title("Noisy statistics")
-st.caption("Ask one question of the data, release the answer with noise, and see how far the "
+st.caption("Ask one question of the data, release the answer with noise (scaled to its "
+           "[sensitivity](./glossary#sensitivity) and to [ε](./glossary#epsilon)), and see "
+           "how far the "
            "noisy answer lands from the truth: once, and over many simulated releases.")
 loaded = state.dataset()
 frame, data_key = loaded.relation, state.dataset_key()

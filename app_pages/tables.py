@@ -22,7 +22,8 @@ def use_census() -> None:
 
 
 st.title("Noisy tables")
-st.markdown("How many people fall in each combination of two categories, released with noise "
+st.markdown("How many people fall in each combination of two categories, released with "
+            "[differentially private](./glossary#differential-privacy) noise "
             "on every cell. Every declared category keeps its cell, **true zeros included**: "
             "dropping an empty cell would reveal that nobody has that combination.")
 columns = tables.table_columns(loaded)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
+from scipy import stats
 
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
@@ -38,6 +39,10 @@ NOISES = {"laplace": "Laplace (ε: pure DP on the counts)",
 STATISTICS = {"count": "Count per group", "sum": "Sum per group", "mean": "Mean per group"}
 #: Most groups the page lists (keys of two columns multiply).
 MAX_GROUPS = 10_000
+#: Most groups the noisy-against-true chart draws (the largest, in the table's order).
+MAX_CHART_GROUPS = 40
+#: How often a release lands within the chart's ±α band.
+CONFIDENCE = 0.95
 _RNG_OFFSET = 9   # the Groups page's own random stream
 
 
@@ -292,3 +297,65 @@ def privacy_sentence(release: GroupsRelease, spec: GroupsSpec, unit: PrivacyUnit
                    f"{release.threshold:.4g}. **δ = {figures.upper(release.delta, 3)}**: the "
                    f"chance, at most, that one person's groups (up to {release.groups_bound:,}"
                    " that only they make) are released at all.")
+
+
+def noise_alpha(noise: str, scale: float, confidence: float = CONFIDENCE) -> float:
+    """α with P(|noise| ≤ α) = ``confidence`` under the noise's exact law: Laplace b·ln(1/β),
+    Gaussian σ·Φ⁻¹(1 − β/2), β = 1 − confidence."""
+    beta = 1.0 - confidence
+    if uses_rho(noise):
+        return float(stats.norm.isf(beta / 2, scale=scale))
+    return scale * -math.log(beta)
+
+
+@dataclass(frozen=True)
+class GroupsChart:
+    """What the noisy-against-true chart draws: per group (at most ``MAX_CHART_GROUPS``, the
+    largest) the true and the noisy value (NaN if dropped), and the one ±α of every group."""
+
+    labels: tuple[str, ...]
+    truth: NDArray[np.float64]
+    noisy: NDArray[np.float64]
+    alpha: float
+    what: str
+    left_out: int
+
+
+def chart_values(release: GroupsRelease, spec: GroupsSpec) -> GroupsChart:
+    """The counts, or the sums for a sum or a mean (the mean's own error has no closed form:
+    the noisy sum over the noisy count)."""
+    counts_only = release.totals is None
+    truth = release.counts if counts_only else release.totals
+    noisy = release.noisy_counts if counts_only else release.noisy_totals
+    scale = release.count_scale if counts_only else release.sum_scale
+    shown = np.arange(truth.size)
+    if truth.size > MAX_CHART_GROUPS:   # the largest groups, in the table's order
+        shown = np.sort(np.argsort(-truth, kind="stable")[:MAX_CHART_GROUPS])
+    return GroupsChart(
+        labels=tuple(release.labels[i] for i in shown.tolist()), truth=truth[shown],
+        noisy=np.where(release.kept, noisy, np.nan)[shown],
+        alpha=noise_alpha(spec.noise, scale), what="count" if counts_only else "sum",
+        left_out=truth.size - shown.size)
+
+
+def accuracy_sentence(chart: GroupsChart, spec: GroupsSpec) -> str:
+    """e.g. 'In each group, 95% of releases land within ±2.996 of the true count …'."""
+    law = ("σ·Φ⁻¹(1 − β/2), Gaussian" if uses_rho(spec.noise)
+           else "b·ln(1/β), Laplace")
+    text = (f"**In each group, {CONFIDENCE:.0%} of releases land within "
+            f"±{figures.upper(chart.alpha, 4)} of the true {chart.what}** (α = {law}, "
+            f"β = {1 - CONFIDENCE:.0%}: the noise's exact law, not a simulation).")
+    if chart.what == "sum" and spec.statistic == "mean":
+        text += " The chart shows the sums: the mean is the noisy sum over the noisy count."
+    return text
+
+
+def chart_caption(chart: GroupsChart, public: bool) -> str:
+    text = ("Top: the true values (black) and one simulated release (whiskers ±α). Below, on "
+            "a scale of its own, each group's error (noisy − true) inside its ±α band.")
+    if not public:
+        text += " A group dropped by the threshold has no noisy value."
+    if chart.left_out:
+        text += (f" The {MAX_CHART_GROUPS} largest groups are drawn; the table lists all "
+                 f"{chart.left_out + len(chart.labels):,}.")
+    return text

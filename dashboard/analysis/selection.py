@@ -517,6 +517,24 @@ def pick_sentence(summary: SelectionSummary, *, measure: str, level: float, nega
     return sentence + " (exact probabilities)."
 
 
+def tie_note(summary: SelectionSummary, *, negate: bool, source: str) -> str | None:
+    """When the true answer is a tie, say so plainly: any of the tied counts as right, and if
+    every candidate ties, P(best picked) is 100% at every privacy level. None without a tie."""
+    ties = int(summary.best.sum())
+    if ties < 2:
+        return None
+    which = "lowest" if negate else "highest"
+    if ties < summary.best.size:
+        return (f"The true answer is a tie: {ties} candidates share the {which} score, and "
+                "picking any of them counts as right, so P(best picked) is the chance of "
+                "picking any of the tied.")
+    where = ("choose another column or dataset, or type scores" if source == "data"
+             else "change the scores")
+    return (f"The true answer is a tie: all {ties} candidates have the same score, so any "
+            "pick is right and P(best picked) is 100% at every privacy level — ε changes "
+            f"nothing here. To see what ε does, {where} so that one candidate is ahead.")
+
+
 # --------------------------------------------------------------------------------------------
 # P(correct) across privacy levels
 

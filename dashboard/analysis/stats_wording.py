@@ -321,7 +321,9 @@ def answer_range_note() -> str:
 
 def bars_note(confidence: float) -> str:
     return (f"Black bars: the true counts. Coloured bars: one noisy release; the whiskers show "
-            f"±α, the range {confidence:.0%} of releases land in.")
+            f"±α, the range {confidence:.0%} of releases land in. Below, on a scale of its own, "
+            f"each bar's error (noisy − true) inside its ±α band: the part of the bars above "
+            f"that the eye cannot see.")
 
 
 CATEGORY_ERRORS_NOTE = ("The noise has the same size in every category, so small categories "

@@ -1,12 +1,18 @@
-"""Figures of the Groups page: the exact chance that a group of n rows is released."""
+"""Figures of the Groups page: noisy against true per group with the ±α band, and the exact
+chance that a group of n rows is released."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
-from dashboard.charts.base import PALETTE, finish
+from dashboard.charts import errors
+from dashboard.charts.base import PALETTE, TRUE_COLOUR, finish
+from dashboard.charts.tables import svg_text
+from dashboard.shown import up
 
 
 def keep_curve(sizes: ArrayLike, chance: ArrayLike, group_sizes: ArrayLike, kept: ArrayLike,
@@ -34,3 +40,26 @@ def keep_curve(sizes: ArrayLike, chance: ArrayLike, group_sizes: ArrayLike, kept
     return finish(fig, title=title, x_title="Rows in the group (after contribution bounds; "
                                             "larger groups ticked at the right edge)",
                   y_title="Probability of being released")
+
+
+def noisy_against_true(labels: Sequence[str], truth: ArrayLike, noisy: ArrayLike, alpha: float,
+                       *, confidence: float, title: str, x_title: str, y_title: str
+                       ) -> go.Figure:
+    """True and noisy value per group (whiskers ±α); below, each group's error and its ±α
+    band. ``labels`` and the titles may come from a user's file: they are escaped here."""
+    shown = [svg_text(label) for label in labels]
+    truth = np.asarray(truth, dtype=np.float64)
+    fig = errors.two_rows()
+    fig.add_trace(go.Bar(x=shown, y=truth, name="True value", marker={"color": TRUE_COLOUR},
+                         hovertemplate="%{x}: true %{y:,.4g}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(
+        x=shown, y=np.asarray(noisy, dtype=np.float64), name="One simulated release",
+        marker={"color": PALETTE[0]},
+        error_y={"type": "constant", "value": alpha, "visible": True, "thickness": 1.2},
+        hovertemplate=(f"%{{x}}: noisy %{{y:,.4g}}<br>{confidence:.0%} of releases land "
+                       f"within ±{up(alpha)}<extra></extra>")), row=1, col=1)
+    errors.add_error_row(fig, shown, truth, noisy, alpha, name="simulated release",
+                         colour=PALETTE[0], group=0, confidence=confidence)
+    return errors.finish_two_rows(fig, title=svg_text(title), x_title=svg_text(x_title),
+                                  y_title=svg_text(y_title),
+                                  error_title="Error: noisy − true")

@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import NDArray
 
+from dashboard.charts import errors
 from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish
 from dashboard.charts.tables import svg_text
 from dashboard.shown import up
@@ -100,14 +101,17 @@ def error_spread(runs: Sequence[MechanismErrors], *, confidence: float, title: s
 
 def noisy_bars(runs: Sequence[MechanismErrors], *, confidence: float, title: str,
                x_title: str) -> go.Figure:
-    """True counts next to one noisy release per mechanism, with ±alpha error bars."""
+    """True counts next to one noisy release per mechanism, with ±alpha error bars; below, on
+    a scale of its own, each bar's error (noisy − true) and its ±alpha band: beside counts in
+    the thousands, an error of a few people cannot be seen in the bars."""
     first = runs[0]
     labels = [svg_text(c) for c in (first.labels or ())]
     truth = np.asarray(first.true_value, dtype=np.float64)
-    fig = go.Figure(go.Bar(
+    fig = errors.two_rows()
+    fig.add_trace(go.Bar(
         x=labels, y=truth, name="True count", marker={"color": TRUE_COLOUR},
         hovertemplate="%{x}: true count %{y:,.0f}<extra></extra>",
-    ))
+    ), row=1, col=1)
     for i, run in enumerate(runs):
         alpha = np.zeros(truth.shape) if run.alpha is None else np.broadcast_to(
             np.asarray(run.alpha[confidence], dtype=np.float64), truth.shape)
@@ -122,11 +126,12 @@ def noisy_bars(runs: Sequence[MechanismErrors], *, confidence: float, title: str
             hovertemplate=("%{x}: noisy count %{y:,.1f} (true %{customdata[0]:,.0f})<br>"
                            f"{confidence:.0%} of releases land within ±%{{customdata[1]}}"
                            f"<extra>{name}</extra>"),
-        ))
-    fig.update_layout(barmode="group")
-    fig = finish(fig, title=svg_text(title), x_title=svg_text(x_title), y_title="Count (people)")
-    fig.update_xaxes(type="category")
-    return fig
+        ), row=1, col=1)
+        errors.add_error_row(fig, labels, truth, run.release, alpha, name=name,
+                             colour=_colour(i), group=i, confidence=confidence)
+    return errors.finish_two_rows(fig, title=svg_text(title), x_title=svg_text(x_title),
+                                  y_title="Count (people)",
+                                  error_title="Error: noisy − true (people)")
 
 
 def category_errors(runs: Sequence[MechanismErrors], *, title: str, x_title: str) -> go.Figure:

@@ -9,6 +9,7 @@ person id; bad inputs keep the controls.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 
@@ -212,3 +213,84 @@ def test_groups_found_privately_are_offered_and_certified_at_the_default_delta(n
     at = private_groups(at)
     assert [b for b in at.button if b.key == "groups_add_to_plan"]
     assert not at.warning, [w.value for w in at.warning]
+
+
+def noisy_chart(at) -> dict:
+    return next(f for f in figures(at)
+                if f["layout"]["title"]["text"].startswith("True and noisy"))
+
+
+def shown_scale(at, what: str = "Counts") -> float:
+    return float(re.search(rf"\*\*{what}:\*\* \w+ noise of scale ([0-9.e+-]+) ", text(at))[1])
+
+
+def shown_alpha(at) -> float:
+    return float(re.search(r"95% of releases land within ±([0-9.,]+) of the true", text(at))[1]
+                 .replace(",", ""))
+
+
+def chart_traces(fig: dict) -> dict[str, dict]:
+    return {t["name"].split(":")[0]: t for t in fig["data"]}
+
+
+def check_band(at, alpha: float, noise: str, what: str = "Counts") -> None:
+    """The chart's band and the sentence's α against ``alpha`` (a closed form written by the
+    caller) and against a simulation of the noise at the scale the page states."""
+    traces = chart_traces(noisy_chart(at))
+    band, error = traces["±α"], traces["Error of this release"]
+    assert band["yaxis"] == error["yaxis"] == "y2"
+    np.testing.assert_allclose(array(band["base"]), -alpha, rtol=1e-9)
+    np.testing.assert_allclose(array(band["y"]), 2 * alpha, rtol=1e-9)
+    assert alpha <= shown_alpha(at) <= alpha * (1 + 1e-3)      # rounded up, 4 digits
+    scale = shown_scale(at, what)
+    draws = 400_000
+    rng = np.random.default_rng(7)
+    noise_draws = (rng.normal(0, scale, draws) if noise == "gaussian"
+                   else rng.laplace(0, scale, draws))
+    share = float(np.mean(np.abs(noise_draws) <= alpha))
+    assert abs(share - 0.95) < 5 * math.sqrt(0.95 * 0.05 / draws), share
+
+
+def test_default_chart_draws_noisy_against_true_with_the_exact_band():
+    """Issue 21 item 15: by default (public keys) a chart of noisy against true per group with
+    the ±α band: α = b·ln 20 for Laplace (b = 1/ε, count sensitivity 1), σ·Φ⁻¹(0.975) for
+    Gaussian (σ = 1/√(2ρ)), and ε/2 on the sums of a mean (sensitivity 90: b = 180)."""
+    at = open_app("groups.py", dataset=ADULT)
+    assert at.toggle(key="groups_public").value
+    epsilon = at.select_slider(key="groups_epsilon").value
+    check_band(at, math.log(20) / epsilon, "laplace")
+    table = next(d.value for d in at.dataframe)
+    traces = chart_traces(noisy_chart(at))
+    assert traces["True value"]["x"] == list(table["Group"])
+    np.testing.assert_array_equal(array(traces["True value"]["y"]), table["True count"])
+    np.testing.assert_allclose(array(traces["One simulated release"]["y"]), table["Noisy count"])
+    np.testing.assert_allclose(array(traces["Error of this release"]["y"]),
+                               table["Noisy count"] - table["True count"], atol=1e-9)
+
+    at.selectbox(key="groups_noise").set_value("gaussian").run()
+    rho = at.select_slider(key="groups_rho").value
+    check_band(at, stats.norm.ppf(0.975) / math.sqrt(2 * rho), "gaussian")
+
+    at.selectbox(key="groups_noise").set_value("laplace").run()
+    at.selectbox(key="groups_statistic").set_value("mean").run()
+    at.selectbox(key="groups_column").set_value("age").run()
+    assert not at.exception and not at.error
+    check_band(at, 90 / (epsilon / 2) * math.log(20), "laplace", what="Sums")
+    assert "The chart shows the sums" in text(at)
+
+
+def test_groups_found_privately_chart_only_the_released_ones():
+    """Tiny countries fall below the threshold: no noisy value for them; with more than 40
+    countries the chart draws the 40 largest."""
+    at = private_groups(open_app("groups.py", dataset=ADULT), groups_by="native_country",
+                        groups_epsilon=0.1)   # threshold about 132 rows
+    table = next(d.value for d in at.dataframe).set_index("Group")
+    traces = chart_traces(noisy_chart(at))
+    drawn = table.loc[[html.unescape(x) for x in traces["True value"]["x"]]]   # SVG-escaped
+    assert len(drawn) == min(40, len(table))
+    assert drawn["True count"].min() >= table["True count"].nlargest(len(drawn)).min()
+    noisy = array(traces["One simulated release"]["y"])
+    kept = (drawn["Released"] == "kept").to_numpy()
+    assert (~kept).any() and kept.any()
+    assert np.isnan(noisy[~kept]).all()
+    np.testing.assert_allclose(noisy[kept], drawn.loc[kept, "Noisy count"])

@@ -45,7 +45,7 @@ def test_the_attacker_sentence_is_computed_and_rounds_up(welcome):
 
 
 def test_it_points_to_where_to_see_it(welcome):
-    [link] = welcome.get("page_link")
+    [link] = welcome.main.get("page_link")
     assert link.proto.page == "choose_epsilon" and "attacker" in link.proto.label
 
 

@@ -233,6 +233,31 @@ def test_sidebar_dataset_switch_uses_its_categorical_columns(page):
     assert "100%" in pick_sentence(page)
 
 
+def test_a_tie_is_said_plainly_where_epsilon_changes_nothing(page):
+    """Issue 21 item 14: Iris's species are a three-way tie (50 each, counted here), which
+    shows 100% at every ε; the page says so and how to see ε matter. A partial tie says that
+    any of the tied counts; no tie, no note."""
+    page.selectbox(key="dataset_choice").select("Iris").run()
+    counts = datasets.load_builtin("Iris").frame["species"].value_counts()
+    assert counts.nunique() == 1 and len(counts) == 3
+    [note] = [i.value for i in page.info if "tie" in i.value]
+    assert "all 3 candidates have the same score" in note and "100% at every" in note
+    assert "type scores" in note
+    # one click to a case where ε matters: the default typed scores 0, 2, 4, 6
+    page.button(key="sel_show_untied").click().run()
+    assert page.selectbox(key="sel_source").value == "typed"
+    curves = [values(t["y"]).astype(float) for t in chart(page, "sel_curve")["data"]
+              if "lines" in t.get("mode", "")]
+    assert curves and all(c.min() < 0.5 and c.max() > 0.99 for c in curves)   # ε matters
+    assert not [i.value for i in page.info if "tie" in i.value]
+    page.selectbox(key="sel_source").set_value("typed").run()
+    page.text_input(key="sel_scores_text").set_value("1, 6, 6, 2").run()
+    [note] = [i.value for i in page.info if "tie" in i.value]
+    assert "2 candidates share the highest score" in note and "any of the tied" in note
+    page.text_input(key="sel_scores_text").set_value("1, 6, 5, 2").run()
+    assert not [i.value for i in page.info if "tie" in i.value]
+
+
 def test_the_level_picking_the_best_90_percent_rounds_up(page):
     """The caption's "picked at least 90% of the time from ε ≈ x upwards" must hold at the x
     shown: with Gumbel noise (the exponential mechanism) and counts (monotonic, Δ = 1),

@@ -91,6 +91,27 @@ def test_defaults_render_histogram_of_education(stats_page):
     assert not at.error
 
 
+def test_default_bars_show_each_error_at_a_readable_scale(stats_page):
+    """Issue 21 item 14: on Adult at ε = 1 the noisy and true bars look the same (counts in
+    the thousands, errors of a few people); a second row draws noisy − true per bar and its
+    ±α band on an axis of its own."""
+    bars = figures(stats_page)["True"]
+    truth = next(t for t in bars["data"] if t["name"] == "True count")
+    noisy = next(t for t in bars["data"] if t["name"].startswith("One noisy release"))
+    error = next(t for t in bars["data"] if t["name"].startswith("Error of this release"))
+    band = next(t for t in bars["data"] if t["name"].startswith("±α"))
+    assert error["yaxis"] == band["yaxis"] == "y2" and truth.get("yaxis", "y") == "y"
+    expected = values(noisy["y"]).astype(float) - values(truth["y"]).astype(float)
+    np.testing.assert_allclose(values(error["y"]), expected, atol=1e-9)
+    # The band: −α … +α with α = b·ln(20), b = 1/ε = 1 (Laplace, 95%), not the top row's
+    # scale of thousands.
+    alpha = math.log(20)
+    np.testing.assert_allclose(values(band["base"]), -alpha, rtol=1e-12)
+    np.testing.assert_allclose(values(band["y"]), 2 * alpha, rtol=1e-12)
+    assert values(truth["y"]).max() > 1000 * alpha
+    assert "noisy − true" in bars["layout"]["yaxis2"]["title"]["text"]
+
+
 def test_alpha_sentence_matches_laplace_accuracy(stats_page):
     at = stats_page
     at.select_slider(key="stats_epsilon").set_value(2.2).run()
