@@ -14,6 +14,7 @@ import pandas as pd
 
 from dashboard.data.model import ColumnDomain
 from dashboard.data.schema import (
+    FROM_DATA,
     TYPED,
     Schema,
     SchemaError,
@@ -33,8 +34,9 @@ COLUMNS = ("column", "type", "role", "categories", "lower", "upper", "integer", 
 def _source_text(domain: ColumnDomain) -> str:
     origin = origin_of(domain)
     text = domain.source
-    if origin == "typed" and text.startswith(TYPED):
-        text = text[len(TYPED):].lstrip(": ")
+    prefix = {"typed": TYPED, "data": FROM_DATA}.get(origin)
+    if prefix is not None and text.startswith(prefix):   # with_origin writes it back
+        text = text[len(prefix):].lstrip(": ")
     return text
 
 
