@@ -52,8 +52,7 @@ def schema_section(loaded, data_key: str) -> None:
                "flagged wherever it is used. " + ROLE_HELP + ".")
     unit = person.current_unit(data_key)
     current = sc.of_dataset(loaded, unit)
-    table_key = f"schema_table::{data_key}"
-    table = _base(data_key, current, relation)
+    table, table_key = _base(data_key, current, relation)
     edited = st.data_editor(
         table, key=table_key, hide_index=True, width="stretch",
         disabled=["column", "type"],
@@ -111,19 +110,29 @@ def schema_section(loaded, data_key: str) -> None:
                    "knowledge for a real release.", icon=":material/report:")
 
 
-def _base(data_key: str, current: sc.Schema, relation) -> pd.DataFrame:
-    """The table the editor's edits apply to, kept for the widget's life: the declarations
-    (or the table filled from the data) as they were when it was drawn. It is rebuilt, and
-    the edits dropped, only when the declarations change (applied here or elsewhere)."""
+def _new_base(data_key: str, token: str, table: pd.DataFrame) -> None:
+    """Keep ``table`` as the one the edits apply to, under a new editor key: the browser's
+    editor starts again from it (with the same key it would keep its old edits on top)."""
+    ss = st.session_state
+    old = ss.get(f"schema_base::{data_key}")
+    if old is not None:
+        ss.pop(old[2], None)
+    version = ss.get(f"schema_version::{data_key}", 0) + 1
+    ss[f"schema_version::{data_key}"] = version
+    ss[f"schema_base::{data_key}"] = (token, table, f"schema_table::{data_key}::{version}")
+
+
+def _base(data_key: str, current: sc.Schema, relation) -> tuple[pd.DataFrame, str]:
+    """The table the editor's edits apply to and the editor's key, kept for the widget's
+    life: the declarations (or the table filled from the data) as they were when it was
+    drawn. Both change only when the declarations change (applied here or elsewhere)."""
     ss = st.session_state
     token = sc.to_json(current)
     stored = ss.get(f"schema_base::{data_key}")
     if stored is None or stored[0] != token:
-        stored = (token, tab.to_table(current, relation.columns, _kinds(relation)))
-        ss[f"schema_base::{data_key}"] = stored
-        if ss.get(f"schema_table::{data_key}") is not None:
-            ss.pop(f"schema_table::{data_key}", None)   # edits made to another table
-    return stored[1]
+        _new_base(data_key, token, tab.to_table(current, relation.columns, _kinds(relation)))
+        stored = ss[f"schema_base::{data_key}"]
+    return stored[1], stored[2]
 
 
 def _edited(base: pd.DataFrame, widget: dict | None) -> pd.DataFrame:
@@ -143,9 +152,8 @@ def _on_apply(data_key: str, current: sc.Schema, unit: person.PrivacyUnit,
     stored = ss.get(f"schema_base::{data_key}")
     if stored is None:
         return
-    base = stored[1]
-    table, problems = tab.with_implied_roles(_edited(base, ss.get(f"schema_table::{data_key}")),
-                                             base)
+    _, base, table_key = stored
+    table, problems = tab.with_implied_roles(_edited(base, ss.get(table_key)), base)
     declared, more = tab.from_table(table, max_rows=unit.max_rows, max_groups=unit.max_groups)
     problems += more
     if problems:
@@ -153,8 +161,8 @@ def _on_apply(data_key: str, current: sc.Schema, unit: person.PrivacyUnit,
         return
     _apply(data_key, declared, unit)
     ss[f"schema_applied::{data_key}"] = (None, tab.changes(current, declared, columns))
-    ss.pop(f"schema_table::{data_key}", None)
-    ss.pop(f"schema_base::{data_key}", None)
+    ss.pop(table_key, None)
+    ss.pop(f"schema_base::{data_key}", None)   # the next run draws the declarations
 
 
 def _fill(loaded, data_key: str, edited) -> None:
@@ -170,9 +178,8 @@ def _fill(loaded, data_key: str, edited) -> None:
                 except ValueError:
                     continue   # too many values to list
         token = st.session_state[f"schema_base::{data_key}"][0]
-        st.session_state[f"schema_base::{data_key}"] = (
-            token, tab.filled_from_data(edited, profile, cats))
-        st.session_state.pop(f"schema_table::{data_key}", None)   # edits are in the new table
+        # the edits are in the filled table
+        _new_base(data_key, token, tab.filled_from_data(edited, profile, cats))
     except (EngineError, ValueError) as exc:
         st.error(f"Could not read the data: {plain(exc, limit=300)}")
         return
@@ -197,9 +204,7 @@ def _upload(loaded, data_key: str, unit: person.PrivacyUnit) -> None:
         else:
             ss.pop(f"schema_upload_error::{data_key}", None)
             _apply(data_key, declared, unit)
-            ss.pop(f"schema_table::{data_key}", None)
-            ss.pop(f"schema_base::{data_key}", None)
-            st.rerun()
+            st.rerun()   # the declarations changed: the table is drawn again from them
     problem = ss.get(f"schema_upload_error::{data_key}")
     if problem:
         st.error(f"The schema was not applied: {plain(problem, limit=500)}",
