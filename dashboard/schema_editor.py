@@ -5,6 +5,8 @@ JSON file to download or upload. Every page reads what is applied here
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from dashboard import person, state
@@ -50,11 +52,7 @@ def schema_section(loaded, data_key: str) -> None:
                "flagged wherever it is used. " + ROLE_HELP + ".")
     unit = person.current_unit(data_key)
     current = sc.of_dataset(loaded, unit)
-    table_key = f"schema_table::{data_key}"
-    # the table the edits apply to: the declarations, or the filled-in table until applied
-    table = ss.get(f"schema_filled::{data_key}")
-    if table is None:
-        table = tab.to_table(current, relation.columns, _kinds(relation))
+    table, table_key = _base(data_key, current, relation)
     edited = st.data_editor(
         table, key=table_key, hide_index=True, width="stretch",
         disabled=["column", "type"],
@@ -74,18 +72,27 @@ def schema_section(loaded, data_key: str) -> None:
             "source": st.column_config.TextColumn("source", help="Where it comes from."),
         })
     apply, fill, download = st.columns(3)
-    if apply.button("Apply the declarations", key=f"schema_apply::{data_key}", type="primary"):
-        declared, problems = tab.from_table(edited, max_rows=unit.max_rows,
-                                            max_groups=unit.max_groups)
-        if problems:
-            st.error("Not applied — fix these and apply again (nothing else changed):\n\n"
-                     + "\n".join(f"- {plain(p, limit=300)}" for p in problems),
-                     icon=":material/error:")
-        else:
-            _apply(data_key, declared, unit)
-            ss.pop(table_key, None)
-            ss.pop(f"schema_filled::{data_key}", None)
-            st.rerun()
+    # applied in a callback, before the page is drawn: one run, and every section above the
+    # table (the profile's public domains, the unit) already shows what was applied
+    apply.button("Apply the declarations", key=f"schema_apply::{data_key}", type="primary",
+                 on_click=_on_apply, args=(data_key, current, unit, relation.columns))
+    problems = ss.pop(f"schema_problems::{data_key}", None)
+    if problems:
+        st.error("Not applied — fix these and apply again (nothing else changed):\n\n"
+                 + "\n".join(f"- {plain(p, limit=300)}" for p in problems),
+                 icon=":material/error:")
+    # said until the declarations change again (a rerun, e.g. the editor's own, keeps it)
+    said, applied = ss.get(f"schema_applied::{data_key}") or (None, None)
+    if said is None and applied is not None:   # the run after applying: what was applied
+        ss[f"schema_applied::{data_key}"] = (sc.to_json(current), applied)
+    elif said is not None and said != sc.to_json(current):
+        ss.pop(f"schema_applied::{data_key}", None)
+        applied = None
+    if applied is not None:
+        st.success("Applied: " + ("; ".join(plain(a, limit=300) for a in applied[:20])
+                                  + ("; …" if len(applied) > 20 else "") if applied else
+                                  "nothing changed, the declarations were already these."),
+                   icon=":material/check_circle:")
     if fill.button("Fill the undeclared columns from the data",
                    key=f"schema_fill::{data_key}",
                    help="Bounds from the minimum and maximum, categories from the values "
@@ -103,6 +110,61 @@ def schema_section(loaded, data_key: str) -> None:
                    "knowledge for a real release.", icon=":material/report:")
 
 
+def _new_base(data_key: str, token: str, table: pd.DataFrame) -> None:
+    """Keep ``table`` as the one the edits apply to, under a new editor key: the browser's
+    editor starts again from it (with the same key it would keep its old edits on top)."""
+    ss = st.session_state
+    old = ss.get(f"schema_base::{data_key}")
+    if old is not None:
+        ss.pop(old[2], None)
+    version = ss.get(f"schema_version::{data_key}", 0) + 1
+    ss[f"schema_version::{data_key}"] = version
+    ss[f"schema_base::{data_key}"] = (token, table, f"schema_table::{data_key}::{version}")
+
+
+def _base(data_key: str, current: sc.Schema, relation) -> tuple[pd.DataFrame, str]:
+    """The table the editor's edits apply to and the editor's key, kept for the widget's
+    life: the declarations (or the table filled from the data) as they were when it was
+    drawn. Both change only when the declarations change (applied here or elsewhere)."""
+    ss = st.session_state
+    token = sc.to_json(current)
+    stored = ss.get(f"schema_base::{data_key}")
+    if stored is None or stored[0] != token:
+        _new_base(data_key, token, tab.to_table(current, relation.columns, _kinds(relation)))
+        stored = ss[f"schema_base::{data_key}"]
+    return stored[1], stored[2]
+
+
+def _edited(base: pd.DataFrame, widget: dict | None) -> pd.DataFrame:
+    """``base`` with the editor's edits (its session state: ``edited_rows``) applied."""
+    out = base.copy()
+    for row, cells in ((widget or {}).get("edited_rows") or {}).items():
+        for column, value in cells.items():
+            out.loc[out.index[int(row)], column] = np.nan if value is None and \
+                column in ("lower", "upper") else value
+    return out
+
+
+def _on_apply(data_key: str, current: sc.Schema, unit: person.PrivacyUnit,
+              columns: list[str]) -> None:
+    """Apply the edited table; record what changed (or the problems) for the page to say."""
+    ss = st.session_state
+    stored = ss.get(f"schema_base::{data_key}")
+    if stored is None:
+        return
+    _, base, table_key = stored
+    table, problems = tab.with_implied_roles(_edited(base, ss.get(table_key)), base)
+    declared, more = tab.from_table(table, max_rows=unit.max_rows, max_groups=unit.max_groups)
+    problems += more
+    if problems:
+        ss[f"schema_problems::{data_key}"] = problems
+        return
+    _apply(data_key, declared, unit)
+    ss[f"schema_applied::{data_key}"] = (None, tab.changes(current, declared, columns))
+    ss.pop(table_key, None)
+    ss.pop(f"schema_base::{data_key}", None)   # the next run draws the declarations
+
+
 def _fill(loaded, data_key: str, edited) -> None:
     relation = loaded.relation
     try:
@@ -115,9 +177,9 @@ def _fill(loaded, data_key: str, edited) -> None:
                     cats[column] = facts.data_categories(relation, column)
                 except ValueError:
                     continue   # too many values to list
-        st.session_state[f"schema_filled::{data_key}"] = tab.filled_from_data(edited, profile,
-                                                                             cats)
-        st.session_state.pop(f"schema_table::{data_key}", None)   # edits are in the new table
+        token = st.session_state[f"schema_base::{data_key}"][0]
+        # the edits are in the filled table
+        _new_base(data_key, token, tab.filled_from_data(edited, profile, cats))
     except (EngineError, ValueError) as exc:
         st.error(f"Could not read the data: {plain(exc, limit=300)}")
         return
@@ -142,9 +204,7 @@ def _upload(loaded, data_key: str, unit: person.PrivacyUnit) -> None:
         else:
             ss.pop(f"schema_upload_error::{data_key}", None)
             _apply(data_key, declared, unit)
-            ss.pop(f"schema_table::{data_key}", None)
-            ss.pop(f"schema_filled::{data_key}", None)
-            st.rerun()
+            st.rerun()   # the declarations changed: the table is drawn again from them
     problem = ss.get(f"schema_upload_error::{data_key}")
     if problem:
         st.error(f"The schema was not applied: {plain(problem, limit=500)}",

@@ -14,6 +14,7 @@ import pandas as pd
 
 from dashboard.data.model import ColumnDomain
 from dashboard.data.schema import (
+    FROM_DATA,
     TYPED,
     Schema,
     SchemaError,
@@ -33,8 +34,9 @@ COLUMNS = ("column", "type", "role", "categories", "lower", "upper", "integer", 
 def _source_text(domain: ColumnDomain) -> str:
     origin = origin_of(domain)
     text = domain.source
-    if origin == "typed" and text.startswith(TYPED):
-        text = text[len(TYPED):].lstrip(": ")
+    prefix = {"typed": TYPED, "data": FROM_DATA}.get(origin)
+    if prefix is not None and text.startswith(prefix):   # with_origin writes it back
+        text = text[len(prefix):].lstrip(": ")
     return text
 
 
@@ -137,3 +139,51 @@ def filled_from_data(table: pd.DataFrame, profile: pd.DataFrame,
             continue
         out.loc[i, ["origin", "source"]] = ["data", "filled in from the data on the Data page"]
     return out
+
+
+def _typed(column: pd.Series) -> np.ndarray:
+    """Which cells of ``column`` hold something typed (not empty, not NaN)."""
+    text = column.astype(object).where(column.notna(), "").astype(str).str.strip()
+    return (text != "").to_numpy()
+
+
+def with_implied_roles(table: pd.DataFrame, before: pd.DataFrame) -> tuple[pd.DataFrame,
+                                                                           list[str]]:
+    """The edited ``table`` with a role for each row that was and still is "not declared" but
+    has bounds or categories typed in: numeric for bounds or bin edges, categorical for
+    categories (so what was typed is applied, not silently dropped), and the problems (a row
+    with both cannot be guessed: it stays undeclared). ``before`` is the table as drawn; a
+    row set back to "not declared" by hand stays so."""
+    out = table.copy()
+    undeclared = ((out["role"].fillna(NOT_DECLARED) == NOT_DECLARED).to_numpy()
+                  & (before["role"].to_numpy() == NOT_DECLARED))
+    bounds = _typed(out["lower"]) | _typed(out["upper"]) | _typed(out["bins"])
+    categories = _typed(out["categories"])
+    out.loc[undeclared & bounds & ~categories, "role"] = "numeric"
+    out.loc[undeclared & categories & ~bounds, "role"] = "categorical"
+    problems = [f"{column}: both categories and bounds are typed: choose its role "
+                "(categorical or numeric)"
+                for column in out.loc[undeclared & bounds & categories, "column"]]
+    return out, problems
+
+
+def _described(declared: Schema, column: str) -> str:
+    role = declared.role(column)
+    domain = declared.domains.get(column)
+    if role == "numeric" and domain is not None:
+        edges = "" if domain.bins is None else \
+            ", bin edges " + ", ".join(f"{e:g}" for e in domain.bins)
+        return f"numeric from {domain.lower:g} to {domain.upper:g}{edges}"
+    if role == "categorical" and domain is not None:
+        cats = domain.categories or ()
+        more = ", …" if len(cats) > 6 else ""
+        return f"categories {', '.join(cats[:6])}{more}"
+    return {"person id": "the person id", "ignore": "ignored"}.get(role or "", "not declared")
+
+
+def changes(before: Schema, after: Schema, columns: list[str]) -> list[str]:
+    """What applying ``after`` over ``before`` changes, one "column: what it is now" per
+    column whose role or declaration changed (in the data's column order)."""
+    return [f"{column}: {_described(after, column)}" for column in columns
+            if before.role(column) != after.role(column)
+            or before.domains.get(column) != after.domains.get(column)]

@@ -201,3 +201,26 @@ def test_a_schema_file_beside_a_data_file_is_read_with_roles_and_unit(tmp_path, 
     table = next(d.value for d in at.dataframe if "True count" in d.value.columns)
     expected = [int((FRAME.salary < 30_000).sum()), int((FRAME.salary >= 30_000).sum())]
     assert table["True count"].tolist() == [0, *expected, 0]
+
+
+def test_apply_says_what_it_applied_and_keeps_saying_it():
+    """Issue 21, item 3: "Apply the declarations" confirmed nothing."""
+    at = uploaded()
+    key = f"upload:{at.session_state['upload_file_id']}"
+    at.button(key=f"schema_fill::{key}").click().run()
+    assert not at.success
+    at.button(key=f"schema_apply::{key}").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    said = " ".join(s.value for s in at.success).replace("\\", "")   # markdown escapes
+    assert said.startswith("Applied:")
+    assert f"salary: numeric from {FRAME.salary.min():g} to {FRAME.salary.max():g}" in said
+    assert "team: categories a, b, c" in said
+    # already on the page's profile, drawn above the table in the same run
+    profile = next(d.value for d in at.dataframe if "public domain" in d.value.columns)
+    domain = dict(zip(profile["column"], profile["public domain"], strict=True))
+    assert domain["salary"].startswith(f"[{FRAME.salary.min():g}, {FRAME.salary.max():g}]")
+    at.run()   # a rerun (the editor's own, a widget's) keeps the confirmation
+    assert " ".join(s.value for s in at.success).replace("\\", "") == said
+    at.button(key=f"schema_apply::{key}").click().run()
+    assert [s.value for s in at.success] == [
+        "Applied: nothing changed, the declarations were already these."]

@@ -1,0 +1,106 @@
+"""The schema table's Apply (issue 21, item 3): cells typed in a row left "not declared" give
+it the role they imply instead of being dropped; the editor's edits are applied to the table
+it was drawn from; the confirmation names each column that changed and nothing else."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dashboard.data import schema as sc
+from dashboard.data import schema_table as tab
+from dashboard.data.model import ColumnDomain
+from dashboard.person import PrivacyUnit
+from dashboard.schema_editor import _edited
+
+COLUMNS = ["pid", "age", "team", "city", "score"]
+KINDS = {"pid": "integer", "age": "integer", "team": "text", "city": "text",
+         "score": "float"}
+DECLARED = sc.Schema({"city": sc.with_origin(ColumnDomain("categorical",
+                                                          categories=("x", "y")), "typed")})
+
+
+def drawn() -> pd.DataFrame:
+    return tab.to_table(DECLARED, COLUMNS, KINDS)
+
+
+def edit(table: pd.DataFrame, column: str, **cells) -> pd.DataFrame:
+    out = table.copy()
+    for name, value in cells.items():
+        out.loc[out["column"] == column, name] = value
+    return out
+
+
+def test_typed_bounds_and_categories_give_an_undeclared_row_its_role():
+    before = drawn()
+    table = edit(edit(before, "age", upper=90.0, lower=0.0), "team", categories="a, b, c")
+    table, problems = tab.with_implied_roles(table, before)
+    assert problems == []
+    assert dict(zip(table["column"], table["role"], strict=True)) == {
+        "pid": "not declared", "age": "numeric", "team": "categorical", "city": "categorical",
+        "score": "not declared"}
+    declared, problems = tab.from_table(table)
+    assert problems == []
+    assert (declared.domains["age"].lower, declared.domains["age"].upper) == (0.0, 90.0)
+    assert declared.domains["team"].categories == ("a", "b", "c")
+
+
+def test_a_lone_bound_is_reported_not_dropped():
+    before = drawn()
+    table, _ = tab.with_implied_roles(edit(before, "age", upper=90.0), before)
+    _, problems = tab.from_table(table)
+    assert problems == ["age: lower bound: type a number"]
+
+
+def test_bounds_and_categories_in_one_row_ask_for_the_role():
+    before = drawn()
+    table, problems = tab.with_implied_roles(
+        edit(before, "score", lower=0.0, upper=1.0, categories="a"), before)
+    assert problems == ["score: both categories and bounds are typed: choose its role "
+                        "(categorical or numeric)"]
+    assert table.loc[table["column"] == "score", "role"].item() == "not declared"
+
+
+def test_a_row_set_back_to_not_declared_by_hand_stays_undeclared():
+    before = drawn()
+    table, problems = tab.with_implied_roles(edit(before, "city", role="not declared"), before)
+    declared, _ = tab.from_table(table)
+    assert problems == [] and "city" not in declared.domains
+
+
+def test_the_editor_edits_apply_to_the_drawn_table():
+    base = drawn()
+    widget = {"edited_rows": {1: {"upper": 90, "lower": 0}, "2": {"categories": "a, b"},
+                              4: {"upper": None}},
+              "added_rows": [], "deleted_rows": []}
+    out = _edited(base, widget)
+    assert out.loc[1, ["lower", "upper"]].tolist() == [0, 90]
+    assert out.loc[2, "categories"] == "a, b"
+    assert np.isnan(out.loc[4, "upper"])
+    assert base.loc[1, "upper"] != 90   # the drawn table itself is kept as it was
+    assert _edited(base, None).equals(base)
+
+
+def test_the_confirmation_names_what_changed():
+    after = sc.Schema({
+        "age": ColumnDomain("numeric", 0, 90, bins=(0, 30, 90)),
+        "team": ColumnDomain("categorical", categories=tuple("abcdefgh")),
+        "city": DECLARED.domains["city"]}, frozenset({"score"}), PrivacyUnit("pid", 2))
+    assert tab.changes(DECLARED, after, COLUMNS) == [
+        "pid: the person id", "age: numeric from 0 to 90, bin edges 0, 30, 90",
+        "team: categories a, b, c, d, e, f, …", "score: ignored"]
+    assert tab.changes(after, sc.Schema(), COLUMNS) == [
+        f"{c}: not declared" for c in COLUMNS]
+    assert tab.changes(DECLARED, DECLARED, COLUMNS) == []
+
+
+def test_applying_the_table_again_keeps_every_source_as_it_was():
+    """Each Apply wrote "READ OFF THE DATA: " once more in front of a data-read source."""
+    read = sc.with_origin(ColumnDomain("numeric", 0, 9), "data", "filled in from the data")
+    typed = sc.with_origin(ColumnDomain("categorical", categories=("a",)), "typed", "my notes")
+    public = sc.with_origin(ColumnDomain("numeric", 1, 2), "public", "the codebook")
+    declared = sc.Schema({"age": read, "team": typed, "score": public})
+    again, problems = tab.from_table(tab.to_table(declared, COLUMNS, KINDS))
+    assert problems == []
+    assert again.domains == declared.domains
+    assert again.domains["age"].source == "READ OFF THE DATA: filled in from the data"

@@ -1,0 +1,75 @@
+"""The declared-schema table in a real browser (issue 21, item 3): cells typed one after
+another (an upper bound, a first lower bound, a category list; each ended with Enter) are
+all applied by "Apply the declarations", which says what it applied, and the downloaded
+schema holds them. The rows were left "not declared": the typed cells give their role."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, choose_dataset, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+CSV = "pid,age,team\n1,30,a\n2,41,b\n3,25,a\n4,60,c\n"
+# the table's columns, left to right, and its rows (the data's columns)
+COLUMNS = ("column", "type", "role", "categories", "lower", "upper")
+ROWS = ("pid", "age", "team")
+
+
+def type_cell(page, grid, row: str, column: str, text: str) -> None:
+    """Select the cell by keyboard from the first one, open its editor, type, press Enter."""
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, first column
+    page.wait_for_timeout(200)
+    for _ in range(ROWS.index(row)):
+        page.keyboard.press("ArrowDown")
+    for _ in range(COLUMNS.index(column)):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")   # opens the cell's editor
+    page.wait_for_timeout(200)
+    page.keyboard.type(text, delay=50)
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(300)   # no waiting for the run: the next cell is typed meanwhile
+
+
+def test_typed_cells_are_all_applied_and_confirmed(page, server_url, tmp_path):
+    data = tmp_path / "people.csv"
+    data.write_text(CSV)
+    page.goto(server_url)
+    wait_for_app(page)
+    choose_dataset(page, "Upload your own CSV")
+    page.locator(".st-key-upload_file input[type='file']").set_input_files(str(data))
+    page.wait_for_selector("[data-testid='stSidebar'] :text('people.csv: 4 rows')",
+                           timeout=30_000)
+    wait_for_app(page)
+    page.locator("[data-testid='stSidebarNav'] a", has_text="Data").first.click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    grid = page.locator("[class*='st-key-schema_table'] [data-testid='stDataFrameResizable']")
+    grid.scroll_into_view_if_needed()
+
+    type_cell(page, grid, "age", "upper", "90")
+    type_cell(page, grid, "age", "lower", "0")
+    type_cell(page, grid, "team", "categories", "a, b, c")
+    wait_for_app(page)
+    page.get_by_role("button", name="Apply the declarations").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    done = page.locator("[data-testid='stAlertContentSuccess']").filter(has_text="Applied")
+    done.wait_for(timeout=30_000)
+    said = done.inner_text()
+    assert "age: numeric from 0 to 90" in said and "team: categories a, b, c" in said, said
+    assert "pid" not in said   # untouched
+    screenshot(page, "schema_applied")
+
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download the schema (JSON)").click()
+    saved = json.loads(download.value.path().read_text())["columns"]
+    assert (saved["age"]["role"], saved["age"]["lower"], saved["age"]["upper"]) == \
+        ("numeric", 0, 90)
+    assert (saved["team"]["role"], saved["team"]["categories"]) == \
+        ("categorical", ["a", "b", "c"])
+    assert "pid" not in saved
