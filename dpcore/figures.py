@@ -15,8 +15,10 @@ __all__ = ["upper", "lower", "is_shown_exactly", "percent_upper", "percent_lower
 
 #: A float within this many units in the last place of a decimal of at most ``_SHORT`` significant
 #: digits stands for that decimal: 1 + 1 + 1 added up and rounded up to a float is
-#: 3.0000000000000004, and 3 × 1 is 3 — it must not read 3.001.
-_ULPS = 2
+#: 3.0000000000000004, and 3 × 1 is 3 — it must not read 3.001. The accountants pad a total by
+#: a relative 2⁻⁴⁸ (about 16 ulps: dpcore.accounting._up) for their float operations; 64 ulps
+#: cover that and a few operations more, and are a hundredth of a 12-digit decimal's spacing.
+_ULPS = 64
 _SHORT = 12
 
 

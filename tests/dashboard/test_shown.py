@@ -38,10 +38,10 @@ finite = st.floats(min_value=-1e15, max_value=1e15, allow_nan=False, allow_infin
 @given(finite, st.integers(min_value=1, max_value=8))
 def test_up_never_below_and_down_never_above(x, digits):
     # The float's shortest decimal, as dpcore.figures reads it: 0.1 is 0.1, not its binary
-    # 0.1000000000000000055…, which would show as 0.1001; and a float within two ulps of a
+    # 0.1000000000000000055…, which would show as 0.1001; and a float within 64 ulps of a
     # 12-digit decimal stands for it (float error: 1 + 1 + 1 rounded up is 3, not 3.001).
     exact = Decimal(repr(x))
-    slack = Decimal(2 * math.ulp(x))
+    slack = Decimal(64 * math.ulp(x))
     high, low = value(up(x, digits)), value(down(x, digits))
     assert low - slack <= exact <= high + slack
     # Within one unit of the last digit shown (never more than 15 significant digits kept).
@@ -54,6 +54,7 @@ def test_up_never_below_and_down_never_above(x, digits):
 @pytest.mark.parametrize("x, shown", [
     (1.0 + 1.0 + 1.0000000000000002, "3"), (3.0000000000000004, "3"), (0.1 + 0.2, "0.3"),
     (2.9999999999999996, "3"), (1.0000000000000002, "1"),
+    (2.0000000000000075, "2"),   # 1 + 1 padded by the accountant's relative 2⁻⁴⁸
 ])
 def test_float_error_reads_as_the_exact_figure(x, shown):
     # Three queries at ε = 1 add up to 3 (the accountant rounds the float sum up by an ulp):
@@ -63,7 +64,7 @@ def test_float_error_reads_as_the_exact_figure(x, shown):
 
 @pytest.mark.parametrize("x, up_shown, down_shown", [
     (1 / 3, "0.3334", "0.3333"), (1 / 9, "0.1112", "0.1111"), (1.99991, "2", "1.999"),
-    (math.nextafter(3.0, 4.0) + 4 * math.ulp(3.0), "3.001", "3"),   # beyond float error
+    (3 + 1e-13, "3.001", "3"),   # beyond float error (225 ulps)
 ])
 def test_a_rounded_figure_is_not_exact(x, up_shown, down_shown):
     assert up(x) == up_shown and down(x) == down_shown and not is_shown_exactly(x)
