@@ -105,13 +105,22 @@ def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
     assert status.budget.epsilon == 4.5
     assert status.remaining_epsilon == pytest.approx(4.5 - 2 * records[0].epsilon)
 
+    spent = next(m.value for m in at.metric if m.label.startswith("Spent by"))
+    left = left_metric(at)
+
     at.switch_page("app_pages/releases.py").run()
     no_problem(at)
     budgets = next(d.value for d in at.dataframe if "Left ε" in d.value.columns)
     assert budgets["Releases"].tolist() == [2]
-    assert budgets["Left ε"].iloc[0] == pytest.approx(status.remaining_epsilon)
+    assert float(budgets["Left ε"].iloc[0]) == pytest.approx(status.remaining_epsilon)
+    # The same figures read the same on both pages (issue 21 item 7: 'Spent ε = 2 / Left ε
+    # = 1.00009' beside 'ε = 1.0001 left'): the table shows the budget panel's text.
+    assert f"ε = {budgets['Left ε'].iloc[0]}" == left
+    assert f"ε = {budgets['Spent ε'].iloc[0]}" == spent
+    assert budgets["Budget ε"].iloc[0] == "4.5"
     history = next(d.value for d in at.dataframe if "Values hash" in d.value.columns)
     assert history["Entry"].tolist() == [r.id for r in reversed(records)]
+    assert history["ε"].tolist() == ["2", "2"]   # ε = 1 each, recorded as 2.0
 
 
 def test_a_damaged_ledger_is_named_and_left_untouched(ledger_file):
