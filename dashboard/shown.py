@@ -9,7 +9,7 @@ import math
 
 from dpcore import figures
 
-__all__ = ["up", "down", "loss", "count", "is_shown_exactly", "ROUNDED_UP", "percent_up",
+__all__ = ["up", "down", "loss", "count", "is_shown_exactly", "UP_MARK", "ROUNDED_UP", "percent_up",
            "percent_down"]
 
 #: The mark of a privacy figure rounded up, and the one note a page that shows it gives.
