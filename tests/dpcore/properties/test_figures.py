@@ -49,6 +49,19 @@ def test_figures_round_in_the_safe_direction(x, digits):
 
 
 
+@covers("figures.is_shown_exactly")
+@PROPERTY
+@given(x=finite_real(), digits=st.sampled_from([Arg(3, "nice"), Arg(4, "nice"), Arg(15, "nice"),
+                                                 Arg(0, "bad"), Arg("3", "bad")]))
+def test_a_figure_is_exact_when_rounding_up_and_down_agree(x, digits):
+    if isinstance(x.value, (float, np.floating)) and np.isinf(x.value):
+        x = Arg(x.value, "nice")  # ∞ is shown as ∞: exactly
+    exact = ok(lambda: figures.is_shown_exactly(x.value, digits.value), {"x": x, "digits": digits})
+    if exact is not None and x.tag != "bad":
+        assert exact == (figures.upper(x.value, digits.value)
+                         == figures.lower(x.value, digits.value))
+
+
 @covers("figures.percent_upper", "figures.percent_lower")
 @PROPERTY
 @given(p=probability(zero_ok=True, nice_hi=1.0))
