@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard import charts, controls, state
 from dashboard.analysis import learning
 from dashboard.choices import fmt_number
-from dashboard.shown import up
+from dashboard.shown import ROUNDED_UP, UP_MARK, loss
 from dashboard.text import plain
 
 st.title("Private learning")
@@ -93,9 +93,10 @@ for column, (noise, curve) in zip(columns[1:], curves.items(), strict=True):
                   delta_color="normal")
     column.caption(f"90% of fits between {low:.1%} and {high:.1%}.")
 d = len(task.features)
-st.markdown(f"The budget ε = {fmt_number(marked)} is split as ε/3 = {up(marked / 3, 3)} for "
-            f"the class counts (noise scale {3 / marked:.3g} rows) and ε/(3·{d}) = "
-            f"{up(marked / (3 * d), 3)} for each feature's sum and again for its sum of squares.")
+split = (f"The budget ε = {fmt_number(marked)} is split as ε/3 = {loss(marked / 3)} for "
+         f"the class counts (noise scale {3 / marked:.3g} rows) and ε/(3·{d}) = "
+         f"{loss(marked / (3 * d))} for each feature's sum and again for its sum of squares.")
+st.markdown(split + (f" {ROUNDED_UP}" if UP_MARK in split else ""))
 
 sentences = []
 for noise, curve in curves.items():

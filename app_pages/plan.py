@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import budget_panel, charts, controls, person, plan_store, release_panel, state
+from dashboard import (
+    budget_panel,
+    charts,
+    controls,
+    person,
+    plan_store,
+    release_panel,
+    shown,
+    state,
+)
 from dashboard.analysis import release_plan as rp
 from dashboard.analysis.plan_entries import plan_unit
 from dashboard.choices import DELTA_OPTIONS, fmt_number
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS, ACCOUNTANTS
 from dpcore.figures import lower as round_down
-from dpcore.figures import upper
 from plan import model
 from plan.build import build_plan
 
@@ -194,10 +202,13 @@ with st.spinner("Composing the plan four ways…"):
 cols = st.columns(4)
 for col, name in zip(cols, ACCOUNTANTS, strict=True):
     total = acc.totals.of(name)
-    col.metric(rp.TITLES[name], f"ε = {upper(total.epsilon, 4)}",
+    col.metric(rp.TITLES[name], f"ε = {shown.loss(total.epsilon)}",
                delta="chosen" if name == method else None, delta_color="off",
                delta_arrow="off", help=total.note or None)
 st.markdown(rp.accounting_sentence(acc))
+rounded_noted = not all(shown.is_shown_exactly(acc.totals.of(n).epsilon) for n in ACCOUNTANTS)
+if rounded_noted:   # the page says once what ↑ means
+    st.caption(shown.ROUNDED_UP)
 prepared, blocked = release_panel.prepared(the_plan)
 needs = prepared.spent if prepared else acc.totals.of(method)   # what the ledger would record
 guard = budget_panel.budget_section(loaded, data_key, needs_epsilon=needs.epsilon,
@@ -219,7 +230,10 @@ except ValueError as exc:
     st.info(f"No split: {plain(exc, limit=500)}.", icon=":material/info:")
     result = None
 if result is not None:
-    st.markdown(rp.split_sentence(result, method))
+    sentence = rp.split_sentence(result, method)
+    st.markdown(sentence)
+    if shown.UP_MARK in sentence and not rounded_noted:
+        st.caption(shown.ROUNDED_UP)
     ratio = st.column_config.TextColumn(help="Target over achieved accuracy: ≥ 1 means the "
                                         "target is met.")
     st.dataframe(result.table, hide_index=True, key="plan_split_table",
@@ -230,7 +244,7 @@ if result is not None:
         st.caption(f"{plain(the_plan.query(qid).label, limit=120)}: {plain(why)}.")
     over = budget is not None and result.total > budget
     if over:
-        st.warning(f"Meeting every target needs ε = {upper(result.total, 4)} under "
+        st.warning(f"Meeting every target needs ε = {shown.loss(result.total)} under "
                    f"{ACCOUNTANT_LABELS[method]}, more than the budget "
                    f"ε = {round_down(budget, 4)}: loosen a target or raise the budget "
                    "(the split is not applied).")

@@ -19,7 +19,7 @@ import streamlit as st
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS
-from dpcore.figures import upper
+from dpcore.figures import lower, upper
 from engine.sources import FrameSource
 from plan import model
 
@@ -159,7 +159,8 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
     st.success(f"Released and recorded: entry #{outcome['id']} at {outcome['time']}, "
                f"ε = {upper(outcome['epsilon'], 6)}"
                + (f", δ = {upper(outcome['delta'], 3)}" if outcome["delta"] else "")
-               + (f"; ε = {left:.6g} left for this dataset" if left is not None else
+               + (f"; ε = {lower(max(left, 0.0), 6)} left for this dataset"
+                  if left is not None else
                   "; no budget is set for this dataset in the ledger") + ".",
                icon=":material/verified:")
     if outcome["note"]:

@@ -1,5 +1,6 @@
 """Numbers as the pages show them: privacy losses and error bounds ±α rounded up, guarantees
-("at least …") rounded down, through ``dpcore.figures``, with thousands separators.
+("at least …") rounded down, through ``dpcore.figures``, with thousands separators; a loss that
+was rounded up is marked ↑ (:func:`loss`, :data:`ROUNDED_UP`); counts are whole (:func:`count`).
 """
 
 from __future__ import annotations
@@ -8,7 +9,13 @@ import math
 
 from dpcore import figures
 
-__all__ = ["up", "down", "percent_up", "percent_down"]
+__all__ = ["up", "down", "loss", "count", "is_shown_exactly", "UP_MARK", "ROUNDED_UP", "percent_up",
+           "percent_down"]
+
+#: The mark of a privacy figure rounded up, and the one note a page that shows it gives.
+UP_MARK = "↑"
+ROUNDED_UP = ("Figures marked ↑ are rounded up so the guarantee holds: the privacy loss is at "
+              "most the figure shown.")
 
 
 def _places(x: float, digits: int) -> int:
@@ -41,6 +48,41 @@ def up(x: float, digits: int = 4) -> str:
     ('4.255', '2.996', '123,457', '1e-06')
     """
     return _shown(x, digits, figures.upper)
+
+
+def is_shown_exactly(x: float, digits: int = 4) -> bool:
+    """Whether :func:`up` and :func:`down` show ``x`` itself (3 × 1 = 3.0000000000000004 is 3),
+    not a figure rounded from it (1/3 → 0.3334)."""
+    x = float(x)
+    if not math.isfinite(x) or x == 0:
+        return True
+    return figures.is_shown_exactly(x, _places(x, digits))
+
+
+def loss(x: float, digits: int = 4) -> str:
+    """A privacy loss (ε, δ, ρ) as every page shows it: exact when it is a short decimal
+    (within float error), else rounded up and marked ↑ (the page then shows :data:`ROUNDED_UP`
+    once).
+
+    >>> loss(3.0000000000000004), loss(1 / 3), loss(0.5)
+    ('3', '0.3334↑', '0.5')
+    """
+    return up(x, digits) + ("" if is_shown_exactly(x, digits) else UP_MARK)
+
+
+def count(x: float) -> str:
+    """A count of people or rows, or an integer mechanism's release: a whole number with
+    thousands separators (8025.35 → 8,025; a noisy count rounded is still private).
+
+    >>> count(8025.35), count(48842), count(-3.5)
+    ('8,025', '48,842', '-4')
+    """
+    x = float(x)
+    if math.isnan(x):
+        return "—"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    return f"{round(x):,}"
 
 
 def down(x: float, digits: int = 4) -> str:

@@ -7,18 +7,27 @@ guarantee ("at least 59.8 % of releases") rounds *down*. Nearest rounding is for
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 
 from dpcore.checks import check_int, check_real
 
-__all__ = ["upper", "lower", "percent_upper", "percent_lower"]
+__all__ = ["upper", "lower", "is_shown_exactly", "percent_upper", "percent_lower"]
+
+#: A float within this many units in the last place of a decimal of at most ``_SHORT`` significant
+#: digits stands for that decimal: 1 + 1 + 1 added up and rounded up to a float is
+#: 3.0000000000000004, and 3 × 1 is 3 — it must not read 3.001. The accountants pad a total by
+#: a relative 2⁻⁴⁸ (about 16 ulps: dpcore.accounting._up) for their float operations; 64 ulps
+#: cover that and a few operations more, and are a hundredth of a 12-digit decimal's spacing.
+_ULPS = 64
+_SHORT = 12
 
 
 def _rounded(exact: Decimal, digits: int, rounding: str) -> Decimal:
     """``exact`` rounded to ``digits`` significant digits in the direction ``rounding``.
 
-    Callers pass ``Decimal(repr(x))``: the shortest decimal that reads back as the same float,
-    so ε = 0.1 shows as 0.1 (its binary value, 0.1000000000000000055…, would round up to 0.101).
+    Callers pass ``_decimal(x)``: the shortest decimal that reads back as the same float,
+    so ε = 0.1 shows as 0.1 (its binary value, 0.1000000000000000055…, would round up to 0.101),
+    or the short decimal a float stands for within float error.
     """
     if exact == 0:
         return exact
@@ -26,6 +35,19 @@ def _rounded(exact: Decimal, digits: int, rounding: str) -> Decimal:
     with localcontext() as context:
         context.prec = 2000  # quantize must not round a second time
         return exact.quantize(Decimal(1).scaleb(exponent), rounding=rounding)
+
+
+def _decimal(x: float) -> Decimal:
+    """The decimal ``x`` stands for: a short decimal when ``x`` is within float error of one
+    (3.0000000000000004 → 3, 0.30000000000000004 → 0.3), else its shortest repr (1/3 stays
+    0.3333333333333333: no 12-digit decimal is within a few ulps of it)."""
+    exact = Decimal(repr(x))
+    if exact == 0:
+        return exact
+    short = _rounded(exact, _SHORT, ROUND_HALF_EVEN)
+    if short != exact and abs(float(short) - x) <= _ULPS * math.ulp(x):
+        return short.normalize()
+    return exact
 
 
 def _text(value: Decimal, digits: int) -> str:
@@ -62,7 +84,7 @@ def upper(x: float, digits: int = 3) -> str:
     value, places = _check(x, digits)
     if math.isinf(value):
         return "∞" if value > 0 else "−∞"
-    return _text(_rounded(Decimal(repr(value)), places, ROUND_CEILING), places)
+    return _text(_rounded(_decimal(value), places, ROUND_CEILING), places)
 
 
 def lower(x: float, digits: int = 3) -> str:
@@ -74,7 +96,21 @@ def lower(x: float, digits: int = 3) -> str:
     value, places = _check(x, digits)
     if math.isinf(value):
         return "∞" if value > 0 else "−∞"
-    return _text(_rounded(Decimal(repr(value)), places, ROUND_FLOOR), places)
+    return _text(_rounded(_decimal(value), places, ROUND_FLOOR), places)
+
+
+def is_shown_exactly(x: float, digits: int = 3) -> bool:
+    """Whether ``upper(x, digits)`` (and ``lower``) is the value itself, not rounded: 3 and
+    3.0000000000000004 are; 1/3 at any number of digits is not (a page marks it ↑ or ↓).
+
+    >>> is_shown_exactly(3.0000000000000004, 4), is_shown_exactly(1 / 3, 4)
+    (True, False)
+    """
+    value, places = _check(x, digits)
+    if math.isinf(value):
+        return True
+    exact = _decimal(value)
+    return _rounded(exact, places, ROUND_CEILING) == exact
 
 
 def _check_probability(p: object) -> float:

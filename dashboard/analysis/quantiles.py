@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
+from dashboard import shown
 from dashboard.analysis import selection as sel
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset
@@ -312,16 +313,17 @@ def quantile_release(_relation, data_key: str, column: str, grid: tuple[float, .
 def budget_sentence(release: QuantileRelease) -> str:
     m = len(release.results)
     symbol, measure = release.symbol, "pure DP" if release.measure == "pure" else "zCDP"
-    total = figures.upper(release.budget, 4)
-    share = figures.upper(release.results[0].budget, 4)
+    total, share = shown.loss(release.budget), shown.loss(release.results[0].budget)
     how = NOISES[release.noise][0].lower() + NOISES[release.noise][1:]
+    # the page's one note on ↑ (the table's column repeats these figures)
+    note = f" {shown.ROUNDED_UP}" if shown.UP_MARK in total + share else ""
     if m == 1:
         return (f"**Privacy:** {symbol} = {total} ({measure}), all of it on this one "
-                f"quantile; released by {how}, over the grid.")
+                f"quantile; released by {how}, over the grid.{note}")
     return (f"**Privacy:** {symbol} = {total} ({measure}) in all, split equally over the {m} "
-            f"quantiles: each is released with {symbol} = {share} (at most), and by "
-            f"sequential composition the releases together spend at most the total; each is "
-            f"released by {how}, over the grid.")
+            f"quantiles: each is released with {symbol} = {share}, and by sequential "
+            f"composition the releases together spend at most the total; each is released "
+            f"by {how}, over the grid.{note}")
 
 
 def sensitivity_sentence(release: QuantileRelease, unit: PrivacyUnit) -> str:
@@ -343,7 +345,7 @@ def results_table(release: QuantileRelease) -> pd.DataFrame:
     for x in release.results:
         rows.append({
             "Quantile": level_name(x.q),
-            f"{release.symbol} spent": figures.upper(x.budget, 4),
+            f"{release.symbol} spent": shown.loss(x.budget),
             "True quantile": "—" if x.true_value is None else f"{x.true_value:,.6g}",
             "Simulated release": f"{x.released:,.6g}",
             f"P(|released − true| ≤ {alpha})": ("—" if x.within_alpha is None

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.analysis.selection import NOISES as SELECTION_NOISES
+from dashboard.shown import loss
 from dpcore import allocation
 from dpcore.accounting import (
     ACCOUNTANT_LABELS,
@@ -332,10 +333,10 @@ def accounting_sentence(acc: Accounted) -> str:
     """How much the tight accountant saves, in words."""
     pld, basic = acc.totals.pld.epsilon, acc.totals.basic.epsilon
     best = min(ACCOUNTANTS, key=lambda n: acc.totals.of(n).epsilon)
-    text = (f"At δ = {acc.delta:g} the plan spends ε = {upper(acc.chosen, 4)} under "
+    text = (f"At δ = {acc.delta:g} the plan spends ε = {loss(acc.chosen)} under "
             f"{ACCOUNTANT_LABELS[acc.method]} (the accounting you chose). ")
     if math.isfinite(basic) and basic - pld >= 1e-3 * basic:
-        text += (f"Privacy-loss distributions give ε = {upper(pld, 4)}, "
+        text += (f"Privacy-loss distributions give ε = {loss(pld)}, "
                  f"{upper(basic - pld, 3)} less than basic composition "
                  f"({(basic - pld) / basic:.0%}). ")
     if best != acc.method and acc.totals.of(best).epsilon < acc.chosen * (1 - 1e-3):
@@ -440,12 +441,12 @@ def split_sentence(result: Split, method: str) -> str:
     """The split against the even split, in words."""
     label = ACCOUNTANT_LABELS[method]
     if result.mode == "least":
-        text = (f"Every target is met with ε = {upper(result.total, 4)} in all under {label}; "
-                f"an even split (every judged query at ε = {upper(result.even_epsilon, 4)}, "
-                f"what the hardest target needs) spends ε = {upper(result.even_total, 4)}.")
+        text = (f"Every target is met with ε = {loss(result.total)} in all under {label}; "
+                f"an even split (every judged query at ε = {loss(result.even_epsilon)}, "
+                f"what the hardest target needs) spends ε = {loss(result.even_total)}.")
     else:
         text = (f"Within the budget, the split reaches {result.worst:.3g} × every target "
-                f"(≥ 1: all met), spending ε = {upper(result.total, 4)} under {label}; an "
+                f"(≥ 1: all met), spending ε = {loss(result.total)} under {label}; an "
                 f"even split reaches {result.even_worst:.3g} ×.")
     return text
 

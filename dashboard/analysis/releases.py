@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from dpcore.figures import lower, upper
+
 __all__ = ["datasets_table", "history_table"]
 
 
@@ -16,16 +18,22 @@ def _short(content_hash: str | None) -> str:
     return content_hash[:19] + "…" if len(content_hash) > 20 else content_hash
 
 
+def _left(epsilon: float | None) -> str | None:
+    """What is left of a budget as the Release plan page's budget panel reads it: rounded
+    down to 6 digits (ε figures read the same on both pages; issue 21 item 7)."""
+    return None if epsilon is None else lower(max(epsilon, 0.0), 6)
+
+
 def datasets_table(statuses: Sequence) -> pd.DataFrame:
     """One row per dataset (one content, whatever its names): its budget and when it was
     set, what its releases spent (ε and δ added up) and what is left."""
     rows = [{"Dataset": ", ".join(s.names or (s.dataset.name,)),
              "Content hash": _short(s.dataset.content_hash),
-             "Budget ε": None if s.budget is None else s.budget.epsilon,
+             "Budget ε": None if s.budget is None else lower(s.budget.epsilon, 6),
              "Budget δ": None if s.budget is None else s.budget.delta,
              "Budget set": "" if s.budget is None else f"{s.budget.time} ({s.budget.reason})",
-             "Spent ε": s.spent_epsilon, "Spent δ": s.spent_delta,
-             "Left ε": s.remaining_epsilon, "Left δ": s.remaining_delta,
+             "Spent ε": upper(s.spent_epsilon, 6), "Spent δ": s.spent_delta,
+             "Left ε": _left(s.remaining_epsilon), "Left δ": s.remaining_delta,
              "Releases": s.releases}
             for s in statuses]
     return pd.DataFrame(rows, columns=["Dataset", "Content hash", "Budget ε", "Budget δ",
@@ -42,7 +50,7 @@ def history_table(records: Sequence) -> pd.DataFrame:
         except (ValueError, AttributeError):
             queries = None
         rows.append({"Entry": r.id, "Time": r.time, "Dataset": r.dataset.name,
-                     "Queries": queries, "ε": r.epsilon, "δ": r.delta,
+                     "Queries": queries, "ε": upper(r.epsilon, 6), "δ": r.delta,
                      "Accounting": r.accounting, "Values hash": _short(r.values_hash)})
     return pd.DataFrame(rows, columns=["Entry", "Time", "Dataset", "Queries", "ε", "δ",
                                        "Accounting", "Values hash"])

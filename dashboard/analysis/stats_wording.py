@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from dashboard import choices
 from dashboard.analysis.stats_plan import ReleasePlan
 from dashboard.choices import PrivacyChoice
-from dashboard.shown import percent_down, up
+from dashboard.shown import count, percent_down, up
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.risk import percent
 
@@ -31,6 +31,10 @@ SENSITIVITY_NORMS = {
     "L2": "L2 is the square root of the sum of the squared changes, which "
           f"{choices.norm_names('L2')} noise is calibrated to",
 }
+
+
+#: The queries whose answer is a number of people: shown whole.
+COUNT_QUERIES = ("count", "histogram")
 
 
 def fmt_value(x: float) -> str:
@@ -273,26 +277,35 @@ def bias_row(run: MechanismRun) -> str:
 def release_table(runs: Sequence[MechanismRun]) -> pd.DataFrame:
     """One release per mechanism next to the true counts, per category, with its error.
 
-    The relative error is |noisy − true| / true in percent, empty where the true count is 0.
+    Counts read whole: the noisy count is rounded to the nearest whole number (post-processing,
+    as a published count would be), and its error is that of the rounded count. The relative
+    error is |noisy − true| / true in percent, empty where the true count is 0.
     """
     first = runs[0]
-    table = pd.DataFrame({"Category": list(first.labels or ()), "True count": first.true_value})
+    table = pd.DataFrame({"Category": list(first.labels or ()),
+                          "True count": np.round(first.true_value).astype(np.int64)})
     for run in runs:
-        error = run.release - run.true_value
+        noisy = np.round(run.release)
+        error = noisy - run.true_value
         with np.errstate(divide="ignore", invalid="ignore"):
             relative = np.where(run.true_value > 0, 100 * np.abs(error) / run.true_value, np.nan)
-        table[f"Noisy ({run.name})"] = np.round(run.release, 2)
-        table[f"Error ({run.name})"] = np.round(error, 2)
+        table[f"Noisy ({run.name})"] = noisy.astype(np.int64)
+        table[f"Error ({run.name})"] = np.round(error).astype(np.int64)
         table[f"Relative error % ({run.name})"] = np.round(relative, 3)
     return table
 
 
 def release_summary(run: MechanismRun) -> dict[str, str]:
-    """One noisy release of a count, sum, mean or variance, its absolute and relative error."""
+    """One noisy release of a count, sum, mean or variance, its absolute and relative error.
+    A count reads whole (rounded: post-processing), its error that of the whole count."""
     truth, noisy = float(run.true_value), float(run.release)
+    whole = run.query in COUNT_QUERIES
+    if whole:
+        noisy = float(round(noisy))
     error = abs(noisy - truth)
     relative = f"{error / abs(truth):.3%}" if truth != 0 else "— (true answer is 0)"
-    return {f"One release ({run.name})": fmt_value(noisy), "Absolute error": fmt_value(error),
+    shown_value = count if whole else fmt_value
+    return {f"One release ({run.name})": shown_value(noisy), "Absolute error": shown_value(error),
             "Relative error": relative}
 
 

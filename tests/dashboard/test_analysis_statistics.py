@@ -312,8 +312,13 @@ def test_upload_without_domains_uses_data_categories_and_round_bounds():
     run = stats.run_mechanism(plan, trials=1_000, seed=2)
     table = stats.release_table([run])
     assert table["Category"].tolist() == ["blue", "green", "red"]
+    # counts read whole (issue 21 item 8: '8025.35 people'); the error is the whole count's
+    whole = np.floor(run.release + 0.5)   # the release is not at a half: nearest either way
+    np.testing.assert_array_equal(table["Noisy (Laplace)"], whole)
+    assert table["Noisy (Laplace)"].dtype.kind == "i" and table["True count"].dtype.kind == "i"
+    np.testing.assert_array_equal(table["Error (Laplace)"], whole - [1, 1, 2])
     np.testing.assert_allclose(table["Relative error % (Laplace)"],
-                               np.round(100 * np.abs(run.release - [1, 1, 2]) / [1, 1, 2], 3))
+                               np.round(100 * np.abs(whole - [1, 1, 2]) / [1, 1, 2], 3))
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,3 +390,14 @@ def test_a_mean_whose_error_bound_is_set_by_the_bounds_says_so():
     plain = stats.accuracy_sentence(iris_mean_run(10.0, 20_000), 0.95)
     assert plain.startswith("95% of the simulated releases were within") and "bound" not in plain
     assert "clamped" not in stats.error_chart_note([iris_mean_run(10.0, 20_000)], 0.95)
+
+
+def test_one_release_of_a_count_reads_whole(small_frame):
+    plan = stats.make_plan(small_frame, stats.QuerySpec("count"), pure("laplace", 0.25))
+    run = stats.run_mechanism(plan, trials=100, seed=4)
+    shown = stats.release_summary(run)
+    noisy = shown["One release (Laplace)"]
+    assert noisy.lstrip("-").replace(",", "").isdigit(), noisy
+    assert int(noisy.replace(",", "")) == int(np.floor(float(run.release) + 0.5))
+    error = abs(int(noisy.replace(",", "")) - float(run.true_value))
+    assert shown["Absolute error"] == f"{error:,.0f}"

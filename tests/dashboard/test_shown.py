@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.shown import down, percent_down, percent_up, up
+from dashboard.shown import down, is_shown_exactly, percent_down, percent_up, up
 
 
 def value(text: str) -> Decimal:
@@ -38,15 +38,36 @@ finite = st.floats(min_value=-1e15, max_value=1e15, allow_nan=False, allow_infin
 @given(finite, st.integers(min_value=1, max_value=8))
 def test_up_never_below_and_down_never_above(x, digits):
     # The float's shortest decimal, as dpcore.figures reads it: 0.1 is 0.1, not its binary
-    # 0.1000000000000000055…, which would show as 0.1001.
+    # 0.1000000000000000055…, which would show as 0.1001; and a float within 64 ulps of a
+    # 12-digit decimal stands for it (float error: 1 + 1 + 1 rounded up is 3, not 3.001).
     exact = Decimal(repr(x))
+    slack = Decimal(64 * math.ulp(x))
     high, low = value(up(x, digits)), value(down(x, digits))
-    assert low <= exact <= high
+    assert low - slack <= exact <= high + slack
     # Within one unit of the last digit shown (never more than 15 significant digits kept).
     if x != 0:
         unit = Decimal(10) ** (max(exact.adjusted(), high.adjusted()) - min(
             15, max(digits, exact.adjusted() + 1)) + 1)
         assert high - exact <= unit and exact - low <= unit
+
+
+@pytest.mark.parametrize("x, shown", [
+    (1.0 + 1.0 + 1.0000000000000002, "3"), (3.0000000000000004, "3"), (0.1 + 0.2, "0.3"),
+    (2.9999999999999996, "3"), (1.0000000000000002, "1"),
+    (2.0000000000000075, "2"),   # 1 + 1 padded by the accountant's relative 2⁻⁴⁸
+])
+def test_float_error_reads_as_the_exact_figure(x, shown):
+    # Three queries at ε = 1 add up to 3 (the accountant rounds the float sum up by an ulp):
+    # the page reads 3, as 3 × 1 is, both ways (not 'basic ε = 3.001' beside 'PLD ε = 3').
+    assert up(x) == shown and down(x) == shown and is_shown_exactly(x)
+
+
+@pytest.mark.parametrize("x, up_shown, down_shown", [
+    (1 / 3, "0.3334", "0.3333"), (1 / 9, "0.1112", "0.1111"), (1.99991, "2", "1.999"),
+    (3 + 1e-13, "3.001", "3"),   # beyond float error (225 ulps)
+])
+def test_a_rounded_figure_is_not_exact(x, up_shown, down_shown):
+    assert up(x) == up_shown and down(x) == down_shown and not is_shown_exactly(x)
 
 
 def test_a_planted_nearest_rounding_is_caught():
@@ -62,3 +83,18 @@ def test_privacy_labels_never_round_down():
     assert fmt_number(0.12345649) == "0.123457" and fmt_number(1.2345641e-07) == "1.23457e-07"
     label = PrivacyChoice("approx", "gaussian", epsilon=0.12345649, delta=1.2345641e-07).label()
     assert label == "Gaussian, ε = 0.123457, δ = 1.23457e-07"
+
+
+def test_loss_marks_only_a_rounded_figure():
+    from dashboard.shown import loss
+
+    assert loss(3.0000000000000004) == "3" and loss(0.5) == "0.5" and loss(1e-06) == "1e-06"
+    assert loss(1 / 3) == "0.3334↑" and loss(1 / 9) == "0.1112↑"
+    assert loss(123456.2) == "123,457↑" and loss(2.0, 6) == "2"
+
+
+def test_count_is_whole():
+    from dashboard.shown import count
+
+    assert count(8025.35) == "8,025" and count(8025.5) == "8,026" and count(48842.0) == "48,842"
+    assert count(math.nan) == "—"

@@ -27,7 +27,8 @@ def add_to_plan(page) -> None:
 
 def metric(page, label: str) -> float:
     box = page.locator("[data-testid='stMetric']").filter(has_text=label).first
-    return float(box.locator("[data-testid='stMetricValue']").inner_text().split("=")[1])
+    text = box.locator("[data-testid='stMetricValue']").inner_text()
+    return float(text.split("=")[1].rstrip("↑"))
 
 
 def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):

@@ -166,10 +166,10 @@ def test_statistics_histogram_download_is_the_release_shown(served):
     noisy = numeric_column(rows, "Noisy count (Laplace)")
     assert frame["Noisy count (Laplace)"].dtype.kind == "f"
     np.testing.assert_array_equal(frame["Noisy count (Laplace)"].to_numpy(), noisy)
-    # The page's release table shows the same release, rounded to 2 decimals.
+    # The page's release table shows the same release, counts whole (issue 21 item 8).
     shown = at.dataframe[0].value
     assert shown["Category"].tolist() == order
-    np.testing.assert_array_equal(np.round(noisy, 2), shown["Noisy (Laplace)"].to_numpy())
+    np.testing.assert_array_equal(np.floor(noisy + 0.5), shown["Noisy (Laplace)"].to_numpy())
     # Laplace noise of scale 1 (ε = 1, sensitivity 1): |noise| < 25 fails with prob. e^-25.
     assert np.all(np.abs(noisy - truth) < 25) and np.any(noisy != truth)
     assert params["dataset"] == ADULT and params["query"] == "histogram"
@@ -198,7 +198,7 @@ def test_statistics_count_compared_with_gaussian(served):
     metrics = {m.label: m.value for m in at.metric}
     for name in ("Laplace", "Gaussian"):
         noisy = numeric_column(rows, f"Noisy count ({name})")[0]
-        assert metrics[f"One release ({name})"] == stats.fmt_value(noisy)
+        assert metrics[f"One release ({name})"] == f"{np.floor(noisy + 0.5):,.0f}"   # whole
         assert abs(noisy - rows_in_adult) < 150     # scales 2.1 and ≈ 10: 14+ scales away
     params = downloaded(at, served, "stats_download")[1]
     assert (params["measure"], params["epsilon"], params["delta"]) == ("approx", 0.47, 1e-6)

@@ -152,11 +152,14 @@ def test_sweep_matches_dpcore_called_directly():
 
 def test_budget_shares_round_up(at):
     """At ε = 1 each third is 1/3 and each of Iris's 4 features gets 1/12 = 0.08333… for its
-    sum: once shown as 0.333 and 0.0833, less than spent."""
+    sum: once shown as 0.333 and 0.0833, less than spent; then as 0.334, read as arithmetic
+    (issue 21 item 7): now 0.3334↑, marked rounded up, with the page's one note on ↑."""
     sentence = next(m.value for m in at.markdown if "is split as" in m.value)
     third = re.search(r"ε/3 = ([\d.]+)", sentence)[1]
     per_feature = re.search(r"ε/\(3·4\) = ([\d.]+)", sentence)[1]
     assert Fraction(third) >= Fraction(1, 3) and Fraction(per_feature) >= Fraction(1, 12)
+    assert "ε/3 = 0.3334↑ for" in sentence and "ε/(3·4) = 0.08334↑ for" in sentence
+    assert " ".join(m.value for m in at.markdown).count("marked ↑") == 1
 
 
 def test_adult_flags_the_bound_read_off_the_data(app, served):  # noqa: F811

@@ -170,6 +170,23 @@ def test_several_quantiles_split_the_budget(tiny_folder):
     assert "Δ = 0.75" in text and "Δ = 0.9" in text
 
 
+def test_nine_quantiles_mark_their_rounded_share_once(tiny_folder):
+    """Issue 21 item 7: nine quantiles read 'ε = 0.1112' as if it were 1/9. The share is
+    rounded up, so it is marked ↑, the page says once what ↑ means, and the table's column
+    reads the same figure; the total ε = 1 is exact and reads 1."""
+    at = tiny_app(levels=", ".join(f"{k / 10:g}" for k in range(1, 10)))
+    text = " ".join(m.value for m in at.markdown)
+    assert "ε = 1 (pure DP) in all, split equally over the 9 quantiles" in text
+    assert "each is released with ε = 0.1112↑," in text
+    assert text.count("marked ↑") == 1
+    assert set(table(at)["ε spent"]) == {"0.1112↑"}
+
+
+def test_one_quantile_reads_its_exact_budget(tiny_folder):
+    text = " ".join(m.value for m in tiny_app().markdown)
+    assert "ε = 1 (pure DP), all of it on this one quantile" in text and "↑" not in text
+
+
 def test_person_unit_scales_the_sensitivity(tiny_folder):
     at = open_app("quantiles.py", dataset="file:tiny.parquet")
     key = at.session_state["dataset"].key

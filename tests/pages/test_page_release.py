@@ -105,13 +105,22 @@ def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
     assert status.budget.epsilon == 4.5
     assert status.remaining_epsilon == pytest.approx(4.5 - 2 * records[0].epsilon)
 
+    spent = next(m.value for m in at.metric if m.label.startswith("Spent by"))
+    left = left_metric(at)
+
     at.switch_page("app_pages/releases.py").run()
     no_problem(at)
     budgets = next(d.value for d in at.dataframe if "Left ε" in d.value.columns)
     assert budgets["Releases"].tolist() == [2]
-    assert budgets["Left ε"].iloc[0] == pytest.approx(status.remaining_epsilon)
+    assert float(budgets["Left ε"].iloc[0]) == pytest.approx(status.remaining_epsilon)
+    # The same figures read the same on both pages (issue 21 item 7: 'Spent ε = 2 / Left ε
+    # = 1.00009' beside 'ε = 1.0001 left'): the table shows the budget panel's text.
+    assert f"ε = {budgets['Left ε'].iloc[0]}" == left
+    assert f"ε = {budgets['Spent ε'].iloc[0]}" == spent
+    assert budgets["Budget ε"].iloc[0] == "4.5"
     history = next(d.value for d in at.dataframe if "Values hash" in d.value.columns)
     assert history["Entry"].tolist() == [r.id for r in reversed(records)]
+    assert history["ε"].tolist() == ["2", "2"]   # ε = 1 each, recorded as 2.0
 
 
 def test_a_damaged_ledger_is_named_and_left_untouched(ledger_file):
@@ -226,3 +235,23 @@ def test_a_plan_made_in_the_app_is_released_by_the_command_line_against_one_budg
     assert len(records) == 2 and status.releases == 2
     assert records[0].dataset == records[1].dataset
     assert json.loads(downloads["release.json"])["ledger_entry"] == records[0].id
+
+
+def test_a_budget_of_three_with_two_spent_reads_one_left(ledger_file):
+    """Issue 21 item 7: a spent ε of 2 that floats carry as 2.0000000000000004 (1 + 1 added up
+    and rounded up) read 'Spent ε = 2.00001' and 'Left ε = 0.999999'; 3 − 2 is 1."""
+    at = plan_of_two()
+    set_budget(at, 3.0)
+    with Ledger(ledger_file) as ledger:
+        [status] = ledger.datasets()
+        ledger.record_release(status.dataset, epsilon=2.0000000000000004, delta=0.0,
+                              accounting="basic", values_hash="sha256:" + "0" * 64,
+                              plan_json="{}", implementation="test")
+    at.run()
+    assert not at.exception   # (the plan of 2 is refused: 1 is left)
+    assert next(m.value for m in at.metric if m.label.startswith("Spent by")) == "ε = 2"
+    assert left_metric(at) == "ε = 1"
+    at.switch_page("app_pages/releases.py").run()
+    no_problem(at)
+    budgets = next(d.value for d in at.dataframe if "Left ε" in d.value.columns)
+    assert (budgets["Spent ε"].iloc[0], budgets["Left ε"].iloc[0]) == ("2", "1")
