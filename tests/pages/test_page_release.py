@@ -226,3 +226,26 @@ def test_a_plan_made_in_the_app_is_released_by_the_command_line_against_one_budg
     assert len(records) == 2 and status.releases == 2
     assert records[0].dataset == records[1].dataset
     assert json.loads(downloads["release.json"])["ledger_entry"] == records[0].id
+
+
+def test_a_refusal_is_dropped_once_the_plan_changes(ledger_file, monkeypatch):
+    """Issue 21 item 4: "Not released" speaks of the plan it refused; after the plan changes
+    it is gone (while the plan is unchanged it stays)."""
+    import release
+
+    def refuse(*args, **kwargs):
+        raise release.ReleaseRefused("the ledger holds too little of this dataset's budget")
+
+    at = plan_of_two()
+    monkeypatch.setattr(release, "run", refuse)
+    at.checkbox(key="plan_release_confirm").check().run()
+    at.button(key="plan_release").click().run()
+    assert any("Not released" in e.value for e in at.error)
+    at.run()   # the same plan: the refusal still stands
+    assert any("Not released" in e.value for e in at.error)
+    from dpcore.accounting import ACCOUNTANTS
+
+    other = next(m for m in ACCOUNTANTS if m != at.selectbox(key="plan_method").value)
+    at.selectbox(key="plan_method").set_value(other).run()   # another plan: its accounting
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any("Not released" in e.value for e in at.error)
