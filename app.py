@@ -154,6 +154,7 @@ def sidebar():
             "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",
             help="Simulations are reproducible: the same seed gives the same noisy results.")
         state.remember("seed_input")
+        state.history_per_page()
         return st.empty()   # the privacy unit, written after the page (which may change it)
 
 
@@ -178,3 +179,4 @@ except EngineError as exc:
     st.error(plain(exc, limit=600), icon=":material/error:")
 finally:
     unit_caption(unit_slot)
+    state.write_url(navigation.url_path)
