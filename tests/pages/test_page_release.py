@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from dpcore.accounting import ACCOUNTANTS
 from release import Ledger
 from tests.conftest import open_app
 
@@ -243,8 +244,6 @@ def test_a_refusal_is_dropped_once_the_plan_changes(ledger_file, monkeypatch):
     assert any("Not released" in e.value for e in at.error)
     at.run()   # the same plan: the refusal still stands
     assert any("Not released" in e.value for e in at.error)
-    from dpcore.accounting import ACCOUNTANTS
-
     other = next(m for m in ACCOUNTANTS if m != at.selectbox(key="plan_method").value)
     at.selectbox(key="plan_method").set_value(other).run()   # another plan: its accounting
     assert not at.exception, [e.value for e in at.exception]
