@@ -150,7 +150,7 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
               disabled=not (ready and confirm), on_click=_do_release,
               args=(plan, loaded, data_key))
     outcome = st.session_state.get(LAST, {}).get(data_key)
-    if outcome is not None and not outcome["ok"] and outcome["plan"] != plan.to_json():
+    if outcome is not None and not outcome["ok"] and outcome.get("plan") != plan.to_json():
         st.session_state[LAST].pop(data_key)   # the plan it refused has changed since
         outcome = None
     if outcome is None:
