@@ -160,6 +160,7 @@ def sidebar():
         state.remember("seed_input")
         st.page_link(PAGES[-1], label="Glossary: the terms these pages use",
                      icon=":material/menu_book:")
+        state.history_per_page()
         return st.empty()   # the privacy unit, written after the page (which may change it)
 
 
@@ -184,3 +185,4 @@ except EngineError as exc:
     st.error(plain(exc, limit=600), icon=":material/error:")
 finally:
     unit_caption(unit_slot)
+    state.write_url(navigation.url_path)

@@ -159,8 +159,9 @@ def exact_slider(label: str, grid: Sequence[float], *, key: str, default: float,
 
     The value lives under ``key`` (the slider's key), is remembered for the session and
     mirrored in the URL; a typed value off the grid joins the slider's stops. The box
-    (``{key}_exact``) always shows the value; a typed value outside [grid[0], grid[-1]] is
-    refused with a message and the last valid value is kept.
+    (``{key}_exact``) shows the value; a typed value outside [grid[0], grid[-1]] is refused
+    with a message and the last valid value is kept (the box shows the refused value while
+    the message stands).
     """
     ss = st.session_state
     low, high = float(grid[0]), float(grid[-1])
@@ -174,7 +175,11 @@ def exact_slider(label: str, grid: Sequence[float], *, key: str, default: float,
     if not _in_range(ss[key], low, high):
         ss[key] = default
     value = float(ss[key])
-    ss[f"{key}_exact"] = value   # the box shows the value in force (set before it is drawn)
+    if not ss.get(f"{key}_error") or f"{key}_exact" not in ss:
+        # the box shows the value in force (set before it is drawn); after a refusal it keeps
+        # the refused value beside the message, so typing the value in force is a change that
+        # takes it and clears the message (Streamlit calls no on_change for an equal value)
+        ss[f"{key}_exact"] = value
     slider, box = container.columns([3, 1], vertical_alignment="bottom")
     slider.select_slider(label, options=sorted({*map(float, grid), value}), key=key,
                          format_func=fmt_number, help=help, on_change=_slid_level, args=(key,))

@@ -6,7 +6,8 @@ entropy, never seeded), each map checked against the plan before anything is dra
 release recorded in the ledger (``EPSILON_LAB_LEDGER``) in the same transaction that checks
 the dataset's budget. The page then shows the released values only — no true value beside
 them — and offers the release's files and card. What a release shows is kept in the session
-for that dataset until the next release, as downloaded bytes and the values table.
+for that dataset until the next release, as downloaded bytes and the values table; a
+refusal is shown only while the plan it refused is unchanged.
 """
 
 from __future__ import annotations
@@ -99,11 +100,11 @@ def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
             "left": status.remaining_epsilon, "releases": status.releases,
         }
     except (ReleaseRefused, LedgerError, model.PlanError) as exc:
-        outcome = {"ok": False, "reason": str(exc)}
+        outcome = {"ok": False, "reason": str(exc), "plan": plan.to_json()}
     except Exception as exc:  # noqa: BLE001 — a release must never show a traceback
         outcome = {"ok": False, "reason": f"the release failed ({type(exc).__name__}); "
                                           "nothing was recorded unless the Releases page "
-                                          "lists it"}
+                                          "lists it", "plan": plan.to_json()}
     st.session_state.setdefault(LAST, {})[data_key] = outcome
 
 
@@ -149,6 +150,9 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
               disabled=not (ready and confirm), on_click=_do_release,
               args=(plan, loaded, data_key))
     outcome = st.session_state.get(LAST, {}).get(data_key)
+    if outcome is not None and not outcome["ok"] and outcome.get("plan") != plan.to_json():
+        st.session_state[LAST].pop(data_key)   # the plan it refused has changed since
+        outcome = None
     if outcome is None:
         return
     if not outcome["ok"]:

@@ -24,6 +24,8 @@ SEED = "seed"                  # the random seed for simulations (non-widget key
 SAVED = "_saved_widgets"       # last value of every remembered widget, per session
 SCHEMAS = "schema_by_dataset"  # the declarations made on the Data page, per dataset key
 UNITS = "privacy_unit_by_dataset"   # dashboard.person's privacy units, per dataset key
+URL_SOON = "_url_this_run"    # the values remember() mirrors in the URL at the run's end
+URL_OWNER = "_url_owner"      # the page whose run last mirrored each key in the URL
 DEFAULT_SEED = 2026
 DEFAULT_DATASET = datasets.BUILTIN_DATASETS[0]
 
@@ -136,14 +138,61 @@ def remembered(key: str, default: Any, *, parse: Callable[[str], Any] | None = N
 
 
 def remember(*keys: str) -> None:
-    """Save widget values for this session and mirror them in the URL."""
+    """Save widget values for this session and mirror them in the URL (at the end of the run:
+    :func:`write_url`)."""
     ss = st.session_state
+    soon = ss.setdefault(URL_SOON, {})
     for key in keys:
         if key in ss:
             ss[SAVED][key] = ss[key]
             value = ss[key]
             value = value.item() if hasattr(value, "item") else value  # numpy scalar → Python
-            st.query_params[key] = value if isinstance(value, str) else repr(value)
+            soon[key] = value if isinstance(value, str) else repr(value)
+
+
+def write_url(page: str) -> None:
+    """Mirror in the URL, in one update at the end of the run of ``page``, the values
+    remembered this run; drop the keys another page's run put there (issue 21 item 5).
+
+    Each update of ``st.query_params`` is a browser history entry at the path the browser
+    shows when it arrives: one per key, some still at the previous page's path while a page
+    switch runs, made Back land on the previous page with this page's parameters. One update
+    at the end lands after the path changed; :func:`history_per_page` makes it replace the
+    page's entry instead of adding one.
+    """
+    ss = st.session_state
+    soon = ss.pop(URL_SOON, {})
+    owners = ss.setdefault(URL_OWNER, {})
+    owners.update(dict.fromkeys(soon, page))
+    current = st.query_params.to_dict()
+    wanted = {key: value for key, value in current.items() if owners.get(key, page) == page}
+    wanted.update(soon)
+    if wanted != current:
+        st.query_params.from_dict(wanted)
+
+
+#: Streamlit adds a browser history entry for each change of the URL's parameters: on this
+#: app's URL those are a page's settings, so they replace the page's entry (Back leaves the
+#: page); a new page's path is still added.
+_HISTORY_JS = """<script>
+(() => {
+  const history = window.history;
+  if (history.epsilonLabPerPage) return;
+  const push = history.pushState.bind(history);
+  const replace = history.replaceState.bind(history);
+  history.pushState = (data, unused, url) => {
+    const samePage = url != null
+      && new URL(url, window.location.href).pathname === window.location.pathname;
+    return (samePage ? replace : push)(data, unused, url);
+  };
+  history.epsilonLabPerPage = true;
+})();
+</script>"""
+
+
+def history_per_page(container: Any = st) -> None:
+    """One browser history entry per page visited, not one per setting changed."""
+    container.html(_HISTORY_JS, unsafe_allow_javascript=True)
 
 
 def remember_in_session(*keys: str) -> None:
@@ -153,6 +202,7 @@ def remember_in_session(*keys: str) -> None:
     for key in keys:
         if key in ss:
             ss[SAVED][key] = ss[key]
+        ss.get(URL_SOON, {}).pop(key, None)
         st.query_params.pop(key, None)
 
 
@@ -164,6 +214,7 @@ def forget_when_changed(marker: str, context: tuple, keys: tuple[str, ...]) -> N
         for key in keys:
             ss.pop(key, None)
             ss[SAVED].pop(key, None)
+            ss.get(URL_SOON, {}).pop(key, None)
             st.query_params.pop(key, None)
     ss[marker] = context
 

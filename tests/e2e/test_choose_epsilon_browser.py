@@ -96,5 +96,13 @@ def test_typed_epsilon_is_kept_across_pages_and_refuses_out_of_range(page, serve
     wait_for_app(page)
     assert_no_exception(page)
     assert page.get_by_text("ε must be between 0.01 and 10").count() == 1
+    assert exact_box(page, "stats_epsilon").input_value() == "20"   # what was typed
+    assert thumb_value(page, "stats_epsilon") == 0.47
+    # typing the value kept takes it and the message goes (issue 21 item 4)
+    box = exact_box(page, "stats_epsilon")
+    box.fill("0.47")
+    box.press("Enter")
+    wait_for_app(page)
+    assert page.get_by_text("ε must be between 0.01 and 10").count() == 0
     assert exact_box(page, "stats_epsilon").input_value() == "0.47"
     assert thumb_value(page, "stats_epsilon") == 0.47

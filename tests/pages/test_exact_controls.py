@@ -48,10 +48,29 @@ def test_out_of_range_value_is_refused_with_a_message(app):
         errors = [e.value for e in at.error]
         assert any("ε must be between 0.01 and 10" in e and "stays 0.47" in e for e in errors)
         assert at.select_slider(key="stats_epsilon").value == 0.47
-        assert at.number_input(key="stats_epsilon_exact").value == 0.47
+        # the box keeps what was typed beside the message (issue 21 item 4)
+        assert at.number_input(key="stats_epsilon_exact").value == bad
     at.number_input(key="stats_epsilon_exact").set_value(0.5).run()
     assert not any("must be between" in e.value for e in at.error)
     assert at.select_slider(key="stats_epsilon").value == 0.5
+
+
+def test_typing_the_value_kept_after_a_refusal_clears_the_message(app):
+    """Issue 21 item 4: after "ε stays 0.47", typing 0.47 takes it and the message goes."""
+    at = app("statistics.py")
+    at.number_input(key="stats_epsilon_exact").set_value(0.47).run()
+    at.number_input(key="stats_epsilon_exact").set_value(20.0).run()
+    assert any("stays 0.47" in e.value for e in at.error)
+    at.number_input(key="stats_epsilon_exact").set_value(0.47).run()
+    no_exception(at)
+    assert not any("must be between" in e.value for e in at.error)
+    assert at.select_slider(key="stats_epsilon").value == 0.47
+    assert at.number_input(key="stats_epsilon_exact").value == 0.47
+    # the slider moved after a refusal: the message goes too and the box follows it
+    at.number_input(key="stats_epsilon_exact").set_value(-1.0).run()
+    at.select_slider(key="stats_epsilon").set_value(1.0).run()
+    assert not any("must be between" in e.value for e in at.error)
+    assert at.number_input(key="stats_epsilon_exact").value == 1.0
 
 
 def test_rho_typed_under_zcdp_reaches_the_mechanism(app):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from dpcore.accounting import ACCOUNTANTS
 from release import Ledger
 from tests.conftest import open_app
 
@@ -255,3 +256,24 @@ def test_a_budget_of_three_with_two_spent_reads_one_left(ledger_file):
     no_problem(at)
     budgets = next(d.value for d in at.dataframe if "Left ε" in d.value.columns)
     assert (budgets["Spent ε"].iloc[0], budgets["Left ε"].iloc[0]) == ("2", "1")
+
+
+def test_a_refusal_is_dropped_once_the_plan_changes(ledger_file, monkeypatch):
+    """Issue 21 item 4: "Not released" speaks of the plan it refused; after the plan changes
+    it is gone (while the plan is unchanged it stays)."""
+    import release
+
+    def refuse(*args, **kwargs):
+        raise release.ReleaseRefused("the ledger holds too little of this dataset's budget")
+
+    at = plan_of_two()
+    monkeypatch.setattr(release, "run", refuse)
+    at.checkbox(key="plan_release_confirm").check().run()
+    at.button(key="plan_release").click().run()
+    assert any("Not released" in e.value for e in at.error)
+    at.run()   # the same plan: the refusal still stands
+    assert any("Not released" in e.value for e in at.error)
+    other = next(m for m in ACCOUNTANTS if m != at.selectbox(key="plan_method").value)
+    at.selectbox(key="plan_method").set_value(other).run()   # another plan: its accounting
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any("Not released" in e.value for e in at.error)

@@ -104,3 +104,18 @@ def test_the_guard_finds_a_widget_that_skips_remembered():
     assert [k for _, _, k in keyed_widgets(planted)] == ["'a'", "'b'"]
     assert remembered_keys(planted) == [(1, "'a'")]
     assert unremembered(planted) == [(3, "number_input", "'b'")]
+
+
+def test_the_url_holds_the_current_page_settings_only(app):
+    """Issue 21 item 5: after Noisy statistics → Groups the URL names Groups' settings and the
+    sidebar's, none of the page left (whose run put them there)."""
+    at = app("statistics.py")
+    assert at.query_params["stats_query"]
+    at.switch_page("app_pages/groups.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    keys = set(at.query_params)
+    assert {"groups_epsilon", "dataset_choice", "seed_input"} <= keys, keys
+    assert not [k for k in keys if k.startswith("stats_")], keys
+    at.switch_page("app_pages/statistics.py").run()
+    keys = set(at.query_params)
+    assert "stats_query" in keys and not [k for k in keys if k.startswith("groups_")], keys
