@@ -596,3 +596,30 @@ def test_binned_histograms(values, edges, outside):
     assert np.all((cells >= -1) & (cells < size))
     np.testing.assert_array_equal(cells == -1, np.isnan(x))
     assert totals.shape == (size,) and totals.sum() == np.count_nonzero(~np.isnan(x))
+
+
+@covers("quantiles.max_rows_scores")
+@PROPERTY
+@given(rows=st.lists(st.integers(1, 12), min_size=0, max_size=40), extra=st.integers(1, 12),
+       largest=st.integers(1, 15), q=st.sampled_from([0.0, 0.5, 0.9, 0.99, 1.0]))
+def test_max_rows_scores(rows, extra, largest, q):
+    """The tilted scores are OpenDP's quantile scores plus (c − 1)·max(num, den − num), in
+    exact integers; adding one person moves each score by at most that one person's worth
+    (the sensitivity the draw is certified for)."""
+    num, den = quantiles.quantile_fraction(q)
+    worth = max(num, den - num)
+
+    def scores(people):
+        counts = np.bincount(np.asarray(people, dtype=int), minlength=largest + 2)
+        below = np.cumsum(counts)[:largest]          # #{rows < c}, c = 1..largest
+        equal = counts[1:largest + 1]
+        return quantiles.max_rows_scores(below, equal, len(people), q)
+
+    got = scores(rows)
+    assert got.dtype == np.uint64 and got.shape == (largest,)
+    for c in range(1, largest + 1):                  # an independent closed form, exact
+        lt = sum(r < c for r in rows)
+        gt = sum(r > c for r in rows)
+        assert int(got[c - 1]) == abs((den - num) * lt - num * gt) + (c - 1) * worth
+    moved = np.abs(scores([*rows, extra]).astype(object) - got.astype(object))
+    assert max(moved) <= worth
