@@ -27,11 +27,14 @@ from engine.queries import (
     ColumnInfo,
     ColumnProfile,
     Contribution,
+    DistinctValues,
+    FirstRows,
     GroupedSum,
     GroupedSumAggregate,
     HistogramAggregate,
     NumericBins,
     PersonCells,
+    Profile,
     ProfileAggregate,
     RowsPerPersonAggregate,
     TableAggregate,
@@ -55,6 +58,30 @@ def column_index(columns: Sequence[ColumnInfo], name: str, role: str, where: str
     raise EngineError(f"The {role} {name!r} is not a column of {where} (its columns: "
                       f"{shown}{more}). Choose one of its columns; if the file changed, "
                       "reload the dataset.")
+
+
+def reads_text(source: object, query: object) -> bool:
+    """Whether ``query`` reads a CSV file's cells as text, each row's value on its own.
+
+    A CSV column's guessed type depends on every value in it (one person's "x" turns a column
+    of codes from numbers to text; a value past the type sniffer's sample fails the read), so
+    every query whose answer a release uses — or a page's simulation of it — reads each cell
+    as its text: a number column's values as the numbers they read as, row by row, and
+    categories matched against each row's own text. Only what the pages show about the
+    columns (their profile, bins, first rows, and examples of values) reads the guessed
+    types. Parquet files and tables carry their own types, which no row changes."""
+    from engine.sources import FileSource
+
+    if not (isinstance(source, FileSource) and source.format == "csv"):
+        return False
+    if isinstance(query, DistinctValues):
+        return query.limit is None       # every key, as partition selection reads them
+    return not isinstance(query, Profile | NumericBins | FirstRows)
+
+
+def as_text(columns: Sequence[ColumnInfo]) -> tuple[ColumnInfo, ...]:
+    """The columns as text (``reads_text``): names kept, every kind ``"text"``."""
+    return tuple(ColumnInfo(c.name, "text", "VARCHAR") for c in columns)
 
 
 def numeric_column(columns: Sequence[ColumnInfo], name: str, where: str) -> int:

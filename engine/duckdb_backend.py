@@ -636,8 +636,9 @@ class DuckDBBackend:
             return self._connection.cursor()
 
     def _from(self, cursor: duckdb.DuckDBPyConnection, source: Source,
-              columns: int | None) -> tuple[str, dict[str, object]]:
-        """The FROM clause for ``source`` and its parameters; renames columns positionally."""
+              columns: int | None, *, text: bool = False) -> tuple[str, dict[str, object]]:
+        """The FROM clause for ``source`` and its parameters; renames columns positionally.
+        ``text``: a CSV's cells as text (``_plan.reads_text``)."""
         alias = "" if columns is None else (
             " AS t(" + ", ".join(_col(i) for i in range(columns)) + ")")
         if isinstance(source, FrameSource):
@@ -648,10 +649,12 @@ class DuckDBBackend:
             return quote(view), {}
         if isinstance(source, FileSource):
             if source.format == "csv":
+                params = {"path": str(source.path), "csv_missing": missing_spellings()}
+                if text:
+                    return (f"read_csv($path, header = true, all_varchar = true, "
+                            f"nullstr = $csv_missing){alias}", params)
                 return (f"read_csv($path, header = true, auto_type_candidates = $csv_types, "
-                        f"nullstr = $csv_missing){alias}",
-                        {"path": str(source.path), "csv_types": list(CSV_TYPES),
-                         "csv_missing": missing_spellings()})
+                        f"nullstr = $csv_missing){alias}", params | {"csv_types": list(CSV_TYPES)})
             path = str(source.path / "**" / "*.parquet") if source.is_folder else str(
                 source.path)
             return f"read_parquet($path){alias}", {"path": path}
@@ -686,13 +689,20 @@ class DuckDBBackend:
                 self._schemas.popitem(last=False)
         return info
 
+    def _columns_for(self, source: Source, query: Query) -> tuple[tuple[ColumnInfo, ...], bool]:
+        """The columns ``query`` compiles against, and whether it reads a CSV as text."""
+        columns = self.columns(source)
+        if _plan.reads_text(source, query):
+            return _plan.as_text(columns), True
+        return columns, False
+
     def run(self, source: Source, query: Query) -> Aggregate:
         """The aggregate answering ``query`` over ``source``."""
-        columns = self.columns(source)
+        columns, text = self._columns_for(source, query)
         compiled = compile_query(query, columns, source.describe())
         cursor = self._cursor()
         try:
-            clause, source_params = self._from(cursor, source, len(columns))
+            clause, source_params = self._from(cursor, source, len(columns), text=text)
             results = []
             for statement in compiled.statements:
                 sql = statement.replace(_SRC, clause)
@@ -705,11 +715,11 @@ class DuckDBBackend:
 
     def sql_for(self, source: Source, query: Query) -> list[tuple[str, dict[str, object]]]:
         """The statements and parameters ``run`` would execute (for benchmarks and review)."""
-        columns = self.columns(source)
+        columns, text = self._columns_for(source, query)
         compiled = compile_query(query, columns, source.describe())
         cursor = self._cursor()
         try:
-            clause, source_params = self._from(cursor, source, len(columns))
+            clause, source_params = self._from(cursor, source, len(columns), text=text)
         finally:
             cursor.close()
         out = []

@@ -104,12 +104,13 @@ def column_kind(data_type: Any) -> str:
     return "other"
 
 
-def _read_csv(session: Any, path: str) -> Any:
+def _read_csv(session: Any, path: str, *, text: bool = False) -> Any:
     """A CSV read as DuckDB reads it (``duckdb_backend.CSV_TYPES``) and as an upload does: a
     cell holding a missing marker (``sources.MISSING_MARKERS``, any letter case) is missing;
     a column is whole numbers when every other cell is one (spaces around allowed), else
     numbers when every other cell reads as one, else text (yes/no, true/false and dates
-    stay text). One scan decides the types."""
+    stay text). One scan decides the types. ``text``: every cell as its text, missing markers
+    aside (``_plan.reads_text``: no scan, no guess)."""
     from pyspark.sql import functions as F
 
     raw = session.read.csv(path, header=True, inferSchema=False, escape='"')
@@ -119,6 +120,8 @@ def _read_csv(session: Any, path: str) -> Any:
              .otherwise(F.col(f"c{i}")) for i in range(len(names))]
     df = raw.toDF(*[f"c{i}" for i in range(len(names))]).select(
         *[cell.alias(f"c{i}") for i, cell in enumerate(cells)])
+    if text:
+        return df.toDF(*names)
     whole = [F.col(f"c{i}").rlike(r"^\s*[+-]?[0-9]+\s*$")
              & F.trim(F.col(f"c{i}")).try_cast("long").isNotNull() for i in range(len(names))]
     number = [F.trim(F.col(f"c{i}")).try_cast("double").isNotNull() for i in range(len(names))]
@@ -672,7 +675,7 @@ class SparkBackend:
         self._session = session
         self._shuffle_partitions = shuffle_partitions
         self._lock = threading.Lock()
-        self._frames: OrderedDict[tuple[str, str], tuple[Any, tuple[ColumnInfo, ...]]] = (
+        self._frames: OrderedDict[tuple[str, str, bool], tuple[Any, tuple[ColumnInfo, ...]]] = (
             OrderedDict())
 
     @property
@@ -690,8 +693,11 @@ class SparkBackend:
                         "that Java 17 or later is installed.") from None
             return self._session
 
-    def _dataframe(self, source: Source) -> tuple[Any, tuple[ColumnInfo, ...]]:
-        key = (source.identity, source.version)
+    def _dataframe(self, source: Source, *, text: bool = False
+                   ) -> tuple[Any, tuple[ColumnInfo, ...]]:
+        """The source's frame (columns c0, c1, …) and its columns; ``text``: a CSV's cells as
+        text (``_plan.reads_text``)."""
+        key = (source.identity, source.version, text)
         with self._lock:
             cached = self._frames.get(key)
             if cached is not None:
@@ -705,7 +711,7 @@ class SparkBackend:
             if isinstance(source, FileSource):
                 path = str(source.path)
                 if source.format == "csv":
-                    df = _read_csv(session, path)
+                    df = _read_csv(session, path, text=text)
                 else:
                     df = session.read.parquet(path)
             elif isinstance(source, TableSource):
@@ -730,7 +736,7 @@ class SparkBackend:
 
     def run(self, source: Source, query: Query) -> Aggregate:
         def answer() -> Aggregate:
-            df, columns = self._dataframe(source)
+            df, columns = self._dataframe(source, text=_plan.reads_text(source, query))
             return compile_query(query, columns, source.describe())(df)
 
         return self._guard(source, answer)

@@ -235,3 +235,12 @@ def test_spark_gives_duckdbs_person_cells_and_csv_kinds(spark, duck, tmp_path):
     assert spark.run(source, weights).total == duck.run(source, weights).total == 150.75
     married = spark.run(source, CategoryCounts("married", ("true", "TRUE", "false", "FALSE")))
     assert list(married.counts) == [1, 1, 1, 1]
+
+
+def test_spark_reads_a_csvs_cells_as_text_for_every_release_query(spark, tmp_path):
+    """tests/engine/test_engine_rows.py's text categories on a column of codes, on Spark: the
+    column's guessed type (numbers, or text once one person writes "x") never changes how the
+    other rows match."""
+    from tests.engine.test_engine_rows import assert_moves_by_one_row, text_codes_cases
+
+    assert_moves_by_one_row(spark, *text_codes_cases(tmp_path))
