@@ -339,10 +339,10 @@ def chart_values(release: GroupsRelease, spec: GroupsSpec) -> GroupsChart:
 
 
 def accuracy_sentence(chart: GroupsChart, spec: GroupsSpec) -> str:
-    """e.g. 'In each group, 95% of releases land within ±2.996 of the true count …'."""
+    """e.g. 'In each group, 95% of the releases this page draws land within ±2.996 …'."""
     law = ("σ·Φ⁻¹(1 − β/2), Gaussian" if uses_rho(spec.noise)
            else "b·ln(1/β), Laplace")
-    text = (f"**In each group, {CONFIDENCE:.0%} of releases land within "
+    text = (f"**In each group, {CONFIDENCE:.0%} of the releases this page draws land within "
             f"±{figures.upper(chart.alpha, 4)} of the true {chart.what}** (α = {law}, "
             f"β = {1 - CONFIDENCE:.0%}: the noise's exact law, not a simulation).")
     if chart.what == "sum" and spec.statistic == "mean":

@@ -225,7 +225,8 @@ def shown_scale(at, what: str = "Counts") -> float:
 
 
 def shown_alpha(at) -> float:
-    return float(re.search(r"95% of releases land within ±([0-9.,]+) of the true", text(at))[1]
+    said = r"95% of the releases this page draws land within ±([0-9.,]+) of the true"
+    return float(re.search(said, text(at))[1]
                  .replace(",", ""))
 
 
