@@ -25,8 +25,8 @@ __all__ = ["BoundedColumn", "BoundedColumnKind", "clamping_rule"]
 class BoundedColumn:
     """The fields every bounded-column query starts with: ``column`` clamped to ``bounds``.
 
-    A subclass is a frozen dataclass that adds its own fields, then its ``kind`` (a field
-    with ``init=False``, last, as the JSON writes it first)."""
+    A subclass is a frozen dataclass that declares its own fields, then its ``kind`` (a
+    field with ``init=False``: last among the fields, though the JSON writes it first)."""
 
     column: str
     bounds: Bounds
