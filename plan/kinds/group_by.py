@@ -17,8 +17,8 @@ from plan.kinds.base import (
     mean_of,
     number,
 )
+from plan.kinds.bounded import clamping_rule
 from plan.kinds.mean import MEAN_RULE
-from plan.kinds.sum import clamping_rule
 from plan.model import (
     GROUP_STATISTICS,
     Bounds,

@@ -7,22 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpcore.contributions import mean_sensitivities
-from engine.queries import BoundedSum
-from plan.kinds.base import QueryKind, means_of
-from plan.kinds.sum import clamping_rule
-from plan.model import (
-    Bounds,
-    PlanQuery,
-    PrivacyUnit,
-    _column,
-    _declared,
-    _f,
-    _Fields,
-    _number,
-    _probability,
-)
-from plan.parts import Built, contribution, contribution_bounds, split_parts, whole_sum
-from plan.parts import field as at
+from plan.kinds.base import means_of
+from plan.kinds.bounded import BoundedColumn, BoundedColumnKind
+from plan.model import Bounds, PlanQuery, PrivacyUnit, _declared, _f, _Fields, _number, _probability
+from plan.parts import Built, split_parts, whole_sum
 
 __all__ = ["Mean", "KIND", "MEAN_RULE"]
 
@@ -31,48 +19,39 @@ MEAN_RULE = ("the mean is released as noisy sum / max(noisy count, 1), clamped t
 
 
 @dataclass(frozen=True)
-class Mean:
+class Mean(BoundedColumn):
     """The mean of ``column`` clamped to ``bounds``: a noisy sum over a noisy count, the sum
     getting ``sum_share`` of the budget (``dpcore.queries.NoisyMean``)."""
 
-    column: str
-    bounds: Bounds
     sum_share: float = 0.5
     kind: Literal["mean"] = field(default="mean", init=False)
 
     def check(self, path: str) -> None:
-        _column(self.column, f"{path}.column")
-        self.bounds.check(f"{path}.bounds")
+        super().check(path)
         _number(self.sum_share, f"{path}.sum_share")
         _probability(self.sum_share, f"{path}.sum_share")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "column": self.column, "bounds": self.bounds.to_dict(),
-                "sum_share": _f(self.sum_share)}
+        return {**super().to_dict(), "sum_share": _f(self.sum_share)}
 
-    @staticmethod
-    def from_fields(f: _Fields) -> Mean:
-        share = f.number("sum_share", required=False)
-        return Mean(f.text("column"), _declared(f, "bounds", Bounds),
-                    0.5 if share is None else share)
+    @classmethod
+    def from_fields(cls, f: _Fields) -> Mean:
+        share = f.number("sum_share", required=False)   # read first: named before the column
+        return cls(f.text("column"), _declared(f, "bounds", Bounds),
+                   0.5 if share is None else share)
 
 
-class MeanKind(QueryKind):
+class MeanKind(BoundedColumnKind):
     name = "mean"
     spec = Mean
     statistic = "mean"
-
-    def declarations(self, spec):
-        return [(f"bounds of {spec.column!r}", spec.bounds)]
+    release_rules = (MEAN_RULE,)
 
     def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:
         q = query.query
         whole = whole_sum(query.mechanism, q.bounds)
-        engine = BoundedSum(q.column, q.bounds.lower, q.bounds.upper,
-                            contribution(unit, grouped=False), whole=whole)
-        with at(f"{path}.query.bounds"):
-            sens = mean_sensitivities(contribution_bounds(unit, grouped=False),
-                                      lower=q.bounds.lower, upper=q.bounds.upper)
+        engine = self.clamped_sum(query, unit, whole=whole)
+        sens = self.clamped_sensitivity(mean_sensitivities, query, unit, path)
         parts = split_parts(query.mechanism, q.sum_share, sens, f"{path}.mechanism",
                             f"{path}.query", whole=whole)
         return Built(query, unit, (engine,), parts, sens[0])
@@ -84,16 +63,6 @@ class MeanKind(QueryKind):
     def combine(self, built, noisy):
         q = built.query.query
         return means_of(*noisy, q.bounds.lower, q.bounds.upper)
-
-    def rules(self, query):
-        q = query.query
-        return [clamping_rule(query, q.column, q.bounds), MEAN_RULE]
-
-    def program_record(self, spec):
-        return {"column": spec.column, "lower": spec.bounds.lower, "upper": spec.bounds.upper}
-
-    def spark_reason(self, spec):
-        return ""
 
 
 KIND = MeanKind()

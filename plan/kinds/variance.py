@@ -21,10 +21,9 @@ from dpcore.contributions import count_sensitivity, sum_sensitivity
 from dpcore.measures import split_budget
 from dpcore.mechanisms import CATALOGUE
 from engine.queries import BoundedSum
-from plan.kinds.base import QueryKind
-from plan.kinds.sum import clamping_rule
-from plan.model import Bounds, PlanError, PlanQuery, PrivacyUnit, _column, _declared, _Fields
-from plan.parts import Built, Loss, Part, additive, contribution, contribution_bounds
+from plan.kinds.bounded import BoundedColumn, BoundedColumnKind
+from plan.model import PlanError, PlanQuery, PrivacyUnit
+from plan.parts import Built, Loss, Part, additive, contribution_bounds
 from plan.parts import field as at
 
 __all__ = ["Variance", "KIND", "variance_of", "PART_NAMES"]
@@ -34,24 +33,11 @@ PART_NAMES = ("count", "sum of deviations", "sum of squared deviations")
 
 
 @dataclass(frozen=True)
-class Variance:
+class Variance(BoundedColumn):
     """The variance of ``column`` clamped to ``bounds`` (population variance of the values
     kept: missing values left out)."""
 
-    column: str
-    bounds: Bounds
     kind: Literal["variance"] = field(default="variance", init=False)
-
-    def check(self, path: str) -> None:
-        _column(self.column, f"{path}.column")
-        self.bounds.check(f"{path}.bounds")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "column": self.column, "bounds": self.bounds.to_dict()}
-
-    @staticmethod
-    def from_fields(f: _Fields) -> Variance:
-        return Variance(f.text("column"), _declared(f, "bounds", Bounds))
 
 
 def variance_of(count: Any, deviations: Any, squares: Any, half_width: float
@@ -75,21 +61,20 @@ def _thirds(budget: dict[str, float]) -> list[dict[str, float]]:
     return out
 
 
-class VarianceKind(QueryKind):
+class VarianceKind(BoundedColumnKind):
     name = "variance"
     spec = Variance
     statistic = "variance"
-
-    def declarations(self, spec):
-        return [(f"bounds of {spec.column!r}", spec.bounds)]
+    release_rules = (
+        "the variance is released as S₂/n − (S₁/n)² from the noisy count n (floored at 1), "
+        "sum of deviations S₁ and sum of squared deviations S₂ from the bounds' midpoint, "
+        "clamped to [0, ((upper − lower)/2)²] (post-processing)",)
 
     def engine_queries(self, query: PlanQuery, unit: PrivacyUnit) -> tuple[BoundedSum, ...]:
-        q = query.query
-        lower, upper = q.bounds.lower, q.bounds.upper
-        centre = (lower + upper) / 2
-        bounded = contribution(unit, grouped=False)
-        return (BoundedSum(q.column, lower, upper, bounded, centre=centre),
-                BoundedSum(q.column, lower, upper, bounded, centre=centre, squared=True))
+        bounds = query.query.bounds
+        centre = (bounds.lower + bounds.upper) / 2
+        return (self.clamped_sum(query, unit, centre=centre),
+                self.clamped_sum(query, unit, centre=centre, squared=True))
 
     def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:
         q, noise = query.query, query.mechanism
@@ -125,22 +110,6 @@ class VarianceKind(QueryKind):
     def combine(self, built: Built, noisy: tuple[Any, Any, Any]) -> NDArray[np.float64]:
         q = built.query.query
         return variance_of(*noisy, (q.bounds.upper - q.bounds.lower) / 2)
-
-    def rules(self, query):
-        q = query.query
-        return [clamping_rule(query, q.column, q.bounds),
-                "the variance is released as S₂/n − (S₁/n)² from the noisy count n (floored "
-                "at 1), sum of deviations S₁ and sum of squared deviations S₂ from the "
-                "bounds' midpoint, clamped to [0, ((upper − lower)/2)²] (post-processing)"]
-
-    def program_record(self, spec):
-        return {"column": spec.column, "lower": spec.bounds.lower, "upper": spec.bounds.upper}
-
-    def opendp_program_reason(self, spec):
-        return ""
-
-    def spark_reason(self, spec):
-        return ""
 
 
 KIND = VarianceKind()
