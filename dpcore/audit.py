@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import beta as beta_distribution
 
 from dpcore.checks import (
     MAX_DRAWS,
@@ -135,6 +134,8 @@ def _clopper_pearson(
     upper = Beta(1 - alpha; k + 1, n - k) quantile (1 when k = n), taken with ``isf`` for
     accuracy at tiny alpha. The upper bound is > 0 for every k, so log(upper) is finite.
     """
+    from scipy.stats import beta as beta_distribution  # slow to import: on first use
+
     k = np.asarray(successes, dtype=np.float64)
     safe_low = np.maximum(k, 1.0)  # parameters must be > 0 even where np.where discards them
     lower = np.where(k > 0, beta_distribution.ppf(alpha, safe_low, n - k + 1), 0.0)

@@ -12,7 +12,6 @@ from fractions import Fraction
 from typing import TypeVar
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from dpcore.checks import check_delta, check_int, check_positive, check_real
 from dpcore.figures import upper
@@ -137,6 +136,7 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     values = [_cks_epsilon(1 + math.exp(t), rho, log_inv_delta) for t in grid]
     i = int(np.argmin(values))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    from scipy.optimize import minimize_scalar  # slow to import: on first use
     result = minimize_scalar(
         lambda t: _cks_epsilon(1 + math.exp(t), rho, log_inv_delta),
         bounds=(lo, hi), method="bounded", options={"xatol": 1e-12},

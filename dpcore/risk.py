@@ -10,7 +10,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import minimize_scalar
 from scipy.special import expit, logit, ndtr, ndtri
 
 from dpcore import figures
@@ -452,6 +451,7 @@ def advantage(
     grid = np.linspace(0.0, 1.0, 1001)
     gaps = _zcdp_tradeoff(privacy.rho, grid) - grid
     i = int(np.argmax(gaps))
+    from scipy.optimize import minimize_scalar  # slow to import: on first use
     result = minimize_scalar(
         lambda a: -float(_zcdp_tradeoff(privacy.rho, np.array([a]))[0] - a),
         bounds=(grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]),

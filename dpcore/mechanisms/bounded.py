@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 from scipy.special import gammainc
 
 from dpcore.checks import check_bounds, check_delta, check_positive, finite_array
@@ -203,6 +202,7 @@ class BoundedLaplace(_BoundedDomain):
         if excess(lo) <= 0:
             scale = math.exp(lo)
         else:
+            from scipy.optimize import brentq  # slow to import: on first use
             scale = math.exp(brentq(excess, lo, hi, xtol=1e-15,
                                     rtol=4 * np.finfo(float).eps, maxiter=500))
         while _bounded_laplace_epsilon(scale, sens, width) > target:

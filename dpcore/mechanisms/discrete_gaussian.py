@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from dpcore.checks import check_delta, check_positive
@@ -229,6 +228,7 @@ class DiscreteGaussian(AdditiveMechanism):
             hi += 1.0
             if hi > math.log(2e12):  # refused as beyond the integer scale cap, naming it
                 return math.exp(hi)
+        from scipy.optimize import brentq  # slow to import: on first use
         sigma = math.exp(brentq(excess, lo, hi, xtol=1e-12, maxiter=500))
         while _log_delta(_Law(sigma), sens, epsilon) > target or math.exp(
                 _log_delta(_Law(sigma), sens, epsilon)) > delta:
@@ -268,6 +268,7 @@ class DiscreteGaussian(AdditiveMechanism):
         lo, hi = 0.0, 1.0
         while excess(hi) > 0:
             lo, hi = hi, 2 * hi
+        from scipy.optimize import brentq  # slow to import: on first use
         eps = brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
         while excess(eps) > 0 or self.delta_for_epsilon(eps) > delta:
             eps = _step_up(eps) + 1e-300

@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
 
 from dpcore.checks import check_delta, check_positive, check_probability_open
@@ -80,6 +79,7 @@ def _analytic_gaussian_mu(epsilon: float, delta: float) -> float:
             if lo < -700:
                 raise ValueError(f"epsilon = {epsilon:g} and delta = {delta:g} are too extreme "
                                  "to calibrate the Gaussian mechanism in float64")
+    from scipy.optimize import brentq  # slow to import: on first use
     return math.exp(brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps,
                            maxiter=500))
 
@@ -208,6 +208,7 @@ class Gaussian(AdditiveMechanism):
         lo, hi = 0.0, 1.0
         while excess(hi) > 0:
             lo, hi = hi, 2 * hi
+        from scipy.optimize import brentq  # slow to import: on first use
         eps = brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
         while _delta_above(mu, eps, delta):
             eps = eps * _SAFETY_STEP + 1e-300

@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
 
 from dpcore.checks import check_positive, check_probability_open
 from dpcore.measures import PureDP
@@ -203,6 +202,7 @@ def _geometric_solution(sens: int, alpha: float, beta: float) -> float:
         return sens * lo
     if excess(hi) >= 0:
         return sens * hi
+    from scipy.optimize import brentq  # slow to import: on first use
     return sens * brentq(excess, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps,
                          maxiter=500)
 

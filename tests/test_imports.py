@@ -1,0 +1,56 @@
+"""The first page loads without the slow modules: scipy.stats (and scipy.optimize) are imported
+only by the functions that use them, so the Welcome page shows sooner (issue 20).
+
+Each check runs in a fresh interpreter: this process has long imported everything.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+#: Slow to import, and not needed until a page computes something with them.
+LAZY = ("scipy.stats", "scipy.optimize")
+
+
+def _loaded_after(code: str) -> set[str]:
+    """Which of ``LAZY`` a fresh Python has loaded after running ``code`` in the repository."""
+    probe = f"{code}\nimport sys\nprint(*[m for m in {LAZY!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def _imports_of(path) -> list[str]:
+    """The modules a script imports at module level (``from a import b`` as a.b or a)."""
+    names = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.append(node.module)
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names
+                         if (ROOT / node.module.replace(".", "/") / f"{alias.name}.py").exists())
+    return names
+
+
+def test_dpcore_imports_without_scipy_stats_or_optimize():
+    assert _loaded_after("import dpcore") == set()
+
+
+def test_the_welcome_pages_modules_import_without_scipy_stats_or_optimize():
+    modules = _imports_of(ROOT / "app.py") + _imports_of(ROOT / "app_pages" / "home.py")
+    assert "dashboard.analysis.welcome" in modules   # the page's own module is among them
+    assert _loaded_after("\n".join(f"import {m}" for m in modules)) == set()
+
+
+def test_the_lazy_imports_still_work():
+    """A function that needs scipy.stats imports it when called (the audit's bounds)."""
+    code = ("import numpy as np\nfrom dpcore.audit import _clopper_pearson\n"
+            "low, high = _clopper_pearson(np.array([0, 5, 10]), 10, 0.05)\n"
+            "assert low[0] == 0.0 and high[2] == 1.0 and 0 < low[1] < 0.5 < high[1] < 1")
+    assert "scipy.stats" in _loaded_after(code)
