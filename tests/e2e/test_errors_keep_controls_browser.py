@@ -152,7 +152,7 @@ SELECTION = {
 
 def assert_selection_results(page) -> None:
     text = markdown(page)
-    assert "Gumbel noise, monotonic scores, zCDP" in text, text[:800]
+    assert "Exponential mechanism (Gumbel noise), monotonic scores, zCDP" in text, text[:800]
     assert "Δ = 2, k = 2" in text, text[:800]
     assert "At ρ = 0.1 split over k = 2 picks, #1 (the lowest score) is the first pick" \
         in text, text[:800]
