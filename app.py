@@ -158,7 +158,7 @@ def sidebar():
             "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",
             help="Simulations are reproducible: the same seed gives the same noisy results.")
         state.remember("seed_input")
-        st.page_link(PAGES[-1], label="Glossary: the terms these pages use",
+        st.page_link(PAGES[-1], label="Glossary of terms",
                      icon=":material/menu_book:")
         state.history_per_page()
         return st.empty()   # the privacy unit, written after the page (which may change it)
