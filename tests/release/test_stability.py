@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from dpcore.contributions import ContributionBounds, Sensitivity, mean_sensitivities
-from engine import Engine, FrameSource
+from engine import Engine, FileSource, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan import model
 from plan.build import Built, PartitionThreshold, build_plan
@@ -429,3 +429,34 @@ def test_spark_no_neighbour_moves_a_release_more_than_its_sensitivity(spark_engi
         assert stats == release_statistics(plan, duck, other)
 
     check_every_neighbour(plan, spark_engine, frame, busiest, also=same_as_duckdb)
+
+
+def test_a_newcomer_moves_a_csv_release_by_one(tmp_path, monkeypatch, duck) -> None:
+    """End to end through ``release.run`` on a CSV file: categories declared as texts on a
+    column of codes. A reader that guessed the column's type from all its values matched none
+    of them while the codes looked like numbers and all of them once the newcomer's "x" made
+    the column text (every cell moved); each cell is now read as its own row's text."""
+    from release import Ledger, run
+    from release.measurements import Certified
+
+    drawn: list[Any] = []
+
+    def record(self, value):  # the true input of every draw, returned without noise
+        drawn.append(value)
+        return value
+
+    monkeypatch.setattr(Certified, "draw", record)
+    codes = np.random.default_rng(8).integers(1, 3, 300)
+    lines = [f"p{i},{c}" for i, c in enumerate(codes)]
+    first, second = tmp_path / "codes.csv", tmp_path / "codes-plus-x.csv"
+    first.write_text("\n".join(["pid,code", *lines]) + "\n")
+    second.write_text("\n".join(["pid,code", *lines, "newcomer,x"]) + "\n")
+    plan = Plan(Dataset("codes"), (
+        PlanQuery("codes", "Codes", Histogram("code", _cats("1", "2", "x")),
+                  Noise("laplace", "pure", epsilon=1.0)),), PrivacyUnit("pid", 1))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        for path in (first, second):
+            run(plan, FileSource(path, "csv"), ledger=ledger, engine=duck)
+    before, after = (np.asarray(d, dtype=float) for d in drawn)
+    assert before.tolist() == [float(np.sum(codes == 1)), float(np.sum(codes == 2)), 0.0]
+    assert np.abs(after - before).sum() <= 1
