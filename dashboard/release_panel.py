@@ -32,9 +32,12 @@ CONFIRM = "plan_release_confirm"
 
 def source_of(loaded: LoadedDataset):
     """The engine source a release reads: the data-folder file (scanned by the engine, out
-    of core), else the frame in memory (a built-in or an upload)."""
+    of core, a CSV's cells as text), an upload's cells (``LoadedDataset.cells``: each cell
+    read on its own, as a CSV's are), else the frame in memory (a built-in)."""
     if loaded.file is not None:
         return loaded.file
+    if loaded.cells is not None:
+        return FrameSource(loaded.cells)
     return FrameSource(loaded.frame)
 
 
@@ -46,11 +49,14 @@ BUILTIN_FILES = {"Adult (UCI census income)": "adult.csv.gz", "Iris": "iris.csv"
 def content_hash_of(loaded: LoadedDataset) -> str | None:
     """The content digest a release records for ``loaded``: a built-in's source file's (so
     the app and the command line on that file are one dataset in the ledger, even where the
-    app's loader tidies the frame); None for the rest (``release.run`` digests the
-    data-folder file or the upload's frame: the same digest as the file it came from)."""
+    app's loader tidies the frame); an upload's frame's (the same digest as the file it came
+    from, though a release reads the upload's cells); None for a data-folder file
+    (``release.run`` digests it)."""
     from dashboard.data.builtins import DATA_DIR
     from plan.identity import content_digest
 
+    if loaded.file is None and loaded.cells is not None:
+        return content_digest(loaded.frame)   # an upload: the digest of its frame, as before
     name = BUILTIN_FILES.get(loaded.name)
     if name is None or loaded.file is not None or not loaded.key.startswith("builtin:"):
         return None

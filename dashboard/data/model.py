@@ -8,7 +8,7 @@ column profile (``dashboard.data.facts``), kept for the tests.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -119,6 +119,11 @@ class LoadedDataset:
     declared_unit : dpcore.contributions.PrivacyUnit, optional
         The privacy unit the data comes with (a built-in's or a schema file's): the session
         starts from it.
+    cells : pandas.DataFrame, optional
+        An upload's cells as a release reads them (``dashboard.release_panel.source_of``):
+        every column of the file, each cell its own text (None when missing; a number
+        written with separators as the plain number it reads as), so that no cell's value
+        depends on the column's guessed type, which every cell of it decides.
     """
 
     name: str
@@ -130,6 +135,7 @@ class LoadedDataset:
     file: Any = None
     hidden: frozenset[str] = frozenset()
     declared_unit: PrivacyUnit | None = None
+    cells: pd.DataFrame | None = field(default=None, repr=False)
 
     @functools.cached_property
     def relation(self) -> Any:

@@ -10,6 +10,7 @@ import csv
 import gzip
 import io
 import itertools
+import math
 import re
 import zlib
 from dataclasses import dataclass
@@ -89,6 +90,8 @@ _EU_NUMBER = re.compile(r"[+-]?\d{1,3}(?P<sep>[. \u00a0\u202f'])\d{3}(?:(?P=sep)
                         r"(?:,\d+)?|[+-]?\d+(?:,\d+)?")
 _GROUP_SEPARATORS = re.compile("[, \u00a0\u202f'_]")
 _EU_GROUP_SEPARATORS = re.compile("[. \u00a0\u202f']")
+#: How a cell was read as a number (``_read_numbers``).
+_NOT_READ, _PLAIN, _GROUPED, _DECIMAL_COMMA = 0, 1, 2, 3
 _EXCEL_SEP_LINE = re.compile(r"\A[ \t]*sep=(.)[ \t]*\n", re.IGNORECASE)
 
 
@@ -171,9 +174,9 @@ def load_upload(data: bytes, filename: str, *,
         delimiter = _choose_delimiter(text, display_name)
 
     scan = _scan_records(text, delimiter)
-    frame = _build_frame(text, delimiter, scan, warnings)
+    frame, cells = _build_frame(text, delimiter, scan, warnings)
     return LoadedDataset(name=display_name, frame=frame, domains={}, warnings=warnings,
-                         source=f"Uploaded file {display_name}")
+                         source=f"Uploaded file {display_name}", cells=cells)
 
 
 def _megabytes(n: int) -> str:
@@ -380,7 +383,8 @@ def _is_number(text: str) -> bool:
     return _HEADER_NUMBER.fullmatch(text) is not None
 
 
-def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]) -> pd.DataFrame:
+def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     lengths, top = scan.lengths, scan.header_index
     data_records = np.flatnonzero(lengths[top + 1:]) + top + 1  # blank lines skipped silently
     data_lengths = lengths[data_records]
@@ -587,11 +591,14 @@ class _ColumnReport:
 
 
 def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: str,
-                     rows: NDArray[np.int64], warnings: list[str]) -> pd.DataFrame:
+                     rows: NDArray[np.int64], warnings: list[str]
+                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the frame the pages read, the cells a release reads: ``LoadedDataset.cells``)."""
     report = _ColumnReport([], [], [], [], 0, [], [], [], 0)
     columns: dict[str, object] = {}
+    texts: dict[str, NDArray[np.object_]] = {}
     for j, name in enumerate(names):
-        column = _convert_column(cells[:, j], name, delimiter, rows, report)
+        column, texts[name] = _convert_column(cells[:, j], name, delimiter, rows, report)
         if column is not None:
             columns[name] = column
     _report_columns(report, warnings)
@@ -600,13 +607,15 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
                            "NULL…), so there is nothing to analyse. Fill in some values and "
                            "upload the file again.")
     frame = pd.DataFrame(columns)
+    release_cells = pd.DataFrame(texts, dtype=object)
     empty_rows = frame.isna().all(axis=1).to_numpy()
     if empty_rows.all():
         raise DatasetError("Every row is empty or holds only missing markers (NA, NaN, "
                            "NULL…), so there is nothing to analyse. Fill in some values and "
                            "upload the file again.")
-    if empty_rows.any():
+    if empty_rows.any():   # a row is dropped for its own cells only
         frame = frame.loc[~empty_rows].reset_index(drop=True)
+        release_cells = release_cells.loc[~empty_rows].reset_index(drop=True)
         warnings.append(f"{_count(int(empty_rows.sum()), 'row')} with every cell empty or "
                         f"missing {_verb(int(empty_rows.sum()), 'was/were')} dropped.")
     said = missing_cells_warning(int(frame.isna().to_numpy().sum()))
@@ -619,7 +628,7 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
             values = col.to_numpy()
             if np.all(values == np.rint(values)) and np.all(np.abs(values) < 2**53):
                 frame[name] = values.astype(np.int64)
-    return frame
+    return frame, release_cells
 
 
 def missing_cells_warning(missing: int) -> str | None:
@@ -632,8 +641,10 @@ def missing_cells_warning(missing: int) -> str | None:
 
 
 def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
-                    rows: NDArray[np.int64], report: _ColumnReport) -> object | None:
-    """One column as numbers (int64/float64) or categories or text; None if it is empty.
+                    rows: NDArray[np.int64], report: _ColumnReport
+                    ) -> tuple[object | None, NDArray[np.object_]]:
+    """One column as numbers (int64/float64) or categories or text (None if it is empty),
+    and its cells as a release reads them (``_release_texts``).
 
     All the string work happens once per distinct cell text, then maps back through codes
     (plain list comprehensions: cheaper than pandas string methods on small sets, and no
@@ -646,9 +657,10 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     n_present = int(counts[present].sum())
     if n_present == 0:
         report.empty_columns.append(name)
-        return None
+        return None, np.full(raw.shape, None, dtype=object)
 
-    numbers, style = _read_numbers(stripped, present, counts, delimiter)
+    numbers, how = _read_numbers(stripped, present, delimiter)
+    texts = _release_texts(stripped, present, numbers, how)[codes]
     parsed = present & ~np.isnan(numbers)
     if counts[parsed].sum() >= NUMERIC_SHARE * n_present:
         failed = present & ~parsed
@@ -659,19 +671,19 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
         if infinite.any():
             report.infinite.append((name, int(counts[infinite].sum())))
             numbers = np.where(infinite, np.nan, numbers)
-        if style == "grouped":
+        if (how[parsed] == _GROUPED).any():
             report.grouped.append(name)
-        elif style == "decimal comma":
+        if (how[parsed] == _DECIMAL_COMMA).any():
             report.decimal_comma.append(name)
         values = numbers[codes]
         finite = values[~np.isnan(values)]
         if finite.size == 0:  # nothing but infinities and non-numbers
             report.empty_columns.append(name)
-            return None
+            return None, texts
         if (finite.size == values.size and np.all(finite == np.rint(finite))
                 and np.all(np.abs(finite) < 2**53)):
-            return values.astype(np.int64)
-        return values
+            return values.astype(np.int64), texts
+        return values, texts
 
     changed = np.array([a != b for a, b in zip(stripped, uniques, strict=True)], dtype=bool)
     report.trimmed += int(counts[present & changed].sum())
@@ -689,10 +701,24 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     sorted_categories = categories[order]
     if len(sorted_categories) <= MAX_CATEGORIES:
         return pd.Categorical.from_codes(row_codes, categories=pd.Index(sorted_categories,
-                                                                        dtype="str"))
+                                                                        dtype="str")), texts
     report.text_columns.append(name)
     values = np.where(row_codes >= 0, sorted_categories[np.maximum(row_codes, 0)], None)
-    return pd.array(values, dtype="str")
+    return pd.array(values, dtype="str"), texts
+
+
+def _release_texts(stripped: NDArray[np.object_], present: NDArray[np.bool_],
+                   numbers: NDArray[np.float64], how: NDArray[np.int8]
+                   ) -> NDArray[np.object_]:
+    """Each distinct cell as a release reads it: its trimmed text, None when missing (or an
+    infinite number, missing on the pages too), and a number with thousands separators or a
+    decimal comma as the plain number it reads as ("1,500" → "1500"), which the engine reads
+    back row by row. A function of the cell and the delimiter alone: whether the column
+    came out as numbers or text (which depends on all its cells) changes nothing."""
+    out = np.where(present & ~np.isinf(numbers), stripped, None)
+    for i in np.flatnonzero((how == _GROUPED) | (how == _DECIMAL_COMMA)):
+        out[i] = repr(float(numbers[i])) if math.isfinite(numbers[i]) else None
+    return out
 
 
 def _to_numbers(texts: NDArray[np.object_]) -> NDArray[np.float64]:
@@ -702,39 +728,37 @@ def _to_numbers(texts: NDArray[np.object_]) -> NDArray[np.float64]:
 
 
 def _read_numbers(stripped: NDArray[np.object_], present: NDArray[np.bool_],
-                  counts: NDArray[np.int64], delimiter: str) -> tuple[NDArray[np.float64], str]:
-    """Each distinct cell text as a number (NaN when it is not one), and how it was read.
+                  delimiter: str) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
+    """Each distinct cell text as a number (NaN when it is not one), and how each was read
+    (``_PLAIN``, ``_GROUPED``, ``_DECIMAL_COMMA``; ``_NOT_READ`` for NaN).
 
-    Plain numbers first; texts that fail may be numbers with thousands separators (1,234 or
-    1 234). When some cell has a comma and the file is not comma-separated, reading the
-    column with a decimal comma (1.234,5) is tried too, and the reading that parses more
-    cells wins; a tie goes to the decimal comma only in semicolon files (the European habit).
+    Every cell is read on its own, by a rule that depends on the file's delimiter only —
+    never on the other cells: a majority vote over a column's cells let one row (say "2,5"
+    added to a column of "1,500") turn every other row's value from 1500 to 1.5, which no
+    privacy unit's bounds cover. A plain number first; then, in a semicolon file, a decimal
+    comma (1.234,5 and 1,5: the European habit); elsewhere thousands separators (1,234 and
+    1 234), and, outside comma files, a comma with other than three digits after it as a
+    decimal comma (1,5).
     """
     numbers = _to_numbers(np.where(present, stripped, None))
-    failed = present & np.isnan(numbers)
-    if not failed.any():
-        return numbers, "plain"
-    best, style = numbers, "plain"
-    failed_at = np.flatnonzero(failed)
-    grouped_at = [i for i in failed_at if _US_GROUPED.fullmatch(stripped[i])]
-    if grouped_at:
-        best = numbers.copy()
-        cleaned = [_GROUP_SEPARATORS.sub("", stripped[i]) for i in grouped_at]
-        best[grouped_at] = _to_numbers(np.array(cleaned, dtype=object))
-        style = "grouped"
-    present_at = np.flatnonzero(present)
-    if delimiter != "," and any("," in stripped[i] for i in present_at):
-        european = np.full(numbers.shape, np.nan)
-        eu_at = [i for i in present_at if _EU_NUMBER.fullmatch(stripped[i])]
-        if eu_at:
-            cleaned = [_EU_GROUP_SEPARATORS.sub("", stripped[i]).replace(",", ".")
-                       for i in eu_at]
-            european[eu_at] = _to_numbers(np.array(cleaned, dtype=object))
-        n_best = counts[~np.isnan(best)].sum()
-        n_european = counts[~np.isnan(european)].sum()
-        if n_european > n_best or (n_european == n_best and delimiter == ";"):
-            best, style = european, "decimal comma"
-    return best, style
+    how = np.where(np.isnan(numbers), _NOT_READ, _PLAIN).astype(np.int8)
+    failed_at = np.flatnonzero(present & np.isnan(numbers))
+    if not failed_at.size:
+        return numbers, how
+    readings = ([(_EU_NUMBER, _EU_GROUP_SEPARATORS, _DECIMAL_COMMA)] if delimiter == ";" else
+                [(_US_GROUPED, _GROUP_SEPARATORS, _GROUPED)]
+                + ([(_EU_NUMBER, _EU_GROUP_SEPARATORS, _DECIMAL_COMMA)]
+                   if delimiter != "," else []))
+    for pattern, separators, style in readings:
+        at = [i for i in failed_at if np.isnan(numbers[i]) and pattern.fullmatch(stripped[i])]
+        if not at:
+            continue
+        cleaned = [separators.sub("", stripped[i]) for i in at]
+        if style == _DECIMAL_COMMA:
+            cleaned = [c.replace(",", ".") for c in cleaned]
+        numbers[at] = _to_numbers(np.array(cleaned, dtype=object))
+        how[at] = np.where(np.isnan(numbers[at]), _NOT_READ, style)
+    return numbers, how
 
 
 def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:

@@ -602,3 +602,44 @@ def test_capital_loss_upper_bound_is_flagged_as_read_off_the_data(adult):
     flagged = [(name, column) for name in BUILTIN_DATASETS
                for column, d in load_builtin(name).domains.items() if d.from_data]
     assert flagged == [(BUILTIN_DATASETS[0], "capital_loss")]
+
+
+# --------------------------------------------------------------------------------------------
+# Each cell read on its own: a column's other cells never change how one cell reads
+
+
+@pytest.mark.parametrize("newcomer", ["2,5", "3,25", "x"])
+def test_a_cell_reads_the_same_whatever_the_other_cells_hold(newcomer: str) -> None:
+    """Tab-separated amounts "1,500": thousands separators (1500) whatever else the column
+    holds. The parser used to pick one reading for the whole column by which parsed more
+    cells, so one "2,5" (a decimal comma only) turned every 1500 into 1.5."""
+    rows = [f"p{i}\t1,500" for i in range(10)]
+    alone = load_upload(("pid\tamount\n" + "\n".join(rows) + "\n").encode(), "a.tsv")
+    joined = load_upload(("pid\tamount\n" + "\n".join([*rows, f"q\t{newcomer}"])
+                          + "\n").encode(), "b.tsv")
+    assert alone.frame["amount"].tolist() == [1500] * 10
+    assert joined.cells["amount"].tolist()[:10] == alone.cells["amount"].tolist()
+    assert alone.cells["amount"].tolist() == ["1500.0"] * 10
+    if newcomer != "x":      # with "x", 10 of 11 cells are numbers: the column is text
+        assert joined.frame["amount"].tolist()[:10] == [1500.0] * 10
+        assert joined.frame["amount"].tolist()[10] == float(newcomer.replace(",", "."))
+
+
+def test_semicolon_files_read_a_comma_as_the_decimal_mark_cell_by_cell() -> None:
+    data = b"id;v\na;1,5\nb;1.234,5\nc;2\nd;7,125\n"
+    assert load_upload(data, "eu.csv").frame["v"].tolist() == [1.5, 1234.5, 2.0, 7.125]
+
+
+def test_an_uploads_cells_are_kept_for_a_release_as_each_cell_reads() -> None:
+    """``LoadedDataset.cells``: every column of the file (an empty one too), each cell its
+    trimmed text or None, a number with separators as its plain number; codes keep their
+    leading zeros (a declared category "01234" must still match)."""
+    data = (b'zip,amount,empty,word\n01234,"1,500",, yes \nA-12,7,NA,no\n')
+    loaded = load_upload(data, "cells.csv")
+    assert "empty" not in loaded.frame.columns
+    cells = loaded.cells
+    assert list(cells.columns) == ["zip", "amount", "empty", "word"]
+    assert cells["zip"].tolist() == ["01234", "A-12"]
+    assert cells["amount"].tolist() == ["1500.0", "7"]
+    assert cells["empty"].tolist() == [None, None]
+    assert cells["word"].tolist() == ["yes", "no"]

@@ -460,3 +460,60 @@ def test_a_newcomer_moves_a_csv_release_by_one(tmp_path, monkeypatch, duck) -> N
     before, after = (np.asarray(d, dtype=float) for d in drawn)
     assert before.tolist() == [float(np.sum(codes == 1)), float(np.sum(codes == 2)), 0.0]
     assert np.abs(after - before).sum() <= 1
+
+
+# --------------------------------------------------------------------------------------------
+# AN UPLOAD, END TO END: the cells a release reads do not depend on the column's guessed type
+
+
+def _upload_sums(monkeypatch, tmp_path, duck, files: list[bytes], name: str) -> list[float]:
+    """The true clamped sum of ``amount`` each upload's release draws (no noise), through the
+    app's own path: ``load_upload``, ``release_panel.source_of`` and ``release.run``."""
+    from dashboard.data.upload import load_upload
+    from dashboard.release_panel import content_hash_of, source_of
+    from release import Ledger, run
+    from release.measurements import Certified
+
+    drawn: list[Any] = []
+
+    def record(self, value):
+        drawn.append(value)
+        return value
+
+    monkeypatch.setattr(Certified, "draw", record)
+    plan = Plan(Dataset("upload"), (
+        PlanQuery("amount", "Amount", Sum("amount", Bounds(0.0, 2000.0, "public")),
+                  Noise("laplace", "pure", epsilon=1.0)),), PrivacyUnit("pid", 1))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        for data in files:
+            loaded = load_upload(data, name)
+            run(plan, source_of(loaded), ledger=ledger, engine=duck,
+                content_hash=content_hash_of(loaded))
+    return [float(np.asarray(d, dtype=float).sum()) for d in drawn]
+
+
+def test_a_newcomer_cannot_flip_an_uploads_number_style(tmp_path, monkeypatch, duck) -> None:
+    """A tab-separated upload of "1,500" amounts: the parser chose between thousands
+    separators and a decimal comma by which reading parsed more of the column's cells, so a
+    newcomer's "2,5" turned every other row's 1500 into 1.5. Each cell is now read on its own
+    (in a file not separated by semicolons, "1,500" is 1500 and "2,5" is 2.5)."""
+    rows = [f"p{i}\t1,500" for i in range(40)]
+    first = "\n".join(["pid\tamount", *rows]).encode() + b"\n"
+    second = "\n".join(["pid\tamount", *rows, "newcomer\t2,5"]).encode() + b"\n"
+    before, after = _upload_sums(monkeypatch, tmp_path, duck, [first, second], "amounts.tsv")
+    assert before == 40 * 1500.0
+    assert abs(after - before) <= 2000.0            # the sum's bound: one person's share
+    assert after == 40 * 1500.0 + 2.5
+
+
+def test_a_newcomer_cannot_move_an_uploads_numbers_by_turning_the_column_to_text(
+        tmp_path, monkeypatch, duck) -> None:
+    """20 amounts written "1,500" and one "x": 95 % numbers, so the upload's column is
+    numeric; a newcomer's "y" takes it below 95 % and the column became text, which the
+    release read row by row as plain numbers: "1,500" is none, and the sum fell from 30000
+    to 0. A release now reads the upload's cells, each as its own number."""
+    rows = [f'p{i},"1,500"' for i in range(20)] + ["px,x"]
+    first = "\n".join(["pid,amount", *rows]).encode() + b"\n"
+    second = "\n".join(["pid,amount", *rows, "newcomer,y"]).encode() + b"\n"
+    before, after = _upload_sums(monkeypatch, tmp_path, duck, [first, second], "amounts.csv")
+    assert before == after == 20 * 1500.0
