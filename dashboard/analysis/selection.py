@@ -20,10 +20,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.choices import fmt_number
 from dashboard.data import truth
+from dashboard.datasets import LoadedDataset
 from dashboard.exports import SIMULATION, simulation_fields
 from dashboard.shown import up
 from dashboard.text import plain
 from dpcore.checks import check_int, check_positive, trial_chunks
+from dpcore.contributions import PrivacyUnit
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import (
     NOISE_LABELS,
@@ -334,8 +336,8 @@ def noise_scale(measure: str, level: float, *, noise: str, sensitivity: float, m
 
 #: What the scores typed in and the revenues from bids are: teaching tools, not releases.
 TEACHING_NOTE = ("Not releasable: a release of the plan picks among a column's counts in the "
-                 "data (the first source), whose sensitivity follows from the privacy unit. "
-                 "Scores typed in and revenues from bids are here to show how the noise "
+                 f"data (\"{SOURCES['data']}\"), whose sensitivity follows from the privacy "
+                 "unit. Scores typed in and revenues from bids are here to show how the noise "
                  "behaves, with a sensitivity you declare.")
 
 
@@ -355,9 +357,9 @@ def teaching_mechanism(*, noise: str, measure: str, level: float, sensitivity: f
                      negate=negate, epsilon=spec.epsilon, rho=spec.rho, path="")
 
 
-def data_mechanism(loaded, unit, *, column: str, labels: tuple, declared: bool, noise: str,
-                   measure: str, level: float, k: int, negate: bool = False,
-                   monotonic: bool = True) -> NoisyMax:
+def data_mechanism(loaded: LoadedDataset, unit: PrivacyUnit, *, column: str, labels: tuple,
+                   declared: bool, noise: str, measure: str, level: float, k: int,
+                   negate: bool = False, monotonic: bool = True) -> NoisyMax:
     """The mechanism of the page's pick among ``column``'s counts: the part ``plan.build``
     gives the release of the plan's query (the one "Add to plan" adds:
     ``plan_entries.selection_query``) under the privacy unit ``unit`` — its noise, scale,

@@ -234,8 +234,8 @@ SCORES = (10.0, 12.0, 9.0, 13.0, 11.5, 4.0)
 def test_exact_probabilities_sum_to_one_and_simulation_agrees_within_5_se(noise, negate):
     labels = sel.numbered_labels(len(SCORES))
     summary = _summarise(SCORES, labels, sensitivity=1.0, noise=noise,
-                                      measure="pure", level=0.5, monotonic=True, negate=negate,
-                                      k=1, trials=40_000, seed=11)
+                        measure="pure", level=0.5, monotonic=True, negate=negate,
+                        k=1, trials=40_000, seed=11)
     assert summary.exact.sum() == pytest.approx(1.0, abs=1e-9)
     assert np.all(summary.exact >= 0)
     n = summary.trials
@@ -264,8 +264,8 @@ def test_simulation_detects_a_wrong_scale():
 
 def test_gumbel_exact_is_the_softmax_closed_form():
     summary = _summarise(SCORES, sel.numbered_labels(6), sensitivity=2.0,
-                                      noise="gumbel", measure="pure", level=1.0,
-                                      monotonic=False, negate=False, k=1, trials=1_000, seed=0)
+                        noise="gumbel", measure="pure", level=1.0,
+                        monotonic=False, negate=False, k=1, trials=1_000, seed=0)
     b = 2 * 2.0 / 1.0
     weights = np.exp(np.array(SCORES) / b)
     np.testing.assert_allclose(summary.exact, weights / weights.sum(), rtol=1e-12)
@@ -373,8 +373,8 @@ def test_level_reaching():
 def test_pick_sentence_escapes_labels_and_names_the_runner_up():
     labels = ("*bold*", "[link](x)", "c")
     summary = _summarise((5.0, 1.0, 0.0), labels, sensitivity=1.0, noise="gumbel",
-                                      measure="pure", level=1.0, monotonic=True, negate=False,
-                                      k=1, trials=1_000, seed=0)
+                        measure="pure", level=1.0, monotonic=True, negate=False,
+                        k=1, trials=1_000, seed=0)
     sentence = sel.pick_sentence(summary, measure="pure", level=1.0, negate=False, k=1)
     p = math.exp(5) / (math.exp(5) + math.exp(1) + 1)
     assert sentence.startswith(r"At ε = 1, **\*bold\***")
@@ -384,8 +384,8 @@ def test_pick_sentence_escapes_labels_and_names_the_runner_up():
 
 def test_pick_sentence_for_ties_and_minimum():
     summary = _summarise((1.0, 1.0, 3.0), ("a", "b", "c"), sensitivity=1.0,
-                                      noise="gumbel", measure="zcdp", level=0.5, monotonic=True,
-                                      negate=True, k=1, trials=1_000, seed=0)
+                        noise="gumbel", measure="zcdp", level=0.5, monotonic=True,
+                        negate=True, k=1, trials=1_000, seed=0)
     sentence = sel.pick_sentence(summary, measure="zcdp", level=0.5, negate=True, k=1)
     assert "At ρ = 0.5, one of the 2 candidates tied for the lowest score" in sentence
 
