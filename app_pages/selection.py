@@ -30,7 +30,7 @@ def column_scores() -> tuple:
                              in_url=not dataset_key.startswith("upload:"))
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
-    # without max groups: each person keeps at most max rows in all (a count per category)
+    # the release's truncation (max rows per category, max groups), at the page's seed
     bound = person.contribution(person.current_unit(dataset_key), seed=state.seed())
     labels, scores, missing = sel.column_scores(loaded.relation, dataset_key, column, declared,
                                                 bound)

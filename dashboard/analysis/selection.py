@@ -725,7 +725,8 @@ def categories_origin(declared: bool) -> str:
 def count_sensitivity_of(contribution: Contribution | None) -> float:
     """Δ of the counts per category for noisy max: the most one score moves (L∞), 1 for one
     row = one person, max rows per person under a person-id unit (all of a person's rows may
-    fall in one category)."""
+    fall in one category). What Choose epsilon reads; the Selection page takes the plan's
+    (:func:`data_mechanism`)."""
     return 1.0 if contribution is None else float(contribution.max_rows)
 
 
