@@ -30,13 +30,14 @@ def column_scores() -> tuple:
                              in_url=not dataset_key.startswith("upload:"))
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
-    # without max groups: each person keeps at most max rows in all (a count per category)
+    # the release's truncation (max rows per category, max groups), at the page's seed
     bound = person.contribution(person.current_unit(dataset_key), seed=state.seed())
     labels, scores, missing = sel.column_scores(loaded.relation, dataset_key, column, declared,
                                                 bound)
     st.caption(sel.data_note(declared is not None, missing, bound))
-    return (labels, scores, sel.count_sensitivity_of(bound), None, f"Category of {column}",
-            "True count (people)", sel.categories_origin(declared is not None))
+    # the sensitivity is the plan's (sel.data_mechanism): None here
+    return (labels, scores, None, None, f"Category of {column}", "True count (people)",
+            sel.categories_origin(declared is not None))
 
 
 def typed_scores() -> tuple:
@@ -57,6 +58,7 @@ def typed_scores() -> tuple:
     else:
         values = sel.parse_numbers(text)
         labels = sel.numbered_labels(values.size)
+    st.caption(sel.TEACHING_NOTE)
     return labels, tuple(values.tolist()), sensitivity, None, "Candidate", "True score", None
 
 
@@ -73,7 +75,7 @@ def pricing_scores() -> tuple:
         controls.text("Bids, separated by commas", key="sel_bids_text", default=sel.EXAMPLE_BIDS,
                  help="The most each buyer would pay.")))
     prices = sel.price_grid(highest, step).tolist()
-    st.caption(sel.pricing_note(len(bids), prices[-1]))
+    st.caption(sel.pricing_note(len(bids), prices[-1]) + " " + sel.TEACHING_NOTE)
     return (tuple(f"price {p:g}" for p in prices), tuple(sel.revenue_curve(bids, prices).tolist()),
             prices[-1], prices, "Price", "Revenue at this price", None)
 
@@ -129,12 +131,24 @@ with right:
 if problem:
     st.error(problem)   # in place of the results; every control above keeps its value
     st.stop()
-params = {"sensitivity": sensitivity, "measure": measure, "monotonic": monotonic,
-          "negate": negate, "k": k, "seed": state.seed()}
 try:
+    if source == "data":   # the very part plan.build gives the release of this pick
+        picked = st.session_state["sel_column"]
+        domain = loaded.domains.get(picked)
+        mechanism = sel.data_mechanism(
+            loaded, person.current_unit(dataset_key), column=picked, labels=labels,
+            declared=domain is not None and domain.categories is not None, noise=noise,
+            measure=measure, level=level, k=k, negate=negate, monotonic=monotonic)
+    else:
+        mechanism = sel.teaching_mechanism(noise=noise, measure=measure, level=level,
+                                           sensitivity=sensitivity, monotonic=monotonic, k=k,
+                                           negate=negate)
+    sensitivity = mechanism.sensitivity
+    params = {"sensitivity": sensitivity, "measure": measure, "monotonic": monotonic,
+              "negate": negate, "k": k, "seed": state.seed()}
     with st.spinner("Computing selection probabilities and simulating releases…"):
-        summary = sel.selection_summary(scores, labels, noise=noise, level=level,
-                                        trials=trials, **params)
+        summary = sel.selection_summary(scores, labels, mechanism=mechanism, level=level,
+                                        trials=trials, seed=state.seed())
         curves = sel.correctness_curves(scores, **params)
 except (ValueError, TypeError) as exc:
     st.error(f"Could not compute the selection: {plain(exc, limit=400)}. Check the settings.")
@@ -164,13 +178,11 @@ st.plotly_chart(charts.selection_chart(
     x_title=x_title, score_title=score_title), key="sel_chart")
 st.caption(sel.chart_caption(summary, lines=prices is not None))
 release = sel.private_release(summary, source=source, dataset=loaded.name, candidates=x_title,
-                              noise=noise, level=level, categories_from=categories_from,
-                              release=release, neighbours=neighbours, **params)
+                              level=level, seed=state.seed(), categories_from=categories_from,
+                              release=release, neighbours=neighbours)
 st.markdown(release.sentence)
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
 if source == "data":   # a pick among the dataset's categories is a query of its plan
-    picked = st.session_state["sel_column"]
-    domain = loaded.domains.get(picked)
     plan_panel.add_to_plan(dataset_key, lambda: plan_entries.selection_query(
         loaded, person.current_unit(dataset_key), column=picked, labels=labels,
         declared=domain is not None and domain.categories is not None, noise=noise,

@@ -20,10 +20,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.choices import fmt_number
 from dashboard.data import truth
+from dashboard.datasets import LoadedDataset
 from dashboard.exports import SIMULATION, simulation_fields
 from dashboard.shown import up
 from dashboard.text import plain
 from dpcore.checks import check_int, check_positive, trial_chunks
+from dpcore.contributions import PrivacyUnit
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import (
     NOISE_LABELS,
@@ -37,6 +39,9 @@ from dpcore.selection import (
     selection_probabilities,
 )
 from engine.queries import Contribution
+from plan import model
+from plan.build import build
+from plan.parts import NoisyMax, noisy_max
 
 #: Where the scores come from, in the user's words.
 SOURCES = {
@@ -322,9 +327,63 @@ def privacy_of(measure: str, level: float) -> PureDP | ZCDP:
 
 def noise_scale(measure: str, level: float, *, noise: str, sensitivity: float, monotonic: bool,
                 k: int = 1) -> float:
-    """The noise scale at this privacy level (the inverse of ``noisy_max_privacy``)."""
+    """The noise scale at this privacy level (the inverse of ``noisy_max_privacy``): what the
+    P(correct) curves sweep; the chosen setting's scale is its mechanism's
+    (:func:`data_mechanism`, :func:`teaching_mechanism`)."""
     return noisy_max_scale(privacy_of(measure, level), sensitivity=sensitivity, noise=noise,
                            monotonic=monotonic, k=k)
+
+
+#: What the scores typed in and the revenues from bids are: teaching tools, not releases.
+TEACHING_NOTE = ("Not releasable: a release of the plan picks among a column's counts in the "
+                 f"data (\"{SOURCES['data']}\"), whose sensitivity follows from the privacy "
+                 "unit. Scores typed in and revenues from bids are here to show how the noise "
+                 "behaves, with a sensitivity you declare.")
+
+
+def _selection_noise(noise: str, measure: str, level: float) -> model.SelectionNoise:
+    privacy_of(measure, level)   # the measure and the level checked, with the page's message
+    return (model.SelectionNoise(noise, "pure", epsilon=float(level)) if measure == "pure"
+            else model.SelectionNoise(noise, "zcdp", rho=float(level)))
+
+
+def teaching_mechanism(*, noise: str, measure: str, level: float, sensitivity: float,
+                       monotonic: bool, k: int, negate: bool) -> NoisyMax:
+    """Report noisy max (or top-k) over scores typed in or revenues from bids, at the declared
+    ``sensitivity``: calibrated by the plan's own map (``plan.parts.noisy_max``), though no
+    release draws it (:data:`TEACHING_NOTE`)."""
+    spec = _selection_noise(noise, measure, level)
+    return noisy_max(spec, sensitivity=float(sensitivity), monotonic=monotonic, k=int(k),
+                     negate=negate, epsilon=spec.epsilon, rho=spec.rho, path="")
+
+
+def data_mechanism(loaded: LoadedDataset, unit: PrivacyUnit, *, column: str, labels: tuple,
+                   declared: bool, noise: str, measure: str, level: float, k: int,
+                   negate: bool = False, monotonic: bool = True) -> NoisyMax:
+    """The mechanism of the page's pick among ``column``'s counts: the part ``plan.build``
+    gives the release of the plan's query (the one "Add to plan" adds:
+    ``plan_entries.selection_query``) under the privacy unit ``unit`` — its noise, scale,
+    sensitivity (max rows per person: the most one person moves a count) and k.
+
+    A release picks the largest counts, calibrated as monotonic scores; with "Pick the
+    smallest" or "not monotonic" on (no release draws these) the plan's part is recalibrated
+    by the same map at its sensitivity. Raises ValueError (the plan's reason) when the query
+    cannot be built ("k must be a whole number from 1 to the number of candidates …").
+    """
+    from dashboard.analysis import plan_entries
+
+    try:
+        query = plan_entries.selection_query(
+            loaded, unit, column=column, labels=labels, declared=declared, noise=noise,
+            measure=measure, level=level, k=k, negate=False, monotonic=True, probability=None)
+        part = build(query, plan_entries.plan_unit(unit)).parts[0]
+    except model.PlanError as exc:   # its field's last name, then the reason: "k must be …"
+        raise ValueError(f"{exc.field.rsplit('.', 1)[-1]} {exc.reason}".strip()) from None
+    if monotonic and not negate:
+        return part.mechanism
+    return teaching_mechanism(noise=noise, measure=measure, level=level,
+                              sensitivity=part.sensitivity, monotonic=monotonic, k=k,
+                              negate=negate)
 
 
 def privacy_map_text(*, noise: str, measure: str, level: float, sensitivity: float,
@@ -440,10 +499,12 @@ def simulate_picks(scores: ArrayLike, *, scale: float, noise: str, negate: bool,
 
 @dataclass(frozen=True, eq=False)
 class SelectionSummary:
-    """What the page shows for one setting: exact and simulated picks, and sentences."""
+    """What the page shows for one setting: exact and simulated picks, and sentences;
+    ``mechanism`` the report noisy max simulated (its ``scale`` is :attr:`scale`)."""
 
     labels: tuple[str, ...]
     scores: NDArray[np.float64]
+    mechanism: NoisyMax
     scale: float
     exact: NDArray[np.float64]
     empirical: NDArray[np.float64]
@@ -459,14 +520,14 @@ class SelectionSummary:
     map_text: str
 
 
-def summarise_selection(scores: ArrayLike, labels: tuple[str, ...], *, sensitivity: float,
-                        noise: str, measure: str, level: float, monotonic: bool, negate: bool,
-                        k: int, trials: int, seed: int) -> SelectionSummary:
-    """Exact probabilities, simulated frequencies and the privacy map at one privacy level."""
+def summarise_selection(scores: ArrayLike, labels: tuple[str, ...], *, mechanism: NoisyMax,
+                        level: float, trials: int, seed: int) -> SelectionSummary:
+    """Exact probabilities, simulated frequencies (seeded numpy draws of exactly the law
+    ``mechanism`` names: its noise at its scale, its k, its direction) and the privacy map
+    that turns ``level`` into its scale."""
     values = np.asarray(scores, dtype=np.float64)
-    k = check_int("k", k, minimum=1, maximum=values.size)
-    scale = noise_scale(measure, level, noise=noise, sensitivity=sensitivity,
-                        monotonic=monotonic, k=k)
+    k = check_int("k", mechanism.k, minimum=1, maximum=values.size)
+    scale, noise, negate = float(mechanism.scale), mechanism.noise, mechanism.negate
     exact = selection_probabilities(values, scale=scale, noise=noise, negate=negate)
     simulated = simulated_trials(trials, values.size, k)
     rng = np.random.default_rng([seed, _RNG_OFFSET, 0])
@@ -477,16 +538,17 @@ def summarise_selection(scores: ArrayLike, labels: tuple[str, ...], *, sensitivi
     # 1e-12 absorbs the rounding of exact probabilities at 0 or 1 (a zero-width band).
     within = np.abs(empirical - exact) <= binomial_half_width(exact, simulated) + 1e-12
     return SelectionSummary(
-        labels=labels, scores=values, scale=scale, exact=exact, empirical=empirical,
+        labels=labels, scores=values, mechanism=mechanism, scale=scale, exact=exact,
+        empirical=empirical,
         half_width=binomial_half_width(empirical, simulated),
         inclusion=included / simulated if k > 1 else None, trials=simulated,
         requested_trials=trials, within_band=int(within.sum()),
         p_correct=prob_best_selected(values, scale=scale, noise=noise, negate=negate),
         expected_gap=expected_score_gap(values, scale=scale, noise=noise, negate=negate),
         top_k=recovered, best=oriented == oriented.max(),
-        map_text=privacy_map_text(noise=noise, measure=measure, level=level,
-                                  sensitivity=sensitivity, monotonic=monotonic, k=k,
-                                  scale=scale),
+        map_text=privacy_map_text(noise=noise, measure=mechanism.measure, level=level,
+                                  sensitivity=mechanism.sensitivity,
+                                  monotonic=mechanism.monotonic, k=k, scale=scale),
     )
 
 
@@ -663,7 +725,8 @@ def categories_origin(declared: bool) -> str:
 def count_sensitivity_of(contribution: Contribution | None) -> float:
     """Δ of the counts per category for noisy max: the most one score moves (L∞), 1 for one
     row = one person, max rows per person under a person-id unit (all of a person's rows may
-    fall in one category)."""
+    fall in one category). What Choose epsilon reads; the Selection page takes the plan's
+    (:func:`data_mechanism`)."""
     return 1.0 if contribution is None else float(contribution.max_rows)
 
 
@@ -743,13 +806,12 @@ def column_scores(_frame: pd.DataFrame, dataset_key: str, column: str,
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def selection_summary(scores: tuple[float, ...], labels: tuple[str, ...], *, sensitivity: float,
-                      noise: str, measure: str, level: float, monotonic: bool, negate: bool,
-                      k: int, trials: int, seed: int) -> SelectionSummary:
+def selection_summary(scores: tuple[float, ...], labels: tuple[str, ...], *,
+                      mechanism: NoisyMax, level: float, trials: int,
+                      seed: int) -> SelectionSummary:
     """:func:`summarise_selection`, cached by every parameter and the seed."""
-    return summarise_selection(scores, labels, sensitivity=sensitivity, noise=noise,
-                               measure=measure, level=level, monotonic=monotonic, negate=negate,
-                               k=k, trials=trials, seed=seed)
+    return summarise_selection(scores, labels, mechanism=mechanism, level=level, trials=trials,
+                               seed=seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -827,21 +889,22 @@ def selection_values(summary: SelectionSummary, picks: tuple[int, ...], *,
 
 
 def private_release(summary: SelectionSummary, *, source: str, dataset: str, candidates: str,
-                    noise: str, measure: str, level: float, sensitivity: float,
-                    monotonic: bool, negate: bool, k: int, seed: int,
-                    categories_from: str | None = None, release: int = 1,
-                    neighbours: str | None = None) -> SelectionRelease:
-    """One private release at the page's settings, with the download's values and parameters
-    (the seed is added by the download). ``categories_from`` says where the candidates of a
-    column's counts come from (:func:`categories_origin`)."""
+                    level: float, seed: int, categories_from: str | None = None,
+                    release: int = 1, neighbours: str | None = None) -> SelectionRelease:
+    """One private release at the page's settings (the summary's mechanism), with the
+    download's values and parameters (the seed is added by the download).
+    ``categories_from`` says where the candidates of a column's counts come from
+    (:func:`categories_origin`)."""
+    mechanism = summary.mechanism
+    noise, measure, k = mechanism.noise, mechanism.measure, mechanism.k
+    negate, monotonic = mechanism.negate, mechanism.monotonic
     picks = one_release(summary.scores, scale=summary.scale, noise=noise, negate=negate, k=k,
                         seed=seed, release=release)
     names = ", ".join(f"**{plain(summary.labels[i])}**" for i in picks)
     sentence = (f"One private release at these settings (release {release:,} of seed {seed}) "
                 f"picks {names}"
                 + (" (best first)." if k > 1 else "."))
-    privacy = noisy_max_privacy(summary.scale, sensitivity=sensitivity, noise=noise,
-                                monotonic=monotonic, k=k, measure=measure)
+    privacy = mechanism.privacy
     parameters = {
         "page": "Selection", "scores_from": SOURCES[source],
         "dataset": dataset if source == "data" else None, "candidates": candidates,
@@ -851,7 +914,7 @@ def private_release(summary: SelectionSummary, *, source: str, dataset: str, can
         "noise": noise, "measure": measure,
         "epsilon": level if measure == "pure" else None, "delta": None,
         "rho": level if measure == "zcdp" else None,
-        "sensitivity": sensitivity,
+        "sensitivity": float(mechanism.sensitivity),
         "sensitivity_meaning": "the most any one score changes between neighbours: "
                                + (neighbours or "add/remove one row (one row = one person)"),
         "monotonic": monotonic, "pick": "smallest score" if negate else "largest score",

@@ -16,6 +16,16 @@ from dashboard.analysis import selection as sel
 NOISES = ("laplace", "exponential", "gumbel")
 
 
+def _summarise(scores, labels, *, sensitivity, noise, measure, level, monotonic, negate, k,
+               trials, seed):
+    """The page's summary for scores typed in at these settings."""
+    mechanism = sel.teaching_mechanism(noise=noise, measure=measure, level=level,
+                                       sensitivity=sensitivity, monotonic=monotonic, k=k,
+                                       negate=negate)
+    return sel.summarise_selection(scores, labels, mechanism=mechanism, level=level,
+                                   trials=trials, seed=seed)
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading scores
 
@@ -64,7 +74,7 @@ def test_scores_at_the_limit_work_for_every_noise_and_measure():
         warnings.simplefilter("error")   # an overflow warning fails the test
         for noise, measure, sensitivity in (("laplace", "pure", 1e-6), ("gumbel", "zcdp", 1e9),
                                             ("exponential", "pure", 1.0)):
-            summary = sel.summarise_selection(
+            summary = _summarise(
                 scores, sel.numbered_labels(3), sensitivity=sensitivity, noise=noise,
                 measure=measure, level=sel.DEFAULT_LEVEL[measure], monotonic=False,
                 negate=False, k=1, trials=1000, seed=1)
@@ -223,9 +233,9 @@ SCORES = (10.0, 12.0, 9.0, 13.0, 11.5, 4.0)
 @pytest.mark.parametrize("negate", [False, True])
 def test_exact_probabilities_sum_to_one_and_simulation_agrees_within_5_se(noise, negate):
     labels = sel.numbered_labels(len(SCORES))
-    summary = sel.summarise_selection(SCORES, labels, sensitivity=1.0, noise=noise,
-                                      measure="pure", level=0.5, monotonic=True, negate=negate,
-                                      k=1, trials=40_000, seed=11)
+    summary = _summarise(SCORES, labels, sensitivity=1.0, noise=noise,
+                        measure="pure", level=0.5, monotonic=True, negate=negate,
+                        k=1, trials=40_000, seed=11)
     assert summary.exact.sum() == pytest.approx(1.0, abs=1e-9)
     assert np.all(summary.exact >= 0)
     n = summary.trials
@@ -253,9 +263,9 @@ def test_simulation_detects_a_wrong_scale():
 
 
 def test_gumbel_exact_is_the_softmax_closed_form():
-    summary = sel.summarise_selection(SCORES, sel.numbered_labels(6), sensitivity=2.0,
-                                      noise="gumbel", measure="pure", level=1.0,
-                                      monotonic=False, negate=False, k=1, trials=1_000, seed=0)
+    summary = _summarise(SCORES, sel.numbered_labels(6), sensitivity=2.0,
+                        noise="gumbel", measure="pure", level=1.0,
+                        monotonic=False, negate=False, k=1, trials=1_000, seed=0)
     b = 2 * 2.0 / 1.0
     weights = np.exp(np.array(SCORES) / b)
     np.testing.assert_allclose(summary.exact, weights / weights.sum(), rtol=1e-12)
@@ -362,9 +372,9 @@ def test_level_reaching():
 
 def test_pick_sentence_escapes_labels_and_names_the_runner_up():
     labels = ("*bold*", "[link](x)", "c")
-    summary = sel.summarise_selection((5.0, 1.0, 0.0), labels, sensitivity=1.0, noise="gumbel",
-                                      measure="pure", level=1.0, monotonic=True, negate=False,
-                                      k=1, trials=1_000, seed=0)
+    summary = _summarise((5.0, 1.0, 0.0), labels, sensitivity=1.0, noise="gumbel",
+                        measure="pure", level=1.0, monotonic=True, negate=False,
+                        k=1, trials=1_000, seed=0)
     sentence = sel.pick_sentence(summary, measure="pure", level=1.0, negate=False, k=1)
     p = math.exp(5) / (math.exp(5) + math.exp(1) + 1)
     assert sentence.startswith(r"At ε = 1, **\*bold\***")
@@ -373,9 +383,9 @@ def test_pick_sentence_escapes_labels_and_names_the_runner_up():
 
 
 def test_pick_sentence_for_ties_and_minimum():
-    summary = sel.summarise_selection((1.0, 1.0, 3.0), ("a", "b", "c"), sensitivity=1.0,
-                                      noise="gumbel", measure="zcdp", level=0.5, monotonic=True,
-                                      negate=True, k=1, trials=1_000, seed=0)
+    summary = _summarise((1.0, 1.0, 3.0), ("a", "b", "c"), sensitivity=1.0,
+                        noise="gumbel", measure="zcdp", level=0.5, monotonic=True,
+                        negate=True, k=1, trials=1_000, seed=0)
     sentence = sel.pick_sentence(summary, measure="zcdp", level=0.5, negate=True, k=1)
     assert "At ρ = 0.5, one of the 2 candidates tied for the lowest score" in sentence
 

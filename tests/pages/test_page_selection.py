@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 
 import numpy as np
@@ -299,3 +300,42 @@ def test_an_unreleasable_noise_says_why_before_it_is_added_and_offers_the_releas
     [entry] = page.session_state["release_plan_by_dataset"][key]
     assert entry.query.mechanism.noise == "exponential"
     assert entry.query.mechanism.epsilon == 1.0
+
+
+def test_typed_scores_and_bids_say_they_are_not_releasable(page):
+    """Only a column's counts can be released; the teaching sources say so, the data does not."""
+    def said(at) -> bool:
+        return any(c.value.startswith("Not releasable") or " Not releasable: " in c.value
+                   for c in at.caption)
+
+    assert not said(page)
+    page.selectbox(key="sel_source").select("typed").run()
+    assert said(page) and not page.exception
+    page.selectbox(key="sel_source").select("pricing").run()
+    assert said(page) and not page.exception
+
+
+def test_a_person_unit_gives_the_plans_part_on_the_page_and_in_the_plan():
+    """Clinic visits, at most 3 rows per patient in at most 2 categories: a count moves by at
+    most Δ = 3. Gumbel noise, two picks sharing ρ = 0.5: ρ = k(Δ/b)²/8, so b = Δ·√(k/(8ρ)) =
+    3·√0.5. The page shows that scale and Add to plan enters the query whose built part has it."""
+    from dashboard.person import PrivacyUnit
+    from plan.build import build
+
+    at = open_app(PAGE, dataset=datasets.BUILTIN_DATASETS[3])
+    key = at.session_state["dataset"].key
+    unit = PrivacyUnit("patient_id", 3, 2)
+    at.session_state["privacy_unit_by_dataset"] = {key: unit}
+    at.selectbox(key="sel_measure").select("zcdp")
+    at.selectbox(key="sel_noise").select("gumbel")
+    at.run()
+    at.selectbox(key="sel_k").select(2).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    scale = 3 * math.sqrt(2 / (8 * 0.5))
+    [shown] = [m.value for m in at.metric if m.label == "Noise scale b"]
+    assert shown == f"{scale:.4g}"
+    at.button(key="sel_add_to_plan").click().run()
+    [entry] = at.session_state["release_plan_by_dataset"][key]
+    part = build(entry.query, unit).parts[0]
+    assert (part.sensitivity, part.mechanism.k) == (3.0, 2)
+    assert part.mechanism.scale == pytest.approx(scale, rel=1e-12)

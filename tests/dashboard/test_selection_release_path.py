@@ -1,0 +1,140 @@
+"""The Selection page's pick among a column's counts is the release's: its mechanism is the part
+``plan.build`` gives the query Add to plan enters, and its simulation draws that part's law.
+
+Scales and sensitivities are the closed forms written here; selection frequencies are checked
+against closed-form probabilities (softmax for Gumbel noise, two-candidate formulas for
+exponential and Laplace noise), never against the page's own code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import datasets, person
+from dashboard.analysis import plan_entries
+from dashboard.analysis import selection as sel
+from plan.build import build
+from plan.parts import NoisyMax
+
+ONE_ROW = person.PrivacyUnit()
+UNITS = {"one row": (ONE_ROW, 1.0), "3 rows per person": (person.PrivacyUnit("pid", 3), 3.0),
+         "2 rows in 2 groups": (person.PrivacyUnit("pid", 2, 2), 2.0)}
+TEAMS = ("red", "blue", "green", "gold")
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """An upload of 1,200 rows, up to 3 per person, a team each."""
+    rng = np.random.default_rng(7)
+    pid = np.repeat(np.arange(400), 3)
+    team = rng.choice(TEAMS, pid.size, p=[0.4, 0.3, 0.2, 0.1])
+    csv = pd.DataFrame({"pid": pid, "team": team}).to_csv(index=False).encode()
+    return datasets.load_upload(csv, "teams.csv")
+
+
+def expected_scale(noise: str, measure: str, level: float, delta: float, k: int,
+                   monotonic: bool = True) -> float:
+    """Report noisy max's scale from its privacy map: ε = k·cΔ/b under pure DP; under zCDP
+    ρ = k·(cΔ/b)²/8 for Gumbel noise (bounded range), ρ = k·(cΔ/b)²/2 otherwise; c = 1 for
+    monotonic scores, 2 else."""
+    c = 1 if monotonic else 2
+    if measure == "pure":
+        return k * c * delta / level
+    return c * delta * math.sqrt(k / ((8 if noise == "gumbel" else 2) * level))
+
+
+def shown(loaded, unit, *, noise="exponential", measure="pure", level=1.0, k=1, negate=False,
+          monotonic=True) -> NoisyMax:
+    return sel.data_mechanism(loaded, unit, column="team", labels=TEAMS, declared=False,
+                              noise=noise, measure=measure, level=level, k=k, negate=negate,
+                              monotonic=monotonic)
+
+
+@pytest.mark.parametrize("unit_name", list(UNITS))
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("measure, level", [("pure", 0.7), ("zcdp", 0.02)])
+@pytest.mark.parametrize("noise", sel.NOISES)
+def test_the_page_draws_the_part_add_to_plan_enters(loaded, noise, measure, level, k,
+                                                    unit_name):
+    unit, delta = UNITS[unit_name]
+    mechanism = shown(loaded, unit, noise=noise, measure=measure, level=level, k=k)
+    entered = plan_entries.selection_query(
+        loaded, unit, column="team", labels=TEAMS, declared=False, noise=noise,
+        measure=measure, level=level, k=k, negate=False, monotonic=True, probability=None)
+    part = build(entered, plan_entries.plan_unit(unit)).parts[0]
+    assert mechanism == part.mechanism
+    # against closed forms: the unit's max rows is the most one person moves a count
+    assert (mechanism.noise, mechanism.measure, mechanism.k) == (noise, measure, k)
+    assert part.sensitivity == mechanism.sensitivity == delta
+    assert mechanism.monotonic and not mechanism.negate
+    assert mechanism.scale == pytest.approx(expected_scale(noise, measure, level, delta, k),
+                                            rel=1e-12)
+    budget = mechanism.privacy.epsilon if measure == "pure" else mechanism.privacy.rho
+    assert budget == pytest.approx(level, rel=1e-12)
+
+
+@pytest.mark.parametrize("negate, monotonic", [(True, True), (False, False), (True, False)])
+def test_settings_no_release_draws_keep_the_plans_sensitivity(loaded, negate, monotonic):
+    """Smallest-first or not-monotonic picks: the plan's sensitivity (3 rows per person),
+    recalibrated by the same map (twice the scale when not monotonic)."""
+    unit, delta = UNITS["3 rows per person"]
+    mechanism = shown(loaded, unit, noise="gumbel", measure="pure", level=0.5, k=2,
+                      negate=negate, monotonic=monotonic)
+    assert (mechanism.sensitivity, mechanism.negate, mechanism.monotonic) == (
+        delta, negate, monotonic)
+    assert mechanism.scale == pytest.approx(
+        expected_scale("gumbel", "pure", 0.5, delta, 2, monotonic), rel=1e-12)
+
+
+def test_a_query_the_plan_cannot_build_says_why(loaded):
+    with pytest.raises(ValueError, match="^k must be a whole number from 1 to the number of "
+                                         "candidates"):
+        shown(loaded, ONE_ROW, k=5)   # 4 candidates
+
+
+def _first_pick_frequencies(scores, mechanism, *, trials, seed):
+    summary = sel.summarise_selection(scores, sel.numbered_labels(len(scores)),
+                                      mechanism=mechanism, level=1.0, trials=trials,
+                                      seed=seed)
+    assert summary.trials == trials and summary.mechanism is mechanism
+    return summary
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_gumbel_picks_follow_the_exponential_mechanisms_closed_form(loaded, k):
+    """Gumbel noise is the exponential mechanism: the first pick has P(i) ∝ exp(s_i/b), with
+    b = kΔ/ε = 2k at ε = 1 under 2 rows per person; 5 standard errors per candidate (a false
+    alarm has probability below 4 × 6e-7)."""
+    unit, _ = UNITS["2 rows in 2 groups"]
+    scores = (8.0, 6.0, 5.0, 1.0)
+    mechanism = shown(loaded, unit, noise="gumbel", k=k)
+    summary = _first_pick_frequencies(scores, mechanism, trials=40_000, seed=3)
+    weights = np.exp(np.array(scores) / (2.0 * k))
+    law = weights / weights.sum()
+    np.testing.assert_allclose(summary.exact, law, rtol=1e-9)
+    se = np.sqrt(law * (1 - law) / summary.trials)
+    assert np.all(np.abs(summary.empirical - law) <= 5 * se)
+    # power: the law at the scale of one row per person (b = k) is far outside the bands
+    wrong = np.exp(np.array(scores) / k) / np.exp(np.array(scores) / k).sum()
+    assert np.max(np.abs(summary.empirical - wrong) / se) > 10
+
+
+@pytest.mark.parametrize("noise", ["exponential", "laplace"])
+def test_two_candidate_picks_follow_their_closed_forms(loaded, noise):
+    """Two counts g apart at scale b = Δ/ε = 3 (3 rows per person, ε = 1): permute-and-flip
+    picks the smaller with probability e^(−g/b)/2; Laplace noise with P(L₁ − L₂ > g) =
+    e^(−g/b)(1 + g/(2b))/2."""
+    unit, delta = UNITS["3 rows per person"]
+    mechanism = shown(loaded, unit, noise=noise)
+    g, b = 4.0, 3.0
+    assert mechanism.scale == pytest.approx(b, rel=1e-12)
+    runner_up = (math.exp(-g / b) / 2 if noise == "exponential"
+                 else math.exp(-g / b) * (1 + g / (2 * b)) / 2)
+    summary = _first_pick_frequencies((10.0, 10.0 - g), mechanism, trials=40_000, seed=5)
+    assert summary.exact[1] == pytest.approx(runner_up, rel=1e-9)
+    se = math.sqrt(runner_up * (1 - runner_up) / summary.trials)
+    assert abs(summary.empirical[1] - runner_up) <= 5 * se
