@@ -389,8 +389,9 @@ def _zip(files: Mapping[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in files.items():
-            archive.writestr(zipfile.ZipInfo(name, date_time=(2000, 1, 1, 0, 0, 0)), data,
-                             compress_type=zipfile.ZIP_DEFLATED)
+            info = zipfile.ZipInfo(name, date_time=(2000, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16   # rw-r--r-- when unzipped
+            archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
     return buffer.getvalue()
 
 
@@ -412,6 +413,7 @@ def simulation_report(plan: Plan,
                       values: Mapping[str, Sequence[tuple[Sequence[Any], Any]]]) -> str:
     """report.html of a plan that was only simulated: ``values`` maps a query id to its
     simulated rows ``(group, value)``. Labelled "simulation — not a release"."""
+    from plan.kinds import kind_of
     from release.errors import ReleaseRefused
     from release.run import prepare
 
@@ -426,7 +428,7 @@ def simulation_report(plan: Plan,
         "dataset": {"name": plan.dataset.name, "origin": plan.dataset.origin},
         "privacy_unit": plan.privacy_unit.describe(),
         "privacy_spent": privacy, "accounting": accounting,
-        "queries": [{"id": q.id, "label": q.label, "statistic": type(q.query).__name__.lower(),
+        "queries": [{"id": q.id, "label": q.label, "statistic": kind_of(q.query).name,
                      "values": [{"group": list(g), "value": v}
                                 for g, v in values.get(q.id, ())]}
                     for q in published.queries],

@@ -71,6 +71,8 @@ def package(released) -> dict[str, bytes]:
 def test_the_package_holds_the_release_files_the_plan_the_program_and_the_report(
         released, package):
     assert set(package) == MEMBERS
+    with zipfile.ZipFile(io.BytesIO(release_package(released))) as archive:
+        assert {info.external_attr >> 16 for info in archive.infolist()} == {0o644}
     assert package["release.json"] == release_json(released)
     assert package["program.py"].decode() == opendp_program(released.plan.published())
 
