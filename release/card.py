@@ -13,7 +13,8 @@ from release.files import _json_safe
 from release.measurements import OPENDP_VERSION
 from release.run import Release
 
-__all__ = ["release_card", "card_json", "not_covered", "data_handling"]
+__all__ = ["LOOKING_AT_TRUE_ANSWERS", "release_card", "card_json", "not_covered",
+           "data_handling"]
 
 
 def _declarations(q: model.PlanQuery) -> list[tuple[str, Any]]:
@@ -73,6 +74,15 @@ def _flavour(release: Release) -> str:
     return "pure DP" if release.spent.delta == 0 else "approximate DP"
 
 
+#: Never covered: what the planner chose while the simulator showed true answers.
+LOOKING_AT_TRUE_ANSWERS: dict[str, Any] = {
+    "query": None, "what": "choices made while looking at true answers",
+    "origin": "the planner's own use of the simulator",
+    "source": "Epsilon Lab's simulator shows true answers to whoever makes the plan: "
+              "ε, mechanisms, bounds or categories chosen by looking at them depend "
+              "on the data in a way no guarantee covers"}
+
+
 def release_card(release: Release) -> dict[str, Any]:
     """The card of a recorded release (a JSON-able dict)."""
     plan = release.plan
@@ -125,12 +135,7 @@ def release_card(release: Release) -> dict[str, Any]:
                                        "entropy; never seeded"},
         "data_handling": data_handling(plan),
         "public_information": public,
-        "not_covered_by_the_guarantee": flagged + [{
-            "query": None, "what": "choices made while looking at true answers",
-            "origin": "the planner's own use of the simulator",
-            "source": "Epsilon Lab's simulator shows true answers to whoever makes the plan: "
-                      "ε, mechanisms, bounds or categories chosen by looking at them depend "
-                      "on the data in a way no guarantee covers"}],
+        "not_covered_by_the_guarantee": [*flagged, dict(LOOKING_AT_TRUE_ANSWERS)],
     })
 
 

@@ -1,5 +1,7 @@
 """The command line: ``python -m release --plan PLAN.json --data PATH --ledger LEDGER.sqlite
 --out DIR [--budget EPSILON]`` runs the release the app would run and writes its files;
+``--package OUT.zip`` also writes the release package (``release.package``: the files, the
+published plan, the OpenDP program as a script and a notebook, report.html);
 ``python -m release --example-plan`` prints a plan for the built-in Adult data.
 
 Exit status: 0 released; 1 refused (over budget, a map above the plan's figure, a mechanism
@@ -36,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="the dataset's total ε, set the first time the dataset is seen")
     parser.add_argument("--budget-delta", type=float, default=None, metavar="DELTA",
                         help="with --budget: the dataset's total δ (default: δ not capped)")
+    parser.add_argument("--package", type=Path, default=None, metavar="OUT.zip",
+                        help="also write the release package: the files, the plan, the "
+                             "OpenDP program (script and notebook) and report.html")
     parser.add_argument("--example-plan", action="store_true",
                         help="print a plan for data/adult.csv.gz and exit")
     return parser
@@ -126,13 +131,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(BAD_DATA, "files", f"release #{release.record.id} was recorded but its "
                      f"files could not be written to {args.out} ({exc.strerror or exc}); its "
                      "values are lost")
+    if args.package is not None:
+        from release.package import release_package
+
+        try:
+            write_bytes(args.package, release_package(release))
+        except OSError as exc:
+            return _fail(BAD_DATA, "files", f"release #{release.record.id} was recorded and "
+                         f"its files written to {args.out}, but its package could not be "
+                         f"written to {args.package} ({exc.strerror or exc})")
     spent = release.spent
     left = status.remaining_epsilon
     budget = ("no budget set" if left is None
               else f"ε = {left:.6g} left of {status.budget.epsilon:g}")
     print(f"released {plan.dataset.name!r}: {len(release.queries)} queries, ε = "
           f"{spent.epsilon:.6g}, δ = {spent.delta:.3g} ({spent.method} accounting); ledger "
-          f"entry {release.record.id} in {ledger.path}; {budget}; files in {args.out}")
+          f"entry {release.record.id} in {ledger.path}; {budget}; files in {args.out}"
+          + ("" if args.package is None else f"; package {args.package}"))
     for note in release.notes + tuple(n for q in release.queries for n in q.notes):
         print(f"note: {_one_line(note)}")
     return 0

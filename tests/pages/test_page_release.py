@@ -78,8 +78,9 @@ def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
         [record] = ledger.releases()
     assert record.dataset.name == "Adult (UCI census income)"
     assert record.epsilon == pytest.approx(2.0, abs=2e-3)
-    assert [b.label for b in at.get("download_button")][-3:] == [
-        "Released values (CSV)", "Release (JSON)", "Release card (JSON)"]
+    assert [b.label for b in at.get("download_button")][-4:] == [
+        "Released values (CSV)", "Release (JSON)", "Release card (JSON)",
+        "Download the release package"]
 
 
 def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
@@ -277,3 +278,21 @@ def test_a_refusal_is_dropped_once_the_plan_changes(ledger_file, monkeypatch):
     at.selectbox(key="plan_method").set_value(other).run()   # another plan: its accounting
     assert not at.exception, [e.value for e in at.exception]
     assert not any("Not released" in e.value for e in at.error)
+
+
+def test_a_release_offers_its_package_built_on_download(ledger_file):
+    import io
+    import zipfile
+
+    from dashboard.release_panel import LAST, package_builder
+
+    at = release(plan_of_two())
+    no_problem(at)
+    button = at.download_button(key="plan_release_package")
+    assert button.label == "Download the release package"
+    [outcome] = at.session_state[LAST].values()
+    with zipfile.ZipFile(io.BytesIO(package_builder(outcome["release"])())) as archive:
+        names = set(archive.namelist())
+        assert archive.read("release.json") == outcome["json"]
+        assert archive.read("release.csv") == outcome["csv"]
+    assert {"card.json", "plan.json", "program.py", "program.ipynb", "report.html"} <= names

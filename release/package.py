@@ -1,0 +1,454 @@
+"""The release package: one zip holding a release's files, its plan, its OpenDP program (as a
+script and as a Jupyter notebook) and ``report.html``, a self-contained page to read or print.
+
+``release_package(release)`` packs a recorded release; ``simulation_package(plan, values)``
+packs a plan that was only simulated, its report labelled "simulation — not a release" on
+every page (and no release files: nothing was released).
+
+The report is plain HTML with inline CSS and inline SVG charts drawn here: no script, no web
+font, no link or source of any kind, so it opens from disk, works offline and asks no other
+host for anything. Every text from the plan or the data (dataset, labels, groups, columns)
+is escaped with ``html.escape``. It holds what the release published only: released values
+(with their intervals when the release record has them), the privacy unit, the accounting,
+what the guarantee does not cover, and the ledger entry.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import re
+import zipfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from plan.model import Plan, PlanError
+from release.card import (
+    LOOKING_AT_TRUE_ANSWERS,
+    card_json,
+    data_handling,
+    not_covered,
+    release_card,
+)
+from release.files import _json_safe, release_csv, release_json, release_record
+from release.run import Release
+
+__all__ = ["SIMULATION_LABEL", "notebook", "release_package", "report_html",
+           "simulation_package", "simulation_report"]
+
+SIMULATION_LABEL = "simulation — not a release"
+PROGRAM = "program.py"
+NOTEBOOK = "program.ipynb"
+#: The notebook's parameter: the data file the program reads.
+DATA_PARAMETER = "DATA_PATH"
+_SECTION = "# " + "-" * 90
+
+
+# --------------------------------------------------------------------------------------------
+# the notebook
+
+
+def _program_cells(program: str) -> list[str]:
+    """The program's text split at its section rules (``# ----…``), without the
+    ``if __name__ == "__main__":`` block (a notebook runs its own last cell instead)."""
+    text = program.split('\nif __name__ == "__main__":', 1)[0]
+    cells, current = [], []
+    for line in text.splitlines():
+        if line == _SECTION and current:
+            cells.append("\n".join(current).strip("\n"))
+            current = []
+        current.append(line)
+    cells.append("\n".join(current).strip("\n"))
+    return [c for c in cells if c.strip()]
+
+
+def notebook(program: str, data_path: str = "data.csv") -> str:
+    """The OpenDP ``program`` as a Jupyter notebook (JSON text): a parameter cell
+    (``DATA_PATH``, tagged ``parameters``), the program's sections as code cells, and a last
+    cell that releases once on ``DATA_PATH`` as ``python program.py --data`` does."""
+    import nbformat
+    from nbformat import v4
+
+    intro = ("# A differentially private release with OpenDP\n\n"
+             "Each run of this notebook is a **new release** of the same people: it spends "
+             "the plan's total every run (printed by the last cell) and is not recorded in "
+             "Epsilon Lab's ledger. Set `DATA_PATH` below, then run all cells top to bottom.")
+    parameters = v4.new_code_cell(f"{DATA_PARAMETER} = {data_path!r}\nOUT_PATH = None")
+    parameters.metadata["tags"] = ["parameters"]
+    run = v4.new_code_cell(
+        "print(EVERY_RUN)  # each run is a new release\n"
+        "check_plan()\n"
+        "measurements, report = checked_measurements()  # before the data is read\n"
+        f"out = release(read_frame({DATA_PARAMETER}), measurements)\n"
+        'out["parts"] = report\n'
+        "emit(out, OUT_PATH)")
+    cells = [v4.new_markdown_cell(intro), parameters,
+             *(v4.new_code_cell(c) for c in _program_cells(program)), run]
+    book = v4.new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"}})
+    nbformat.validate(book)
+    return nbformat.writes(book)
+
+
+# --------------------------------------------------------------------------------------------
+# the report: charts
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:,.4g}" if abs(value) >= 1e-3 else f"{value:.3g}"
+
+
+def _short(text: str, limit: int = 30) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+_WIDTH, _LABEL, _ROW, _RIGHT = 640, 190, 24, 90
+
+
+def _bar_chart(rows: Sequence[Mapping[str, Any]], title: str) -> str:
+    """Bars of numeric values, each with its interval (a whisker) when it has one."""
+    values = [_number(r.get("value")) for r in rows]
+    lowers = [_number(r.get("lower")) for r in rows]
+    uppers = [_number(r.get("upper")) for r in rows]
+    seen = [v for v in values + lowers + uppers if v is not None]
+    lo, hi = min([0.0, *seen]), max([0.0, *seen])
+    if hi == lo:
+        hi = lo + 1.0
+    plot = _WIDTH - _LABEL - _RIGHT
+
+    def x(v: float) -> float:
+        return _LABEL + (v - lo) / (hi - lo) * plot
+
+    height = _ROW * len(rows) + 28
+    parts = [f'<svg class="chart" role="img" '
+             f'viewBox="0 0 {_WIDTH} {height}" width="{_WIDTH}" height="{height}">',
+             f"<title>{_e(title)}</title>",
+             f'<line class="axis" x1="{x(0):.1f}" x2="{x(0):.1f}" y1="4" '
+             f'y2="{height - 22}"/>']
+    for i, (row, v, a, b) in enumerate(zip(rows, values, lowers, uppers, strict=True)):
+        y = 6 + i * _ROW
+        group = " × ".join(str(g) for g in row.get("group", [])) or "value"
+        parts.append(f'<text class="label" x="{_LABEL - 6}" y="{y + 15}" text-anchor="end">'
+                     f"{_e(_short(group))}</text>")
+        if v is not None:
+            left, right = sorted((x(0), x(v)))
+            parts.append(f'<rect class="bar" x="{left:.1f}" y="{y + 3}" '
+                         f'width="{max(right - left, 1.0):.1f}" height="{_ROW - 8}"/>')
+        if a is not None and b is not None:
+            mid = y + _ROW / 2 - 1
+            parts.append(f'<path class="interval" d="M{x(a):.1f} {mid}H{x(b):.1f}'
+                         f'M{x(a):.1f} {mid - 5}V{mid + 5}M{x(b):.1f} {mid - 5}V{mid + 5}"/>')
+        parts.append(f'<text class="value" x="{_WIDTH - _RIGHT + 6}" y="{y + 15}">'
+                     f"{_e(_fmt(v))}</text>")
+    parts.append(f'<text class="tick" x="{_LABEL}" y="{height - 6}">{_e(_fmt(lo))}</text>'
+                 f'<text class="tick" x="{_LABEL + plot}" y="{height - 6}" text-anchor="end">'
+                 f"{_e(_fmt(hi))}</text></svg>")
+    return "".join(parts)
+
+
+def _list_chart(rows: Sequence[Mapping[str, Any]], title: str) -> str:
+    """Released values that are not numbers (a selection's categories): one marked row each."""
+    height = _ROW * len(rows) + 8
+    parts = [f'<svg class="chart" role="img" '
+             f'viewBox="0 0 {_WIDTH} {height}" width="{_WIDTH}" height="{height}">',
+             f"<title>{_e(title)}</title>"]
+    for i, row in enumerate(rows):
+        y = 6 + i * _ROW
+        group = " × ".join(str(g) for g in row.get("group", [])) or "value"
+        parts.append(f'<text class="label" x="{_LABEL - 6}" y="{y + 15}" text-anchor="end">'
+                     f"{_e(_short(group))}</text>"
+                     f'<rect class="bar" x="{_LABEL}" y="{y + 3}" width="8" '
+                     f'height="{_ROW - 8}"/>'
+                     f'<text class="value" x="{_LABEL + 16}" y="{y + 15}">'
+                     f"{_e(_short(str(row.get('value')), 60))}</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _chart(query: Mapping[str, Any]) -> str:
+    rows = query.get("values", [])
+    title = f"{query.get('label', '')} ({query.get('statistic', '')})"
+    if not rows:
+        return '<p class="muted">No value was released for this query.</p>'
+    numeric = all(_number(r.get("value")) is not None or r.get("value") is None for r in rows)
+    return _bar_chart(rows, title) if numeric else _list_chart(rows, title)
+
+
+def _values_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    intervals = any("lower" in r for r in rows)
+    head = "<tr><th>Group</th><th>Released value</th>" + (
+        "<th>Interval</th>" if intervals else "") + "</tr>"
+    body = []
+    for r in rows:
+        group = " × ".join(str(g) for g in r.get("group", [])) or "—"
+        value = r.get("value")
+        shown = _fmt(_number(value)) if _number(value) is not None else str(value)
+        cell = ""
+        if intervals:
+            level = _number(r.get("level"))
+            cell = "<td>" + (
+                f"[{_e(_fmt(_number(r.get('lower'))))}, {_e(_fmt(_number(r.get('upper'))))}]"
+                + (f" at {level:.0%}" if level is not None else "")
+                if "lower" in r else "—") + "</td>"
+        body.append(f"<tr><td>{_e(group)}</td><td>{_e(shown)}</td>{cell}</tr>")
+    return f'<table class="values">{head}{"".join(body)}</table>'
+
+
+# --------------------------------------------------------------------------------------------
+# the report: page
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;color:#1b1b1b;
+max-width:780px;margin:24px auto;padding:0 16px;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;border-bottom:1px solid #ccc;
+padding-bottom:2px;margin-top:1.6em}h3{font-size:1.05em;margin-bottom:.3em}
+.muted{color:#555}.banner{background:#fff3cd;border:2px solid #b58100;color:#6b4a00;
+padding:6px 10px;font-weight:bold;text-transform:uppercase;letter-spacing:.04em}
+.stamp{display:none}
+table{border-collapse:collapse;margin:.4em 0;font-size:.92em}
+td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;vertical-align:top}
+svg.chart{max-width:100%;height:auto;display:block}
+svg .bar{fill:#4c78a8}svg .interval{stroke:#1b1b1b;stroke-width:1.6;fill:none}
+svg .axis{stroke:#888;stroke-width:1}svg text{font-size:12px;fill:#1b1b1b}
+svg .tick{fill:#666;font-size:11px}
+.query{break-inside:avoid;page-break-inside:avoid}
+@page{size:A4;margin:16mm 14mm}
+@media print{body{max-width:none;margin:0;padding:0;font-size:10.5pt}
+.stamp{display:block;position:fixed;top:0;right:0;font-size:9pt;font-weight:bold;
+color:#6b4a00;border:1px solid #b58100;padding:1px 6px;background:#fff3cd;
+text-transform:uppercase}
+h2{break-after:avoid;page-break-after:avoid}}
+"""
+
+
+def _markdown_bold(text: str) -> str:
+    """``text`` escaped, with markdown's ``**bold**`` as <strong> (the Welcome sentence)."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _e(text))
+
+
+def _epsilon_sentence(epsilon: float, delta: float) -> str:
+    from dashboard.analysis.welcome import attacker_in_words
+
+    out = f"<p>{_markdown_bold(attacker_in_words(epsilon))}</p>"
+    if delta:
+        out += (f'<p class="muted">The sentence reads ε as pure ε-DP. This release also has '
+                f"δ = {_e(f'{delta:.3g}')}: the bound may fail on rare outcomes whose total "
+                "probability δ bounds.</p>")
+    return out
+
+
+def _list_items(items: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> str:
+    if not items:
+        return "<p>Nothing.</p>"
+    lis = []
+    for item in items:
+        words = [str(item[k]) for k in keys if item.get(k)]
+        query = f"<strong>{_e(item['query'])}</strong>: " if item.get("query") else ""
+        lis.append(f"<li>{query}{_e(' — '.join(words))}</li>")
+    return f"<ul>{''.join(lis)}</ul>"
+
+
+def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
+                simulation: bool = False) -> str:
+    """report.html of a release record (``release.files.release_record``) and its card
+    (``release.card.release_card``), or of a simulation shaped the same
+    (:func:`simulation_report`). Returns the page's text."""
+    dataset = record["dataset"]["name"]
+    spent = record.get("privacy_spent") or {}
+    accounting = record.get("accounting") or {}
+    epsilon, delta = spent.get("epsilon"), spent.get("delta") or 0.0
+    title = (f"Simulated release plan: {dataset}" if simulation
+             else f"Differentially private release: {dataset}")
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"]
+    if simulation:
+        out.append(f'<div class="stamp">{_e(SIMULATION_LABEL)}</div>'
+                   f'<p class="banner">{_e(SIMULATION_LABEL)}</p>')
+    out.append(f"<h1>{_e(title)}</h1>")
+    origin = record["dataset"].get("origin")
+    out.append(f'<p class="muted">Dataset <strong>{_e(dataset)}</strong>'
+               + (f" ({_e(origin)})" if origin else "") + ". "
+               + ("These values were drawn by Epsilon Lab's simulator with numpy's noise: "
+                  "nothing was released, nothing recorded in the ledger, and no budget spent."
+                  if simulation else
+                  f"Released {_e(record.get('released_at', ''))} by "
+                  f"{_e(record.get('implementation', ''))}.") + "</p>")
+
+    out.append("<h2>Released statistics</h2>" if not simulation
+               else "<h2>Simulated statistics</h2>")
+    for q in record.get("queries", []):
+        rows = q.get("values", [])
+        out.append(f'<section class="query"><h3>{_e(q.get("label", ""))} '
+                   f'<span class="muted">({_e(q.get("id", ""))}, '
+                   f'{_e(q.get("statistic", ""))})</span></h3>{_chart(q)}'
+                   f"{_values_table(rows)}")
+        if not any("lower" in r for r in rows):
+            out.append('<p class="muted">No interval was published with these values.</p>')
+        for note in q.get("notes", []):
+            out.append(f'<p class="muted">Note: {_e(note)}</p>')
+        out.append("</section>")
+
+    unit = card.get("privacy_unit", {})
+    out.append("<h2>Privacy unit</h2>"
+               f"<p>{_e(record.get('privacy_unit', unit.get('description', '')))}</p>"
+               f"<p>Neighbouring datasets: {_e(unit.get('neighbouring_datasets', ''))}.</p>")
+
+    out.append("<h2>Accounting</h2>")
+    if epsilon is None:
+        out.append(f"<p>{_e(accounting.get('note') or 'No total could be computed.')}</p>")
+    else:
+        rho = spent.get("rho")
+        out.append("<table><tr><th>ε</th><th>δ</th><th>ρ (zCDP)</th><th>Accounting</th></tr>"
+                   f"<tr><td>{_e(f'{epsilon:.6g}')}</td><td>{_e(f'{delta:.3g}')}</td>"
+                   f"<td>{_e('—' if rho is None else f'{rho:.6g}')}</td>"
+                   f"<td>{_e(accounting.get('method', ''))}</td></tr></table>")
+        if accounting.get("note"):
+            out.append(f'<p class="muted">{_e(accounting["note"])}</p>')
+        out.append(f"<p>{_e(card.get('flavour', ''))}; {_e(card.get('model', ''))}.</p>")
+    mech = [(q["id"], m) for q in card.get("queries", []) for m in q.get("mechanisms", [])]
+    if mech:
+        out.append("<table><tr><th>Query</th><th>Part</th><th>Mechanism</th>"
+                   "<th>Noise scale</th><th>Privacy</th></tr>" + "".join(
+                       f"<tr><td>{_e(qid)}</td><td>{_e(m.get('part', ''))}</td>"
+                       f"<td>{_e(m.get('mechanism', ''))}</td>"
+                       f"<td>{_e(_fmt(_number(m.get('noise_scale'))))}</td>"
+                       f"<td>{_e(_privacy(m.get('privacy')))}</td></tr>"
+                       for qid, m in mech) + "</table>")
+
+    out.append("<h2>What ε means for an attacker</h2>")
+    out.append(_epsilon_sentence(epsilon, delta) if epsilon is not None
+               else "<p>No total ε.</p>")
+
+    out.append("<h2>Not covered by the guarantee</h2>")
+    out.append(_list_items(card.get("not_covered_by_the_guarantee", []),
+                           ("what", "origin", "source")))
+    out.append("<h2>How the data were read</h2>")
+    out.append(_list_items(card.get("data_handling", []), ("rule",)))
+
+    out.append("<h2>Ledger entry</h2>")
+    if simulation:
+        out.append(f"<p><strong>None: {_e(SIMULATION_LABEL)}.</strong> The plan was simulated "
+                   "only; a release would be recorded in the ledger with its values' "
+                   "hash.</p>")
+    else:
+        out.append("<table>" + "".join(
+            f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in (
+                ("Entry", f"#{record.get('ledger_entry')}"),
+                ("Recorded at", record.get("released_at", "")),
+                ("Values hash", record.get("values_sha256", "")),
+                ("Implementation", record.get("implementation", "")))) + "</table>")
+    if simulation:
+        out.append(f'<p class="banner">{_e(SIMULATION_LABEL)}</p>')
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _privacy(privacy: Any) -> str:
+    if not isinstance(privacy, Mapping):
+        return ""
+    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                     for k, v in privacy.items() if v is not None)
+
+
+# --------------------------------------------------------------------------------------------
+# the packages
+
+
+def _program_files(plan: Plan) -> dict[str, bytes]:
+    """program.py and program.ipynb of ``plan``, or a note saying why there is none."""
+    from release.errors import ReleaseRefused
+    from release.programs import ProgramUnsupported, opendp_program
+
+    try:
+        program = opendp_program(plan)
+    except (ProgramUnsupported, ReleaseRefused, PlanError) as exc:
+        return {"program-unavailable.txt": f"No OpenDP program for this plan: {exc}\n"
+                .encode()}
+    return {PROGRAM: program.encode("utf-8"), NOTEBOOK: notebook(program).encode("utf-8")}
+
+
+def _zip(files: Mapping[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(name, date_time=(2000, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16   # rw-r--r-- when unzipped
+            archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+    return buffer.getvalue()
+
+
+def release_package(release: Release) -> bytes:
+    """The zip of a recorded release: release.csv, release.json, card.json, plan.json (the
+    plan as published), program.py and program.ipynb (the published plan's OpenDP program),
+    report.html."""
+    published = release.plan.published()
+    files = {"release.csv": release_csv(release), "release.json": release_json(release),
+             "card.json": card_json(release),
+             "plan.json": published.to_json().encode("utf-8")}
+    files |= _program_files(published)
+    files["report.html"] = report_html(release_record(release),
+                                       release_card(release)).encode("utf-8")
+    return _zip(files)
+
+
+def simulation_report(plan: Plan,
+                      values: Mapping[str, Sequence[tuple[Sequence[Any], Any]]]) -> str:
+    """report.html of a plan that was only simulated: ``values`` maps a query id to its
+    simulated rows ``(group, value)``. Labelled "simulation — not a release"."""
+    from plan.kinds import kind_of
+    from release.errors import ReleaseRefused
+    from release.run import prepare
+
+    published = plan.published()
+    try:
+        spent = prepare(published).spent
+        privacy = spent.to_dict()
+        accounting = {"method": spent.method, "note": spent.note}
+    except (ReleaseRefused, PlanError) as exc:
+        privacy, accounting = {}, {"note": f"This plan cannot be released as it is: {exc}"}
+    record = _json_safe({
+        "dataset": {"name": plan.dataset.name, "origin": plan.dataset.origin},
+        "privacy_unit": plan.privacy_unit.describe(),
+        "privacy_spent": privacy, "accounting": accounting,
+        "queries": [{"id": q.id, "label": q.label, "statistic": kind_of(q.query).name,
+                     "values": [{"group": list(g), "value": v}
+                                for g, v in values.get(q.id, ())]}
+                    for q in published.queries],
+    })
+    card = {"not_covered_by_the_guarantee": [*not_covered(published),
+                                             dict(LOOKING_AT_TRUE_ANSWERS)],
+            "data_handling": data_handling(published),
+            "privacy_unit": {"neighbouring_datasets": "add or remove one " + (
+                "row" if plan.privacy_unit.person_column is None
+                else "person with all their rows")}}
+    return report_html(record, card, simulation=True)
+
+
+def simulation_package(plan: Plan,
+                       values: Mapping[str, Sequence[tuple[Sequence[Any], Any]]]) -> bytes:
+    """The zip of a plan that was only simulated: plan.json, the program, and report.html
+    labelled "simulation — not a release" (no release files: nothing was released)."""
+    published = plan.published()
+    files = {"plan.json": published.to_json().encode("utf-8")}
+    files |= _program_files(published)
+    files["report.html"] = simulation_report(plan, values).encode("utf-8")
+    return _zip(files)
+

@@ -1,0 +1,231 @@
+"""The release package (release.package): its members, the published plan, a notebook that
+runs top to bottom (nbclient) like the script, a report.html that asks no other host for
+anything and escapes hostile names, the simulated-only variant, and ``--package`` on the
+command line."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from engine.sources import FrameSource
+from plan.model import (
+    Categories,
+    Count,
+    Dataset,
+    Histogram,
+    Noise,
+    Plan,
+    PlanQuery,
+    PrivacyUnit,
+)
+from release import Ledger, run
+from release.cli import main
+from release.files import release_json
+from release.package import (
+    DATA_PARAMETER,
+    SIMULATION_LABEL,
+    notebook,
+    release_package,
+    report_html,
+    simulation_package,
+)
+from release.programs import opendp_program
+from tests.release_fixtures import every_kind_plan, visits
+
+#: every_kind_plan without its partition selections (which the OpenDP program refuses).
+WITH_PROGRAM = ("dx-found", "dx-cost")
+MEMBERS = {"release.csv", "release.json", "card.json", "plan.json", "program.py",
+           "program.ipynb", "report.html"}
+
+
+def program_plan() -> Plan:
+    plan = every_kind_plan()
+    return replace(plan, queries=tuple(q for q in plan.queries if q.id not in WITH_PROGRAM))
+
+
+def members(data: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    with Ledger(tmp_path_factory.mktemp("ledger") / "ledger.sqlite") as ledger:
+        return run(program_plan(), FrameSource(visits()), ledger=ledger)
+
+
+@pytest.fixture(scope="module")
+def package(released) -> dict[str, bytes]:
+    return members(release_package(released))
+
+
+def test_the_package_holds_the_release_files_the_plan_the_program_and_the_report(
+        released, package):
+    assert set(package) == MEMBERS
+    with zipfile.ZipFile(io.BytesIO(release_package(released))) as archive:
+        assert {info.external_attr >> 16 for info in archive.infolist()} == {0o644}
+    assert package["release.json"] == release_json(released)
+    assert package["program.py"].decode() == opendp_program(released.plan.published())
+
+
+def test_plan_json_is_the_published_plan(released, package):
+    assert Plan.from_json(package["plan.json"]) == released.plan.published()
+    assert json.loads(package["plan.json"]) == json.loads(package["release.json"])["plan"]
+
+
+def test_a_plan_with_no_program_gets_a_note_instead(tmp_path):
+    frame = visits(600)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(every_kind_plan(), FrameSource(frame), ledger=ledger)
+    files = members(release_package(release))
+    assert "program.py" not in files and "program.ipynb" not in files
+    assert b"partition selection" in files["program-unavailable.txt"]
+
+
+def test_the_report_asks_no_other_host_for_anything(package):
+    page = package["report.html"].decode()
+    assert re.search(r"\b(src|href|action|srcset)\s*=", page, re.IGNORECASE) is None
+    assert "http://" not in page and "https://" not in page
+    assert "<script" not in page.lower() and "@import" not in page and "url(" not in page
+    assert page.count("<svg") == len(program_plan().queries)
+
+
+def test_the_report_shows_the_ledger_entry_accounting_and_attacker_sentence(released, package):
+    import math
+
+    page = package["report.html"].decode()
+    assert f"#{released.record.id}" in page and released.values_hash in page
+    assert "<strong>What an attacker can learn:</strong>" in page
+    # from a coin flip, pure ε-DP lets the attacker reach at most e^ε / (1 + e^ε), shown
+    # rounded up
+    shown = float(re.search(r"ends <strong>at most ([0-9.]+)% sure", page).group(1)) / 100
+    bound = math.exp(released.spent.epsilon) / (1 + math.exp(released.spent.epsilon))
+    assert bound <= shown < bound + 0.001
+    assert "Not covered by the guarantee" in page and "Privacy unit" in page
+
+
+def test_the_report_escapes_hostile_names(tmp_path):
+    hostile = '<img src="https://evil.example/x.png" onerror="alert(1)">'
+    plan = Plan(Dataset(f"<script>alert('data')</script>{hostile}"),
+                (PlanQuery("n", f"<b>{hostile}</b>", Count(),
+                           Noise("laplace", "pure", epsilon=1.0)),
+                 PlanQuery("h", "By <i>kind</i>",
+                           Histogram("kind<svg onload=alert(1)>",
+                                     Categories((hostile, "plain"), "public", "test")),
+                           Noise("geometric", "pure", epsilon=1.0))),
+                PrivacyUnit())
+    frame = pd.DataFrame({"kind<svg onload=alert(1)>": [hostile, "plain"] * 50})
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(plan, FrameSource(frame), ledger=ledger)
+    page = members(release_package(release))["report.html"].decode()
+    assert "<script" not in page and "<img" not in page and "<svg onload" not in page
+    assert "<i>kind" not in page and "<b>&lt;img" not in page
+    assert "&lt;img src=&quot;https://evil.example/x.png&quot;" in page
+    assert re.search(r"<[^>]*\b(src|href|on\w+)\s*=", page, re.IGNORECASE) is None
+
+
+def test_the_report_draws_a_released_interval_and_says_when_there_is_none():
+    record = {"dataset": {"name": "d", "origin": ""}, "privacy_unit": "one row",
+              "privacy_spent": {"epsilon": 1.0, "delta": 0.0}, "accounting": {},
+              "queries": [
+                  {"id": "a", "label": "A", "statistic": "count",
+                   "values": [{"group": [], "value": 50.0, "lower": 40.0, "upper": 60.0,
+                               "level": 0.95}]},
+                  {"id": "b", "label": "B", "statistic": "count",
+                   "values": [{"group": [], "value": 50.0}]}]}
+    page = report_html(record, {})
+    first, second = page.split('<section class="query">')[1:]
+    # the bar runs from 0 to 60 (the upper end) over 360 px from x = 190: the whisker from
+    # x(40) = 190 + 40/60·360 = 430 to x(60) = 550
+    assert 'class="interval" d="M430.0 ' in first and "H550.0" in first
+    assert "[40, 60] at 95%" in first
+    assert 'class="interval"' not in second
+    assert "No interval was published" in second and "No interval was published" not in first
+
+
+def test_a_simulation_is_labelled_on_every_page_and_holds_no_release_files():
+    plan = program_plan()
+    values = {"n": [((), 2991.4)], "dx": [(("A",), 900.0), (("B",), 880.0)],
+              "top-dx": [(("rank 1",), "A"), (("rank 2",), "B")]}
+    files = members(simulation_package(plan, values))
+    assert set(files) == {"plan.json", "program.py", "program.ipynb", "report.html"}
+    page = files["report.html"].decode()
+    assert page.count(SIMULATION_LABEL) >= 3
+    # the label repeated on every printed page: a fixed element shown in print
+    in_print = page[page.index("@media print"):page.index("</style>")]
+    assert ".stamp{display:block;position:fixed" in in_print
+    assert '<div class="stamp">simulation — not a release</div>' in page
+    assert "Ledger entry" in page and "#None" not in page
+    assert "choices made while looking at true answers" in page
+    assert page.count("<svg") == 3
+
+
+def test_the_notebook_is_the_program_split_in_cells():
+    import nbformat
+
+    program = opendp_program(program_plan().published())
+    book = nbformat.reads(notebook(program, "x.csv"), as_version=4)
+    code = [c.source for c in book.cells if c.cell_type == "code"]
+    assert code[0] == f"{DATA_PARAMETER} = 'x.csv'\nOUT_PATH = None"
+    assert book.cells[1].metadata["tags"] == ["parameters"]
+    body = "\n".join(code[1:-1])
+    assert "if __name__" not in body
+    # every line of the program but its __main__ block is in a cell, in order
+    kept = program.split('\nif __name__ == "__main__":', 1)[0]
+    assert [line for line in kept.splitlines() if line.strip()] == [
+        line for line in body.splitlines() if line.strip()]
+
+
+def _released_ids(text: str) -> list[tuple[str, list[list[str]]]]:
+    record = json.loads(text[text.index("{"):])
+    return [(q["id"], [row[0] for row in q["rows"]]) for q in record["queries"]]
+
+
+@pytest.mark.slow
+def test_the_notebook_runs_top_to_bottom_as_the_script_does(tmp_path, package):
+    import nbformat
+    from nbclient import NotebookClient
+
+    data = tmp_path / "visits.csv"
+    visits(400).to_csv(data, index=False)
+    (tmp_path / "program.py").write_bytes(package["program.py"])
+    script = subprocess.run([sys.executable, "program.py", "--data", str(data)],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert script.returncode == 0, script.stderr
+
+    book = nbformat.reads(package["program.ipynb"].decode(), as_version=4)
+    book.cells[1].source = f"{DATA_PARAMETER} = {str(data)!r}\nOUT_PATH = None"
+    NotebookClient(book, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    printed = "".join(out.get("text", "") for out in book.cells[-1].outputs
+                      if out.output_type == "stream" and out.name == "stdout")
+    expected = [q.id for q in program_plan().queries]
+    ran = _released_ids(printed)
+    assert [qid for qid, _ in ran] == expected
+    # fresh noise every run: the values differ, the queries and their groups do not
+    assert ran == _released_ids(script.stdout)
+
+
+def test_the_command_line_writes_the_package(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    plan.write_text(program_plan().to_json())
+    data = tmp_path / "visits.csv"
+    visits(500).to_csv(data, index=False)
+    out = tmp_path / "out"
+    code = main(["--plan", str(plan), "--data", str(data), "--ledger",
+                 str(tmp_path / "ledger.sqlite"), "--out", str(out),
+                 "--package", str(tmp_path / "release.zip")])
+    assert code == 0, capsys.readouterr().err
+    files = members((tmp_path / "release.zip").read_bytes())
+    assert set(files) == MEMBERS
+    assert files["release.json"] == (out / "release.json").read_bytes()
+    assert "release.zip" in capsys.readouterr().out
