@@ -185,13 +185,14 @@ class GroupsRelease:
     """Every group's truth and one simulated release of the built query's parts, drawn with
     the laws they name (seeded numpy here, OpenDP in a release), and the privacy behind them.
 
-    ``noisy_counts``: the threshold's noisy counts (groups found privately) or the counts
-    part's (public keys), None when no count is released (a sum over public keys);
+    ``gate_counts``: the threshold's noisy counts (groups found privately); ``noisy_counts``
+    the counts part's (a count over public keys, a mean's count), None when there is none;
     ``noisy_means``: a mean's sums and counts combined as its kind combines them."""
 
     labels: tuple[str, ...]
     counts: NDArray[np.float64]
     totals: NDArray[np.float64] | None
+    gate_counts: NDArray[np.float64] | None
     noisy_counts: NDArray | None
     noisy_totals: NDArray | None
     noisy_means: NDArray[np.float64] | None
@@ -200,6 +201,11 @@ class GroupsRelease:
     built: Built
     delta: float
     stream: int
+
+    @property
+    def released_counts(self) -> NDArray | None:
+        """The noisy counts shown: the counts part's, else the threshold's."""
+        return self.gate_counts if self.noisy_counts is None else self.noisy_counts
 
     @property
     def parts(self) -> GroupsParts:
@@ -288,13 +294,13 @@ def _released(labels: tuple[str, ...], counts: NDArray, totals: NDArray | None,
                           *(() if spec.edges is None else ("bins", *spec.edges, spec.outside)))
     rng = np.random.default_rng([seed, _RNG_OFFSET, stream])
     kept = np.ones(counts.size, bool)
-    noisy_counts = noisy_totals = noisy_means = chance = None
+    gate_counts = noisy_counts = noisy_totals = noisy_means = chance = None
     delta = 0.0
     gate = parts.gate
     if gate is not None:
         drawn = release_partitions(counts, threshold=gate.threshold, noise=gate.noise,
                                    scale=gate.scale, rng=rng)
-        kept, noisy_counts = drawn.kept, drawn.noisy_counts
+        kept, gate_counts = drawn.kept, drawn.noisy_counts
         chance = keep_probability(counts, threshold=gate.threshold, noise=gate.noise,
                                   scale=gate.scale)
         delta = parts.gate_part.loss.delta
@@ -304,8 +310,8 @@ def _released(labels: tuple[str, ...], counts: NDArray, totals: NDArray | None,
         noisy_counts = parts.counts.mechanism.sample(counts, rng=rng)
     if parts.sums is not None and parts.counts is not None:   # a mean: the kind's combination
         noisy_means = means_of(noisy_totals, noisy_counts, spec.lower, spec.upper)
-    return GroupsRelease(labels, counts, totals, noisy_counts, noisy_totals, noisy_means,
-                         kept, chance, built, delta, stream)
+    return GroupsRelease(labels, counts, totals, gate_counts, noisy_counts, noisy_totals,
+                         noisy_means, kept, chance, built, delta, stream)
 
 
 def keep_curve(release: GroupsRelease) -> tuple[NDArray, NDArray]:
@@ -325,8 +331,10 @@ def group_table(release: GroupsRelease, spec: GroupsSpec) -> pd.DataFrame:
         out["True sum"] = release.totals
         with np.errstate(invalid="ignore", divide="ignore"):
             out["True mean"] = release.totals / release.counts
-    if release.noisy_counts is not None:
-        out["Noisy count"] = release.noisy_counts
+    if release.released_counts is not None:
+        out["Noisy count"] = release.released_counts
+    if release.gate_counts is not None and release.noisy_counts is not None:
+        out["Noisy count at the threshold"] = release.gate_counts
     if release.noisy_totals is not None:
         out["Noisy sum"] = release.noisy_totals
     if release.noisy_means is not None:
@@ -365,6 +373,9 @@ def privacy_sentence(release: GroupsRelease, spec: GroupsSpec, unit: PrivacyUnit
         text += (f" **Sums:** {_law(parts.sums)} noise of scale {parts.sums.scale:.4g} for "
                  f"{_budget(parts.sums)} (values clamped to [{spec.lower:g}, {spec.upper:g}]"
                  f"; sensitivity {parts.sums.sensitivity:.4g}).")
+        if parts.gate is not None and parts.counts is not None:
+            text += (f" **The mean's counts:** {_law(parts.counts)} noise of scale "
+                     f"{parts.counts.scale:.4g} for {_budget(parts.counts)}.")
         if release.noisy_means is not None:
             text += (" The mean is the noisy sum over the noisy count (at least 1), clamped "
                      "to the bounds (post-processing).")
@@ -408,7 +419,7 @@ def chart_values(release: GroupsRelease, spec: GroupsSpec) -> GroupsChart:
     the noisy sum over the noisy count)."""
     counts_only = release.totals is None
     truth = release.counts if counts_only else release.totals
-    noisy = release.noisy_counts if counts_only else release.noisy_totals
+    noisy = release.released_counts if counts_only else release.noisy_totals
     parts = release.parts
     if counts_only and parts.gate is not None:
         alpha = noise_alpha(parts.gate.noise, parts.gate.scale)

@@ -220,9 +220,10 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
 
     A count per bin is a binned histogram; a count by two public columns a table; one column
     with public keys a group-by over them; without public keys a group-by found by partition
-    selection (the count's budget on the threshold's noise, as the page spends it). The page
-    splits a sum's or mean's budget in two (the counts and the sums): a sum per group enters
-    with the half that noises the sums.
+    selection (the count's budget on the threshold's noise). A sum per group enters with half
+    the budget (the half that noises the sums; found privately, the other half is the
+    threshold's); a mean over public keys with the whole budget split between its sum and its
+    count, found privately with half of it (the other half is the threshold's).
     """
     punit = plan_unit(unit)
     if edges is not None:
@@ -253,10 +254,6 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
             spec = model.GroupBy(key, statistic, column, bounds, declared)
             mech = _groups_noise(noise, budget if statistic == "count" else half)
         return _finish(model.PlanQuery("q", label, spec, mech, "groups"), punit)
-    if statistic == "mean":
-        raise NotPlannable("a mean per group found privately is not one query of the plan: "
-                           "add the sum per group (it finds the groups too) and divide, or "
-                           "declare the groups")
     if unit.person_column is not None and unit.max_groups is None:
         raise NotPlannable(
             f"groups found privately need a bound on how many groups one person can make: on "
