@@ -395,7 +395,7 @@ def noise_alpha(noise: str, scale: float, confidence: float = CONFIDENCE) -> flo
     beta = 1.0 - confidence
     if uses_rho(noise):
         return float(stats.norm.isf(beta / 2, scale=scale))
-    if noise in NOISES:
+    if noise == "laplace":
         return scale * -math.log(beta)
     ratio = beta * (1 + math.exp(-1 / scale)) / 2
     return float(max(0.0, math.ceil(-scale * math.log(ratio) - 1)))

@@ -213,6 +213,10 @@ def test_whole_number_noise_where_the_release_draws_whole_numbers(loaded):
     assert noise.var() == pytest.approx(_whole_laplace_variance(b), rel=0.02)
     assert float(release.threshold).is_integer()
     np.testing.assert_array_equal(release.kept, release.gate_counts >= release.threshold)
+    # the chart's ±α for whole-number noise: the smallest whole α with P(|Z| > α) <= 5%
+    alpha = ga.chart_values(release, spec(["race"], public=False)).alpha
+    law = stats.dlaplace(1 / b)
+    assert alpha.is_integer() and 2 * law.sf(alpha) <= 0.05 < 2 * law.sf(alpha - 1)
 
 
 def test_a_query_a_release_cannot_draw_is_refused_with_the_plans_reason(loaded):
