@@ -83,7 +83,7 @@ CASES = {
         3 + 2 * 3 / 0.8 * math.log(2 / (2 * 1e-6))),                # T = r + b·ln(k/(2δ))
     "sum, public, person, pure": (
         VISITS, spec(["age_band"], "sum", column="cost", lower=0.0, upper=M, budget=1.0),
-        PERSON, {"sum": ("laplace", 2 * 3 * M / 0.5)}, None),       # k·r·M on ε/2
+        PERSON, {"sum": ("laplace", 2 * 3 * M / 1.0)}, None),       # k·r·M on ε
     "mean, public, person, zCDP": (
         VISITS, spec(["age_band"], "mean", column="cost", lower=0.0, upper=M,
                      noise="gaussian", budget=0.5), PERSON,

@@ -323,14 +323,16 @@ def test_a_mean_found_privately_is_simulated_as_the_plan_query_added():
 
 
 def test_a_sum_over_public_keys_draws_only_the_sums():
-    """The release of a sum per group draws the sums alone (on the half of ε Add to plan
-    gives it): no noisy count is simulated beside them."""
+    """The release of a sum per group over public keys draws the sums alone, on the whole ε
+    (Add to plan gave it half, as the page spent the other half on counts the release never
+    drew): no noisy count is simulated beside them."""
     at = open_app("groups.py", dataset=ADULT)
     at.selectbox(key="groups_statistic").set_value("sum").run()
     at.selectbox(key="groups_column").set_value("age").run()
     assert not at.exception and not at.error
     epsilon = at.select_slider(key="groups_epsilon").value
     assert "**Counts:**" not in text(at)
-    assert shown_scale(at, "Sums") == pytest.approx(90 / (epsilon / 2), rel=1e-4)
+    assert shown_scale(at, "Sums") == pytest.approx(90 / epsilon, rel=1e-4)
+    assert f"for ε = {epsilon:g}" in text(at)
     table = next(d.value for d in at.dataframe)
     assert "Noisy count" not in table and "Noisy sum" in table
