@@ -25,6 +25,7 @@ from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
 from dashboard.person import PrivacyUnit, contribution
+from dashboard.text import plain
 from dpcore import figures
 from dpcore.contributions import count_sensitivity
 from dpcore.mechanisms import spec_of
@@ -368,7 +369,7 @@ def privacy_sentence(release: GroupsRelease, spec: GroupsSpec, unit: PrivacyUnit
         sens = count_sensitivity(release.built.unit.bounds(grouped=True))
         text = (f"**Counts:** {_law(counted)} noise of scale {counted.scale:.4g} for "
                 f"{_budget(counted)} — count sensitivity L1 = {sens.l1:g}, L2 = {sens.l2:.4g} "
-                f"under add/remove of one person ({unit.describe()}).")
+                f"under add/remove of one person ({plain(unit.describe())}).")
     if parts.sums is not None:
         text += (f" **Sums:** {_law(parts.sums)} noise of scale {parts.sums.scale:.4g} for "
                  f"{_budget(parts.sums)} (values clamped to [{spec.lower:g}, {spec.upper:g}]"

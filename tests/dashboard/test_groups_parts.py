@@ -224,3 +224,11 @@ def test_a_query_a_release_cannot_draw_is_refused_with_the_plans_reason(loaded):
     s = spec(["sex", "race"], public=False)
     with pytest.raises(ValueError, match="declare both columns' categories"):
         ga.page_built(loaded[ADULT], s, ROW)
+
+
+def test_the_privacy_sentence_escapes_the_person_column(loaded):
+    """The unit's words carry a column name from the user's file: escaped for markdown."""
+    s = spec(["diagnosis"], public=False)
+    release = page_release(loaded[VISITS], s, PERSON)
+    said = ga.privacy_sentence(release, s, PrivacyUnit("*pid*_[x](y)", 3, 2))
+    assert "\\*pid\\*\\_\\[x\\]\\(y\\)" in said and "*pid*" not in said
