@@ -118,7 +118,7 @@ found.metric("Groups in the data" if not public else "Declared groups", f"{len(r
 shown.metric("Released (simulated)", f"{int(release.kept.sum()):,}")
 dropped.metric("Dropped by the threshold", f"{int((~release.kept).sum()):,}")
 if not public:
-    sizes, chance = ga.keep_curve(release, noise)
+    sizes, chance = ga.keep_curve(release)
     st.plotly_chart(keep_curve(sizes, chance, release.counts, release.kept,
                                threshold=release.threshold,
                                title="Chance that a group is released, by its size (exact)"),

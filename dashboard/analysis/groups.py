@@ -1,9 +1,13 @@
 """Groups page: count, sum and mean per group, over declared keys or keys found privately;
 counts per bin of a numeric column over public bin edges (a binned histogram).
 
-Public keys: every declared key is released, zeros kept. Otherwise partition selection
-(``dpcore.partition``): a group is released only if its noisy count clears a threshold set by
-ε (or ρ), δ and the groups a person may be in. True answers from the engine; no widgets here.
+The page builds its query as the release plan's query (the one "Add to plan" adds) and
+builds it with ``plan.build``: the very parts a release draws — partition selection's
+threshold (groups found privately), the counts, the sums, a mean's sum and count — with their
+mechanisms, scales, thresholds and budget shares. A simulated release draws each part with
+the law it names; it differs from a real one only in who draws the noise (seeded numpy here,
+OpenDP in ``release``). Public keys: every declared key is released, zeros kept. True answers
+from the engine; no widgets here.
 """
 
 from __future__ import annotations
@@ -21,19 +25,20 @@ from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
 from dashboard.person import PrivacyUnit, contribution
+from dashboard.text import plain
 from dpcore import figures
-from dpcore.contributions import ContributionBounds, count_sensitivity, sum_sensitivity
-from dpcore.partition import (
-    keep_probability,
-    partition_delta,
-    partition_scale,
-    partition_threshold,
-)
+from dpcore.contributions import count_sensitivity
+from dpcore.mechanisms import spec_of
+from dpcore.partition import keep_probability, release_partitions
 from dpcore.quantiles import MAX_BINS, bin_labels
 from engine import Binned, CategoryCounts, CategoryTable, GroupedSum
+from plan import model
+from plan.build import Built, Part, PartitionThreshold, build
+from plan.kinds.base import means_of
 
-#: Partition selection's own noises (``dpcore.partition.PARTITION_NOISES``): what the
-#: simulation adds to the counts. A real release of integer counts uses the discrete Laplace.
+#: The page's choices of noise on the counts, named as partition selection's noises
+#: (``dpcore.partition.PARTITION_NOISES``) and the catalogue's kinds: the plan's query takes
+#: them as they are (``plan_entries.groups_query``).
 NOISES = {"laplace": "Laplace (ε: pure DP on the counts)",
           "gaussian": "Gaussian (ρ: zCDP on the counts)"}
 STATISTICS = {"count": "Count per group", "sum": "Sum per group", "mean": "Mean per group"}
@@ -126,37 +131,109 @@ class GroupsSpec:
     outside: str = "separate"
 
 
-def selection_bounds(unit: PrivacyUnit) -> tuple[int, int, int]:
-    """(r, k for the noise, k for δ). r rows per person in a group. With a group bound k both
-    are k. With a person id and only a total bound r, the counts' sensitivity is r (all rows
-    may fall in one group: k = 1 for the noise) but a person can make up to r groups alone
-    (k = r for δ, each at most r rows: an over-estimate, never an under-estimate)."""
-    r = unit.max_rows
-    if unit.max_groups is not None:
-        return r, unit.max_groups, unit.max_groups
-    return r, 1, r
+def page_query(loaded: LoadedDataset, spec: GroupsSpec, unit: PrivacyUnit) -> model.PlanQuery:
+    """The page's query as the plan's query: the very query "Add to plan" adds
+    (``plan_entries.groups_query``). Raises ValueError (the plan's reason) when the settings
+    are not one query of the plan: a release could not draw them, so neither does the page."""
+    from dashboard.analysis import plan_entries
+
+    try:
+        return plan_entries.groups_query(
+            loaded, unit, by=spec.by, statistic=spec.statistic, column=spec.column,
+            lower=spec.lower, upper=spec.upper, public=spec.public, noise=spec.noise,
+            budget=spec.budget, delta=spec.delta, edges=spec.edges, outside=spec.outside,
+            keys=tuple(declared_keys(loaded, c) for c in spec.by))
+    except model.PlanError as exc:
+        raise ValueError(exc.reason) from None
+
+
+def page_built(loaded: LoadedDataset, spec: GroupsSpec, unit: PrivacyUnit) -> Built:
+    """The page's query built as a release builds it (``plan.build``): its parts (the
+    threshold, the counts, the sums) are what the page simulates."""
+    from dashboard.analysis import plan_entries
+
+    query = page_query(loaded, spec, unit)
+    try:
+        return build(query, plan_entries.plan_unit(unit))
+    except model.PlanError as exc:
+        raise ValueError(exc.reason) from None
+
+
+@dataclass(frozen=True)
+class GroupsParts:
+    """The parts of a built group query by role: ``gate`` partition selection's threshold
+    (groups found privately), ``counts`` the noise on the counts released over public keys
+    (a count, a histogram, a table, a mean's count), ``sums`` the noise on the sums."""
+
+    gate: PartitionThreshold | None
+    counts: Part | None
+    sums: Part | None
+    gate_part: Part | None = None
+
+
+def parts_of(built: Built) -> GroupsParts:
+    """Sort the built parts by what they noise (the kinds name them: "groups", "sum",
+    "count", "value")."""
+    by_name = {part.name: part for part in built.parts}
+    gate_part = by_name.get("groups")
+    return GroupsParts(None if gate_part is None else gate_part.mechanism,
+                       by_name.get("count", by_name.get("value")), by_name.get("sum"),
+                       gate_part)
 
 
 @dataclass(frozen=True)
 class GroupsRelease:
-    """Every group's truth and one simulated release, and the privacy behind them."""
+    """Every group's truth and one simulated release of the built query's parts, drawn with
+    the laws they name (seeded numpy here, OpenDP in a release), and the privacy behind them.
+
+    ``gate_counts``: the threshold's noisy counts (groups found privately); ``noisy_counts``
+    the counts part's (a count over public keys, a mean's count), None when there is none;
+    ``noisy_means``: a mean's sums and counts combined as its kind combines them."""
 
     labels: tuple[str, ...]
     counts: NDArray[np.float64]
     totals: NDArray[np.float64] | None
-    noisy_counts: NDArray[np.float64]
-    noisy_totals: NDArray[np.float64] | None
+    gate_counts: NDArray[np.float64] | None
+    noisy_counts: NDArray | None
+    noisy_totals: NDArray | None
+    noisy_means: NDArray[np.float64] | None
     kept: NDArray[np.bool_]
     keep_chance: NDArray[np.float64] | None
-    count_scale: float
-    sum_scale: float | None
-    threshold: float | None
+    built: Built
     delta: float
-    rows: int
-    groups_bound: int
-    count_budget: float
-    sum_budget: float | None
     stream: int
+
+    @property
+    def released_counts(self) -> NDArray | None:
+        """The noisy counts shown: the counts part's, else the threshold's."""
+        return self.gate_counts if self.noisy_counts is None else self.noisy_counts
+
+    @property
+    def parts(self) -> GroupsParts:
+        return parts_of(self.built)
+
+    @property
+    def count_scale(self) -> float | None:
+        parts = self.parts
+        if parts.gate is not None:
+            return parts.gate.scale
+        return None if parts.counts is None else parts.counts.scale
+
+    @property
+    def sum_scale(self) -> float | None:
+        return None if self.parts.sums is None else self.parts.sums.scale
+
+    @property
+    def threshold(self) -> float | None:
+        return None if self.parts.gate is None else self.parts.gate.threshold
+
+    @property
+    def groups_bound(self) -> int | None:
+        return None if self.parts.gate is None else self.parts.gate.max_groups
+
+    @property
+    def rows(self) -> int:
+        return int(self.counts.sum())
 
 
 def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
@@ -176,33 +253,23 @@ def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
     return pairs, np.asarray(agg.counts, float).reshape(-1), None
 
 
-def _draw(noise: str, scale: float, size: int, rng: np.random.Generator) -> NDArray:
-    if uses_rho(noise):
-        return rng.normal(0.0, scale, size=size)
-    return rng.laplace(0.0, scale, size=size)
-
-
 @st.cache_data(show_spinner=False, max_entries=32)
 def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
                    unit: PrivacyUnit, seed: int, declared: tuple = ()) -> GroupsRelease:
-    """Cached: true answers per group (engine) and one simulated release. ``declared``: the
-    group-by columns' declared keys (in the cache key: declarations change on the Data page)."""
+    """Cached: true answers per group (engine) and one simulated release of the parts
+    ``plan.build`` gives the page's query. ``declared``: the group-by columns' declared keys
+    (in the cache key: declarations change on the Data page)."""
     relation = _loaded.relation
+    built = page_built(_loaded, spec, unit)
     bound = contribution(unit, seed=seed)
     if spec.edges is not None:
-        if not spec.public or spec.statistic != "count" or len(spec.by) != 1:
-            raise ValueError("bins are public keys: a binned histogram releases counts of one "
-                             "column, every bin")
         agg = relation.answer(Binned(spec.by[0], spec.edges, "bins", spec.outside, bound))
         labels = bin_labels(spec.edges, outside=spec.outside)
-        return _released(labels, np.asarray(agg.counts, float), None, spec, unit, data_key,
+        return _released(labels, np.asarray(agg.counts, float), None, spec, built, data_key,
                          relation, seed)
     keys = []
     for column in spec.by:
         declared = declared_keys(_loaded, column)
-        if spec.public and declared is None:
-            raise ValueError(f"{column!r} has no declared categories: its groups must be "
-                             "found privately")
         # without public keys the observed ones are read only to simulate: the release
         # path is partition selection, which drops what the threshold does not clear
         keys.append(declared if spec.public else facts.data_categories(relation, column))
@@ -214,50 +281,48 @@ def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
         labels = tuple(lab for lab, p in zip(labels, present, strict=True) if p)
         counts = counts[present]
         totals = None if totals is None else totals[present]
-    return _released(labels, counts, totals, spec, unit, data_key, relation, seed)
+    return _released(labels, counts, totals, spec, built, data_key, relation, seed)
 
 
 def _released(labels: tuple[str, ...], counts: NDArray, totals: NDArray | None,
-              spec: GroupsSpec, unit: PrivacyUnit, data_key: str, relation,
+              spec: GroupsSpec, built: Built, data_key: str, relation,
               seed: int) -> GroupsRelease:
-    """One simulated release of the true ``counts`` (and ``totals``) per group."""
-    count_budget = spec.budget if spec.statistic == "count" else spec.budget / 2
-    sum_budget = None if spec.statistic == "count" else spec.budget - count_budget
-    r, k_noise, k_delta = selection_bounds(unit)
-    budget = {"rho" if uses_rho(spec.noise) else "epsilon": count_budget}
-    scale = partition_scale(noise=spec.noise, max_rows=r, max_groups=k_noise, **budget)
-    threshold, delta = None, 0.0
-    if not spec.public:
-        threshold = partition_threshold(noise=spec.noise, scale=scale, delta=spec.delta,
-                                        max_rows=r, max_groups=k_delta)
-        delta = partition_delta(threshold, noise=spec.noise, scale=scale, max_rows=r,
-                                max_groups=k_delta)
+    """One simulated release of the true ``counts`` (and ``totals``) per group: each part
+    drawn in the release's order (the threshold, then the sums, then a mean's counts) with
+    the law it names."""
+    parts = parts_of(built)
     stream = noise_stream(data_key, relation, "groups", *spec.by, spec.statistic, spec.column,
                           *(() if spec.edges is None else ("bins", *spec.edges, spec.outside)))
     rng = np.random.default_rng([seed, _RNG_OFFSET, stream])
-    noisy_counts = counts + _draw(spec.noise, scale, counts.size, rng)
-    kept = np.ones(counts.size, bool) if threshold is None else noisy_counts >= threshold
-    sum_scale = noisy_totals = None
-    if sum_budget is not None:
-        sens = sum_sensitivity(unit.bounds(), lower=spec.lower, upper=spec.upper)
-        sum_scale = (sens.l2 / math.sqrt(2 * sum_budget) if uses_rho(spec.noise)
-                     else sens.l1 / sum_budget)
-        sum_scale = math.nextafter(sum_scale, math.inf)   # never below the calibrated scale
-        noisy_totals = totals + _draw(spec.noise, sum_scale, counts.size, rng)
-    chance = None if threshold is None else keep_probability(counts, threshold=threshold,
-                                                             noise=spec.noise, scale=scale)
-    return GroupsRelease(labels, counts, totals, noisy_counts, noisy_totals, kept, chance,
-                         scale, sum_scale, threshold, delta, int(counts.sum()), k_delta,
-                         count_budget, sum_budget, stream)
+    kept = np.ones(counts.size, bool)
+    gate_counts = noisy_counts = noisy_totals = noisy_means = chance = None
+    delta = 0.0
+    gate = parts.gate
+    if gate is not None:
+        drawn = release_partitions(counts, threshold=gate.threshold, noise=gate.noise,
+                                   scale=gate.scale, rng=rng)
+        kept, gate_counts = drawn.kept, drawn.noisy_counts
+        chance = keep_probability(counts, threshold=gate.threshold, noise=gate.noise,
+                                  scale=gate.scale)
+        delta = parts.gate_part.loss.delta
+    if parts.sums is not None:
+        noisy_totals = parts.sums.mechanism.sample(totals, rng=rng)
+    if parts.counts is not None:
+        noisy_counts = parts.counts.mechanism.sample(counts, rng=rng)
+    if parts.sums is not None and parts.counts is not None:   # a mean: the kind's combination
+        noisy_means = means_of(noisy_totals, noisy_counts, spec.lower, spec.upper)
+    return GroupsRelease(labels, counts, totals, gate_counts, noisy_counts, noisy_totals,
+                         noisy_means, kept, chance, built, delta, stream)
 
 
-def keep_curve(release: GroupsRelease, noise: str) -> tuple[NDArray, NDArray]:
+def keep_curve(release: GroupsRelease) -> tuple[NDArray, NDArray]:
     """(group sizes n = 0, 1, …, probability that a group of n rows is kept), exact, up to
     where it is all but certain."""
-    top = int(math.ceil(release.threshold + 6 * release.count_scale)) + 1
+    gate = release.parts.gate
+    top = int(math.ceil(gate.threshold + 6 * gate.scale)) + 1
     sizes = np.arange(0, max(top, 10) + 1, dtype=np.float64)
-    return sizes, keep_probability(sizes, threshold=release.threshold, noise=noise,
-                                   scale=release.count_scale)
+    return sizes, keep_probability(sizes, threshold=gate.threshold, noise=gate.noise,
+                                   scale=gate.scale)
 
 
 def group_table(release: GroupsRelease, spec: GroupsSpec) -> pd.DataFrame:
@@ -267,30 +332,55 @@ def group_table(release: GroupsRelease, spec: GroupsSpec) -> pd.DataFrame:
         out["True sum"] = release.totals
         with np.errstate(invalid="ignore", divide="ignore"):
             out["True mean"] = release.totals / release.counts
-    out["Noisy count"] = release.noisy_counts
+    if release.released_counts is not None:
+        out["Noisy count"] = release.released_counts
+    if release.gate_counts is not None and release.noisy_counts is not None:
+        out["Noisy count at the threshold"] = release.gate_counts
     if release.noisy_totals is not None:
         out["Noisy sum"] = release.noisy_totals
-        mean = release.noisy_totals / np.where(release.noisy_counts > 0,
-                                               release.noisy_counts, np.nan)
-        out["Noisy mean (clamped to the bounds)"] = np.clip(mean, spec.lower, spec.upper)
+    if release.noisy_means is not None:
+        out["Noisy mean (clamped to the bounds)"] = release.noisy_means
     if release.keep_chance is not None:
         out["Released"] = np.where(release.kept, "kept", "dropped")
         out["P(kept), exact"] = [figures.percent_upper(p) for p in release.keep_chance]
     return out
 
 
+def _law(part: Part) -> str:
+    """The name of the noise a part draws."""
+    if isinstance(part.mechanism, PartitionThreshold):
+        return NOISES.get(part.mechanism.noise, part.mechanism.noise).split(" (")[0]
+    return spec_of(part.mechanism).label.split(" (")[0]
+
+
+def _budget(part: Part) -> str:
+    loss = part.loss
+    if loss.rho is not None:
+        return f"ρ = {figures.upper(loss.rho, 4)}"
+    return f"ε = {figures.upper(loss.epsilon, 4)}"
+
+
 def privacy_sentence(release: GroupsRelease, spec: GroupsSpec, unit: PrivacyUnit) -> str:
-    symbol = "ρ" if uses_rho(spec.noise) else "ε"
-    name = NOISES[spec.noise].split(" (")[0]
-    sens = count_sensitivity(ContributionBounds(unit.max_rows, unit.max_groups))
-    text = (f"**Counts:** {name} noise of scale {release.count_scale:.4g} for {symbol} = "
-            f"{figures.upper(release.count_budget, 4)} — count sensitivity L1 = {sens.l1:g}, "
-            f"L2 = {sens.l2:.4g} under add/remove of one person ({unit.describe()}).")
-    if release.sum_scale is not None:
-        text += (f" **Sums:** {name} noise of scale {release.sum_scale:.4g} for {symbol} = "
-                 f"{figures.upper(release.sum_budget, 4)} (values clamped to "
-                 f"[{spec.lower:g}, {spec.upper:g}]). The mean is the noisy sum over the "
-                 "noisy count (post-processing).")
+    """The parts the release draws, each with its noise, scale and budget (``plan.build``)."""
+    parts = release.parts
+    text = ""
+    counted = parts.gate_part if parts.gate is not None else parts.counts
+    if counted is not None:
+        sens = count_sensitivity(release.built.unit.bounds(grouped=True))
+        text = (f"**Counts:** {_law(counted)} noise of scale {counted.scale:.4g} for "
+                f"{_budget(counted)} — count sensitivity L1 = {sens.l1:g}, L2 = {sens.l2:.4g} "
+                f"under add/remove of one person ({plain(unit.describe())}).")
+    if parts.sums is not None:
+        text += (f" **Sums:** {_law(parts.sums)} noise of scale {parts.sums.scale:.4g} for "
+                 f"{_budget(parts.sums)} (values clamped to [{spec.lower:g}, {spec.upper:g}]"
+                 f"; sensitivity {parts.sums.sensitivity:.4g}).")
+        if parts.gate is not None and parts.counts is not None:
+            text += (f" **The mean's counts:** {_law(parts.counts)} noise of scale "
+                     f"{parts.counts.scale:.4g} for {_budget(parts.counts)}.")
+        if release.noisy_means is not None:
+            text += (" The mean is the noisy sum over the noisy count (at least 1), clamped "
+                     "to the bounds (post-processing).")
+        text = text.strip()
     if release.threshold is None:
         return text + " **δ = 0**: every declared key is released, zeros kept."
     return text + (f" **Threshold:** a group is released only if its noisy count is at least "
@@ -300,12 +390,16 @@ def privacy_sentence(release: GroupsRelease, spec: GroupsSpec, unit: PrivacyUnit
 
 
 def noise_alpha(noise: str, scale: float, confidence: float = CONFIDENCE) -> float:
-    """α with P(|noise| ≤ α) = ``confidence`` under the noise's exact law: Laplace b·ln(1/β),
-    Gaussian σ·Φ⁻¹(1 − β/2), β = 1 − confidence."""
+    """α with P(|noise| ≤ α) ≥ ``confidence`` under partition selection's noise (exact):
+    Laplace b·ln(1/β), Gaussian σ·Φ⁻¹(1 − β/2), β = 1 − confidence; the discrete Laplace
+    the smallest whole α with P(|Z| > α) = 2e^{−(α+1)/b}/(1 + e^{−1/b}) ≤ β."""
     beta = 1.0 - confidence
     if uses_rho(noise):
         return float(stats.norm.isf(beta / 2, scale=scale))
-    return scale * -math.log(beta)
+    if noise == "laplace":
+        return scale * -math.log(beta)
+    ratio = beta * (1 + math.exp(-1 / scale)) / 2
+    return float(max(0.0, math.ceil(-scale * math.log(ratio) - 1)))
 
 
 @dataclass(frozen=True)
@@ -326,15 +420,20 @@ def chart_values(release: GroupsRelease, spec: GroupsSpec) -> GroupsChart:
     the noisy sum over the noisy count)."""
     counts_only = release.totals is None
     truth = release.counts if counts_only else release.totals
-    noisy = release.noisy_counts if counts_only else release.noisy_totals
-    scale = release.count_scale if counts_only else release.sum_scale
+    noisy = release.released_counts if counts_only else release.noisy_totals
+    parts = release.parts
+    if counts_only and parts.gate is not None:
+        alpha = noise_alpha(parts.gate.noise, parts.gate.scale)
+    else:   # the closed form of the catalogue mechanism the part draws
+        part = parts.counts if counts_only else parts.sums
+        alpha = float(part.mechanism.accuracy(1.0 - CONFIDENCE))
     shown = np.arange(truth.size)
     if truth.size > MAX_CHART_GROUPS:   # the largest groups, in the table's order
         shown = np.sort(np.argsort(-truth, kind="stable")[:MAX_CHART_GROUPS])
     return GroupsChart(
         labels=tuple(release.labels[i] for i in shown.tolist()), truth=truth[shown],
         noisy=np.where(release.kept, noisy, np.nan)[shown],
-        alpha=noise_alpha(spec.noise, scale), what="count" if counts_only else "sum",
+        alpha=alpha, what="count" if counts_only else "sum",
         left_out=truth.size - shown.size)
 
 

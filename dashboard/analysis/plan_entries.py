@@ -220,9 +220,9 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
 
     A count per bin is a binned histogram; a count by two public columns a table; one column
     with public keys a group-by over them; without public keys a group-by found by partition
-    selection (the count's budget on the threshold's noise, as the page spends it). The page
-    splits a sum's or mean's budget in two (the counts and the sums): a sum per group enters
-    with the half that noises the sums.
+    selection. Over public keys the query spends the whole budget (a mean's split evenly
+    between its sum and its count); found privately, a count spends it on the threshold's
+    noise, a sum or a mean half on the threshold and half on its own parts.
     """
     punit = plan_unit(unit)
     if edges is not None:
@@ -245,18 +245,10 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
     bounds = None if statistic == "count" else bounds_of(loaded, column, lower, upper)
     half = budget / 2
     label = f"{statistic.capitalize()} by {key}" + ("" if column is None else f" of {column}")
-    if public:
-        if statistic == "mean":
-            spec = model.GroupBy(key, "mean", column, bounds, declared, 0.5)
-            mech = _groups_noise(noise, budget)
-        else:
-            spec = model.GroupBy(key, statistic, column, bounds, declared)
-            mech = _groups_noise(noise, budget if statistic == "count" else half)
-        return _finish(model.PlanQuery("q", label, spec, mech, "groups"), punit)
-    if statistic == "mean":
-        raise NotPlannable("a mean per group found privately is not one query of the plan: "
-                           "add the sum per group (it finds the groups too) and divide, or "
-                           "declare the groups")
+    if public:   # the whole budget (a mean's split between its sum and its count)
+        spec = model.GroupBy(key, statistic, column, bounds, declared)
+        return _finish(model.PlanQuery("q", label, spec, _groups_noise(noise, budget),
+                                       "groups"), punit)
     if unit.person_column is not None and unit.max_groups is None:
         raise NotPlannable(
             f"groups found privately need a bound on how many groups one person can make: on "

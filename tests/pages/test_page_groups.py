@@ -192,13 +192,17 @@ def test_a_numeric_column_without_bounds_asks_for_bin_edges(tmp_path, monkeypatc
 def test_groups_found_privately_without_a_group_bound_say_what_to_set():
     """A person-level unit with no bound on groups per person: the plan panel said
     "max_groups must be an integer, got NoneType". It now says what to set, and where: the
-    group bound of the Data page's privacy unit, or the keys in its declared schema."""
+    group bound of the Data page's privacy unit, or the keys in its declared schema. The
+    page simulates what a release draws, and a release cannot draw this query: the page
+    says so in its error and keeps the controls."""
     at = open_app("groups.py", dataset=datasets.BUILTIN_DATASETS[3])   # clinic visits
     key = at.session_state["dataset"].key
     at.session_state["privacy_unit_by_dataset"] = {key: PrivacyUnit("patient_id", 5)}
-    at = private_groups(at)
-    panel = " ".join(c.value for c in at.caption).replace("\\", "")
+    at.toggle(key="groups_public").set_value(False).run()
+    assert not at.exception
+    panel = " ".join(e.value for e in at.error).replace("\\", "")
     assert "NoneType" not in panel
+    assert at.toggle(key="groups_public").value is False
     assert "Max groups per person" in panel and "Declared schema" in panel, panel
     assert not [b for b in at.button if b.key == "groups_add_to_plan"]
 
@@ -295,3 +299,40 @@ def test_groups_found_privately_chart_only_the_released_ones():
     assert (~kept).any() and kept.any()
     assert np.isnan(noisy[~kept]).all()
     np.testing.assert_allclose(noisy[kept], drawn.loc[kept, "Noisy count"])
+
+
+def test_a_mean_found_privately_is_simulated_as_the_plan_query_added():
+    """A mean per group found privately: the threshold on ε/2 (b = 1/(ε/2)), the mean's sum
+    and count on ε/4 each (sum sensitivity 90 for age in [17, 90]); the page shows the three
+    parts and Add to plan offers the query (the panel refused it, the page drew another)."""
+    at = open_app("groups.py", dataset=ADULT)
+    at.selectbox(key="groups_statistic").set_value("mean").run()
+    at.selectbox(key="groups_column").set_value("age").run()
+    at = private_groups(at)
+    epsilon = at.select_slider(key="groups_epsilon").value
+    assert shown_scale(at) == pytest.approx(2 / epsilon, rel=1e-4)
+    assert shown_scale(at, "Sums") == pytest.approx(90 / (epsilon / 4), rel=1e-4)
+    counts = re.search(r"\*\*The mean's counts:\*\* \w+ noise of scale ([0-9.e+-]+) ", text(at))
+    assert float(counts[1]) == pytest.approx(1 / (epsilon / 4), rel=1e-4)
+    threshold = 1 + 2 / epsilon * math.log(1 / (2e-6))        # shown to 4 digits
+    assert shown_threshold(at) == pytest.approx(threshold, rel=5e-4)
+    table = next(d.value for d in at.dataframe)
+    mean = np.clip(table["Noisy sum"] / np.maximum(table["Noisy count"], 1), 17, 90)
+    np.testing.assert_allclose(table["Noisy mean (clamped to the bounds)"], mean)
+    assert [b for b in at.button if b.key == "groups_add_to_plan"]
+
+
+def test_a_sum_over_public_keys_draws_only_the_sums():
+    """The release of a sum per group over public keys draws the sums alone, on the whole ε
+    (Add to plan gave it half, as the page spent the other half on counts the release never
+    drew): no noisy count is simulated beside them."""
+    at = open_app("groups.py", dataset=ADULT)
+    at.selectbox(key="groups_statistic").set_value("sum").run()
+    at.selectbox(key="groups_column").set_value("age").run()
+    assert not at.exception and not at.error
+    epsilon = at.select_slider(key="groups_epsilon").value
+    assert "**Counts:**" not in text(at)
+    assert shown_scale(at, "Sums") == pytest.approx(90 / epsilon, rel=1e-4)
+    assert f"for ε = {epsilon:g}" in text(at)
+    table = next(d.value for d in at.dataframe)
+    assert "Noisy count" not in table and "Noisy sum" in table
