@@ -281,7 +281,7 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
             labels = tuple(stats.answer_query(loaded.relation, spec).labels)
     what = (f"count of each {column} category" if kind.per_cell else
             f"{query} of {column}" if column is not None else query)
-    return ErrorQuery(
+    shown = ErrorQuery(
         "statistics", query, what, stats.answer_unit(loaded, spec), spec=spec,
         mechanisms=offered, chosen=chosen or offered[:1], answer_range=answer_range,
         epsilon=_saved_epsilon(page.epsilon), delta=_saved_delta(page.delta),
@@ -289,6 +289,11 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         sum_share=float(share) if share in stats.SUM_SHARE_OPTIONS else 0.5,
         note=f"The query set up on the Noisy statistics page: the **{escape(spec.describe())}**.",
         origins=tuple(origins.items()), labels=labels)
+    try:   # what the plan refuses (a histogram without categories) the page cannot show
+        shown.built(choices.DEFAULT_KIND, 1.0, DEFAULT_DELTA)
+    except (ValueError, TypeError):
+        return _count_query(loaded, fallback, upload=upload)
+    return shown
 
 
 def tables_query(loaded: LoadedDataset, saved: Mapping, *,
@@ -458,7 +463,8 @@ def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
                                 sum_answer.l1_sensitivity, sum_answer.l2_sensitivity,
                                 sum_answer.integer_valued, sensitivity)
         answer = answered
-    sensitivity = query.built(query.chosen[0], 1.0, DEFAULT_DELTA).sensitivity
+    # the statistic's sensitivity under the unit (any mechanism: the default one always builds)
+    sensitivity = query.built(choices.DEFAULT_KIND, 1.0, DEFAULT_DELTA).sensitivity
     return QueryNumbers(np.asarray(answer.true_value, dtype=np.float64), sensitivity.l1,
                         sensitivity.l2, answer.integer_valued)
 
@@ -1107,8 +1113,8 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
         "delta": delta if any(map(choices.needs_delta, results)) else None, "rho": None,
         "answer_range": (list(query.answer_range) if query.answer_range is not None and
                          choices.uses_answer_range(list(results)) else None),
-        "mean_sum_share": getattr(query.built(next(iter(results), query.chosen[0]), 1.0,
-                                              delta).query.query, "sum_share", None),
+        "mean_sum_share": getattr(query.built(choices.DEFAULT_KIND, 1.0, delta).query.query,
+                                  "sum_share", None),
         "table_separate_total_share": query.total_share,
         "error_measure": MEASURES[measure], "confidence": round(1 - beta, 10),
         "relative": relative, "target": target, "target_unit": unit,
