@@ -170,3 +170,13 @@ def test_table_scale_is_the_plans_at_the_cells_share(loaded, separate, cells_sha
                              delta=DELTA)
     assert found.epsilon == pytest.approx(math.log(1 / BETA) / 5.0 / cells_share, rel=1e-9)
 
+
+
+def test_a_query_the_plan_refuses_falls_back_to_the_count(loaded):
+    """Bounds of ±1e308: the variance's half-width squared overflows, and plan.build refuses
+    the page's query; Choose epsilon then shows the count (it used to sweep the refused
+    variance)."""
+    query = statistics(loaded, query="variance", column="age", lower=-1e308, upper=1e308,
+                       mechanism="laplace")
+    assert query.kind == "count" and "no query set up" in query.note
+    assert ana.query_numbers(loaded.relation, query).l1 == 1.0
