@@ -58,7 +58,7 @@ with setup:
         if not query.per_cell and float(numbers.true_value) != 0:
             relative = controls.toggle("Show errors as % of the true value",
                                        key=f"choose_relative_{query.kind}",
-                                       default=query.kind in ("sum", "mean", "variance"))
+                                       default=query.relative_by_default)
         st.caption(ana.sensitivity_note(query, numbers))
         if query.answer_range and choices.uses_answer_range(mechanisms):
             low, high = query.answer_range

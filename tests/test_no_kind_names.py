@@ -97,3 +97,88 @@ def test_no_release_or_plan_code_names_a_kind():
             name = path.relative_to(ROOT).as_posix()
             found |= {(name, kind) for kind in kind_names_in(path.read_text())}
     assert found <= RELEASE_ALLOWED, sorted(found - RELEASE_ALLOWED)
+
+
+# --------------------------------------------------------------------------------------------
+# Query kinds (plan.kinds): what a page decides by a query's kind is the kind's attribute.
+
+#: (file, name): comparisons with a query kind's name still in the page layer, each with why.
+#: Issue 20 moves them onto the kinds (plan/kinds/base.py); do not add to this list.
+QUERY_ALLOWED = {
+    # Choose epsilon's "Query" radio: the Selection page as a source (a page, not a kind)
+    ("app_pages/choose_epsilon.py", "selection"),
+    ("dashboard/analysis/epsilon.py", "selection"),
+    # the Noisy statistics page and its analysis (not yet moved)
+    ("app_pages/statistics.py", "count"), ("app_pages/statistics.py", "mean"),
+    ("app_pages/statistics.py", "variance"), ("app_pages/statistics.py", "histogram"),
+    ("dashboard/audit_panel.py", "mean"),
+    ("dashboard/analysis/audit.py", "mean"),
+    ("dashboard/analysis/bounds_cost.py", "count"), ("dashboard/analysis/bounds_cost.py", "sum"),
+    ("dashboard/analysis/bounds_cost.py", "histogram"),
+    ("dashboard/analysis/stats_downloads.py", "histogram"),
+    ("dashboard/analysis/stats_downloads.py", "mean"),
+    ("dashboard/analysis/stats_parts.py", "count"), ("dashboard/analysis/stats_parts.py", "sum"),
+    ("dashboard/analysis/stats_parts.py", "mean"),
+    ("dashboard/analysis/stats_parts.py", "histogram"),
+    ("dashboard/analysis/stats_parts.py", "variance"),
+    ("dashboard/analysis/stats_plan.py", "count"), ("dashboard/analysis/stats_plan.py", "sum"),
+    ("dashboard/analysis/stats_plan.py", "mean"), ("dashboard/analysis/stats_plan.py", "variance"),
+    ("dashboard/analysis/stats_plan.py", "histogram"),
+    ("dashboard/analysis/stats_query.py", "count"), ("dashboard/analysis/stats_query.py", "sum"),
+    ("dashboard/analysis/stats_query.py", "variance"),
+    ("dashboard/analysis/stats_query.py", "histogram"),
+    ("dashboard/analysis/stats_wording.py", "count"),
+    ("dashboard/analysis/stats_wording.py", "sum"),
+    ("dashboard/analysis/stats_wording.py", "mean"),
+    ("dashboard/analysis/stats_wording.py", "variance"),
+    ("dashboard/analysis/stats_wording.py", "histogram"),
+    # Add to plan: the pages' queries entered as plan queries (the one place a page's query
+    # becomes a kind's dataclass)
+    ("dashboard/analysis/plan_entries.py", "count"),
+    ("dashboard/analysis/plan_entries.py", "sum"),
+    ("dashboard/analysis/plan_entries.py", "mean"),
+    ("dashboard/analysis/plan_entries.py", "variance"),
+    ("dashboard/analysis/plan_entries.py", "histogram"),
+    # the Groups page's statistic (count or mean) and the plan page's selection targets
+    ("app_pages/groups.py", "count"),
+    ("dashboard/analysis/groups.py", "count"), ("dashboard/analysis/groups.py", "sum"),
+    ("dashboard/analysis/groups.py", "mean"),
+    ("dashboard/analysis/release_plan.py", "selection"),
+    ("dashboard/analysis/release_plan.py", "mean"),
+}
+
+
+def query_kind_comparisons(source: str) -> set[str]:
+    """The query kinds' names (``plan.kinds.KINDS``) that ``source`` compares with (``==``,
+    ``!=``, ``in`` a literal tuple, list or set): a branch on a query's kind."""
+    from plan.kinds import KINDS
+
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in (node.left, *node.comparators):
+            items = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+            found |= {item.value for item in items if isinstance(item, ast.Constant)
+                      and isinstance(item.value, str) and item.value in KINDS}
+    return found
+
+
+def test_the_checker_finds_a_branch_on_a_query_kind():
+    assert query_kind_comparisons('x = q.kind in ("sum", "mean", "other")') == {"sum", "mean"}
+    assert query_kind_comparisons('if query != "histogram": pass') == {"histogram"}
+    assert query_kind_comparisons('"crosstab" == k or k in {"group_by"}') == {"crosstab",
+                                                                               "group_by"}
+    # a kind's name as data or words is no branch
+    assert query_kind_comparisons('w = {"sum": "sum of x"}; f(query="mean")') == set()
+
+
+def test_no_dashboard_or_page_code_branches_on_a_query_kind():
+    """Choose epsilon and the other pages ask the kind (``QueryKind.per_cell``,
+    ``made_of_parts``, ``relative_error``) instead of comparing its name."""
+    found = set()
+    for folder in ("dashboard", "app_pages"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            found |= {(name, kind) for kind in query_kind_comparisons(path.read_text())}
+    assert found <= QUERY_ALLOWED, sorted(found - QUERY_ALLOWED)

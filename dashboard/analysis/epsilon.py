@@ -20,7 +20,7 @@ from dashboard import choices
 from dashboard.analysis import selection as sel
 from dashboard.analysis import statistics as stats
 from dashboard.analysis import tables
-from dashboard.analysis.stats_parts import PART_QUERIES as PARTS
+from dashboard.analysis.stats_parts import page_built
 from dashboard.charts.epsilon import Curve
 from dashboard.choices import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
 from dashboard.datasets import LoadedDataset, categorical_columns
@@ -29,6 +29,8 @@ from dpcore import figures, risk, utility
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 from dpcore.mechanisms.gaussian import Gaussian
 from engine.queries import Contribution
+from plan.build import Built
+from plan.kinds import KINDS, QueryKind
 
 if TYPE_CHECKING:
     from dashboard.person import PrivacyUnit
@@ -77,10 +79,14 @@ def fmt(x: float) -> str:
 
 @dataclass(frozen=True)
 class ErrorQuery:
-    """A count, sum, mean, histogram or crosstab whose error is swept over epsilon (hashable).
+    """A query of the Noisy statistics or Noisy tables page whose error is swept over epsilon
+    (hashable): the page's settings, built into the plan's query by the page's own function
+    (:meth:`built`), so that its sensitivities and mechanisms are what the page simulates and
+    a release draws.
 
-    ``what`` names the answer in a sentence ("count", "sum of age", "count in each cell") and
-    may quote a column name from the user's file: escape it before display.
+    ``kind`` is the plan's query kind (``plan.kinds``). ``what`` names the answer in a
+    sentence ("count", "sum of age", "count in each cell") and may quote a column name from
+    the user's file: escape it before display.
     """
 
     source: str
@@ -104,10 +110,40 @@ class ErrorQuery:
     note: str = ""
     #: Where bounds, answer range and categories come from (typed, public, or the data).
     origins: tuple[tuple[str, str], ...] = ()
+    #: a histogram's categories as the page found them (None: declared, or not a histogram)
+    labels: tuple[object, ...] | None = None
+
+    @property
+    def query_kind(self) -> QueryKind:
+        """What the plan knows of the query's kind (looked up by name)."""
+        return KINDS[self.kind]
 
     @property
     def per_cell(self) -> bool:
-        return self.kind in ("histogram", "table")
+        return self.query_kind.per_cell
+
+    @property
+    def made_of_parts(self) -> bool:
+        """A mean or a variance: simulated from its parts, no closed form."""
+        return self.query_kind.made_of_parts
+
+    @property
+    def relative_by_default(self) -> bool:
+        """Whether errors start as a share of the true value (a sum, a mean, a variance)."""
+        return self.query_kind.relative_error
+
+    def built(self, mechanism: str, epsilon: float, delta: float) -> Built:
+        """The page's query at this mechanism and budget, built by the page's own function
+        (``stats_parts.page_built``, ``tables.table_built``: ``plan.build`` of the plan's
+        query). For a table, (ε, δ) is the cells' share. Raises ValueError when it cannot
+        be built."""
+        choice = choices.calibrated_from_epsilon(mechanism, epsilon, delta)
+        if self.table is not None:
+            row, column, row_cats, col_cats = self.table
+            return tables.table_built(row, column, row_cats, col_cats, choice,
+                                      self.contribution)
+        return page_built(self.spec, choice, sum_share=self.sum_share,
+                          answer_range=self.answer_range, labels=self.labels)
 
 
 @dataclass(frozen=True)
@@ -203,9 +239,11 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
                 "come back.")
     if query not in stats.available_queries(loaded):
         return _count_query(loaded, fallback, upload=upload)
-    column = page.column
-    if query != "count" and column not in stats.columns_for(loaded, query):
+    columns = stats.columns_for(loaded, query)
+    column = page.column if columns else None
+    if columns and column not in columns:
         return _count_query(loaded, fallback, upload=upload)
+    kind = KINDS[query]
     lower = upper = categories = None
     if query in stats.BOUNDED_QUERIES:
         bounds = stats.default_bounds(loaded, column)
@@ -215,7 +253,7 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
             return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
                                         "be below upper): showing the count of rows.",
                                 upload=upload)
-    elif query == "histogram":
+    elif kind.per_cell:
         categories = stats.declared_categories(loaded, column)
     spec = stats.QuerySpec(query, column, lower, upper, categories, None if unit is None else
                            stats.contribution_for(unit, query, seed))
@@ -223,31 +261,39 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
         integer, rows = stats.query_facts(loaded.relation, dataset_key, spec)
     except (ValueError, TypeError):
         return _count_query(loaded, fallback, upload=upload)
-    offered = tuple(m for m in (stats.allowed_mechanisms(query) if query in PARTS else
-                                _ARRAY_MECHANISMS if query == "histogram" else MECHANISMS)
-                    if integer or not choices.spec(m).integer_only)
+    allowed = stats.allowed_mechanisms(query)
+    if allowed is None:   # a vector takes no answer range
+        allowed = _ARRAY_MECHANISMS if kind.per_cell else MECHANISMS
+    offered = tuple(m for m in allowed if integer or not choices.spec(m).integer_only)
     chosen = tuple(dict.fromkeys(
         m for m in (page.mechanism, page.compare) if m in offered))
     answer_range = None
-    if query in ("count", "sum"):
+    if choices.uses_answer_range(list(offered)):
         low, high = stats.default_answer_range(spec, rows)
         answer_range = (float(low if page.answer_lower is None else page.answer_lower),
                         float(high if page.answer_upper is None else page.answer_upper))
     share = page.share
     origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
-    if query == "histogram":
+    labels = None
+    if kind.per_cell:
         origins["categories_from"] = sel.categories_origin(categories is not None)
-    what = {"count": "count", "sum": f"sum of {column}", "mean": f"mean of {column}",
-            "variance": f"variance of {column}",
-            "histogram": f"count of each {column} category"}[query]
-    return ErrorQuery(
+        if categories is None:   # the categories the page finds (as its make_plan)
+            labels = tuple(stats.answer_query(loaded.relation, spec).labels)
+    what = (f"count of each {column} category" if kind.per_cell else
+            f"{query} of {column}" if column is not None else query)
+    shown = ErrorQuery(
         "statistics", query, what, stats.answer_unit(loaded, spec), spec=spec,
         mechanisms=offered, chosen=chosen or offered[:1], answer_range=answer_range,
         epsilon=_saved_epsilon(page.epsilon), delta=_saved_delta(page.delta),
         rho=saved_rho(page.measure, page.rho),
         sum_share=float(share) if share in stats.SUM_SHARE_OPTIONS else 0.5,
         note=f"The query set up on the Noisy statistics page: the **{escape(spec.describe())}**.",
-        origins=tuple(origins.items()))
+        origins=tuple(origins.items()), labels=labels)
+    try:   # what the plan refuses (a histogram without categories) the page cannot show
+        shown.built(choices.DEFAULT_KIND, 1.0, DEFAULT_DELTA)
+    except (ValueError, TypeError):
+        return _count_query(loaded, fallback, upload=upload)
+    return shown
 
 
 def tables_query(loaded: LoadedDataset, saved: Mapping, *,
@@ -277,7 +323,7 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
              "of the budget: each ε below is the whole budget, of which the cells get "
              f"{1 - total_share:.0%} (and as much of δ).")
     return ErrorQuery(
-        "tables", "table", "count in each cell", "people", table=(row, column, row_cats,
+        "tables", "crosstab", "count in each cell", "people", table=(row, column, row_cats,
                                                                    col_cats),
         contribution=contribution,
         mechanisms=_ARRAY_MECHANISMS,
@@ -399,15 +445,16 @@ class QueryNumbers:
 
 
 def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
-    """True answer and L1/L2 sensitivity; for a mean or a variance, the value its parts
-    estimate (as a release post-processes them) and the parts' sensitivities."""
-    if query.kind == "table":
+    """True answer and L1/L2 sensitivity (``plan.build``'s, of the page's query); for a mean
+    or a variance, the value its parts estimate (as a release post-processes them) and the
+    parts' sensitivities."""
+    if query.table is not None:
         row, column, row_cats, col_cats = query.table
         answer = tables.true_table(frame, row, column, row_categories=row_cats,
                                    column_categories=col_cats, contribution=query.contribution)
     else:
         answered = stats.answer_query(frame, query.spec)
-        if query.kind in PARTS:
+        if query.made_of_parts:
             sum_answer = answered[0]
             any_choice = choices.calibrated_from_epsilon(query.mechanisms[0], 1.0, 1e-6)
             plan = stats.make_plan(frame, query.spec, any_choice, sum_share=query.sum_share)
@@ -416,8 +463,10 @@ def query_numbers(frame: pd.DataFrame, query: ErrorQuery) -> QueryNumbers:
                                 sum_answer.l1_sensitivity, sum_answer.l2_sensitivity,
                                 sum_answer.integer_valued, sensitivity)
         answer = answered
-    return QueryNumbers(np.asarray(answer.true_value, dtype=np.float64), answer.l1_sensitivity,
-                        answer.l2_sensitivity, answer.integer_valued)
+    # the statistic's sensitivity under the unit (any mechanism: the default one always builds)
+    sensitivity = query.built(choices.DEFAULT_KIND, 1.0, DEFAULT_DELTA).sensitivity
+    return QueryNumbers(np.asarray(answer.true_value, dtype=np.float64), sensitivity.l1,
+                        sensitivity.l2, answer.integer_valued)
 
 
 def sensitivity_note(query: ErrorQuery, numbers: QueryNumbers) -> str:
@@ -440,12 +489,21 @@ def sensitivity_note(query: ErrorQuery, numbers: QueryNumbers) -> str:
     return note
 
 
-def _options(query: ErrorQuery, mechanism: str, numbers: QueryNumbers,
-             delta: float) -> dict:
-    """Keyword arguments of the utility sweeps for one mechanism."""
-    options: dict = {"sensitivity": numbers.l1, "l2_sensitivity": numbers.l2}
+def release_part(query: ErrorQuery, mechanism: str, delta: float):
+    """The one part a release draws for a count, sum, histogram or table (``plan.build`` of
+    the page's query, at the cells' share of δ): its sensitivity is the one its noise is
+    calibrated to (in the mechanism's norm, whole for whole-number noise on whole numbers)."""
+    return query.built(mechanism, *cells_budget(query, 1.0, delta)).parts[0]
+
+
+def _options(query: ErrorQuery, mechanism: str, delta: float) -> dict:
+    """Keyword arguments of the utility sweeps for one mechanism: the sensitivity of the
+    part a release draws, at the cells' share of δ."""
+    cells_delta = cells_budget(query, 1.0, delta)[1]
+    sensitivity = release_part(query, mechanism, delta).sensitivity
+    options: dict = {"sensitivity": sensitivity, "l2_sensitivity": sensitivity}
     if choices.needs_delta(mechanism):
-        options["delta"] = delta
+        options["delta"] = cells_delta
     if choices.spec(mechanism).needs_range:
         options["lower"], options["upper"] = query.answer_range
     return options
@@ -469,7 +527,7 @@ def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, 
     scalar = None if query.per_cell else float(numbers.true_value)
     rng = np.random.default_rng([seed, _RNG_OFFSET, 0])
     trials = max(200, math.ceil(SIM_ERRORS / numbers.true_value.size))
-    if query.kind in PARTS:
+    if query.made_of_parts:
         def release(eps: float, n: int, gen: np.random.Generator) -> NDArray:
             choice = choices.calibrated_from_epsilon(mechanism, eps, delta)
             plan = stats.make_plan(frame, query.spec, choice, sum_share=query.sum_share)
@@ -482,7 +540,7 @@ def mechanism_curves(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, 
     # curves are drawn against the total.
     grid = [cells_budget(query, e, delta)[0] for e in GRID]
     sim_grid = [cells_budget(query, e, delta)[0] for e in SIM_GRID]
-    options = _options(query, mechanism, numbers, cells_budget(query, 1.0, delta)[1])
+    options = _options(query, mechanism, delta)
     # Per-cell errors of additive noise do not depend on the cell's value: one sweep serves all.
     exact = utility.error_sweep(mechanism, epsilons=grid, beta=beta, true_value=scalar,
                                 **options)
@@ -505,12 +563,9 @@ def smallest_for(frame: pd.DataFrame, query: ErrorQuery, mechanism: str, *, alph
     straddle alpha. Raises ValueError when the target cannot be met.
     """
     numbers = query_numbers(frame, query)
-    if query.kind not in PARTS:
-        options = _options(query, mechanism, numbers, cells_budget(query, 1.0, delta)[1])
-        l2 = options.pop("l2_sensitivity")
-        options["sensitivity"] = choices.calibrated_from_epsilon(
-            mechanism, 1.0, delta).sensitivity(l1_sensitivity=options["sensitivity"],
-                                               l2_sensitivity=l2)
+    if not query.made_of_parts:
+        options = _options(query, mechanism, delta)
+        options.pop("l2_sensitivity")   # the part's sensitivity is in its own norm
         bounded = choices.spec(mechanism).needs_range
         truth = float(numbers.true_value) if bounded else None
         found = utility.smallest_epsilon(mechanism, alpha=alpha, beta=beta, true_value=truth,
@@ -734,9 +789,9 @@ def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilo
         within = f"±{target_value:g}% (±{fmt(target_value / 100 * abs(true_value))})"
     else:
         within = f"±{fmt(target_value)}"
-    how = "≈ " if query.kind in PARTS else ""
+    how = "≈ " if query.made_of_parts else ""
     tail = (f" (read off the simulated curve: a noisy {query.kind} has no closed form)"
-            if query.kind in PARTS else "")
+            if query.made_of_parts else "")
     if cells > 1:
         tail = f" ({all_cells_note(1 - beta, cells)})"
     if answer.met_at_lower_end:
@@ -941,7 +996,7 @@ def cached_smallest(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, m
                     ) -> utility.SmallestEpsilon | str:
     """The smallest epsilon, or the reason it does not exist (a message)."""
     curves = None
-    if query.kind in PARTS:
+    if query.made_of_parts:
         curves = cached_curves(_frame, dataset_key, query, mechanism, beta, delta, seed)
     try:
         return smallest_for(_frame, query, mechanism, alpha=alpha, beta=beta, delta=delta,
@@ -1058,7 +1113,8 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
         "delta": delta if any(map(choices.needs_delta, results)) else None, "rho": None,
         "answer_range": (list(query.answer_range) if query.answer_range is not None and
                          choices.uses_answer_range(list(results)) else None),
-        "mean_sum_share": query.sum_share if query.kind == "mean" else None,
+        "mean_sum_share": getattr(query.built(choices.DEFAULT_KIND, 1.0, delta).query.query,
+                                  "sum_share", None),
         "table_separate_total_share": query.total_share,
         "error_measure": MEASURES[measure], "confidence": round(1 - beta, 10),
         "relative": relative, "target": target, "target_unit": unit,
@@ -1067,7 +1123,7 @@ def error_download(view: CurveView, query: ErrorQuery, results: Mapping[str, Mec
         # As mechanism_curves: about SIM_ERRORS errors per epsilon, pooled over the cells.
         "simulated_releases_per_epsilon": max(200, math.ceil(SIM_ERRORS / cells)),
         "noise_scale": (f"each part of the {query.kind} gets its share of ε: no single scale"
-                        if query.kind in PARTS else
+                        if query.made_of_parts else
                         "per ε in the CSV's noise scale column (L1 sensitivity / ε for "
                         "Laplace and geometric; calibrated for the others)"
                         + ("" if query.total_share is None else

@@ -26,7 +26,7 @@ from dpcore.checks import check_rng, check_trials, trial_chunks
 from dpcore.mechanisms import AdditiveMechanism
 from engine.queries import Contribution
 from plan import model
-from plan.build import build
+from plan.build import Built, build
 
 #: A column with more categories than this is not offered for a table (a 100 × 100 table
 #: already has 10,000 cells, most of them pure noise).
@@ -416,11 +416,12 @@ def sensitivity_text(release: TableRelease) -> str:
             f"{bound.max_rows:,} rows per person{groups})")
 
 
-def plan_table(row: str, column: str, row_categories: tuple[str, ...],
-               column_categories: tuple[str, ...], choice: PrivacyChoice,
-               contribution: Contribution | None) -> AdditiveMechanism:
-    """The table's mechanism as a release builds it: ``plan.build`` of the page's crosstab
-    (the plan's query, as Add to plan enters it) under the page's privacy unit."""
+def table_built(row: str, column: str, row_categories: tuple[str, ...],
+                column_categories: tuple[str, ...], choice: PrivacyChoice,
+                contribution: Contribution | None) -> Built:
+    """The page's crosstab built as a release builds it: ``plan.build`` of the plan's query
+    (as Add to plan enters it) under the page's privacy unit. Noisy tables and Choose epsilon
+    both build it here. Raises ValueError (the plan's reason) when it cannot be built."""
     from dashboard.analysis.plan_entries import _category_values, _noise
     from dashboard.analysis.stats_parts import plan_unit
 
@@ -429,9 +430,17 @@ def plan_table(row: str, column: str, row_categories: tuple[str, ...],
         model.Categories(_category_values(column_categories))), _noise(choice), "tables")
     try:
         query.check("query")
-        return build(query, plan_unit(contribution)).parts[0].mechanism
+        return build(query, plan_unit(contribution))
     except model.PlanError as exc:
         raise ValueError(exc.reason) from None
+
+
+def plan_table(row: str, column: str, row_categories: tuple[str, ...],
+               column_categories: tuple[str, ...], choice: PrivacyChoice,
+               contribution: Contribution | None) -> AdditiveMechanism:
+    """The table's mechanism as a release builds it (:func:`table_built`'s one part)."""
+    return table_built(row, column, row_categories, column_categories, choice,
+                       contribution).parts[0].mechanism
 
 
 def build_mechanisms(choice: PrivacyChoice, *, rescale: bool, total_source: str,

@@ -122,6 +122,14 @@ class QueryKind:
     target: ClassVar[str | None] = "error"
     #: at most one query of this kind in a plan
     unique: ClassVar[bool] = False
+    #: its answer is one number per cell (a category, a pair of categories): errors are read
+    #: per cell
+    per_cell: ClassVar[bool] = False
+    #: one number post-processed from several noisy parts (:meth:`part_values`,
+    #: :meth:`combine`): its error has no closed form, a page simulates it
+    made_of_parts: ClassVar[bool] = False
+    #: its error reads best as a share of the true value (a sum's scale is the data's)
+    relative_error: ClassVar[bool] = False
 
     # -- the plan --------------------------------------------------------------------------
 

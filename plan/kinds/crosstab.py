@@ -53,6 +53,7 @@ class CrosstabKind(QueryKind):
     name = "crosstab"
     spec = Crosstab
     statistic = "crosstab"
+    per_cell = True
 
     def declarations(self, spec):
         return [(f"row categories of {spec.row!r}", spec.row_categories),

@@ -83,6 +83,7 @@ class HistogramKind(QueryKind):
     name = "histogram"
     spec = Histogram
     statistic = "histogram"
+    per_cell = True
 
     def declarations(self, spec):
         if spec.categories is not None:

@@ -45,6 +45,8 @@ class MeanKind(BoundedColumnKind):
     name = "mean"
     spec = Mean
     statistic = "mean"
+    made_of_parts = True
+    relative_error = True
     release_rules = (MEAN_RULE,)
 
     def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:

@@ -26,6 +26,7 @@ class SumKind(BoundedColumnKind):
     name = "sum"
     spec = Sum
     statistic = "sum"
+    relative_error = True
 
     def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:
         whole = whole_sum(query.mechanism, query.query.bounds)

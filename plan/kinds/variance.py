@@ -65,6 +65,8 @@ class VarianceKind(BoundedColumnKind):
     name = "variance"
     spec = Variance
     statistic = "variance"
+    made_of_parts = True
+    relative_error = True
     release_rules = (
         "the variance is released as S₂/n − (S₁/n)² from the noisy count n (floored at 1), "
         "sum of deviations S₁ and sum of squared deviations S₂ from the bounds' midpoint, "
