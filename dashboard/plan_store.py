@@ -72,6 +72,7 @@ def _fresh_id(label: str, taken: set[str]) -> str:
 def add(data_key: str, query: model.PlanQuery, context: Mapping[str, Any] | None = None
         ) -> model.PlanQuery:
     """Append ``query`` to the dataset's plan under a fresh id (from its label)."""
+    _refresh(data_key)
     current = entries(data_key)
     query = replace(query, id=_fresh_id(query.label, {e.query.id for e in current}))
     _write(data_key, (*current, Entry(query, dict(context or {}))))
@@ -79,6 +80,7 @@ def add(data_key: str, query: model.PlanQuery, context: Mapping[str, Any] | None
 
 
 def remove(data_key: str, query_id: str) -> None:
+    _refresh(data_key)
     _write(data_key, tuple(e for e in entries(data_key) if e.query.id != query_id))
 
 
@@ -96,6 +98,7 @@ def max_rows_query(data_key: str) -> model.PlanQuery | None:
 
 def set_max_rows(data_key: str, query: model.PlanQuery) -> None:
     """The plan's max rows query becomes ``query`` (first in the plan; one at most)."""
+    _refresh(data_key)
     rest = tuple(e for e in entries(data_key) if not isinstance(e.query.query, model.MaxRows))
     _write(data_key, (Entry(query), *rest))
 
@@ -215,25 +218,31 @@ def _save(data_key: str) -> None:
     _remember(data_key, new)
 
 
+def _refresh(data_key: str) -> None:
+    """If another tab saved this session's plan since, show that version (and say so)."""
+    _attach(data_key)
+    saved = st.session_state.get(_SAVED, {}).get(data_key)
+    if saved is None:
+        return
+    try:
+        stored = _library().get(saved.id)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if stored is None:
+        st.session_state[_SAVED].pop(data_key)
+        _notify(data_key, f"The plan '{saved.name}' was deleted in another tab or window; "
+                          "this tab keeps it and saves it anew on your next change.")
+    elif stored.version > saved.version:
+        _show(data_key, stored)
+        _notify(data_key, f"This plan was changed in another tab or window at "
+                          f"{stored.updated_hhmm}; you now see that version.")
+
+
 def sync(data_key: str) -> list[str]:
     """At the start of a run: if another tab saved this plan since, show that version; return
     what the session is to be told (once)."""
-    _attach(data_key)
-    saved = st.session_state.get(_SAVED, {}).get(data_key)
-    if saved is not None:
-        try:
-            stored = _library().get(saved.id)
-        except plan_library.PlanLibraryError as exc:
-            _failed(exc)
-            stored = saved
-        if stored is None:
-            st.session_state[_SAVED].pop(data_key)
-            _notify(data_key, f"The plan '{saved.name}' was deleted in another tab or window; "
-                              "this tab keeps it and saves it anew on your next change.")
-        elif stored.version > saved.version:
-            _show(data_key, stored)
-            _notify(data_key, f"This plan was changed in another tab or window at "
-                              f"{stored.updated_hhmm}; you now see that version.")
+    _refresh(data_key)
     return st.session_state.get(_NOTICES, {}).pop(data_key, [])
 
 

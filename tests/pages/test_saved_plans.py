@@ -106,3 +106,21 @@ def test_a_damaged_plans_file_keeps_the_session_plan(tmp_path):
     warned = [w.value for w in at.warning if "Plans are not being saved" in w.value]
     assert warned and "damaged or is not a SQLite file" in warned[0], warned
     assert path.read_bytes() == b"not a database" * 300
+
+
+def test_an_action_in_a_stale_tab_applies_to_the_other_tabs_version(tmp_path):
+    """B adds a query; A, not rerun since, adds one too (a callback): A is told, and the plan
+    keeps B's query and A's (nothing lost)."""
+    path = tmp_path / "plans.sqlite"
+    tab_a = open_app("statistics.py", plans=path)
+    add_count(tab_a)
+    tab_b = open_app("statistics.py", plans=path)
+    add_count(tab_b)
+    tab_a.button(key="stats_add_to_plan").click().run()
+    no_problem(tab_a)
+    assert any("changed in another tab or window" in i.value for i in tab_a.info)
+    assert len(queries(tab_a)) == 3
+    key = tab_a.session_state["dataset"].key
+    [saved] = PlanLibrary(path).plans(key)
+    assert [q.id for q in saved.queries()] == queries(tab_a)
+    assert queries(tab_a)[:2] == queries(tab_b)
