@@ -160,7 +160,8 @@ st.subheader(f"The plan: {len(the_plan.queries)} " +
 frame = rp.plan_rows(the_plan, built, contexts)
 number = st.column_config.NumberColumn
 edited = st.data_editor(
-    frame, key=f"plan_editor_{ss[VERSION]}_{plan_store.revision(data_key)}", hide_index=True,
+    # VERSION grows with each edit made here, shown_count with each plan shown from the store
+    frame, key=f"plan_editor_{ss[VERSION] + plan_store.shown_count()}", hide_index=True,
     width="stretch",
     disabled=[c for c in rp.ROW_COLUMNS if c not in rp.EDITABLE],
     column_config={

@@ -23,7 +23,7 @@ from plan import model
 __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear", "count",
            "PLAN_PAGE", "max_rows_query", "set_max_rows", "sync", "current", "saved_plans",
            "library_error", "open_plan", "new_plan", "duplicate_plan", "delete_plan", "rename",
-           "revision", "set_identity"]
+           "revision", "set_identity", "shown_count"]
 
 _KEY = "release_plan_by_dataset"
 #: The plan page (the "Add to plan" panels link to it).
@@ -120,6 +120,7 @@ _IDENTITY = "release_plan_identity"  # data key -> the dataset key plans are sav
 _NOTICES = "release_plan_notices"    # data key -> what to tell on the next run
 _ERROR = "release_plan_library_error"
 _PATH = "release_plan_library_path"  # fixed for the session at its first use
+_SHOWN = "release_plan_shown"        # how many times another saved version was shown
 DEFAULT_NAME = "Untitled plan"
 
 
@@ -159,6 +160,16 @@ def current(data_key: str) -> plan_library.SavedPlan | None:
     return st.session_state.get(_SAVED, {}).get(data_key)
 
 
+def shown_count() -> int:
+    """Grows whenever the session shows a plan it did not edit itself (opened, duplicated,
+    new, deleted, or changed in another tab): a page draws its editors afresh."""
+    return st.session_state.get(_SHOWN, 0)
+
+
+def _shown() -> None:
+    st.session_state[_SHOWN] = shown_count() + 1
+
+
 def revision(data_key: str) -> str:
     """Changes whenever the saved plan shown changes (for widget keys)."""
     saved = current(data_key)
@@ -177,6 +188,7 @@ def _show(data_key: str, saved: plan_library.SavedPlan) -> None:
         Entry(q, contexts[q.id].context if q.id in contexts and contexts[q.id].query.query
               == q.query else {}) for q in queries)
     _remember(data_key, saved)
+    _shown()
 
 
 def _attach(data_key: str) -> None:
@@ -275,6 +287,7 @@ def new_plan(data_key: str, name: str = "New plan") -> None:
         return
     _plans()[data_key] = ()
     _remember(data_key, created)
+    _shown()
 
 
 def duplicate_plan(data_key: str, plan_id: int) -> None:
@@ -299,6 +312,7 @@ def delete_plan(data_key: str, plan_id: int) -> None:
     if saved is not None and saved.id == plan_id:
         st.session_state[_SAVED].pop(data_key)
         _plans()[data_key] = ()
+        _shown()
 
 
 def rename(data_key: str, name: str) -> None:
