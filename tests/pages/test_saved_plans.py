@@ -4,7 +4,10 @@ another tab's save is announced, and a damaged plans file leaves the session's p
 
 from __future__ import annotations
 
+import re
+
 from dashboard.plan_library import PlanLibrary
+from plan.examples import adult_plan
 from tests.conftest import open_app
 
 PLANS = "release_plan_by_dataset"
@@ -124,3 +127,33 @@ def test_an_action_in_a_stale_tab_applies_to_the_other_tabs_version(tmp_path):
     [saved] = PlanLibrary(path).plans(key)
     assert [q.id for q in saved.queries()] == queries(tab_a)
     assert queries(tab_a)[:2] == queries(tab_b)
+
+
+def test_a_selection_is_saved_without_its_true_counts_or_data_target(tmp_path):
+    """The Selection page's query keeps, in the session, the true counts and a target read
+    off them: neither reaches the plans file."""
+    path = tmp_path / "plans.sqlite"
+    at = open_app("selection.py", plans=path)
+    at.button(key="sel_add_to_plan").click().run()
+    no_problem(at)
+    key = at.session_state["dataset"].key
+    [entry] = at.session_state[PLANS][key]
+    scores = [float(s) for s in entry.context["scores"]]
+    assert entry.query.target is not None and entry.query.target.origin == "data"
+    [saved] = PlanLibrary(path).plans(key)
+    numbers = {float(n) for n in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", saved.plan_json)}
+    assert max(scores) > 100 and max(scores) not in numbers
+    assert entry.query.target.probability not in numbers
+    assert str(entry.query.target.probability).encode() not in path.read_bytes()
+    assert saved.queries()[0].target is None and saved.queries()[0].id == entry.query.id
+
+
+def test_an_imported_plan_is_saved(tmp_path):
+    path = tmp_path / "plans.sqlite"
+    at = open_app("plan.py", plans=path)
+    plan = adult_plan()
+    at.file_uploader(key="plan_import").set_value(("plan.json", plan.to_json().encode(),
+                                                    "application/json")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    [saved] = PlanLibrary(path).plans(at.session_state["dataset"].key)
+    assert saved.queries() == plan.queries
