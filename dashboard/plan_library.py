@@ -152,6 +152,8 @@ class PlanLibrary:
 
     @contextmanager
     def _connection(self, doing: str, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        if not self.path.exists():   # removed since it was checked: created afresh
+            _checked.discard(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(str(self.path), timeout=self.timeout,

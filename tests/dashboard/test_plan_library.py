@@ -137,3 +137,10 @@ def test_the_path_defaults_beside_the_ledger(tmp_path, monkeypatch):
 def test_a_plans_file_inside_the_repository_is_refused():
     with pytest.raises(PlanLibraryError, match="inside the repository"):
         plan_library.plans_path(plan_library._REPOSITORY / "plans.sqlite")
+
+
+def test_a_file_removed_while_in_use_is_created_afresh(library, queries):
+    library.create("adult", "Before", queries[:1])
+    library.path.unlink()
+    assert library.plans("adult") == []
+    assert library.create("adult", "After", queries[:1]).name == "After"
