@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import datasets, person, state
+from dashboard import datasets, person, plan_store, state
 from dashboard.data import folder
 from dashboard.text import plain
 from engine import EngineError
@@ -164,6 +164,23 @@ def sidebar():
         return st.empty()   # the privacy unit, written after the page (which may change it)
 
 
+def saved_plan_notices() -> None:
+    """Plans are saved per dataset (an upload by its content); if another tab changed this
+    session's plan since its last run, say so (the session now shows that version)."""
+    ss = st.session_state
+    key = state.dataset_key()
+    if ss[state.DATASET] is ss.get(state.UPLOADED) and ss.get(state.UPLOADED) is not None:
+        from dashboard.budget_panel import identity_of
+
+        try:
+            plan_store.set_identity(key, "content:" + identity_of(ss[state.DATASET],
+                                                                  key).content_hash)
+        except EngineError:
+            pass   # plans of this upload are kept under its session key
+    for notice in plan_store.sync(key):
+        st.info(plain(notice, limit=300), icon=":material/sync:")
+
+
 def unit_caption(slot) -> None:
     """The privacy unit in the sidebar, as the page just run left it."""
     unit = person.current_unit(state.dataset_key())
@@ -177,6 +194,7 @@ st.set_page_config(page_title="Epsilon Lab", page_icon="🔒", layout="wide")
 state.init()
 navigation = st.navigation(PAGES)
 unit_slot = sidebar()
+saved_plan_notices()
 try:
     navigation.run()
 except EngineError as exc:

@@ -14,6 +14,7 @@ from dashboard import (
     controls,
     person,
     plan_store,
+    plans_panel,
     release_panel,
     shown,
     state,
@@ -101,6 +102,7 @@ st.markdown("Every statistic you publish about the same people spends one "
 st.caption(f"Dataset: **{plain(loaded.name)}** · [privacy unit](./glossary#privacy-unit): "
            f"{plain(unit.describe())} (set on the Data page).")
 
+plans_panel.saved_plans_section(data_key)
 with st.expander("Import a plan (JSON)", icon=":material/upload_file:"):
     st.file_uploader("Plan file", type=["json"], key="plan_import",
                      help="A plan downloaded from this page, or written by hand.")
@@ -158,7 +160,9 @@ st.subheader(f"The plan: {len(the_plan.queries)} " +
 frame = rp.plan_rows(the_plan, built, contexts)
 number = st.column_config.NumberColumn
 edited = st.data_editor(
-    frame, key=f"plan_editor_{ss[VERSION]}", hide_index=True, width="stretch",
+    # VERSION grows with each edit made here, shown_count with each plan shown from the store
+    frame, key=f"plan_editor_{ss[VERSION] + plan_store.shown_count()}", hide_index=True,
+    width="stretch",
     disabled=[c for c in rp.ROW_COLUMNS if c not in rp.EDITABLE],
     column_config={
         rp.QUERY: st.column_config.TextColumn("Query", width="medium", max_chars=200),

@@ -3,7 +3,9 @@
 Kept in the session (never in the URL: a plan holds categories and bounds, which for an upload
 may be read off the data). Each query also keeps, in the session only, what the budget split
 needs from the data to judge its target (a selection's true counts): the plan file never
-holds it.
+holds it. Every edit is also saved server-side (``dashboard.plan_library``, without the
+context): a new session opens the dataset's most recently saved plan, and :func:`sync` tells a
+session whose plan was changed in another tab, and shows it that version.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import plan_library
 from plan import model
 
 __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear", "count",
-           "PLAN_PAGE", "max_rows_query", "set_max_rows"]
+           "PLAN_PAGE", "max_rows_query", "set_max_rows", "sync", "current", "saved_plans",
+           "library_error", "open_plan", "new_plan", "duplicate_plan", "delete_plan", "rename",
+           "revision", "set_identity", "shown_count"]
 
 _KEY = "release_plan_by_dataset"
 #: The plan page (the "Add to plan" panels link to it).
@@ -39,7 +44,15 @@ def _plans() -> dict[str, tuple[Entry, ...]]:
 
 def entries(data_key: str) -> tuple[Entry, ...]:
     """The plan's queries for the dataset ``data_key``, in the order they were added."""
+    _attach(data_key)
     return tuple(_plans().get(data_key, ()))
+
+
+def _write(data_key: str, new: tuple[Entry, ...]) -> None:
+    """The plan becomes ``new``, in the session and in the saved plan."""
+    _attach(data_key)
+    _plans()[data_key] = new
+    _save(data_key)
 
 
 def count(data_key: str) -> int:
@@ -59,20 +72,22 @@ def _fresh_id(label: str, taken: set[str]) -> str:
 def add(data_key: str, query: model.PlanQuery, context: Mapping[str, Any] | None = None
         ) -> model.PlanQuery:
     """Append ``query`` to the dataset's plan under a fresh id (from its label)."""
+    _refresh(data_key)
     current = entries(data_key)
     query = replace(query, id=_fresh_id(query.label, {e.query.id for e in current}))
-    _plans()[data_key] = (*current, Entry(query, dict(context or {})))
+    _write(data_key, (*current, Entry(query, dict(context or {}))))
     return query
 
 
 def remove(data_key: str, query_id: str) -> None:
-    _plans()[data_key] = tuple(e for e in entries(data_key) if e.query.id != query_id)
+    _refresh(data_key)
+    _write(data_key, tuple(e for e in entries(data_key) if e.query.id != query_id))
 
 
 def update(data_key: str, queries: tuple[model.PlanQuery, ...]) -> None:
     """Replace the plan's queries by these (same ids), keeping each one's context."""
     contexts = {e.query.id: e.context for e in entries(data_key)}
-    _plans()[data_key] = tuple(Entry(q, contexts.get(q.id, {})) for q in queries)
+    _write(data_key, tuple(Entry(q, contexts.get(q.id, {})) for q in queries))
 
 
 def max_rows_query(data_key: str) -> model.PlanQuery | None:
@@ -83,14 +98,235 @@ def max_rows_query(data_key: str) -> model.PlanQuery | None:
 
 def set_max_rows(data_key: str, query: model.PlanQuery) -> None:
     """The plan's max rows query becomes ``query`` (first in the plan; one at most)."""
+    _refresh(data_key)
     rest = tuple(e for e in entries(data_key) if not isinstance(e.query.query, model.MaxRows))
-    _plans()[data_key] = (Entry(query), *rest)
+    _write(data_key, (Entry(query), *rest))
 
 
 def replace_all(data_key: str, queries: tuple[model.PlanQuery, ...]) -> None:
     """The plan becomes these queries (an imported plan: no context)."""
-    _plans()[data_key] = tuple(Entry(q) for q in queries)
+    _write(data_key, tuple(Entry(q) for q in queries))
 
 
 def clear(data_key: str) -> None:
-    _plans().pop(data_key, None)
+    _write(data_key, ())
+
+
+# -- saved plans (dashboard.plan_library) ------------------------------------------------------
+
+_SAVED = "release_plan_saved"        # data key -> the saved plan this session edits
+_ATTACHED = "release_plan_attached"  # data keys whose saved plan was looked up
+_IDENTITY = "release_plan_identity"  # data key -> the dataset key plans are saved under
+_NOTICES = "release_plan_notices"    # data key -> what to tell on the next run
+_ERROR = "release_plan_library_error"
+_PATH = "release_plan_library_path"  # fixed for the session at its first use
+_SHOWN = "release_plan_shown"        # how many times another saved version was shown
+DEFAULT_NAME = "Untitled plan"
+
+
+def _library() -> plan_library.PlanLibrary:
+    ss = st.session_state
+    if _PATH not in ss:
+        ss[_PATH] = str(plan_library.plans_path())
+    return plan_library.PlanLibrary(ss[_PATH])
+
+
+def _dataset(data_key: str) -> str:
+    return st.session_state.get(_IDENTITY, {}).get(data_key, data_key)
+
+
+def set_identity(data_key: str, dataset: str) -> None:
+    """Plans of ``data_key`` are saved under ``dataset`` (an upload: its content)."""
+    st.session_state.setdefault(_IDENTITY, {})[data_key] = dataset
+
+
+def _failed(exc: plan_library.PlanLibraryError) -> None:
+    st.session_state[_ERROR] = str(exc)
+
+
+def library_error() -> str | None:
+    """Why plans are not being saved (None: they are)."""
+    return st.session_state.get(_ERROR)
+
+
+def _remember(data_key: str, saved: plan_library.SavedPlan) -> None:
+    st.session_state.setdefault(_SAVED, {})[data_key] = saved
+    st.session_state.pop(_ERROR, None)
+
+
+def current(data_key: str) -> plan_library.SavedPlan | None:
+    """The saved plan this session edits for ``data_key`` (None: not saved yet)."""
+    _attach(data_key)
+    return st.session_state.get(_SAVED, {}).get(data_key)
+
+
+def shown_count() -> int:
+    """Grows whenever the session shows a plan it did not edit itself (opened, duplicated,
+    new, deleted, or changed in another tab): a page draws its editors afresh."""
+    return st.session_state.get(_SHOWN, 0)
+
+
+def _shown() -> None:
+    st.session_state[_SHOWN] = shown_count() + 1
+
+
+def revision(data_key: str) -> str:
+    """Changes whenever the saved plan shown changes (for widget keys)."""
+    saved = current(data_key)
+    return "new" if saved is None else f"{saved.id}-{saved.version}"
+
+
+def _show(data_key: str, saved: plan_library.SavedPlan) -> None:
+    """The session shows ``saved``: its queries (each keeps its context if unchanged)."""
+    try:
+        queries = saved.queries()
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    contexts = {e.query.id: e for e in _plans().get(data_key, ())}
+    _plans()[data_key] = tuple(
+        Entry(q, contexts[q.id].context if q.id in contexts and contexts[q.id].query.query
+              == q.query else {}) for q in queries)
+    _remember(data_key, saved)
+    _shown()
+
+
+def _attach(data_key: str) -> None:
+    """On the session's first look at a dataset's plan: open its most recently saved one."""
+    attached = st.session_state.setdefault(_ATTACHED, set())
+    if data_key in attached:
+        return
+    attached.add(data_key)
+    try:
+        latest = _library().latest(_dataset(data_key))
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if latest is not None and not _plans().get(data_key):
+        _show(data_key, latest)
+
+
+def _notify(data_key: str, text: str) -> None:
+    st.session_state.setdefault(_NOTICES, {}).setdefault(data_key, []).append(text)
+
+
+def _save(data_key: str) -> None:
+    saved = st.session_state.get(_SAVED, {}).get(data_key)
+    queries = tuple(e.query for e in _plans().get(data_key, ()))
+    try:
+        if saved is None:
+            if not queries:
+                return
+            _remember(data_key, _library().create(_dataset(data_key), DEFAULT_NAME, queries))
+            return
+        new, replaced = _library().save(saved.id, queries, dataset=saved.dataset,
+                                        name=saved.name, expected_version=saved.version)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if replaced is not None:
+        _notify(data_key, f"This plan was also changed in another tab or window at "
+                          f"{replaced.updated_hhmm}; your change was saved over that version.")
+    _remember(data_key, new)
+
+
+def _refresh(data_key: str) -> None:
+    """If another tab saved this session's plan since, show that version (and say so)."""
+    _attach(data_key)
+    saved = st.session_state.get(_SAVED, {}).get(data_key)
+    if saved is None:
+        return
+    try:
+        stored = _library().get(saved.id)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if stored is None:
+        st.session_state[_SAVED].pop(data_key)
+        _notify(data_key, f"The plan '{saved.name}' was deleted in another tab or window; "
+                          "this tab keeps it and saves it anew on your next change.")
+    elif stored.version > saved.version:
+        _show(data_key, stored)
+        _notify(data_key, f"This plan was changed in another tab or window at "
+                          f"{stored.updated_hhmm}; you now see that version.")
+
+
+def sync(data_key: str) -> list[str]:
+    """At the start of a run: if another tab saved this plan since, show that version; return
+    what the session is to be told (once)."""
+    _refresh(data_key)
+    return st.session_state.get(_NOTICES, {}).pop(data_key, [])
+
+
+def saved_plans(data_key: str) -> list[plan_library.SavedPlan]:
+    """This dataset's saved plans, the most recently saved first ([] if unavailable)."""
+    try:
+        return _library().plans(_dataset(data_key))
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return []
+
+
+def open_plan(data_key: str, plan_id: int) -> None:
+    try:
+        found = _library().get(plan_id)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if found is not None:
+        _plans()[data_key] = ()
+        _show(data_key, found)
+
+
+def new_plan(data_key: str, name: str = "New plan") -> None:
+    """An empty plan, saved, becomes the session's."""
+    try:
+        created = _library().create(_dataset(data_key), name, ())
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    _plans()[data_key] = ()
+    _remember(data_key, created)
+    _shown()
+
+
+def duplicate_plan(data_key: str, plan_id: int) -> None:
+    """A copy of the plan, saved, becomes the session's."""
+    try:
+        copy = _library().duplicate(plan_id)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if copy is not None:
+        _show(data_key, copy)
+
+
+def delete_plan(data_key: str, plan_id: int) -> None:
+    """Delete a saved plan; deleting the session's own leaves an empty, unsaved plan."""
+    try:
+        _library().delete(plan_id)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    saved = st.session_state.get(_SAVED, {}).get(data_key)
+    if saved is not None and saved.id == plan_id:
+        st.session_state[_SAVED].pop(data_key)
+        _plans()[data_key] = ()
+        _shown()
+
+
+def rename(data_key: str, name: str) -> None:
+    """Rename the session's plan (saving it first if it was not yet saved)."""
+    name = " ".join(str(name).split())[:120] or DEFAULT_NAME
+    saved = current(data_key)
+    try:
+        if saved is None:
+            _remember(data_key, _library().create(
+                _dataset(data_key), name, tuple(e.query for e in _plans().get(data_key, ()))))
+            return
+        renamed = _library().rename(saved.id, name)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if renamed is not None:
+        _remember(data_key, renamed)

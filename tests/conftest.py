@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -72,11 +73,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
 
 
-def open_app(page: str | None = None, *, dataset: str | None = None, timeout: float = 120):
+def fresh_plans() -> str:
+    """A new, empty plans file for the sessions started next (``EPSILON_LAB_PLANS``)."""
+    path = str(Path(tempfile.mkdtemp(prefix="epsilon-lab-plans-")) / "plans.sqlite")
+    os.environ["EPSILON_LAB_PLANS"] = path
+    return path
+
+
+def open_app(page: str | None = None, *, dataset: str | None = None, timeout: float = 120,
+             plans: str | os.PathLike | None = None):
     """An AppTest of app.py run once with defaults, then on ``dataset`` and ``page`` if given.
 
-    Every rerun executes app.py (sidebar included) and then the page, as on a server.
+    Every rerun executes app.py (sidebar included) and then the page, as on a server. Its
+    saved plans are in ``plans``, else in a new, empty file (a session keeps the file it
+    started with): no test sees the plans another test saved.
     """
+    if plans is None:
+        fresh_plans()
+    else:
+        os.environ["EPSILON_LAB_PLANS"] = str(plans)
     from streamlit import config
     from streamlit.testing.v1 import AppTest
 
@@ -106,6 +121,12 @@ def _a_ledger_of_the_test_session(tmp_path_factory):
     """No test records a release in the user's own ledger: the session (and the app servers
     it starts) use one in a temporary folder. Tests that need their own set it themselves."""
     os.environ["EPSILON_LAB_LEDGER"] = str(tmp_path_factory.mktemp("ledger") / "ledger.sqlite")
+
+
+@pytest.fixture(autouse=True)
+def _plans_of_each_test():
+    """Each test starts with no saved plan (an app started without ``open_app`` too)."""
+    fresh_plans()
 
 
 @pytest.fixture

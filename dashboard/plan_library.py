@@ -1,0 +1,271 @@
+"""Saved release plans: one SQLite store per server, plans named per dataset, each with a
+version counter (a later save wins; the tab whose version went stale is told).
+
+Path: ``EPSILON_LAB_PLANS``, else ``plans.sqlite`` in the ledger's folder. A saved plan holds
+the published form of its queries only (no target computed from the data, none of the
+session-only context): no true value is ever written here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from plan import model
+
+__all__ = ["PLANS_ENV", "PlanLibraryError", "SavedPlan", "PlanLibrary", "plans_path",
+           "queries_json", "queries_from_json"]
+
+#: The environment variable naming the plans file.
+PLANS_ENV = "EPSILON_LAB_PLANS"
+_FORMAT = "epsilon-lab-plans"
+_PLAN_FORMAT = "epsilon-lab-saved-plan"
+_REPOSITORY = Path(__file__).resolve().parent.parent
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS plans_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # AUTOINCREMENT: an id is never reused, so a tab holding a deleted plan's id never
+    # mistakes another plan for its own
+    """CREATE TABLE IF NOT EXISTS plans (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        dataset TEXT NOT NULL,
+        name TEXT NOT NULL,
+        plan_json TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        updated TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS plans_by_dataset ON plans (dataset, updated)",
+]
+_checked: set[Path] = set()   # files whose integrity and format were checked once
+
+
+class PlanLibraryError(RuntimeError):
+    """The plans file cannot be used (corrupt, locked, not writable, not a plans file); the
+    message says what is wrong. The session's plan is kept."""
+
+
+@dataclass(frozen=True)
+class SavedPlan:
+    """One saved plan: its id, dataset key, name, queries (JSON), version and last save."""
+
+    id: int
+    dataset: str
+    name: str
+    plan_json: str
+    version: int
+    updated: str
+
+    def queries(self) -> tuple[model.PlanQuery, ...]:
+        return queries_from_json(self.plan_json)
+
+    @property
+    def size(self) -> int:
+        return len(json.loads(self.plan_json).get("queries", []))
+
+    @property
+    def updated_hhmm(self) -> str:
+        return datetime.fromisoformat(self.updated).strftime("%H:%M UTC")
+
+
+def plans_path(path: str | os.PathLike | None = None) -> Path:
+    """``path``, else ``EPSILON_LAB_PLANS``, else ``plans.sqlite`` beside the ledger; never
+    inside the repository."""
+    from release.ledger import LedgerError, ledger_path
+
+    if path is None and os.environ.get(PLANS_ENV, "").strip():
+        path = os.environ[PLANS_ENV]
+    if path is None:
+        try:
+            path = ledger_path().parent / "plans.sqlite"
+        except LedgerError as exc:
+            raise PlanLibraryError(f"Plans are not saved: {exc}") from None
+    resolved = Path(path).expanduser().absolute()
+    try:
+        resolved.resolve().relative_to(_REPOSITORY)
+    except ValueError:
+        return resolved
+    raise PlanLibraryError(f"The plans file {str(resolved)!r} would be inside the repository: "
+                           f"put it elsewhere (set {PLANS_ENV}).")
+
+
+def _published(query: model.PlanQuery) -> model.PlanQuery:
+    if query.target is not None and query.target.origin == "data":
+        return replace(query, target=None)
+    return query
+
+
+def queries_json(queries: tuple[model.PlanQuery, ...]) -> str:
+    """The queries as a saved plan holds them: published (a target read off the data is
+    dropped), in order."""
+    return json.dumps({"format": _PLAN_FORMAT,
+                       "queries": [_published(q).to_dict() for q in queries]},
+                      ensure_ascii=False, allow_nan=False)
+
+
+def queries_from_json(text: str) -> tuple[model.PlanQuery, ...]:
+    """The queries of a saved plan; ``PlanLibraryError`` if the text is not one."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != _PLAN_FORMAT:
+            raise model.PlanError("format", f"must be {_PLAN_FORMAT!r}")
+        out = []
+        for i, raw in enumerate(data.get("queries", [])):
+            query = model.PlanQuery.from_fields(model._Fields(raw, f"queries[{i}]"))
+            query.check(f"queries[{i}]")
+            out.append(query)
+        return tuple(out)
+    except (ValueError, TypeError) as exc:
+        raise PlanLibraryError(f"A saved plan cannot be read: {exc}") from None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class PlanLibrary:
+    """The plans file at ``path`` (default :func:`plans_path`), created with its table."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, timeout: float = 5.0) -> None:
+        self.path = plans_path(path)
+        self.timeout = float(timeout)
+
+    def _fail(self, exc: BaseException, doing: str) -> PlanLibraryError:
+        text, where = str(exc), repr(str(self.path))
+        if "locked" in text:
+            return PlanLibraryError(f"The plans file {where} is locked by another process "
+                                    f"(waited {self.timeout:g} s while {doing}).")
+        if isinstance(exc, sqlite3.OperationalError) and ("readonly" in text
+                                                          or "unable to open" in text):
+            return PlanLibraryError(f"The plans file {where} cannot be written or opened "
+                                    f"({text}) while {doing}: make it and its folder "
+                                    f"writable, or set {PLANS_ENV} elsewhere.")
+        if isinstance(exc, sqlite3.DatabaseError):
+            return PlanLibraryError(f"The plans file {where} is damaged or is not a SQLite "
+                                    f"file ({text}) while {doing}. It was left untouched: "
+                                    f"restore it, or set {PLANS_ENV} to another file.")
+        return PlanLibraryError(f"The plans file {where} cannot be reached ({exc}) while "
+                                f"{doing}.")
+
+    @contextmanager
+    def _connection(self, doing: str, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        if not self.path.exists():   # removed since it was checked: created afresh
+            _checked.discard(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(str(self.path), timeout=self.timeout,
+                                         isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise self._fail(exc, doing) from None
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            if self.path not in _checked:
+                self._check(connection)
+            if write:
+                connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+            if connection.in_transaction:
+                connection.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._fail(exc, doing) from None
+        finally:
+            connection.close()
+
+    def _check(self, connection: sqlite3.Connection) -> None:
+        result = connection.execute("PRAGMA quick_check").fetchall()
+        if result != [("ok",)]:
+            raise PlanLibraryError(f"The plans file {str(self.path)!r} fails SQLite's "
+                                   "integrity check: restore it, or set "
+                                   f"{PLANS_ENV} to another file.")
+        names = {row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        names.discard("sqlite_sequence")
+        if names and not {"plans", "plans_meta"} <= names:
+            raise PlanLibraryError(f"{str(self.path)!r} is a SQLite database of something "
+                                   "else, not Epsilon Lab's plans: set "
+                                   f"{PLANS_ENV} to another file.")
+        if not names:
+            connection.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            connection.execute("INSERT OR IGNORE INTO plans_meta VALUES ('format', ?)",
+                               (_FORMAT,))
+            connection.execute("COMMIT")
+        _checked.add(self.path)
+
+    @staticmethod
+    def _row(row) -> SavedPlan | None:
+        return None if row is None else SavedPlan(*row)
+
+    _COLUMNS = "id, dataset, name, plan_json, version, updated"
+
+    def get(self, plan_id: int) -> SavedPlan | None:
+        with self._connection("reading a plan") as c:
+            return self._row(c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE id = ?",
+                                       (int(plan_id),)).fetchone())
+
+    def plans(self, dataset: str) -> list[SavedPlan]:
+        """The dataset's plans, the most recently saved first."""
+        with self._connection("listing plans") as c:
+            rows = c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE dataset = ? "
+                             "ORDER BY updated DESC, id DESC", (dataset,)).fetchall()
+        return [SavedPlan(*row) for row in rows]
+
+    def latest(self, dataset: str) -> SavedPlan | None:
+        found = self.plans(dataset)
+        return found[0] if found else None
+
+    def create(self, dataset: str, name: str, queries: tuple[model.PlanQuery, ...]
+               ) -> SavedPlan:
+        text, now = queries_json(queries), _now()
+        with self._connection("saving a new plan", write=True) as c:
+            cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, updated)"
+                               " VALUES (?, ?, ?, 1, ?)", (dataset, name, text, now))
+            return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now)
+
+    def save(self, plan_id: int, queries: tuple[model.PlanQuery, ...], *, dataset: str,
+             name: str, expected_version: int) -> tuple[SavedPlan, SavedPlan | None]:
+        """Save ``queries`` as the plan's next version (a later save wins). Returns the saved
+        plan and, when the stored version was not ``expected_version`` (another tab saved
+        it since), the version this save replaced. A plan deleted meanwhile is saved anew."""
+        text, now = queries_json(queries), _now()
+        with self._connection("saving the plan", write=True) as c:
+            before = self._row(c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE id = ?",
+                                         (int(plan_id),)).fetchone())
+            if before is None:
+                cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, "
+                                   "updated) VALUES (?, ?, ?, 1, ?)",
+                                   (dataset, name, text, now))
+                return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now), None
+            c.execute("UPDATE plans SET plan_json = ?, name = ?, version = ?, updated = ? "
+                      "WHERE id = ?", (text, name, before.version + 1, now, before.id))
+            saved = replace(before, plan_json=text, name=name, version=before.version + 1,
+                            updated=now)
+            return saved, (before if before.version != expected_version else None)
+
+    def rename(self, plan_id: int, name: str) -> SavedPlan | None:
+        now = _now()
+        with self._connection("renaming the plan", write=True) as c:
+            c.execute("UPDATE plans SET name = ?, version = version + 1, updated = ? "
+                      "WHERE id = ?", (name, now, int(plan_id)))
+            return self._row(c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE id = ?",
+                                       (int(plan_id),)).fetchone())
+
+    def duplicate(self, plan_id: int, name: str | None = None) -> SavedPlan | None:
+        original = self.get(plan_id)
+        if original is None:
+            return None
+        return self.create(original.dataset, name or f"{original.name} (copy)",
+                           queries_from_json(original.plan_json))
+
+    def delete(self, plan_id: int) -> None:
+        with self._connection("deleting the plan", write=True) as c:
+            c.execute("DELETE FROM plans WHERE id = ?", (int(plan_id),))

@@ -1,0 +1,159 @@
+"""The Release plan page's "Saved plans" (issue 22 item 3): every edit is saved, a new session
+opens the latest plan, plans are named, opened, duplicated, deleted (after a confirmation),
+another tab's save is announced, and a damaged plans file leaves the session's plan working."""
+
+from __future__ import annotations
+
+import re
+
+from dashboard.plan_library import PlanLibrary
+from plan.examples import adult_plan
+from tests.conftest import open_app
+
+PLANS = "release_plan_by_dataset"
+
+
+def no_problem(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def add_count(at) -> None:
+    at.switch_page("app_pages/statistics.py").run()
+    at.selectbox(key="stats_query").set_value("count").run()
+    at.button(key="stats_add_to_plan").click().run()
+    no_problem(at)
+
+
+def queries(at) -> list[str]:
+    return [e.query.id for e in at.session_state[PLANS].get(at.session_state["dataset"].key,
+                                                            ())]
+
+
+def test_a_new_session_opens_the_saved_plan(tmp_path):
+    path = tmp_path / "plans.sqlite"
+    first = open_app("statistics.py", plans=path)
+    add_count(first)
+    add_count(first)
+    saved = PlanLibrary(path).plans(first.session_state["dataset"].key)
+    assert [p.size for p in saved] == [2]
+    again = open_app("plan.py", plans=path)   # a reload, a new tab or a restarted server
+    no_problem(again)
+    assert queries(again) == queries(first) and len(queries(again)) == 2
+    assert any("Untitled plan" in e.label for e in again.expander)
+
+
+def test_name_new_open_duplicate_and_delete(tmp_path):
+    path = tmp_path / "plans.sqlite"
+    at = open_app("statistics.py", plans=path)
+    add_count(at)
+    at.switch_page("app_pages/plan.py").run()
+    no_problem(at)
+    library = PlanLibrary(path)
+    key = at.session_state["dataset"].key
+    next(t for t in at.text_input if t.label == "Plan name").set_value("Counts *bold*").run()
+    no_problem(at)
+    [counts] = library.plans(key)
+    assert counts.name == "Counts *bold*" and counts.size == 1
+
+    at.button(key="saved_plan_new").click().run()
+    no_problem(at)
+    assert queries(at) == []
+    assert any("The plan is empty" in i.value for i in at.info)
+    assert sorted(p.name for p in library.plans(key)) == ["Counts *bold*", "New plan"]
+
+    at.button(key=f"saved_plan_open_{counts.id}").click().run()
+    no_problem(at)
+    assert len(queries(at)) == 1
+
+    at.button(key=f"saved_plan_duplicate_{counts.id}").click().run()
+    no_problem(at)
+    names = sorted(p.name for p in library.plans(key))
+    assert names == ["Counts *bold*", "Counts *bold* (copy)", "New plan"]
+    assert len(queries(at)) == 1
+
+    at.button(key=f"saved_plan_delete_{counts.id}").click().run()
+    no_problem(at)
+    assert any("Delete the plan" in w.value for w in at.warning)
+    assert library.get(counts.id) is not None          # not before the confirmation
+    at.button(key="saved_plan_delete_confirm").click().run()
+    no_problem(at)
+    assert library.get(counts.id) is None
+    assert sorted(p.name for p in library.plans(key)) == ["Counts *bold* (copy)", "New plan"]
+
+
+def test_another_tab_saves_and_this_tab_says_so(tmp_path):
+    path = tmp_path / "plans.sqlite"
+    tab_a = open_app("statistics.py", plans=path)
+    add_count(tab_a)
+    tab_b = open_app("statistics.py", plans=path)
+    assert len(queries(tab_b)) == 1
+    add_count(tab_b)                                   # B saves version 2
+    tab_a.switch_page("app_pages/plan.py").run()      # A's next run
+    no_problem(tab_a)
+    told = [i.value for i in tab_a.info if "another tab or window" in i.value]
+    assert len(told) == 1 and "you now see that version" in told[0], told
+    assert queries(tab_a) == queries(tab_b) and len(queries(tab_a)) == 2
+    tab_a.run()
+    assert not [i for i in tab_a.info if "another tab or window" in i.value]   # said once
+
+
+def test_a_damaged_plans_file_keeps_the_session_plan(tmp_path):
+    path = tmp_path / "plans.sqlite"
+    path.write_bytes(b"not a database" * 300)
+    at = open_app("statistics.py", plans=path)
+    add_count(at)
+    at.switch_page("app_pages/plan.py").run()
+    no_problem(at)
+    assert len(queries(at)) == 1
+    warned = [w.value for w in at.warning if "Plans are not being saved" in w.value]
+    assert warned and "damaged or is not a SQLite file" in warned[0], warned
+    assert path.read_bytes() == b"not a database" * 300
+
+
+def test_an_action_in_a_stale_tab_applies_to_the_other_tabs_version(tmp_path):
+    """B adds a query; A, not rerun since, adds one too (a callback): A is told, and the plan
+    keeps B's query and A's (nothing lost)."""
+    path = tmp_path / "plans.sqlite"
+    tab_a = open_app("statistics.py", plans=path)
+    add_count(tab_a)
+    tab_b = open_app("statistics.py", plans=path)
+    add_count(tab_b)
+    tab_a.button(key="stats_add_to_plan").click().run()
+    no_problem(tab_a)
+    assert any("changed in another tab or window" in i.value for i in tab_a.info)
+    assert len(queries(tab_a)) == 3
+    key = tab_a.session_state["dataset"].key
+    [saved] = PlanLibrary(path).plans(key)
+    assert [q.id for q in saved.queries()] == queries(tab_a)
+    assert queries(tab_a)[:2] == queries(tab_b)
+
+
+def test_a_selection_is_saved_without_its_true_counts_or_data_target(tmp_path):
+    """The Selection page's query keeps, in the session, the true counts and a target read
+    off them: neither reaches the plans file."""
+    path = tmp_path / "plans.sqlite"
+    at = open_app("selection.py", plans=path)
+    at.button(key="sel_add_to_plan").click().run()
+    no_problem(at)
+    key = at.session_state["dataset"].key
+    [entry] = at.session_state[PLANS][key]
+    scores = [float(s) for s in entry.context["scores"]]
+    assert entry.query.target is not None and entry.query.target.origin == "data"
+    [saved] = PlanLibrary(path).plans(key)
+    numbers = {float(n) for n in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", saved.plan_json)}
+    assert max(scores) > 100 and max(scores) not in numbers
+    assert entry.query.target.probability not in numbers
+    assert str(entry.query.target.probability).encode() not in path.read_bytes()
+    assert saved.queries()[0].target is None and saved.queries()[0].id == entry.query.id
+
+
+def test_an_imported_plan_is_saved(tmp_path):
+    path = tmp_path / "plans.sqlite"
+    at = open_app("plan.py", plans=path)
+    plan = adult_plan()
+    at.file_uploader(key="plan_import").set_value(("plan.json", plan.to_json().encode(),
+                                                    "application/json")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    [saved] = PlanLibrary(path).plans(at.session_state["dataset"].key)
+    assert saved.queries() == plan.queries
