@@ -608,7 +608,10 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
                            "upload the file again.")
     frame = pd.DataFrame(columns)
     release_cells = pd.DataFrame(texts, dtype=object)
-    empty_rows = frame.isna().all(axis=1).to_numpy()
+    # A row is empty when its own cells are: a non-number in a column read as numbers is
+    # missing in the frame, but whether the column is read as numbers depends on its other
+    # cells, so it must not decide whether this row exists.
+    empty_rows = release_cells.isna().all(axis=1).to_numpy()
     if empty_rows.all():
         raise DatasetError("Every row is empty or holds only missing markers (NA, NaN, "
                            "NULL…), so there is nothing to analyse. Fill in some values and "
@@ -717,7 +720,10 @@ def _release_texts(stripped: NDArray[np.object_], present: NDArray[np.bool_],
     came out as numbers or text (which depends on all its cells) changes nothing."""
     out = np.where(present & ~np.isinf(numbers), stripped, None)
     for i in np.flatnonzero((how == _GROUPED) | (how == _DECIMAL_COMMA)):
-        out[i] = repr(float(numbers[i])) if math.isfinite(numbers[i]) else None
+        x = float(numbers[i])
+        # a whole number as a plain one is written ("1,500" and "1500": one group key)
+        out[i] = (None if not math.isfinite(x) else
+                  str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x))
     return out
 
 

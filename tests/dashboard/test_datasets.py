@@ -619,7 +619,7 @@ def test_a_cell_reads_the_same_whatever_the_other_cells_hold(newcomer: str) -> N
                           + "\n").encode(), "b.tsv")
     assert alone.frame["amount"].tolist() == [1500] * 10
     assert joined.cells["amount"].tolist()[:10] == alone.cells["amount"].tolist()
-    assert alone.cells["amount"].tolist() == ["1500.0"] * 10
+    assert alone.cells["amount"].tolist() == ["1500"] * 10
     if newcomer != "x":      # with "x", 10 of 11 cells are numbers: the column is text
         assert joined.frame["amount"].tolist()[:10] == [1500.0] * 10
         assert joined.frame["amount"].tolist()[10] == float(newcomer.replace(",", "."))
@@ -640,6 +640,14 @@ def test_an_uploads_cells_are_kept_for_a_release_as_each_cell_reads() -> None:
     cells = loaded.cells
     assert list(cells.columns) == ["zip", "amount", "empty", "word"]
     assert cells["zip"].tolist() == ["01234", "A-12"]
-    assert cells["amount"].tolist() == ["1500.0", "7"]
+    assert cells["amount"].tolist() == ["1500", "7"]   # one key with a plain "1500"
     assert cells["empty"].tolist() == [None, None]
     assert cells["word"].tolist() == ["yes", "no"]
+
+
+def test_a_separated_number_is_written_as_a_plain_one_for_a_release() -> None:
+    data = b'k,v\n"1,500",1\n1500,2\n"2,5",3\n'
+    loaded = load_upload(data, "keys.tsv".replace("tsv", "csv"))
+    assert loaded.cells["k"].tolist() == ["1500", "1500", "2,5"]   # comma file: "2,5" no number
+    tab = load_upload(b"k\tv\n1,500\t1\n2,5\t2\n", "keys.tsv")
+    assert tab.cells["k"].tolist() == ["1500", "2.5"]

@@ -466,9 +466,11 @@ def test_a_newcomer_moves_a_csv_release_by_one(tmp_path, monkeypatch, duck) -> N
 # AN UPLOAD, END TO END: the cells a release reads do not depend on the column's guessed type
 
 
-def _upload_sums(monkeypatch, tmp_path, duck, files: list[bytes], name: str) -> list[float]:
-    """The true clamped sum of ``amount`` each upload's release draws (no noise), through the
-    app's own path: ``load_upload``, ``release_panel.source_of`` and ``release.run``."""
+def _upload_sums(monkeypatch, tmp_path, duck, files: list[bytes], name: str,
+                 query: Any = None, unit: PrivacyUnit | None = None) -> list[float]:
+    """The true clamped sum of ``amount`` (or ``query``'s input) each upload's release draws
+    (no noise), through the app's own path: ``load_upload``, ``release_panel.source_of`` and
+    ``release.run``."""
     from dashboard.data.upload import load_upload
     from dashboard.release_panel import content_hash_of, source_of
     from release import Ledger, run
@@ -482,8 +484,9 @@ def _upload_sums(monkeypatch, tmp_path, duck, files: list[bytes], name: str) -> 
 
     monkeypatch.setattr(Certified, "draw", record)
     plan = Plan(Dataset("upload"), (
-        PlanQuery("amount", "Amount", Sum("amount", Bounds(0.0, 2000.0, "public")),
-                  Noise("laplace", "pure", epsilon=1.0)),), PrivacyUnit("pid", 1))
+        PlanQuery("amount", "Amount",
+                  query or Sum("amount", Bounds(0.0, 2000.0, "public")),
+                  Noise("laplace", "pure", epsilon=1.0)),), unit or PrivacyUnit("pid", 1))
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         for data in files:
             loaded = load_upload(data, name)
@@ -517,3 +520,18 @@ def test_a_newcomer_cannot_move_an_uploads_numbers_by_turning_the_column_to_text
     second = "\n".join(["pid,amount", *rows, "newcomer,y"]).encode() + b"\n"
     before, after = _upload_sums(monkeypatch, tmp_path, duck, [first, second], "amounts.csv")
     assert before == after == 20 * 1500.0
+
+
+def test_a_newcomer_cannot_make_other_uploaded_rows_appear(tmp_path, monkeypatch, duck) -> None:
+    """One row per person; rows whose only value is "zzz" in a column of numbers were
+    missing in the typed frame while the column was numeric, so each counted as empty and
+    was dropped; one more such row took the column below 95 % numbers, it became text, and
+    all 53 rows appeared. A row is now empty only when its own cells are (found by the
+    privacy review)."""
+    rows = [f"{i % 7}," for i in range(1000)] + ["zzz,"] * 52
+    first = "\n".join(["x,y", *rows]).encode() + b"\n"
+    second = "\n".join(["x,y", *rows, "zzz,"]).encode() + b"\n"
+    before, after = _upload_sums(monkeypatch, tmp_path, duck, [first, second], "rows.csv",
+                                 query=Count(), unit=PrivacyUnit())
+    assert before == 1052.0
+    assert after - before == 1.0
