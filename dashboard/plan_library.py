@@ -106,6 +106,18 @@ def queries_json(queries: tuple[model.PlanQuery, ...]) -> str:
                       ensure_ascii=False, allow_nan=False)
 
 
+def _keep_drawn(stored: SavedPlan, queries: tuple[model.PlanQuery, ...]
+                ) -> tuple[model.PlanQuery, ...]:
+    """``queries``, with the stored version's max rows query first if they have none."""
+    if any(isinstance(q.query, model.MaxRows) for q in queries):
+        return queries
+    try:
+        drawn = next((q for q in stored.queries() if isinstance(q.query, model.MaxRows)), None)
+    except PlanLibraryError:
+        return queries
+    return queries if drawn is None else (drawn, *queries)
+
+
 def queries_from_json(text: str) -> tuple[model.PlanQuery, ...]:
     """The queries of a saved plan; ``PlanLibraryError`` if the text is not one."""
     try:
@@ -235,11 +247,19 @@ class PlanLibrary:
              name: str, expected_version: int) -> tuple[SavedPlan, SavedPlan | None]:
         """Save ``queries`` as the plan's next version (a later save wins). Returns the saved
         plan and, when the stored version was not ``expected_version`` (another tab saved
-        it since), the version this save replaced. A plan deleted meanwhile is saved anew."""
-        text, now = queries_json(queries), _now()
+        it since), the version this save replaced. A plan deleted meanwhile is saved anew.
+
+        A later save never drops max rows drawn in another tab: the planner saw those draws,
+        so they stay in the plan to be charged (``plan.kinds.max_rows``). When the version
+        replaced holds a max rows query and ``queries`` none, it is kept first in the plan
+        (compare :meth:`SavedPlan.queries` of the result with ``queries``)."""
+        now = _now()
         with self._connection("saving the plan", write=True) as c:
             before = self._row(c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE id = ?",
                                          (int(plan_id),)).fetchone())
+            if before is not None and before.version != expected_version:
+                queries = _keep_drawn(before, queries)
+            text = queries_json(queries)
             if before is None:
                 cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, "
                                    "updated) VALUES (?, ?, ?, 1, ?)",

@@ -227,6 +227,11 @@ def _save(data_key: str) -> None:
     if replaced is not None:
         _notify(data_key, f"This plan was also changed in another tab or window at "
                           f"{replaced.updated_hhmm}; your change was saved over that version.")
+        kept = new.queries()
+        if len(kept) > len(queries):   # max rows drawn there stay, to be charged
+            _plans()[data_key] = (Entry(kept[0]), *_plans().get(data_key, ()))
+            _notify(data_key, "The max rows drawn in the other tab or window stay in this "
+                              "plan: every draw seen is charged when the plan is released.")
     _remember(data_key, new)
 
 

@@ -144,3 +144,23 @@ def test_a_file_removed_while_in_use_is_created_afresh(library, queries):
     library.path.unlink()
     assert library.plans("adult") == []
     assert library.create("adult", "After", queries[:1]).name == "After"
+
+
+def test_a_stale_save_keeps_max_rows_drawn_in_another_tab(library, queries):
+    """Tab A drew max rows (its draws were seen: they must be charged); tab B, still on the
+    version before, saves its edit over it. The later save wins, but the max rows query
+    stays, first, with every draw's ε (found by the privacy review: it was dropped)."""
+    from plan.model import MaxRows, PlanQuery
+
+    drawn = PlanQuery("max-rows", "Max rows", MaxRows(0.9, 50, 4, (0.1, 0.2)), None)
+    first = library.create("adult", "Plan", queries[:2])
+    library.save(first.id, (drawn, *queries[:2]), dataset="adult", name="Plan",
+                 expected_version=first.version)                      # tab A
+    saved, replaced = library.save(first.id, queries[:1], dataset="adult", name="Plan",
+                                   expected_version=first.version)    # tab B, stale
+    assert replaced is not None
+    assert [q.id for q in saved.queries()] == ["max-rows", queries[0].id]
+    assert saved.queries()[0].query.epsilons == (0.1, 0.2)
+    again, _ = library.save(first.id, queries[:1], dataset="adult", name="Plan",
+                            expected_version=saved.version)           # not stale: as asked
+    assert [q.id for q in again.queries()] == [queries[0].id]
