@@ -47,6 +47,9 @@ class MeanKind(BoundedColumnKind):
     statistic = "mean"
     made_of_parts = True
     relative_error = True
+    split_by_share = True
+    clamps_to_bounds = True
+    made_of = "a noisy sum divided by a noisy count"
     release_rules = (MEAN_RULE,)
 
     def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:
