@@ -142,6 +142,10 @@ class QueryKind:
     clamps_to_bounds: ClassVar[bool] = False
     #: how its noisy parts make it, in a page's words ("" : it is computed from its parts)
     made_of: ClassVar[str] = ""
+    #: its sums are of deviations from the bounds' midpoint and of their squares (a variance)
+    centred: ClassVar[bool] = False
+    #: why a page's error chart of it is a simulation only ("" : its error has a closed form)
+    error_note: ClassVar[str] = ""
 
     @property
     def value_noun(self) -> str:

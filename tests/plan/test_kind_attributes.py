@@ -43,3 +43,23 @@ def test_a_group_by_splits_by_a_share_only_for_its_means():
     assert not kind.splits_by_share(sums) and not kind.splits_by_share(counts)
     assert KINDS["mean"].splits_by_share(model.Mean("age", bounds))
     assert not KINDS["sum"].splits_by_share(model.Sum("age", bounds))
+
+
+@pytest.mark.parametrize("target, by_probability", [
+    (model.Target("selection", probability=0.9), True),
+    (model.Target("error", alpha=1.0, beta=0.05), False),
+    (model.Target("rank", alpha=2.0, beta=0.05), False)])
+def test_a_selection_target_is_the_one_stated_as_a_probability(target, by_probability):
+    assert target.by_probability is by_probability
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_only_the_variance_sums_deviations_from_the_midpoint(name):
+    assert KINDS[name].centred is (name == "variance")
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_the_kinds_made_of_parts_say_why_their_error_chart_is_simulated(name):
+    note = KINDS[name].error_note
+    assert bool(note) is KINDS[name].made_of_parts
+    assert not note or f"A noisy {name} " in note and "no closed-form distribution" in note
