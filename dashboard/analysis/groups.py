@@ -44,14 +44,6 @@ NOISES = {"laplace": "Laplace (ε: pure DP on the counts)",
           "gaussian": "Gaussian (ρ: zCDP on the counts)"}
 #: The statistic per group: each the query kind of one number (``plan.kinds.KINDS``).
 STATISTICS = {"count": "Count per group", "sum": "Sum per group", "mean": "Mean per group"}
-
-
-def of_a_column(statistic: str) -> bool:
-    """Whether a statistic per group reads a column clamped to bounds (a sum, a mean; a count
-    reads none)."""
-    return not KINDS[statistic].counts_rows
-
-
 #: Most groups the page lists (keys of two columns multiply).
 MAX_GROUPS = 10_000
 #: Most groups the noisy-against-true chart draws (the largest, in the table's order).
@@ -68,6 +60,12 @@ OUTSIDE = {"separate": "in their own cells: below and above the edges",
            "clamp": "into the first or last bin"}
 #: Bins between the public bounds when no edges are declared.
 EVEN_BINS = 10
+
+
+def of_a_column(statistic: str) -> bool:
+    """Whether a statistic per group reads a column clamped to bounds (a sum, a mean; a count
+    reads none)."""
+    return not KINDS[statistic].counts_rows
 
 
 def group_columns(loaded: LoadedDataset) -> list[str]:
