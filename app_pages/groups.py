@@ -63,7 +63,7 @@ with ask:
     if len(by) == 2:
         st.caption("By two columns the page releases counts (sums and means by one column).")
     column = lower = upper = None
-    if statistic != "count":
+    if ga.of_a_column(statistic):
         column = controls.select("Of the column", numeric, key="groups_column",
                                  in_url=not upload)
         domain = loaded.domains.get(column)

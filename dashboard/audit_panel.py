@@ -15,6 +15,7 @@ from dashboard import controls
 from dashboard.analysis import audit as aud
 from dashboard.charts.audit import claim_check
 from dashboard.text import plain
+from plan.kinds import KINDS
 
 _INTRO = ("An empirical audit: the mechanism is run many times on two neighbouring inputs "
           "(the worst case its privacy claim must survive), and how often fixed events happen "
@@ -133,8 +134,8 @@ def statistics_audit(frame: pd.DataFrame, dataset_key: str, spec, choice, *,
     for target, outcome in zip(targets, outcomes, strict=False):
         notes += aud.power_notes(outcome, mechanism=target.mechanism)
     if len(targets) > 1:
-        made = ("The mean is a noisy sum divided by a noisy count" if spec.query == "mean" else
-                f"The {spec.query} is computed from {len(targets)} noisy parts")
+        made = f"The {spec.query} is " + (KINDS[spec.query].made_of
+                                            or f"computed from {len(targets)} noisy parts")
         notes.append(f"{made}: each part is audited against its own share of the budget. That "
                      "the shares add up to the whole (sequential composition) and that "
                      "combining them costs nothing (post-processing) are theorems; the audit "

@@ -665,6 +665,11 @@ class Target:
     probability: float | None = None
     origin: Origin = "typed"
 
+    @property
+    def by_probability(self) -> bool:
+        """A ``selection`` target: a probability of picking the true best (no ±alpha)."""
+        return self.kind == "selection"
+
     def check(self, path: str) -> None:
         _choice(self.kind, TARGET_KINDS, f"{path}.kind")
         _choice(self.origin, ORIGINS, f"{path}.origin")

@@ -111,40 +111,13 @@ QUERY_ALLOWED = {
     # the Noisy statistics page and its analysis (not yet moved)
     ("app_pages/statistics.py", "count"), ("app_pages/statistics.py", "mean"),
     ("app_pages/statistics.py", "variance"), ("app_pages/statistics.py", "histogram"),
-    ("dashboard/audit_panel.py", "mean"),
-    ("dashboard/analysis/audit.py", "mean"),
-    ("dashboard/analysis/bounds_cost.py", "count"), ("dashboard/analysis/bounds_cost.py", "sum"),
-    ("dashboard/analysis/bounds_cost.py", "histogram"),
-    ("dashboard/analysis/stats_downloads.py", "histogram"),
-    ("dashboard/analysis/stats_downloads.py", "mean"),
     ("dashboard/analysis/stats_parts.py", "count"), ("dashboard/analysis/stats_parts.py", "sum"),
     ("dashboard/analysis/stats_parts.py", "mean"),
     ("dashboard/analysis/stats_parts.py", "histogram"),
     ("dashboard/analysis/stats_parts.py", "variance"),
-    ("dashboard/analysis/stats_plan.py", "count"), ("dashboard/analysis/stats_plan.py", "sum"),
-    ("dashboard/analysis/stats_plan.py", "mean"), ("dashboard/analysis/stats_plan.py", "variance"),
-    ("dashboard/analysis/stats_plan.py", "histogram"),
     ("dashboard/analysis/stats_query.py", "count"), ("dashboard/analysis/stats_query.py", "sum"),
     ("dashboard/analysis/stats_query.py", "variance"),
     ("dashboard/analysis/stats_query.py", "histogram"),
-    ("dashboard/analysis/stats_wording.py", "count"),
-    ("dashboard/analysis/stats_wording.py", "sum"),
-    ("dashboard/analysis/stats_wording.py", "mean"),
-    ("dashboard/analysis/stats_wording.py", "variance"),
-    ("dashboard/analysis/stats_wording.py", "histogram"),
-    # Add to plan: the pages' queries entered as plan queries (the one place a page's query
-    # becomes a kind's dataclass)
-    ("dashboard/analysis/plan_entries.py", "count"),
-    ("dashboard/analysis/plan_entries.py", "sum"),
-    ("dashboard/analysis/plan_entries.py", "mean"),
-    ("dashboard/analysis/plan_entries.py", "variance"),
-    ("dashboard/analysis/plan_entries.py", "histogram"),
-    # the Groups page's statistic (count or mean) and the plan page's selection targets
-    ("app_pages/groups.py", "count"),
-    ("dashboard/analysis/groups.py", "count"), ("dashboard/analysis/groups.py", "sum"),
-    ("dashboard/analysis/groups.py", "mean"),
-    ("dashboard/analysis/release_plan.py", "selection"),
-    ("dashboard/analysis/release_plan.py", "mean"),
 }
 
 

@@ -21,6 +21,7 @@ from dpcore.measures import ApproxDP
 from dpcore.mechanisms.base import AdditiveMechanism
 from dpcore.mechanisms.catalogue import audit_claim, spec_of
 from dpcore.selection import noisy_max_privacy, noisy_max_scale, noisy_top_k
+from plan.kinds import KINDS
 
 #: Samples per side (and per pair of neighbours) of one audit on Noisy statistics: one click
 #: takes about a second for the additive mechanisms (bench/ measures it; see the README).
@@ -108,7 +109,7 @@ def statistics_targets(frame: pd.DataFrame, spec: stats.QuerySpec, choice, *,
     plan = stats.make_plan(frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
     if plan.closed_form:
         return (AuditTarget(choice.label(), plan.release),)
-    if spec.query == "mean":
+    if KINDS[spec.query].split_by_share:
         sum_part, count_part = plan.parts
         return (AuditTarget(f"the noisy sum ({sum_share:.0%} of the budget: "
                             f"{sum_part.privacy.describe()})", sum_part, "Sum"),

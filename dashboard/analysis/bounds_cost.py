@@ -31,6 +31,7 @@ from dpcore.contributions import (
 )
 from dpcore.quantiles import rows_quantile_probabilities, sample_max_rows
 from engine import PersonCells, RowsPerPerson
+from plan.kinds import KINDS
 
 #: The queries whose cost is broken down (a mean's error is a ratio's: not split here).
 SUPPORTED = ("count", "sum", "histogram")
@@ -90,8 +91,8 @@ def _engine_cells(relation, spec: QuerySpec, categories: tuple[object, ...] | No
     any size), and a histogram's labels: the categories with rows, sorted as text (the
     groups are numbered in that order). Rows without a person id, or without a value or
     category, are left out (they change no answer)."""
-    person = spec.contribution.person
-    if spec.query == "sum":
+    person, per_cell = spec.contribution.person, KINDS[spec.query].per_cell
+    if not per_cell:   # a sum's values
         agg = relation.answer(PersonCells(person, spec.column, spec.lower, spec.upper))
     else:
         agg = relation.answer(PersonCells(person, spec.column, categories=tuple(
@@ -99,7 +100,7 @@ def _engine_cells(relation, spec: QuerySpec, categories: tuple[object, ...] | No
     if agg.rows.size == 0:
         raise ValueError("no row has both a person id and a value: nothing to break down")
     group, labels = agg.group, None
-    if spec.query == "histogram":
+    if per_cell:
         present = np.unique(agg.group)
         names = np.array([str(categories[g]) for g in present], dtype=object)
         order = np.argsort(names.astype(str), kind="stable")
@@ -118,7 +119,8 @@ def _engine_cells(relation, spec: QuerySpec, categories: tuple[object, ...] | No
 
 def _cells(loaded: LoadedDataset, spec: QuerySpec, categories: tuple[object, ...] | None
            ) -> tuple[ContributionCells, int, tuple[str, ...] | None]:
-    if spec.query == "count":
+    kind = KINDS[spec.query]
+    if kind.counts_rows and not kind.per_cell:   # the count: rows per person
         return (*_count_cells(loaded.relation, spec.contribution.person), None)
     return _engine_cells(loaded.relation, spec, categories)
 
@@ -147,10 +149,11 @@ def bounds_cost(_loaded: LoadedDataset, data_key: str, spec: QuerySpec, choice: 
     sensitivity = plan.answer.l1_sensitivity if norm == "l1" else plan.answer.l2_sensitivity
     categories = spec.categories if spec.categories is not None else plan.labels
     cells, left_out, labels = _cells(_loaded, spec, categories)
-    k = bound.max_groups if spec.query == "histogram" else None
+    kind = KINDS[spec.query]
+    k = bound.max_groups if kind.per_cell else None
     breakdown = error_breakdown(cells, max_rows=bound.max_rows, max_groups=k,
                                 noise_sd=noise_sd)
-    magnitude = 1.0 if spec.query != "sum" else max(abs(spec.lower), abs(spec.upper))
+    magnitude = 1.0 if kind.counts_rows else max(abs(spec.lower), abs(spec.upper))
     largest = int(cells.person_rows.max() if k is None else cells.rows.max())
     sweep = max_rows_sweep(cells, sweep_bounds(largest, bound.max_rows), max_groups=k,
                            unit_noise_sd=noise_sd / sensitivity, norm=norm,

@@ -34,6 +34,7 @@ from dpcore.quantiles import MAX_BINS, bin_labels
 from engine import Binned, CategoryCounts, CategoryTable, GroupedSum
 from plan import model
 from plan.build import Built, Part, PartitionThreshold, build
+from plan.kinds import KINDS
 from plan.kinds.base import means_of
 
 #: The page's choices of noise on the counts, named as partition selection's noises
@@ -41,6 +42,7 @@ from plan.kinds.base import means_of
 #: them as they are (``plan_entries.groups_query``).
 NOISES = {"laplace": "Laplace (ε: pure DP on the counts)",
           "gaussian": "Gaussian (ρ: zCDP on the counts)"}
+#: The statistic per group: each the query kind of one number (``plan.kinds.KINDS``).
 STATISTICS = {"count": "Count per group", "sum": "Sum per group", "mean": "Mean per group"}
 #: Most groups the page lists (keys of two columns multiply).
 MAX_GROUPS = 10_000
@@ -58,6 +60,12 @@ OUTSIDE = {"separate": "in their own cells: below and above the edges",
            "clamp": "into the first or last bin"}
 #: Bins between the public bounds when no edges are declared.
 EVEN_BINS = 10
+
+
+def of_a_column(statistic: str) -> bool:
+    """Whether a statistic per group reads a column clamped to bounds (a sum, a mean; a count
+    reads none)."""
+    return not KINDS[statistic].counts_rows
 
 
 def group_columns(loaded: LoadedDataset) -> list[str]:
@@ -241,7 +249,7 @@ def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
     keys = [facts.engine_categories(relation, c, tuple(k)) for c, k in zip(spec.by, keys,
                                                                               strict=True)]
     labels = [tuple(str(v) for v in k) for k in keys]
-    if spec.statistic != "count":
+    if of_a_column(spec.statistic):   # sums and counts per group
         agg = relation.answer(GroupedSum(spec.by[0], keys[0], spec.column, spec.lower,
                                          spec.upper, bound))
         return labels[0], np.asarray(agg.rows, float), np.asarray(agg.totals, float)
@@ -444,7 +452,7 @@ def accuracy_sentence(chart: GroupsChart, spec: GroupsSpec) -> str:
     text = (f"**In each group, {CONFIDENCE:.0%} of the releases this page draws land within "
             f"±{figures.upper(chart.alpha, 4)} of the true {chart.what}** (α = {law}, "
             f"β = {1 - CONFIDENCE:.0%}: the noise's exact law, not a simulation).")
-    if chart.what == "sum" and spec.statistic == "mean":
+    if KINDS[spec.statistic].split_by_share:   # its chart shows the sums (chart_values)
         text += " The chart shows the sums: the mean is the noisy sum over the noisy count."
     return text
 

@@ -23,7 +23,8 @@ from dpcore.figures import upper as round_up
 from dpcore.mechanisms import CATALOGUE
 from plan import model
 from plan.build import Built, build
-from plan.kinds.variance import Variance
+from plan.kinds import KINDS
+from plan.kinds.bounded import BoundedColumnKind
 
 __all__ = ["plan_unit", "bounds_of", "categories_of", "default_target", "statistics_query",
            "tables_query", "groups_query", "quantiles_query", "selection_query", "NotPlannable"]
@@ -172,21 +173,22 @@ def statistics_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, query: 
                      sum_share: float = 0.5,
                      answer_range: tuple[float, float] | None = None) -> model.PlanQuery:
     """The Noisy statistics page's query."""
-    bounds = None
-    if query == "count":
-        spec: model.QuerySpec = model.Count()
-        label = "Number of rows"
-    elif query in ("sum", "mean", "variance"):
-        bounds = bounds_of(loaded, column, lower, upper)
-        spec = (model.Sum(column, bounds) if query == "sum"
-                else model.Mean(column, bounds, float(sum_share)) if query == "mean"
-                else Variance(column, bounds))
-        label = f"{query.capitalize()} of {column}"
-    elif query == "histogram":
-        spec = model.Histogram(column, categories_of(loaded, column, categories))
-        label = f"Counts of {column}"
-    else:
+    from dashboard.analysis.stats_query import QUERIES
+
+    if query not in QUERIES:
         raise NotPlannable(f"unknown query {query!r}")
+    bounds, kind = None, KINDS[query]
+    if isinstance(kind, BoundedColumnKind):   # a sum, a mean, a variance of a clamped column
+        bounds = bounds_of(loaded, column, lower, upper)
+        spec: model.QuerySpec = (kind.spec(column, bounds, float(sum_share))
+                                 if kind.split_by_share else kind.spec(column, bounds))
+        label = f"{query.capitalize()} of {column}"
+    elif kind.per_cell:   # a histogram
+        spec = kind.spec(column, categories_of(loaded, column, categories))
+        label = f"Counts of {column}"
+    else:   # the count
+        spec = kind.spec()
+        label = "Number of rows"
     noise = _with_range(_noise(choice), answer_range,
                         _range_origin(loaded, answer_range, bounds))
     punit = plan_unit(unit)
@@ -242,7 +244,8 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
                                        _groups_noise(noise, budget), "groups"), punit)
     key = by[0]
     declared = categories_of(loaded, key, keys[0]) if public else None
-    bounds = None if statistic == "count" else bounds_of(loaded, column, lower, upper)
+    counts = KINDS[statistic].counts_rows   # the statistic is a kind of one number
+    bounds = None if counts else bounds_of(loaded, column, lower, upper)
     half = budget / 2
     label = f"{statistic.capitalize()} by {key}" + ("" if column is None else f" of {column}")
     if public:   # the whole budget (a mean's split between its sum and its count)
@@ -256,12 +259,12 @@ def groups_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, by: Sequenc
             f"groups per person\" and set \"Max groups per person\"; or declare the "
             f"categories of {key!r} in the Data page's \"Declared schema\" (then the groups "
             "are public and need no threshold)")
-    count_budget = budget if statistic == "count" else half
+    count_budget = budget if counts else half
     threshold = (model.Threshold(noise, float(delta), rho=float(count_budget))
                  if uses_rho(noise)
                  else model.Threshold(noise, float(delta), epsilon=float(count_budget)))
     spec = model.GroupBy(key, statistic, column, bounds, None)
-    mech = None if statistic == "count" else _groups_noise(noise, half)
+    mech = None if counts else _groups_noise(noise, half)
     return _finish(model.PlanQuery("q", label + " (groups found privately)", spec, mech,
                                    "groups", threshold), punit)
 

@@ -34,6 +34,7 @@ from dpcore.plan_risk import describe_plan_risk, plan_max_posterior, plan_tradeo
 from dpcore.selection import prob_best_selected
 from plan import model
 from plan.build import Built, NoisyMax, PartitionThreshold, build_plan
+from plan.kinds import kind_of
 from release.accounting import total_up
 
 __all__ = ["PAGES", "ROW_COLUMNS", "budget_text", "target_text", "releases_of", "make_plan",
@@ -90,7 +91,7 @@ def budget_text(query: model.PlanQuery) -> str:
 
 
 def target_text(target: model.Target) -> str:
-    if target.kind == "selection":
+    if target.by_probability:
         return f"the true most common picked with probability ≥ {target.probability:g}"
     unit = " ranks" if target.kind == "rank" else ""
     return f"within ±{target.alpha:g}{unit} with probability ≥ {1 - target.beta:g}"
@@ -144,7 +145,7 @@ def allocation_target(query: model.PlanQuery, built: Built,
         return allocation.AccuracyTarget(m.kind, built.parts[0].sensitivity, t.alpha, t.beta,
                                          options=options)
     scores = context.get("scores")
-    if (isinstance(m, model.SelectionNoise) and t.kind == "selection" and m.measure == "pure"
+    if (isinstance(m, model.SelectionNoise) and t.by_probability and m.measure == "pure"
             and isinstance(query.query, model.Selection) and query.query.k == 1
             and scores is not None):
         return allocation.SelectionTarget(tuple(scores), m.noise, t.probability,
@@ -161,8 +162,7 @@ def _why_not_judged(query: model.PlanQuery) -> str:
     m = query.mechanism
     if isinstance(m, model.Noise) and m.measure == "zcdp":
         return "zCDP query: keeps its ρ"
-    if isinstance(query.query, model.Mean) or (isinstance(query.query, model.GroupBy)
-                                               and query.query.statistic == "mean"):
+    if kind_of(query.query).splits_by_share(query.query):   # a mean, a group-by's means
         return "a mean (two noisy parts): keeps its budget"
     if query.threshold is not None:
         return "partition selection: keeps its budget"
@@ -195,7 +195,7 @@ def _accuracy_now(query: model.PlanQuery, built: Built, target: allocation.Targe
     if (isinstance(m, NoisyMax) and isinstance(query.query, model.Selection)
             and query.query.k == 1 and scores is not None):
         p = float(prob_best_selected(np.asarray(scores, float), scale=m.scale, noise=m.noise))
-        met = None if t is None or t.kind != "selection" else p >= t.probability
+        met = None if t is None or not t.by_probability else p >= t.probability
         return f"P(correct) {percent_lower(p)}", met
     return "—", None
 
@@ -215,9 +215,9 @@ def plan_rows(plan: model.Plan, built: Sequence[Built],
             DELTA: (getattr(budget_source, "delta", None) if not isinstance(
                 budget_source, model.Threshold) else budget_source.delta),
             RHO: getattr(budget_source, "rho", None),
-            ALPHA: None if t is None or t.kind == "selection" else t.alpha,
-            BETA: None if t is None or t.kind == "selection" else t.beta,
-            PROB: t.probability if t is not None and t.kind == "selection" else None,
+            ALPHA: None if t is None or t.by_probability else t.alpha,
+            BETA: None if t is None or t.by_probability else t.beta,
+            PROB: t.probability if t is not None and t.by_probability else None,
             NOW: now, MET: "—" if met is None else ("yes" if met else "NO"),
             REMOVE: False})
     frame = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
@@ -264,7 +264,7 @@ def _edited_target(query: model.PlanQuery, alpha: float | None, beta: float | No
         return None
     else:
         kind = "rank" if isinstance(query.query, model.Quantiles) else "error"
-        if old is not None and old.kind != "selection":
+        if old is not None and not old.by_probability:
             kind = old.kind
         new = model.Target(kind, alpha=alpha, beta=0.05 if beta is None else beta)
     # an untouched target keeps where it came from (a default read off the data stays so)

@@ -16,6 +16,7 @@ from dashboard.analysis.stats_plan import ReleasePlan, make_plan, query_stream, 
 from dashboard.analysis.stats_query import QuerySpec, neighbours_of
 from dashboard.choices import PrivacyChoice
 from dashboard.exports import SIMULATION, simulation_fields
+from plan.kinds import KINDS
 
 if TYPE_CHECKING:
     from dashboard.analysis.stats_errors import MechanismRun
@@ -38,10 +39,10 @@ def release_values(runs: Sequence[MechanismRun], spec: QuerySpec) -> pd.DataFram
     file that may be published must hold noisy values only. Values are full precision (the
     page rounds them for display).
     """
-    noun = "count" if spec.query == "histogram" else spec.query
-    noisy = {f"Noisy {noun} ({run.name})": np.asarray(run.release, dtype=np.float64).reshape(-1)
-             for run in runs}
-    if spec.query == "histogram":
+    kind = KINDS[spec.query]
+    noisy = {f"Noisy {kind.value_noun} ({run.name})":
+             np.asarray(run.release, dtype=np.float64).reshape(-1) for run in runs}
+    if kind.per_cell:
         label = _unique_header(str(spec.column), list(noisy))
         first = pd.DataFrame({label: [str(c) for c in runs[0].labels or ()]})
     else:
@@ -78,7 +79,8 @@ def _mechanism_fields(plan: ReleasePlan) -> dict:
                          "privacy": _privacy_fields(part.mechanism.privacy)}
              for part in plan.built_parts}
     total = plan.release.privacy
-    share = {"sum_share": float(plan.sum_share)} if plan.spec.query == "mean" else {}
+    share = ({"sum_share": float(plan.sum_share)} if KINDS[plan.spec.query].split_by_share
+             else {})
     return fields | share | parts | {"privacy": _privacy_fields(total)}
 
 
@@ -108,7 +110,7 @@ def describe_release(plans: Sequence[ReleasePlan], *, dataset: str, trials: int,
         "release_random_stream": random_stream,
         SIMULATION: simulation_fields(random_stream),
     }
-    if spec.query == "histogram":
+    if KINDS[spec.query].per_cell:
         parameters["categories"] = [str(c) for c in first.labels or ()]
         parameters["categories_from"] = ("the column's public list" if spec.categories
                                          is not None else "the data (this reveals which "

@@ -20,6 +20,8 @@ from dashboard.exports import noise_stream
 from dpcore.checks import check_int
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.queries import QueryAnswer
+from plan.kinds import KINDS
+from plan.kinds.bounded import BoundedColumnKind
 
 #: The error chart spans the errors of all but this share of releases (by the closed form):
 #: wide enough to show the tails, narrow enough that the bulk fills many bins.
@@ -36,19 +38,19 @@ PILOT_STREAM = [2, 9, 9]
 def answer_query(frame: pd.DataFrame, spec: QuerySpec) -> QueryAnswer | tuple[QueryAnswer,
                                                                               QueryAnswer]:
     """The true answer with its sensitivity (for the mean: the sum and count parts)."""
-    bound = spec.contribution
-    if spec.query == "count":
-        return truth.count(frame, contribution=bound)
-    if spec.query == "sum":
-        return truth.bounded_sum(frame, spec.column, lower=spec.lower, upper=spec.upper,
-                                 contribution=bound)
+    if spec.query not in QUERIES:
+        raise ValueError(f"query must be one of {', '.join(QUERIES)}; got {spec.query!r}")
+    bound, kind = spec.contribution, KINDS[spec.query]
     if spec.query in PART_QUERIES:   # the clamped sum and the count of values
         return truth.bounded_mean_parts(frame, spec.column, lower=spec.lower,
                                         upper=spec.upper, contribution=bound)
-    if spec.query == "histogram":
+    if isinstance(kind, BoundedColumnKind):   # one clamped sum
+        return truth.bounded_sum(frame, spec.column, lower=spec.lower, upper=spec.upper,
+                                 contribution=bound)
+    if kind.per_cell:   # a count per category
         return truth.histogram(frame, spec.column, categories=spec.categories,
                                contribution=bound)
-    raise ValueError(f"query must be one of {', '.join(QUERIES)}; got {spec.query!r}")
+    return truth.count(frame, contribution=bound)
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,7 +120,7 @@ class ReleasePlan:
     def clamped_to(self) -> tuple[float, float] | None:
         """The range a released mean is clamped to (its bounds: ``means_of``); None for the
         other queries."""
-        if self.spec.query != "mean":
+        if not KINDS[self.spec.query].clamps_to_bounds:
             return None
         return self.release.lower, self.release.upper
 
@@ -175,7 +177,7 @@ class ReleasePlan:
             if self.choice.spec.needs_range:  # the output stays in [lower, upper]
                 low = max(low, float(np.min(self.release.lower - self.true_value)))
                 high = min(high, float(np.max(self.release.upper - self.true_value)))
-        elif self.spec.query == "variance":
+        elif self.clamped_to is None:   # a variance (kept within [0, h²], not the bounds)
             pilot = self.sample(PILOT_TRIALS, np.random.default_rng(PILOT_STREAM))
             low, high = (float(q) for q in np.quantile(pilot - float(self.true_value),
                                                        [beta / 2, 1 - beta / 2]))

@@ -18,6 +18,7 @@ from dashboard.choices import PrivacyChoice
 from dashboard.shown import count, percent_down, up
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.risk import percent
+from plan.kinds import KINDS
 
 if TYPE_CHECKING:
     from dashboard.analysis.stats_errors import MechanismRun
@@ -31,10 +32,6 @@ SENSITIVITY_NORMS = {
     "L2": "L2 is the square root of the sum of the squared changes, which "
           f"{choices.norm_names('L2')} noise is calibrated to",
 }
-
-
-#: The queries whose answer is a number of people: shown whole.
-COUNT_QUERIES = ("count", "histogram")
 
 
 def fmt_value(x: float) -> str:
@@ -61,9 +58,8 @@ def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
         one = fmt_value(bound.max_rows)
         who = (f"each person keeps at most {bound.max_rows:,} rows (the rest are dropped "
                "first), so adding or removing one person")
-    if spec.query == "count":
-        return one, f"{who} changes the count by at most {one}"
-    if spec.query == "histogram":
+    kind = KINDS[spec.query]
+    if kind.per_cell:   # a count per category
         shown = fmt_value(answer.l1_sensitivity if norm == "L1" else answer.l2_sensitivity)
         groups = ("" if bound is None or bound.max_groups is None else
                   f" in at most {bound.max_groups:,} categories")
@@ -71,8 +67,10 @@ def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
                   f"changes the counts{groups} by at most L1 = "
                   f"{fmt_value(answer.l1_sensitivity)}, L2 = {fmt_value(answer.l2_sensitivity)}")
         return shown, f"{who} {change} ({norm} sensitivity {shown}; {SENSITIVITY_NORMS[norm]})"
+    if kind.counts_rows:
+        return one, f"{who} changes the count by at most {one}"
     rows = "" if bound is None else f"{one} × "
-    if spec.query == "variance":
+    if kind.centred:   # the variance's count, sums of deviations and of squares
         half = (answer.upper - answer.lower) / 2
         mid = (answer.upper + answer.lower) / 2
         dev, sq = (fmt_value(p.sensitivity) for p in plan.built_parts[1:])
@@ -84,7 +82,7 @@ def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
     total = fmt_value(answer.l1_sensitivity)
     why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so {who} changes the "
            f"sum by at most {rows}max(|lower|, |upper|) = {total}")
-    if spec.query == "sum":
+    if not kind.split_by_share:   # the sum
         return total, why
     return f"sum {total}, count {one}", why + f", and the count by at most {one}"
 
@@ -105,7 +103,8 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
         noise = _scale_text(plan.release, plan.choice)
         return sensitivity, scale, f"Sensitivity {sensitivity}: {why}. Noise: {noise}."
     total = plan.release.privacy
-    if plan.spec.query == "variance":
+    kind = KINDS[plan.spec.query]
+    if kind.centred:
         names, parts = plan.part_names, plan.parts
         scale = ", ".join(f"{n} {fmt_value(m.scale)}" for n, m in zip(names, parts, strict=True))
         each = "; ".join(f"{n} ({m.privacy.describe()}, scale {fmt_value(m.scale)})"
@@ -121,7 +120,7 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
     sum_mech, count_mech = plan.parts
     scale = f"sum {fmt_value(sum_mech.scale)}, count {fmt_value(count_mech.scale)}"
     explanation = (
-        f"Sensitivity {sensitivity}: {why}. The mean is a noisy sum divided by a noisy count; "
+        f"Sensitivity {sensitivity}: {why}. The {plan.spec.query} is {kind.made_of}; "
         f"budget split: {plan.sum_share:.0%} to the sum ({sum_mech.privacy.describe()}, scale "
         f"{fmt_value(sum_mech.scale)}) and {1 - plan.sum_share:.0%} to the count "
         f"({count_mech.privacy.describe()}, scale {fmt_value(count_mech.scale)}); together "
@@ -136,8 +135,9 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
 def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
     """e.g. '95% of releases are within ±2.996 of the true count (Laplace, closed form).'"""
     alpha, exact = run.alpha_at(confidence)
-    what = {"count": "count", "histogram": "count"}.get(run.query, run.query)
-    if exact and run.query == "histogram":
+    kind = KINDS[run.query]
+    what = kind.value_noun
+    if exact and kind.per_cell:
         cells = int(run.true_value.size)
         return (f"In each category, {confidence:.0%} of releases are within ±{up(alpha)} "
                 f"of the true count ({run.name}, closed form). All {cells:,} categories at "
@@ -213,16 +213,11 @@ def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
                                                            for run in runs) else "")
     notes = [f"Bars: the simulated errors{line}; shaded: ±α at {confidence:.0%}. "
              f"{outside:.2%} of releases fall outside the chart."]
-    if runs[0].query == "histogram":
+    kind = KINDS[runs[0].query]
+    if kind.per_cell:
         notes.append("Errors of every category are pooled.")
-    if runs[0].query == "mean":
-        notes.append("A noisy mean divides two noisy numbers and has no closed-form "
-                     "distribution: only the simulation is shown, and ±α is its quantile.")
-    if runs[0].query == "variance":
-        notes.append("A noisy variance is made of three noisy parts and has no closed-form "
-                     "distribution: only the simulation is shown, and ±α is its quantile. "
-                     "Releases below 0 are raised to 0 (a spike at the left end when the "
-                     "noise is large).")
+    if kind.error_note:
+        notes.append(kind.error_note)
     notes.extend(note for note in map(clamped_note, runs) if note)
     if any(run.name == "Clamped Laplace" for run in runs):
         notes.append("Clamped releases pile up exactly at the bounds (a spike the line omits).")
@@ -299,7 +294,7 @@ def release_summary(run: MechanismRun) -> dict[str, str]:
     """One noisy release of a count, sum, mean or variance, its absolute and relative error.
     A count reads whole (rounded: post-processing), its error that of the whole count."""
     truth, noisy = float(run.true_value), float(run.release)
-    whole = run.query in COUNT_QUERIES
+    whole = KINDS[run.query].counts_rows
     if whole:
         noisy = float(round(noisy))
     error = abs(noisy - truth)
@@ -346,7 +341,7 @@ CATEGORY_ERRORS_NOTE = ("The noise has the same size in every category, so small
 def metrics_note(runs: Sequence[MechanismRun]) -> str:
     quantiles = f"Simulated quantiles use the first {runs[0].summary.quantile_from:,} errors."
     first = runs[0]
-    if first.query in ("mean", "variance"):
+    if KINDS[first.query].made_of_parts:
         kept = (f"clamped to the bounds [{first.clamped_to[0]:g}, {first.clamped_to[1]:g}]"
                 if first.clamped_to is not None else "kept within [0, h²]")
         return ("RMSE: root mean squared error. Bias: the average of released − true. The "

@@ -35,6 +35,7 @@ class CountKind(QueryKind):
     name = "count"
     spec = Count
     statistic = "count"
+    counts_rows = True
 
     def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:
         sens = count_sensitivity(contribution_bounds(unit, grouped=False))

@@ -54,6 +54,8 @@ class CrosstabKind(QueryKind):
     spec = Crosstab
     statistic = "crosstab"
     per_cell = True
+    counts_rows = True
+    noun = "count"
 
     def declarations(self, spec):
         return [(f"row categories of {spec.row!r}", spec.row_categories),

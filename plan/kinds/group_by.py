@@ -110,6 +110,9 @@ class GroupByKind(QueryKind):
     def statistic_of(self, spec):
         return f"{spec.statistic} by {spec.key}"
 
+    def splits_by_share(self, spec):
+        return spec.statistic == "mean"
+
     def declarations(self, spec):
         out = []
         if spec.bounds is not None:

@@ -84,6 +84,8 @@ class HistogramKind(QueryKind):
     spec = Histogram
     statistic = "histogram"
     per_cell = True
+    counts_rows = True
+    noun = "count"
 
     def declarations(self, spec):
         if spec.categories is not None:

@@ -1,0 +1,65 @@
+"""What each query kind answers for the pages (``plan.kinds.base.QueryKind``): the pages ask
+these instead of comparing a kind's name (tests/test_no_kind_names.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from plan import model
+from plan.kinds import KINDS
+
+#: The kinds whose answer is a number of rows, shown whole.
+COUNTS_ROWS = {"count", "histogram", "crosstab"}
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_a_kind_says_whether_its_answer_counts_rows(name):
+    assert KINDS[name].counts_rows is (name in COUNTS_ROWS)
+
+
+@pytest.mark.parametrize("name, noun", [("count", "count"), ("histogram", "count"),
+                                         ("crosstab", "count"), ("sum", "sum"),
+                                         ("mean", "mean"), ("variance", "variance")])
+def test_a_released_number_is_called_by_its_noun(name, noun):
+    assert KINDS[name].value_noun == noun
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_only_the_mean_splits_its_budget_by_a_share_and_is_clamped_to_its_bounds(name):
+    kind = KINDS[name]
+    assert kind.split_by_share is (name == "mean")
+    assert kind.clamps_to_bounds is (name == "mean")
+    assert (kind.made_of == "a noisy sum divided by a noisy count") is (name == "mean")
+    assert kind.made_of in ("", "a noisy sum divided by a noisy count")
+
+
+def test_a_group_by_splits_by_a_share_only_for_its_means():
+    bounds = model.Bounds(0.0, 100.0)
+    kind = KINDS["group_by"]
+    means = model.GroupBy("sex", "mean", "age", bounds)
+    sums = model.GroupBy("sex", "sum", "age", bounds)
+    counts = model.GroupBy("sex", "count")
+    assert kind.splits_by_share(means)
+    assert not kind.splits_by_share(sums) and not kind.splits_by_share(counts)
+    assert KINDS["mean"].splits_by_share(model.Mean("age", bounds))
+    assert not KINDS["sum"].splits_by_share(model.Sum("age", bounds))
+
+
+@pytest.mark.parametrize("target, by_probability", [
+    (model.Target("selection", probability=0.9), True),
+    (model.Target("error", alpha=1.0, beta=0.05), False),
+    (model.Target("rank", alpha=2.0, beta=0.05), False)])
+def test_a_selection_target_is_the_one_stated_as_a_probability(target, by_probability):
+    assert target.by_probability is by_probability
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_only_the_variance_sums_deviations_from_the_midpoint(name):
+    assert KINDS[name].centred is (name == "variance")
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_the_kinds_made_of_parts_say_why_their_error_chart_is_simulated(name):
+    note = KINDS[name].error_note
+    assert bool(note) is KINDS[name].made_of_parts
+    assert not note or f"A noisy {name} " in note and "no closed-form distribution" in note
