@@ -127,16 +127,20 @@ def page(browser):
 
 
 #: Installed in every document before the app's own scripts (``add_init_script``): records, on
-#: the page's clock, the last user input, the last rerun request sent to the server (a BackMsg
-#: whose first field is ``rerun_script``, field 11: first byte 0x5A), the last end of a script
-#: run (``stApp``'s ``data-test-script-state`` turning ``notRunning``) and the uploads in flight.
+#: the page's clock, the last user input (or Back/Forward), the last rerun request sent to the
+#: server (a BackMsg whose first field is ``rerun_script``, field 11: first byte 0x5A), the last
+#: end of a script run (``stApp``'s ``data-test-script-state`` turning ``notRunning``) and the
+#: uploads in flight.
 RUN_TRACKER = """
 (() => {
   if (window.__epsilonRuns) return;
   const runs = window.__epsilonRuns = {
-    input: performance.now(), rerunSent: -1, runEnded: -1, uploads: 0, settledFrames: 0,
+    input: performance.now(), rerunSent: -1, runEnded: -1, heard: -1, uploads: 0,
+    settledFrames: 0,
   };
-  for (const type of ["pointerdown", "mousedown", "click", "keydown", "input", "change"]) {
+  // popstate: Back and Forward, which the app answers with a run like an input
+  for (const type of ["pointerdown", "mousedown", "click", "keydown", "input", "change",
+                      "popstate"]) {
     window.addEventListener(type, () => { runs.input = performance.now(); }, true);
   }
   const send = WebSocket.prototype.send;
@@ -144,6 +148,10 @@ RUN_TRACKER = """
     const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
       : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, 1) : null;
     if (bytes && bytes.length && bytes[0] === 0x5a) runs.rerunSent = performance.now();
+    if (!this.__epsilonHeard) {
+      this.__epsilonHeard = true;
+      this.addEventListener("message", () => { runs.heard = performance.now(); });
+    }
     return send.call(this, data);
   };
   const open = XMLHttpRequest.prototype.open;
@@ -176,11 +184,17 @@ RUN_TRACKER = """
 #: starts no run (a menu opened, a cell selected) counts as settled once this has passed.
 INPUT_GRACE_MS = 300
 
+#: How long the server must have sent nothing (ms) for a rerun request answered without a
+#: visible change of the script state (a short run whose start and end React shows in one
+#: render) to count as done.
+QUIET_MS = 250
+
 #: True for the second animation frame in a row in which: the app is connected, no script
-#: runs, no upload is in flight, a run ended after the last rerun request, and that request
+#: runs, no upload is in flight, a run ended after the last rerun request (or the server
+#: answered it and has been quiet for ``QUIET_MS``), and that request
 #: (if the last input made one) was sent, i.e. no rerun is pending.
 _SETTLED = """
-(grace) => {
+([grace, quiet]) => {
   const runs = window.__epsilonRuns;
   const app = document.querySelector("[data-testid='stApp']");
   const now = performance.now();
@@ -188,7 +202,8 @@ _SETTLED = """
     && app.getAttribute("data-test-script-state") === "notRunning"
     && app.getAttribute("data-test-connection-state") === "CONNECTED"
     && runs.uploads === 0
-    && runs.runEnded > runs.rerunSent
+    && (runs.runEnded > runs.rerunSent
+        || (runs.heard > runs.rerunSent && now - runs.heard >= quiet))
     && (runs.rerunSent > runs.input || now - runs.input >= grace);
   runs.settledFrames = settled ? runs.settledFrames + 1 : 0;
   return runs.settledFrames >= 2;
@@ -204,6 +219,7 @@ _STATE = """
   return `script state ${app && app.getAttribute("data-test-script-state")}, connection `
     + `${app && app.getAttribute("data-test-connection-state")}, last input ${ago(runs.input)}, `
     + `last rerun request ${ago(runs.rerunSent)}, last run ended ${ago(runs.runEnded)}, `
+    + `last message from the server ${ago(runs.heard)}, `
     + `uploads in flight ${runs.uploads}`;
 }
 """
@@ -214,7 +230,8 @@ def wait_for_app(page, timeout: float = 60_000) -> None:
 
     Settled means, for two animation frames in a row: Streamlit connected and running no
     script (``stApp``'s ``data-test-script-state`` is ``notRunning``), no upload in flight, a
-    run ended after the last rerun request, and no rerun still to come from the last input
+    run ended after the last rerun request (or the server answered it and then stayed quiet
+    for ``QUIET_MS``), and no rerun still to come from the last input
     (one was sent after it, or ``INPUT_GRACE_MS`` passed without one). Fails after ``timeout``
     ms saying which of these did not hold.
     """
@@ -227,7 +244,8 @@ def wait_for_app(page, timeout: float = 60_000) -> None:
         page.evaluate(RUN_TRACKER)
         page.add_init_script(RUN_TRACKER)
     try:
-        page.wait_for_function(_SETTLED, arg=INPUT_GRACE_MS, polling="raf", timeout=timeout)
+        page.wait_for_function(_SETTLED, arg=[INPUT_GRACE_MS, QUIET_MS], polling="raf",
+                               timeout=timeout)
     except PlaywrightTimeout:
         state = page.evaluate(_STATE)
         pytest.fail(f"the app did not settle within {timeout / 1000:.0f} s: {state}")
