@@ -244,19 +244,13 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     if columns and column not in columns:
         return _count_query(loaded, fallback, upload=upload)
     kind = KINDS[query]
-    lower = upper = categories = None
-    if query in stats.BOUNDED_QUERIES:
-        bounds = stats.default_bounds(loaded, column)
-        lower = float(bounds.lower if page.lower is None else page.lower)
-        upper = float(bounds.upper if page.upper is None else page.upper)
-        if not lower < upper:
-            return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
-                                        "be below upper): showing the count of rows.",
-                                upload=upload)
-    elif kind.per_cell:
-        categories = stats.declared_categories(loaded, column)
-    spec = stats.QuerySpec(query, column, lower, upper, categories, None if unit is None else
-                           stats.contribution_for(unit, query, seed))
+    # the page's own query for these settings (a bound never set: the page's suggestion)
+    spec = stats.page_spec(loaded, query, column, page.lower, page.upper, unit=unit, seed=seed)
+    if spec.lower is not None and not spec.lower < spec.upper:
+        return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
+                                    "be below upper): showing the count of rows.",
+                            upload=upload)
+    categories = spec.categories
     try:
         integer, rows = stats.query_facts(loaded.relation, dataset_key, spec)
     except (ValueError, TypeError):
