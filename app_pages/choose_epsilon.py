@@ -29,7 +29,7 @@ source = st.radio("Query", list(ana.SOURCES), key="choose_source", horizontal=Tr
 state.remember("choose_source")
 if source == "selection":
     question = ana.selection_question(loaded, saved, data_key, state.seed(), escape=plain,
-                                      bound=person.contribution(unit, seed=state.seed()))
+                                      unit=unit)
     query = None
 else:
     question = None
@@ -73,8 +73,8 @@ with setup:
         noises = controls.multiselect("Noises to compare", list(sel.NOISES),
                                       key="choose_noises", default=[question.noise],
                                       format_func=sel.NOISES.get)
-        st.caption(f"Sensitivity of the scores: {question.sensitivity:g} under add/remove one "
-                   "row (set on the Selection page).")
+        st.caption(f"Sensitivity of the scores: {question.sensitivity:g} under "
+                   f"{plain(question.neighbours)} (the Selection page's mechanism).")
     if any(map(choices.needs_delta, mechanisms)):
         delta = controls.select("δ for the mechanisms that need one", controls.DELTA_OPTIONS,
                                 key="choose_delta", default=query.delta,

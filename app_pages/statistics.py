@@ -61,8 +61,8 @@ with ask:
     elif query == "histogram":
         categories = stats.declared_categories(loaded, column)
         st.caption(stats.categories_note(categories is not None))
-    spec = stats.QuerySpec(query, column, lower, upper, categories, stats.contribution_for(
-        person.current_unit(data_key), query, state.seed()))
+    spec = stats.page_spec(loaded, query, column, lower, upper,
+                           unit=person.current_unit(data_key), seed=state.seed())
     try:
         integer_query, rows = stats.query_facts(frame, data_key, spec)
     except (ValueError, TypeError) as exc:

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
-from dashboard import choices
+from dashboard import choices, person
 from dashboard.analysis import selection as sel
 from dashboard.analysis import statistics as stats
 from dashboard.analysis import tables
@@ -31,6 +31,7 @@ from dpcore.mechanisms.gaussian import Gaussian
 from engine.queries import Contribution
 from plan.build import Built
 from plan.kinds import KINDS, QueryKind
+from plan.parts import NoisyMax
 
 if TYPE_CHECKING:
     from dashboard.person import PrivacyUnit
@@ -151,13 +152,17 @@ class SelectionQuestion:
     """Which candidate has the best score, answered by report noisy max (hashable).
 
     ``what`` names the right answer in a sentence ("the most common education") and may quote
-    a column name from the user's file: escape it before display.
+    a column name from the user's file: escape it before display. ``parts``: for each noise,
+    the mechanism the Selection page takes for these settings at ε = 1 (the part
+    ``plan.build`` gives the release of a pick among a column's counts,
+    ``selection.data_mechanism``; ``selection.teaching_mechanism`` for scores typed in or
+    revenues from bids): its sensitivity and calibration are the curve's (:meth:`mechanism`).
     """
 
     scores: tuple[float, ...]
     what: str
     noise: str = sel.DEFAULT_NOISE
-    sensitivity: float = 1.0
+    parts: tuple[tuple[str, NoisyMax], ...] = ()
     monotonic: bool = True
     negate: bool = False
     k: int = 1
@@ -166,6 +171,17 @@ class SelectionQuestion:
     note: str = ""
     origins: tuple[tuple[str, str], ...] = ()
     neighbours: str = "add/remove one row (one row = one person)"
+
+    def mechanism(self) -> NoisyMax:
+        """The Selection page's mechanism for this question at its noise, at ε = 1 (pure DP):
+        at ε its scale is this one over ε (``dpcore.selection.noisy_max_scale``, the map
+        ``plan.build`` calibrates it by)."""
+        return dict(self.parts)[self.noise]
+
+    @property
+    def sensitivity(self) -> float:
+        """Δ of the scores: the most one person moves any score (the mechanism's)."""
+        return self.mechanism().sensitivity
 
 
 def _or(value: object, default: object) -> object:
@@ -244,19 +260,13 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     if columns and column not in columns:
         return _count_query(loaded, fallback, upload=upload)
     kind = KINDS[query]
-    lower = upper = categories = None
-    if query in stats.BOUNDED_QUERIES:
-        bounds = stats.default_bounds(loaded, column)
-        lower = float(bounds.lower if page.lower is None else page.lower)
-        upper = float(bounds.upper if page.upper is None else page.upper)
-        if not lower < upper:
-            return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
-                                        "be below upper): showing the count of rows.",
-                                upload=upload)
-    elif kind.per_cell:
-        categories = stats.declared_categories(loaded, column)
-    spec = stats.QuerySpec(query, column, lower, upper, categories, None if unit is None else
-                           stats.contribution_for(unit, query, seed))
+    # the page's own query for these settings (a bound never set: the page's suggestion)
+    spec = stats.page_spec(loaded, query, column, page.lower, page.upper, unit=unit, seed=seed)
+    if spec.lower is not None and not spec.lower < spec.upper:
+        return _count_query(loaded, "The statistics page's bounds are not valid (lower must "
+                                    "be below upper): showing the count of rows.",
+                            upload=upload)
+    categories = spec.categories
     try:
         integer, rows = stats.query_facts(loaded.relation, dataset_key, spec)
     except (ValueError, TypeError):
@@ -358,74 +368,106 @@ def total_for_cells(query: ErrorQuery, cells_epsilon: float, delta: float) -> fl
     return total
 
 
+#: Builds the Selection page's mechanism for one noise at ε = 1 (pure DP), given k,
+#: monotonic and negate.
+MechanismOf = Callable[..., NoisyMax]
+
+
 def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int,
-                      source: str, bound: Contribution | None = None
-                      ) -> tuple[tuple[float, ...], float, str, tuple]:
-    """(scores, sensitivity, what is right, origins) as the Selection page computes them."""
+                      source: str, unit: PrivacyUnit
+                      ) -> tuple[tuple[float, ...], MechanismOf, str, tuple]:
+    """(scores, their mechanism, what is right, origins) as the Selection page computes
+    them: the mechanism the page takes for the same settings, at ε = 1 (pure DP)."""
     page = SelectionQuery.from_saved(saved)
     negate = page.negate is True
-    if source == "typed":
-        scores = sel.parse_numbers(str(_or(page.scores_text, "0, 2, 4, 6")))
-        sensitivity = float(_or(page.sensitivity, 1.0))
-        return (tuple(float(v) for v in scores), sensitivity,
-                "the lowest score" if negate else "the highest score", ())
-    if source == "pricing":
-        highest = float(_or(page.highest, 4.0))
-        prices = sel.price_grid(highest, float(_or(page.step, 0.01)))
-        bids = (sel.simulated_bids(highest, seed) if page.simulated_bids is True
-                else sel.parse_bids(str(_or(page.bids_text, sel.EXAMPLE_BIDS))))
-        revenue = sel.revenue_curve(bids, prices)
-        return (tuple(float(r) for r in revenue), float(prices[-1]),
-                "the worst price" if negate else "the best price", ())
+    if source in ("typed", "pricing"):
+        if source == "typed":
+            scores = sel.parse_numbers(str(_or(page.scores_text, "0, 2, 4, 6")))
+            sensitivity = float(_or(page.sensitivity, 1.0))
+            what = "the lowest score" if negate else "the highest score"
+        else:
+            highest = float(_or(page.highest, 4.0))
+            prices = sel.price_grid(highest, float(_or(page.step, 0.01)))
+            bids = (sel.simulated_bids(highest, seed) if page.simulated_bids is True
+                    else sel.parse_bids(str(_or(page.bids_text, sel.EXAMPLE_BIDS))))
+            scores = sel.revenue_curve(bids, prices)
+            sensitivity = float(prices[-1])
+            what = "the worst price" if negate else "the best price"
+
+        def teaching(noise: str, **settings) -> NoisyMax:
+            return sel.teaching_mechanism(noise=noise, measure="pure", level=1.0,
+                                          sensitivity=sensitivity, **settings)
+
+        return tuple(float(v) for v in scores), teaching, what, ()
     columns = categorical_columns(loaded)
     column = page.column
     if column not in columns:
         column = "education" if "education" in columns else columns[0]
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
-    counts = sel.column_scores(loaded.relation, dataset_key, column, declared, bound)[1]
+    labels, counts = sel.column_scores(loaded.relation, dataset_key, column, declared,
+                                       person.contribution(unit, seed=seed))[:2]
+
+    def from_plan(noise: str, **settings) -> NoisyMax:   # the release's part
+        return sel.data_mechanism(loaded, unit, column=column, labels=labels,
+                                  declared=declared is not None, noise=noise, measure="pure",
+                                  level=1.0, **settings)
+
     what = f"the {'least' if negate else 'most'} common {column}"
-    return (counts, sel.count_sensitivity_of(bound), what,
+    return (counts, from_plan, what,
             (("categories_from", sel.categories_origin(declared is not None)),))
 
 
 def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int, *,
                        escape: Callable[[str], str] = str,
-                       bound: Contribution | None = None) -> SelectionQuestion | None:
+                       unit: PrivacyUnit | None = None) -> SelectionQuestion | None:
     """The Selection page's question (its remembered widgets), or its default: the most common
-    category of a column. None when that default has no categorical column to count."""
+    category of a column. None when that default has no categorical column to count.
+
+    ``unit``: the privacy unit the Selection page applies (None: one row = one person); the
+    question's mechanism is the one that page takes for the same settings
+    (:attr:`SelectionQuestion.parts`).
+    """
+    unit = person.ONE_ROW if unit is None else unit
     page = SelectionQuery.from_saved(saved)
     source = _or(page.source, "data")
     note = "The question set up on the Selection page"
     if page.source is None:
         note = "The Selection page has no question set up yet; its default"
+    negate = page.negate is True
+
+    def settings(source: str, saved: Mapping):
+        scores, mechanism_of, what, origins = _selection_scores(loaded, saved, dataset_key,
+                                                                seed, source, unit)
+        monotonic_key, monotonic_default = sel.monotonic_setting(source)
+        monotonic = _or(page.at_key(monotonic_key), monotonic_default) is True
+        k = _or(page.k, 1)
+        k = k if isinstance(k, int) and 1 <= k < len(scores) else 1
+        parts = tuple((n, mechanism_of(n, k=k, monotonic=monotonic, negate=negate))
+                      for n in sel.NOISES)
+        return scores, parts, what, origins, monotonic, k
+
     try:
-        scores, sensitivity, what, origins = _selection_scores(loaded, saved, dataset_key,
-                                                               seed, source, bound)
+        scores, parts, what, origins, monotonic, k = settings(source, saved)
     except (ValueError, TypeError, IndexError):
         if source == "data" or not categorical_columns(loaded):
             return None
         source = "data"
-        scores, sensitivity, what, origins = _selection_scores(loaded, {}, dataset_key, seed,
-                                                               source, bound)
+        scores, parts, what, origins, monotonic, k = settings(source, {})
         note = "The Selection page's scores do not parse; instead"
-    monotonic_key, monotonic_default = sel.monotonic_setting(source)
     noise = page.noise
-    k = _or(page.k, 1)
-    k = k if isinstance(k, int) and 1 <= k < len(scores) else 1
     zcdp = (" It uses zCDP there; here the privacy level is pure ε."
             if page.measure == "zcdp" else "")
     top = f"a true top {k}" if k > 1 else escape(what)
     return SelectionQuestion(
         scores, what, noise=noise if noise in sel.NOISES else sel.DEFAULT_NOISE,
-        sensitivity=sensitivity,
-        monotonic=_or(page.at_key(monotonic_key), monotonic_default) is True,
-        negate=page.negate is True,
+        parts=parts, monotonic=monotonic, negate=negate,
         k=k, epsilon=_saved_epsilon(page.pure_level, sel.EPSILON_GRID),
         rho=saved_rho(page.measure, page.zcdp_level, sel.RHO_GRID),
         note=f"{note}: does report noisy max pick **{top}** among {len(scores):,} candidates?"
              f"{zcdp}", origins=origins,
-        neighbours=stats.neighbours_of(bound if source == "data" else None))
+        neighbours=stats.neighbours_of(person.contribution(unit, seed=seed)
+                                       if source == "data" else None))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1007,18 +1049,21 @@ def cached_smallest(_frame: pd.DataFrame, dataset_key: str, query: ErrorQuery, m
 
 def selection_curve(question: SelectionQuestion, target: float, *, seed: int
                     ) -> tuple[dict[str, NDArray], utility.SmallestEpsilon | str]:
-    """P(correct) over :data:`SELECTION_GRID` and the smallest epsilon meeting ``target``.
+    """P(correct) over :data:`SELECTION_GRID` and the smallest epsilon meeting ``target``, of
+    the Selection page's mechanism (:meth:`SelectionQuestion.mechanism`: its noise,
+    sensitivity, calibration, k and pick), swept over ε by the map that calibrates it.
 
     k = 1: exact (``utility.selection_sweep`` and ``smallest_epsilon_for_selection``). k > 1:
     P(true top k recovered) simulated, and the smallest epsilon read off that curve.
     """
-    common = {"noise": question.noise, "sensitivity": question.sensitivity,
-              "monotonic": question.monotonic, "negate": question.negate}
+    part = question.mechanism()
+    common = {"noise": part.noise, "sensitivity": part.sensitivity,
+              "monotonic": part.monotonic, "negate": part.negate}
     rng = np.random.default_rng([seed, _RNG_OFFSET, 1])
-    sweep = utility.selection_sweep(question.scores, epsilons=SELECTION_GRID, k=question.k,
+    sweep = utility.selection_sweep(question.scores, epsilons=SELECTION_GRID, k=part.k,
                                     trials=TOP_K_TRIALS, rng=rng, **common)
     try:
-        if question.k == 1:
+        if part.k == 1:
             return sweep, utility.smallest_epsilon_for_selection(question.scores, target=target,
                                                                  **common)
         return sweep, read_off(sweep["epsilon"], sweep["p_correct"], target, decreasing=False)

@@ -722,14 +722,6 @@ def categories_origin(declared: bool) -> str:
             "the data (this reveals which values occur)")
 
 
-def count_sensitivity_of(contribution: Contribution | None) -> float:
-    """Δ of the counts per category for noisy max: the most one score moves (L∞), 1 for one
-    row = one person, max rows per person under a person-id unit (all of a person's rows may
-    fall in one category). What Choose epsilon reads; the Selection page takes the plan's
-    (:func:`data_mechanism`)."""
-    return 1.0 if contribution is None else float(contribution.max_rows)
-
-
 def data_note(declared: bool, missing_rows: int = 0,
               contribution: Contribution | None = None) -> str:
     """Where the candidates and the sensitivity of a column's counts come from."""

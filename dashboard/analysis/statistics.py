@@ -67,6 +67,7 @@ from dashboard.analysis.stats_query import (  # noqa: F401
     default_bounds,
     default_column,
     neighbours_of,
+    page_spec,
     unit_note,
     uses_answer_range,
 )

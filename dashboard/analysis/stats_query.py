@@ -71,6 +71,32 @@ def contribution_for(unit: PrivacyUnit, query: str, seed: int) -> Contribution |
     return contribution(unit, grouped=query == "histogram", seed=seed)
 
 
+def page_spec(loaded: LoadedDataset, query: str, column: str | None = None,
+              lower: float | None = None, upper: float | None = None, *,
+              unit: PrivacyUnit | None, seed: int) -> QuerySpec:
+    """The Noisy statistics page's query for its settings: what the page simulates and what
+    Choose epsilon sweeps (both build it here).
+
+    A count takes no column; a sum, mean or variance takes clamping bounds (a missing one is
+    the column's suggestion, :func:`default_bounds`, as the page's widget starts); a
+    histogram takes the column's declared categories (None: found in the data). ``unit``
+    and ``seed``: the privacy unit's truncation (:func:`contribution_for`; None: one row =
+    one person).
+    """
+    column = None if query == "count" else column
+    if query in BOUNDED_QUERIES:
+        if lower is None or upper is None:
+            suggested = default_bounds(loaded, column)
+            lower = suggested.lower if lower is None else lower
+            upper = suggested.upper if upper is None else upper
+        lower, upper = float(lower), float(upper)
+    else:
+        lower = upper = None
+    categories = declared_categories(loaded, column) if query == "histogram" else None
+    bound = None if unit is None else contribution_for(unit, query, seed)
+    return QuerySpec(query, column, lower, upper, categories, bound)
+
+
 def neighbours_of(contribution: Contribution | None) -> str:
     """The neighbour relation in the parameters files: one row, or one person's rows."""
     if contribution is None:
