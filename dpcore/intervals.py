@@ -35,7 +35,13 @@ METHODS = {
     "mean": "conservative: alpha split equally between the sum's and the count's intervals, "
             "the ratio's extremes over both (a count below 1 is raised to 1: a mean has at least "
             "one value), then the declared bounds",
-    "conditional": "conditional on the group being kept by partition selection",
+    "conditional": "for a group found by partition selection, conditional on the group being "
+                   "kept: its released count is the selection's own noisy count, and the "
+                   "interval comes from that noise's law before selection; a kept group's "
+                   "noise leans upwards, so near the threshold it may cover less than stated",
+    "kept": "for a group found by partition selection, conditional on the group being kept: "
+            "its value's noise is drawn apart from the selection's, so the interval holds at "
+            "the stated level for each group kept",
 }
 
 

@@ -224,7 +224,11 @@ class GroupByKind(QueryKind):
 
     def interval_method(self, spec):
         method = "mean" if spec.statistic == "mean" else "per cell"
-        return method if spec.keys is not None else f"{method}, conditional"
+        if spec.keys is not None:
+            return method
+        # a found group's count is the selection's own noisy count; a sum or a mean has
+        # noise of its own, drawn apart from the selection's
+        return f"{method}, conditional" if spec.statistic == "count" else f"{method}, kept"
 
     def _drawn(self, built, certified, aggs, keys):
         """(statistic, rows, the noisy sums and counts of a mean's groups or None)."""

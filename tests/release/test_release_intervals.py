@@ -131,7 +131,7 @@ def test_every_kind_says_how_its_intervals_hold(tmp_path, engine):
     assert methods == {"n": "exact", "cost": "exact", "age": "mean", "dx": "per cell",
                        "ages": "per cell", "dx-sex": "per cell",
                        "dx-found": "per cell, conditional",
-                       "dx-cost": "per cell, conditional",
+                       "dx-cost": "per cell, kept",
                        "sex-age": "mean", "age-q": "", "top-dx": ""}
     for q in release.queries:
         assert len(q.intervals) == len(q.rows)
@@ -142,3 +142,6 @@ def test_every_kind_says_how_its_intervals_hold(tmp_path, engine):
     card = release_card(release)
     found = next(q for q in card["queries"] if q["id"] == "dx-found")
     assert "conditional on the group being kept" in found["interval"]["description"]
+    assert "may cover less" in found["interval"]["description"]
+    cost = next(q for q in card["queries"] if q["id"] == "dx-cost")
+    assert "holds at the stated level for each group kept" in cost["interval"]["description"]
