@@ -108,9 +108,9 @@ def ratio_interval(numerator_lower: ArrayLike, numerator_upper: ArrayLike,
     upper] (the declared bounds of a mean).
 
     The denominator is at least ``least_denominator`` > 0 (a mean has at least one value),
-    so the ratio is monotone in each argument and its extremes are at the corners. Where
-    even the upper end of the denominator is below ``least_denominator`` the interval is
-    [lower, upper] itself.
+    so the ratio is monotone in each argument and its extremes are at the corners. (Where
+    the denominator's whole interval lies below ``least_denominator``, it missed the true
+    denominator, which is allowed for by the level; the ratio is then read at it.)
     """
     least = float(least_denominator)
     if not least > 0:

@@ -127,7 +127,8 @@ def release_card(release: Release) -> dict[str, Any]:
             "what": f"each released value with a {level:.0%} interval for the noise: from the "
                     "mechanism's law, its scale, the released value and the declared bounds "
                     "only (never the true data); it covers the true value (after contribution "
-                    "bounds and clamping) with at least that probability",
+                    "bounds and clamping) with at least that probability, unless a query's "
+                    "interval method says otherwise (a count found by partition selection)",
             "not_given": "selections, quantiles and variances carry no interval yet",
         },
         "mechanisms": mechanisms,
