@@ -42,6 +42,10 @@ st.subheader("Budget per dataset")
 st.dataframe(ra.datasets_table(datasets), hide_index=True, key="releases_datasets")
 st.subheader("History")
 st.dataframe(ra.history_table(history), hide_index=True, key="releases_history")
+st.caption("Each released value comes with an interval for its true value at the level shown "
+           "(the plan's α; 95 % by default), computed from the noise's law and public "
+           "parameters only: `lower`, `upper` and `level` in the release's `release.csv`, "
+           "per value in `release.json`, and the method in its card.")
 if history:
     chosen = controls.select("Plan of release", [r.id for r in reversed(history)],
                              key="releases_plan_of", format_func=lambda i: f"#{i}",

@@ -138,7 +138,7 @@ if query == "histogram":
                                             f"{release:,}"),
                     key="stats_bars")
     st.caption(stats.bars_note(confidence))
-    st.dataframe(stats.release_table(runs), hide_index=True)
+    st.dataframe(stats.release_table(runs, confidence), hide_index=True)
 else:
     for i, run in enumerate(runs):
         truth, *cells = st.columns(4)
@@ -146,6 +146,8 @@ else:
             truth.metric("True answer", stats.fmt_value(run.true_value))
         for col, (name, value) in zip(cells, stats.release_summary(run).items(), strict=True):
             col.metric(name, value)
+        if sentence := stats.interval_sentence(run, confidence):
+            st.caption(sentence)
 controls.downloads(stats.release_values(runs, spec), stats.release_parameters(
     frame, data_key, spec, tuple(choices), dataset=loaded.name, answer_range=answer_range,
     sum_share=sum_share, trials=trials, release=release, origins=stats.declaration_origins(

@@ -27,7 +27,8 @@ from dpcore.figures import lower, upper
 from engine.sources import FrameSource
 from plan import model
 
-__all__ = ["release_section", "released_table", "source_of", "package_builder", "LAST"]
+__all__ = ["release_section", "released_table", "interval_caption", "source_of",
+           "package_builder", "LAST", "RELEASED_COLUMNS"]
 
 LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
 CONFIRM = "plan_release_confirm"
@@ -66,13 +67,33 @@ def content_hash_of(loaded: LoadedDataset) -> str | None:
     return content_digest(DATA_DIR / name)
 
 
+#: The released values table's columns: the value and its interval (empty where none).
+RELEASED_COLUMNS = ["Query", "Statistic", "Group", "Released value", "Lower", "Upper"]
+
+
 def released_table(release: Any) -> pd.DataFrame:
-    """Every released value, one row each: the query, its group and the value. Nothing else
-    (the run returns no true value and no count of dropped rows)."""
-    rows = [{"Query": q.label, "Statistic": q.statistic, "Group": " × ".join(group),
-             "Released value": value}
-            for q in release.queries for group, value in q.rows]
-    return pd.DataFrame(rows, columns=["Query", "Statistic", "Group", "Released value"])
+    """Every released value, one row each: the query, its group, the value and its interval
+    (from the released values and public parameters). Nothing else (the run returns no true
+    value and no count of dropped rows)."""
+    rows = []
+    for q in release.queries:
+        for i, (group, value) in enumerate(q.rows):
+            interval = q.interval(i)
+            rows.append({"Query": q.label, "Statistic": q.statistic,
+                         "Group": " × ".join(group), "Released value": value,
+                         "Lower": None if interval is None else interval[0],
+                         "Upper": None if interval is None else interval[1]})
+    return pd.DataFrame(rows, columns=RELEASED_COLUMNS)
+
+
+def interval_caption(level: float) -> str:
+    """What the Lower and Upper columns are, in words."""
+    return (f"Lower and Upper: a {level:.0%} interval for each true value, for the noise "
+            "alone — from the mechanism's law, its scale, the released value and the declared "
+            "bounds, never the data. Histograms and tables: per cell; a mean: conservative (its "
+            "sum's and count's intervals at half the error rate each); a group found by "
+            "partition selection: conditional on being kept. Selections and quantiles have "
+            "none yet.")
 
 
 def prepared(plan: model.Plan) -> tuple[Any, str]:
@@ -104,6 +125,7 @@ def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
             "epsilon": released.spent.epsilon, "delta": released.spent.delta,
             "method": released.spent.method, "note": released.spent.note,
             "values_hash": released.values_hash, "table": released_table(released),
+            "level": 1 - plan.accounting.alpha,
             "csv": release_csv(released), "json": release_json(released),
             "card": card_json(released), "release": released,
             "left": status.remaining_epsilon, "releases": status.releases,
@@ -179,6 +201,8 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
     if outcome["note"]:
         st.caption(plain(outcome["note"], limit=400))
     st.dataframe(outcome["table"], hide_index=True, key="plan_released_values")
+    if "level" in outcome:
+        st.caption(interval_caption(outcome["level"]))
     st.caption(f"Values hash {outcome['values_hash']} (in the ledger: the files can be "
                "checked against it). Another release of the same plan draws new noise.")
     files = st.columns(3)

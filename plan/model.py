@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dpcore.contributions import UNIT_ORIGINS, PrivacyUnit
+from dpcore.intervals import DEFAULT_ALPHA
 from dpcore.mechanisms import CATALOGUE
 from dpcore.partition import PARTITION_NOISES
 from dpcore.selection import NOISE_TYPES
@@ -287,27 +288,36 @@ def _bounded_int(value: object, path: str) -> None:
 class Accounting:
     """How the queries compose: ``method`` (basic, advanced, zcdp, pld) and ``delta``, the δ
     at which a total ε is read (zCDP, advanced, PLD; 0 is allowed for a pure-DP plan under
-    basic composition)."""
+    basic composition). ``alpha``: each released value comes with a (1 − alpha) interval
+    for the noise (``dpcore.intervals``; 5 % by default, which plan files need not write)."""
 
     method: str = "basic"
     delta: float = 0.0
+    alpha: float = DEFAULT_ALPHA
 
     def __post_init__(self) -> None:
         _choice(self.method, ACCOUNTING_METHODS, "accounting.method")
         _number(self.delta, "accounting.delta")
         _probability(self.delta, "accounting.delta", zero=True)
+        _number(self.alpha, "accounting.alpha")
+        _probability(self.alpha, "accounting.alpha")
         if self.method != "basic" and self.delta == 0:
             raise PlanError("accounting.delta", f"{self.method} accounting reads its total ε "
                             "at a δ > 0: give one (e.g. 1e-6)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "delta": _f(self.delta)}
+        out = {"method": self.method, "delta": _f(self.delta)}
+        if self.alpha != DEFAULT_ALPHA:  # the default is left out: older files read the same
+            out["alpha"] = _f(self.alpha)
+        return out
 
     @staticmethod
     def from_fields(f: _Fields) -> Accounting:
         delta = f.number("delta", required=False)
+        alpha = f.number("alpha", required=False)
         out = Accounting(f.choice("method", ACCOUNTING_METHODS),
-                         0.0 if delta is None else delta)
+                         0.0 if delta is None else delta,
+                         DEFAULT_ALPHA if alpha is None else alpha)
         f.done()
         return out
 

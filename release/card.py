@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from plan import model
-from release.files import _json_safe
+from release.files import _json_safe, interval_description, release_level
 from release.measurements import OPENDP_VERSION
 from release.run import Release
 
@@ -94,6 +94,7 @@ def release_card(release: Release) -> dict[str, Any]:
               for q in plan.queries for what, declared in _declarations(q)
               if declared.origin != "data"]
     mechanisms = sorted({part["mechanism"] for q in release.queries for part in q.parts})
+    level = release_level(release)
     return _json_safe({
         "format": "epsilon-lab-release-card",
         "version": 1,
@@ -126,8 +127,20 @@ def release_card(release: Release) -> dict[str, Any]:
                                      "sensitivity": p["sensitivity"],
                                      "privacy": p["certified"], "planned": p["planned"]}
                                     for p in q.parts],
-                     "notes": list(q.notes)}
+                     "notes": list(q.notes),
+                     "interval": None if not q.interval_method else {
+                         "level": level, "method": q.interval_method,
+                         "description": interval_description(q.interval_method)}}
                     for q in release.queries],
+        "intervals": {
+            "level": level,
+            "what": f"each released value with a {level:.0%} interval for the noise: from the "
+                    "mechanism's law, its scale, the released value and the declared bounds "
+                    "only (never the true data); it covers the true value (after contribution "
+                    "bounds and clamping) with at least that probability, unless a query's "
+                    "interval method says otherwise (a count found by partition selection)",
+            "not_given": "selections, quantiles and variances carry no interval yet",
+        },
         "mechanisms": mechanisms,
         "implementation": {"library": "OpenDP", "version": OPENDP_VERSION,
                            "tool": "Epsilon Lab",

@@ -19,12 +19,13 @@ from typing import Any
 from release.run import Release
 
 __all__ = ["FORMULA_TRIGGERS", "escape_cell", "release_csv", "release_json", "release_record",
-           "write_bytes"]
+           "release_level", "interval_description", "write_bytes"]
 
 #: A cell starting with one of these is run as a formula by Excel, LibreOffice and Sheets
 #: (the same rule as ``dashboard.exports``).
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
-_HEADER = ("Query id", "Query", "Statistic", "Group", "Value", "Release")
+_HEADER = ("Query id", "Query", "Statistic", "Group", "Value", "Release", "lower", "upper",
+           "level")
 
 
 def escape_cell(value: Any) -> Any:
@@ -51,11 +52,34 @@ def release_csv(release: Release) -> bytes:
     writer.writerow(_HEADER)
     tag = (f"private release #{release.record.id} ({release.record.time}), recorded in the "
            "ledger")
+    level = release_level(release)
     for q in release.queries:
-        for group, value in q.rows:
+        for i, (group, value) in enumerate(q.rows):
+            interval = q.interval(i)
+            bounds = ["", "", ""] if interval is None else [*interval, level]
             writer.writerow([escape_cell(q.id), escape_cell(q.label), escape_cell(q.statistic),
-                             escape_cell(" × ".join(group)), escape_cell(value), tag])
+                             escape_cell(" × ".join(group)), escape_cell(value), tag, *bounds])
     return stream.getvalue().encode("utf-8-sig")
+
+
+def release_level(release: Release) -> float:
+    """The level 1 − alpha of every interval of the release (the plan's alpha)."""
+    return 1 - release.plan.accounting.alpha
+
+
+def interval_description(method: str) -> str:
+    """How an interval was computed, in words (``dpcore.intervals.METHODS``)."""
+    from dpcore.intervals import METHODS
+
+    return "; ".join(METHODS[m] for m in method.split(", ")) if method else ""
+
+
+def _value_record(group: tuple, value: Any, interval: tuple | None, level: float
+                  ) -> dict[str, Any]:
+    out = {"group": list(group), "value": value}
+    if interval is not None:
+        out |= {"lower": interval[0], "upper": interval[1], "level": level}
+    return out
 
 
 def release_record(release: Release) -> dict[str, Any]:
@@ -65,6 +89,7 @@ def release_record(release: Release) -> dict[str, Any]:
     (the ledger keeps the data's identity), no true value, and the plan as published
     (:meth:`plan.model.Plan.published`)."""
     spent = release.spent
+    level = release_level(release)
     return _json_safe({
         "format": "epsilon-lab-release",
         "version": 1,
@@ -78,14 +103,23 @@ def release_record(release: Release) -> dict[str, Any]:
                        "delta": release.plan.accounting.delta, "note": spent.note},
         "planned": release.planned.to_dict(),
         "queries": [{"id": q.id, "label": q.label, "statistic": q.statistic,
-                     "values": [{"group": list(group), "value": value}
-                                for group, value in q.rows],
-                     "parts": list(q.parts), "notes": list(q.notes)}
+                     "values": [_value_record(group, value, q.interval(i), level)
+                                for i, (group, value) in enumerate(q.rows)],
+                     "parts": list(q.parts), "notes": list(q.notes),
+                     "interval": _interval_record(q, level)}
                     for q in release.queries],
         "values_sha256": release.values_hash,
         "implementation": release.implementation,
         "plan": release.plan.published().to_dict(),
     })
+
+
+def _interval_record(q: Any, level: float) -> dict[str, Any] | None:
+    """The level and method of a query's intervals (None when it has none)."""
+    if not q.interval_method:
+        return None
+    return {"level": level, "method": q.interval_method,
+            "description": interval_description(q.interval_method)}
 
 
 def release_json(release: Release) -> bytes:

@@ -44,6 +44,9 @@ class ReleasedQuery:
 
     ``parts`` describes each noised part (mechanism, OpenDP function, scale, sensitivity,
     planned and certified privacy); ``notes`` what differs from the plan, if anything.
+    ``intervals`` holds a (lower, upper) for each row's true value at the plan's level (None
+    where the kind gives none), ``interval_method`` how (keys of
+    ``dpcore.intervals.METHODS`` joined by ", "; "" for none).
     """
 
     id: str
@@ -52,6 +55,12 @@ class ReleasedQuery:
     rows: tuple[tuple[tuple[str, ...], Any], ...]
     parts: tuple[dict[str, Any], ...]
     notes: tuple[str, ...] = ()
+    intervals: tuple[tuple[float, float] | None, ...] = ()
+    interval_method: str = ""
+
+    def interval(self, i: int) -> tuple[float, float] | None:
+        """The interval of row ``i`` (None when there is none)."""
+        return self.intervals[i] if i < len(self.intervals) else None
 
     def values_record(self) -> dict[str, Any]:
         return {"id": self.id, "rows": [[list(group), _plain(value)]
@@ -213,19 +222,22 @@ def _groupable(values: Sequence[Any]) -> tuple:
 # drawing
 
 
-def _draw_query(built: Built, certified: tuple[Certified, ...], aggs: tuple, keys: tuple
-                ) -> ReleasedQuery:
+def _draw_query(built: Built, certified: tuple[Certified, ...], aggs: tuple, keys: tuple,
+                alpha: float) -> ReleasedQuery:
     """Draw every part of one query on its true aggregates (its kind says how); return
-    released values only."""
-    statistic, rows = built.kind.draw(built, certified, aggs, keys)
+    released values only, each with its (1 − alpha) interval (from the released values, the
+    mechanisms' laws and public parameters: never the true aggregates)."""
+    statistic, rows, intervals = built.kind.release(built, certified, aggs, keys, alpha)
     notes = [c.note for c in certified if c.note]
-    return _released(built.query, statistic, rows, certified, notes)
+    return _released(built.query, statistic, rows, certified, notes, intervals,
+                     built.kind.interval_method(built.query.query))
 
 
 def _released(pq: model.PlanQuery, statistic: str, rows: tuple, certified: tuple,
-              notes: list[str]) -> ReleasedQuery:
+              notes: list[str], intervals: tuple = (), method: str = "") -> ReleasedQuery:
     parts = tuple(_describe(c) for c in certified)
-    return ReleasedQuery(pq.id, pq.label, statistic, rows, parts, tuple(notes))
+    return ReleasedQuery(pq.id, pq.label, statistic, rows, parts, tuple(notes), intervals,
+                         method)
 
 
 def _describe(c: Certified) -> dict[str, Any]:
@@ -322,7 +334,8 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     released = []
     for built, certified in zip(prepared.built, prepared.certified, strict=True):
         aggs, keys = _aggregates(built, engine, source)
-        released.append(_draw_query(built, certified, aggs, keys))
+        released.append(_draw_query(built, certified, aggs, keys,
+                                    plan.accounting.alpha))
         del aggs  # the true aggregates go no further
     digest = values_hash(released)
     record = ledger.record_release(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dpcore.figures import lower, upper
+from dpcore.intervals import DEFAULT_ALPHA
 
 __all__ = ["datasets_table", "history_table"]
 
@@ -41,16 +42,29 @@ def datasets_table(statuses: Sequence) -> pd.DataFrame:
                                        "Releases"])
 
 
+def _interval_level(plan: dict) -> str | None:
+    """The level of a release's intervals, from its plan's alpha ("95%" by default)."""
+    accounting = plan.get("accounting")
+    alpha = accounting.get("alpha", DEFAULT_ALPHA) if isinstance(accounting, dict) else (
+        DEFAULT_ALPHA)
+    return f"{1 - alpha:.0%}" if isinstance(alpha, int | float) and 0 < alpha < 1 else None
+
+
 def history_table(records: Sequence) -> pd.DataFrame:
-    """One row per release, newest first."""
+    """One row per release, newest first, with the level of its values' intervals (the
+    ledger keeps the values' hash, not the values: their intervals are in the release's
+    files)."""
     rows = []
     for r in reversed(list(records)):
         try:
-            queries = len(json.loads(r.plan_json).get("queries", []))
+            plan = json.loads(r.plan_json)
+            queries = len(plan.get("queries", []))
+            level = _interval_level(plan)
         except (ValueError, AttributeError):
-            queries = None
+            queries = level = None
         rows.append({"Entry": r.id, "Time": r.time, "Dataset": r.dataset.name,
                      "Queries": queries, "ε": upper(r.epsilon, 6), "δ": r.delta,
-                     "Accounting": r.accounting, "Values hash": _short(r.values_hash)})
+                     "Accounting": r.accounting, "Interval level": level,
+                     "Values hash": _short(r.values_hash)})
     return pd.DataFrame(rows, columns=["Entry", "Time", "Dataset", "Queries", "ε", "δ",
-                                       "Accounting", "Values hash"])
+                                       "Accounting", "Interval level", "Values hash"])

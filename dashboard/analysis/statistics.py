@@ -74,6 +74,7 @@ from dashboard.analysis.stats_query import (  # noqa: F401
 from dashboard.analysis.stats_wording import (  # noqa: F401
     CATEGORY_ERRORS_NOTE,
     COMPARE_NOTE,
+    COUNT_QUERIES,
     NEIGHBOURS,
     SENSITIVITY_NORMS,
     accuracy_sentence,
@@ -83,6 +84,7 @@ from dashboard.analysis.stats_wording import (  # noqa: F401
     describe_plan,
     error_chart_note,
     fmt_value,
+    interval_sentence,
     metrics_note,
     metrics_table,
     release_summary,
@@ -142,6 +144,11 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
             density_x = np.linspace(edges[0], edges[-1], DENSITY_POINTS)
         density_y = plan.error_density(density_x)
     sensitivity, scale, explanation = describe_plan(plan)
+    intervals = None
+    if plan.closed_form:
+        intervals = {c: release_interval(plan.release, release, 1 - c,
+                                         whole=plan.spec.query in COUNT_QUERIES)
+                     for c in CONFIDENCE_OPTIONS}
     return MechanismRun(
         name=mechanism_name(plan.choice.mechanism), label=plan.choice.label(),
         query=plan.spec.query, true_value=plan.true_value, labels=plan.labels,
@@ -149,7 +156,19 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
         density_x=density_x, density_y=density_y, integer_errors=plan.integer_errors,
         analytic_bias=plan.analytic_bias(), analytic_rmse=plan.analytic_rmse(),
         sensitivity=sensitivity, scale=scale, explanation=explanation, clamped_to=clamped,
+        intervals=intervals,
     )
+
+
+def release_interval(mechanism, release: NDArray, alpha: float, *, whole: bool
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(lower, upper) at 1 − ``alpha`` for the true value(s) behind ``release``, per cell; a
+    count's ends rounded as the page rounds the count (a monotone map: a whole true count
+    stays inside)."""
+    from dpcore.intervals import monotone_interval, noise_interval
+
+    low, high = noise_interval(mechanism, release, alpha)
+    return monotone_interval(low, high, np.round) if whole else (low, high)
 
 
 # --------------------------------------------------------------------------------------------

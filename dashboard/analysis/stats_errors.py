@@ -205,6 +205,9 @@ class MechanismRun:
     explanation: str
     #: The range the released value is clamped to (a mean's bounds), else None.
     clamped_to: tuple[float, float] | None = None
+    #: Per confidence, (lower, upper) for the true value behind ``release`` from the noise's
+    #: law and public parameters (``dpcore.intervals``); None where not given (a mean).
+    intervals: dict[float, tuple[NDArray[np.float64], NDArray[np.float64]]] | None = None
 
     def alpha_at(self, confidence: float) -> tuple[float, bool]:
         """(alpha, from_closed_form): the largest closed-form alpha over the cells, else the

@@ -269,7 +269,8 @@ def bias_row(run: MechanismRun) -> str:
     return f"Bias of the released value (clamped to [{lower:g}, {upper:g}]), simulated"
 
 
-def release_table(runs: Sequence[MechanismRun]) -> pd.DataFrame:
+def release_table(runs: Sequence[MechanismRun], confidence: float | None = None
+                  ) -> pd.DataFrame:
     """One release per mechanism next to the true counts, per category, with its error.
 
     Counts read whole: the noisy count is rounded to the nearest whole number (post-processing,
@@ -287,7 +288,30 @@ def release_table(runs: Sequence[MechanismRun]) -> pd.DataFrame:
         table[f"Noisy ({run.name})"] = noisy.astype(np.int64)
         table[f"Error ({run.name})"] = np.round(error).astype(np.int64)
         table[f"Relative error % ({run.name})"] = np.round(relative, 3)
+        if confidence is not None and run.intervals is not None:
+            low, high = run.intervals[confidence]
+            whole = np.all(np.isfinite(low)) and np.all(np.isfinite(high))
+            table[f"Lower {confidence:.0%} ({run.name})"] = low.astype(np.int64) if whole else low
+            table[f"Upper {confidence:.0%} ({run.name})"] = (high.astype(np.int64) if whole
+                                                              else high)
     return table
+
+
+def interval_sentence(run: MechanismRun, confidence: float) -> str:
+    """The release's interval for the true answer at ``confidence``, in words ("" when the
+    run has none: a mean or a variance, whose parts the page does not show)."""
+    if run.intervals is None:
+        return ""
+    low, high = (float(np.max(end)) for end in run.intervals[confidence])
+
+    def shown(x: float) -> str:
+        if not math.isfinite(x):
+            return "−∞" if x < 0 else "+∞"
+        return count(x) if run.query in COUNT_QUERIES else fmt_value(x)
+
+    return (f"{run.name}: with {confidence:.0%} confidence the true answer lies between "
+            f"{shown(low)} and {shown(high)} (the interval for the noise, from its law and "
+            "the released value alone).")
 
 
 def release_summary(run: MechanismRun) -> dict[str, str]:

@@ -623,6 +623,21 @@ class AdditiveMechanism(ABC):
     def _accuracy(self, beta: float, true_value: ArrayLike | None) -> float | NDArray:
         ...
 
+    # -- intervals for the true value (dpcore.intervals) --------------------------------------
+
+    def _interval_half_width(self, alpha: float) -> float:
+        """A half-width a with P(|noisy − true| > a) <= alpha whatever the true value, from
+        the noise's law and public parameters only: the accuracy, for noise that does not
+        depend on the true value (the mechanisms with an answer range override it)."""
+        return self._accuracy(alpha, None)
+
+    def _interval_around(self, released: NDArray, half_width: float
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """[released − a, released + a]: where the true value lies whenever the noise is at
+        most a in size (the mechanisms with an answer range override it)."""
+        released = np.asarray(released, dtype=np.float64)
+        return released - half_width, released + half_width
+
     @abstractmethod
     def error_cdf(self, x: ArrayLike, true_value: ArrayLike | None = None) -> NDArray:
         """P(noisy − true <= x), vectorized in ``x``."""

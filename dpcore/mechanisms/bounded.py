@@ -270,6 +270,20 @@ class BoundedLaplace(_BoundedDomain):
             u += base
             np.clip(u, self._lower, self._upper, out=block)
 
+    def _interval_half_width(self, alpha):
+        # The noise is Laplace conditioned on landing in [l, u], whose mass C_b(q) is at least
+        # ½(1 − e^{−(u−l)/b}) for a true value q in [l, u] (at q = l or u), so
+        # P(|E| > a) <= e^{−a/b} / min C_b = alpha at a = b·ln(1 / (alpha·min C_b)):
+        # conservative (true for every q), never the true value's own accuracy.
+        least_mass = -0.5 * math.expm1(-(self._upper - self._lower) / self._scale)
+        return self._scale * -(math.log(alpha) + math.log(least_mass))
+
+    def _interval_around(self, released, half_width):
+        # the true value lies in [lower, upper] (the mechanism refuses any other)
+        released = np.asarray(released, dtype=np.float64)
+        return (np.maximum(released - half_width, self._lower),
+                np.minimum(released + half_width, self._upper))
+
     def _accuracy(self, beta, true_value):
         q = self._true_value(true_value)
         lower_tail, upper_tail, mass = self._tails(q)
@@ -416,6 +430,18 @@ class ClampedLaplace(_BoundedDomain):
         above = np.where(alpha < low, 1.0, np.where(alpha < high, half, 0.0))
         below = np.where(alpha < -high, 1.0, np.where(alpha < -low, half, 0.0))
         return above + below
+
+    def _interval_half_width(self, alpha):
+        return self._scale * -math.log(alpha)  # the Laplace noise before clamping
+
+    def _interval_around(self, released, half_width):
+        # Clamping moves the noisy value towards the range, so |clamped − true| <= |noise|
+        # for a true value inside it; but the true value may lie outside: a value clamped to
+        # a bound says only that the true value is within a of it or beyond.
+        released = np.asarray(released, dtype=np.float64)
+        low = np.where(released <= self._lower, -np.inf, released - half_width)
+        high = np.where(released >= self._upper, np.inf, released + half_width)
+        return low, high
 
     def _accuracy(self, beta, true_value):
         q = self._true_value(true_value)

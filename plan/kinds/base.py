@@ -23,11 +23,17 @@ import numpy as np
 
 from plan.model import PlanError, PlanQuery, PrivacyUnit
 
-__all__ = ["QueryKind", "Rows", "as_input", "number", "mean_of", "means_of", "draw_threshold",
-           "WHOLE_LIMIT", "THRESHOLD_CHUNK", "declared_rule"]
+__all__ = ["QueryKind", "Rows", "Intervals", "as_input", "number", "mean_of", "means_of",
+           "draw_threshold", "WHOLE_LIMIT", "THRESHOLD_CHUNK", "declared_rule",
+           "drawn_mechanism", "additive_intervals", "threshold_intervals"]
 
 #: Released rows: (group labels, value) pairs; the group is empty for a single number.
 Rows = tuple[tuple[tuple[str, ...], Any], ...]
+#: One (lower, upper) per released row for its true value, or None where there is none.
+Intervals = tuple[tuple[float, float] | None, ...]
+
+#: The catalogue mechanism with the law of partition selection's noise on each count.
+_THRESHOLD_NOISE = {"laplace": "laplace", "discrete_laplace": "geometric", "gaussian": "gaussian"}
 
 #: Whole-number totals handed to OpenDP's integer samplers are saturated here: far inside
 #: the 64-bit range (noise is added in 64 bits), and a public constant, so saturating is a
@@ -89,6 +95,48 @@ def draw_threshold(part: Any, counts: dict[str, Any]) -> dict[str, Any]:
     while chunk := dict(itertools.islice(items, THRESHOLD_CHUNK)):
         kept |= part.draw(chunk)
     return kept
+
+
+def drawn_mechanism(part: Any) -> Any:
+    """The part's catalogue mechanism at the scale its measurement drew with (OpenDP's scale
+    can be a few ulps above the plan's: the interval is read at the larger)."""
+    mechanism = part.part.mechanism
+    if part.opendp_scale > mechanism.scale:
+        mechanism = mechanism._noise_scaled(part.opendp_scale / mechanism.scale)
+    return mechanism
+
+
+def _pairs(low: np.ndarray, high: np.ndarray) -> Intervals:
+    return tuple((float(lo), float(hi)) for lo, hi in zip(low.reshape(-1), high.reshape(-1),
+                                                          strict=True))
+
+
+def additive_intervals(part: Any, values: Sequence[Any], alpha: float) -> Intervals:
+    """(lower, upper) at 1 − ``alpha`` for each released value of an additive part, from its
+    mechanism's law and scale alone (``dpcore.intervals.noise_interval``), each on its own."""
+    from dpcore.intervals import noise_interval
+
+    if not len(values):
+        return ()
+    low, high = noise_interval(drawn_mechanism(part), np.asarray(values, dtype=np.float64),
+                               alpha)
+    return _pairs(low, high)
+
+
+def threshold_intervals(part: Any, values: Sequence[Any], alpha: float) -> Intervals:
+    """(lower, upper) at 1 − ``alpha`` for the noisy counts partition selection released,
+    from the law of its noise on each count (before selection: given that a group was kept,
+    its noise was more likely upwards, and the interval is conditional on being kept)."""
+    from dpcore.intervals import noise_interval
+    from dpcore.mechanisms import make_mechanism
+
+    if not len(values):
+        return ()
+    gate = part.part.mechanism
+    noise = make_mechanism(_THRESHOLD_NOISE[gate.noise], sensitivity=1.0,
+                           scale=part.opendp_scale)
+    low, high = noise_interval(noise, np.asarray(values, dtype=np.float64), alpha)
+    return _pairs(low, high)
 
 
 def declared_rule(column: str, what: str = "the declared categories") -> str:
@@ -221,10 +269,36 @@ class QueryKind:
 
         The default is for a kind of one number made of additive parts
         (:meth:`part_values`, :meth:`combine`): what a page simulates from the same parts."""
-        noisy = tuple(part.draw(as_input(part, value))
-                      for part, value in zip(certified, self.part_values(built, aggs),
-                                             strict=True))
+        noisy = self.draw_parts(built, certified, aggs)
         return self.statistic_of(built.query.query), (((), float(self.combine(built, noisy))),)
+
+    def draw_parts(self, built: Any, certified: Sequence[Any], aggs: tuple) -> tuple:
+        """Each part's noisy value, drawn on its true input (:meth:`part_values`)."""
+        return tuple(part.draw(as_input(part, value))
+                     for part, value in zip(certified, self.part_values(built, aggs),
+                                            strict=True))
+
+    # -- intervals ---------------------------------------------------------------------------
+
+    def release(self, built: Any, certified: Sequence[Any], aggs: tuple, keys: tuple,
+                alpha: float) -> tuple[str, Rows, Intervals]:
+        """(statistic, released rows, an interval for each row's true value at 1 − alpha).
+
+        The intervals are computed from the released values and public parameters only
+        (:meth:`intervals`); a kind whose interval needs its parts' noisy values (a mean)
+        overrides this."""
+        statistic, rows = self.draw(built, certified, aggs, keys)
+        return statistic, rows, self.intervals(built, certified, rows, alpha)
+
+    def intervals(self, built: Any, certified: Sequence[Any], rows: Rows, alpha: float
+                  ) -> Intervals:
+        """The (1 − alpha) interval of each released row (None: this kind gives none)."""
+        return tuple(None for _ in rows)
+
+    def interval_method(self, spec: Any) -> str:
+        """How its intervals are computed, a key of ``dpcore.intervals.METHODS`` ("" for
+        none)."""
+        return ""
 
     # -- one number made of parts (a mean, a variance): the release and the pages alike ------
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from dpcore.contributions import count_sensitivity
 from engine.queries import CountRows
-from plan.kinds.base import QueryKind, as_input, number
+from plan.kinds.base import QueryKind, additive_intervals, as_input, number
 from plan.model import PlanQuery, PrivacyUnit, _Fields
 from plan.parts import Built, additive, contribution, contribution_bounds
 
@@ -46,6 +46,12 @@ class CountKind(QueryKind):
     def draw(self, built, certified, aggs, keys):
         part = certified[0]
         return self.statistic, (((), number(part.draw(as_input(part, aggs[0].rows)))),)
+
+    def intervals(self, built, certified, rows, alpha):
+        return additive_intervals(certified[0], [v for _, v in rows], alpha)
+
+    def interval_method(self, spec):
+        return "exact"
 
     def rules(self, query):
         return ["every row is counted"]

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from dpcore.contributions import count_sensitivity
 from engine.queries import CategoryTable
-from plan.kinds.base import QueryKind, declared_rule
+from plan.kinds.base import QueryKind, additive_intervals, declared_rule
 from plan.kinds.histogram import counts_draw
 from plan.model import Categories, PlanQuery, PrivacyUnit, _column, _declared, _Fields
 from plan.parts import Built, additive, contribution, contribution_bounds
@@ -73,6 +73,12 @@ class CrosstabKind(QueryKind):
     def draw(self, built, certified, aggs, keys):
         counts = list(aggs[0].counts.reshape(-1))
         return self.statistic, counts_draw(certified[0], counts, _labels(built.query.query))
+
+    def intervals(self, built, certified, rows, alpha):
+        return additive_intervals(certified[0], [v for _, v in rows], alpha)
+
+    def interval_method(self, spec):
+        return "per cell"
 
     def rules(self, query):
         q = query.query

@@ -7,15 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from dpcore.contributions import count_sensitivity, mean_sensitivities, sum_sensitivity
+from dpcore.intervals import mean_interval
 from engine.queries import CategoryCounts, DistinctValues, GroupedSum
 from plan.kinds.base import (
     QueryKind,
+    additive_intervals,
     as_input,
     declared_rule,
     draw_threshold,
+    drawn_mechanism,
     mean_of,
     number,
+    threshold_intervals,
 )
 from plan.kinds.bounded import clamping_rule
 from plan.kinds.mean import MEAN_RULE
@@ -201,6 +207,34 @@ class GroupByKind(QueryKind):
         return self._queries(built.query, keys, contribution(built.unit, grouped=True))
 
     def draw(self, built, certified, aggs, keys):
+        return self._drawn(built, certified, aggs, keys)[:2]
+
+    def release(self, built, certified, aggs, keys, alpha):
+        statistic, rows, noisy = self._drawn(built, certified, aggs, keys)
+        q = built.query.query
+        values = [v for _, v in rows]
+        if q.keys is None and q.statistic == "count":   # the threshold's own noisy counts
+            return statistic, rows, threshold_intervals(certified[0], values, alpha)
+        parts = certified if q.keys is not None else certified[1:]
+        if q.statistic != "mean":
+            return statistic, rows, additive_intervals(parts[0], values, alpha)
+        if not rows:
+            return statistic, rows, ()
+        low, high = mean_interval(drawn_mechanism(parts[0]), np.asarray(noisy[0], dtype=float),
+                                  drawn_mechanism(parts[1]), np.asarray(noisy[1], dtype=float),
+                                  lower=q.bounds.lower, upper=q.bounds.upper, alpha=alpha)
+        return statistic, rows, tuple(zip(low.tolist(), high.tolist(), strict=True))
+
+    def interval_method(self, spec):
+        method = "mean" if spec.statistic == "mean" else "per cell"
+        if spec.keys is not None:
+            return method
+        # a found group's count is the selection's own noisy count; a sum or a mean has
+        # noise of its own, drawn apart from the selection's
+        return f"{method}, conditional" if spec.statistic == "count" else f"{method}, kept"
+
+    def _drawn(self, built, certified, aggs, keys):
+        """(statistic, rows, the noisy sums and counts of a mean's groups or None)."""
         q = built.query.query
         statistic = self.statistic_of(q)
         if q.keys is not None:
@@ -210,7 +244,7 @@ class GroupByKind(QueryKind):
         else:
             names = [str(k) for k in keys]
             if not keys:
-                return statistic, ()
+                return statistic, (), None
             # Keys whose rows the contribution bounds all dropped are not in the bounded data.
             present = {n: int(c) for n, c in zip(names, aggs[0].counts, strict=True) if c > 0}
             gate = certified[0]
@@ -218,22 +252,24 @@ class GroupByKind(QueryKind):
             chosen = [i for i, n in enumerate(names) if n in kept]
             parts = list(certified[1:])
             if q.statistic == "count":
-                return statistic, tuple(((names[i],), number(kept[names[i]])) for i in chosen)
+                return statistic, tuple(((names[i],), number(kept[names[i]]))
+                                        for i in chosen), None
             aggs = aggs[1:]
         agg = aggs[0]
         if q.statistic == "count":
             noisy = parts[0].draw(as_input(parts[0], [int(agg.counts[i]) for i in chosen]))
             return statistic, tuple(((names[i],), number(v))
-                                    for i, v in zip(chosen, noisy, strict=True))
+                                    for i, v in zip(chosen, noisy, strict=True)), None
         if not chosen:
-            return statistic, ()
+            return statistic, (), None
         sums = parts[0].draw(as_input(parts[0], [float(agg.totals[i]) for i in chosen]))
         if q.statistic == "sum":
             return statistic, tuple(((names[i],), number(v))
-                                    for i, v in zip(chosen, sums, strict=True))
+                                    for i, v in zip(chosen, sums, strict=True)), None
         counts = parts[1].draw(as_input(parts[1], [int(agg.rows[i]) for i in chosen]))
         return statistic, tuple(((names[i],), mean_of(s, c, q.bounds.lower, q.bounds.upper))
-                                for i, s, c in zip(chosen, sums, counts, strict=True))
+                                for i, s, c in zip(chosen, sums, counts, strict=True)), (
+            sums, counts)
 
     def rules(self, query):
         q = query.query

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from dpcore.contributions import count_sensitivity
 from dpcore.quantiles import bin_labels
 from engine.queries import Binned, CategoryCounts
-from plan.kinds.base import QueryKind, as_input, declared_rule, number
+from plan.kinds.base import QueryKind, additive_intervals, as_input, declared_rule, number
 from plan.model import (
     OUTSIDE,
     Categories,
@@ -107,6 +107,12 @@ class HistogramKind(QueryKind):
     def draw(self, built, certified, aggs, keys):
         q = built.query.query
         return self.statistic, counts_draw(certified[0], aggs[0].counts, cell_labels(q))
+
+    def intervals(self, built, certified, rows, alpha):
+        return additive_intervals(certified[0], [v for _, v in rows], alpha)
+
+    def interval_method(self, spec):
+        return "per cell"
 
     def rules(self, query):
         q = query.query

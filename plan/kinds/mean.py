@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpcore.contributions import mean_sensitivities
-from plan.kinds.base import means_of
+from dpcore.intervals import mean_interval
+from plan.kinds.base import drawn_mechanism, means_of
 from plan.kinds.bounded import BoundedColumn, BoundedColumnKind
 from plan.model import Bounds, PlanQuery, PrivacyUnit, _declared, _f, _Fields, _number, _probability
 from plan.parts import Built, split_parts, whole_sum
@@ -70,6 +71,19 @@ class MeanKind(BoundedColumnKind):
     def combine(self, built, noisy):
         q = built.query.query
         return means_of(*noisy, q.bounds.lower, q.bounds.upper)
+
+    def release(self, built, certified, aggs, keys, alpha):
+        noisy = self.draw_parts(built, certified, aggs)
+        mean = float(self.combine(built, noisy))
+        q = built.query.query
+        # from the noisy sum and count, which are the mechanism's own output (post-processing)
+        low, high = mean_interval(drawn_mechanism(certified[0]), noisy[0],
+                                  drawn_mechanism(certified[1]), noisy[1],
+                                  lower=q.bounds.lower, upper=q.bounds.upper, alpha=alpha)
+        return self.statistic, (((), mean),), ((float(low), float(high)),)
+
+    def interval_method(self, spec):
+        return "mean"
 
 
 KIND = MeanKind()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dpcore.contributions import sum_sensitivity
-from plan.kinds.base import as_input, number
+from plan.kinds.base import additive_intervals, as_input, number
 from plan.kinds.bounded import BoundedColumn, BoundedColumnKind
 from plan.model import PlanQuery, PrivacyUnit
 from plan.parts import Built, additive, whole_sum
@@ -38,6 +38,12 @@ class SumKind(BoundedColumnKind):
     def draw(self, built, certified, aggs, keys):
         part = certified[0]
         return self.statistic, (((), number(part.draw(as_input(part, aggs[0].total)))),)
+
+    def intervals(self, built, certified, rows, alpha):
+        return additive_intervals(certified[0], [v for _, v in rows], alpha)
+
+    def interval_method(self, spec):
+        return "exact"
 
 
 KIND = SumKind()

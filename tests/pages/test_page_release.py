@@ -5,6 +5,8 @@ and what is left per dataset."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from dpcore.accounting import ACCOUNTANTS
@@ -69,8 +71,15 @@ def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
     no_problem(at)
     assert any("Released and recorded: entry #1" in s.value for s in at.success)
     frame = released_frame(at)
-    assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value"]
+    assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value", "Lower",
+                                   "Upper"]
     count = frame[frame["Statistic"] == "count"]["Released value"].iloc[0]
+    # beside each value its 95 % interval: Laplace ε = 1, half-width ln(1/0.05) (issue 22)
+    widths = (frame["Upper"] - frame["Lower"]).tolist()
+    assert widths[0] == pytest.approx(2 * math.log(20), rel=1e-9)
+    assert (frame["Lower"] <= frame["Released value"]).all()
+    assert (frame["Released value"] <= frame["Upper"]).all()
+    assert any("95% interval for each true value" in c.value for c in at.caption)
     assert count != ADULT_ROWS   # continuous Laplace noise: never exactly the truth
     assert abs(count - ADULT_ROWS) < 30   # ε = 1: |noise| > 30 has probability e^-30
     assert not at.checkbox(key="plan_release_confirm").value   # one click, one release
@@ -123,6 +132,7 @@ def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
     history = next(d.value for d in at.dataframe if "Values hash" in d.value.columns)
     assert history["Entry"].tolist() == [r.id for r in reversed(records)]
     assert history["ε"].tolist() == ["2", "2"]   # ε = 1 each, recorded as 2.0
+    assert history["Interval level"].tolist() == ["95%", "95%"]
 
 
 def test_a_damaged_ledger_is_named_and_left_untouched(ledger_file):

@@ -322,3 +322,25 @@ def test_a_clamped_mean_explains_its_spikes_its_bound_and_its_bias():
     assert bias == pytest.approx(errors.mean(), abs=5 * spread)
     assert abs(errors.mean()) > 10 * spread   # not zero: the clamped mean is biased
     assert "zero for" not in captions
+
+
+def test_each_simulated_release_shows_its_interval(stats_page):
+    """Issue 22: next to the release, its 95 % interval for the true answer (per category of
+    a histogram; Laplace b = 1/ε = 1: the true count is within the noisy one ± ln 20)."""
+    at = stats_page
+    table = next(d.value for d in at.dataframe if any(c.startswith("Lower 95%")
+                                                      for c in d.value.columns))
+    low = table[next(c for c in table.columns if c.startswith("Lower 95%"))]
+    high = table[next(c for c in table.columns if c.startswith("Upper 95%"))]
+    noisy = table[next(c for c in table.columns if c.startswith("Noisy"))]
+    assert (low <= noisy).all() and (noisy <= high).all()
+    # the ends of noisy ± ln 20 ≈ ±3.0, each rounded as the count is
+    assert set((high - low).tolist()) <= {5, 6}
+    assert ((low <= table["True count"]) & (table["True count"] <= high)).mean() > 0.5
+    at.selectbox(key="stats_query").select("sum").run()
+    assert not at.exception, [e.value for e in at.exception]
+    sentence = next(c.value for c in at.caption if "confidence the true answer lies" in c.value)
+    match = re.search(r"between ([\d,.\-−]+) and ([\d,.\-−]+)", sentence)
+    low, high = (float(x.replace(",", "").replace("−", "-")) for x in match.groups())
+    # a sum of age clamped to [17, 90] at ε = 1: b = 90, half-width 90 ln 20
+    assert high - low == pytest.approx(2 * 90 * math.log(20), rel=1e-3)

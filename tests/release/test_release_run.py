@@ -171,7 +171,8 @@ def test_the_release_files_hold_no_true_value(tmp_path, engine):
     card = release_card(release)
     in_json = _numbers(record) + _numbers(card)
     in_csv = [x for row in rows for x in _numbers(row)]
-    assert len(in_csv) == 17 and len(in_json) > 100  # 17 released values
+    # 17 released values, each with its interval's lower and upper ends and level
+    assert len(in_csv) == 17 * 4 and len(in_json) > 100
     found = [x for x in in_json + in_csv if x in truth]
     assert found == []
     # the check finds a true value when one is there

@@ -1,0 +1,147 @@
+"""Intervals of a real release (issue 22): computed from the mechanisms' laws, public
+parameters and released values only — their widths are the closed forms whatever the data —
+and written to release.csv (lower, upper, level), release.json and the card."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+
+from engine import Engine, FrameSource
+from engine.duckdb_backend import DuckDBBackend
+from plan.model import (
+    Accounting,
+    Bounds,
+    Budget,
+    Count,
+    Dataset,
+    Histogram,
+    Mean,
+    Noise,
+    Plan,
+    PlanQuery,
+    PrivacyUnit,
+    Sum,
+)
+from release import Ledger, run
+from release.card import release_card
+from release.files import release_csv, release_record
+from tests.release.test_release_run import _truth_frame
+from tests.release_fixtures import cats
+
+Z_975 = 1.959963984540054  # the standard normal's 97.5 % quantile
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return Engine(DuckDBBackend(threads=1))
+
+
+def _plan(alpha: float = 0.05) -> Plan:
+    queries = (
+        PlanQuery("rows", "Rows", Count(), Noise("laplace", "pure", epsilon=0.5)),
+        PlanQuery("income", "Income", Sum("income", Bounds(0, 100_000)),
+                  Noise("gaussian", "zcdp", rho=0.05, delta=1e-7)),
+        PlanQuery("region", "Regions", Histogram("region", cats("north", "south", "east")),
+                  Noise("laplace", "pure", epsilon=0.5)),
+        PlanQuery("age", "Mean age", Mean("age", Bounds(18, 90)),
+                  Noise("laplace", "pure", epsilon=0.5)),
+    )
+    return Plan(Dataset("people"), queries, PrivacyUnit(), Accounting(alpha=alpha),
+                Budget(epsilon=20.0))
+
+
+def _released(tmp_path, engine, frame, alpha=0.05):
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        return run(_plan(alpha), FrameSource(frame), ledger=ledger, engine=engine)
+
+
+def _widths(release):
+    return {q.id: [hi - lo for lo, hi in q.intervals] for q in release.queries}
+
+
+def test_widths_are_the_closed_forms_on_neighbouring_datasets(tmp_path, engine):
+    frame = _truth_frame()
+    neighbour = frame.drop(index=17)   # one person (one row) fewer
+    laplace = 2 * (1 / 0.5) * math.log(1 / 0.05)          # 2 b ln(1/alpha), b = 1/ε
+    gaussian = 2 * (100_000 / math.sqrt(2 * 0.05)) * Z_975  # 2 σ z, σ = Δ/√(2ρ)
+    for i, data in enumerate((frame, neighbour)):
+        release = _released(tmp_path / str(i), engine, data)
+        widths = _widths(release)
+        assert widths["rows"] == pytest.approx([laplace], rel=1e-9)
+        assert widths["income"] == pytest.approx([gaussian], rel=1e-9)
+        assert widths["region"] == pytest.approx([laplace] * 3, rel=1e-9)
+        by_id = {q.id: q for q in release.queries}
+        for q in release.queries:  # each interval holds its released value
+            assert len(q.intervals) == len(q.rows)
+            assert all(lo <= v <= hi for (_, v), (lo, hi) in zip(q.rows, q.intervals,
+                                                                  strict=True))
+        (low, high), = by_id["age"].intervals
+        assert 18 <= low <= high <= 90
+        assert by_id["age"].interval_method == "mean"
+        assert by_id["region"].interval_method == "per cell"
+
+
+def test_the_files_and_the_card_give_each_value_its_interval(tmp_path, engine):
+    release = _released(tmp_path, engine, _truth_frame(), alpha=0.1)
+    rows = list(csv.DictReader(io.StringIO(release_csv(release).decode("utf-8-sig"))))
+    assert len(rows) == 1 + 1 + 3 + 1
+    for row in rows:
+        assert float(row["level"]) == pytest.approx(0.9)
+        assert float(row["lower"]) <= float(row["Value"]) <= float(row["upper"])
+    count = next(r for r in rows if r["Query id"] == "rows")
+    width = float(count["upper"]) - float(count["lower"])
+    assert width == pytest.approx(2 * 2 * math.log(10), rel=1e-9)   # alpha = 0.1
+    record = release_record(release)
+    for q in record["queries"]:
+        assert q["interval"]["level"] == pytest.approx(0.9)
+        assert {"group", "value", "lower", "upper", "level"} <= set(q["values"][0])
+    mean = next(q for q in record["queries"] if q["id"] == "age")
+    assert "split" in mean["interval"]["description"]
+    card = release_card(release)
+    assert card["intervals"]["level"] == pytest.approx(0.9)
+    assert {q["interval"]["method"] for q in card["queries"]} == {"exact", "per cell", "mean"}
+    assert json.loads(json.dumps(card))  # JSON-able
+
+
+def test_the_plans_alpha_is_read_and_written():
+    plan = _plan(alpha=0.1)
+    again = Plan.from_json(plan.to_json())
+    assert again.accounting.alpha == 0.1
+    default = json.loads(_plan().to_json())
+    assert "alpha" not in default["accounting"]  # a plan written before alpha reads the same
+    assert Plan.from_json(json.dumps(default)).accounting.alpha == 0.05
+    from plan.model import PlanError
+
+    with pytest.raises(PlanError, match="accounting.alpha"):
+        Accounting(alpha=1.5)
+
+
+def test_every_kind_says_how_its_intervals_hold(tmp_path, engine):
+    from tests.release_fixtures import every_kind_plan, visits
+
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(every_kind_plan(), FrameSource(visits()), ledger=ledger, budget=50.0,
+                      engine=engine)
+    methods = {q.id: q.interval_method for q in release.queries}
+    assert methods == {"n": "exact", "cost": "exact", "age": "mean", "dx": "per cell",
+                       "ages": "per cell", "dx-sex": "per cell",
+                       "dx-found": "per cell, conditional",
+                       "dx-cost": "per cell, kept",
+                       "sex-age": "mean", "age-q": "", "top-dx": ""}
+    for q in release.queries:
+        assert len(q.intervals) == len(q.rows)
+        for (_, value), interval in zip(q.rows, q.intervals, strict=True):
+            assert (interval is None) == (methods[q.id] == "")
+            if interval is not None:
+                assert interval[0] <= value <= interval[1]
+    card = release_card(release)
+    found = next(q for q in card["queries"] if q["id"] == "dx-found")
+    assert "conditional on the group being kept" in found["interval"]["description"]
+    assert "may cover less" in found["interval"]["description"]
+    cost = next(q for q in card["queries"] if q["id"] == "dx-cost")
+    assert "holds at the stated level for each group kept" in cost["interval"]["description"]
