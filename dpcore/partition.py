@@ -30,6 +30,7 @@ from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 
 __all__ = [
     "PARTITION_NOISES",
+    "PARTITION_LAWS",
     "PartitionPrivacy",
     "PartitionRelease",
     "partition_scale",
@@ -43,6 +44,9 @@ __all__ = [
 #: Noises partition selection can add to the counts: continuous Laplace and Gaussian (what
 #: simulations add), and the discrete Laplace OpenDP adds to integer counts in a real release.
 PARTITION_NOISES = ("laplace", "discrete_laplace", "gaussian")
+#: The catalogue mechanism (``dpcore.mechanisms.CATALOGUE``) with the law of each noise on a
+#: count (its intervals: ``plan.kinds.base``).
+PARTITION_LAWS = {"laplace": "laplace", "discrete_laplace": "geometric", "gaussian": "gaussian"}
 
 # A survival probability or delta computed in float64 is within a few ulps of the exact value;
 # privacy figures are raised by this factor (and an ulp) so that they never round down.

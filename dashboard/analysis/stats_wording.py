@@ -307,7 +307,7 @@ def interval_sentence(run: MechanismRun, confidence: float) -> str:
     def shown(x: float) -> str:
         if not math.isfinite(x):
             return "−∞" if x < 0 else "+∞"
-        return count(x) if run.query in COUNT_QUERIES else fmt_value(x)
+        return count(x) if KINDS[run.query].counts_rows else fmt_value(x)
 
     return (f"{run.name}: with {confidence:.0%} confidence the true answer lies between "
             f"{shown(low)} and {shown(high)} (the interval for the noise, from its law and "

@@ -32,8 +32,6 @@ Rows = tuple[tuple[tuple[str, ...], Any], ...]
 #: One (lower, upper) per released row for its true value, or None where there is none.
 Intervals = tuple[tuple[float, float] | None, ...]
 
-#: The catalogue mechanism with the law of partition selection's noise on each count.
-_THRESHOLD_NOISE = {"laplace": "laplace", "discrete_laplace": "geometric", "gaussian": "gaussian"}
 
 #: Whole-number totals handed to OpenDP's integer samplers are saturated here: far inside
 #: the 64-bit range (noise is added in 64 bits), and a public constant, so saturating is a
@@ -129,11 +127,12 @@ def threshold_intervals(part: Any, values: Sequence[Any], alpha: float) -> Inter
     its noise was more likely upwards, and the interval is conditional on being kept)."""
     from dpcore.intervals import noise_interval
     from dpcore.mechanisms import make_mechanism
+    from dpcore.partition import PARTITION_LAWS
 
     if not len(values):
         return ()
     gate = part.part.mechanism
-    noise = make_mechanism(_THRESHOLD_NOISE[gate.noise], sensitivity=1.0,
+    noise = make_mechanism(PARTITION_LAWS[gate.noise], sensitivity=1.0,
                            scale=part.opendp_scale)
     low, high = noise_interval(noise, np.asarray(values, dtype=np.float64), alpha)
     return _pairs(low, high)
