@@ -74,7 +74,6 @@ from dashboard.analysis.stats_query import (  # noqa: F401
 from dashboard.analysis.stats_wording import (  # noqa: F401
     CATEGORY_ERRORS_NOTE,
     COMPARE_NOTE,
-    COUNT_QUERIES,
     NEIGHBOURS,
     SENSITIVITY_NORMS,
     accuracy_sentence,
@@ -91,6 +90,7 @@ from dashboard.analysis.stats_wording import (  # noqa: F401
     release_table,
 )
 from dashboard.choices import PrivacyChoice, mechanism_name
+from plan.kinds import KINDS
 
 #: Points at which the closed-form density is drawn.
 DENSITY_POINTS = 401
@@ -147,7 +147,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
     intervals = None
     if plan.closed_form:
         intervals = {c: release_interval(plan.release, release, 1 - c,
-                                         whole=plan.spec.query in COUNT_QUERIES)
+                                         whole=KINDS[plan.spec.query].counts_rows)
                      for c in CONFIDENCE_OPTIONS}
     return MechanismRun(
         name=mechanism_name(plan.choice.mechanism), label=plan.choice.label(),
