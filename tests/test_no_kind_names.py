@@ -111,13 +111,6 @@ QUERY_ALLOWED = {
     # the Noisy statistics page and its analysis (not yet moved)
     ("app_pages/statistics.py", "count"), ("app_pages/statistics.py", "mean"),
     ("app_pages/statistics.py", "variance"), ("app_pages/statistics.py", "histogram"),
-    ("dashboard/analysis/stats_parts.py", "count"), ("dashboard/analysis/stats_parts.py", "sum"),
-    ("dashboard/analysis/stats_parts.py", "mean"),
-    ("dashboard/analysis/stats_parts.py", "histogram"),
-    ("dashboard/analysis/stats_parts.py", "variance"),
-    ("dashboard/analysis/stats_query.py", "count"), ("dashboard/analysis/stats_query.py", "sum"),
-    ("dashboard/analysis/stats_query.py", "variance"),
-    ("dashboard/analysis/stats_query.py", "histogram"),
 }
 
 
