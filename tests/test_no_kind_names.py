@@ -108,9 +108,6 @@ QUERY_ALLOWED = {
     # Choose epsilon's "Query" radio: the Selection page as a source (a page, not a kind)
     ("app_pages/choose_epsilon.py", "selection"),
     ("dashboard/analysis/epsilon.py", "selection"),
-    # the Noisy statistics page and its analysis (not yet moved)
-    ("app_pages/statistics.py", "count"), ("app_pages/statistics.py", "mean"),
-    ("app_pages/statistics.py", "variance"), ("app_pages/statistics.py", "histogram"),
 }
 
 
