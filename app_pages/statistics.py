@@ -41,8 +41,9 @@ with ask:
     st.subheader("Query")
     query = controls.select("Query", stats.available_queries(loaded), key="stats_query",
                             default="histogram", format_func=stats.QUERIES.get)
+    kind = stats.KINDS[query]
     column = lower = upper = categories = None
-    if query != "count":
+    if stats.reads_column(query):
         column = controls.select("Column", stats.columns_for(loaded, query), key="stats_column",
                                  default=stats.default_column(loaded, query),
                                  in_url=not upload)
@@ -58,7 +59,7 @@ with ask:
                 ("Upper bound (larger values are lowered to it)", "stats_upper", bounds.upper)))
         note, warn = bounds.shown_note(lower, upper)
         (st.warning if warn else st.caption)(note)
-    elif query == "histogram":
+    elif kind.per_cell:
         categories = stats.declared_categories(loaded, column)
         st.caption(stats.categories_note(categories is not None))
     spec = stats.page_spec(loaded, query, column, lower, upper,
@@ -74,7 +75,7 @@ with ask:
 with protect:
     st.subheader("Privacy")
     choice = controls.privacy_controls(
-        "stats", integer_query=integer_query, bounds_declared=query not in ("mean", "variance"),
+        "stats", integer_query=integer_query, bounds_declared=not kind.made_of_parts,
         allowed=stats.allowed_mechanisms(query), container=protect)
     compare = controls.select(
         "Compare with", [NO_COMPARISON, *stats.comparable_mechanisms(
@@ -83,7 +84,7 @@ with protect:
         format_func=lambda m: "No comparison" if m == NO_COMPARISON else label(m))
     st.caption(stats.COMPARE_NOTE)
     sum_share = 0.5
-    if query == "mean":
+    if kind.split_by_share:
         sum_share = controls.log_slider("Share of the budget for the noisy sum",
                                         stats.SUM_SHARE_OPTIONS, key="stats_share",
                                         default=0.5, help="The noisy count gets the rest.")
@@ -132,7 +133,7 @@ for run in runs:
                 f"{plain(stats.unit_note(spec.contribution))} · noise scale **{run.scale}**")
     st.caption(run.explanation)
 
-if query == "histogram":
+if kind.per_cell:
     st.plotly_chart(charts.noisy_bars(runs, confidence=confidence, x_title=column,
                                       title=f"True counts of {column} and noisy release "
                                             f"{release:,}"),
@@ -162,7 +163,7 @@ st.plotly_chart(charts.error_spread(runs, confidence=confidence,
                 key="stats_errors")
 st.caption(stats.error_chart_note(runs, confidence))
 
-if query == "histogram":
+if kind.per_cell:
     st.plotly_chart(charts.category_errors(runs, x_title=column,
                                            title=f"Typical error per category of {column}"),
                     key="stats_categories")

@@ -108,16 +108,6 @@ QUERY_ALLOWED = {
     # Choose epsilon's "Query" radio: the Selection page as a source (a page, not a kind)
     ("app_pages/choose_epsilon.py", "selection"),
     ("dashboard/analysis/epsilon.py", "selection"),
-    # the Noisy statistics page and its analysis (not yet moved)
-    ("app_pages/statistics.py", "count"), ("app_pages/statistics.py", "mean"),
-    ("app_pages/statistics.py", "variance"), ("app_pages/statistics.py", "histogram"),
-    ("dashboard/analysis/stats_parts.py", "count"), ("dashboard/analysis/stats_parts.py", "sum"),
-    ("dashboard/analysis/stats_parts.py", "mean"),
-    ("dashboard/analysis/stats_parts.py", "histogram"),
-    ("dashboard/analysis/stats_parts.py", "variance"),
-    ("dashboard/analysis/stats_query.py", "count"), ("dashboard/analysis/stats_query.py", "sum"),
-    ("dashboard/analysis/stats_query.py", "variance"),
-    ("dashboard/analysis/stats_query.py", "histogram"),
 }
 
 

@@ -68,6 +68,7 @@ from dashboard.analysis.stats_query import (  # noqa: F401
     default_column,
     neighbours_of,
     page_spec,
+    reads_column,
     unit_note,
     uses_answer_range,
 )
@@ -90,7 +91,7 @@ from dashboard.analysis.stats_wording import (  # noqa: F401
     release_table,
 )
 from dashboard.choices import PrivacyChoice, mechanism_name
-from plan.kinds import KINDS
+from plan.kinds import KINDS  # noqa: F401 (the page asks its query's kind)
 
 #: Points at which the closed-form density is drawn.
 DENSITY_POINTS = 401

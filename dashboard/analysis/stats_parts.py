@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dashboard.analysis.stats_query import QuerySpec
+from dashboard.analysis.stats_query import QuerySpec, reads_column
 from dashboard.choices import PrivacyChoice
 from dashboard.data import truth
 from dpcore.measures import Measure, compose
@@ -25,8 +25,7 @@ from dpcore.mechanisms import CATALOGUE, AdditiveMechanism
 from engine.queries import Contribution
 from plan import model
 from plan.build import Built, build
-from plan.kinds.mean import Mean
-from plan.kinds.variance import Variance
+from plan.kinds import KINDS
 
 __all__ = ["PART_QUERIES", "PartsRelease", "plan_query", "plan_unit", "page_built",
            "parts_release", "part_mechanisms"]
@@ -39,7 +38,7 @@ def part_mechanisms(query: str) -> tuple[str, ...]:
     """The catalogue kinds a query made of parts takes: noise without an answer range (a
     variance's parts also on real numbers: no whole-number noise)."""
     return tuple(kind for kind, spec in CATALOGUE.items() if not spec.needs_range
-                 and not (query == "variance" and spec.integer_only))
+                 and not (KINDS[query].centred and spec.integer_only))
 
 
 def plan_unit(contribution: Contribution | None) -> model.PrivacyUnit:
@@ -66,18 +65,18 @@ def plan_query(spec: QuerySpec, choice: PrivacyChoice, *, sum_share: float = 0.5
     declared ones, else ``labels`` (the ones the page found)."""
     from dashboard.analysis.plan_entries import _category_values, _with_range
 
-    if spec.query == "count":
-        query: object = model.Count()
-    elif spec.query == "histogram":
+    kind = KINDS[spec.query]
+    if not reads_column(spec.query):
+        query: object = kind.spec()
+    elif kind.per_cell:
         values = spec.categories if spec.categories is not None else labels
         if not values:
             raise ValueError(f"{spec.column!r} has no categories to count")
-        query = model.Histogram(spec.column, model.Categories(_category_values(values)))
+        query = kind.spec(spec.column, model.Categories(_category_values(values)))
     else:
         bounds = model.Bounds(float(spec.lower), float(spec.upper))
-        query = (model.Sum(spec.column, bounds) if spec.query == "sum"
-                 else Mean(spec.column, bounds, float(sum_share)) if spec.query == "mean"
-                 else Variance(spec.column, bounds))
+        share = (float(sum_share),) if kind.split_by_share else ()
+        query = kind.spec(spec.column, bounds, *share)
     noise = _with_range(plan_noise(choice), answer_range)
     return model.PlanQuery("q", spec.describe(), query, noise, "statistics")
 

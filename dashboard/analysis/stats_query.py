@@ -17,6 +17,7 @@ from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.person import contribution
 from engine.queries import Contribution
+from plan.kinds import KINDS
 
 if TYPE_CHECKING:
     from dashboard.person import PrivacyUnit
@@ -43,6 +44,20 @@ DEFAULT_MAX_CATEGORIES = 20
 # What the user asks: queries, columns, bounds
 
 
+def reads_column(query: str) -> bool:
+    """Whether ``query`` reads a column: every kind but a number of rows of the whole table
+    (a count: rows counted, not one count per cell)."""
+    kind = KINDS[query]
+    return not (kind.counts_rows and not kind.per_cell)
+
+
+def _total_of_bounds(query: str) -> bool:
+    """Whether ``query``'s answer is one total of values clamped to the bounds (a sum: its
+    range is the rows times the bounds; a mean or a variance is made of parts)."""
+    kind = KINDS[query]
+    return kind.relative_error and not kind.made_of_parts
+
+
 @dataclass(frozen=True)
 class QuerySpec:
     """A query as the user picked it: kind, column, clamping bounds, declared categories."""
@@ -57,7 +72,7 @@ class QuerySpec:
 
     def describe(self) -> str:
         """e.g. 'mean of age' (the column name is the user's: escape it before display)."""
-        if self.query == "count":
+        if not reads_column(self.query):
             return "number of rows"
         noun = {"sum": "sum", "mean": "mean", "variance": "variance",
                 "histogram": "counts"}[self.query]
@@ -68,7 +83,7 @@ def contribution_for(unit: PrivacyUnit, query: str, seed: int) -> Contribution |
     """The engine's truncation for ``query`` under ``unit``: a count, sum or mean keeps at
     most max rows per person in all (there are no groups); a histogram also bounds the
     categories a person is in when the unit says so. ``seed`` picks which rows are kept."""
-    return contribution(unit, grouped=query == "histogram", seed=seed)
+    return contribution(unit, grouped=KINDS[query].per_cell, seed=seed)
 
 
 def page_spec(loaded: LoadedDataset, query: str, column: str | None = None,
@@ -83,7 +98,7 @@ def page_spec(loaded: LoadedDataset, query: str, column: str | None = None,
     and ``seed``: the privacy unit's truncation (:func:`contribution_for`; None: one row =
     one person).
     """
-    column = None if query == "count" else column
+    column = column if reads_column(query) else None
     if query in BOUNDED_QUERIES:
         if lower is None or upper is None:
             suggested = default_bounds(loaded, column)
@@ -92,7 +107,7 @@ def page_spec(loaded: LoadedDataset, query: str, column: str | None = None,
         lower, upper = float(lower), float(upper)
     else:
         lower = upper = None
-    categories = declared_categories(loaded, column) if query == "histogram" else None
+    categories = declared_categories(loaded, column) if KINDS[query].per_cell else None
     bound = None if unit is None else contribution_for(unit, query, seed)
     return QuerySpec(query, column, lower, upper, categories, bound)
 
@@ -161,7 +176,7 @@ def columns_for(loaded: LoadedDataset, query: str) -> list[str]:
     histogram."""
     if query in BOUNDED_QUERIES:
         return numeric_columns(loaded)
-    if query == "histogram":
+    if KINDS[query].per_cell:
         return categorical_columns(loaded)
     return []
 
@@ -182,7 +197,7 @@ def default_column(loaded: LoadedDataset, query: str) -> str | None:
     columns = columns_for(loaded, query)
     if not columns:
         return None
-    if query == "histogram":
+    if KINDS[query].per_cell:
         sizes = [_category_count(loaded, c) for c in columns]
         fitting = [s if s <= DEFAULT_MAX_CATEGORIES else -1 for s in sizes]
         return columns[int(np.argmax(fitting))]
@@ -251,7 +266,7 @@ def default_answer_range(spec: QuerySpec, rows: int) -> tuple[float, float]:
     size; for an upload the user should type a size they could publish).
     """
     size = _round_up(max(rows, 1))
-    if spec.query == "sum" and spec.lower is not None and spec.upper is not None:
+    if _total_of_bounds(spec.query) and spec.lower is not None and spec.upper is not None:
         return size * min(spec.lower, 0.0), size * max(spec.upper, 0.0)
     return 0.0, size
 
@@ -271,7 +286,7 @@ def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
         else:
             origins["clamping_bounds_from"] = TYPED
     if answer_range is not None:
-        times = " times the clamping bounds" if spec.query == "sum" else ""
+        times = " times the clamping bounds" if _total_of_bounds(spec.query) else ""
         if tuple(answer_range) != default_answer_range(spec, len(loaded.relation)):
             origins["answer_range_from"] = TYPED
         elif upload or bounds_from_data:
@@ -286,11 +301,11 @@ def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
 def answer_unit(loaded: LoadedDataset, spec: QuerySpec) -> str:
     """The unit of the answer and of its error: people, or the column's unit when known
     (squared for a variance)."""
-    if spec.query in ("count", "histogram"):
+    if KINDS[spec.query].counts_rows:
         return "people"
     domain = loaded.domains.get(spec.column)
     unit = domain.unit if domain is not None and domain.unit else ""
-    if spec.query == "variance":
+    if KINDS[spec.query].centred:
         return f"{unit}²" if unit else "the column's units, squared"
     return unit or "the column's units"
 

@@ -401,3 +401,10 @@ def test_one_release_of_a_count_reads_whole(small_frame):
     assert int(noisy.replace(",", "")) == int(np.floor(float(run.release) + 0.5))
     error = abs(int(noisy.replace(",", "")) - float(run.true_value))
     assert shown["Absolute error"] == f"{error:,.0f}"
+
+
+def test_only_a_count_reads_no_column():
+    """The page's column picker is drawn by the query's kind (a number of rows of the whole
+    table reads none), not by comparing its name."""
+    assert {q: stats.reads_column(q) for q in stats.QUERIES} == {
+        "count": False, "sum": True, "mean": True, "variance": True, "histogram": True}
