@@ -47,6 +47,7 @@ from engine.queries import (
     RowsAggregate,
     RowsPerPerson,
     SumAggregate,
+    query_key,
 )
 from engine.sources import FileSource, FrameSource, Source, TableSource, missing_spellings
 
@@ -570,9 +571,15 @@ _COMPILERS: dict[type, Callable[..., CompiledQuery]] = {
 }
 
 
-@functools.lru_cache(maxsize=1024)
 def compile_query(query: Query, columns: tuple[ColumnInfo, ...], where: str) -> CompiledQuery:
     """The SQL for ``query`` over a relation with these columns (compiled once, cached)."""
+    # Cached by the query's text: True == 1 in Python, so queries on categories (True, False)
+    # and (1, 0) are equal as objects, yet they match different rows.
+    return _compile(query_key(query), query, columns, where)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(key: str, query: Query, columns: tuple[ColumnInfo, ...], where: str) -> CompiledQuery:
     compiler = _COMPILERS.get(type(query))
     if compiler is None:
         raise TypeError(f"query must be an engine query, got {type(query).__name__}")

@@ -39,6 +39,7 @@ from engine.queries import (
     RowsAggregate,
     RowsPerPerson,
     SumAggregate,
+    query_key,
 )
 from engine.sources import MISSING_MARKERS, FileSource, FrameSource, Source, TableSource
 
@@ -630,9 +631,15 @@ _COMPILERS: dict[type, Callable[..., Plan]] = {
 }
 
 
-@functools.lru_cache(maxsize=1024)
 def compile_query(query: Query, columns: tuple[ColumnInfo, ...], where: str) -> Plan:
     """The Spark plan for ``query`` over a relation with these columns (compiled once)."""
+    # Cached by the query's text: True == 1 in Python, so queries on categories (True, False)
+    # and (1, 0) are equal as objects, yet they match different rows.
+    return _compile(query_key(query), query, columns, where)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(key: str, query: Query, columns: tuple[ColumnInfo, ...], where: str) -> Plan:
     compiler = _COMPILERS.get(type(query))
     if compiler is None:
         raise TypeError(f"query must be an engine query, got {type(query).__name__}")
