@@ -175,7 +175,7 @@ def saved_plan_notices() -> None:
         try:
             plan_store.set_identity(key, "content:" + identity_of(ss[state.DATASET],
                                                                   key).content_hash)
-        except EngineError:
+        except Exception:  # noqa: BLE001 — e.g. DuckDB's expression limit on a very wide file
             pass   # plans of this upload are kept under its session key
     for notice in plan_store.sync(key):
         st.info(plain(notice, limit=300), icon=":material/sync:")

@@ -27,6 +27,9 @@ from dpcore.checks import (
 )
 from dpcore.contributions import MAX_BOUND
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
+from dpcore.mechanisms.gaussian import Gaussian
+from dpcore.mechanisms.geometric import Geometric
+from dpcore.mechanisms.laplace import Laplace
 
 __all__ = [
     "PARTITION_NOISES",
@@ -44,9 +47,9 @@ __all__ = [
 #: Noises partition selection can add to the counts: continuous Laplace and Gaussian (what
 #: simulations add), and the discrete Laplace OpenDP adds to integer counts in a real release.
 PARTITION_NOISES = ("laplace", "discrete_laplace", "gaussian")
-#: The catalogue mechanism (``dpcore.mechanisms.CATALOGUE``) with the law of each noise on a
-#: count (its intervals: ``plan.kinds.base``).
-PARTITION_LAWS = {"laplace": "laplace", "discrete_laplace": "geometric", "gaussian": "gaussian"}
+#: The catalogue's mechanism class with the law of each noise on a count (its intervals:
+#: ``plan.kinds.base``), built as ``PARTITION_LAWS[noise](sensitivity=1.0, scale=scale)``.
+PARTITION_LAWS = {"laplace": Laplace, "discrete_laplace": Geometric, "gaussian": Gaussian}
 
 # A survival probability or delta computed in float64 is within a few ulps of the exact value;
 # privacy figures are raised by this factor (and an ulp) so that they never round down.

@@ -126,14 +126,12 @@ def threshold_intervals(part: Any, values: Sequence[Any], alpha: float) -> Inter
     from the law of its noise on each count (before selection: given that a group was kept,
     its noise was more likely upwards, and the interval is conditional on being kept)."""
     from dpcore.intervals import noise_interval
-    from dpcore.mechanisms import make_mechanism
     from dpcore.partition import PARTITION_LAWS
 
     if not len(values):
         return ()
     gate = part.part.mechanism
-    noise = make_mechanism(PARTITION_LAWS[gate.noise], sensitivity=1.0,
-                           scale=part.opendp_scale)
+    noise = PARTITION_LAWS[gate.noise](sensitivity=1.0, scale=part.opendp_scale)
     low, high = noise_interval(noise, np.asarray(values, dtype=np.float64), alpha)
     return _pairs(low, high)
 
