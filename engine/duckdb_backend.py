@@ -153,6 +153,23 @@ def _row_key(seed: str, person: str, position: str, tag: str) -> str:
             f"CAST({position} AS VARCHAR)))")
 
 
+def _ranked(kept: str, order: str, tag: str) -> str:
+    """SQL (CTEs ``c``, ``en``, ``r``, ``s``) giving each of a person's rows in ``e`` (``pid``
+    and the column ``kept``) its rank ``r``: the rows of a person with at most ``$k`` rows all
+    rank 1 (all kept, no ranking needed); the others are sorted by ``order`` (position r0,
+    ties in any order: tied rows are alike in what is kept) and ranked by
+    ``md5(seed | tag | person | r0)``. The rows with ``r <= $k`` are the same as ranking
+    every person's rows: a person with at most ``$k`` rows keeps them all either way."""
+    return (
+        "c AS (SELECT pid, count(*) AS n FROM e GROUP BY pid), "
+        f"en AS (SELECT e.pid, e.{kept}, c.n FROM e JOIN c ON e.pid = c.pid), "
+        f"r AS (SELECT pid, {kept}, row_number() OVER (PARTITION BY pid ORDER BY {order}) "
+        "AS r0 FROM en WHERE n > $k), "
+        f"s AS (SELECT {kept}, 1 AS r FROM en WHERE n <= $k UNION ALL SELECT {kept}, "
+        f"row_number() OVER (PARTITION BY pid ORDER BY {_row_key('seed', 'pid', 'r0', tag)}, "
+        "r0) AS r FROM r)")
+
+
 @dataclass(frozen=True)
 class CompiledQuery:
     """SQL statements (with the ``__SOURCE__`` placeholder), their parameters, and how to
@@ -213,11 +230,9 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
     p = _col(person)
     p_missing = _missing(p, columns[person])
     bounded = (
-        f"WITH r AS (SELECT {p} AS pid, {value} AS v, "
-        f"row_number() OVER (PARTITION BY {p} ORDER BY {value}) AS r0 "
+        f"WITH e AS (SELECT {p} AS pid, {value} AS v "
         f"FROM {_SRC} WHERE NOT {missing} AND NOT {p_missing}), "
-        f"s AS (SELECT v, row_number() OVER (PARTITION BY pid ORDER BY "
-        f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
+        f"{_ranked('v', 'v', 'row')} "
         f"SELECT {total_fn.format(_moment('greatest(least(v, $hi), $lo)', query))} "
         "FILTER (WHERE r <= $k), "
         "count(*) FILTER (WHERE r <= $k), "
@@ -269,11 +284,8 @@ def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
     base = f"m AS (SELECT {p} AS pid, {cell} AS idx FROM {_SRC} WHERE NOT {p_missing})"
     params |= {"k": contribution.max_rows, "seed": str(contribution.seed)}
     if contribution.max_groups is None:
-        sql = (f"WITH {base}, t AS (SELECT pid, idx, {text('idx')} AS key FROM m "
-               "WHERE idx > 0), r AS (SELECT pid, idx, row_number() OVER (PARTITION BY pid "
-               "ORDER BY key) AS r0 FROM t), "
-               "s AS (SELECT idx, row_number() OVER (PARTITION BY pid ORDER BY "
-               f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
+        sql = (f"WITH {base}, e AS (SELECT pid, idx FROM m WHERE idx > 0), "
+               f"{_ranked('idx', text('idx'), 'row')} "
                "SELECT idx, count(*) FILTER (WHERE r <= $k), count(*) FROM s GROUP BY idx")
     else:
         sql = (f"WITH {base}, d AS (SELECT pid, idx, count(*) AS n FROM m WHERE idx > 0 "
