@@ -201,12 +201,12 @@ def test_cache_by_data_version(duck: DuckDBBackend, tmp_path) -> None:
 
 
 def test_backend_compiles_once(duck: DuckDBBackend) -> None:
-    from engine.duckdb_backend import compile_query
+    from engine.duckdb_backend import _compile
 
     frame = ref.random_frame(2, rows=20)
     source = FrameSource(frame)
     query = CategoryCounts(ref.SEMI, ref.DECLARED)
     duck.run(source, query)
-    before = compile_query.cache_info().hits
+    before = _compile.cache_info().hits
     duck.run(FrameSource(frame), query)
-    assert compile_query.cache_info().hits == before + 1
+    assert _compile.cache_info().hits == before + 1
