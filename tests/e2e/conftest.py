@@ -120,135 +120,19 @@ def browser():
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.add_init_script(RUN_TRACKER)
     page = context.new_page()
     yield page
     context.close()
 
 
-#: Installed in every document before the app's own scripts (``add_init_script``): records, on
-#: the page's clock, the last user input (or Back/Forward), the last rerun request sent to the
-#: server (a BackMsg whose first field is ``rerun_script``, field 11: first byte 0x5A), the last
-#: end of a script run (``stApp``'s ``data-test-script-state`` turning ``notRunning``) and the
-#: uploads in flight.
-RUN_TRACKER = """
-(() => {
-  if (window.__epsilonRuns) return;
-  const runs = window.__epsilonRuns = {
-    input: performance.now(), rerunSent: -1, runEnded: -1, heard: -1, uploads: 0,
-    settledFrames: 0,
-  };
-  // popstate: Back and Forward, which the app answers with a run like an input
-  for (const type of ["pointerdown", "mousedown", "click", "keydown", "input", "change",
-                      "popstate"]) {
-    window.addEventListener(type, () => { runs.input = performance.now(); }, true);
-  }
-  const send = WebSocket.prototype.send;
-  WebSocket.prototype.send = function (data) {
-    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
-      : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, 1) : null;
-    if (bytes && bytes.length && bytes[0] === 0x5a) runs.rerunSent = performance.now();
-    if (!this.__epsilonHeard) {
-      this.__epsilonHeard = true;
-      this.addEventListener("message", () => { runs.heard = performance.now(); });
-    }
-    return send.call(this, data);
-  };
-  const open = XMLHttpRequest.prototype.open;
-  XMLHttpRequest.prototype.open = function (method, url, ...rest) {
-    this.__epsilonUpload = String(url).includes("/_stcore/upload_file");
-    return open.call(this, method, url, ...rest);
-  };
-  const xhrSend = XMLHttpRequest.prototype.send;
-  XMLHttpRequest.prototype.send = function (...args) {
-    if (this.__epsilonUpload) {
-      runs.uploads += 1;
-      this.addEventListener("loadend", () => { runs.uploads -= 1; }, {once: true});
-    }
-    return xhrSend.apply(this, args);
-  };
-  let state = null;
-  const look = () => {
-    const app = document.querySelector("[data-testid='stApp']");
-    const now = app && app.getAttribute("data-test-script-state");
-    if (now !== state && now === "notRunning") runs.runEnded = performance.now();
-    state = now;
-  };
-  look();   // installed late, into a page already loaded
-  new MutationObserver(look).observe(document, {subtree: true, childList: true, attributes: true,
-                        attributeFilter: ["data-test-script-state"]});
-})();
-"""
-
-#: How long after the last user input a rerun request may still come (ms): an input that
-#: starts no run (a menu opened, a cell selected) counts as settled once this has passed.
-INPUT_GRACE_MS = 300
-
-#: How long the server must have sent nothing (ms) for a rerun request answered without a
-#: visible change of the script state (a short run whose start and end React shows in one
-#: render) to count as done.
-QUIET_MS = 250
-
-#: True for the second animation frame in a row in which: the app is connected, no script
-#: runs, no upload is in flight, a run ended after the last rerun request (or the server
-#: answered it and has been quiet for ``QUIET_MS``), and that request
-#: (if the last input made one) was sent, i.e. no rerun is pending.
-_SETTLED = """
-([grace, quiet]) => {
-  const runs = window.__epsilonRuns;
-  const app = document.querySelector("[data-testid='stApp']");
-  const now = performance.now();
-  const settled = !!app
-    && app.getAttribute("data-test-script-state") === "notRunning"
-    && app.getAttribute("data-test-connection-state") === "CONNECTED"
-    && runs.uploads === 0
-    && (runs.runEnded > runs.rerunSent
-        || (runs.heard > runs.rerunSent && now - runs.heard >= quiet))
-    && (runs.rerunSent > runs.input || now - runs.input >= grace);
-  runs.settledFrames = settled ? runs.settledFrames + 1 : 0;
-  return runs.settledFrames >= 2;
-}
-"""
-
-_STATE = """
-() => {
-  const runs = window.__epsilonRuns || {};
-  const app = document.querySelector("[data-testid='stApp']");
-  const now = performance.now();
-  const ago = (t) => t === undefined || t < 0 ? "never" : `${Math.round(now - t)} ms ago`;
-  return `script state ${app && app.getAttribute("data-test-script-state")}, connection `
-    + `${app && app.getAttribute("data-test-connection-state")}, last input ${ago(runs.input)}, `
-    + `last rerun request ${ago(runs.rerunSent)}, last run ended ${ago(runs.runEnded)}, `
-    + `last message from the server ${ago(runs.heard)}, `
-    + `uploads in flight ${runs.uploads}`;
-}
-"""
-
-
 def wait_for_app(page, timeout: float = 60_000) -> None:
-    """Wait until the page has settled: the runs the last action asked for have all finished.
-
-    Settled means, for two animation frames in a row: Streamlit connected and running no
-    script (``stApp``'s ``data-test-script-state`` is ``notRunning``), no upload in flight, a
-    run ended after the last rerun request (or the server answered it and then stayed quiet
-    for ``QUIET_MS``), and no rerun still to come from the last input
-    (one was sent after it, or ``INPUT_GRACE_MS`` passed without one). Fails after ``timeout``
-    ms saying which of these did not hold.
-    """
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    if not page.evaluate("() => !!window.__epsilonRuns"):
-        # A page from a context without the tracker: install it for this document (a run
-        # request already sent is then unseen, so the grace after "input" covers it) and for
-        # the next ones.
-        page.evaluate(RUN_TRACKER)
-        page.add_init_script(RUN_TRACKER)
-    try:
-        page.wait_for_function(_SETTLED, arg=[INPUT_GRACE_MS, QUIET_MS], polling="raf",
-                               timeout=timeout)
-    except PlaywrightTimeout:
-        state = page.evaluate(_STATE)
-        pytest.fail(f"the app did not settle within {timeout / 1000:.0f} s: {state}")
+    """Wait until the script run triggered by the last action has finished."""
+    # A run may not have started yet right after an action: give it a moment to begin.
+    page.wait_for_timeout(300)
+    page.wait_for_selector(
+        "[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout
+    )
+    page.wait_for_timeout(200)
 
 
 def choose_dataset(page, label: str) -> None:
@@ -265,28 +149,6 @@ def assert_no_exception(page) -> None:
     assert errors.count() == 0, errors.first.inner_text()
 
 
-#: True once the page has the new viewport's width and the content's size has not changed for
-#: two animation frames in a row (charts redraw at the new size on a resize).
-_LAID_OUT = """
-(width) => {
-  const main = document.querySelector("[data-testid='stMain']");
-  const size = main ? `${main.scrollWidth}x${main.scrollHeight}` : "";
-  const seen = window.__epsilonLayout || {size: null, frames: 0};
-  seen.frames = size === seen.size ? seen.frames + 1 : 0;
-  seen.size = size;
-  window.__epsilonLayout = seen;
-  return window.innerWidth === width && seen.frames >= 2;
-}
-"""
-
-
-def wait_for_layout(page, timeout: float = 10_000) -> None:
-    """Wait until the page's layout is steady after a change of the viewport's size."""
-    page.evaluate("() => { window.__epsilonLayout = undefined; }")
-    page.wait_for_function(_LAID_OUT, arg=page.viewport_size["width"], polling="raf",
-                           timeout=timeout)
-
-
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
@@ -299,7 +161,7 @@ def screenshot(page, name: str) -> Path:
     )
     if size and height > size["height"]:
         page.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, 8000)})
-        wait_for_layout(page)
+        page.wait_for_timeout(300)
     page.screenshot(path=str(path), full_page=True)
     if size:
         page.set_viewport_size(size)
