@@ -647,7 +647,7 @@ def test_an_uploads_cells_are_kept_for_a_release_as_each_cell_reads() -> None:
 
 def test_a_separated_number_is_written_as_a_plain_one_for_a_release() -> None:
     data = b'k,v\n"1,500",1\n1500,2\n"2,5",3\n'
-    loaded = load_upload(data, "keys.tsv".replace("tsv", "csv"))
+    loaded = load_upload(data, "keys.csv")
     assert loaded.cells["k"].tolist() == ["1500", "1500", "2,5"]   # comma file: "2,5" no number
     tab = load_upload(b"k\tv\n1,500\t1\n2,5\t2\n", "keys.tsv")
     assert tab.cells["k"].tolist() == ["1500", "2.5"]
