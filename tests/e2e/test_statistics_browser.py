@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 
 import pytest
 
@@ -39,6 +40,24 @@ def shown_epsilon(page) -> float:
     return float(thumb.inner_text())
 
 
+def settled_epsilon(page, timeout: float = 60.0) -> float:
+    """The slider's value once the page has re-run for it.
+
+    Each key press can send its own rerun, and the runs for the first presses may end before the
+    last press's run starts: the page is "not running" between them while the thumb, the URL and
+    the sentence still show an earlier value. Wait until the thumb and the URL agree, twice in a
+    row, with no run in progress (the URL is written at the end of a run)."""
+    deadline = time.monotonic() + timeout
+    agreed = 0
+    while time.monotonic() < deadline:
+        wait_for_app(page)
+        epsilon = shown_epsilon(page)
+        agreed = agreed + 1 if f"stats_epsilon={epsilon:g}&" in page.url + "&" else 0
+        if agreed == 2:
+            return epsilon
+    raise AssertionError(f"the slider shows {shown_epsilon(page)} but the URL is {page.url}")
+
+
 def test_moving_the_epsilon_slider_redraws(page, server_url):
     open_statistics(page, server_url)
     assert_no_exception(page)
@@ -50,10 +69,9 @@ def test_moving_the_epsilon_slider_redraws(page, server_url):
     thumb.focus()
     for _ in range(3):
         thumb.press("ArrowRight")
-    wait_for_app(page)
+    epsilon = settled_epsilon(page)
     page.wait_for_selector(CHART, timeout=30_000)
     assert_no_exception(page)
-    epsilon = shown_epsilon(page)
     assert epsilon > 1.0
     # The page re-ran with the new ε: its 95% bound is b·ln(20) with b = 1/ε.
     assert shown_alpha(page) == pytest.approx(math.log(20) / epsilon, rel=1e-3)
