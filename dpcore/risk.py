@@ -34,6 +34,7 @@ __all__ = [
     "advantage",
     "describe_risk",
     "percent",
+    "attacker_in_words",
 ]
 
 #: The failure probability at which a zCDP guarantee, or the Gaussian mechanism's exact
@@ -534,3 +535,36 @@ def describe_risk(
                 f"{figures.upper(bound.epsilon)} but for that chance).")
     return (sentence + f", except with probability at most {_probability_text(failure)} (2δ: "
             "with δ > 0 the belief can pass the ε-only bound more often than δ).")
+
+
+#: The Welcome page's attacker starts at a coin flip on "is Alice in the data?"; the sentence
+#: compares ε with these, from very private to barely private.
+ATTACKER_PRIOR = 0.5
+OTHER_EPSILONS = (0.1, 5.0)
+
+
+def _epsilon_label(epsilon: float) -> str:
+    """ε in six significant digits, never below ε (a privacy loss shown rounds up)."""
+    text = f"{epsilon:g}"
+    return text if float(text) >= epsilon else f"{float(figures.upper(epsilon, 6)):g}"
+
+
+def attacker_in_words(epsilon: float = 1.0) -> str:
+    """Markdown: the most an attacker who starts 50/50 can believe after one ε-DP release, at
+    ``epsilon`` and at :data:`OTHER_EPSILONS` (the Welcome page's sentence; the release report
+    prints the same one). Beliefs round up.
+
+    >>> attacker_in_words(1.0)  # doctest: +ELLIPSIS
+    '**What an attacker can learn:** ... **at most 73.2% sure** after one release at ε = 1, ...'
+    """
+    epsilon = check_positive("epsilon", epsilon)
+
+    def belief(e: float) -> str:
+        return figures.percent_upper(float(max_posterior(PureDP(e), ATTACKER_PRIOR).posterior))
+
+    others = "; ".join(f"at ε = {_epsilon_label(e)}, {belief(e)}" for e in OTHER_EPSILONS)
+    return (
+        f"**What an attacker can learn:** someone who knows everybody else's data and starts "
+        f"50/50 on whether you are in it ends **at most {belief(epsilon)} "
+        f"sure** after one release at ε = {_epsilon_label(epsilon)}, whatever it shows "
+        f"({others}). Releases about the same people add up: the Release plan page totals them.")

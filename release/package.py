@@ -244,7 +244,7 @@ def _markdown_bold(text: str) -> str:
 
 
 def _epsilon_sentence(epsilon: float, delta: float) -> str:
-    from dashboard.analysis.welcome import attacker_in_words
+    from dpcore.risk import attacker_in_words
 
     out = f"<p>{_markdown_bold(attacker_in_words(epsilon))}</p>"
     if delta:

@@ -130,3 +130,24 @@ def test_no_two_classes_share_a_name():
             if isinstance(node, ast.ClassDef):
                 where.setdefault(node.name, []).append(name)
     assert {c: m for c, m in where.items() if len(m) > 1} == {}
+
+
+def _every_import(path: Path) -> set[str]:
+    """The top packages a module imports anywhere: at module level or lazily in a function."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_no_lazy_import_goes_up_a_layer():
+    """A lazy import cannot make a cycle, but it is still an arrow: release/package.py read
+    the attacker sentence from the dashboard inside a function (DESIGN: the dashboard uses the
+    release, never the other way)."""
+    wrong = sorted(f"{name} imports {target} (inside a function)"
+                   for name, path in _modules().items()
+                   for target in _every_import(path) & FORBIDDEN.get(name.split(".")[0], set()))
+    assert wrong == []

@@ -7,14 +7,14 @@ from __future__ import annotations
 import math
 
 from dashboard.choices import fmt_number
-from dashboard.shown import percent_up, up
+from dashboard.shown import up
 from dpcore.measures import PureDP
-from dpcore.risk import max_posterior
+from dpcore.risk import ATTACKER_PRIOR, OTHER_EPSILONS, attacker_in_words, max_posterior
 
 #: The prior of the Welcome page's attacker: a coin flip on "is Alice in the data?".
-COIN_FLIP = 0.5
-#: Other ε the page compares with ε = 1, from very private to barely private.
-OTHER_EPSILONS = (0.1, 5.0)
+COIN_FLIP = ATTACKER_PRIOR
+
+__all__ = ["attacker_belief", "attacker_in_words", "epsilon_in_words", "OTHER_EPSILONS"]
 
 
 def attacker_belief(epsilon: float, prior: float = COIN_FLIP) -> float:
@@ -31,14 +31,3 @@ def epsilon_in_words(epsilon: float = 1.0) -> str:
         f"is published only a little**. ε says how little: at ε = {eps}, every possible "
         f"result is at most {up(math.exp(epsilon), 3)} times (e^ε) as likely with you in the "
         f"data as without you, and the other way round (pure ε-DP).")
-
-
-def attacker_in_words(epsilon: float = 1.0) -> str:
-    """Markdown: the attacker sentence at ``epsilon``, and at :data:`OTHER_EPSILONS`."""
-    others = "; ".join(f"at ε = {fmt_number(e)}, {percent_up(attacker_belief(e))}"
-                       for e in OTHER_EPSILONS)
-    return (
-        f"**What an attacker can learn:** someone who knows everybody else's data and starts "
-        f"50/50 on whether you are in it ends **at most {percent_up(attacker_belief(epsilon))} "
-        f"sure** after one release at ε = {fmt_number(epsilon)}, whatever it shows ({others}). "
-        "Releases about the same people add up: the Release plan page totals them.")

@@ -202,3 +202,18 @@ REGRESSIONS = {
 @pytest.mark.parametrize("check", REGRESSIONS.values(), ids=REGRESSIONS.keys())
 def test_regression(check):
     run_regression(check)
+
+
+@covers("risk.attacker_in_words")
+@pytest.mark.parametrize(("epsilon", "belief", "label"),
+                         [(1.0, "73.2%", "1"), (0.1, "52.5%", "0.1"), (5.0, "99.34%", "5"),
+                          (0.1234567, "53.1%", "0.123457")])
+def test_attacker_in_words(epsilon, belief, label):
+    # e^ε / (1 + e^ε) from a coin flip, rounded up: 0.7311 → 73.2 %, 0.52498 → 52.5 %,
+    # 0.993307 → 99.34 % (two decimals above 99 %), 0.53083 → 53.1 %; ε labelled in six
+    # digits, never below it.
+    text = risk.attacker_in_words(epsilon)
+    assert f"at most {belief} sure** after one release at ε = {label}," in text
+    assert "(at ε = 0.1, 52.5%; at ε = 5, 99.34%)" in text
+    with pytest.raises(ValueError):
+        risk.attacker_in_words(0.0)
