@@ -497,7 +497,7 @@ def describe_risk(
     (rounded up) when there is one.
 
     >>> describe_risk(PureDP(1.0))  # doctest: +ELLIPSIS
-    'An attacker who knows everyone else's data and starts at 50% ... at most 73.2% certainty...'
+    "An attacker who knows everyone else's data and starts at 50% ... at most 73.2% certainty..."
 
     Parameters
     ----------
@@ -555,7 +555,7 @@ def attacker_in_words(epsilon: float = 1.0) -> str:
     prints the same one). Beliefs round up.
 
     >>> attacker_in_words(1.0)  # doctest: +ELLIPSIS
-    '**What an attacker can learn:** ... **at most 73.2% sure** after one release at ε = 1, ...'
+    "**What an attacker can learn:** ... **at most 73.2% sure** after one release at ε = 1, ..."
     """
     epsilon = check_positive("epsilon", epsilon)
 
