@@ -106,12 +106,27 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _fmt(value: float | None) -> str:
+def _fmt(value: float | None, rounding: str = "nearest") -> str:
+    """A value for the report: whole numbers in full, others to about four significant digits
+    without an exponent (48842.3 reads 48,842, not 4.884e+04). ``rounding`` "down" or "up"
+    rounds an interval's end outwards, so the interval shown still holds the one released."""
     if value is None:
         return "—"
-    if float(value).is_integer() and abs(value) < 1e15:
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    if value.is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
-    return f"{value:,.4g}" if abs(value) >= 1e-3 else f"{value:.3g}"
+    if abs(value) >= 1e15 or abs(value) < 1e-3:
+        return f"{value:.3e}"
+    places = max(0, 3 - math.floor(math.log10(abs(value))))
+    scaled = value * 10 ** places
+    whole = {"down": math.floor, "up": math.ceil}.get(rounding, round)(scaled)
+    if rounding == "down" and whole > scaled or rounding == "up" and whole < scaled:
+        whole += -1 if rounding == "down" else 1  # a float product a hair off the true one
+    text = f"{abs(whole) / 10 ** places:,.{places}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return f"-{text}" if whole < 0 else text
 
 
 def _short(text: str, limit: int = 30) -> str:
@@ -203,7 +218,8 @@ def _values_table(rows: Sequence[Mapping[str, Any]]) -> str:
         if intervals:
             level = _number(r.get("level"))
             cell = "<td>" + (
-                f"[{_e(_fmt(_number(r.get('lower'))))}, {_e(_fmt(_number(r.get('upper'))))}]"
+                f"[{_e(_fmt(_number(r.get('lower')), 'down'))}, "
+                f"{_e(_fmt(_number(r.get('upper')), 'up'))}]"
                 + (f" at {level:.0%}" if level is not None else "")
                 if "lower" in r else "—") + "</td>"
         body.append(f"<tr><td>{_e(group)}</td><td>{_e(shown)}</td>{cell}</tr>")

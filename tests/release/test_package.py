@@ -33,6 +33,7 @@ from release.files import release_json
 from release.package import (
     DATA_PARAMETER,
     SIMULATION_LABEL,
+    _fmt,
     notebook,
     release_package,
     report_html,
@@ -229,3 +230,15 @@ def test_the_command_line_writes_the_package(tmp_path, capsys):
     assert set(files) == MEMBERS
     assert files["release.json"] == (out / "release.json").read_bytes()
     assert "release.zip" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("value", "rounding", "shown"), [
+    (48842.3, "nearest", "48,842"), (48842.0, "nearest", "48,842"), (0.5, "nearest", "0.5"),
+    (12.3456, "down", "12.34"), (12.3456, "up", "12.35"), (-12.3456, "down", "-12.35"),
+    (-12.3456, "up", "-12.34"), (1234567.89, "up", "1,234,568"), (0.1, "down", "0.1"),
+    (None, "nearest", "—")])
+def test_report_figures_read_without_an_exponent_and_interval_ends_round_outwards(
+        value, rounding, shown):
+    # The Adult count read 4.884e+04 in report.html; an interval's ends rounded to nearest
+    # could show an interval narrower than the one released.
+    assert _fmt(value, rounding) == shown
