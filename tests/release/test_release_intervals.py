@@ -145,3 +145,31 @@ def test_every_kind_says_how_its_intervals_hold(tmp_path, engine):
     assert "may cover less" in found["interval"]["description"]
     cost = next(q for q in card["queries"] if q["id"] == "dx-cost")
     assert "holds at the stated level for each group kept" in cost["interval"]["description"]
+
+
+# --------------------------------------------------------------------------------------------
+# the kinds made of several parts or of a choice: variance, selection, quantiles
+
+
+def _variance_plan() -> Plan:
+    from plan.kinds.variance import Variance
+
+    return Plan(Dataset("people"), (
+        PlanQuery("age-var", "Age variance", Variance("age", Bounds(18, 90)),
+                  Noise("laplace", "pure", epsilon=1.0)),), PrivacyUnit(), Accounting(),
+        Budget(epsilon=20.0))
+
+
+def test_a_variance_has_its_interval_within_the_public_range(tmp_path, engine):
+    frame = _truth_frame()
+    for i, data in enumerate((frame, frame.drop(index=17))):
+        with Ledger(tmp_path / f"{i}.sqlite") as ledger:
+            release = run(_variance_plan(), FrameSource(data), ledger=ledger, engine=engine)
+        (q,) = release.queries
+        assert q.interval_method == "variance"
+        ((_, value),), ((low, high),) = q.rows, q.intervals
+        assert 0.0 <= low <= value <= high <= 36.0 ** 2   # h = (90 − 18) / 2
+        assert high - low < 36.0 ** 2  # the noise at ε = 1 is far below the public range
+        record = release_record(release)["queries"][0]
+        assert "interval arithmetic" in record["interval"]["description"]
+        assert {"lower", "upper", "level"} <= set(record["values"][0])
