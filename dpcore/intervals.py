@@ -17,8 +17,9 @@ from numpy.typing import ArrayLike, NDArray
 from dpcore.checks import check_int, check_probability_open, finite_array
 from dpcore.mechanisms.base import AdditiveMechanism
 
-__all__ = ["DEFAULT_ALPHA", "METHODS", "noise_half_width", "noise_interval", "table_interval",
-           "mean_interval", "ratio_interval", "variance_interval", "monotone_interval"]
+__all__ = ["DEFAULT_ALPHA", "METHODS", "INTERVAL_OF", "noise_half_width", "noise_interval",
+           "table_interval", "mean_interval", "ratio_interval", "variance_interval",
+           "monotone_interval"]
 
 #: The default: 95 % intervals.
 DEFAULT_ALPHA = 0.05
@@ -39,6 +40,19 @@ METHODS = {
                 "of deviations and the sum of squared deviations, the variance's extremes over "
                 "all three by interval arithmetic (a count below 1 is raised to 1), then the "
                 "public range [0, ((upper − lower)/2)²]",
+    "shortfall": "for a choice by report noisy max: how far the chosen candidate's true count "
+                 "falls short of the top true count among the candidates not chosen before it "
+                 "(rank 1: the top count), from 0 to the upper end at the stated level for each "
+                 "rank on its own; conservative: a union bound over the other candidates on "
+                 "the law of the difference of two noises at the noise's scale "
+                 "(dpcore.rank_intervals)",
+    "rank": "for a quantile chosen from a grid: how far the released candidate's rank error "
+            "(|#{values below it} − q·n| when no value equals it; OpenDP's score over its "
+            "denominator) exceeds the smallest rank error of the grid's candidates, in rows, "
+            "from 0 to the upper end at the stated level for each level on its own; "
+            "conservative: a union bound over the other candidates on the noise's law at its "
+            "scale (dpcore.rank_intervals). How far the grid's best candidate is from the "
+            "true quantile depends on the data and is not bounded",
     "conditional": "for a group found by partition selection, conditional on the group being "
                    "kept: its released count is the selection's own noisy count, and the "
                    "interval comes from that noise's law before selection; a kept group's "
@@ -46,6 +60,13 @@ METHODS = {
     "kept": "for a group found by partition selection, conditional on the group being kept: "
             "its value's noise is drawn apart from the selection's, so the interval holds at "
             "the stated level for each group kept",
+}
+
+#: What an interval bounds when it is not the released value's true value, by method: a
+#: released category or grid value has no error, its choice's shortfall does.
+INTERVAL_OF = {
+    "shortfall": "shortfall from the top count",
+    "rank": "excess rank error over the grid's best candidate, in rows",
 }
 
 
