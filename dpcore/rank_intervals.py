@@ -57,7 +57,8 @@ def _shortfalls(noise: str, scale: float, candidates: NDArray[np.int64], alpha: 
     with np.errstate(divide="ignore"):  # one candidate: p = inf, no shortfall
         p = np.minimum(alpha / (candidates - 1.0), 0.5)
     t = _DIFFERENCE_LAWS[noise][1](p)
-    return scale * np.maximum(t, 0.0)
+    # rounded up: the inverse's last-digit error must not put the bound a hair below alpha
+    return scale * np.maximum(t, 0.0) * (1 + 1e-12)
 
 
 def difference_tail(noise: str, t: float | NDArray[np.float64]) -> NDArray[np.float64]:

@@ -124,10 +124,10 @@ class VarianceKind(BoundedColumnKind):
         noisy = self.draw_parts(built, certified, aggs)
         q = built.query.query
         # from the three noisy parts, the mechanism's own output (post-processing)
-        low, high = variance_interval(
-            *(x for part, value in zip(certified, noisy, strict=True)
-              for x in (drawn_mechanism(part), value)),
-            half_width=(q.bounds.upper - q.bounds.lower) / 2, alpha=alpha)
+        count, deviations, squares = (drawn_mechanism(part) for part in certified)
+        low, high = variance_interval(count, noisy[0], deviations, noisy[1], squares, noisy[2],
+                                      half_width=(q.bounds.upper - q.bounds.lower) / 2,
+                                      alpha=alpha)
         return (self.statistic, (((), float(self.combine(built, noisy))),),
                 ((float(low), float(high)),))
 
