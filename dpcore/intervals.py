@@ -17,8 +17,9 @@ from numpy.typing import ArrayLike, NDArray
 from dpcore.checks import check_int, check_probability_open, finite_array
 from dpcore.mechanisms.base import AdditiveMechanism
 
-__all__ = ["DEFAULT_ALPHA", "METHODS", "noise_half_width", "noise_interval", "table_interval",
-           "mean_interval", "ratio_interval", "monotone_interval"]
+__all__ = ["DEFAULT_ALPHA", "METHODS", "INTERVAL_OF", "noise_half_width", "noise_interval",
+           "table_interval", "mean_interval", "ratio_interval", "variance_interval",
+           "monotone_interval"]
 
 #: The default: 95 % intervals.
 DEFAULT_ALPHA = 0.05
@@ -35,6 +36,23 @@ METHODS = {
     "mean": "conservative: alpha split equally between the sum's and the count's intervals, "
             "the ratio's extremes over both (a count below 1 is raised to 1: a mean has at least "
             "one value), then the declared bounds",
+    "variance": "conservative: alpha split equally between the intervals of the count, the sum "
+                "of deviations and the sum of squared deviations, the variance's extremes over "
+                "all three by interval arithmetic (a count below 1 is raised to 1), then the "
+                "public range [0, ((upper − lower)/2)²]",
+    "shortfall": "for a choice by report noisy max: how far the chosen candidate's true count "
+                 "falls short of the top true count among the candidates not chosen before it "
+                 "(rank 1: the top count), from 0 to the upper end at the stated level for each "
+                 "rank on its own; conservative: a union bound over the other candidates on "
+                 "the law of the difference of two noises at the noise's scale "
+                 "(dpcore.rank_intervals)",
+    "rank": "for a quantile chosen from a grid: how far the released candidate's rank error "
+            "(|#{values below it} − q·n| when no value equals it; OpenDP's score over its "
+            "denominator) exceeds the smallest rank error of the grid's candidates, in rows, "
+            "from 0 to the upper end at the stated level for each level on its own; "
+            "conservative: a union bound over the other candidates on the noise's law at its "
+            "scale (dpcore.rank_intervals). How far the grid's best candidate is from the "
+            "true quantile depends on the data and is not bounded",
     "conditional": "for a group found by partition selection, conditional on the group being "
                    "kept: its released count is the selection's own noisy count, and the "
                    "interval comes from that noise's law before selection; a kept group's "
@@ -42,6 +60,13 @@ METHODS = {
     "kept": "for a group found by partition selection, conditional on the group being kept: "
             "its value's noise is drawn apart from the selection's, so the interval holds at "
             "the stated level for each group kept",
+}
+
+#: What an interval bounds when it is not the released value's true value, by method: a
+#: released category or grid value has no error, its choice's shortfall does.
+INTERVAL_OF = {
+    "shortfall": "shortfall from the top count",
+    "rank": "excess rank error over the grid's best candidate, in rows",
 }
 
 
@@ -143,6 +168,41 @@ def mean_interval(sum_mechanism: AdditiveMechanism, noisy_sum: ArrayLike,
     s_low, s_high = noise_interval(sum_mechanism, noisy_sum, alpha / 2)
     c_low, c_high = noise_interval(count_mechanism, noisy_count, alpha / 2)
     return ratio_interval(s_low, s_high, c_low, c_high, lower=lower, upper=upper)
+
+
+def variance_interval(count_mechanism: AdditiveMechanism, noisy_count: ArrayLike,
+                      deviations_mechanism: AdditiveMechanism, noisy_deviations: ArrayLike,
+                      squares_mechanism: AdditiveMechanism, noisy_squares: ArrayLike, *,
+                      half_width: float, alpha: float = DEFAULT_ALPHA
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(lower, upper) for a variance released as S₂/n − (S₁/n)² from a noisy count n, sum of
+    deviations S₁ and sum of squared deviations S₂ (deviations from the bounds' midpoint, in
+    [−h, h] with h = ``half_width``), at least 1 − ``alpha``.
+
+    Conservative: alpha split equally between the three parts' intervals (all three hold with
+    probability 1 − alpha by the union bound); on that box the function is not monotone in
+    S₁, so it is bounded by interval arithmetic: S₁/n and S₂/n by their corners
+    (:func:`ratio_interval`, n raised to 1), (S₁/n)² by its extremes (0 where the interval
+    holds 0), then S₂/n − (S₁/n)² from the ends; intersected with [0, h²], where every
+    variance of values in [L, U] lies.
+    """
+    alpha = check_probability_open("alpha", alpha) / 3
+    half = float(half_width)
+    if not 0 < half < math.inf:
+        raise ValueError(f"half_width must be positive and finite, got {half_width!r}")
+    n_low, n_high = noise_interval(count_mechanism, noisy_count, alpha)
+    d_low, d_high = noise_interval(deviations_mechanism, noisy_deviations, alpha)
+    s_low, s_high = noise_interval(squares_mechanism, noisy_squares, alpha)
+    m_low, m_high = ratio_interval(d_low, d_high, n_low, n_high)
+    q_low, q_high = ratio_interval(s_low, s_high, n_low, n_high)
+    square_high = np.maximum(m_low * m_low, m_high * m_high)
+    square_low = np.where((m_low <= 0) & (m_high >= 0), 0.0,
+                          np.minimum(m_low * m_low, m_high * m_high))
+    with np.errstate(invalid="ignore"):  # inf − inf where an end is open: no bound
+        low = np.nan_to_num(q_low - square_high, nan=-math.inf)
+        high = np.nan_to_num(q_high - square_low, nan=math.inf)
+    top = half * half
+    return np.clip(low, 0.0, top), np.clip(high, 0.0, top)
 
 
 def monotone_interval(lower: ArrayLike, upper: ArrayLike,

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from plan import model
-from release.files import _json_safe, interval_description, release_level
+from release.files import _interval_record, _json_safe, release_level
 from release.measurements import OPENDP_VERSION
 from release.run import Release
 
@@ -128,9 +128,7 @@ def release_card(release: Release) -> dict[str, Any]:
                                      "privacy": p["certified"], "planned": p["planned"]}
                                     for p in q.parts],
                      "notes": list(q.notes),
-                     "interval": None if not q.interval_method else {
-                         "level": level, "method": q.interval_method,
-                         "description": interval_description(q.interval_method)}}
+                     "interval": _interval_record(q, level)}
                     for q in release.queries],
         "intervals": {
             "level": level,
@@ -139,7 +137,12 @@ def release_card(release: Release) -> dict[str, Any]:
                     "only (never the true data); it covers the true value (after contribution "
                     "bounds and clamping) with at least that probability, unless a query's "
                     "interval method says otherwise (a count found by partition selection)",
-            "not_given": "selections, quantiles and variances carry no interval yet",
+            "choices": "a released category or grid value (a selection, a quantile) has no "
+                       "error of its own: its interval bounds its choice's shortfall (what "
+                       "each query's interval.of says: the chosen category's count short of "
+                       "the top count, the quantile's rank error above the grid's best)",
+            "not_given": "the max rows per person drawn before the release carries no "
+                         "interval",
         },
         "mechanisms": mechanisms,
         "implementation": {"library": "OpenDP", "version": OPENDP_VERSION,

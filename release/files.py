@@ -19,13 +19,13 @@ from typing import Any
 from release.run import Release
 
 __all__ = ["FORMULA_TRIGGERS", "escape_cell", "release_csv", "release_json", "release_record",
-           "release_level", "interval_description", "write_bytes"]
+           "release_level", "interval_description", "interval_of", "write_bytes"]
 
 #: A cell starting with one of these is run as a formula by Excel, LibreOffice and Sheets
 #: (the same rule as ``dashboard.exports``).
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _HEADER = ("Query id", "Query", "Statistic", "Group", "Value", "Release", "lower", "upper",
-           "level")
+           "level", "interval of")
 
 
 def escape_cell(value: Any) -> Any:
@@ -54,9 +54,10 @@ def release_csv(release: Release) -> bytes:
            "ledger")
     level = release_level(release)
     for q in release.queries:
+        of = interval_of(q.interval_method)
         for i, (group, value) in enumerate(q.rows):
             interval = q.interval(i)
-            bounds = ["", "", ""] if interval is None else [*interval, level]
+            bounds = ["", "", "", ""] if interval is None else [*interval, level, of]
             writer.writerow([escape_cell(q.id), escape_cell(q.label), escape_cell(q.statistic),
                              escape_cell(" × ".join(group)), escape_cell(value), tag, *bounds])
     return stream.getvalue().encode("utf-8-sig")
@@ -74,11 +75,23 @@ def interval_description(method: str) -> str:
     return "; ".join(METHODS[m] for m in method.split(", ")) if method else ""
 
 
-def _value_record(group: tuple, value: Any, interval: tuple | None, level: float
-                  ) -> dict[str, Any]:
+def interval_of(method: str) -> str:
+    """What intervals of ``method`` bound: the true value behind the released one, or for a
+    released choice (a category, a grid value) its shortfall (``dpcore.intervals.INTERVAL_OF``);
+    "" for none."""
+    from dpcore.intervals import INTERVAL_OF
+
+    if not method:
+        return ""
+    return "; ".join(INTERVAL_OF[m] for m in method.split(", ") if m in INTERVAL_OF) or (
+        "true value")
+
+
+def _value_record(group: tuple, value: Any, interval: tuple | None, level: float,
+                  of: str = "") -> dict[str, Any]:
     out = {"group": list(group), "value": value}
     if interval is not None:
-        out |= {"lower": interval[0], "upper": interval[1], "level": level}
+        out |= {"lower": interval[0], "upper": interval[1], "level": level, "of": of}
     return out
 
 
@@ -103,7 +116,8 @@ def release_record(release: Release) -> dict[str, Any]:
                        "delta": release.plan.accounting.delta, "note": spent.note},
         "planned": release.planned.to_dict(),
         "queries": [{"id": q.id, "label": q.label, "statistic": q.statistic,
-                     "values": [_value_record(group, value, q.interval(i), level)
+                     "values": [_value_record(group, value, q.interval(i), level,
+                                              interval_of(q.interval_method))
                                 for i, (group, value) in enumerate(q.rows)],
                      "parts": list(q.parts), "notes": list(q.notes),
                      "interval": _interval_record(q, level)}
@@ -119,6 +133,7 @@ def _interval_record(q: Any, level: float) -> dict[str, Any] | None:
     if not q.interval_method:
         return None
     return {"level": level, "method": q.interval_method,
+            "of": interval_of(q.interval_method),
             "description": interval_description(q.interval_method)}
 
 

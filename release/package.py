@@ -136,11 +136,18 @@ def _short(text: str, limit: int = 30) -> str:
 _WIDTH, _LABEL, _ROW, _RIGHT = 640, 190, 24, 90
 
 
+def _of_value(row: Mapping[str, Any]) -> bool:
+    """Whether a released row's interval is of its value (records written before intervals
+    said what they bound are)."""
+    return row.get("of") in (None, "true value")
+
+
 def _bar_chart(rows: Sequence[Mapping[str, Any]], title: str) -> str:
     """Bars of numeric values, each with its interval (a whisker) when it has one."""
     values = [_number(r.get("value")) for r in rows]
-    lowers = [_number(r.get("lower")) for r in rows]
-    uppers = [_number(r.get("upper")) for r in rows]
+    # a whisker only where the interval is of the value (not of a choice's shortfall)
+    lowers = [_number(r.get("lower")) if _of_value(r) else None for r in rows]
+    uppers = [_number(r.get("upper")) if _of_value(r) else None for r in rows]
     seen = [v for v in values + lowers + uppers if v is not None]
     lo, hi = min([0.0, *seen]), max([0.0, *seen])
     if hi == lo:
@@ -218,8 +225,9 @@ def _values_table(rows: Sequence[Mapping[str, Any]]) -> str:
         if intervals:
             level = _number(r.get("level"))
             cell = "<td>" + (
-                f"[{_e(_fmt(_number(r.get('lower')), 'down'))}, "
-                f"{_e(_fmt(_number(r.get('upper')), 'up'))}]"
+                ("" if _of_value(r) else f"{_e(str(r.get('of')))}: ")
+                + f"[{_e(_fmt(_number(r.get('lower')), 'down'))}, "
+                + f"{_e(_fmt(_number(r.get('upper')), 'up'))}]"
                 + (f" at {level:.0%}" if level is not None else "")
                 if "lower" in r else "—") + "</td>"
         body.append(f"<tr><td>{_e(group)}</td><td>{_e(shown)}</td>{cell}</tr>")

@@ -10,7 +10,13 @@ from typing import Any, Literal
 import numpy as np
 
 from dpcore.contributions import Sensitivity
-from dpcore.quantiles import quantile_scores, quantile_sensitivity, split_quantile_budget
+from dpcore.quantiles import (
+    quantile_fraction,
+    quantile_scores,
+    quantile_sensitivity,
+    split_quantile_budget,
+)
+from dpcore.rank_intervals import selection_shortfall
 from engine.queries import Binned
 from plan.kinds.base import QueryKind
 from plan.model import Grid, PlanError, PlanQuery, PrivacyUnit, _column, _declared, _Fields, _number
@@ -109,6 +115,20 @@ class QuantilesKind(QueryKind):
             scores = [int(s) for s in quantile_scores(below, equal, total, level)]
             rows.append(((f"q={level:g}",), q.candidates.values[int(part.draw(scores))]))
         return self.statistic, tuple(rows)
+
+    def intervals(self, built, certified, rows, alpha):
+        """Each level's excess rank error over the grid's best candidate, [0, E], in rows:
+        from the noise's law, the scale drawn with (OpenDP's, in its scores' units: den
+        times the rank error's) and the number of candidates (public)."""
+        q = built.query.query
+        m = len(q.candidates.values)
+        return tuple(
+            (0.0, selection_shortfall(part.part.mechanism.noise, part.opendp_scale, m, alpha)
+             / quantile_fraction(level)[1])
+            for level, part in zip(q.levels, certified, strict=True))
+
+    def interval_method(self, spec):
+        return "rank"
 
     def rules(self, query):
         return [f"values of {query.query.column!r} are ranked against the candidates (values "

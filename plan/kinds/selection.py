@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dpcore.contributions import count_sensitivity
+from dpcore.rank_intervals import top_k_shortfalls
 from engine.queries import CategoryCounts
 from plan.kinds.base import QueryKind, declared_rule
 from plan.model import Categories, PlanError, PlanQuery, PrivacyUnit, _column, _declared, _Fields
@@ -74,6 +75,18 @@ class SelectionKind(QueryKind):
         values = q.candidates.values
         return self.statistic, tuple(((f"rank {i + 1}",), values[int(c)])
                                      for i, c in enumerate(chosen))
+
+    def intervals(self, built, certified, rows, alpha):
+        """Each rank's shortfall from the top count among the candidates left, [0, E_r]:
+        from the noise's law, the scale drawn with and the number of candidates (public)."""
+        part = certified[0]
+        shortfalls = top_k_shortfalls(part.part.mechanism.noise, part.opendp_scale,
+                                      len(built.query.query.candidates.values), len(rows),
+                                      alpha)
+        return tuple((0.0, float(e)) for e in shortfalls)
+
+    def interval_method(self, spec):
+        return "shortfall"
 
     def rules(self, query):
         return [declared_rule(query.query.column, "the candidates")]

@@ -18,9 +18,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcore.contributions import count_sensitivity, sum_sensitivity
+from dpcore.intervals import variance_interval
 from dpcore.measures import split_budget
 from dpcore.mechanisms import CATALOGUE
 from engine.queries import BoundedSum
+from plan.kinds.base import drawn_mechanism
 from plan.kinds.bounded import BoundedColumn, BoundedColumnKind
 from plan.model import PlanError, PlanQuery, PrivacyUnit
 from plan.parts import Built, Loss, Part, additive, contribution_bounds
@@ -117,6 +119,20 @@ class VarianceKind(BoundedColumnKind):
     def combine(self, built: Built, noisy: tuple[Any, Any, Any]) -> NDArray[np.float64]:
         q = built.query.query
         return variance_of(*noisy, (q.bounds.upper - q.bounds.lower) / 2)
+
+    def release(self, built, certified, aggs, keys, alpha):
+        noisy = self.draw_parts(built, certified, aggs)
+        q = built.query.query
+        # from the three noisy parts, the mechanism's own output (post-processing)
+        count, deviations, squares = (drawn_mechanism(part) for part in certified)
+        low, high = variance_interval(count, noisy[0], deviations, noisy[1], squares, noisy[2],
+                                      half_width=(q.bounds.upper - q.bounds.lower) / 2,
+                                      alpha=alpha)
+        return (self.statistic, (((), float(self.combine(built, noisy))),),
+                ((float(low), float(high)),))
+
+    def interval_method(self, spec):
+        return "variance"
 
 
 KIND = VarianceKind()

@@ -153,6 +153,24 @@ def test_the_report_draws_a_released_interval_and_says_when_there_is_none():
     assert "No interval was published" in second and "No interval was published" not in first
 
 
+def test_the_report_gives_a_choices_shortfall_as_such_without_a_whisker():
+    record = {"dataset": {"name": "d", "origin": ""}, "privacy_unit": "one row",
+              "privacy_spent": {"epsilon": 1.0, "delta": 0.0}, "accounting": {},
+              "queries": [
+                  {"id": "m", "label": "Median", "statistic": "quantiles",
+                   "values": [{"group": ["q=0.5"], "value": 40.0, "lower": 0.0,
+                               "upper": 4.5, "level": 0.95, "of": "excess rank error"}]},
+                  {"id": "a", "label": "A", "statistic": "count",
+                   "values": [{"group": [], "value": 50.0, "lower": 40.0, "upper": 60.0,
+                               "level": 0.95, "of": "true value"}]}]}
+    page = report_html(record, {})
+    first, second = page.split('<section class="query">')[1:]
+    # a grid value's interval is of its rank error, not of the value: no whisker on its bar
+    assert 'class="interval"' not in first
+    assert "excess rank error: [0, 4.5] at 95%" in first
+    assert 'class="interval"' in second and "[40, 60] at 95%" in second
+
+
 def test_a_simulation_is_labelled_on_every_page_and_holds_no_release_files():
     plan = program_plan()
     values = {"n": [((), 2991.4)], "dx": [(("A",), 900.0), (("B",), 880.0)],

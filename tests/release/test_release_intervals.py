@@ -93,6 +93,7 @@ def test_the_files_and_the_card_give_each_value_its_interval(tmp_path, engine):
     for row in rows:
         assert float(row["level"]) == pytest.approx(0.9)
         assert float(row["lower"]) <= float(row["Value"]) <= float(row["upper"])
+        assert row["interval of"] == "true value"
     count = next(r for r in rows if r["Query id"] == "rows")
     width = float(count["upper"]) - float(count["lower"])
     assert width == pytest.approx(2 * 2 * math.log(10), rel=1e-9)   # alpha = 0.1
@@ -132,12 +133,15 @@ def test_every_kind_says_how_its_intervals_hold(tmp_path, engine):
                        "ages": "per cell", "dx-sex": "per cell",
                        "dx-found": "per cell, conditional",
                        "dx-cost": "per cell, kept",
-                       "sex-age": "mean", "age-q": "", "top-dx": ""}
+                       "sex-age": "mean", "age-q": "rank", "top-dx": "shortfall"}
+    choices = {"age-q", "top-dx"}   # their intervals bound a shortfall, from 0
     for q in release.queries:
         assert len(q.intervals) == len(q.rows)
         for (_, value), interval in zip(q.rows, q.intervals, strict=True):
-            assert (interval is None) == (methods[q.id] == "")
-            if interval is not None:
+            assert interval is not None
+            if q.id in choices:
+                assert interval[0] == 0.0 < interval[1]
+            else:
                 assert interval[0] <= value <= interval[1]
     card = release_card(release)
     found = next(q for q in card["queries"] if q["id"] == "dx-found")
@@ -145,3 +149,74 @@ def test_every_kind_says_how_its_intervals_hold(tmp_path, engine):
     assert "may cover less" in found["interval"]["description"]
     cost = next(q for q in card["queries"] if q["id"] == "dx-cost")
     assert "holds at the stated level for each group kept" in cost["interval"]["description"]
+
+
+# --------------------------------------------------------------------------------------------
+# the kinds made of several parts or of a choice: variance, selection, quantiles
+
+
+def _variance_plan() -> Plan:
+    from plan.kinds.variance import Variance
+
+    return Plan(Dataset("people"), (
+        PlanQuery("age-var", "Age variance", Variance("age", Bounds(18, 90)),
+                  Noise("laplace", "pure", epsilon=1.0)),), PrivacyUnit(), Accounting(),
+        Budget(epsilon=20.0))
+
+
+def test_a_variance_has_its_interval_within_the_public_range(tmp_path, engine):
+    frame = _truth_frame()
+    for i, data in enumerate((frame, frame.drop(index=17))):
+        with Ledger(tmp_path / f"{i}.sqlite") as ledger:
+            release = run(_variance_plan(), FrameSource(data), ledger=ledger, engine=engine)
+        (q,) = release.queries
+        assert q.interval_method == "variance"
+        ((_, value),), ((low, high),) = q.rows, q.intervals
+        assert 0.0 <= low <= value <= high <= 36.0 ** 2   # h = (90 − 18) / 2
+        assert high - low < 36.0 ** 2  # the noise at ε = 1 is far below the public range
+        record = release_record(release)["queries"][0]
+        assert "interval arithmetic" in record["interval"]["description"]
+        assert {"lower", "upper", "level"} <= set(record["values"][0])
+
+
+def _choices_plan() -> Plan:
+    from plan.model import Grid, Quantiles, Selection, SelectionNoise
+
+    return Plan(Dataset("people"), (
+        PlanQuery("top", "Top regions", Selection("region", cats("north", "south", "east"), k=2),
+                  SelectionNoise("exponential", "pure", epsilon=1.0)),
+        PlanQuery("median", "Median age",
+                  Quantiles("age", (0.5,), Grid(tuple(float(v) for v in range(10, 100, 10)))),
+                  SelectionNoise("exponential", "pure", epsilon=1.0)),
+    ), PrivacyUnit(), Accounting(), Budget(epsilon=20.0))
+
+
+def test_a_selection_and_a_quantile_give_shortfalls_that_the_data_do_not_move(tmp_path,
+                                                                              engine):
+    # permute-and-flip, pure DP: scale k·Δ/ε per round (counts are monotonic), 2Δ/ε for a
+    # quantile's rank error (Δ = ½ for the median); union bounds over the candidates left,
+    # each pair's difference of exponential noises a Laplace law: P(D > t) = e^{−t/b} / 2
+    top = [2.0 * math.log(2 / (2 * 0.05)), 2.0 * math.log(1 / (2 * 0.05))]
+    median = 1.0 * math.log(8 / (2 * 0.05))   # 9 candidates
+    frame = _truth_frame()
+    for i, data in enumerate((frame, frame.drop(index=17))):
+        with Ledger(tmp_path / f"{i}.sqlite") as ledger:
+            release = run(_choices_plan(), FrameSource(data), ledger=ledger, engine=engine)
+        by_id = {q.id: q for q in release.queries}
+        assert by_id["top"].interval_method == "shortfall"
+        assert by_id["median"].interval_method == "rank"
+        assert [lo for lo, _ in by_id["top"].intervals] == [0.0, 0.0]
+        assert [hi for _, hi in by_id["top"].intervals] == pytest.approx(top, rel=1e-9)
+        ((low, high),) = by_id["median"].intervals
+        assert low == 0.0 and high == pytest.approx(median, rel=1e-9)
+    rows = list(csv.DictReader(io.StringIO(release_csv(release).decode("utf-8-sig"))))
+    assert [r["interval of"] for r in rows] == ["shortfall from the top count"] * 2 + [
+        "excess rank error over the grid's best candidate, in rows"]
+    assert float(rows[0]["upper"]) == pytest.approx(top[0], rel=1e-9)
+    record = {q["id"]: q for q in release_record(release)["queries"]}
+    assert record["top"]["interval"]["of"] == "shortfall from the top count"
+    assert record["top"]["values"][0]["of"] == "shortfall from the top count"
+    assert "union bound" in record["median"]["interval"]["description"]
+    card = {q["id"]: q for q in release_card(release)["queries"]}
+    assert card["top"]["interval"]["of"] == "shortfall from the top count"
+    assert card["median"]["interval"]["method"] == "rank"
