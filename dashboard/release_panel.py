@@ -94,7 +94,8 @@ def interval_caption(level: float) -> str:
     """What the Lower and Upper columns are, in words."""
     return (f"Lower and Upper: a {level:.0%} interval for each true value, for the noise "
             "alone — from the mechanism's law, its scale, the released value and the declared "
-            "bounds, never the data. Histograms and tables: per cell; a mean: conservative (its "
+            "bounds, never the data. Histograms and tables: per cell; noise kept within an "
+            "answer range (clamped or bounded): conservative; a mean: conservative (its "
             "sum's and count's intervals at half the error rate each); a group found by "
             "partition selection: conditional on being kept. Selections and quantiles have "
             "none yet.")
