@@ -100,6 +100,7 @@ def test_the_plan_page_exports_a_simulation_report_and_records_nothing(
     assert abs(count - IRIS_ROWS) < 30   # |Laplace(1)| > 30 has probability e^-30
     cells = re.findall(r'<table class="values"><tr><th>Group</th><th>Released value</th></tr>'
                        r"<tr><td>—</td><td>([^<]*)</td></tr>", page)
+    # the report shows the draw (at this seed, 150.1…): not the true count's "150"
     assert cells == [f"{count:,.4g}"] and cells != [str(IRIS_ROWS)]
 
 
