@@ -7,7 +7,9 @@ release recorded in the ledger (``EPSILON_LAB_LEDGER``) in the same transaction 
 the dataset's budget. The page then shows the released values only — no true value beside
 them — and offers the release's files and card, and the release package (``release.package``:
 the files, the plan, the OpenDP program as a script and a notebook, report.html), built only
-when it is downloaded so that the release click stays fast. What a release shows is kept
+when it is downloaded so that the release click stays fast. A plan can also be exported as a
+simulation report: the same report of one seeded numpy draw, labelled "simulation — not a
+release", built on click too, with nothing recorded. What a release shows is kept
 in the session for that dataset until the next release, as downloaded bytes, the values
 table and the release itself (released values and public facts only); a refusal is shown
 only while the plan it refused is unchanged.
@@ -15,6 +17,7 @@ only while the plan it refused is unchanged.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -28,7 +31,8 @@ from engine.sources import FrameSource
 from plan import model
 
 __all__ = ["release_section", "released_table", "interval_caption", "source_of",
-           "package_builder", "LAST", "RELEASED_COLUMNS"]
+           "package_builder", "simulation_builder", "simulation_button",
+           "simulation_file_name", "LAST", "RELEASED_COLUMNS"]
 
 LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
 CONFIRM = "plan_release_confirm"
@@ -90,7 +94,8 @@ def interval_caption(level: float) -> str:
     """What the Lower and Upper columns are, in words."""
     return (f"Lower and Upper: a {level:.0%} interval for each true value, for the noise "
             "alone — from the mechanism's law, its scale, the released value and the declared "
-            "bounds, never the data. Histograms and tables: per cell; a mean: conservative (its "
+            "bounds, never the data. Histograms and tables: per cell; noise kept within an "
+            "answer range (clamped or bounded): conservative; a mean: conservative (its "
             "sum's and count's intervals at half the error rate each); a group found by "
             "partition selection: conditional on being kept. Selections and quantiles have "
             "none yet.")
@@ -230,6 +235,41 @@ def package_builder(released: Any):
 
         return release_package(released)
     return build
+
+
+def simulation_file_name(plan_name: str) -> str:
+    """``simulation-<plan>.zip``: the plan's name in letters, digits, ``.``, ``_`` and ``-``
+    (a user's name never reaches the file system as typed)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", plan_name).strip("-.")[:60] or "plan"
+    return f"simulation-{stem}.zip"
+
+
+def simulation_builder(plan: model.Plan, loaded: LoadedDataset, seed: int):
+    """What the simulation button downloads: a function that builds, when it is clicked, the
+    simulation package (``release.package.simulation_package``) of one draw of ``plan``
+    with numpy seeded by ``seed`` (``dashboard.analysis.plan_simulation``): no OpenDP, no
+    ledger, no budget."""
+    def build() -> bytes:
+        from dashboard.analysis.plan_simulation import simulate_plan
+        from release.package import simulation_package
+
+        return simulation_package(plan, simulate_plan(plan, source_of(loaded), seed=seed))
+    return build
+
+
+def simulation_button(plan: model.Plan, loaded: LoadedDataset, *, seed: int,
+                      plan_name: str) -> None:
+    """The "Export as a simulation report" button (the zip is built when it is clicked)."""
+    st.download_button("Export as a simulation report", simulation_builder(plan, loaded, seed),
+                       file_name=simulation_file_name(plan_name), mime="application/zip",
+                       on_click="ignore", key="plan_simulation_package",
+                       icon=":material/science:",
+                       help="A simulation, not a release: one draw of every query with "
+                            f"numpy's noise (seed {seed}), in the release package's report "
+                            "labelled 'simulation — not a release' on every page, with the "
+                            "plan and its OpenDP program. Nothing is recorded and no budget "
+                            "is spent, and seeded noise protects no one: share it only with "
+                            "those who may see the data.")
 
 
 def programs_section(plan: model.Plan) -> None:

@@ -311,7 +311,9 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
     out.append(f'<p class="muted">Dataset <strong>{_e(dataset)}</strong>'
                + (f" ({_e(origin)})" if origin else "") + ". "
                + ("These values were drawn by Epsilon Lab's simulator with numpy's noise: "
-                  "nothing was released, nothing recorded in the ledger, and no budget spent."
+                  "nothing was released, nothing recorded in the ledger, and no budget "
+                  "spent. Seeded noise can be drawn again, so these values protect no one: "
+                  "share them only with those who may see the data."
                   if simulation else
                   f"Released {_e(record.get('released_at', ''))} by "
                   f"{_e(record.get('implementation', ''))}.") + "</p>")

@@ -230,7 +230,7 @@ def _draw_query(built: Built, certified: tuple[Certified, ...], aggs: tuple, key
     statistic, rows, intervals = built.kind.release(built, certified, aggs, keys, alpha)
     notes = [c.note for c in certified if c.note]
     return _released(built.query, statistic, rows, certified, notes, intervals,
-                     built.kind.interval_method(built.query.query))
+                     built.kind.interval_method_of(built))
 
 
 def _released(pq: model.PlanQuery, statistic: str, rows: tuple, certified: tuple,

@@ -297,6 +297,20 @@ class QueryKind:
         none)."""
         return ""
 
+    def interval_method_of(self, built: Any) -> str:
+        """How ``built``'s intervals are computed (keys of ``dpcore.intervals.METHODS`` joined
+        by ", "): :meth:`interval_method`, where a part's noise is kept within a public
+        answer range (a clamped or bounded mechanism) read "range" — conservative — rather
+        than "exact", or with ", range" added."""
+        from dpcore.mechanisms import AdditiveMechanism, spec_of
+
+        method = self.interval_method(built.query.query)
+        ranged = any(isinstance(p.mechanism, AdditiveMechanism)
+                     and spec_of(p.mechanism).needs_range for p in built.parts)
+        if not method or not ranged:
+            return method
+        return "range" if method == "exact" else f"{method}, range"
+
     # -- one number made of parts (a mean, a variance): the release and the pages alike ------
 
     def part_values(self, built: Any, aggs: tuple) -> tuple[float, ...]:

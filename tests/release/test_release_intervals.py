@@ -129,7 +129,8 @@ def test_every_kind_says_how_its_intervals_hold(tmp_path, engine):
         release = run(every_kind_plan(), FrameSource(visits()), ledger=ledger, budget=50.0,
                       engine=engine)
     methods = {q.id: q.interval_method for q in release.queries}
-    assert methods == {"n": "exact", "cost": "exact", "age": "mean", "dx": "per cell",
+    # cost: clamped Laplace, an answer range: conservative ("range"), not "exact"
+    assert methods == {"n": "exact", "cost": "range", "age": "mean", "dx": "per cell",
                        "ages": "per cell", "dx-sex": "per cell",
                        "dx-found": "per cell, conditional",
                        "dx-cost": "per cell, kept",
@@ -220,3 +221,24 @@ def test_a_selection_and_a_quantile_give_shortfalls_that_the_data_do_not_move(tm
     card = {q["id"]: q for q in release_card(release)["queries"]}
     assert card["top"]["interval"]["of"] == "shortfall from the top count"
     assert card["median"]["interval"]["method"] == "rank"
+
+
+def test_noise_kept_within_an_answer_range_is_labelled_range_not_exact(tmp_path, engine):
+    from dpcore.intervals import METHODS
+    from release.files import interval_description
+
+    clamped = Noise("clamped_laplace", "pure", epsilon=1.0, lower=0.0, upper=1e6)
+    plan = Plan(Dataset("people"), (
+        PlanQuery("rows", "Rows", Count(), clamped),
+        PlanQuery("region", "Regions", Histogram("region", cats("north", "south", "east")),
+                  clamped),
+        PlanQuery("plain", "Rows again", Count(), Noise("laplace", "pure", epsilon=1.0))),
+        PrivacyUnit(), Accounting(), Budget(epsilon=20.0))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(plan, FrameSource(_truth_frame()), ledger=ledger, engine=engine)
+    methods = {q.id: q.interval_method for q in release.queries}
+    assert methods == {"rows": "range", "region": "per cell, range", "plain": "exact"}
+    assert interval_description("per cell, range") == (
+        f"{METHODS['per cell']}; {METHODS['range']}")
+    card = {q["id"]: q["interval"]["method"] for q in release_card(release)["queries"]}
+    assert card == methods

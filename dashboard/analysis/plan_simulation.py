@@ -1,0 +1,110 @@
+"""One simulated draw of a release plan, for the simulation report: every query built as a
+release builds it (``plan.build``), its true aggregates computed as a release computes them,
+and each part drawn once with seeded numpy where a release draws it with OpenDP.
+
+The kinds' own ``draw`` turns the noisy parts into rows, as in a release: a part here answers
+what a kind asks of a ``release.measurements.Certified`` (``part``, ``integer``,
+``opendp_scale``, ``draw``). Nothing is certified by OpenDP, recorded or charged: the values
+are a simulation, not a release (seeded noise can be repeated, so they protect no one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpcore.mechanisms import AdditiveMechanism, spec_of
+from dpcore.partition import release_partitions
+from dpcore.quantiles import quantile_fraction
+from dpcore.selection import noisy_top_k, report_noisy_max
+from engine import Engine, engine_from_env
+from engine.sources import Source
+from plan.build import Built, NoisyMax, Part, PartitionThreshold, build_plan
+from plan.model import Plan
+
+__all__ = ["SimulatedPart", "simulated_parts", "simulate_plan"]
+
+
+@dataclass(frozen=True, eq=False)
+class SimulatedPart:
+    """One part of a query drawn with numpy's ``rng`` instead of its OpenDP measurement:
+    whole-number input where the release's measurement takes whole numbers (``integer``), and
+    the scale in the units of the scores it draws on (``opendp_scale``: a quantile's scores
+    are its rank errors times the level's denominator, as OpenDP's are)."""
+
+    part: Part
+    integer: bool
+    opendp_scale: float
+    rng: np.random.Generator
+    note: str = ""
+
+    def draw(self, value: Any) -> Any:
+        """One simulated release of this part on ``value`` (a number, a list, or a dict of
+        counts for partition selection), shaped as the OpenDP measurement returns it."""
+        mechanism = self.part.mechanism
+        if isinstance(mechanism, AdditiveMechanism):
+            noisy = mechanism.sample(np.asarray(value), rng=self.rng)
+            return np.asarray(noisy).tolist()
+        if isinstance(mechanism, NoisyMax):
+            if mechanism.k == 1:
+                return int(report_noisy_max(value, scale=self.opendp_scale,
+                                            noise=mechanism.noise, negate=mechanism.negate,
+                                            rng=self.rng))
+            return noisy_top_k(value, mechanism.k, scale=self.opendp_scale,
+                               noise=mechanism.noise, negate=mechanism.negate,
+                               rng=self.rng).tolist()
+        if isinstance(mechanism, PartitionThreshold):
+            names = list(value)
+            if not names:
+                return {}
+            drawn = release_partitions([value[n] for n in names], threshold=mechanism.threshold,
+                                       noise=mechanism.noise, scale=mechanism.scale,
+                                       rng=self.rng)
+            kept = np.flatnonzero(drawn.kept)
+            counts = drawn.noisy_counts[kept]
+            counts = counts.astype(np.int64) if self.integer else counts
+            return dict(zip((names[i] for i in kept), counts.tolist(), strict=True))
+        raise TypeError(f"no simulation for the part {self.part.name!r} "
+                        f"({type(mechanism).__name__})")
+
+
+def _simulated(part: Part, rng: np.random.Generator) -> SimulatedPart:
+    mechanism = part.mechanism
+    if isinstance(mechanism, AdditiveMechanism):
+        return SimulatedPart(part, spec_of(mechanism).integer_only, mechanism.scale, rng)
+    if isinstance(mechanism, NoisyMax):
+        scale = mechanism.scale
+        if part.quantile is not None:
+            scale *= quantile_fraction(part.quantile)[1]
+        return SimulatedPart(part, True, scale, rng)
+    if isinstance(mechanism, PartitionThreshold):
+        return SimulatedPart(part, mechanism.noise == "discrete_laplace", mechanism.scale, rng)
+    raise TypeError(f"no simulation for the part {part.name!r} ({type(mechanism).__name__})")
+
+
+def simulated_parts(built: Built, rng: np.random.Generator) -> tuple[SimulatedPart, ...]:
+    """Every part of ``built``, in its order, drawn with ``rng``."""
+    return tuple(_simulated(part, rng) for part in built.parts)
+
+
+def simulate_plan(plan: Plan, source: Source, *, seed: int, engine: Engine | None = None
+                  ) -> dict[str, Sequence[tuple[Sequence[Any], Any]]]:
+    """One simulated release of ``plan`` on ``source``: each query's rows ``(group, value)``
+    by its id, as ``release.package.simulation_package`` takes them. The same ``seed`` gives
+    the same draw (a float sum's last digits follow the engine's order of addition); the true
+    aggregates go no further than the draw."""
+    # the release's own true aggregates (that module imports OpenDP; nothing here calls it)
+    from release.run import _aggregates
+
+    engine = engine if engine is not None else engine_from_env()
+    rng = np.random.default_rng(seed)
+    values: dict[str, Sequence[tuple[Sequence[Any], Any]]] = {}
+    for built in build_plan(plan):
+        aggs, keys = _aggregates(built, engine, source)
+        _, rows = built.kind.draw(built, simulated_parts(built, rng), aggs, keys)
+        del aggs
+        values[built.query.id] = rows
+    return values
