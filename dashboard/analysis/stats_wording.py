@@ -309,8 +309,9 @@ def interval_sentence(run: MechanismRun, confidence: float) -> str:
     query whose kind gives no interval, a sentence saying so."""
     noun = KINDS[run.query].value_noun
     if run.intervals is None:
-        return (f"{run.name}: no interval for the true {noun} is given yet (a real release "
-                f"gives none either); the ±α above comes from the simulation.")
+        none = " (a real release gives none either)" if not run.interval_method else ""
+        return (f"{run.name}: no interval for the true {noun} is given here yet{none}; the ±α "
+                "above comes from the simulation.")
     low, high = (float(np.max(end)) for end in run.intervals[confidence])
     text = (f"{run.name}: {_level(confidence)} interval for the true {noun}: "
             f"{interval_text(low, high)}")
