@@ -22,8 +22,12 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from dashboard.analysis.intervals import (
+    CONDITIONAL,
+    KEPT,
+    RATIO,
     SimulatedPart,
     as_arrays,
+    has_method,
     kind_intervals,
     mean_intervals,
     method_of,
@@ -355,13 +359,13 @@ def group_intervals(release: GroupsRelease, alpha: float = 1 - CONFIDENCE
         return None
     counted = release.noisy_counts if release.noisy_counts is not None else release.gate_counts
     found = kind_intervals(built, counted, alpha)
-    if found is None and method.startswith("mean"):
+    if found is None and has_method(method, RATIO):
         bounds = built.query.query.bounds
         found = mean_intervals(parts.sums, release.noisy_totals, parts.counts,
                                release.noisy_counts, lower=bounds.lower, upper=bounds.upper,
                                alpha=alpha)
     elif found is None:
-        if "conditional" in method:   # a count found privately: the threshold's own counts
+        if has_method(method, CONDITIONAL):   # a count found privately: the threshold's own counts
             values, of = release.gate_counts, threshold_intervals
             part = parts.gate_part
         elif parts.sums is not None:
@@ -384,20 +388,20 @@ INTERVAL_COLUMNS = (f"Lower {CONFIDENCE:.0%}", f"Upper {CONFIDENCE:.0%}")
 def interval_caption(release: GroupsRelease) -> str:
     """What the table's interval columns are, in plain words."""
     method = method_of(release.built)
-    what = "mean" if method.startswith("mean") else "sum" if release.totals is not None \
+    what = "mean" if has_method(method, RATIO) else "sum" if release.totals is not None \
         else "count"
     text = (f"Lower and Upper: a {CONFIDENCE:.0%} interval for each released group's true "
             f"{what}, from the noise's law and the released values alone (never the data); "
             "each holds on its own, not all at once.")
-    if method.startswith("mean"):
+    if has_method(method, RATIO):
         text += (f" A mean's comes from the group's noisy sum and noisy count, each at "
                  f"{1 - (1 - CONFIDENCE) / 2:.1%}: conservative, it holds at least as often "
                  "as stated.")
-    if "conditional" in method:
+    if has_method(method, CONDITIONAL):
         text += (" Groups found by the threshold: the interval holds given that the group was "
                  "kept, and a kept group's noise leans upwards, so near the threshold it may "
                  "hold less often than stated.")
-    elif "kept" in method:
+    elif has_method(method, KEPT):
         text += (" Groups found by the threshold: the interval holds for each group kept (its "
                  f"{what}'s noise is drawn apart from the threshold's).")
     return text

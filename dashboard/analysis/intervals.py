@@ -17,9 +17,16 @@ from dpcore.intervals import mean_interval
 from plan.build import Built, Part
 
 __all__ = ["SimulatedPart", "simulated_parts", "as_arrays", "kind_intervals",
-           "mean_intervals", "method_of", "interval_text"]
+           "mean_intervals", "method_of", "has_method", "RATIO", "CONDITIONAL", "KEPT",
+           "interval_text"]
 
 Interval = tuple[NDArray[np.float64], NDArray[np.float64]]
+
+#: Keys of ``dpcore.intervals.METHODS`` a page words or computes apart: an interval read off
+#: a noisy sum over a noisy count (``mean_interval``), and a group found by partition
+#: selection's, conditional on being kept (its count the selection's own) or kept (its
+#: value's noise drawn apart).
+RATIO, CONDITIONAL, KEPT = "mean", "conditional", "kept"
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,12 @@ def method_of(built: Built) -> str:
     """How the kind computes its intervals (a key of ``dpcore.intervals.METHODS``, "" for
     none): a page takes the same path as the release."""
     return built.kind.interval_method(built.query.query)
+
+
+def has_method(method: str, key: str) -> bool:
+    """Whether an interval method (keys of ``dpcore.intervals.METHODS`` joined by ", ")
+    includes ``key``."""
+    return key in method.split(", ")
 
 
 def kind_intervals(built: Built, released: ArrayLike, alpha: float) -> Interval | None:

@@ -23,7 +23,13 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
-from dashboard.analysis.intervals import kind_intervals, mean_intervals, method_of
+from dashboard.analysis.intervals import (
+    RATIO,
+    has_method,
+    kind_intervals,
+    mean_intervals,
+    method_of,
+)
 from dashboard.analysis.stats_downloads import (  # noqa: F401 (the page's one import)
     describe_release,
     release_parameters,
@@ -203,7 +209,7 @@ def release_interval(plan: ReleasePlan, noisy_parts: tuple[NDArray[np.float64], 
     A count's ends are rounded as the page rounds the count (a monotone map: a whole true
     count stays inside)."""
     built = plan.built
-    if method_of(built) == "mean":
+    if has_method(method_of(built), RATIO):
         sum_part, count_part = built.parts
         bounds = built.query.query.bounds
         return mean_intervals(sum_part, noisy_parts[0], count_part, noisy_parts[1],

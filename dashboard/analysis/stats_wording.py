@@ -13,7 +13,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dashboard import choices
-from dashboard.analysis.intervals import interval_text
+from dashboard.analysis.intervals import RATIO, has_method, interval_text
 from dashboard.analysis.stats_plan import ReleasePlan
 from dashboard.choices import PrivacyChoice
 from dashboard.shown import count, percent_down, up
@@ -315,7 +315,7 @@ def interval_sentence(run: MechanismRun, confidence: float) -> str:
     low, high = (float(np.max(end)) for end in run.intervals[confidence])
     text = (f"{run.name}: {_level(confidence)} interval for the true {noun}: "
             f"{interval_text(low, high)}")
-    if run.interval_method != "mean":
+    if not has_method(run.interval_method, RATIO):
         return text + " (from the noise's law and the released value alone)."
     parts = " and the ".join(f"noisy {name} {fmt_value(value)}"
                              for name, value in run.release_parts)

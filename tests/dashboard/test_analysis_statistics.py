@@ -506,4 +506,24 @@ def test_a_variance_has_no_interval_yet_and_says_so(small_frame):
     plan = stats.make_plan(small_frame, spec, pure("laplace"))
     run = stats.run_mechanism(plan, trials=1_000, seed=2)
     assert run.intervals is None
-    assert "no interval for the true variance is given yet" in stats.interval_sentence(run, 0.95)
+    assert "no interval for the true variance is given here yet" in stats.interval_sentence(run, 0.95)
+
+
+def test_the_interval_methods_the_pages_tell_apart_are_dpcores():
+    from dashboard.analysis import intervals
+    from dpcore.intervals import METHODS
+
+    assert {intervals.RATIO, intervals.CONDITIONAL, intervals.KEPT} <= set(METHODS)
+    assert intervals.has_method("mean, kept", intervals.KEPT)
+    assert not intervals.has_method("per cell", intervals.RATIO)
+
+
+def test_interval_ends_are_shown_rounded_outwards():
+    """Four significant digits (whole numbers kept whole): the low end down, the high end up,
+    so the interval shown holds the one computed."""
+    from dashboard.analysis.intervals import interval_text
+
+    assert interval_text(38.62349, 38.66001) == "38.62 – 38.67"
+    assert interval_text(-3.14159, 2.71828) == "-3.142 – 2.719"
+    assert interval_text(1887057.4, 1887597.2) == "1,887,057 – 1,887,598"
+    assert interval_text(-math.inf, 5.0) == "−∞ – 5"

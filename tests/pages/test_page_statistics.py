@@ -409,4 +409,4 @@ def test_a_variance_says_it_has_no_interval_yet(stats_page):
     at = stats_page
     at.selectbox(key="stats_query").select("variance").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("no interval for the true variance is given yet" in c.value for c in at.caption)
+    assert any("no interval for the true variance is given here yet" in c.value for c in at.caption)
