@@ -511,7 +511,7 @@ def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
     built = table_built(row, column, row_categories, column_categories, table_choice,
                         contribution)
     intervals = {both: noisy_cell_intervals(built, simulated["example_noisy"],
-                                            simultaneous=both) for both in INTERVAL_KINDS}
+                                            simultaneous=both) for both in (False, True)}
     return replace(release_summary(answer, simulated, privacy=privacy, noise=noise,
                                    requested_trials=trials), stream=stream,
                    contribution=contribution, l1_sensitivity=l1, l2_sensitivity=l2,
@@ -524,8 +524,6 @@ def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
 #: The tables page's intervals: 95 %.
 INTERVAL_ALPHA = DEFAULT_ALPHA
 INTERVAL_LEVEL = f"{1 - INTERVAL_ALPHA:.0%}"
-#: How the intervals hold, as the page offers them (key: simultaneous).
-INTERVAL_KINDS = {False: "Per cell", True: "All cells at once"}
 
 
 def noisy_cell_intervals(built: Built, noisy: ArrayLike, *, simultaneous: bool,

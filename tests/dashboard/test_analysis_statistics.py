@@ -506,7 +506,8 @@ def test_a_variance_has_no_interval_yet_and_says_so(small_frame):
     plan = stats.make_plan(small_frame, spec, pure("laplace"))
     run = stats.run_mechanism(plan, trials=1_000, seed=2)
     assert run.intervals is None
-    assert "no interval for the true variance is given here yet" in stats.interval_sentence(run, 0.95)
+    said = stats.interval_sentence(run, 0.95)
+    assert "no interval for the true variance is given here yet" in said
 
 
 def test_the_interval_methods_the_pages_tell_apart_are_dpcores():
