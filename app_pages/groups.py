@@ -135,6 +135,7 @@ st.plotly_chart(noisy_against_true(
     y_title=chart.what.capitalize()), key="groups_chart")
 st.caption(ga.chart_caption(chart, public))
 st.dataframe(ga.group_table(release, spec), hide_index=True, key="groups_table")
+st.caption(ga.interval_caption(release))
 st.caption(f"Simulated release (seed {state.seed()}); true values are shown beside it only "
            "in this simulation.")
 plan_panel.add_to_plan(data_key, lambda: plan_entries.groups_query(

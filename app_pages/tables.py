@@ -124,6 +124,13 @@ for tab, (name, view) in zip(tabs, views.items(), strict=True):
                 colorscale="Viridis" if view.is_error else "Cividis"), key="tables_heatmap")
             st.caption(view.caption)
         st.dataframe(release.labelled(view.values, row, column), key=f"tables_frame_{name}")
+st.markdown(f"**{tables.INTERVAL_LEVEL} interval for each true count**")
+simultaneous = controls.toggle("Intervals that hold for all cells at once", key="tables_all_cells",
+                               help="Off: each cell's interval holds on its own.")
+st.dataframe(tables.interval_frame(release, row, column, simultaneous=simultaneous, clip=clip,
+                                   round=round_, rescale=rescale),
+             hide_index=True, key="tables_intervals")
+st.caption(tables.interval_caption(release, simultaneous=simultaneous, rescale=rescale))
 controls.downloads(*tables.table_download(
     release, row, column, privacy, dataset=loaded.name, clip=clip, round=round_, rescale=rescale,
     total_source=source, total_share=share, categories_from_data=row_from_data or column_from_data),

@@ -21,6 +21,17 @@ import streamlit as st
 from numpy.typing import NDArray
 from scipy import stats
 
+from dashboard.analysis.intervals import (
+    CONDITIONAL,
+    KEPT,
+    RATIO,
+    SimulatedPart,
+    as_arrays,
+    has_method,
+    kind_intervals,
+    mean_intervals,
+    method_of,
+)
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
@@ -35,7 +46,7 @@ from engine import Binned, CategoryCounts, CategoryTable, GroupedSum
 from plan import model
 from plan.build import Built, Part, PartitionThreshold, build
 from plan.kinds import KINDS
-from plan.kinds.base import means_of
+from plan.kinds.base import additive_intervals, means_of, threshold_intervals
 
 #: The page's choices of noise on the counts, named as partition selection's noises
 #: (``dpcore.partition.PARTITION_NOISES``) and the catalogue's kinds: the plan's query takes
@@ -333,8 +344,72 @@ def keep_curve(release: GroupsRelease) -> tuple[NDArray, NDArray]:
                                    scale=gate.scale)
 
 
+def group_intervals(release: GroupsRelease, alpha: float = 1 - CONFIDENCE
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """(lower, upper) at 1 − ``alpha`` for each group's true statistic behind the simulated
+    release, as a release computes it (NaN for a group the threshold dropped; None without
+    groups): the kind's own intervals where it has them (a binned histogram, a table), else
+    the path ``group_by``'s release takes — the threshold's noisy count for a count found
+    privately (``threshold_intervals``: conditional on being kept), the sum's noise
+    (``additive_intervals``), a mean's noisy sum and count (``mean_interval``). The noisy
+    values may hold many releases (leading axes)."""
+    built, parts = release.built, release.parts
+    method = method_of(built)
+    if not release.counts.size or not method:
+        return None
+    counted = release.noisy_counts if release.noisy_counts is not None else release.gate_counts
+    found = kind_intervals(built, counted, alpha)
+    if found is None and has_method(method, RATIO):
+        bounds = built.query.query.bounds
+        found = mean_intervals(parts.sums, release.noisy_totals, parts.counts,
+                               release.noisy_counts, lower=bounds.lower, upper=bounds.upper,
+                               alpha=alpha)
+    elif found is None:
+        if has_method(method, CONDITIONAL):   # a count found privately: the threshold's own counts
+            values, of = release.gate_counts, threshold_intervals
+            part = parts.gate_part
+        elif parts.sums is not None:
+            values, of, part = release.noisy_totals, additive_intervals, parts.sums
+        else:
+            values, of, part = release.noisy_counts, additive_intervals, parts.counts
+        values = np.asarray(values, dtype=np.float64)
+        found = as_arrays(of(SimulatedPart(part), values.reshape(-1), alpha), values.shape)
+    if found is None:   # pragma: no cover — every kind the page builds gives intervals
+        return None
+    low, high = (np.where(release.kept, np.asarray(end, dtype=np.float64), np.nan)
+                 for end in found)
+    return low, high
+
+
+#: The interval columns of the groups table.
+INTERVAL_COLUMNS = (f"Lower {CONFIDENCE:.0%}", f"Upper {CONFIDENCE:.0%}")
+
+
+def interval_caption(release: GroupsRelease) -> str:
+    """What the table's interval columns are, in plain words."""
+    method = method_of(release.built)
+    what = "mean" if has_method(method, RATIO) else "sum" if release.totals is not None \
+        else "count"
+    text = (f"Lower and Upper: a {CONFIDENCE:.0%} interval for each released group's true "
+            f"{what}, from the noise's law and the released values alone (never the data); "
+            "each holds on its own, not all at once.")
+    if has_method(method, RATIO):
+        text += (f" A mean's comes from the group's noisy sum and noisy count, each at "
+                 f"{1 - (1 - CONFIDENCE) / 2:.1%}: conservative, it holds at least as often "
+                 "as stated.")
+    if has_method(method, CONDITIONAL):
+        text += (" Groups found by the threshold: the interval holds given that the group was "
+                 "kept, and a kept group's noise leans upwards, so near the threshold it may "
+                 "hold less often than stated.")
+    elif has_method(method, KEPT):
+        text += (" Groups found by the threshold: the interval holds for each group kept (its "
+                 f"{what}'s noise is drawn apart from the threshold's).")
+    return text
+
+
 def group_table(release: GroupsRelease, spec: GroupsSpec) -> pd.DataFrame:
-    """One row per group: truth, the simulated noisy answer, kept or dropped, P(kept)."""
+    """One row per group: truth, the simulated noisy answer and its interval for the true
+    value (:func:`group_intervals`), kept or dropped, P(kept)."""
     out = pd.DataFrame({"Group": release.labels, "True count": release.counts})
     if release.totals is not None:
         out["True sum"] = release.totals
@@ -348,6 +423,8 @@ def group_table(release: GroupsRelease, spec: GroupsSpec) -> pd.DataFrame:
         out["Noisy sum"] = release.noisy_totals
     if release.noisy_means is not None:
         out["Noisy mean (clamped to the bounds)"] = release.noisy_means
+    if (intervals := group_intervals(release)) is not None:
+        out[INTERVAL_COLUMNS[0]], out[INTERVAL_COLUMNS[1]] = intervals
     if release.keep_chance is not None:
         out["Released"] = np.where(release.kept, "kept", "dropped")
         out["P(kept), exact"] = [figures.percent_upper(p) for p in release.keep_chance]

@@ -16,13 +16,20 @@ re-exported here, so the page imports one module:
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
+from dashboard.analysis.intervals import (
+    RATIO,
+    has_method,
+    kind_intervals,
+    mean_intervals,
+    method_of,
+)
 from dashboard.analysis.stats_downloads import (  # noqa: F401 (the page's one import)
     describe_release,
     release_parameters,
@@ -91,6 +98,7 @@ from dashboard.analysis.stats_wording import (  # noqa: F401
     release_table,
 )
 from dashboard.choices import PrivacyChoice, mechanism_name
+from dpcore.intervals import monotone_interval
 from plan.kinds import KINDS  # noqa: F401 (the page asks its query's kind)
 
 #: Points at which the closed-form density is drawn.
@@ -101,12 +109,46 @@ DENSITY_POINTS = 401
 # What the page shows for one mechanism
 
 
-def draw_release(plan: ReleasePlan, *, seed: int, release: int,
-                 stream: int = 0) -> NDArray[np.float64]:
-    """Release number ``release`` of ``seed``: one noisy answer, from its own random stream
+def draw_release_parts(plan: ReleasePlan, *, seed: int, release: int,
+                       stream: int = 0) -> tuple[NDArray[np.float64], ...]:
+    """Release number ``release`` of ``seed``, each of its parts' noisy value (one for a
+    mechanism; a mean's noisy sum and count), from its own random stream
     (:func:`release_stream`), so every release of a seed can be drawn again."""
     parts = [seed if part == "seed" else part for part in release_stream(release, stream)]
-    return np.asarray(plan.sample(None, np.random.default_rng(parts)), dtype=np.float64)
+    return plan.sample_parts(None, np.random.default_rng(parts))
+
+
+def draw_release(plan: ReleasePlan, *, seed: int, release: int,
+                 stream: int = 0) -> NDArray[np.float64]:
+    """Release number ``release`` of ``seed``: one noisy answer (:func:`draw_release_parts`
+    post-processed)."""
+    return np.asarray(plan.released(draw_release_parts(plan, seed=seed, release=release,
+                                                       stream=stream)), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ShownRelease:
+    """One release the page shows: its value, its intervals per confidence (None where the
+    kind gives none) and its parts' noisy values when it is made of several."""
+
+    release: NDArray[np.float64]
+    intervals: dict[float, tuple[NDArray[np.float64], NDArray[np.float64]]] | None
+    parts: tuple[tuple[str, float], ...]
+
+
+def shown_release(plan: ReleasePlan, *, seed: int, release: int, stream: int = 0
+                  ) -> ShownRelease:
+    """Release number ``release`` with its interval at each confidence the page offers,
+    computed as a release computes it (:func:`release_interval`)."""
+    noisy = draw_release_parts(plan, seed=seed, release=release, stream=stream)
+    value = np.asarray(plan.released(noisy), dtype=np.float64)
+    intervals = None
+    if method_of(plan.built):
+        found = {c: release_interval(plan, noisy, 1 - c) for c in CONFIDENCE_OPTIONS}
+        intervals = None if None in found.values() else found
+    parts = () if plan.closed_form else tuple(
+        (name, float(v)) for name, v in zip(plan.part_names, noisy, strict=True))
+    return ShownRelease(value, intervals, parts)
 
 
 def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0) -> MechanismRun:
@@ -134,7 +176,7 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
 
     summary = summarise_errors(draw_errors, trials=trials, cells=plan.cells, edges=edges,
                                alphas=alpha, clamped_errors=clamped_errors)
-    release = draw_release(plan, seed=seed, release=1, stream=stream)
+    shown = shown_release(plan, seed=seed, release=1, stream=stream)
     density_x = density_y = None
     if plan.closed_form:
         if plan.integer_errors:
@@ -145,31 +187,39 @@ def run_mechanism(plan: ReleasePlan, *, trials: int, seed: int, stream: int = 0)
             density_x = np.linspace(edges[0], edges[-1], DENSITY_POINTS)
         density_y = plan.error_density(density_x)
     sensitivity, scale, explanation = describe_plan(plan)
-    intervals = None
-    if plan.closed_form:
-        intervals = {c: release_interval(plan.release, release, 1 - c,
-                                         whole=KINDS[plan.spec.query].counts_rows)
-                     for c in CONFIDENCE_OPTIONS}
     return MechanismRun(
         name=mechanism_name(plan.choice.mechanism), label=plan.choice.label(),
         query=plan.spec.query, true_value=plan.true_value, labels=plan.labels,
-        release=np.asarray(release, dtype=np.float64), summary=summary, alpha=alpha,
+        release=shown.release, summary=summary, alpha=alpha,
         density_x=density_x, density_y=density_y, integer_errors=plan.integer_errors,
         analytic_bias=plan.analytic_bias(), analytic_rmse=plan.analytic_rmse(),
         sensitivity=sensitivity, scale=scale, explanation=explanation, clamped_to=clamped,
-        intervals=intervals,
+        intervals=shown.intervals, interval_method=method_of(plan.built),
+        release_parts=shown.parts,
     )
 
 
-def release_interval(mechanism, release: NDArray, alpha: float, *, whole: bool
-                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(lower, upper) at 1 − ``alpha`` for the true value(s) behind ``release``, per cell; a
-    count's ends rounded as the page rounds the count (a monotone map: a whole true count
-    stays inside)."""
-    from dpcore.intervals import monotone_interval, noise_interval
+def release_interval(plan: ReleasePlan, noisy_parts: tuple[NDArray[np.float64], ...],
+                     alpha: float) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """(lower, upper) at 1 − ``alpha`` for the true value(s) behind the release drawn as
+    ``noisy_parts``, per cell, as a release computes it: by the kind's own intervals on the
+    built part, or for a mean by ``mean_interval`` on its noisy sum and count (the
+    mechanism's own output: post-processing); None where the kind gives none.
 
-    low, high = noise_interval(mechanism, release, alpha)
-    return monotone_interval(low, high, np.round) if whole else (low, high)
+    A count's ends are rounded as the page rounds the count (a monotone map: a whole true
+    count stays inside)."""
+    built = plan.built
+    if has_method(method_of(built), RATIO):
+        sum_part, count_part = built.parts
+        bounds = built.query.query.bounds
+        return mean_intervals(sum_part, noisy_parts[0], count_part, noisy_parts[1],
+                              lower=bounds.lower, upper=bounds.upper, alpha=alpha)
+    if not plan.closed_form:   # a kind made of parts whose interval the page does not know
+        return None
+    found = kind_intervals(built, noisy_parts[0], alpha)
+    if found is None or not KINDS[plan.spec.query].counts_rows:
+        return found
+    return monotone_interval(*found, np.round)
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,10 +247,10 @@ def _simulate(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec, choice: P
 @st.cache_data(show_spinner=False, max_entries=32)
 def _release(_frame: pd.DataFrame, dataset_key: str, spec: QuerySpec, choice: PrivacyChoice, *,
              answer_range: tuple[float, float] | None, sum_share: float, seed: int,
-             release: int) -> NDArray[np.float64]:
+             release: int) -> ShownRelease:
     plan = make_plan(_frame, spec, choice, answer_range=answer_range, sum_share=sum_share)
-    return draw_release(plan, seed=seed, release=release,
-                        stream=query_stream(dataset_key, _frame, spec))
+    return shown_release(plan, seed=seed, release=release,
+                         stream=query_stream(dataset_key, _frame, spec))
 
 
 def simulate_releases(frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
@@ -213,5 +263,6 @@ def simulate_releases(frame: pd.DataFrame, dataset_key: str, spec: QuerySpec,
     run = _simulate(frame, dataset_key, spec, choice, trials=trials, **common)
     if release == 1:
         return run
-    return replace(run, release=_release(frame, dataset_key, spec, choice, release=release,
-                                         **common))
+    shown = _release(frame, dataset_key, spec, choice, release=release, **common)
+    return replace(run, release=shown.release, intervals=shown.intervals,
+                   release_parts=shown.parts)

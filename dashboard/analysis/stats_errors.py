@@ -206,8 +206,14 @@ class MechanismRun:
     #: The range the released value is clamped to (a mean's bounds), else None.
     clamped_to: tuple[float, float] | None = None
     #: Per confidence, (lower, upper) for the true value behind ``release`` from the noise's
-    #: law and public parameters (``dpcore.intervals``); None where not given (a mean).
+    #: law and public parameters, as a release computes it (``analysis.intervals``); None
+    #: where the query's kind gives none (a variance).
     intervals: dict[float, tuple[NDArray[np.float64], NDArray[np.float64]]] | None = None
+    #: How the intervals are computed (a key of ``dpcore.intervals.METHODS``; "" for none).
+    interval_method: str = ""
+    #: (name, noisy value) of each part ``release`` is post-processed from, when it is made
+    #: of several (a mean's noisy sum and count: the mechanism's own output)
+    release_parts: tuple[tuple[str, float], ...] = ()
 
     def alpha_at(self, confidence: float) -> tuple[float, bool]:
         """(alpha, from_closed_form): the largest closed-form alpha over the cells, else the

@@ -141,13 +141,23 @@ class PartsRelease:
         """What the release estimates: the post-processing of the parts' true values."""
         return float(self._kind.combine(self.built, self.values))
 
+    def sample_parts(self, *, rng: np.random.Generator, trials: int | None = None
+                     ) -> tuple[NDArray[np.float64], ...]:
+        """Each part's noisy value: 0-d (``trials=None``) or shape ``(trials,)``, drawn in
+        the release's order from ``rng``."""
+        return tuple(np.asarray(m.sample(v, rng=rng, trials=trials), dtype=np.float64)
+                     for m, v in zip(self.parts, self.values, strict=True))
+
+    def combine(self, noisy: tuple[NDArray[np.float64], ...]) -> NDArray[np.float64]:
+        """The released statistic from its parts' noisy values, as the kind post-processes
+        them."""
+        return np.asarray(self._kind.combine(self.built, noisy), dtype=np.float64)
+
     def sample(self, *, rng: np.random.Generator, trials: int | None = None
                ) -> NDArray[np.float64]:
         """Released statistics: 0-d (``trials=None``) or shape ``(trials,)``; the parts are
         drawn in the release's order from ``rng``."""
-        noisy = tuple(np.asarray(m.sample(v, rng=rng, trials=trials), dtype=np.float64)
-                      for m, v in zip(self.parts, self.values, strict=True))
-        return np.asarray(self._kind.combine(self.built, noisy), dtype=np.float64)
+        return self.combine(self.sample_parts(rng=rng, trials=trials))
 
 
 def parts_release(frame: pd.DataFrame | truth.Relation, spec: QuerySpec,

@@ -20,6 +20,7 @@ from dashboard.exports import noise_stream
 from dpcore.checks import check_int
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.queries import QueryAnswer
+from plan.build import Built
 from plan.kinds import KINDS
 from plan.kinds.bounded import BoundedColumnKind
 
@@ -73,6 +74,9 @@ class ReleasePlan:
     release: AdditiveMechanism | PartsRelease
     count_answer: QueryAnswer | None = None
     sum_share: float = 0.5
+    #: the page's query built as a release builds it (``plan.build``): for one mechanism,
+    #: ``release`` is its one part's (a mean's or a variance's is ``release.built``)
+    one_part: Built | None = None
 
     @property
     def closed_form(self) -> bool:
@@ -99,11 +103,27 @@ class ReleasePlan:
 
     def sample(self, trials: int | None, rng: np.random.Generator) -> NDArray[np.float64]:
         """Noisy releases: shape ``true_value.shape``, or ``(trials, *true_value.shape)``."""
+        return self.released(self.sample_parts(trials, rng))
+
+    def sample_parts(self, trials: int | None, rng: np.random.Generator
+                     ) -> tuple[NDArray[np.float64], ...]:
+        """Each part's noisy value, drawn in the release's order from ``rng`` (the one
+        mechanism's release; a mean's noisy sum and count, …)."""
         if self.closed_form:
             noisy = self.release.sample(self.true_value, rng=rng, trials=trials)
-        else:
-            noisy = self.release.sample(rng=rng, trials=trials)
-        return np.asarray(noisy, dtype=np.float64)
+            return (np.asarray(noisy, dtype=np.float64),)
+        return self.release.sample_parts(rng=rng, trials=trials)
+
+    def released(self, noisy_parts: tuple[NDArray[np.float64], ...]) -> NDArray[np.float64]:
+        """The released statistic from its parts' noisy values (post-processing)."""
+        if self.closed_form:
+            return noisy_parts[0]
+        return self.release.combine(noisy_parts)
+
+    @property
+    def built(self) -> Built:
+        """The page's query as ``plan.build`` builds it for a release."""
+        return self.one_part if self.closed_form else self.release.built
 
     @property
     def built_parts(self) -> tuple:
@@ -248,7 +268,8 @@ def make_plan(frame: pd.DataFrame, spec: QuerySpec, choice: PrivacyChoice, *,
     true_value = np.asarray(answered.true_value, dtype=np.float64)
     if choice.spec.true_value_in_range:
         mechanism.bias(true_value)  # raises ValueError naming the range if the answer is outside
-    return ReleasePlan(spec, choice, true_value, answered.labels, answered, mechanism)
+    return ReleasePlan(spec, choice, true_value, answered.labels, answered, mechanism,
+                       one_part=built)
 
 
 #: This page's own random streams, apart from the other pages'.

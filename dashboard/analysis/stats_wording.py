@@ -13,6 +13,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dashboard import choices
+from dashboard.analysis.intervals import RATIO, has_method, interval_text
 from dashboard.analysis.stats_plan import ReleasePlan
 from dashboard.choices import PrivacyChoice
 from dashboard.shown import count, percent_down, up
@@ -297,21 +298,32 @@ def release_table(runs: Sequence[MechanismRun], confidence: float | None = None
     return table
 
 
+def _level(confidence: float) -> str:
+    """A confidence in percent: 95%, 97.5%."""
+    return f"{100 * confidence:.10g}%"
+
+
 def interval_sentence(run: MechanismRun, confidence: float) -> str:
-    """The release's interval for the true answer at ``confidence``, in words ("" when the
-    run has none: a mean or a variance, whose parts the page does not show)."""
+    """The release's interval for the true value at ``confidence``, in words, computed as a
+    release computes it; for a mean, with the noisy sum and count it is read from; for a
+    query whose kind gives no interval, a sentence saying so."""
+    noun = KINDS[run.query].value_noun
     if run.intervals is None:
-        return ""
+        none = " (a real release gives none either)" if not run.interval_method else ""
+        return (f"{run.name}: no interval for the true {noun} is given here yet{none}; the ±α "
+                "above comes from the simulation.")
     low, high = (float(np.max(end)) for end in run.intervals[confidence])
-
-    def shown(x: float) -> str:
-        if not math.isfinite(x):
-            return "−∞" if x < 0 else "+∞"
-        return count(x) if KINDS[run.query].counts_rows else fmt_value(x)
-
-    return (f"{run.name}: with {confidence:.0%} confidence the true answer lies between "
-            f"{shown(low)} and {shown(high)} (the interval for the noise, from its law and "
-            "the released value alone).")
+    text = (f"{run.name}: {_level(confidence)} interval for the true {noun}: "
+            f"{interval_text(low, high)}")
+    if not has_method(run.interval_method, RATIO):
+        return text + " (from the noise's law and the released value alone)."
+    parts = " and the ".join(f"noisy {name} {fmt_value(value)}"
+                             for name, value in run.release_parts)
+    lower, upper = run.clamped_to
+    return text + (f" (from the {parts} this release divides, each within its "
+                   f"{_level(1 - (1 - confidence) / len(run.release_parts))} interval, a count "
+                   f"below 1 read as 1, then kept within the bounds [{lower:g}, {upper:g}]: "
+                   "conservative, it holds at least as often as stated).")
 
 
 def release_summary(run: MechanismRun) -> dict[str, str]:

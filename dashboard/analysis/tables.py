@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
+from dashboard.analysis.intervals import kind_intervals
 from dashboard.analysis.stats_query import neighbours_of
 from dashboard.choices import PrivacyChoice, mechanism_name
 from dashboard.data import facts, truth
@@ -23,6 +24,7 @@ from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dashboard.text import plain
 from dpcore import measures, postprocess, queries
 from dpcore.checks import check_rng, check_trials, trial_chunks
+from dpcore.intervals import DEFAULT_ALPHA, monotone_interval, table_interval
 from dpcore.mechanisms import AdditiveMechanism
 from engine.queries import Contribution
 from plan import model
@@ -189,6 +191,10 @@ class TableRelease:
     l2_sensitivity: float = 1.0
     #: mixed into the seed's stream to tell this dataset and table apart (``noise_stream``)
     stream: int = 0
+    #: (lower, upper) at 1 − ``INTERVAL_ALPHA`` for each true cell behind ``example_noisy``
+    #: (before post-processing), per cell (key False) and simultaneous (True):
+    #: :func:`noisy_cell_intervals`
+    example_intervals: dict[bool, tuple[NDArray[np.float64], NDArray[np.float64]]] | None = None
 
     def quantile_table(self) -> pd.DataFrame:
         """Mean and quantiles of the total L1 error, before and after post-processing."""
@@ -499,9 +505,94 @@ def table_release(_frame: pd.DataFrame, dataset_key: str, row: str, column: str,
                                  clip=clip, round=round, rescale=rescale,
                                  trials=simulated_trials(trials, cells), rng=rng,
                                  compare_trials=step_trials(trials, cells))
+    # the intervals of the table's part as built (its budget share when a total is separate)
+    table_choice = (split_budget(choice, total_share)[0]
+                    if rescale and total_source == "separate" else choice)
+    built = table_built(row, column, row_categories, column_categories, table_choice,
+                        contribution)
+    intervals = {both: noisy_cell_intervals(built, simulated["example_noisy"],
+                                            simultaneous=both) for both in (False, True)}
     return replace(release_summary(answer, simulated, privacy=privacy, noise=noise,
                                    requested_trials=trials), stream=stream,
-                   contribution=contribution, l1_sensitivity=l1, l2_sensitivity=l2)
+                   contribution=contribution, l1_sensitivity=l1, l2_sensitivity=l2,
+                   example_intervals=intervals)
+
+
+# --------------------------------------------------------------------------------------------
+# Intervals for the true counts (issue 22)
+
+#: The tables page's intervals: 95 %.
+INTERVAL_ALPHA = DEFAULT_ALPHA
+INTERVAL_LEVEL = f"{1 - INTERVAL_ALPHA:.0%}"
+
+
+def noisy_cell_intervals(built: Built, noisy: ArrayLike, *, simultaneous: bool,
+                         alpha: float = INTERVAL_ALPHA
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(lower, upper) at 1 − ``alpha`` for each true cell behind a noisy table (the
+    mechanism's output, before post-processing), from the noise's law alone: per cell by the
+    crosstab kind's own intervals on its built part (what a release gives), or for all cells
+    at once by ``dpcore.intervals.table_interval`` on the same part (Bonferroni: each cell at
+    alpha / cells). ``noisy``: one table, or many releases of it (leading axes)."""
+    values = np.asarray(noisy, dtype=np.float64)
+    part = built.parts[0]
+    if simultaneous:   # the table's cells (``noisy`` may hold many releases of it)
+        return table_interval(part.mechanism, values, alpha, simultaneous=True,
+                              cells=part.size)
+    found = kind_intervals(built, values, alpha)
+    if found is None:   # pragma: no cover — a crosstab's kind gives per-cell intervals
+        raise ValueError("the table's query gives no intervals")
+    return found
+
+
+def published_intervals(release: TableRelease, *, simultaneous: bool, clip: bool, round: bool,
+                        rescale: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The example's intervals after the page's post-processing: clipping at 0 and rounding
+    move both ends as they move a cell (``monotone_interval``: a true count is whole and
+    non-negative, so it stays inside). Rescaling to a noisy total does not move them: each
+    stays the interval of its noisy cell before rescaling, clipped at 0."""
+    low, high = release.example_intervals[simultaneous]
+
+    def post(ends: NDArray[np.float64]) -> NDArray[np.float64]:
+        ends = postprocess.clip_negative(ends) if clip or rescale else ends
+        return postprocess.round_counts(ends) if round else ends
+
+    return monotone_interval(low, high, post)
+
+
+def interval_frame(release: TableRelease, row: str, column: str, *, simultaneous: bool,
+                   clip: bool, round: bool, rescale: bool) -> pd.DataFrame:
+    """One line per cell: its labels, the noisy and the published count, and the interval
+    for the true count (:func:`published_intervals`)."""
+    low, high = published_intervals(release, simultaneous=simultaneous, clip=clip,
+                                    round=round, rescale=rescale)
+    ends = [f"Lower {INTERVAL_LEVEL}", f"Upper {INTERVAL_LEVEL}"]
+    row_header = _header(str(row), [NOISY_HEADER, PUBLISHED_HEADER, *ends])
+    column_header = _header(str(column), [NOISY_HEADER, PUBLISHED_HEADER, *ends, row_header])
+    frame = table_values(release, row, column)
+    frame.columns = [row_header, column_header, NOISY_HEADER, PUBLISHED_HEADER]
+    frame[ends[0]], frame[ends[1]] = low.reshape(-1), high.reshape(-1)
+    return frame
+
+
+def interval_caption(release: TableRelease, *, simultaneous: bool, rescale: bool) -> str:
+    """What the intervals are and why they hold after post-processing (plain words)."""
+    level = INTERVAL_LEVEL
+    cells = release.true.size
+    how = (f"in {level} of releases all {cells:,} intervals contain their true counts at "
+           f"once (so each is wider: computed at {INTERVAL_ALPHA:.0%} / {cells:,})"
+           if simultaneous else
+           f"each interval contains its true count in {level} of releases, on its own (in a "
+           "big table a few of them miss)")
+    text = (f"Lower and Upper: a {level} interval for each true count, from the noise's law "
+            f"and the noisy count alone (never the data): {how}. Clipping at 0 and rounding "
+            "move both ends the way they move the count, so the interval still holds.")
+    if rescale:
+        text += (" Rescaling to the noisy total does not move the intervals: each is the "
+                 "interval of its noisy cell before rescaling (the noisy cells are the "
+                 "mechanism's output, so this is post-processing), clipped at 0; a rescaled "
+                 "cell may lie outside its interval.")
+    return text
 
 
 # --------------------------------------------------------------------------------------------

@@ -408,3 +408,123 @@ def test_only_a_count_reads_no_column():
     table reads none), not by comparing its name."""
     assert {q: stats.reads_column(q) for q in stats.QUERIES} == {
         "count": False, "sum": True, "mean": True, "variance": True, "histogram": True}
+
+
+# --------------------------------------------------------------------------------------------
+# Intervals for the true value (issue 22): the kind's, against closed forms written here, and
+# their coverage over releases of the mechanism the page simulates (fixed seed)
+
+COVERAGE_DRAWS = 20_000
+LN = math.log
+
+
+def _coverage(low, high, truth) -> tuple[float, float]:
+    """(share of releases whose interval holds ``truth``, its standard error at 95 %)."""
+    share = float(np.mean((low <= truth) & (truth <= high)))
+    return share, math.sqrt(0.95 * 0.05 / low.size)
+
+
+def _mean_closed_form(noisy_sum, noisy_count, sum_scale, count_scale, alpha, lower, upper):
+    """Laplace: each part within b·ln(2/α) (α/2 each), the count at least 1, the ratio's
+    corners, clipped to the bounds."""
+    s_low = noisy_sum - sum_scale * LN(2 / alpha)
+    s_high = noisy_sum + sum_scale * LN(2 / alpha)
+    c_low = np.maximum(noisy_count - count_scale * LN(2 / alpha), 1.0)
+    c_high = np.maximum(noisy_count + count_scale * LN(2 / alpha), c_low)
+    low = np.minimum(s_low / c_low, s_low / c_high)
+    high = np.maximum(s_high / c_low, s_high / c_high)
+    return np.clip(low, lower, upper), np.clip(high, lower, upper)
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "geometric"])
+def test_count_interval_is_the_closed_form_and_covers(small_frame, mechanism):
+    """ε = 1: Laplace b = 1, noisy ± ln 20, each end rounded as the page rounds the count;
+    geometric p = e^(−1): the smallest whole a with 2p^(a+1)/(1 + p) ≤ 5 %."""
+    plan = stats.make_plan(small_frame, stats.QuerySpec("count"), pure(mechanism))
+    (noisy,) = plan.sample_parts(COVERAGE_DRAWS, np.random.default_rng(20261127))
+    low, high = stats.release_interval(plan, (noisy,), 0.05)
+    if mechanism == "laplace":
+        half = LN(20)
+    else:
+        p = math.exp(-1)
+        half = math.ceil(LN(0.05 * (1 + p) / 2) / LN(p)) - 1
+        assert 2 * p ** (half + 1) / (1 + p) <= 0.05 < 2 * p ** half / (1 + p)
+    np.testing.assert_array_equal(low, np.round(noisy - half))
+    np.testing.assert_array_equal(high, np.round(noisy + half))
+    share, se = _coverage(low, high, 8.0)   # eight rows
+    assert share >= 0.95 - 4 * se
+    # a planted bug: the half-width at 10 % covers visibly less (Laplace: about 90 %)
+    if mechanism == "laplace":
+        narrow, _ = _coverage(np.round(noisy - LN(10)), np.round(noisy + LN(10)), 8.0)
+        assert narrow < 0.95 - 4 * se
+
+
+def test_sum_interval_is_the_closed_form_and_covers_at_the_level(small_frame):
+    """A sum of age clamped to [17, 90] at ε = 1: b = 90, noisy ± 90 ln 20, exactly 95 %."""
+    spec = stats.QuerySpec("sum", "age", lower=17.0, upper=90.0)
+    plan = stats.make_plan(small_frame, spec, pure("laplace"))
+    (noisy,) = plan.sample_parts(COVERAGE_DRAWS, np.random.default_rng(5))
+    low, high = stats.release_interval(plan, (noisy,), 0.05)
+    np.testing.assert_allclose(low, noisy - 90 * LN(20), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(high, noisy + 90 * LN(20), rtol=0, atol=1e-9)
+    share, se = _coverage(low, high, 317.0)   # 20 + 35 + 50 + 64 + 90 + 17 + 41
+    assert abs(share - 0.95) < 4 * se
+
+
+@pytest.mark.parametrize("share", [0.5, 0.3])
+def test_mean_interval_is_the_closed_form_and_covers(small_frame, share):
+    """A mean of age in [17, 90] at ε = 1: the sum's Laplace b = 90/(ε·share), the count's
+    1/(ε·(1 − share)); the interval from the release's own noisy sum and count."""
+    spec = stats.QuerySpec("mean", "age", lower=17.0, upper=90.0)
+    plan = stats.make_plan(small_frame, spec, pure("laplace"), sum_share=share)
+    noisy_sum, noisy_count = plan.sample_parts(COVERAGE_DRAWS, np.random.default_rng(9))
+    low, high = stats.release_interval(plan, (noisy_sum, noisy_count), 0.05)
+    want_low, want_high = _mean_closed_form(noisy_sum, noisy_count, 90 / share,
+                                            1 / (1 - share), 0.05, 17.0, 90.0)
+    np.testing.assert_allclose(low, want_low, rtol=1e-12)
+    np.testing.assert_allclose(high, want_high, rtol=1e-12)
+    released = plan.released((noisy_sum, noisy_count))
+    assert np.all((low <= released) & (released <= high))
+    covered, se = _coverage(low, high, 317.0 / 7)
+    assert covered >= 0.95 - 4 * se
+
+
+def test_the_shown_release_carries_its_own_interval(small_frame):
+    """Release n's interval is computed from release n's noise, not release 1's."""
+    spec = stats.QuerySpec("sum", "age", lower=17.0, upper=90.0)
+    plan = stats.make_plan(small_frame, spec, pure("laplace"))
+    for n in (1, 2, 7):
+        shown = stats.shown_release(plan, seed=3, release=n)
+        low, high = shown.intervals[0.95]
+        assert float(shown.release) == float(stats.draw_release(plan, seed=3, release=n))
+        assert float(low) == pytest.approx(float(shown.release) - 90 * LN(20), abs=1e-9)
+        assert float(high) == pytest.approx(float(shown.release) + 90 * LN(20), abs=1e-9)
+
+
+def test_a_variance_has_no_interval_yet_and_says_so(small_frame):
+    spec = stats.QuerySpec("variance", "age", lower=17.0, upper=90.0)
+    plan = stats.make_plan(small_frame, spec, pure("laplace"))
+    run = stats.run_mechanism(plan, trials=1_000, seed=2)
+    assert run.intervals is None
+    said = stats.interval_sentence(run, 0.95)
+    assert "no interval for the true variance is given here yet" in said
+
+
+def test_the_interval_methods_the_pages_tell_apart_are_dpcores():
+    from dashboard.analysis import intervals
+    from dpcore.intervals import METHODS
+
+    assert {intervals.RATIO, intervals.CONDITIONAL, intervals.KEPT} <= set(METHODS)
+    assert intervals.has_method("mean, kept", intervals.KEPT)
+    assert not intervals.has_method("per cell", intervals.RATIO)
+
+
+def test_interval_ends_are_shown_rounded_outwards():
+    """Four significant digits (whole numbers kept whole): the low end down, the high end up,
+    so the interval shown holds the one computed."""
+    from dashboard.analysis.intervals import interval_text
+
+    assert interval_text(38.62349, 38.66001) == "38.62 – 38.67"
+    assert interval_text(-3.14159, 2.71828) == "-3.142 – 2.719"
+    assert interval_text(1887057.4, 1887597.2) == "1,887,057 – 1,887,598"
+    assert interval_text(-math.inf, 5.0) == "−∞ – 5"

@@ -306,3 +306,69 @@ def test_release_summary_reports_the_example_errors(census):
     np.testing.assert_allclose(views["Absolute error"].values,
                                np.abs(release.example_published - release.true))
     assert views["Relative error"].is_error and not views["Published"].is_error
+
+
+# --- intervals for the true counts (issue 22) ---------------------------------------------------
+
+
+def _geometric_half_width(epsilon: float, alpha: float) -> int:
+    """Two-sided geometric noise, p = e^(−ε): P(|Z| > a) = 2p^(a+1)/(1 + p); the smallest
+    whole a with that at most alpha."""
+    p = math.exp(-epsilon)
+    a = math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p)) - 1
+    assert 2 * p ** (a + 1) / (1 + p) <= alpha < 2 * p ** a / (1 + p)
+    return a
+
+
+def test_cell_intervals_are_the_closed_form_and_cover_per_cell_or_all_at_once():
+    """A 2 × 2 table with geometric noise at ε = 1: per cell ±a at 5 %, all four cells at once
+    ±a' at 5 %/4 (Bonferroni); over 20,000 fixed-seed releases each per-cell interval covers
+    its cell 95 % of the time, the simultaneous ones cover all four at once 95 % of the time,
+    and per-cell intervals do not (the planted mistake of calling them simultaneous)."""
+    choice = PrivacyChoice("pure", "geometric", epsilon=1.0)
+    built = tables.table_built("r", "c", ("a", "b"), ("x", "y"), choice, None)
+    truth = np.array([[0.0, 3.0], [40.0, 7.0]])
+    noisy = built.parts[0].mechanism.sample(truth, rng=np.random.default_rng(11), trials=20_000)
+    se = math.sqrt(0.95 * 0.05 / 20_000)
+    covered = {}
+    for simultaneous, alpha in ((False, 0.05), (True, 0.05 / 4)):
+        low, high = tables.noisy_cell_intervals(built, noisy, simultaneous=simultaneous)
+        half = _geometric_half_width(1.0, alpha)
+        np.testing.assert_array_equal(low, noisy - half)
+        np.testing.assert_array_equal(high, noisy + half)
+        covered[simultaneous] = (low <= truth) & (truth <= high)
+    assert np.all(covered[False].mean(axis=0) >= 0.95 - 4 * se)
+    assert covered[True].all(axis=(1, 2)).mean() >= 0.95 - 4 * se
+    assert covered[False].all(axis=(1, 2)).mean() < 0.95 - 4 * se
+
+
+def test_published_intervals_follow_clipping_and_rounding_but_not_rescaling():
+    """Laplace noise (b = 2): clipping and rounding move the ends as they move a cell, so the
+    published cell stays inside; rescaling leaves the noisy cell's interval, clipped at 0."""
+    choice = PrivacyChoice("pure", "laplace", epsilon=0.5)
+    built = tables.table_built("r", "c", ("a", "b"), ("x", "y", "z"), choice, None)
+    truth = np.array([[0.0, 1.0, 2.0], [30.0, 0.0, 5.0]])
+    noisy = built.parts[0].mechanism.sample(truth, rng=np.random.default_rng(3))
+    half = 2 * math.log(20)
+    intervals = {both: tables.noisy_cell_intervals(built, noisy, simultaneous=both)
+                 for both in (False, True)}
+    np.testing.assert_allclose(intervals[False][0], noisy - half, rtol=0, atol=1e-9)
+    release = tables.TableRelease(
+        ("a", "b"), ("x", "y", "z"), truth, noisy, np.rint(np.maximum(noisy, 0)), None, {},
+        np.zeros(2), np.zeros(1), np.zeros(1), None, None, pd.DataFrame(), 1, 1, 1, "", "",
+        example_intervals=intervals)
+    low, high = tables.published_intervals(release, simultaneous=False, clip=True, round=True,
+                                           rescale=False)
+    np.testing.assert_array_equal(low, np.rint(np.maximum(noisy - half, 0)))
+    np.testing.assert_array_equal(high, np.rint(np.maximum(noisy + half, 0)))
+    assert np.all((low <= release.example_published) & (release.example_published <= high))
+    low, high = tables.published_intervals(release, simultaneous=False, clip=False, round=False,
+                                           rescale=True)
+    np.testing.assert_allclose(low, np.maximum(noisy - half, 0), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(high, np.maximum(noisy + half, 0), rtol=0, atol=1e-9)
+    frame = tables.interval_frame(release, "r", "c", simultaneous=True, clip=False,
+                                  round=False, rescale=False)
+    assert list(frame.columns) == ["r", "c", "Noisy count", "Published count", "Lower 95%",
+                                   "Upper 95%"]
+    half_all = 2 * math.log(20 * 6)   # Laplace at 5 % / 6 cells: b·ln(6/0.05)
+    np.testing.assert_allclose(frame["Upper 95%"] - frame["Noisy count"], half_all, rtol=1e-12)

@@ -232,3 +232,83 @@ def test_the_privacy_sentence_escapes_the_person_column(loaded):
     release = page_release(loaded[VISITS], s, PERSON)
     said = ga.privacy_sentence(release, s, PrivacyUnit("*pid*_[x](y)", 3, 2))
     assert "\\*pid\\*\\_\\[x\\]\\(y\\)" in said and "*pid*" not in said
+
+
+# -- intervals for each group's true value (issue 22) --------------------------------------------
+
+Z975 = stats.norm.isf(0.025)      # Gaussian, 5 % two-sided
+Z9875 = stats.norm.isf(0.0125)    # Gaussian, each of a mean's two parts at 2.5 %
+
+
+def _ratio_closed_form(noisy_sum, noisy_count, sum_half, count_half, lower, upper):
+    """A mean's interval: the sum within ±sum_half, the count within ±count_half (at least
+    1), the ratio's corners, clipped to the bounds."""
+    s_low, s_high = noisy_sum - sum_half, noisy_sum + sum_half
+    c_low = np.maximum(noisy_count - count_half, 1.0)
+    c_high = np.maximum(noisy_count + count_half, c_low)
+    low = np.minimum(s_low / c_low, s_low / c_high)
+    high = np.maximum(s_high / c_low, s_high / c_high)
+    return np.clip(low, lower, upper), np.clip(high, lower, upper)
+
+
+def _closed_interval(case, release):
+    """The interval closed form for each case, from the scales of ``CASES`` (not the page's)."""
+    closed = CASES[case][3]
+    if case.startswith("mean"):
+        z = Z9875 if "zCDP" in case else math.log(1 / 0.025)   # Laplace: b·ln(1/(α/2))
+        return _ratio_closed_form(release.noisy_totals, release.noisy_counts,
+                                  closed["sum"][1] * z, closed["count"][1] * z, 0.0, M)
+    z = Z975 if "zCDP" in case else math.log(20)
+    if case.startswith("sum"):
+        half, values = closed["sum"][1] * z, release.noisy_totals
+    elif "privately" in case:
+        half, values = closed["groups"][1] * z, release.gate_counts
+    else:
+        half, values = closed["value"][1] * z, release.noisy_counts
+    return values - half, values + half
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_groups_interval_is_its_closed_form(loaded, case):
+    """Per group at 95 %: noisy ± b·ln 20 (Laplace) or ± σ·Φ⁻¹(0.975) (Gaussian) around the
+    released value (a count found privately: the threshold's own noisy count); a mean from
+    its noisy sum and count at 2.5 % each; a dropped group has none."""
+    name, s, unit, _, _ = CASES[case]
+    release = page_release(loaded[name], s, unit)
+    low, high = ga.group_intervals(release)
+    want_low, want_high = _closed_interval(case, release)
+    kept = release.kept
+    np.testing.assert_allclose(low[kept], want_low[kept], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(high[kept], want_high[kept], rtol=1e-9, atol=1e-9)
+    assert np.isnan(low[~kept]).all() and np.isnan(high[~kept]).all()
+    table = ga.group_table(release, s)
+    np.testing.assert_array_equal(table["Lower 95%"], low)
+    np.testing.assert_array_equal(table["Upper 95%"], high)
+    caption = ga.interval_caption(release)
+    assert ("given that the group was kept" in caption) == (case.startswith("count, found"))
+    assert ("noisy sum and noisy count" in caption) == case.startswith("mean")
+
+
+@pytest.mark.parametrize("case", ["count, public, pure", "count, found privately, zCDP",
+                                  "mean, public, person, zCDP"])
+def test_group_intervals_cover_over_fixed_seed_releases(loaded, case):
+    """20,000 groups of the same true size drawn as the page draws them (each its own noise,
+    the parts the page built): a count's interval covers 95 % of them (for groups far above
+    the threshold, kept whatever the noise), a mean's at least 95 % (conservative)."""
+    name, s, unit, _, _ = CASES[case]
+    data = loaded[name]
+    built = page_release(data, s, unit).built
+    n = 20_000
+    counts = np.full(n, 400.0)
+    totals = None if s.statistic == "count" else counts * 0.3 * M   # mean 0.3·M
+    release = ga._released(tuple(map(str, range(n))), counts, totals, s, built, data.key,
+                           data.relation, 2026)
+    assert release.kept.all()
+    low, high = ga.group_intervals(release)
+    truth = counts if totals is None else totals / counts
+    covered = float(np.mean((low <= truth) & (truth <= high)))
+    se = math.sqrt(0.95 * 0.05 / n)
+    if s.statistic == "count":
+        assert abs(covered - 0.95) < 4 * se
+    else:
+        assert covered >= 0.95 - 4 * se

@@ -336,3 +336,41 @@ def test_a_sum_over_public_keys_draws_only_the_sums():
     assert f"for ε = {epsilon:g}" in text(at)
     table = next(d.value for d in at.dataframe)
     assert "Noisy count" not in table and "Noisy sum" in table
+
+
+def test_each_released_group_shows_its_interval():
+    """Issue 22: groups found privately (Laplace, ε = 1 on the threshold: b = 1): each kept
+    group's interval is its noisy count ± ln 20, conditional on being kept, and the page
+    says so; a dropped group has none. A mean of age in [17, 90] over public keys (Laplace,
+    ε/2 each: b = 180 on the sum, 2 on the count) from its noisy sum and count at 2.5 % each."""
+    at = private_groups(open_app("groups.py", dataset=ADULT), groups_by="occupation")
+    table = next(d.value for d in at.dataframe)
+    kept = table["Released"] == "kept"
+    noisy = table.loc[kept, "Noisy count"]
+    np.testing.assert_allclose(table.loc[kept, "Lower 95%"], noisy - math.log(20), atol=1e-9)
+    np.testing.assert_allclose(table.loc[kept, "Upper 95%"], noisy + math.log(20), atol=1e-9)
+    assert table.loc[~kept, ["Lower 95%", "Upper 95%"]].isna().all().all()
+    captions = " ".join(c.value for c in at.caption)
+    assert "95% interval for each released group's true count" in captions
+    assert "holds given that the group was kept" in captions
+
+    at = open_app("groups.py", dataset=ADULT)
+    at.selectbox(key="groups_by").set_value("workclass")
+    at.selectbox(key="groups_statistic").set_value("mean")
+    at.run()
+    at.selectbox(key="groups_column").set_value("age")
+    at.run()
+    assert not at.exception and not at.error
+    assert "scale 180" in text(at)
+    table = next(d.value for d in at.dataframe)
+    half_sum, half_count = 180 * math.log(40), 2 * math.log(40)
+    s_low, s_high = table["Noisy sum"] - half_sum, table["Noisy sum"] + half_sum
+    c_low = np.maximum(table["Noisy count"] - half_count, 1.0)
+    c_high = np.maximum(table["Noisy count"] + half_count, c_low)
+    low = np.clip(np.minimum(s_low / c_low, s_low / c_high), 17, 90)
+    high = np.clip(np.maximum(s_high / c_low, s_high / c_high), 17, 90)
+    np.testing.assert_allclose(table["Lower 95%"], low, rtol=1e-12)
+    np.testing.assert_allclose(table["Upper 95%"], high, rtol=1e-12)
+    shown = table["Noisy mean (clamped to the bounds)"]
+    assert ((table["Lower 95%"] <= shown) & (shown <= table["Upper 95%"])).all()
+    assert "from the group's noisy sum and noisy count" in " ".join(c.value for c in at.caption)

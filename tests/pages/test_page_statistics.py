@@ -339,8 +339,74 @@ def test_each_simulated_release_shows_its_interval(stats_page):
     assert ((low <= table["True count"]) & (table["True count"] <= high)).mean() > 0.5
     at.selectbox(key="stats_query").select("sum").run()
     assert not at.exception, [e.value for e in at.exception]
-    sentence = next(c.value for c in at.caption if "confidence the true answer lies" in c.value)
-    match = re.search(r"between ([\d,.\-−]+) and ([\d,.\-−]+)", sentence)
-    low, high = (float(x.replace(",", "").replace("−", "-")) for x in match.groups())
-    # a sum of age clamped to [17, 90] at ε = 1: b = 90, half-width 90 ln 20
-    assert high - low == pytest.approx(2 * 90 * math.log(20), rel=1e-3)
+    low, high = shown_interval(at, "sum")
+    # a sum of age clamped to [17, 90] at ε = 1: b = 90, half-width 90 ln 20 (the ends shown
+    # whole, rounded outwards)
+    width = 2 * 90 * math.log(20)
+    assert width <= high - low < width + 2
+
+
+INTERVAL = re.compile(r"95% interval for the true (\w+): (-?[\d,.]+) – (-?[\d,.]+)")
+
+
+def shown_interval(at, noun: str) -> tuple[float, float]:
+    """The ends of the page's '95% interval for the true <noun>: low – high' sentence."""
+    for caption in at.caption:
+        match = INTERVAL.search(caption.value)
+        if match and match[1] == noun:
+            return float(match[2].replace(",", "")), float(match[3].replace(",", ""))
+    raise AssertionError(f"no interval for the {noun}: {[c.value for c in at.caption]}")
+
+
+def shown_number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def test_a_mean_shows_its_interval_from_its_noisy_sum_and_count(stats_page):
+    """Issue 22: the mean of age in [17, 90] at ε = 1 (half to the sum: Laplace b = 180 on
+    the sum, b = 2 on the count), each part within b·ln 40 (97.5 %), the ratio's extremes
+    with the count at least 1, clipped to the bounds; the ends shown rounded outwards."""
+    at = stats_page
+    at.selectbox(key="stats_query").select("mean").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="stats_column").value == "age"
+    assert (at.number_input(key="stats_lower").value,
+            at.number_input(key="stats_upper").value) == (17.0, 90.0)
+    low, high = shown_interval(at, "mean")
+    sentence = next(c.value for c in at.caption if "interval for the true mean" in c.value)
+    noisy_sum, noisy_count = (shown_number(x) for x in re.search(
+        r"noisy sum ([\d,.]+) and the noisy count ([\d,.]+)", sentence).groups())
+    assert "97.5% interval" in sentence and "conservative" in sentence
+    s_low, s_high = noisy_sum - 180 * math.log(40), noisy_sum + 180 * math.log(40)
+    c_low = max(noisy_count - 2 * math.log(40), 1.0)
+    c_high = noisy_count + 2 * math.log(40)
+    want_low = min(max(min(s_low / c_low, s_low / c_high), 17.0), 90.0)
+    want_high = min(max(max(s_high / c_low, s_high / c_high), 17.0), 90.0)
+    # two decimals shown (four significant digits), the low end rounded down, the high up;
+    # the noisy sum and count are shown rounded (to 1 and 0.1: 1e-5 on the mean at most)
+    assert low <= want_low + 1e-4 and want_low - low < 0.01 + 1e-4
+    assert want_high - 1e-4 <= high and high - want_high < 0.01 + 1e-4
+    released = shown_number(next(m.value for m in at.metric
+                                 if m.label.startswith("One release")))
+    assert low <= released <= high
+
+
+def test_another_release_shows_its_own_interval(stats_page):
+    """The interval moves with the release drawn: release 2's is around release 2's sum."""
+    at = stats_page
+    at.selectbox(key="stats_query").select("sum").run()
+    at.button(key="stats_release_next").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    released = shown_number(next(m.value for m in at.metric
+                                 if m.label.startswith("One release")))
+    low, high = shown_interval(at, "sum")
+    # b = 90: released ± 90 ln 20, the sum shown whole and the ends rounded outwards
+    assert (low + high) / 2 == pytest.approx(released, abs=1.5)
+    assert 2 * 90 * math.log(20) <= high - low < 2 * 90 * math.log(20) + 2
+
+
+def test_a_variance_says_it_has_no_interval_yet(stats_page):
+    at = stats_page
+    at.selectbox(key="stats_query").select("variance").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("no interval for the true variance is given here yet" in c.value for c in at.caption)

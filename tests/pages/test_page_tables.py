@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 
 import numpy as np
@@ -195,3 +196,44 @@ def test_l1_and_l2_sensitivity_are_explained(run_app):
     privacy = next(m.value for m in at.markdown if m.value.startswith("**Privacy:**"))
     assert "L1 = L2 = 1" in privacy and "L1 adds up" in privacy
     assert "square root of the sum of the squared changes" in privacy
+
+
+def interval_table(at) -> pd.DataFrame:
+    return next(f.value for f in at.dataframe if "Lower 95%" in f.value.columns)
+
+
+def test_each_cell_shows_its_interval_for_the_true_count(run_app):
+    """Issue 22: geometric noise at ε = 1 (p = e^(−1)): each cell's noisy count ± a, a the
+    smallest whole number with 2p^(a+1)/(1 + p) ≤ 5 % (per cell) or ≤ 5 %/10 (all ten cells
+    at once), clipped at 0 as the page clips; rescaling leaves the intervals as they were."""
+    at = run_app()
+    assert "Geometric noise of scale 1 on every cell" in " ".join(m.value for m in at.markdown)
+    p = math.exp(-1)
+
+    def half(alpha: float) -> int:
+        return math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p)) - 1
+
+    shown = shown_tables(at)
+    frame = interval_table(at)
+    noisy = frame["Noisy count"].to_numpy()
+    np.testing.assert_array_equal(noisy, shown["Noisy"].to_numpy().reshape(-1))
+    np.testing.assert_array_equal(frame["Lower 95%"], np.maximum(noisy - half(0.05), 0))
+    np.testing.assert_array_equal(frame["Upper 95%"], np.maximum(noisy + half(0.05), 0))
+    published = frame["Published count"]
+    assert ((frame["Lower 95%"] <= published) & (published <= frame["Upper 95%"])).all()
+    caption = next(c.value for c in at.caption if c.value.startswith("Lower and Upper"))
+    assert "on its own" in caption and "Rescaling" not in caption
+
+    rerun(at, tables_all_cells=True)
+    frame = interval_table(at)
+    np.testing.assert_array_equal(frame["Lower 95%"], np.maximum(noisy - half(0.005), 0))
+    np.testing.assert_array_equal(frame["Upper 95%"], np.maximum(noisy + half(0.005), 0))
+    caption = next(c.value for c in at.caption if c.value.startswith("Lower and Upper"))
+    assert "all 10 intervals contain their true counts at once" in caption
+
+    rerun(at, tables_rescale=True)   # same seed, same noise: the same intervals
+    rescaled = interval_table(at)
+    np.testing.assert_array_equal(rescaled["Lower 95%"], frame["Lower 95%"])
+    np.testing.assert_array_equal(rescaled["Upper 95%"], frame["Upper 95%"])
+    caption = next(c.value for c in at.caption if c.value.startswith("Lower and Upper"))
+    assert "interval of its noisy cell before rescaling" in caption and "clipped at 0" in caption
