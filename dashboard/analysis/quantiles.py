@@ -206,8 +206,10 @@ def page_query(unit: PrivacyUnit, *, column: str, levels: tuple[float, ...],
         return plan_entries.quantiles_query(
             unit, column=column, levels=levels, grid=grid, noise=noise, measure=measure,
             budget=budget, from_data=from_data)
-    except model.PlanError as exc:
-        raise ValueError(f"a release cannot draw these settings ({exc})") from None
+    except model.PlanError as exc:   # the field as the plan file names it, then the reason
+        field = exc.field.removeprefix("query.")
+        raise ValueError(f"a release cannot draw these settings: the plan's {field} "
+                         f"{exc.reason}") from None
 
 
 def page_built(query: model.PlanQuery, unit: PrivacyUnit) -> Built:
