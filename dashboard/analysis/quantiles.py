@@ -218,10 +218,12 @@ def page_built(query: model.PlanQuery, unit: PrivacyUnit) -> Built:
     return build(query, plan_entries.plan_unit(unit))
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
 def release_refusal(query: model.PlanQuery, unit: PrivacyUnit) -> str | None:
-    """Why a release refuses the page's query as set (OpenDP certifies no measurement for it,
-    e.g. Gumbel noise under pure DP), None when it draws it: the page still shows the
-    setting's law, as a teaching example no release draws (:func:`teaching_note`)."""
+    """Cached: why a release refuses the page's query as set (OpenDP certifies no measurement
+    for it, e.g. Gumbel noise under pure DP), None when it draws it: the page still shows the
+    setting's law, as a teaching example no release draws (:func:`teaching_note`). No data is
+    read (``analysis.releasable``: the query alone certified as a release would)."""
     from dashboard.analysis.releasable import releasability
 
     return releasability(query, plan_entries.plan_unit(unit)).reason
