@@ -2,8 +2,9 @@
 min over a public grid of candidates, with the exact distribution of what a release draws.
 
 Widgets pick the column, the grid, the quantiles, the measure, the noise and ε (or ρ);
-``dashboard.analysis.quantiles`` scores the candidates (engine) and computes the distribution
-and accuracy exactly.
+``dashboard.analysis.quantiles`` makes them the plan's query (the one Add to plan adds), builds
+it as a release does (``plan.build``), scores the candidates (engine) and computes each part's
+distribution and accuracy exactly. A setting a release refuses is shown, and said to be so.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import controls, datasets, person, plan_panel, state
-from dashboard.analysis import plan_entries
 from dashboard.analysis import quantiles as qa
 from dashboard.charts.quantiles import quantile_distribution
 from dashboard.choices import RHO_GRID
@@ -111,18 +111,24 @@ with protect:
     st.caption(f"Privacy unit: {plain(unit.describe())} (set on the Data page).")
 
 if problem is None:
-    try:
+    try:   # the plan's query, the very one Add to plan adds; its parts are what is simulated
+        query = qa.page_query(unit, column=column, levels=levels, grid=tuple(map(float, grid)),
+                              noise=noise, measure=measure, budget=budget,
+                              from_data=mode == "even" and bounds.from_data
+                              and (lower, upper) == (bounds.lower, bounds.upper))
         with st.spinner("Scoring the candidates…"):
-            release = qa.quantile_release(relation, data_key, column, tuple(map(float, grid)),
-                                          levels, budget, unit, float(alpha), state.seed(),
-                                          measure=measure, noise=noise)
+            release = qa.quantile_release(relation, data_key, query, unit, float(alpha),
+                                          state.seed())
     except (ValueError, TypeError) as exc:
         problem = f"{plain(exc, limit=400)}. Check the grid and the quantiles above."
 if problem is not None:
     st.error(problem, icon=":material/error:")   # every control above keeps its value
     st.stop()
 
+refusal = qa.release_refusal(query, unit)
 st.markdown(qa.budget_sentence(release))
+if refusal is not None:
+    st.caption(qa.teaching_note(plain(refusal, limit=500)))
 st.markdown(qa.sensitivity_sentence(release, unit))
 st.markdown(f"**{qa.accuracy_sentence(release, column)}**")
 st.dataframe(qa.results_table(release), hide_index=True, key="quantiles_table")
@@ -135,8 +141,6 @@ st.plotly_chart(quantile_distribution(
     alpha=release.alpha, x_title=f"Candidate value of {column}",
     title=f"Which candidate is released: exact probabilities ({column})"),
     key="quantiles_distribution")
-st.caption(qa.distribution_note(release) + " Dotted lines: the true quantiles; shaded: ±α.")
-plan_panel.add_to_plan(data_key, lambda: plan_entries.quantiles_query(
-    unit, column=column, levels=levels, grid=tuple(map(float, grid)), noise=noise,
-    measure=measure, budget=budget, from_data=mode == "even" and bounds.from_data
-    and (lower, upper) == (bounds.lower, bounds.upper)), key="quantiles")
+st.caption(qa.distribution_note(release, releasable=refusal is None)
+           + " Dotted lines: the true quantiles; shaded: ±α.")
+plan_panel.add_to_plan(data_key, lambda: query, key="quantiles")

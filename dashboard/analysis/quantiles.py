@@ -1,19 +1,22 @@
 """Quantiles page: the median and other quantiles of a numeric column by report noisy min over
 a public grid of candidates, with the exact output distribution and accuracy.
 
-The law shown is the law of what a release draws: OpenDP's scores (``dpcore.quantiles
-.quantile_scores``, from the engine's rank cells as a release reads them), OpenDP's
-sensitivity, the plan's noise scale, and its noise — exponential noise (permute-and-flip)
-under pure DP, Gumbel noise (the exponential mechanism) under zCDP or when picked. The true
-quantile comes from the column's distinct values (a second ``Binned``), when there are few
-enough. Plain functions and one cached wrapper, ``quantile_release``; no widgets.
+The page builds its query as the release plan's query (the one "Add to plan" adds:
+``plan_entries.quantiles_query``) and builds it with ``plan.build``: each level is the part a
+release draws, with its mechanism (noise, scale, sensitivity) and budget share. Its law and
+its simulated draw read OpenDP's scores (``dpcore.quantiles.quantile_scores``) from the
+engine's rank cells of the built query, as ``plan.kinds.quantiles`` draws a release: a
+simulated release differs from a real one only in who draws the noise (seeded numpy here,
+OpenDP in ``release``). The true quantile comes from the column's distinct values (a second
+``Binned``), when there are few enough. Plain functions and one cached wrapper,
+``quantile_release``; no widgets.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -21,6 +24,7 @@ import streamlit as st
 from numpy.typing import NDArray
 
 from dashboard import shown
+from dashboard.analysis import plan_entries
 from dashboard.analysis import selection as sel
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset
@@ -31,16 +35,15 @@ from dpcore import figures
 from dpcore.quantiles import (
     probability_within,
     quantile_fraction,
-    quantile_law,
-    quantile_scale,
     quantile_scores,
-    quantile_sensitivity,
-    split_quantile_budget,
     true_quantile,
 )
-from dpcore.selection import report_noisy_max
+from dpcore.selection import report_noisy_max, selection_probabilities
 from engine import Binned, Contribution, DistinctValues
 from engine.queries import MAX_POINTS
+from plan import model
+from plan.build import Built, NoisyMax, Part, build
+from plan.kinds.quantiles import rank_counts
 
 #: Most candidates the page scores (the engine's limit on a binned query's points).
 MAX_CANDIDATES = MAX_POINTS
@@ -176,31 +179,76 @@ def level_name(q: float) -> str:
     return "median" if q == 0.5 else f"{q:g}-quantile"
 
 
-def rows_per_person(unit: PrivacyUnit) -> int:
-    """r: the most rows one person keeps for a quantile (all their rows, no groups)."""
-    return unit.max_rows
-
-
 def contribution(unit: PrivacyUnit, seed: int) -> Contribution | None:
     """The engine's truncation for a quantile: at most r rows per person in all (a quantile
-    has no groups, so a group bound does not apply)."""
+    has no groups, so a group bound does not apply); ``seed`` picks which rows a person keeps
+    (the page's seed; a release draws with seed 0)."""
     return truncation(unit, grouped=False, seed=seed)
+
+
+# --------------------------------------------------------------------------------------------
+# The query: the plan's, built as a release builds it
+
+
+def page_query(unit: PrivacyUnit, *, column: str, levels: tuple[float, ...],
+               grid: tuple[float, ...], noise: str, measure: str, budget: float,
+               from_data: bool) -> model.PlanQuery:
+    """The page's settings as the plan's query: the very query "Add to plan" adds
+    (``plan_entries.quantiles_query``), checked and built once under the privacy unit.
+
+    Raises
+    ------
+    ValueError
+        The settings are not a query a release can draw (a grid of one candidate, a budget
+        too small for float64, …): the plan's reason, naming its field.
+    """
+    try:
+        return plan_entries.quantiles_query(
+            unit, column=column, levels=levels, grid=grid, noise=noise, measure=measure,
+            budget=budget, from_data=from_data)
+    except model.PlanError as exc:   # the field as the plan file names it, then the reason
+        field = exc.field.removeprefix("query.")
+        raise ValueError(f"a release cannot draw these settings: the plan's {field} "
+                         f"{exc.reason}") from None
+
+
+def page_built(query: model.PlanQuery, unit: PrivacyUnit) -> Built:
+    """The page's query built by ``plan.build`` under the plan's privacy unit: one part per
+    level, each the noisy arg-min a release draws."""
+    return build(query, plan_entries.plan_unit(unit))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def release_refusal(query: model.PlanQuery, unit: PrivacyUnit) -> str | None:
+    """Cached: why a release refuses the page's query as set (OpenDP certifies no measurement
+    for it, e.g. Gumbel noise under pure DP), None when it draws it: the page still shows the
+    setting's law, as a teaching example no release draws (:func:`teaching_note`). No data is
+    read (``analysis.releasable``: the query alone certified as a release would)."""
+    from dashboard.analysis.releasable import releasability
+
+    return releasability(query, plan_entries.plan_unit(unit)).reason
+
+
+def teaching_note(reason: str) -> str:
+    """What the page says above the results of a setting a release refuses."""
+    return (f"**Not releasable as set:** {reason}. What follows is the exact law of this "
+            "setting, shown to teach how its noise behaves; no release draws it. The Release "
+            "plan panel at the bottom offers settings a release can draw.")
 
 
 # --------------------------------------------------------------------------------------------
 # From the engine: the candidates' scores and the true quantiles
 
 
-def rank_cells(relation, column: str, grid: NDArray[np.float64], bound: Contribution | None
+def rank_cells(relation, built: Built, bound: Contribution | None
                ) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
-    """(#{x < c}, #{x = c}, n) for every candidate c, from the engine's rank cells
-    (``Binned(cells="ranks")``: the values below the first candidate, equal to it, between it
-    and the next, …, above the last), read as a release reads them."""
-    from plan.kinds.quantiles import rank_counts
-
-    counts = relation.answer(Binned(column, tuple(map(float, grid)), cells="ranks",
-                                    contribution=bound)).counts
-    below, equal, total = rank_counts(counts, grid.size)
+    """(#{x < c}, #{x = c}, n) for every candidate c, from the built query's engine query
+    (the rank cells: the values below the first candidate, equal to it, between it and the
+    next, …, above the last) under the page's truncation ``bound``, read as a release reads
+    them (``plan.kinds.quantiles.rank_counts``)."""
+    [ranks] = built.engine_queries
+    counts = relation.answer(replace(ranks, contribution=bound)).counts
+    below, equal, total = rank_counts(counts, len(built.query.query.candidates.values))
     return np.asarray(below, dtype=np.int64), np.asarray(equal, dtype=np.int64), total
 
 
@@ -219,20 +267,58 @@ def distinct_values(relation, column: str, bound: Contribution | None
     return values, counts[1::2]
 
 
+@dataclass(frozen=True, eq=False)
+class LevelScores:
+    """One level's part (``plan.build``'s) and its candidates' rank errors: OpenDP's scores
+    (:func:`dpcore.quantiles.quantile_scores`, what ``plan.kinds.quantiles`` hands the
+    release's measurement) over the level's denominator, in the units of the part's scale."""
+
+    part: Part
+    errors: NDArray[np.float64]
+
+    @property
+    def mechanism(self) -> NoisyMax:
+        return self.part.mechanism
+
+    def probabilities(self) -> NDArray[np.float64]:
+        """The exact law of the candidate the part releases (its noise at its scale)."""
+        m = self.mechanism
+        return selection_probabilities(self.errors, scale=m.scale, noise=m.noise,
+                                       negate=m.negate)
+
+    def draw(self, *, rng: np.random.Generator, trials: int | None = None
+             ) -> int | NDArray[np.int64]:
+        """Index of the released candidate (``trials`` of them): the part's noise added to
+        each rank error, the smallest taken — seeded numpy in place of OpenDP's sampler."""
+        m = self.mechanism
+        return report_noisy_max(self.errors, scale=m.scale, noise=m.noise, negate=m.negate,
+                                trials=trials, rng=rng)
+
+
+def level_scores(built: Built, below: NDArray, equal: NDArray, total: int
+                 ) -> tuple[LevelScores, ...]:
+    """Each built part with its candidates' rank errors, in the release's order."""
+    out = []
+    for part in built.parts:
+        _, den = quantile_fraction(part.quantile)
+        scores = quantile_scores(below, equal, total, part.quantile)
+        out.append(LevelScores(part, scores.astype(np.float64) / den))
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------------------------
 # The release
 
 
 @dataclass(frozen=True)
 class QuantileResult:
-    """One quantile: its budget share (ε or ρ), sensitivity, noise scale, the exact
-    distribution over the candidates, the true quantile (None when it cannot be read
-    exactly), one simulated release and the exact accuracy."""
+    """One quantile: the mechanism ``plan.build`` gives its part, its budget share (ε or ρ:
+    the part's planned loss), the exact distribution over the candidates, the true quantile
+    (None when it cannot be read exactly), one simulated release and the exact accuracy."""
 
     q: float
+    mechanism: NoisyMax
     budget: float
-    sensitivity: float
-    scale: float
     probabilities: NDArray[np.float64]
     true_value: float | None
     released: float
@@ -240,6 +326,14 @@ class QuantileResult:
     expected_rank_error: float
     released_rank_error: float
     best_rank_error: float
+
+    @property
+    def sensitivity(self) -> float:
+        return self.mechanism.sensitivity
+
+    @property
+    def scale(self) -> float:
+        return self.mechanism.scale
 
 
 @dataclass(frozen=True)
@@ -262,48 +356,45 @@ class QuantileRelease:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def quantile_release(_relation, data_key: str, column: str, grid: tuple[float, ...],
-                     levels: tuple[float, ...], budget: float, unit: PrivacyUnit,
-                     alpha: float, seed: int, *, measure: str = "pure",
-                     noise: str = "exponential") -> QuantileRelease:
-    """Cached: the exact distribution, accuracy and one simulated release of each quantile,
-    ``budget`` being ε (``measure="pure"``) or ρ (``"zcdp"``) for all of them together."""
+def quantile_release(_relation, data_key: str, query: model.PlanQuery, unit: PrivacyUnit,
+                     alpha: float, seed: int) -> QuantileRelease:
+    """Cached: the exact distribution, accuracy and one simulated release of each level of
+    the page's ``query`` (:func:`page_query`), from the parts ``plan.build`` gives it."""
     if not alpha > 0 or not math.isfinite(alpha):
         raise ValueError(f"α must be a positive number, got {alpha:g}")
-    if measure not in MEASURES:
-        raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
-    points = np.asarray(grid, dtype=np.float64)
+    built = page_built(query, unit)
+    spec, noise = query.query, query.mechanism
+    points = np.asarray(spec.candidates.values, dtype=np.float64)
     bound = contribution(unit, seed)
-    below, equal, total = rank_cells(_relation, column, points, bound)
+    below, equal, total = rank_cells(_relation, built, bound)
     if not total > 0:
-        raise ValueError(f"the column {column!r} has no value to take a quantile of (all "
+        raise ValueError(f"the column {spec.column!r} has no value to take a quantile of (all "
                          "missing)")
-    exact = distinct_values(_relation, column, bound)
-    r = rows_per_person(unit)
-    share = split_quantile_budget(budget, len(levels))
-    spend = {"epsilon": share} if measure == "pure" else {"rho": share}
-    stream = noise_stream(data_key, _relation, "quantiles", column, grid[0], grid[-1],
-                          len(grid), levels, measure, noise)
+    exact = distinct_values(_relation, spec.column, bound)
+    grid = spec.candidates.values
+    stream = noise_stream(data_key, _relation, "quantiles", spec.column, grid[0], grid[-1],
+                          len(grid), spec.levels, noise.measure, noise.noise)
     rng = np.random.default_rng([seed, _RNG_OFFSET, stream])
     results = []
-    for q in levels:
-        _, den = quantile_fraction(q)
-        errors = quantile_scores(below, equal, total, q).astype(np.float64) / den
-        scale = quantile_scale(q, **spend, noise=noise, max_rows=r)
-        probs = quantile_law(below, equal, total, q, **spend, noise=noise, max_rows=r)
-        index = int(report_noisy_max(errors, scale=scale, noise=noise, negate=True, rng=rng))
+    for level in level_scores(built, below, equal, total):
+        q, loss = level.part.quantile, level.part.loss
+        probs = level.probabilities()
+        index = int(level.draw(rng=rng))
         truth = within = None
         if exact is not None:
             truth = true_quantile(exact[0], q, counts=exact[1])
             within = float(probability_within(points, probs, truth, alpha))
         results.append(QuantileResult(
-            q=q, budget=share, sensitivity=quantile_sensitivity(q, max_rows=r), scale=scale,
-            probabilities=probs, true_value=truth, released=float(points[index]),
-            within_alpha=within, expected_rank_error=float(np.dot(probs, errors)),
-            released_rank_error=float(errors[index]), best_rank_error=float(errors.min())))
-    return QuantileRelease(grid=points, results=tuple(results), rows=total, max_rows=r,
-                           measure=measure, noise=noise, budget=budget, alpha=alpha,
-                           stream=stream)
+            q=q, mechanism=level.mechanism,
+            budget=loss.epsilon if loss.rho is None else loss.rho, probabilities=probs,
+            true_value=truth, released=float(points[index]), within_alpha=within,
+            expected_rank_error=float(np.dot(probs, level.errors)),
+            released_rank_error=float(level.errors[index]),
+            best_rank_error=float(level.errors.min())))
+    total_budget = noise.epsilon if noise.rho is None else noise.rho
+    return QuantileRelease(grid=points, results=tuple(results), rows=total,
+                           max_rows=built.unit.max_rows, measure=noise.measure,
+                           noise=noise.noise, budget=total_budget, alpha=alpha, stream=stream)
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,7 +476,9 @@ def accuracy_sentence(release: QuantileRelease, column: str) -> str:
             "(exact, from the distribution below).")
 
 
-def distribution_note(release: QuantileRelease) -> str:
+def distribution_note(release: QuantileRelease, *, releasable: bool = True) -> str:
+    """How the chart's law comes about: the noise, its scale (each level's part's, from
+    ``plan.build``), the candidates and the values counted."""
     if release.noise == "gumbel":
         law = (f"{NOISES['gumbel']}: candidate c comes out with "
                "probability proportional to exp(−err(c)/b)")
@@ -394,9 +487,12 @@ def distribution_note(release: QuantileRelease) -> str:
         law = (f"{NOISES['exponential']}: visit the candidates in a random "
                "order and keep c with probability exp(−(err(c) − best err)/b), else go on")
         scale = "2Δ/ε" if release.measure == "pure" else "2Δ/√(2ρ)"
-    return (f"Exact probabilities, not a simulation, of what a release draws: the candidate "
-            f"with the smallest rank error err(c) plus noise of scale b = {scale} ({law}), "
-            f"over {release.grid.size:,} candidates. Missing values are not counted; "
-            f"n = {release.rows:,} values. The rank error is OpenDP's: values equal to a "
-            "candidate count on neither side, so with many equal values (whole numbers) the "
-            "candidate they sit on scores best.")
+    scales = ", ".join(f"{level_name(x.q)} b = {figures.upper(x.scale, 4)}"
+                       for x in release.results)
+    what = "what a release draws" if releasable else "this setting (no release draws it)"
+    return (f"Exact probabilities, not a simulation, of {what}: the candidate "
+            f"with the smallest rank error err(c) plus noise of scale b = {scale} ({law}; "
+            f"{scales}), over {release.grid.size:,} candidates. Missing values are not "
+            f"counted; n = {release.rows:,} values. The rank error is OpenDP's: values equal "
+            "to a candidate count on neither side, so with many equal values (whole numbers) "
+            "the candidate they sit on scores best.")

@@ -344,3 +344,65 @@ def test_the_plan_names_a_quantile_by_the_pages_noise_not_report_noisy_max(tiny_
     shown = " ".join(str(v) for d in at.dataframe for v in d.value.to_numpy().ravel())
     assert "Exponential mechanism (Gumbel noise), ρ = 0.125" in shown, shown[:500]
     assert "noisy max" not in shown
+
+
+def test_a_grid_the_plan_refuses_is_an_error_with_the_plans_reason(tiny_folder):
+    """One typed candidate: the page showed a law of one point (probability 100%) where the
+    plan, and so a release, refuses the grid (issue 20: one path). Now the plan's reason, in
+    place of the results; the controls keep their values."""
+    at = tiny_app(levels="0.25, 0.5")
+    set_text(at, "quantiles_typed", "7")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "a release cannot draw these settings" in said
+    assert "query.candidates.values must hold at least 2 number(s)" in said
+    assert not figures(at) and not at.dataframe
+    assert next(w for w in at.text_input if w.key == "quantiles_typed").value == "7"
+    assert next(w for w in at.text_input if w.key == "quantiles_levels").value == "0.25, 0.5"
+
+
+def test_a_setting_no_release_draws_is_shown_and_said_not_releasable(tiny_folder):
+    """Gumbel noise under pure DP: its law is shown (the exponential mechanism at ε = 1), but
+    above the results the page says a release refuses it and why, and the chart's note no
+    longer calls it what a release draws. Releasable settings say neither."""
+    at = tiny_app()
+    captions = " ".join(c.value for c in at.main.caption)
+    assert "Not releasable" not in captions and "what a release draws" in captions
+    at.selectbox(key="quantiles_noise").select("gumbel").run()
+    assert not at.exception and not at.error
+    captions = " ".join(c.value for c in at.main.caption).replace("\\", "")
+    assert "Not releasable as set:" in captions and "zCDP" in captions
+    assert "no release draws it" in captions and "of what a release draws" not in captions
+    expected = brute_force(TINY, GRID, 0.5, 1.0, 0.5, noise="gumbel")
+    np.testing.assert_allclose(shown_distribution(at)["median"][1], expected, rtol=1e-10)
+
+
+def test_the_query_added_is_the_query_whose_law_is_shown(tiny_folder):
+    """A person with up to 2 rows, two levels, exponential noise under zCDP: the chart's laws
+    are those of the parts plan.build gives the query Add to plan put in the plan (their
+    scales, on the rank errors counted by brute force)."""
+    from dashboard.analysis.plan_entries import plan_unit
+    from plan.build import build
+
+    at = open_app("quantiles.py", dataset="file:tiny.parquet")
+    key = at.session_state["dataset"].key
+    at.session_state["privacy_unit_by_dataset"] = {key: PrivacyUnit("pid", 2)}
+    at.selectbox(key="quantiles_grid").select("typed")
+    at.run()
+    set_text(at, "quantiles_typed", ", ".join(f"{g:g}" for g in GRID))
+    set_text(at, "quantiles_levels", "0.25, 0.75")
+    at.selectbox(key="quantiles_measure").select("zcdp").run()
+    at.selectbox(key="quantiles_noise").select("exponential").run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    at.button(key="quantiles_add_to_plan").click().run()
+    [entry] = at.session_state["release_plan_by_dataset"][key]
+    parts = build(entry.query, plan_unit(PrivacyUnit("pid", 2))).parts
+    shown = shown_distribution(at)
+    for name, q, part in zip(("0.25-quantile", "0.75-quantile"), (0.25, 0.75), parts,
+                             strict=True):
+        assert part.quantile == q and part.sensitivity == 2 * 0.75
+        # b = 2Δ/√(2ρ) at ρ = 0.125/2 each: brute_force's b = 2Δ/ε with ε = √(2ρ)
+        assert part.scale == pytest.approx(2 * 1.5 / math.sqrt(0.125), rel=1e-12)
+        expected = brute_force(TINY, GRID, q, 2 * 1.5 / part.scale, 1.5)
+        np.testing.assert_allclose(shown[name][1], expected, rtol=1e-9, atol=1e-15)
