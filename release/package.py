@@ -21,8 +21,10 @@ import math
 import re
 import zipfile
 from collections.abc import Mapping, Sequence
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
+from dpcore.figures import percent_lower, upper
 from plan.model import Plan, PlanError
 from release.card import (
     LOOKING_AT_TRUE_ANSWERS,
@@ -118,7 +120,12 @@ def _fmt(value: float | None, rounding: str = "nearest") -> str:
     if value.is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
     if abs(value) >= 1e15 or abs(value) < 1e-3:
-        return f"{value:.3e}"
+        if rounding not in ("down", "up"):
+            return f"{value:.3e}"
+        exact = Decimal(value)   # the float's exact value, rounded outwards to 4 digits
+        step = Decimal(1).scaleb(exact.adjusted() - 3)
+        shown = exact.quantize(step, ROUND_FLOOR if rounding == "down" else ROUND_CEILING)
+        return f"{float(shown):.3e}"   # four digits survive the float: 1.234e-04 as typed
     places = max(0, 3 - math.floor(math.log10(abs(value))))
     scaled = value * 10 ** places
     whole = {"down": math.floor, "up": math.ceil}.get(rounding, round)(scaled)
@@ -228,7 +235,7 @@ def _values_table(rows: Sequence[Mapping[str, Any]]) -> str:
                 ("" if _of_value(r) else f"{_e(str(r.get('of')))}: ")
                 + f"[{_e(_fmt(_number(r.get('lower')), 'down'))}, "
                 + f"{_e(_fmt(_number(r.get('upper')), 'up'))}]"
-                + (f" at {level:.0%}" if level is not None else "")
+                + (f" at {percent_lower(level)}" if level is not None else "")
                 if "lower" in r else "—") + "</td>"
         body.append(f"<tr><td>{_e(group)}</td><td>{_e(shown)}</td>{cell}</tr>")
     return f'<table class="values">{head}{"".join(body)}</table>'
@@ -327,7 +334,9 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
                    f'{_e(q.get("statistic", ""))})</span></h3>{_chart(q)}'
                    f"{_values_table(rows)}")
         if not any("lower" in r for r in rows):
-            out.append('<p class="muted">No interval was published with these values.</p>')
+            out.append('<p class="muted">No interval was '
+                       + ("computed for" if simulation else "published with")
+                       + " these values.</p>")
         for note in q.get("notes", []):
             out.append(f'<p class="muted">Note: {_e(note)}</p>')
         out.append("</section>")
@@ -337,14 +346,15 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
                f"<p>{_e(record.get('privacy_unit', unit.get('description', '')))}</p>"
                f"<p>Neighbouring datasets: {_e(unit.get('neighbouring_datasets', ''))}.</p>")
 
-    out.append("<h2>Accounting</h2>")
+    out.append("<h2>Accounting</h2>" if not simulation
+               else "<h2>Accounting (what a release of this plan would spend)</h2>")
     if epsilon is None:
         out.append(f"<p>{_e(accounting.get('note') or 'No total could be computed.')}</p>")
     else:
         rho = spent.get("rho")
         out.append("<table><tr><th>ε</th><th>δ</th><th>ρ (zCDP)</th><th>Accounting</th></tr>"
-                   f"<tr><td>{_e(f'{epsilon:.6g}')}</td><td>{_e(f'{delta:.3g}')}</td>"
-                   f"<td>{_e('—' if rho is None else f'{rho:.6g}')}</td>"
+                   f"<tr><td>{_e(upper(epsilon, 6))}</td><td>{_e(upper(delta, 3))}</td>"
+                   f"<td>{_e('—' if rho is None else upper(rho, 6))}</td>"
                    f"<td>{_e(accounting.get('method', ''))}</td></tr></table>")
         if accounting.get("note"):
             out.append(f'<p class="muted">{_e(accounting["note"])}</p>')
@@ -360,6 +370,10 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
                        for qid, m in mech) + "</table>")
 
     out.append("<h2>What ε means for an attacker</h2>")
+    if simulation:
+        out.append("<p><strong>For a real release of this plan.</strong> The simulated "
+                   "values above were drawn with seeded noise that can be drawn again: they "
+                   "carry no such guarantee.</p>")
     out.append(_epsilon_sentence(epsilon, delta) if epsilon is not None
                else "<p>No total ε.</p>")
 

@@ -28,6 +28,7 @@ from plan.model import (
     PrivacyUnit,
 )
 from release import Ledger, run
+from release import package as package_module
 from release.cli import main
 from release.files import release_json
 from release.package import (
@@ -186,6 +187,17 @@ def test_a_simulation_is_labelled_on_every_page_and_holds_no_release_files():
     assert "Ledger entry" in page and "#None" not in page
     assert "choices made while looking at true answers" in page
     assert page.count("<svg") == 3
+    # what a simulation's ε means is said of a real release, not of these seeded values
+    assert "Accounting (what a release of this plan would spend)" in page
+    assert "carry no such guarantee" in page
+    assert "published with these values" not in page
+
+
+def test_a_level_is_never_shown_above_the_one_given():
+    # 99.5 % read "100%" with {:.0%}: more coverage than the interval gives
+    table = package_module._values_table([{"group": ["A"], "value": 3.0, "lower": 1.0, "upper": 5.0,
+                                     "level": 0.995}])
+    assert "at 99.5%" in table and "100%" not in table
 
 
 def test_the_notebook_is_the_program_split_in_cells():
@@ -254,7 +266,9 @@ def test_the_command_line_writes_the_package(tmp_path, capsys):
     (48842.3, "nearest", "48,842"), (48842.0, "nearest", "48,842"), (0.5, "nearest", "0.5"),
     (12.3456, "down", "12.34"), (12.3456, "up", "12.35"), (-12.3456, "down", "-12.35"),
     (-12.3456, "up", "-12.34"), (1234567.89, "up", "1,234,568"), (0.1, "down", "0.1"),
-    (None, "nearest", "—")])
+    (None, "nearest", "—"), (1.2346e-4, "down", "1.234e-04"), (1.2346e-4, "up", "1.235e-04"),
+    (-1.2346e-4, "up", "-1.234e-04"), (1.23456e20, "down", "1.234e+20"),
+    (1.23456e20, "up", "1.235e+20")])
 def test_report_figures_read_without_an_exponent_and_interval_ends_round_outwards(
         value, rounding, shown):
     # The Adult count read 4.884e+04 in report.html; an interval's ends rounded to nearest

@@ -83,6 +83,7 @@ def test_no_dpcore_code_outside_a_mechanism_file_names_its_kind():
                ("bounded.py", "laplace"),
                ("selection.py", "laplace"), ("utility.py", "laplace"),
                ("quantiles.py", "laplace"),  # the quantile's noisy arg-min: as selection's
+               ("rank_intervals.py", "laplace"),  # the noisy arg-max's noises, as selection's
                ("learning.py", "laplace"), ("learning.py", "bounded_laplace"),
                ("partition.py", "laplace"), ("partition.py", "gaussian")}
     found = set()
