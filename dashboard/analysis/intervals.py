@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.shown import down, up
 from dpcore.intervals import mean_interval, variance_interval
+from dpcore.quantiles import quantile_fraction
 from plan.build import Built, Part
 
 __all__ = ["SimulatedPart", "simulated_parts", "as_arrays", "kind_intervals",
@@ -34,13 +35,18 @@ RATIO, SPREAD, CONDITIONAL, KEPT = "mean", "variance", "conditional", "kept"
 class SimulatedPart:
     """A built part handed to its kind the way a release hands it its measurement
     (``release.measurements.Certified``: ``part``, ``opendp_scale``, ``integer``). A page
-    draws at the plan's own scale, so the interval is read at it."""
+    draws at the plan's own scale, so the interval is read at it (in OpenDP's units)."""
 
     part: Part
 
     @property
     def opendp_scale(self) -> float:
-        return float(self.part.mechanism.scale)
+        """The scale in the units OpenDP's measurement reads: a quantile's scores are den
+        times its rank errors (``release.measurements``), so is its scale."""
+        scale = float(self.part.mechanism.scale)
+        if self.part.quantile is None:
+            return scale
+        return scale * quantile_fraction(self.part.quantile)[1]
 
     @property
     def integer(self) -> bool:
