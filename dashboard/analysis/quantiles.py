@@ -487,11 +487,12 @@ def rank_bound_sentence(release: QuantileRelease) -> str:
             for x in release.results if x.excess_bound is not None]
     if not said:
         return ""
-    return (f"With {_confidence()}, " + "; ".join(said) + ". A real release states the same "
-            "bound: it comes from the noise's law, its scale and the number of candidates "
-            "alone, never the data (a union bound over the other candidates: conservative, "
-            "it holds at least as often as stated). How far the best grid value is from the "
-            "true quantile depends on the data and the grid, and is not bounded.")
+    return (f"With {_confidence()}, " + "; ".join(said) + ". A release drawing this setting "
+            "states the same bound: it comes from the noise's law, its scale and the number "
+            "of candidates alone, never the data (a union bound over the other candidates: "
+            "conservative, it holds at least as often as stated). How far the best grid value "
+            "is from the true quantile depends on the data and the grid, and is not "
+            "bounded.")
 
 
 def accuracy_sentence(release: QuantileRelease, column: str) -> str:

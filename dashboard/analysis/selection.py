@@ -587,12 +587,10 @@ def shortfall_sentence(mechanism: NoisyMax, candidates: int, *, source: str,
         text = (f"With {level} for each rank on its own, the {thing} picked at each rank has a "
                 f"{value} within E of the {top} {value} among the {thing}s not picked before "
                 f"it: {ranks}")
-    text += (" — from the noise's law, its scale b and the number of candidates alone, never "
-             "the scores (a union bound over the other candidates: conservative, it holds at "
-             "least as often as stated).")
-    if source == "data":
-        return text + " A real release of this pick states the same bound."
-    return text + " No release draws this pick; a release would state this bound."
+    return text + (" — from the noise's law, its scale b and the number of candidates alone, "
+                   "never the scores (a union bound over the other candidates: conservative, "
+                   "it holds at least as often as stated). A release drawing this noise at "
+                   "this scale states the same bound.")
 
 
 def pick_sentence(summary: SelectionSummary, *, measure: str, level: float, negate: bool,

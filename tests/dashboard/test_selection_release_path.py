@@ -232,11 +232,11 @@ def test_the_shortfall_sentence_says_the_bound_per_rank():
     assert said.startswith("With 95 % for each rank on its own, the candidate picked at "
                            "each rank has a true score within E of the smallest true score")
     assert f"rank 1 within {first}, rank 2 within {second}" in said
-    assert "No release draws this pick" in said
+    assert "A release drawing this noise at this scale states the same bound." in said
     one = sel.teaching_mechanism(noise="laplace", measure="pure", level=1.0, sensitivity=1.0,
                                  monotonic=True, k=1, negate=False)
     said = sel.shortfall_sentence(one, 4, source="data")
     assert said.startswith(f"With 95 %, the chosen category's true count is within "
                            f"{sel.up(closed_shortfall('laplace', 1.0, 4, 0.05))} of the top "
                            "true count")
-    assert "A real release of this pick states the same bound." in said
+    assert "A release drawing this noise at this scale states the same bound." in said

@@ -349,7 +349,7 @@ def test_the_pick_shows_its_shortfall_bound_next_to_it(page):
     said = next(c.value for c in page.caption if c.value.startswith("With 95 %"))
     shown = float(re.search(r"true count is within ([\d.]+) of the top true count", said)[1])
     assert math.log(150) <= shown < math.log(150) + 1e-3
-    assert "A real release of this pick states the same bound" in said
+    assert "A release drawing this noise at this scale states the same bound" in said
     page.selectbox(key="sel_source").select("typed").run()
     page.text_input(key="sel_scores_text").input("0, 2, 4, 6, 8").run()
     page.selectbox(key="sel_k").select(2).run()
@@ -358,4 +358,4 @@ def test_the_pick_shows_its_shortfall_bound_next_to_it(page):
     ranks = [float(x) for x in re.findall(r"rank \d within ([\d.]+)", said)]
     want = [4 * math.log(m / 0.1) for m in (4, 3)]
     assert len(ranks) == 2 and all(w <= r < w + 1e-2 for r, w in zip(ranks, want, strict=True))
-    assert "No release draws this pick" in said
+    assert "A release drawing this noise at this scale states the same bound" in said
