@@ -135,6 +135,8 @@ st.dataframe(qa.results_table(release), hide_index=True, key="quantiles_table")
 st.caption(f"Simulated release (seed {state.seed()}): one draw of the mechanism per "
            "quantile. The probabilities are exact; a probability rounds down, an expected "
            "error rounds up.")
+if bound := qa.rank_bound_sentence(release):
+    st.caption(bound)
 st.plotly_chart(quantile_distribution(
     release.grid, [x.probabilities for x in release.results],
     [qa.level_name(x.q) for x in release.results], [x.true_value for x in release.results],

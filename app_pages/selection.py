@@ -181,6 +181,7 @@ release = sel.private_release(summary, source=source, dataset=loaded.name, candi
                               level=level, seed=state.seed(), categories_from=categories_from,
                               release=release, neighbours=neighbours)
 st.markdown(release.sentence)
+st.caption(sel.shortfall_sentence(mechanism, len(scores), source=source))
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
 if source == "data":   # a pick among the dataset's categories is a query of its plan
     plan_panel.add_to_plan(dataset_key, lambda: plan_entries.selection_query(

@@ -30,7 +30,7 @@ from dpcore.figures import lower, upper
 from engine.sources import FrameSource
 from plan import model
 
-__all__ = ["release_section", "released_table", "interval_caption", "source_of",
+__all__ = ["release_section", "released_table", "bound_of", "interval_caption", "source_of",
            "package_builder", "simulation_builder", "simulation_button",
            "simulation_file_name", "LAST", "RELEASED_COLUMNS"]
 
@@ -71,8 +71,22 @@ def content_hash_of(loaded: LoadedDataset) -> str | None:
     return content_digest(DATA_DIR / name)
 
 
-#: The released values table's columns: the value and its interval (empty where none).
-RELEASED_COLUMNS = ["Query", "Statistic", "Group", "Released value", "Lower", "Upper"]
+#: The released values table's columns: the value, its interval (empty where none) and what
+#: the interval bounds when not the true value (a choice's shortfall: empty otherwise).
+RELEASED_COLUMNS = ["Query", "Statistic", "Group", "Released value", "Lower", "Upper",
+                    "Interval of"]
+
+
+def bound_of(method: str) -> str:
+    """What a query's intervals bound when it is not the true value behind the released one
+    (``release.files.interval_of``: "shortfall from the top count", …); "" for an interval
+    for the true value, or none."""
+    from dpcore.intervals import INTERVAL_OF
+    from release.files import interval_of
+
+    if not any(m in INTERVAL_OF for m in method.split(", ")):
+        return ""
+    return interval_of(method)
 
 
 def released_table(release: Any) -> pd.DataFrame:
@@ -81,12 +95,14 @@ def released_table(release: Any) -> pd.DataFrame:
     value and no count of dropped rows)."""
     rows = []
     for q in release.queries:
+        of = bound_of(q.interval_method)
         for i, (group, value) in enumerate(q.rows):
             interval = q.interval(i)
             rows.append({"Query": q.label, "Statistic": q.statistic,
                          "Group": " × ".join(group), "Released value": value,
                          "Lower": None if interval is None else interval[0],
-                         "Upper": None if interval is None else interval[1]})
+                         "Upper": None if interval is None else interval[1],
+                         "Interval of": "" if interval is None else of})
     return pd.DataFrame(rows, columns=RELEASED_COLUMNS)
 
 
@@ -96,9 +112,15 @@ def interval_caption(level: float) -> str:
             "alone — from the mechanism's law, its scale, the released value and the declared "
             "bounds, never the data. Histograms and tables: per cell; noise kept within an "
             "answer range (clamped or bounded): conservative; a mean: conservative (its "
-            "sum's and count's intervals at half the error rate each); a group found by "
-            "partition selection: conditional on being kept. Selections and quantiles have "
-            "none yet.")
+            "sum's and count's intervals at half the error rate each); a variance: "
+            "conservative (its three parts' at a third each); a group found by partition "
+            "selection: conditional on being kept. A released category or grid value has no "
+            "error: where \"Interval of\" names something, Lower and Upper bound that instead, "
+            "from the noise's law, its scale and the number of candidates alone — a "
+            "selection's shortfall (the chosen category's true count is within Upper of the "
+            "top true count among those not chosen before it, each rank on its own), a "
+            "quantile's excess rank error (the released value's rank error is at most Upper "
+            "rows more than the grid's best candidate's).")
 
 
 def prepared(plan: model.Plan) -> tuple[Any, str]:

@@ -13,33 +13,40 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.shown import down, up
-from dpcore.intervals import mean_interval
+from dpcore.intervals import mean_interval, variance_interval
+from dpcore.quantiles import quantile_fraction
 from plan.build import Built, Part
 
 __all__ = ["SimulatedPart", "simulated_parts", "as_arrays", "kind_intervals",
-           "mean_intervals", "method_of", "has_method", "RATIO", "CONDITIONAL", "KEPT",
-           "interval_text"]
+           "mean_intervals", "variance_intervals", "method_of", "has_method", "RATIO",
+           "SPREAD", "CONDITIONAL", "KEPT", "interval_text"]
 
 Interval = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 #: Keys of ``dpcore.intervals.METHODS`` a page words or computes apart: an interval read off
-#: a noisy sum over a noisy count (``mean_interval``), and a group found by partition
+#: a noisy sum over a noisy count (``mean_interval``), one read off a noisy count, sum of
+#: deviations and sum of squares (``variance_interval``), and a group found by partition
 #: selection's, conditional on being kept (its count the selection's own) or kept (its
 #: value's noise drawn apart).
-RATIO, CONDITIONAL, KEPT = "mean", "conditional", "kept"
+RATIO, SPREAD, CONDITIONAL, KEPT = "mean", "variance", "conditional", "kept"
 
 
 @dataclass(frozen=True)
 class SimulatedPart:
     """A built part handed to its kind the way a release hands it its measurement
     (``release.measurements.Certified``: ``part``, ``opendp_scale``, ``integer``). A page
-    draws at the plan's own scale, so the interval is read at it."""
+    draws at the plan's own scale, so the interval is read at it (in OpenDP's units)."""
 
     part: Part
 
     @property
     def opendp_scale(self) -> float:
-        return float(self.part.mechanism.scale)
+        """The scale in the units OpenDP's measurement reads: a quantile's scores are den
+        times its rank errors (``release.measurements``), so is its scale."""
+        scale = float(self.part.mechanism.scale)
+        if self.part.quantile is None:
+            return scale
+        return scale * quantile_fraction(self.part.quantile)[1]
 
     @property
     def integer(self) -> bool:
@@ -89,6 +96,18 @@ def mean_intervals(sum_part: Part, noisy_sum: ArrayLike, count_part: Part,
     parts' mechanisms (conservative: alpha split between the two)."""
     return mean_interval(sum_part.mechanism, noisy_sum, count_part.mechanism, noisy_count,
                          lower=lower, upper=upper, alpha=alpha)
+
+
+def variance_intervals(parts: Sequence[Part], noisy_parts: Sequence[ArrayLike], *,
+                       lower: float, upper: float, alpha: float) -> Interval:
+    """A variance's (lower, upper) at 1 − ``alpha`` from its noisy count, sum of deviations
+    and sum of squared deviations (the mechanisms' own output, in the order the kind builds
+    them), as the variance kind computes it: ``dpcore.intervals.variance_interval`` on the
+    parts' mechanisms, h = (``upper`` − ``lower``)/2 (conservative: alpha split in three)."""
+    count, deviations, squares = (part.mechanism for part in parts)
+    noisy_count, noisy_deviations, noisy_squares = noisy_parts
+    return variance_interval(count, noisy_count, deviations, noisy_deviations, squares,
+                             noisy_squares, half_width=(upper - lower) / 2, alpha=alpha)
 
 
 def interval_text(low: float, high: float, digits: int = 4) -> str:

@@ -26,12 +26,14 @@ from numpy.typing import NDArray
 from dashboard import shown
 from dashboard.analysis import plan_entries
 from dashboard.analysis import selection as sel
+from dashboard.analysis.intervals import kind_intervals
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset
 from dashboard.exports import noise_stream
 from dashboard.person import PrivacyUnit
 from dashboard.person import contribution as truncation
 from dpcore import figures
+from dpcore.intervals import DEFAULT_ALPHA
 from dpcore.quantiles import (
     probability_within,
     quantile_fraction,
@@ -314,7 +316,10 @@ def level_scores(built: Built, below: NDArray, equal: NDArray, total: int
 class QuantileResult:
     """One quantile: the mechanism ``plan.build`` gives its part, its budget share (ε or ρ:
     the part's planned loss), the exact distribution over the candidates, the true quantile
-    (None when it cannot be read exactly), one simulated release and the exact accuracy."""
+    (None when it cannot be read exactly), one simulated release and the exact accuracy;
+    ``excess_bound``: E, in rows, such that with probability 1 − ``DEFAULT_ALPHA`` the
+    released candidate's rank error is at most the best candidate's + E, as a release
+    computes it (the kind's intervals, method "rank": None where it gives none)."""
 
     q: float
     mechanism: NoisyMax
@@ -326,6 +331,7 @@ class QuantileResult:
     expected_rank_error: float
     released_rank_error: float
     best_rank_error: float
+    excess_bound: float | None = None
 
     @property
     def sensitivity(self) -> float:
@@ -391,6 +397,10 @@ def quantile_release(_relation, data_key: str, query: model.PlanQuery, unit: Pri
             expected_rank_error=float(np.dot(probs, level.errors)),
             released_rank_error=float(level.errors[index]),
             best_rank_error=float(level.errors.min())))
+    found = kind_intervals(built, [x.released for x in results], DEFAULT_ALPHA)
+    if found is not None:   # (0, E) per level: the excess over the grid's best, in rows
+        results = [replace(x, excess_bound=float(high))
+                   for x, high in zip(results, found[1], strict=True)]
     total_budget = noise.epsilon if noise.rho is None else noise.rho
     return QuantileRelease(grid=points, results=tuple(results), rows=total,
                            max_rows=built.unit.max_rows, measure=noise.measure,
@@ -443,6 +453,8 @@ def results_table(release: QuantileRelease) -> pd.DataFrame:
                                                  else figures.percent_lower(x.within_alpha)),
             "Expected rank error": rank_text(x.expected_rank_error),
             "Rank error of this release": f"{x.released_rank_error:,.6g}",
+            f"Rank error above the best's, at most ({_confidence()})": (
+                "—" if x.excess_bound is None else figures.upper(x.excess_bound, 4)),
         })
     return pd.DataFrame(rows)
 
@@ -458,6 +470,29 @@ def rank_text(value: float) -> str:
     if 0 < value < RANK_FLOOR:
         return f"less than {RANK_FLOOR:g}"
     return figures.upper(value, 4)
+
+
+def _confidence() -> str:
+    return f"{100 * (1 - DEFAULT_ALPHA):g} %"
+
+
+def rank_bound_sentence(release: QuantileRelease) -> str:
+    """Each level's bound on how much worse than the grid's best candidate the released one
+    ranks, in words for a newcomer, as a release states it (method "rank"); "" when the
+    kind gives none."""
+    said = [f"the released {level_name(x.q)}'s rank error is at most "
+            f"{figures.upper(x.excess_bound, 4)} rows more than the best grid value's "
+            f"(this release: {x.released_rank_error:,.6g}, the best: "
+            f"{x.best_rank_error:,.6g})"
+            for x in release.results if x.excess_bound is not None]
+    if not said:
+        return ""
+    return (f"With {_confidence()}, " + "; ".join(said) + ". A release drawing this setting "
+            "states the same bound: it comes from the noise's law, its scale and the number "
+            "of candidates alone, never the data (a union bound over the other candidates: "
+            "conservative, it holds at least as often as stated). How far the best grid value "
+            "is from the true quantile depends on the data and the grid, and is not "
+            "bounded.")
 
 
 def accuracy_sentence(release: QuantileRelease, column: str) -> str:

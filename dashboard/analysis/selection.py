@@ -26,7 +26,9 @@ from dashboard.shown import up
 from dashboard.text import plain
 from dpcore.checks import check_int, check_positive, trial_chunks
 from dpcore.contributions import PrivacyUnit
+from dpcore.intervals import DEFAULT_ALPHA
 from dpcore.measures import ZCDP, PureDP
+from dpcore.rank_intervals import top_k_shortfalls
 from dpcore.selection import (
     NOISE_LABELS,
     NOISE_TYPES,
@@ -550,6 +552,45 @@ def summarise_selection(scores: ArrayLike, labels: tuple[str, ...], *, mechanism
                                   sensitivity=mechanism.sensitivity,
                                   monotonic=mechanism.monotonic, k=k, scale=scale),
     )
+
+
+#: What a pick's shortfall is about, by source: (the candidate, its score).
+SHORTFALL_WORDS = {"data": ("category", "true count"), "typed": ("candidate", "true score"),
+                   "pricing": ("price", "revenue")}
+
+
+def shortfall_bounds(mechanism: NoisyMax, candidates: int, alpha: float = DEFAULT_ALPHA
+                     ) -> NDArray[np.float64]:
+    """E_r for each rank r = 1..k: with probability at least 1 − ``alpha`` (each rank on its
+    own), the score picked at rank r falls short of the best score among the candidates not
+    picked before it by at most E_r. What the selection kind's release states (its
+    ``intervals``, method "shortfall": ``dpcore.rank_intervals.top_k_shortfalls``), from the
+    noise's law, its scale and the number of candidates only: it holds for any scores, so for
+    a pick of the smallest (the same law, the scores negated) and for the teaching sources."""
+    return top_k_shortfalls(mechanism.noise, float(mechanism.scale), int(candidates),
+                            int(mechanism.k), alpha)
+
+
+def shortfall_sentence(mechanism: NoisyMax, candidates: int, *, source: str,
+                       alpha: float = DEFAULT_ALPHA) -> str:
+    """The pick's shortfall bound in words for a newcomer, next to the simulated pick(s):
+    'With 95 %, the chosen category's true count is within E of the top count …'."""
+    bounds = shortfall_bounds(mechanism, candidates, alpha)
+    thing, value = SHORTFALL_WORDS[source]
+    top = "smallest" if mechanism.negate else "top"
+    level = f"{100 * (1 - alpha):g} %"
+    if bounds.size == 1:
+        text = (f"With {level}, the chosen {thing}'s {value} is within {up(bounds[0])} of the "
+                f"{top} {value}")
+    else:
+        ranks = ", ".join(f"rank {r} within {up(e)}" for r, e in enumerate(bounds, start=1))
+        text = (f"With {level} for each rank on its own, the {thing} picked at each rank has a "
+                f"{value} within E of the {top} {value} among the {thing}s not picked before "
+                f"it: {ranks}")
+    return text + (" — from the noise's law, its scale b and the number of candidates alone, "
+                   "never the scores (a union bound over the other candidates: conservative, "
+                   "it holds at least as often as stated). A release drawing this noise at "
+                   "this scale states the same bound.")
 
 
 def pick_sentence(summary: SelectionSummary, *, measure: str, level: float, negate: bool,

@@ -25,10 +25,12 @@ from numpy.typing import NDArray
 
 from dashboard.analysis.intervals import (
     RATIO,
+    SPREAD,
     has_method,
     kind_intervals,
     mean_intervals,
     method_of,
+    variance_intervals,
 )
 from dashboard.analysis.stats_downloads import (  # noqa: F401 (the page's one import)
     describe_release,
@@ -203,8 +205,9 @@ def release_interval(plan: ReleasePlan, noisy_parts: tuple[NDArray[np.float64], 
                      alpha: float) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     """(lower, upper) at 1 − ``alpha`` for the true value(s) behind the release drawn as
     ``noisy_parts``, per cell, as a release computes it: by the kind's own intervals on the
-    built part, or for a mean by ``mean_interval`` on its noisy sum and count (the
-    mechanism's own output: post-processing); None where the kind gives none.
+    built part, for a mean by ``mean_interval`` on its noisy sum and count, for a variance by
+    ``variance_interval`` on its three noisy parts (the mechanisms' own output:
+    post-processing); None where the kind gives none.
 
     A count's ends are rounded as the page rounds the count (a monotone map: a whole true
     count stays inside)."""
@@ -214,6 +217,10 @@ def release_interval(plan: ReleasePlan, noisy_parts: tuple[NDArray[np.float64], 
         bounds = built.query.query.bounds
         return mean_intervals(sum_part, noisy_parts[0], count_part, noisy_parts[1],
                               lower=bounds.lower, upper=bounds.upper, alpha=alpha)
+    if has_method(method_of(built), SPREAD):
+        bounds = built.query.query.bounds
+        return variance_intervals(built.parts, noisy_parts, lower=bounds.lower,
+                                  upper=bounds.upper, alpha=alpha)
     if not plan.closed_form:   # a kind made of parts whose interval the page does not know
         return None
     found = kind_intervals(built, noisy_parts[0], alpha)

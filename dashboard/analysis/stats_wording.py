@@ -13,10 +13,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dashboard import choices
-from dashboard.analysis.intervals import RATIO, has_method, interval_text
+from dashboard.analysis.intervals import RATIO, SPREAD, has_method, interval_text
 from dashboard.analysis.stats_plan import ReleasePlan
 from dashboard.choices import PrivacyChoice
-from dashboard.shown import count, percent_down, up
+from dashboard.shown import count, down, percent_down, up
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.risk import percent
 from plan.kinds import KINDS
@@ -299,8 +299,8 @@ def release_table(runs: Sequence[MechanismRun], confidence: float | None = None
 
 
 def _level(confidence: float) -> str:
-    """A confidence in percent: 95%, 97.5%."""
-    return f"{100 * confidence:.10g}%"
+    """A confidence in percent, rounded down (a guarantee): 95%, 97.5%, 98.33%."""
+    return f"{down(100 * confidence)}%"
 
 
 def interval_sentence(run: MechanismRun, confidence: float) -> str:
@@ -315,14 +315,20 @@ def interval_sentence(run: MechanismRun, confidence: float) -> str:
     low, high = (float(np.max(end)) for end in run.intervals[confidence])
     text = (f"{run.name}: {_level(confidence)} interval for the true {noun}: "
             f"{interval_text(low, high)}")
-    if not has_method(run.interval_method, RATIO):
+    ratio, spread = (has_method(run.interval_method, key) for key in (RATIO, SPREAD))
+    if not (ratio or spread):
         return text + " (from the noise's law and the released value alone)."
-    parts = " and the ".join(f"noisy {name} {fmt_value(value)}"
-                             for name, value in run.release_parts)
-    lower, upper = run.clamped_to
-    return text + (f" (from the {parts} this release divides, each within its "
+    named = [f"noisy {name} {fmt_value(value)}" for name, value in run.release_parts]
+    parts = ", the ".join(named[:-1]) + " and the " + named[-1]
+    if ratio:
+        lower, upper = run.clamped_to
+        how, kept = "divides", f"the bounds [{lower:g}, {upper:g}]"
+    else:
+        how, kept = "combines", (
+            "[0, ((upper − lower)/2)²], where every variance of the values lies")
+    return text + (f" (from the {parts} this release {how}, each within its "
                    f"{_level(1 - (1 - confidence) / len(run.release_parts))} interval, a count "
-                   f"below 1 read as 1, then kept within the bounds [{lower:g}, {upper:g}]: "
+                   f"below 1 read as 1, then kept within {kept}: "
                    "conservative, it holds at least as often as stated).")
 
 

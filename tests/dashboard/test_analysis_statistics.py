@@ -501,20 +501,65 @@ def test_the_shown_release_carries_its_own_interval(small_frame):
         assert float(high) == pytest.approx(float(shown.release) + 90 * LN(20), abs=1e-9)
 
 
-def test_a_variance_has_no_interval_yet_and_says_so(small_frame):
+def _variance_closed_form(count, deviations, squares, epsilon, alpha, half):
+    """Laplace, each part at ε/3 (count b = 3/ε, deviations 3h/ε, squares 3h²/ε), each within
+    b·ln(3/α) (α/3 each); S₁/n and S₂/n by their corners with n at least 1, (S₁/n)² by its
+    extremes (0 when S₁/n may be 0), S₂/n − (S₁/n)² from the ends, clipped to [0, h²]."""
+    reach = LN(3 / alpha)
+    n_low = np.maximum(count - 3 / epsilon * reach, 1.0)
+    n_high = np.maximum(count + 3 / epsilon * reach, n_low)
+    d_low, d_high = deviations - 3 * half / epsilon * reach, deviations + 3 * half / epsilon * reach
+    s_low = squares - 3 * half**2 / epsilon * reach
+    s_high = squares + 3 * half**2 / epsilon * reach
+    m_low = np.minimum(d_low / n_low, d_low / n_high)
+    m_high = np.maximum(d_high / n_low, d_high / n_high)
+    q_low = np.minimum(s_low / n_low, s_low / n_high)
+    q_high = np.maximum(s_high / n_low, s_high / n_high)
+    top = np.maximum(m_low**2, m_high**2)
+    bottom = np.where((m_low <= 0) & (m_high >= 0), 0.0, np.minimum(m_low**2, m_high**2))
+    return np.clip(q_low - top, 0, half**2), np.clip(q_high - bottom, 0, half**2)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 30.0])
+def test_variance_interval_is_the_closed_form_and_covers(small_frame, epsilon):
+    """A variance of age in [17, 90] (h = 36.5): the interval from the release's own three
+    noisy parts, as the variance kind computes it; at ε = 30 it says something."""
     spec = stats.QuerySpec("variance", "age", lower=17.0, upper=90.0)
-    plan = stats.make_plan(small_frame, spec, pure("laplace"))
+    plan = stats.make_plan(small_frame, spec, pure("laplace", epsilon))
+    noisy = plan.sample_parts(COVERAGE_DRAWS, np.random.default_rng(11))
+    low, high = stats.release_interval(plan, noisy, 0.05)
+    want_low, want_high = _variance_closed_form(*noisy, epsilon, 0.05, 36.5)
+    np.testing.assert_allclose(low, want_low, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(high, want_high, rtol=1e-9, atol=1e-9)
+    released = plan.released(noisy)
+    assert np.all((low <= released + 1e-9) & (released - 1e-9 <= high))
+    covered, se = _coverage(low, high, float(np.var([20, 35, 50, 64, 90, 17, 41])))
+    assert covered >= 0.95 - 4 * se
+    if epsilon > 1:
+        assert float(np.median(high - low)) < 36.5**2 / 4
+
+
+def test_a_variance_shows_its_interval_and_its_parts(small_frame):
+    spec = stats.QuerySpec("variance", "age", lower=17.0, upper=90.0)
+    plan = stats.make_plan(small_frame, spec, pure("laplace", 30.0))
     run = stats.run_mechanism(plan, trials=1_000, seed=2)
-    assert run.intervals is None
+    assert set(run.intervals) == set(stats.CONFIDENCE_OPTIONS)
+    count, deviations, squares = (value for _, value in run.release_parts)
+    want_low, want_high = _variance_closed_form(count, deviations, squares, 30.0, 0.05, 36.5)
+    low, high = run.intervals[0.95]
+    assert (float(low), float(high)) == pytest.approx((want_low, want_high), rel=1e-9)
     said = stats.interval_sentence(run, 0.95)
-    assert "no interval for the true variance is given here yet" in said
+    assert "95% interval for the true variance" in said and "yet" not in said
+    assert "noisy count" in said and "noisy sum of squared deviations" in said
+    assert "98.33% interval" in said and "conservative" in said
 
 
 def test_the_interval_methods_the_pages_tell_apart_are_dpcores():
     from dashboard.analysis import intervals
     from dpcore.intervals import METHODS
 
-    assert {intervals.RATIO, intervals.CONDITIONAL, intervals.KEPT} <= set(METHODS)
+    assert {intervals.RATIO, intervals.SPREAD, intervals.CONDITIONAL,
+            intervals.KEPT} <= set(METHODS)
     assert intervals.has_method("mean, kept", intervals.KEPT)
     assert not intervals.has_method("per cell", intervals.RATIO)
 

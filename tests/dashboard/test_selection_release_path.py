@@ -138,3 +138,105 @@ def test_two_candidate_picks_follow_their_closed_forms(loaded, noise):
     assert summary.exact[1] == pytest.approx(runner_up, rel=1e-9)
     se = math.sqrt(runner_up * (1 - runner_up) / summary.trials)
     assert abs(summary.empirical[1] - runner_up) <= 5 * se
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 22: the pick's shortfall from the top count, next to the simulated pick(s)
+
+def closed_shortfall(noise: str, b: float, candidates: int, alpha: float) -> float:
+    """The union bound (m − 1)·P(Z − Z' > E/b) = α solved here: Gumbel noise (logistic
+    difference) E = b·ln((m − 1)/α − 1); exponential noise (Laplace difference)
+    E = b·ln((m − 1)/(2α)); Laplace noise: the root of (2 + t)e^(−t)/4 = α/(m − 1), t = E/b,
+    by bisection (a loop over 200 halvings, not samples)."""
+    p = alpha / (candidates - 1)
+    if noise == "gumbel":
+        return b * math.log(1 / p - 1)
+    if noise == "exponential":
+        return b * math.log(1 / (2 * p))
+    low, high = 0.0, 100.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if (2 + mid) * math.exp(-mid) / 4 > p else (low, mid)
+    return b * high
+
+
+def shortfalls_over(scores, chosen, negate):
+    """Each release's shortfall at each rank: the best score among the candidates not picked
+    before that rank minus the score picked at it (scores negated when picking the smallest)."""
+    oriented = -np.asarray(scores, dtype=float) if negate else np.asarray(scores, dtype=float)
+    chosen = np.asarray(chosen).reshape(len(chosen), -1)
+    rows = np.arange(chosen.shape[0])[:, None]
+    out = []
+    for r in range(chosen.shape[1]):   # k ranks
+        left = np.ones((chosen.shape[0], oriented.size), dtype=bool)
+        left[rows, chosen[:, :r]] = False
+        best = np.where(left, oriented, -np.inf).max(axis=1)
+        out.append(best - oriented[chosen[:, r]])
+    return np.stack(out, axis=1)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("noise", sel.NOISES)
+def test_a_picks_shortfall_bound_is_the_kinds_and_the_closed_form(loaded, noise, k):
+    """A pick among the 4 teams' counts, 3 rows per person at ε = 1: b = 3k; rank r's bound
+    over the 4 − r + 1 candidates left, as the selection kind's release computes it."""
+    from dashboard.analysis.intervals import simulated_parts
+
+    unit, delta = UNITS["3 rows per person"]
+    mechanism = shown(loaded, unit, noise=noise, k=k)
+    bounds = sel.shortfall_bounds(mechanism, len(TEAMS))
+    b = expected_scale(noise, "pure", 1.0, delta, k)
+    want = [closed_shortfall(noise, b, len(TEAMS) - r, 0.05) for r in range(k)]
+    np.testing.assert_allclose(bounds, want, rtol=1e-9)
+    entered = plan_entries.selection_query(
+        loaded, unit, column="team", labels=TEAMS, declared=False, noise=noise,
+        measure="pure", level=1.0, k=k, negate=False, monotonic=True, probability=None)
+    built = build(entered, plan_entries.plan_unit(unit))
+    kind = built.kind.intervals(built, simulated_parts(built), [((), 0.0)] * k, 0.05)
+    assert [high for _, high in kind] == pytest.approx(list(bounds), rel=1e-12)
+    assert all(low == 0 for low, _ in kind)
+
+
+@pytest.mark.parametrize("negate", [False, True])
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("noise", sel.NOISES)
+def test_simulated_picks_fall_short_by_more_than_the_bound_at_most_alpha(loaded, noise, k,
+                                                                          negate):
+    """20,000 fixed-seed picks by the page's sampler (its scale, k and direction) among
+    close scores: each rank's shortfall exceeds its bound in at most 5 % of them (+ 4
+    standard errors; the union bound is conservative), and the noise does move the picks."""
+    unit, _ = UNITS["2 rows in 2 groups"]
+    scores = (8.0, 6.0, 5.0, 1.0, 7.0)
+    mechanism = shown(loaded, unit, noise=noise, k=k, negate=negate)
+    bounds = sel.shortfall_bounds(mechanism, len(scores))
+    rng = np.random.default_rng(2211)
+    trials = 20_000
+    if k == 1:
+        chosen = sel.report_noisy_max(scores, scale=mechanism.scale, noise=noise,
+                                      negate=negate, trials=trials, rng=rng)
+    else:
+        chosen = sel.noisy_top_k(scores, k, scale=mechanism.scale, noise=noise,
+                                 negate=negate, trials=trials, rng=rng)
+    short = shortfalls_over(scores, chosen, negate)
+    assert np.all(short.max(axis=0) > 0)
+    margin = 4 * math.sqrt(0.05 * 0.95 / trials)
+    assert np.all(np.mean(short > bounds, axis=0) <= 0.05 + margin)
+
+
+def test_the_shortfall_sentence_says_the_bound_per_rank():
+    mechanism = sel.teaching_mechanism(noise="gumbel", measure="pure", level=1.0,
+                                       sensitivity=1.0, monotonic=True, k=2, negate=True)
+    said = sel.shortfall_sentence(mechanism, 4, source="typed")
+    b = 2.0   # k·Δ/ε
+    first, second = (sel.up(closed_shortfall("gumbel", b, m, 0.05)) for m in (4, 3))
+    assert said.startswith("With 95 % for each rank on its own, the candidate picked at "
+                           "each rank has a true score within E of the smallest true score")
+    assert f"rank 1 within {first}, rank 2 within {second}" in said
+    assert "A release drawing this noise at this scale states the same bound." in said
+    one = sel.teaching_mechanism(noise="laplace", measure="pure", level=1.0, sensitivity=1.0,
+                                 monotonic=True, k=1, negate=False)
+    said = sel.shortfall_sentence(one, 4, source="data")
+    assert said.startswith(f"With 95 %, the chosen category's true count is within "
+                           f"{sel.up(closed_shortfall('laplace', 1.0, 4, 0.05))} of the top "
+                           "true count")
+    assert "A release drawing this noise at this scale states the same bound." in said

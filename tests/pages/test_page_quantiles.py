@@ -406,3 +406,18 @@ def test_the_query_added_is_the_query_whose_law_is_shown(tiny_folder):
         assert part.scale == pytest.approx(2 * 1.5 / math.sqrt(0.125), rel=1e-12)
         expected = brute_force(TINY, GRID, q, 2 * 1.5 / part.scale, 1.5)
         np.testing.assert_allclose(shown[name][1], expected, rtol=1e-9, atol=1e-15)
+
+
+def test_each_release_shows_its_rank_bound_in_words(tiny_folder):
+    """Issue 22: the median at ε = 1 (Δ = 1/2, permute-and-flip b = 2Δ/ε = 1) over the 8
+    candidates: with 95 %, the released median's rank error is at most b·ln(7/(2·0.05))
+    = ln 70 rows more than the best grid value's (the union bound on the Laplace law of two
+    exponential noises' difference), in the table and in words next to the release."""
+    at = tiny_app()
+    want = math.log(7 / 0.1)
+    shown = table(at).iloc[0]["Rank error above the best's, at most (95 %)"]
+    assert want <= float(shown) < want + 1e-3            # rounded up to 4 digits
+    said = next(c.value for c in at.main.caption if c.value.startswith("With 95 %"))
+    assert (f"the released median's rank error is at most {shown} rows more than the best "
+            "grid value's") in said
+    assert "never the data" in said

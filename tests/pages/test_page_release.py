@@ -72,7 +72,8 @@ def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
     assert any("Released and recorded: entry #1" in s.value for s in at.success)
     frame = released_frame(at)
     assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value", "Lower",
-                                   "Upper"]
+                                   "Upper", "Interval of"]
+    assert set(frame["Interval of"]) == {""}   # a count's and a table's: the true value
     count = frame[frame["Statistic"] == "count"]["Released value"].iloc[0]
     # beside each value its 95 % interval: Laplace ε = 1, half-width ln(1/0.05) (issue 22)
     widths = (frame["Upper"] - frame["Lower"]).tolist()

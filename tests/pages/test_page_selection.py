@@ -339,3 +339,23 @@ def test_a_person_unit_gives_the_plans_part_on_the_page_and_in_the_plan():
     part = build(entry.query, unit).parts[0]
     assert (part.sensitivity, part.mechanism.k) == (3.0, 2)
     assert part.mechanism.scale == pytest.approx(scale, rel=1e-12)
+
+
+def test_the_pick_shows_its_shortfall_bound_next_to_it(page):
+    """Issue 22: Adult's 16 education counts, permute-and-flip at b = 1/ε = 1: the union
+    bound 15·P(Z − Z' > E) = 5 % on the Laplace law of two exponential noises' difference,
+    e^(−E)/2 = 0.05/15, E = ln 150, shown rounded up; per rank for a top-2 of typed scores
+    (not monotonic: b = k·2Δ/ε = 4) over 5, then 4 candidates."""
+    said = next(c.value for c in page.caption if c.value.startswith("With 95 %"))
+    shown = float(re.search(r"true count is within ([\d.]+) of the top true count", said)[1])
+    assert math.log(150) <= shown < math.log(150) + 1e-3
+    assert "A release drawing this noise at this scale states the same bound" in said
+    page.selectbox(key="sel_source").select("typed").run()
+    page.text_input(key="sel_scores_text").input("0, 2, 4, 6, 8").run()
+    page.selectbox(key="sel_k").select(2).run()
+    assert not page.exception
+    said = next(c.value for c in page.caption if c.value.startswith("With 95 %"))
+    ranks = [float(x) for x in re.findall(r"rank \d within ([\d.]+)", said)]
+    want = [4 * math.log(m / 0.1) for m in (4, 3)]
+    assert len(ranks) == 2 and all(w <= r < w + 1e-2 for r, w in zip(ranks, want, strict=True))
+    assert "A release drawing this noise at this scale states the same bound" in said

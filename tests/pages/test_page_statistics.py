@@ -405,8 +405,29 @@ def test_another_release_shows_its_own_interval(stats_page):
     assert 2 * 90 * math.log(20) <= high - low < 2 * 90 * math.log(20) + 2
 
 
-def test_a_variance_says_it_has_no_interval_yet(stats_page):
+def test_a_variance_shows_its_interval_from_its_three_noisy_parts(stats_page):
+    """Issue 22: the variance of age in [17, 90] (h = 36.5) at ε = 1, each part at ε/3
+    (Laplace b = 3, 3h, 3h²) within b·ln 60 (98.33 %); S₂/n − (S₁/n)² by interval
+    arithmetic with n at least 1, clipped to [0, h²]; the ends shown rounded outwards."""
     at = stats_page
     at.selectbox(key="stats_query").select("variance").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("no interval for the true variance is given here yet" in c.value for c in at.caption)
+    low, high = shown_interval(at, "variance")
+    sentence = next(c.value for c in at.caption if "interval for the true variance" in c.value)
+    assert "98.33% interval" in sentence and "conservative" in sentence
+    count, deviations, squares = (shown_number(x) for x in re.search(
+        r"noisy count (-?[\d,.]+), the noisy sum of deviations (-?[\d,.]+) and the noisy "
+        r"sum of squared deviations (-?[\d,.]+)", sentence).groups())
+    reach, half = math.log(60), 36.5
+    n_low = max(count - 3 * reach, 1.0)
+    n_high = max(count + 3 * reach, n_low)
+    d_low, d_high = deviations - 3 * half * reach, deviations + 3 * half * reach
+    s_low, s_high = squares - 3 * half**2 * reach, squares + 3 * half**2 * reach
+    m = [d / n for d in (d_low, d_high) for n in (n_low, n_high)]
+    q = [s / n for s in (s_low, s_high) for n in (n_low, n_high)]
+    square_low = 0.0 if min(m) <= 0 <= max(m) else min(x * x for x in m)
+    want_low = min(max(min(q) - max(x * x for x in m), 0.0), half**2)
+    want_high = min(max(max(q) - square_low, 0.0), half**2)
+    # the parts are shown to four significant digits: the ends move by a few units at most
+    assert low == pytest.approx(want_low, abs=5) and high == pytest.approx(want_high, abs=5)
+    assert low <= want_high and 0 <= low <= high <= half**2
