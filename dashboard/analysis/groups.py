@@ -25,12 +25,12 @@ from dashboard.analysis.intervals import (
     CONDITIONAL,
     KEPT,
     RATIO,
-    SimulatedPart,
     as_arrays,
     has_method,
     kind_intervals,
     mean_intervals,
     method_of,
+    simulated_part,
 )
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
@@ -373,7 +373,7 @@ def group_intervals(release: GroupsRelease, alpha: float = 1 - CONFIDENCE
         else:
             values, of, part = release.noisy_counts, additive_intervals, parts.counts
         values = np.asarray(values, dtype=np.float64)
-        found = as_arrays(of(SimulatedPart(part), values.reshape(-1), alpha), values.shape)
+        found = as_arrays(of(simulated_part(part), values.reshape(-1), alpha), values.shape)
     if found is None:   # pragma: no cover — every kind the page builds gives intervals
         return None
     low, high = (np.where(release.kept, np.asarray(end, dtype=np.float64), np.nan)

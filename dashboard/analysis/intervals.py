@@ -7,17 +7,16 @@ built parts' laws and the simulated noisy values only (issue 22).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dashboard.analysis.plan_simulation import SimulatedPart, simulated_part, simulated_parts
 from dashboard.shown import down, up
 from dpcore.intervals import mean_interval, variance_interval
-from dpcore.quantiles import quantile_fraction
 from plan.build import Built, Part
 
-__all__ = ["SimulatedPart", "simulated_parts", "as_arrays", "kind_intervals",
+__all__ = ["SimulatedPart", "simulated_part", "simulated_parts", "as_arrays", "kind_intervals",
            "mean_intervals", "variance_intervals", "method_of", "has_method", "RATIO",
            "SPREAD", "CONDITIONAL", "KEPT", "interval_text"]
 
@@ -29,32 +28,6 @@ Interval = tuple[NDArray[np.float64], NDArray[np.float64]]
 #: selection's, conditional on being kept (its count the selection's own) or kept (its
 #: value's noise drawn apart).
 RATIO, SPREAD, CONDITIONAL, KEPT = "mean", "variance", "conditional", "kept"
-
-
-@dataclass(frozen=True)
-class SimulatedPart:
-    """A built part handed to its kind the way a release hands it its measurement
-    (``release.measurements.Certified``: ``part``, ``opendp_scale``, ``integer``). A page
-    draws at the plan's own scale, so the interval is read at it (in OpenDP's units)."""
-
-    part: Part
-
-    @property
-    def opendp_scale(self) -> float:
-        """The scale in the units OpenDP's measurement reads: a quantile's scores are den
-        times its rank errors (``release.measurements``), so is its scale."""
-        scale = float(self.part.mechanism.scale)
-        if self.part.quantile is None:
-            return scale
-        return scale * quantile_fraction(self.part.quantile)[1]
-
-    @property
-    def integer(self) -> bool:
-        return self.part.integer
-
-
-def simulated_parts(built: Built) -> tuple[SimulatedPart, ...]:
-    return tuple(SimulatedPart(part) for part in built.parts)
 
 
 def as_arrays(pairs: Sequence[tuple[float, float] | None], shape: tuple[int, ...]

@@ -25,7 +25,7 @@ from engine.sources import Source
 from plan.build import Built, NoisyMax, Part, PartitionThreshold, build_plan
 from plan.model import Plan
 
-__all__ = ["SimulatedPart", "simulated_parts", "simulate_plan"]
+__all__ = ["SimulatedPart", "simulated_part", "simulated_parts", "simulate_plan"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,7 +38,7 @@ class SimulatedPart:
     part: Part
     integer: bool
     opendp_scale: float
-    rng: np.random.Generator
+    rng: np.random.Generator | None = None
     note: str = ""
 
     def draw(self, value: Any) -> Any:
@@ -71,7 +71,9 @@ class SimulatedPart:
                         f"({type(mechanism).__name__})")
 
 
-def _simulated(part: Part, rng: np.random.Generator) -> SimulatedPart:
+def simulated_part(part: Part, rng: np.random.Generator | None = None) -> SimulatedPart:
+    """``part`` as its measurement hands it to the kind: whole-number input, the scale in the
+    units of the scores it draws on; drawn with ``rng`` (None: to read its interval only)."""
     mechanism = part.mechanism
     if isinstance(mechanism, AdditiveMechanism):
         return SimulatedPart(part, spec_of(mechanism).integer_only, mechanism.scale, rng)
@@ -85,9 +87,11 @@ def _simulated(part: Part, rng: np.random.Generator) -> SimulatedPart:
     raise TypeError(f"no simulation for the part {part.name!r} ({type(mechanism).__name__})")
 
 
-def simulated_parts(built: Built, rng: np.random.Generator) -> tuple[SimulatedPart, ...]:
-    """Every part of ``built``, in its order, drawn with ``rng``."""
-    return tuple(_simulated(part, rng) for part in built.parts)
+def simulated_parts(built: Built, rng: np.random.Generator | None = None
+                    ) -> tuple[SimulatedPart, ...]:
+    """Every part of ``built``, in its order, drawn with ``rng`` (None: to read the kind's
+    intervals only, as a page does for the values it drew itself)."""
+    return tuple(simulated_part(part, rng) for part in built.parts)
 
 
 def simulate_plan(plan: Plan, source: Source, *, seed: int, engine: Engine | None = None
