@@ -180,7 +180,8 @@ def _canonical_value(text: str, number: str, missing: str) -> str:
 
 def _digest_sql(names: list[str]) -> tuple[str, list[str]]:
     """The digest's SELECT over columns ``c0 … c{n-1}`` (in sorted-name order): each row's
-    values cast to text into one list, each value's canonical text, the row's text
+    values cast to text into one list (a value is NULL as text exactly when it was NULL),
+    each value's canonical text, the row's text
     (length-prefixed values joined by ``|``, so no separator is ambiguous), and the multiset
     of rows as the sums of the rows' 128-bit MD5 halves.
 
