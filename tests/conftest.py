@@ -123,6 +123,35 @@ def _a_ledger_of_the_test_session(tmp_path_factory):
     os.environ["EPSILON_LAB_LEDGER"] = str(tmp_path_factory.mktemp("ledger") / "ledger.sqlite")
 
 
+def _scan_installed_components_once() -> None:
+    """Every new AppTest scans the metadata of every installed package for Streamlit
+    components (a quarter of a CPU second per AppTest here). The installed packages do not
+    change during a test run: the scan runs once per process and its answer is reused.
+    Patched only once the tests have imported streamlit (a dpcore-only run never does)."""
+    if "streamlit" not in sys.modules:
+        return
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    if getattr(scan, "scanned_once", False):
+        return
+    found: list = []
+
+    def scan_once(max_workers: int | None = None) -> list:
+        if not found:
+            found.append(scan(max_workers))
+        return list(found[0])
+
+    scan_once.scanned_once = True
+    scan_once.__wrapped__ = scan
+    manifest_scanner.scan_component_manifests = scan_once
+
+
+def pytest_runtest_setup(item):
+    """Before the test's fixtures (a module-scoped one may start an AppTest)."""
+    _scan_installed_components_once()
+
+
 @pytest.fixture(autouse=True)
 def _plans_of_each_test():
     """Each test starts with no saved plan (an app started without ``open_app`` too)."""

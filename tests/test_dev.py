@@ -46,3 +46,11 @@ def test_readme_documents_the_host_option_and_the_first_run():
     assert "python3 dev.py run --host 0.0.0.0" in readme
     assert "HOST" in readme and "PORT" in readme
     assert "first run" in readme
+
+
+def test_tests_may_cache_bytecode_and_keep_the_rest_of_the_environment():
+    """`dev.py test` lets Python write __pycache__ (git ignores it): with the variable set,
+    each test process compiled the project and rewrote every test module again."""
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "EPSILON_LAB_LEDGER": "/tmp/l.sqlite", "PATH": "/bin"}
+    assert dev.test_environment(env) == {"EPSILON_LAB_LEDGER": "/tmp/l.sqlite", "PATH": "/bin"}
+    assert "__pycache__/" in (dev.ROOT / ".gitignore").read_text().splitlines()

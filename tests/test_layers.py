@@ -9,6 +9,7 @@ and cannot make a cycle at import time). A circle between modules is refused too
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -35,12 +36,18 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of ``path``, parsed once for every check here (read-only)."""
+    return ast.parse(path.read_text())
+
+
 def _top_level_imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
     """The project modules ``name`` imports at module level (``from a import b`` counts as
     a.b when that is a module, else a)."""
     found: set[str] = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    body = list(ast.parse(path.read_text()).body)
+    body = list(_tree(path).body)
     for node in list(body):   # imports for type checking are dependencies too
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             body.extend(node.body)
@@ -126,7 +133,7 @@ def test_no_two_classes_share_a_name():
     ``class`` statement is not."""
     where: dict[str, list[str]] = {}
     for name, path in _modules().items():
-        for node in ast.parse(path.read_text()).body:
+        for node in _tree(path).body:
             if isinstance(node, ast.ClassDef):
                 where.setdefault(node.name, []).append(name)
     assert {c: m for c, m in where.items() if len(m) > 1} == {}
@@ -135,7 +142,7 @@ def test_no_two_classes_share_a_name():
 def _every_import(path: Path) -> set[str]:
     """The top packages a module imports anywhere: at module level or lazily in a function."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             found.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:

@@ -97,7 +97,10 @@ def _readme_lists() -> tuple[list[str], list[str]]:
 BAD, ODD = _readme_lists()
 BAD = [f for f in BAD if f not in LOADS_IN_THE_APP]
 ODD = ODD + [f for f in LOADS_IN_THE_APP if f not in ODD]
-CORPUS = sorted(p.name for p in DATA.iterdir() if p.name not in ("README.md", "make_corpus.py"))
+# Files only: importing make_corpus.py (tests/dashboard/test_datasets.py) may leave a
+# __pycache__ folder here.
+CORPUS = sorted(p.name for p in DATA.iterdir()
+                if p.is_file() and p.name not in ("README.md", "make_corpus.py"))
 
 
 def unescaped(text: str) -> str:
