@@ -26,7 +26,7 @@ import streamlit as st
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS
-from dpcore.figures import lower, upper
+from dpcore.figures import lower, percent_lower, upper
 from engine.sources import FrameSource
 from plan import model
 
@@ -107,12 +107,13 @@ def released_table(release: Any) -> pd.DataFrame:
 
 
 def interval_caption(level: float) -> str:
-    """What the Lower and Upper columns are, in words."""
-    return (f"Lower and Upper: a {level:.0%} interval for each true value, for the noise "
-            "alone — from the mechanism's law, its scale, the released value and the declared "
-            "bounds, never the data. Histograms and tables: per cell; noise kept within an "
-            "answer range (clamped or bounded): conservative; a mean: conservative (its "
-            "sum's and count's intervals at half the error rate each); a variance: "
+    """What the Lower and Upper columns are, in words (the level rounded down: never more
+    coverage than the plan's)."""
+    return (f"Lower and Upper: a {percent_lower(level)} interval for each true value, for "
+            "the noise alone — from the mechanism's law, its scale, the released value and "
+            "the declared bounds, never the data. Histograms and tables: per cell; noise kept "
+            "within an answer range (clamped or bounded): conservative; a mean: conservative "
+            "(its sum's and count's intervals at half the error rate each); a variance: "
             "conservative (its three parts' at a third each); a group found by partition "
             "selection: conditional on being kept. A released category or grid value has no "
             "error: where \"Interval of\" names something, Lower and Upper bound that instead, "

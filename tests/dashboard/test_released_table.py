@@ -36,3 +36,9 @@ def test_the_caption_explains_shortfalls_and_no_longer_says_none_yet():
     assert "95% interval for each true value" in said
     assert "none yet" not in said
     assert "Interval of" in said and "shortfall" in said and "rank error" in said
+
+
+def test_the_caption_never_states_a_level_above_the_plans():
+    # a plan's alpha of 0.005 read "a 100% interval" ({:.0%} rounds to nearest)
+    said = release_panel.interval_caption(0.995)
+    assert "a 99.5% interval" in said and "100%" not in said
