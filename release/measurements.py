@@ -21,8 +21,6 @@ from fractions import Fraction
 from importlib.metadata import version
 from typing import Any
 
-import opendp.prelude as dp
-
 from dpcore.contributions import ContributionBounds, count_sensitivity
 from dpcore.measures import ZCDP, PureDP
 from dpcore.mechanisms import AdditiveMechanism, spec_of
@@ -34,8 +32,27 @@ from release.errors import MapCheckFailed, Unsupported
 __all__ = ["OPENDP_VERSION", "Certified", "certify", "certify_max_rows", "quantile_scores",
            "alpha_fraction"]
 
-dp.enable_features("contrib")
 
+
+@functools.cache
+def _prelude() -> Any:
+    """OpenDP's prelude with its contrib features on, imported on first use: it brings polars,
+    scikit-learn and scipy.stats (2–3 s of CPU), which a page that only opens the ledger or the
+    saved plans (every page's first run) must not wait for (issue 20)."""
+    import opendp.prelude as prelude
+
+    prelude.enable_features("contrib")
+    return prelude
+
+
+class _OpenDP:
+    """``dp.<name>`` is ``opendp.prelude.<name>``, OpenDP imported the first time."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_prelude(), name)
+
+
+dp = _OpenDP()
 #: The OpenDP release behind every real release (recorded in the ledger and the card).
 OPENDP_VERSION = version("opendp")
 

@@ -1,5 +1,6 @@
 """The first page loads without the slow modules: scipy.stats (and scipy.optimize) are imported
-only by the functions that use them, so the Welcome page shows sooner (issue 20).
+only by the functions that use them, and OpenDP only by a release, so the Welcome page shows
+sooner (issue 20).
 
 Each check runs in a fresh interpreter: this process has long imported everything.
 """
@@ -7,6 +8,7 @@ Each check runs in a fresh interpreter: this process has long imported everythin
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 
@@ -14,13 +16,17 @@ from tests.conftest import ROOT
 
 #: Slow to import, and not needed until a page computes something with them.
 LAZY = ("scipy.stats", "scipy.optimize")
+#: Not imported by the Welcome page's first run either: OpenDP (with polars and scikit-learn,
+#: 2–3 s) is for a release, not for opening the ledger's folder or the saved plans.
+FIRST_RUN_LAZY = (*LAZY, "opendp", "polars", "sklearn")
 
 
-def _loaded_after(code: str) -> set[str]:
-    """Which of ``LAZY`` a fresh Python has loaded after running ``code`` in the repository."""
-    probe = f"{code}\nimport sys\nprint(*[m for m in {LAZY!r} if m in sys.modules])"
+def _loaded_after(code: str, lazy: tuple[str, ...] = LAZY, env: dict | None = None) -> set[str]:
+    """Which of ``lazy`` a fresh Python has loaded after running ``code`` in the repository."""
+    probe = f"{code}\nimport sys\nprint(*[m for m in {lazy!r} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, check=False)
+                          text=True, timeout=300, check=False,
+                          env=None if env is None else {**os.environ, **env})
     assert done.returncode == 0, done.stderr
     return set(done.stdout.split())
 
@@ -46,6 +52,27 @@ def test_the_welcome_pages_modules_import_without_scipy_stats_or_optimize():
     modules = _imports_of(ROOT / "app.py") + _imports_of(ROOT / "app_pages" / "home.py")
     assert "dashboard.analysis.welcome" in modules   # the page's own module is among them
     assert _loaded_after("\n".join(f"import {m}" for m in modules)) == set()
+
+
+def test_the_welcome_pages_first_run_imports_none_of_the_slow_modules(tmp_path):
+    """The first script run as a server does it (sidebar, saved plans, the page), not only the
+    modules' own imports: a function it calls may import a slow module."""
+    code = ("from streamlit.testing.v1 import AppTest\n"
+            f"at = AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=120)\n"
+            "at.run()\n"
+            "assert not at.exception, [e.value for e in at.exception]\n"
+            "assert 'What an attacker can learn' in ' '.join(m.value for m in at.markdown)")
+    env = {"EPSILON_LAB_PLANS": str(tmp_path / "plans.sqlite"),
+           "EPSILON_LAB_LEDGER": str(tmp_path / "ledger.sqlite")}
+    assert _loaded_after(code, FIRST_RUN_LAZY, env) == set()
+
+
+def test_opendp_is_imported_when_a_release_needs_it():
+    """``release.measurements`` reads OpenDP on first use, with its contrib features on."""
+    code = ("from release.measurements import alpha_fraction\n"
+            "import sys\nassert 'opendp' not in sys.modules\n"
+            "num, den = alpha_fraction(0.5)\nassert 2 * num == den > 0")   # contrib is on
+    assert "opendp" in _loaded_after(code, ("opendp",))
 
 
 def test_the_lazy_imports_still_work():

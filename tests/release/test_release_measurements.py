@@ -41,6 +41,8 @@ from release.accounting import privacy_spent
 from release.measurements import certify, quantile_scores
 from tests.release_fixtures import cats, visits
 
+dp.enable_features("contrib")   # for OpenDP's own scorers below (release imports it lazily)
+
 
 def _count(noise: Noise) -> PlanQuery:
     return PlanQuery("c", "count", Count(), noise)
