@@ -33,12 +33,11 @@ __all__ = ["OPENDP_VERSION", "Certified", "certify", "certify_max_rows", "quanti
            "alpha_fraction"]
 
 
-
 @functools.cache
 def _prelude() -> Any:
-    """OpenDP's prelude with its contrib features on, imported on first use: it brings polars,
-    scikit-learn and scipy.stats (2–3 s of CPU), which a page that only opens the ledger or the
-    saved plans (every page's first run) must not wait for (issue 20)."""
+    """OpenDP's prelude with its contrib features on, imported on first use: it brings
+    polars, scikit-learn and scipy.stats (about 2 CPU seconds), which a page that only opens
+    the ledger or the saved plans (every page's first run) must not wait for (issue 20)."""
     import opendp.prelude as prelude
 
     prelude.enable_features("contrib")
@@ -53,6 +52,7 @@ class _OpenDP:
 
 
 dp = _OpenDP()
+
 #: The OpenDP release behind every real release (recorded in the ledger and the card).
 OPENDP_VERSION = version("opendp")
 

@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 #: Slow to import, and not needed until a page computes something with them.
 LAZY = ("scipy.stats", "scipy.optimize")
 #: Not imported by the Welcome page's first run either: OpenDP (with polars and scikit-learn,
-#: 2–3 s) is for a release, not for opening the ledger's folder or the saved plans.
+#: about 2 CPU seconds) is for a release, not for opening the ledger's folder or the saved plans.
 FIRST_RUN_LAZY = (*LAZY, "opendp", "polars", "sklearn")
 
 
