@@ -137,7 +137,8 @@ def _duckdb_sql(path: Path) -> None:
                 f"md5(concat_ws('|', '0', person, sex, region, income))) AS r FROM {src} "
                 f"WHERE person IS NOT NULL{where}) t WHERE r <= {MEASURED_K}")
 
-    con = duckdb.connect(config={"memory_limit": "1GB"})
+    con = duckdb.connect(config={"memory_limit": "1GB",   # as the engine's: spills beyond
+                                 "temp_directory": tempfile.mkdtemp(prefix="bench-sql-")})
     con.execute(f"SELECT count(*) FROM {kept('')}").fetchall()
     con.execute(f"SELECT region, count(*) FROM {kept(' AND region IN ' + str(REGIONS), 'region')}"
                 " GROUP BY region").fetchall()
@@ -181,7 +182,8 @@ def _cpu(timed: str) -> float:
     return float(timed.split(" s wall ")[1].split(" s CPU")[0])
 
 
-def measured(folder: Path, sizes: list[int], out: Path) -> None:
+def measured(folder: Path, sizes: list[int], out: Path,
+             formats: tuple[str, ...] = ("csv", "parquet")) -> None:
     """Seconds of the measured release, DuckDB's SQL and the Polars Context, per file (the
     ratios in CPU time), printed and appended to ``out`` as each is measured."""
     import importlib.util
@@ -201,18 +203,24 @@ def measured(folder: Path, sizes: list[int], out: Path) -> None:
             duckdb.connect().execute(
                 f"COPY (SELECT * FROM read_parquet('{parquet}')) TO '{csv}' (HEADER)")
         for path, fmt in ((csv, "csv"), (parquet, "parquet")):
+            if fmt not in formats:
+                continue
+
+            def record(what: str, timed: str, mine: str | None = None) -> None:
+                ratio = "" if mine is None else \
+                    f": release.run/this {_cpu(mine) / _cpu(timed):.2f}x CPU"
+                line = f"{rows:.0e} rows {fmt:7} {what:15} {timed}{ratio}"  # noqa: B023
+                print(line, flush=True)
+                with open(out, "a", encoding="utf-8") as results:
+                    results.write(f"{line}\n")
+
             with Ledger(folder / f"measured-{rows}-{fmt}.sqlite") as ledger:
                 ours = _timed(run, plan, FileSource(path, fmt), ledger=ledger,
                               engine=Engine(DuckDBBackend()))
-            sql = _timed(_duckdb_sql, path)
-            line = (f"{rows:.0e} rows {fmt:7}: release.run {ours}; DuckDB SQL {sql}: "
-                    f"{_cpu(ours) / _cpu(sql):.2f}x CPU")
+            record("release.run", ours)
+            record("DuckDB SQL", _timed(_duckdb_sql, path), ours)
             if polars:
-                context = _timed(_polars_context, path)
-                line += f"; Polars Context {context}: {_cpu(ours) / _cpu(context):.2f}x CPU"
-            print(line, flush=True)
-            with open(out, "a", encoding="utf-8") as results:
-                results.write(f"{line}\n")
+                record("Polars Context", _timed(_polars_context, path), ours)
 
 
 def main(argv: list[str]) -> int:
@@ -221,6 +229,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--spark-rows", type=int, default=10**8)
     parser.add_argument("--measured", help="row counts, e.g. 1e6,1e7: only issue 20's "
                         "measured release (see above)")
+    parser.add_argument("--formats", default="csv,parquet", help="with --measured")
     args = parser.parse_args(argv)
     if args.measured:
         sizes = [int(float(n)) for n in args.measured.split(",")]
@@ -231,9 +240,10 @@ def main(argv: list[str]) -> int:
         results.mkdir(exist_ok=True)
         with open(results / "release_measured.txt", "a", encoding="utf-8") as out:
             out.write(f"# {stamp}, commit {commit}, bench/bench_release.py --measured "
-                      f"{args.measured}, {os.cpu_count()} cores\n")
+                      f"{args.measured} --formats {args.formats}, {os.cpu_count()} cores\n")
         with tempfile.TemporaryDirectory() as tmp:
-            measured(Path(tmp), sizes, results / "release_measured.txt")
+            measured(Path(tmp), sizes, results / "release_measured.txt",
+                     tuple(args.formats.split(",")))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
