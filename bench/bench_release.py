@@ -138,14 +138,16 @@ def _duckdb_sql(path: Path) -> None:
                 f"hash(person, sex, region, income)) AS r FROM {src} "
                 f"WHERE person IS NOT NULL{where}) t WHERE r <= {MEASURED_K}")
 
-    con = duckdb.connect(config={"memory_limit": "1GB",   # as the engine's: spills beyond
-                                 "temp_directory": tempfile.mkdtemp(prefix="bench-sql-")})
-    con.execute(f"SELECT count(*) FROM {kept('')}").fetchall()
-    con.execute(f"SELECT region, count(*) FROM {kept(' AND region IN ' + str(REGIONS), 'region')}"
-                " GROUP BY region").fetchall()
-    con.execute("SELECT sum(greatest(least(income, 250000.0), 0.0)) FROM "
-                f"{kept(' AND income IS NOT NULL', 'income')}").fetchall()
-    con.close()
+    with tempfile.TemporaryDirectory(prefix="bench-sql-") as spill:
+        con = duckdb.connect(config={"memory_limit": "1GB",   # as the engine's, spilling
+                                     "temp_directory": spill})
+        con.execute(f"SELECT count(*) FROM {kept('')}").fetchall()
+        con.execute("SELECT region, count(*) FROM "
+                    f"{kept(' AND region IN ' + str(REGIONS), 'region')} GROUP BY region"
+                    ).fetchall()
+        con.execute("SELECT sum(greatest(least(income, 250000.0), 0.0)) FROM "
+                    f"{kept(' AND income IS NOT NULL', 'income')}").fetchall()
+        con.close()
 
 
 def _polars_context(path: Path) -> None:
