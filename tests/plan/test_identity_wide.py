@@ -178,3 +178,22 @@ def test_a_wide_upload_gets_the_content_hash_of_its_file(tmp_path, monkeypatch):
     digest = content_hash_of(loaded)
     assert digest is not None
     assert digest == _fresh_digest(tmp_path / "upload.csv", monkeypatch)
+
+
+# ---------------------------------------------------------------------------------------------
+# (c) a narrow table's staged digest is the list form's, up to the widest staged table
+
+@pytest.mark.parametrize("form", ["frame", "csv", "parquet"])
+@pytest.mark.parametrize("columns", [1, 6, identity.STAGED_COLUMNS])
+def test_the_staged_digest_is_the_list_forms(tmp_path, monkeypatch, form, columns):
+    table = mixed_table(columns, rows=60, seed=columns + 7)
+    first = table.columns[0]
+    table[first] = table[first].astype(object)
+    table.iloc[:6, 0] = [" 1e400 ", "-inf", "Infinity", "0x10", " TRUE ", "1_000"]  # edges
+    if form == "parquet":
+        table[first] = table[first].astype(str)
+    data = _as(form, table, tmp_path)
+    staged = _fresh_digest(data, monkeypatch)
+    with monkeypatch.context() as patched:
+        patched.setattr(identity, "STAGED_COLUMNS", 0)  # every table in the list form
+        assert _fresh_digest(data, monkeypatch) == staged
