@@ -111,7 +111,9 @@ def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
     if info.numeric:
         return f"CAST({expr} AS DOUBLE)", _missing(expr, info)
     value = f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS DOUBLE)"
-    return value, f"({value} IS NULL OR isnan({value}))"
+    # NULL or NaN, the text read once (isnan(NULL) is NULL): a third of a CSV sum's work
+    # was this test reading each cell twice.
+    return value, f"coalesce(isnan({value}), true)"
 
 
 def _moment(clamped: str, query: BoundedSum) -> str:

@@ -60,3 +60,21 @@ def test_a_bounded_histogram_reads_twice_and_keeps_its_bookkeeping(duck, tmp_pat
                                                   int((codes < 0).sum()))
             assert got.missing_person_rows == int(person_missing.sum()) > 0
             assert got.dropped_rows == int(((codes > 0) & ~person_missing).sum()) - kept.sum()
+
+
+def test_a_text_cell_is_read_once_to_test_whether_it_is_missing(duck, tmp_path):
+    """A CSV's cells are text: whether a value is missing reads its number once, and says
+    missing exactly for the empty, unreadable and not-a-number cells."""
+    cells = ["1.5", " 2 ", "", "x", "nan", "NaN", "-nan", "inf", "-inf", "1e400", "0", "-0",
+             "7", "NA", "1e3"]
+    path = tmp_path / "t.csv"
+    path.write_text("pid,v\n" + "".join(f"{i % 4},{c}\n" for i, c in enumerate(cells)))
+    source = FileSource(path, "csv")
+    query = BoundedSum("v", -10.0, 10.0, Contribution("pid", 10))
+    counts, _ = duck.sql_for(source, query)
+    assert counts[0].count("TRY_CAST") == 1
+    got = duck.run(source, query)
+    readable = ["1.5", " 2 ", "inf", "-inf", "1e400", "0", "-0", "7", "1e3"]
+    assert got.missing == len(cells) - len(readable)
+    assert (got.rows, got.clamped) == (len(readable), 4)  # inf, -inf, 1e400, 1e3
+    assert got.total == 1.5 + 2 + 10 - 10 + 10 + 0 + 0 + 7 + 10
