@@ -4,9 +4,15 @@ in the app (AppTest: the plan imported on the Release plan page, then "Release")
 count, a histogram, a clamped sum, a table) on the 10^8-row Parquet file of
 ``bench_engine.py`` with DuckDB and with Spark local mode (for the record).
 
-Run: ``.venv/bin/python bench/bench_release.py [--big] [--spark-rows N]``. Every release goes
-to a ledger in a temporary folder. Wall-clock seconds (a release is one-off work, timed end to
-end); the CLI's time includes starting Python and importing OpenDP.
+With ``--measured 1e6,1e7`` (issue 20's target): a real release of a count, a 12-region
+histogram and a clamped sum under a 5-rows-per-person unit (``release.run``, DuckDB), against
+the same three aggregates typed into DuckDB's SQL with one ``row_number()`` per person per
+aggregate, and against OpenDP's Polars Context on the same work (when polars is importable), on
+the CSV and the Parquet file; the figures go to ``bench/results/release_measured.txt``.
+
+Run: ``.venv/bin/python bench/bench_release.py [--big] [--spark-rows N] [--measured ROWS]``.
+Every release goes to a ledger in a temporary folder. Wall-clock seconds (a release is one-off
+work, timed end to end); the CLI's time includes starting Python and importing OpenDP.
 """
 
 from __future__ import annotations
@@ -99,11 +105,157 @@ def big(folder: Path, spark_rows: int) -> None:
           f"{cli(folder, plan_path, small, spark):.1f} s")
 
 
+MEASURED_K = 5  # rows per person in the measured plan
+#: DuckDB's SQL ran out of 1 GB (the engine's limit) at 10^7 rows, spilling or not, and of
+#: 2 GB at 10^7 CSV rows (load 8); BENCH_SQL_MEMORY=6GB ran (the release keeps 1 GB)
+SQL_MEMORY = os.environ.get("BENCH_SQL_MEMORY", "1GB")
+REGIONS = tuple(f"region {i:02d}" for i in range(12))
+
+
+def measured_plan() -> model.Plan:
+    """Issue 20's measured release: a count, a 12-region histogram and a clamped sum under a
+    5-rows-per-person unit (the columns of ``bench_engine.generate``)."""
+    laplace = model.Noise("laplace", "pure", epsilon=0.5)
+    return model.Plan(model.Dataset("bench measured"), (
+        model.PlanQuery("rows", "Rows", model.Count(), laplace),
+        model.PlanQuery("regions", "By region", model.Histogram(
+            "region", model.Categories(REGIONS, "public")),
+            model.Noise("geometric", "pure", epsilon=0.5)),
+        model.PlanQuery("income", "Total income", model.Sum(
+            "income", model.Bounds(0.0, 250_000.0, "public")), laplace)),
+        privacy_unit=model.PrivacyUnit("person", MEASURED_K))
+
+
+def _duckdb_sql(path: Path) -> None:
+    """The same three aggregates typed into DuckDB: each truncated by one ``row_number()``
+    per person (ordered by DuckDB's 64-bit hash of the row's values: an md5 ran out of
+    memory at 10^7 rows under the engine's 1 GB), DuckDB's own CSV reader and types."""
+    import duckdb
+
+    src = (f"read_parquet('{path}')" if path.suffix == ".parquet"
+           else f"read_csv('{path}', header = true)")
+
+    def kept(where: str, *cols: str) -> str:
+        listed = "".join(f", {c}" for c in cols)
+        return (f"(SELECT person{listed}, row_number() OVER (PARTITION BY person ORDER BY "
+                f"hash(person, sex, region, income)) AS r FROM {src} "
+                f"WHERE person IS NOT NULL{where}) t WHERE r <= {MEASURED_K}")
+
+    with tempfile.TemporaryDirectory(prefix="bench-sql-") as spill:
+        con = duckdb.connect(config={"memory_limit": SQL_MEMORY, "temp_directory": spill})
+        con.execute(f"SELECT count(*) FROM {kept('')}").fetchall()
+        con.execute("SELECT region, count(*) FROM "
+                    f"{kept(' AND region IN ' + str(REGIONS), 'region')} GROUP BY region"
+                    ).fetchall()
+        con.execute("SELECT sum(greatest(least(income, 250000.0), 0.0)) FROM "
+                    f"{kept(' AND income IS NOT NULL', 'income')}").fetchall()
+        con.close()
+
+
+def _polars_context(path: Path) -> None:
+    """The same release with OpenDP's Polars Context (a count, the histogram with the 12
+    regions as keys, the clamped sum), each query truncated to 5 rows per person."""
+    import opendp.prelude as dp
+    import polars as pl
+
+    dp.enable_features("contrib")
+    frame = pl.scan_parquet(path) if path.suffix == ".parquet" else pl.scan_csv(path)
+    context = dp.Context.compositor(
+        data=frame, privacy_unit=dp.unit_of(contributions=MEASURED_K,
+                                            identifier=pl.col("person")),
+        privacy_loss=dp.loss_of(epsilon=1.5), split_evenly_over=3,
+        margins=[dp.polars.Margin(by=[], max_length=10**9)])
+    context.query().truncate_per_group(MEASURED_K).select(dp.len()).release().collect()
+    context.query().truncate_per_group(MEASURED_K).group_by("region").agg(dp.len()).with_keys(
+        pl.LazyFrame({"region": list(REGIONS)})).release().collect()
+    context.query().truncate_per_group(MEASURED_K).select(
+        pl.col("income").fill_null(0.0).dp.sum((0.0, 250_000.0))).release().collect()
+
+
+def _timed(work, *args, **kwargs) -> str:
+    """Wall and CPU seconds of one call (all of this process's threads: DuckDB's, Polars'),
+    and the machine's load before it (the CPU time is the steadier figure on a shared
+    machine)."""
+    load = os.getloadavg()[0]
+    wall, cpu = time.perf_counter(), time.process_time()
+    work(*args, **kwargs)
+    return f"{time.perf_counter() - wall:7.2f} s wall {time.process_time() - cpu:7.2f} s CPU " \
+           f"(load {load:.1f})"
+
+
+def _cpu(timed: str) -> float:
+    return float(timed.split(" s wall ")[1].split(" s CPU")[0])
+
+
+def measured(folder: Path, sizes: list[int], out: Path,
+             formats: tuple[str, ...] = ("csv", "parquet"),
+             methods: tuple[str, ...] = ("release", "sql", "polars")) -> None:
+    """Seconds of the measured release, DuckDB's SQL and the Polars Context, per file (the
+    ratios in CPU time), printed and appended to ``out`` as each is measured."""
+    import importlib.util
+
+    import duckdb
+
+    from bench.bench_engine import bench_dir, generate
+    from engine import Engine
+    from engine.duckdb_backend import DuckDBBackend
+
+    polars = importlib.util.find_spec("polars") is not None
+    plan = measured_plan()
+    for rows in sizes:
+        parquet = generate(bench_dir() / f"people_{rows}.parquet", rows)
+        csv = parquet.with_suffix(".csv")
+        if not csv.exists():
+            duckdb.connect().execute(
+                f"COPY (SELECT * FROM read_parquet('{parquet}')) TO '{csv}' (HEADER)")
+        for path, fmt in ((csv, "csv"), (parquet, "parquet")):
+            if fmt not in formats:
+                continue
+
+            def record(what: str, timed: str, mine: str | None = None) -> None:
+                ratio = "" if mine is None else \
+                    f": release.run/this {_cpu(mine) / _cpu(timed):.2f}x CPU"
+                line = f"{rows:.0e} rows {fmt:7} {what:15} {timed}{ratio}"  # noqa: B023
+                print(line, flush=True)
+                with open(out, "a", encoding="utf-8") as results:
+                    results.write(f"{line}\n")
+
+            ours = None
+            if "release" in methods:
+                with Ledger(folder / f"measured-{rows}-{fmt}.sqlite") as ledger:
+                    ours = _timed(run, plan, FileSource(path, fmt), ledger=ledger,
+                                  engine=Engine(DuckDBBackend()))
+                record("release.run", ours)
+            if "sql" in methods:
+                record("DuckDB SQL", _timed(_duckdb_sql, path), ours)
+            if polars and "polars" in methods:
+                record("Polars Context", _timed(_polars_context, path), ours)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--big", action="store_true")
     parser.add_argument("--spark-rows", type=int, default=10**8)
+    parser.add_argument("--measured", help="row counts, e.g. 1e6,1e7: only issue 20's "
+                        "measured release (see above)")
+    parser.add_argument("--formats", default="csv,parquet", help="with --measured")
+    parser.add_argument("--methods", default="release,sql,polars", help="with --measured")
     args = parser.parse_args(argv)
+    if args.measured:
+        sizes = [int(float(n)) for n in args.measured.split(",")]
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True).stdout.strip()
+        results = ROOT / "bench" / "results"
+        results.mkdir(exist_ok=True)
+        with open(results / "release_measured.txt", "a", encoding="utf-8") as out:
+            out.write(f"# {stamp}, commit {commit}, bench/bench_release.py --measured "
+                      f"{args.measured} --formats {args.formats} --methods {args.methods}, "
+                      f"{os.cpu_count()} cores, DuckDB SQL memory {SQL_MEMORY}\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            measured(Path(tmp), sizes, results / "release_measured.txt",
+                     tuple(args.formats.split(",")), tuple(args.methods.split(",")))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         plan_path = folder / "plan.json"

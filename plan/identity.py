@@ -18,6 +18,7 @@ import os
 import stat
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,32 +179,88 @@ def _canonical_value(text: str, number: str, missing: str) -> str:
             f"ELSE 's' || {text} END)")
 
 
-def _digest_sql(names: list[str]) -> tuple[str, list[str]]:
-    """The digest's SELECT over columns ``c0 … c{n-1}`` (in sorted-name order): each row's
-    values cast to text into one list (a value is NULL as text exactly when it was NULL),
-    each value's canonical text, the row's text
-    (length-prefixed values joined by ``|``, so no separator is ambiguous), and the multiset
-    of rows as the sums of the rows' 128-bit MD5 halves.
+#: Up to this many columns the digest reads each value in stages (trimmed text, then its
+#: number) with the canonical text's branches ordered number first; wider tables keep the
+#: one flat list expression (per-column projections once took minutes on a wide table:
+#: tests/plan/test_identity_wide.py). The row texts, and so the digests, are the same.
+STAGED_COLUMNS = 32
 
-    One flat expression whatever the number of columns: the list and its lambdas nest no
-    deeper for a wide table, and work and memory grow linearly in the columns (one DuckDB
-    vector of rows' texts in flight per thread). The row text is the one the first version
-    built as a chain of ``||`` over per-column subqueries (which nested one level per column,
-    and whose ``IN`` lists DuckDB planned as one join per column): the digests are equal.
+
+#: Types whose finite values read back from their text as the same double (DuckDB writes a
+#: DOUBLE as its shortest round-trip text; an integer's text and the integer itself round to
+#: the nearest double alike): their canonical text skips the text. Not FLOAT (its text is
+#: float32's shortest) nor DECIMAL.
+_NUMBER_TYPES = ("DOUBLE", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+                 "USMALLINT", "UINTEGER", "UBIGINT")
+
+
+def _staged_key(i: int, kind: str, markers: str) -> str:
+    """The canonical text of column ``c{i}``'s value in :func:`_staged_row`'s last stage."""
+    if kind in _NUMBER_TYPES:
+        general = _canonical_value(f"trim(CAST(t{i} AS VARCHAR))",
+                                   f"TRY_CAST(trim(CAST(t{i} AS VARCHAR)) AS DOUBLE)",
+                                   f"t{i} IS NULL")
+        return (f"(CASE WHEN isfinite(CAST(t{i} AS DOUBLE)) THEN 'n' || "
+                f"CAST(CAST(t{i} AS DOUBLE) + 0.0 AS VARCHAR) ELSE {general} END)")
+    return (f"(CASE WHEN isfinite(d{i}) THEN 'n' || CAST(d{i} + 0.0 AS VARCHAR) "
+            f"WHEN t{i} IS NULL OR lower(t{i}) IN ({markers}) THEN '' "
+            f"WHEN lower(t{i}) IN ('true', 'false') THEN 'b' || lower(t{i}) "
+            f"ELSE 's' || t{i} END)")
+
+
+def _staged_row(order: list[int], types: dict[int, str]) -> str:
+    """The row text of columns ``order`` (``r``) over ``__SOURCE__``, each value's trimmed
+    text (``t``) and number (``d``) computed once: about half the work of the list form on
+    a narrow table. A finite number is tested first (no missing marker reads as one), so
+    the text is lowered only for a value that is not a number. A value of a number type
+    (``types``: DuckDB's type of each column) is written from its number, and through its
+    text only when it is not finite (NULL, NaN, an infinity)."""
+    markers = ", ".join(f"'{m}'" for m in MISSING_TEXTS)
+    typed = {i for i in order if types.get(i) in _NUMBER_TYPES}
+    trimmed = ", ".join(f'"c{i}" AS t{i}' if i in typed else
+                        f'trim(CAST("c{i}" AS VARCHAR)) AS t{i}' for i in order)
+    numbers = ", ".join(f"t{i}" if i in typed else f"t{i}, TRY_CAST(t{i} AS DOUBLE) AS d{i}"
+                        for i in order)
+    keys = ", ".join(f"{_staged_key(i, types.get(i, ''), markers)} AS k{i}" for i in order)
+    row = "concat(" + ", '|', ".join(f"length(k{i}), ':', k{i}" for i in order) + ")"
+    return (f"SELECT {row} AS r FROM (SELECT {keys} FROM (SELECT {numbers} FROM "
+            f"(SELECT {trimmed} FROM __SOURCE__)))")
+
+
+def _digest_sql(names: list[str], types: Sequence[str] = ()) -> tuple[str, list[str]]:
+    """The digest's SELECT over columns ``c0 … c{n-1}`` (in sorted-name order): each row's
+    values cast to text, each value's canonical text, the row's text (length-prefixed
+    values joined by ``|``, so no separator is ambiguous), and the multiset of rows as the
+    sums of the rows' 128-bit MD5 halves (one MD5 per row: ``md5_number``'s low 64 bits are
+    ``md5_number_upper``, its high 64 bits ``md5_number_lower``).
+
+    A narrow table in stages (:func:`_staged_row`, ``types`` DuckDB's type names of the
+    columns if known); a wide one in one flat expression
+    whatever the number of columns: each row's values in one list (a value is NULL as text
+    exactly when it was NULL) and its lambdas nest no deeper for a wide table, and work and
+    memory grow linearly in the columns (one DuckDB vector of rows' texts in flight per
+    thread). The row text is the one the first version built as a chain of ``||`` over
+    per-column subqueries (which nested one level per column, and whose ``IN`` lists DuckDB
+    planned as one join per column): the digests are equal.
     """
     order = sorted(range(len(names)), key=lambda i: (names[i].strip(), i))
-    cells = ", ".join(f'CAST("c{i}" AS VARCHAR)' for i in order)
-    value = _canonical_value("trim(v)", "TRY_CAST(trim(v) AS DOUBLE)", "v IS NULL")
-    row = (f"array_to_string(list_transform(list_transform([{cells}], lambda v: {value}), "
-           f"lambda k: length(k) || ':' || k), '|')") if order else "''"
-    sql = (f"SELECT count(*), coalesce(sum(CAST(md5_number_upper(r) AS HUGEINT)), 0), "
-           f"coalesce(sum(CAST(md5_number_lower(r) AS HUGEINT)), 0) FROM ("
-           f"SELECT {row} AS r FROM __SOURCE__)")
+    if 0 < len(order) <= STAGED_COLUMNS:
+        rows = _staged_row(order, {i: str(t).upper() for i, t in enumerate(types)})
+    else:
+        cells = ", ".join(f'CAST("c{i}" AS VARCHAR)' for i in order)
+        value = _canonical_value("trim(v)", "TRY_CAST(trim(v) AS DOUBLE)", "v IS NULL")
+        row = (f"array_to_string(list_transform(list_transform([{cells}], lambda v: {value}), "
+               f"lambda k: length(k) || ':' || k), '|')") if order else "''"
+        rows = f"SELECT {row} AS r FROM __SOURCE__"
+    sql = (f"SELECT count(*), coalesce(sum(CAST(m & {2**64 - 1} AS HUGEINT)), 0), "
+           f"coalesce(sum(CAST(m >> 64 AS HUGEINT)), 0) FROM (SELECT md5_number(r) AS m "
+           f"FROM ({rows}))")
     return sql, [names[i].strip() for i in order]
 
 
 def _digest_of(connection, clause: str, params: dict, names: list[str]) -> str:
-    sql, ordered = _digest_sql(names)
+    described = connection.execute(f"SELECT * FROM {clause} LIMIT 0", params).description
+    sql, ordered = _digest_sql(names, [str(d[1]) for d in described])
     rows, upper, lower = connection.execute(sql.replace("__SOURCE__", clause),
                                             params).fetchone()
     h = hashlib.sha256(_DIGEST_FORMAT)

@@ -36,7 +36,7 @@ def _reference_canonical_value(text: str, number: str, missing: str) -> str:
             f"ELSE 's' || {text} END)")
 
 
-def _reference_digest_sql(names: list[str]) -> tuple[str, list[str]]:
+def _reference_digest_sql(names: list[str], types=()) -> tuple[str, list[str]]:
     order = sorted(range(len(names)), key=lambda i: (names[i].strip(), i))
     inner = ", ".join(
         f"c{i} IS NULL AS m{i}, trim(CAST(c{i} AS VARCHAR)) AS t{i}, "
@@ -178,3 +178,43 @@ def test_a_wide_upload_gets_the_content_hash_of_its_file(tmp_path, monkeypatch):
     digest = content_hash_of(loaded)
     assert digest is not None
     assert digest == _fresh_digest(tmp_path / "upload.csv", monkeypatch)
+
+
+# ---------------------------------------------------------------------------------------------
+# (c) a narrow table's staged digest is the list form's, up to the widest staged table
+
+@pytest.mark.parametrize("form", ["frame", "csv", "parquet"])
+@pytest.mark.parametrize("columns", [1, 6, identity.STAGED_COLUMNS])
+def test_the_staged_digest_is_the_list_forms(tmp_path, monkeypatch, form, columns):
+    table = mixed_table(columns, rows=60, seed=columns + 7)
+    first = table.columns[0]
+    table[first] = table[first].astype(object)
+    table.iloc[:6, 0] = [" 1e400 ", "-inf", "Infinity", "0x10", " TRUE ", "1_000"]  # edges
+    if form == "parquet":
+        table[first] = table[first].astype(str)
+    data = _as(form, table, tmp_path)
+    staged = _fresh_digest(data, monkeypatch)
+    with monkeypatch.context() as patched:
+        patched.setattr(identity, "STAGED_COLUMNS", 0)  # every table in the list form
+        assert _fresh_digest(data, monkeypatch) == staged
+
+
+@pytest.mark.parametrize("form", ["frame", "csv", "parquet"])
+def test_typed_numbers_keep_the_digest_at_their_edges(tmp_path, monkeypatch, form):
+    """A number column's value is written from its number, not its text: the same digest
+    for the extremes of doubles and 64-bit integers, NaN of either sign, infinities, -0 and
+    float32 (whose text is not its double's)."""
+    doubles = np.array([5e-324, 1.7976931348623157e308, -0.0, np.nan, -np.nan, np.inf, -np.inf,
+                        0.1, 1 / 3, 2.0**53 + 2, 1e22, -2.5e-310])
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({
+        "double": doubles,
+        "int64": np.array([2**63 - 1, -2**63, 2**53 + 1, 0, -1, 7, *rng.integers(-10**18, 10**18,
+                                                                                 6)]),
+        "uint64": np.array([2**64 - 1, 2**53 + 1, *range(10)], dtype=np.uint64),
+        "float32": doubles.astype(np.float32),
+        "int8": np.arange(-6, 6, dtype=np.int8),
+        "random": rng.standard_normal(12) * 10.0 ** rng.integers(-300, 300, 12),
+    })
+    data = _as(form, table, tmp_path)
+    assert _fresh_digest(data, monkeypatch) == _reference_digest(data, monkeypatch)
