@@ -31,6 +31,8 @@ from engine import Contribution, JointAggregate, JointCells
 
 #: Most cells (declared categories, or bins) a column may have on this page.
 MAX_SYNTHETIC_CATEGORIES = 100
+#: Mirror-descent iterations of the model fit (fewer: faster, rougher).
+DEFAULT_ITERS = 300
 #: The label of a column's extra code in the synthetic rows.
 OTHER = "(missing or other)"
 
