@@ -22,8 +22,9 @@ unit = person.current_unit(dataset_key)
 
 st.title("Synthetic data")
 st.markdown(
-    "Rows that look like the data, drawn from a model fitted to **noisy marginals** (counts "
-    "of one, two or three columns at a time) with OpenDP's marginal-based inference: "
+    "Rows that look like the data, drawn from a model fitted to **noisy marginals** "
+    "([differentially private](./glossary#differential-privacy) counts of one, two or three "
+    "columns at a time) with OpenDP's marginal-based inference: "
     "**AIM** picks the marginals worth measuring one at a time, **MST** measures a tree of "
     "pairs. Only declared cells are used: categories as the schema lists them, numeric "
     "columns through their declared bin edges. Nothing here is recorded as a release.")
