@@ -155,9 +155,13 @@ def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure,
                                     privacy_loss=loss)
     query = context.query(**{measure: budget})
     chosen = _algorithm(dp, algorithm, marginals, pairs or [], names, iters)
-    table = query.contingency_table(keys={n: list(range(s)) for n, s in zip(names, shape,
-                                                                          strict=True)},
-                                    algorithm=chosen).release()
+    if not cells.counts.sum():
+        raise SynthesisError("The table is empty: there are no rows to learn from.")
+    try:
+        table = query.contingency_table(keys={n: list(range(s)) for n, s in zip(
+            names, shape, strict=True)}, algorithm=chosen).release()
+    except dp.OpenDPException as exc:
+        raise SynthesisError(f"OpenDP refused: {str(exc).strip()[:300]}") from exc
     synthetic = table.synthesize(rows=rows)
     # the model's extra (null) key holds no real row: read it as the missing-or-other code
     return np.stack([synthetic[n].fill_null(s - 1).to_numpy().astype(np.int64)

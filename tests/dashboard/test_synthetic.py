@@ -61,6 +61,14 @@ def test_hostile_names_and_an_empty_column_are_counted():
     assert frame_out.iloc[0].tolist() == ["a", sy.OTHER, "[4, 10)"]
 
 
+def test_an_empty_table_is_refused_before_opendp():
+    cells = type("Cells", (), {"codes": np.zeros((0, 2), dtype=np.int64),
+                               "counts": np.zeros(0, dtype=np.int64)})()
+    with pytest.raises(sy.SynthesisError, match="no rows"):
+        sy.generate(cells, (2, 2), measure="epsilon", budget=1.0, max_rows=1,
+                    algorithm="MST")
+
+
 def test_tv_and_cramers_v_on_known_tables():
     assert sy.tv_distance(np.array([1.0, 0.0]), np.array([0.0, 3.0])) == 1.0
     assert sy.tv_distance(np.array([1.0, 1.0]), np.array([2.0, 2.0])) == 0.0
