@@ -28,6 +28,7 @@ from engine import Engine, FileSource, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan import model
 from plan.build import Built, PartitionThreshold, build_plan
+from plan.kinds.synthetic import Synthetic, SyntheticColumn
 from plan.kinds.variance import Variance
 from plan.model import (
     Bounds,
@@ -102,6 +103,10 @@ def every_kind_plan(unit: PrivacyUnit) -> Plan:
         PlanQuery("selection", "Top keys", Selection(KEY, keys, k=2),
                   SelectionNoise("exponential", "pure", epsilon=1.0)),
         PlanQuery("variance", "Variance", Variance(VALUE, bounds), laplace),
+        PlanQuery("synthetic", "Synthetic", Synthetic(
+            (SyntheticColumn(KEY, keys), SyntheticColumn(VALUE, edges=Grid((0.0, 5.0, 10.0),
+                                                                           "public"))),
+            "MST", 100, "pure", epsilon=1.0), None),
     )
     return Plan(Dataset("stability"), queries, unit)
 
@@ -184,6 +189,10 @@ def statistics(built: Built, aggs: tuple, keys: tuple
                 for part, value in zip(built.parts, values, strict=True)}
     if isinstance(q, model.Sum):
         return {"sum": ({(): aggs[0].total}, claimed)}
+    if isinstance(q, Synthetic):  # OpenDP's mbi reads the rows at max_rows (symmetric)
+        cells = dict(zip(map(tuple, aggs[0].codes.tolist()), aggs[0].counts.tolist(),
+                         strict=True))
+        return {"cells": (cells, Claim(unit.max_rows, math.inf, unit.max_rows))}
     if isinstance(q, model.Mean):
         both = mean_sensitivities(ContributionBounds(unit.max_rows), lower=q.bounds.lower,
                                   upper=q.bounds.upper)
