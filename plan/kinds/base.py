@@ -191,6 +191,9 @@ class QueryKind:
     centred: ClassVar[bool] = False
     #: why a page's error chart of it is a simulation only ("" : its error has a closed form)
     error_note: ClassVar[str] = ""
+    #: the dashboard's plan page can show and simulate it (its parts drawn with numpy); a
+    #: synthetic table is released from the command line only
+    on_plan_page: ClassVar[bool] = True
 
     @property
     def value_noun(self) -> str:

@@ -230,6 +230,7 @@ class SyntheticKind(QueryKind):
     statistic = "synthetic rows"
     target = None
     noun = "synthetic row count"
+    on_plan_page = False
 
     def columns(self, spec: Synthetic) -> tuple[str, ...]:
         return spec.names
