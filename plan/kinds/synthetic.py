@@ -52,6 +52,8 @@ MARGINALS = ("one-way", "auto")
 MAX_CATEGORIES = 100
 #: Most synthetic rows a release draws.
 MAX_ROWS_RELEASED = 1_000_000
+#: Most mirror-descent iterations of the model fit (the fit's time grows with them).
+MAX_ITERS = 10_000
 #: The label of a column's extra cell (a value missing or not declared).
 OTHER = "(missing or other)"
 MEASURES = ("pure", "zcdp")
@@ -138,6 +140,9 @@ class Synthetic:
             raise PlanError(f"{path}.rows", f"must be at most {MAX_ROWS_RELEASED:,}, got "
                             f"{self.rows:,}")
         _bounded_int(self.iters, f"{path}.iters")
+        if self.iters > MAX_ITERS:
+            raise PlanError(f"{path}.iters", f"must be at most {MAX_ITERS:,}, got "
+                            f"{self.iters:,}")
         _choice(self.measure, MEASURES, f"{path}.measure")
         if self.measure == "pure":
             if self.epsilon is None:

@@ -127,6 +127,25 @@ def test_neighbouring_datasets_do_not_change_the_accounting(tmp_path, engine):
     assert spent[0] == spent[1]
 
 
+@pytest.mark.slow
+def test_an_empty_table_and_an_empty_column_are_released_not_refused(tmp_path, engine):
+    """What the data holds never refuses a release: no rows at all, or a column with no
+    value, go through the mechanism (the empty column's rows in its missing-or-other cell)."""
+    empty_column = people(3)
+    empty_column[HOSTILE] = None
+    for i, data in enumerate((people(3).iloc[:0], empty_column)):
+        with Ledger(tmp_path / f"{i}.sqlite") as ledger:
+            release = run(synthetic_plan(), FrameSource(data), ledger=ledger, engine=engine)
+            assert len(ledger.releases()) == 1
+        assert sum(count for _, count in release.queries[0].rows) == ROWS
+
+
+def test_too_many_iterations_are_refused_by_the_plan():
+    spec = synthetic_plan().queries[0].query
+    with pytest.raises(PlanError, match="iters: must be at most 10,000"):
+        Synthetic(spec.columns, "MST", ROWS, "pure", epsilon=1.0, iters=10_001).check("q")
+
+
 def test_an_unknown_column_is_refused_before_anything_is_drawn(tmp_path, engine):
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         with pytest.raises(DataMismatch, match="nope"):
