@@ -136,5 +136,6 @@ if len(chosen) >= 3:
         f"**Random 3-way counting queries** ({len(w.real)} conjunctions over "
         f"{len(np.unique(w.axes, axis=0))} marginals), mean absolute error as a fraction "
         f"of the rows: synthetic rows **{w.synthetic_error:.4f}**, the same marginals "
-        f"measured directly with {'Laplace' if measure == 'epsilon' else 'Gaussian'} noise "
-        f"at the same {'ε' if measure == 'epsilon' else 'ρ'} **{w.direct_error:.4f}**.")
+        "measured directly " + ("with Laplace noise at the same ε" if measure == "epsilon"
+                                 else "with Gaussian noise at the same ρ")
+        + f" **{w.direct_error:.4f}**.")
