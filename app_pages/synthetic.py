@@ -1,7 +1,8 @@
 """Synthetic data page (issue 23, first version): synthetic rows drawn by OpenDP's mbi (AIM or
 MST) from the chosen columns' contingency table, and their utility against the real data.
 
-Not a release: nothing is recorded in the ledger (the plan kind "synthetic" is a later step).
+Not a release: nothing is recorded in the ledger. A synthetic table is released for real as a
+plan query of kind "synthetic" (plan/kinds/synthetic.py) with ``python -m release``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ st.markdown(
     "columns at a time) with OpenDP's marginal-based inference: "
     "**AIM** picks the marginals worth measuring one at a time, **MST** measures a tree of "
     "pairs. Only declared cells are used: categories as the schema lists them, numeric "
-    "columns through their declared bin edges. Nothing here is recorded as a release.")
+    "columns through their declared bin edges. Nothing here is recorded as a release: to "
+    "release a synthetic table for real, put it in a plan file (a query of kind "
+    "`synthetic`) and run `python -m release --plan PLAN --data DATA --out DIR`.")
 
 offered = sy.offered_columns(loaded)
 if len(offered) < 2:
