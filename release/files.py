@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from release.run import Release
 
 __all__ = ["FORMULA_TRIGGERS", "escape_cell", "release_csv", "release_json", "release_record",
@@ -79,7 +81,8 @@ def microdata_files(release: Release) -> dict[str, bytes]:
         stream = io.StringIO()
         writer = csv.writer(stream, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
         writer.writerow([escape_cell(h) for h in header])
-        writer.writerows([escape_cell(v) for v in record] for record in records)
+        escape = np.frompyfunc(escape_cell, 1, 1)
+        writer.writerows(escape(records).tolist() if len(records) else [])
         out[f"rows-{q.id}.csv"] = stream.getvalue().encode("utf-8-sig")
     return out
 

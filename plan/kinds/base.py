@@ -341,9 +341,10 @@ class QueryKind:
         """What the exported programs read for this query (plain data)."""
         return {}
 
-    def microdata(self, spec: Any, rows: Rows) -> tuple[tuple[str, ...], list[tuple]] | None:
-        """(header, records) when its released rows are records to publish as a table of
-        their own (a synthetic table's rows); None for statistics."""
+    def microdata(self, spec: Any, rows: Rows) -> tuple[tuple[str, ...], np.ndarray] | None:
+        """(header, records: one row per record, one column per header) when its released
+        rows are records to publish as a table of their own (a synthetic table's rows); None
+        for statistics."""
         return None
 
     def opendp_program_reason(self, spec: Any) -> str:

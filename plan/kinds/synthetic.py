@@ -286,15 +286,15 @@ class SyntheticKind(QueryKind):
                 f"measures noisy marginals of those cells and fits a model; {spec.rows:,} "
                 "synthetic rows are drawn from the model (post-processing, numpy's sampler)"]
 
-    def microdata(self, spec: Synthetic, rows) -> tuple[tuple[str, ...], list[tuple]]:
+    def microdata(self, spec: Synthetic, rows) -> tuple[tuple[str, ...], np.ndarray]:
         """The synthetic rows, one record per row drawn (each distinct row repeated its
-        count)."""
+        count): an array of labels, one column per column."""
+        k = len(spec.columns)
         if not rows:
-            return spec.names, []
-        groups = np.empty(len(rows), dtype=object)
-        groups[:] = [group for group, _ in rows]
+            return spec.names, np.empty((0, k), dtype=object)
+        groups = np.array([group for group, _ in rows], dtype=object).reshape(len(rows), k)
         counts = np.asarray([count for _, count in rows], dtype=np.int64)
-        return spec.names, list(np.repeat(groups, counts))
+        return spec.names, np.repeat(groups, counts, axis=0)
 
     def opendp_program_reason(self, spec: Synthetic) -> str:
         return ("the exported OpenDP program has no synthetic tables; release it here or with "

@@ -16,7 +16,7 @@ import pytest
 
 from engine import Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
-from plan.kinds.synthetic import OTHER, Synthetic, SyntheticColumn
+from plan.kinds.synthetic import KIND, OTHER, Synthetic, SyntheticColumn, synthetic_rows
 from plan.model import (
     Accounting,
     Categories,
@@ -70,6 +70,16 @@ def released(tmp_path_factory, engine):
         release = run(synthetic_plan(), FrameSource(people()), ledger=ledger, engine=engine)
         records = ledger.releases()
     return release, records
+
+
+def test_drawn_codes_become_labelled_rows_and_records():
+    spec = synthetic_plan().queries[0].query
+    rows = synthetic_rows(spec, np.array([[0, 1], [2, 0], [0, 1]]))
+    assert rows == ((("red", "[5, 10)"), 2), ((OTHER, "[0, 5)"), 1))
+    header, records = KIND.microdata(spec, rows)
+    assert header == (HOSTILE, "x")
+    assert records.tolist() == [["red", "[5, 10)"], ["red", "[5, 10)"], [OTHER, "[0, 5)"]]
+    assert KIND.microdata(spec, ())[1].shape == (0, 2)
 
 
 def test_the_plan_round_trips_through_json():
