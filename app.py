@@ -24,6 +24,7 @@ PAGES = [
     st.Page("app_pages/plan.py", title="Release plan", icon=":material/checklist:"),
     st.Page("app_pages/releases.py", title="Releases", icon=":material/history:"),
     st.Page("app_pages/learning.py", title="Private learning", icon=":material/model_training:"),
+    st.Page("app_pages/synthetic.py", title="Synthetic data", icon=":material/dataset:"),
     st.Page("app_pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ]
 

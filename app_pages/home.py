@@ -36,6 +36,7 @@ st.markdown(
 | **Release plan** | all queries in one plan: accounted, split to meet every target, released |
 | **Releases** | the ledger: every real release and each dataset's budget, spent and left |
 | **Private learning** | a differentially private naive Bayes classifier: accuracy against ε |
+| **Synthetic data** | synthetic rows from noisy marginals (AIM, MST), and how close they are |
 | **Glossary** | the words: ε, δ, ρ and zCDP, μ-GDP, PLD, sensitivity, privacy unit and more |
 """
 )

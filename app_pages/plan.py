@@ -27,6 +27,7 @@ from dpcore.accounting import ACCOUNTANT_LABELS, ACCOUNTANTS
 from dpcore.figures import lower as round_down
 from plan import model
 from plan.build import build_plan
+from plan.kinds import kind_of
 
 ss = st.session_state
 VERSION = "plan_editor_version"     # bumped after each applied edit: a fresh editor is drawn
@@ -52,6 +53,13 @@ def import_plan() -> None:
         imported = model.Plan.from_json(upload.getvalue())
     except model.PlanError as exc:
         ss[IMPORT_ERROR] = f"{upload.name} was not loaded: {exc}. The plan below is unchanged."
+        return
+    elsewhere = [q.id for q in imported.queries if not kind_of(q.query).on_plan_page]
+    if elsewhere:
+        ss[IMPORT_ERROR] = (f"{upload.name} was not loaded: its queries {', '.join(elsewhere)} "
+                            "are released from the command line only (python -m release "
+                            "--plan FILE --data DATA --out DIR), not on this page. The plan "
+                            "below is unchanged.")
         return
     ss.pop(IMPORT_ERROR, None)
     plan_store.replace_all(data_key, imported.queries)

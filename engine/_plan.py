@@ -32,6 +32,7 @@ from engine.queries import (
     GroupedSum,
     GroupedSumAggregate,
     HistogramAggregate,
+    JointAggregate,
     NumericBins,
     PersonCells,
     Profile,
@@ -285,6 +286,18 @@ def table_aggregate(rows: Iterable[Sequence[object]], shape: tuple[int, int], *,
         counts = flat.reshape(shape)
     return TableAggregate(counts, row_outside, column_outside, missing, missing_person_rows,
                           dropped)
+
+
+def joint_aggregate(rows: Sequence[Sequence[object]], k: int, *, kept: bool = False,
+                    missing_person_rows: int = 0) -> JointAggregate:
+    """A :class:`JointCells` answer from rows (k codes, count[, rows before truncation]):
+    empty cells left out."""
+    table = np.array(rows, dtype=np.int64).reshape(-1, k + (2 if kept else 1))
+    counts = table[:, k]
+    dropped = int(table[:, k + 1].sum() - counts.sum()) if kept else 0
+    keep = counts > 0
+    return JointAggregate(table[keep, :k], counts[keep], missing_person_rows=missing_person_rows,
+                          dropped_rows=dropped)
 
 
 def grouped_sum_aggregate(rows: Iterable[Sequence[object]], cells: int, exact: bool, *,

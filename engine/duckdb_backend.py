@@ -41,6 +41,7 @@ from engine.queries import (
     FirstRows,
     GroupedSum,
     HistogramAggregate,
+    JointCells,
     NumericBins,
     PersonCells,
     Profile,
@@ -407,6 +408,61 @@ def _compile_binned(query: Binned, columns: Sequence[ColumnInfo],
                                             missing_person_rows=int(r[2][0][0])))
 
 
+def _joint_code(expr: str, info: ColumnInfo, query: JointCells, j: int, where: str
+                ) -> tuple[str, dict[str, object]]:
+    """SQL for column j's 0-based code in a :class:`JointCells` (its size for a missing or
+    other value), and its parameters."""
+    size = query.shape[j] - 1
+    domain = query.domains[j]
+    if query.binned[j]:
+        x, missing = _number(expr, info)
+        n_le = f"len(list_filter(CAST($pts{j} AS DOUBLE[]), p -> p <= {x}))"
+        cell = f"(CASE WHEN {x} = $last{j} THEN {len(domain)} ELSE {n_le} + 1 END)"
+        cell = f"(greatest(least({cell}, {len(domain)}), 2) - 2)"
+        return (f"(CASE WHEN {missing} THEN {size} ELSE {cell} END)",
+                {f"pts{j}": list(domain), f"last{j}": domain[-1]})
+    kind = _plan.match_kind(info, domain, where)
+    params: dict[str, object] = {}
+    if kind != "never":
+        params[f"cats{j}"] = _plan.category_values(kind, domain)
+    cell = _cell(expr, info, kind, f"cats{j}")
+    return f"(CASE WHEN {cell} > 0 THEN {cell} - 1 ELSE {size} END)", params
+
+
+def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
+                   where: str) -> CompiledQuery:
+    indices = [_plan.numeric_column(columns, c, where) if b
+               else _plan.column_index(columns, c, "column", where)
+               for c, b in zip(query.columns, query.binned, strict=True)]
+    params: dict[str, object] = {}
+    codes = []
+    for j, i in enumerate(indices):
+        code, extra = _joint_code(_col(i), columns[i], query, j, where)
+        codes.append(f"{code} AS k{j}")
+        params |= extra
+    keys = ", ".join(f"k{j}" for j in range(len(indices)))
+    k = len(indices)
+    person = _plan.check_contribution(columns, query.contribution, where)
+    if person is None:
+        sql = (f"WITH c AS (SELECT {', '.join(codes)} FROM {_SRC}) "
+               f"SELECT {keys}, count(*) FROM c GROUP BY ALL")
+        return CompiledQuery((sql,), params, lambda r: _plan.joint_aggregate(r[0], k))
+    p = _col(person)
+    p_missing = _missing(p, columns[person])
+    text = "concat_ws(',', " + ", ".join(f"CAST(k{j} AS VARCHAR)" for j in range(k)) + ")"
+    params |= {"k": query.contribution.max_rows, "seed": str(query.contribution.seed)}
+    sql = (f"WITH c AS (SELECT {p} AS pid, {', '.join(codes)} FROM {_SRC} "
+           f"WHERE NOT {p_missing}), t AS (SELECT *, {text} AS key FROM c), "
+           "r AS (SELECT *, row_number() OVER (PARTITION BY pid ORDER BY key) AS r0 FROM t), "
+           "s AS (SELECT *, row_number() OVER (PARTITION BY pid ORDER BY "
+           f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
+           f"SELECT {keys}, count(*) FILTER (WHERE r <= $k), count(*) FROM s GROUP BY ALL")
+    person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"
+    return CompiledQuery((sql, person_stats), params,
+                         lambda r: _plan.joint_aggregate(r[0], k, kept=True,
+                                                         missing_person_rows=int(r[1][0][0])))
+
+
 def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
                          where: str) -> CompiledQuery:
     key = _plan.column_index(columns, query.key, "key", where)
@@ -590,6 +646,7 @@ def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo],
 _COMPILERS: dict[type, Callable[..., CompiledQuery]] = {
     CountRows: _compile_count, BoundedSum: _compile_sum, CategoryCounts: _compile_histogram,
     CategoryTable: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
+    JointCells: _compile_joint,
     RowsPerPerson: _compile_rows_per_person, PersonCells: _compile_person_cells,
     DistinctValues: _compile_distinct,
     Profile: _compile_profile, NumericBins: _compile_bins, FirstRows: _compile_first_rows,

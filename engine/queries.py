@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "Contribution", "CountRows", "BoundedSum", "CategoryCounts", "CategoryTable", "Binned",
-    "GroupedSum",
+    "GroupedSum", "JointCells", "JointAggregate",
     "RowsPerPerson", "PersonCells", "DistinctValues", "Profile", "NumericBins", "FirstRows",
     "Query",
     "CountAggregate", "SumAggregate", "HistogramAggregate", "TableAggregate",
@@ -339,6 +339,57 @@ class GroupedSum:
 
 
 @dataclass(frozen=True)
+class JointCells:
+    """The full contingency table of several columns, as its non-empty cells.
+
+    ``domains[i]`` declares column ``columns[i]``: a tuple of categories, or (with
+    ``binned[i]``) a numeric column's bin edges e₀ < … < e_k, its k bins numpy's with values
+    outside clamped into the first or last bin. A row's code in a column is its category's or
+    bin's 0-based position; a missing value, or one outside the categories, has the code
+    ``len(categories)`` (``k`` for bins): one cell "missing or other" per column, so every row
+    is in exactly one cell. With ``contribution`` each person keeps at most ``max_rows`` rows,
+    ranked by ``md5(seed | row | person id | position)`` among the person's rows sorted by
+    their cell (``max_groups`` does not apply: a person's rows are whole records).
+    """
+
+    columns: tuple[str, ...]
+    domains: tuple[tuple[object, ...], ...]
+    binned: tuple[bool, ...]
+    contribution: Contribution | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.columns, str):
+            raise TypeError("columns must be a list of column names, got a string")
+        columns = tuple(_check_name("columns", c) for c in self.columns)
+        if not columns:
+            raise ValueError("columns must name at least one column")
+        if len(set(columns)) != len(columns):
+            raise ValueError("columns must not repeat a column")
+        binned = tuple(self.binned)
+        domains = tuple(self.domains)
+        if len(binned) != len(columns) or len(domains) != len(columns):
+            raise ValueError("columns, domains and binned must have the same length")
+        if not all(isinstance(b, bool) for b in binned):
+            raise TypeError("binned must hold booleans")
+        domains = tuple(_check_points(d) if b else _check_categories(f"domains of {c!r}", d)
+                        for c, d, b in zip(columns, domains, binned, strict=True))
+        if any(b and len(d) < 2 for d, b in zip(domains, binned, strict=True)):
+            raise ValueError("bin edges must hold at least two numbers")
+        object.__setattr__(self, "columns", columns)
+        object.__setattr__(self, "domains", domains)
+        object.__setattr__(self, "binned", binned)
+        _check_contribution(self.contribution)
+        if self.contribution is not None and self.contribution.max_groups is not None:
+            raise ValueError("max_groups does not apply to joint cells (whole records)")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Each column's number of codes (its cells and the "missing or other" cell)."""
+        return tuple(len(d) if b else len(d) + 1 for d, b in zip(self.domains, self.binned,
+                                                                  strict=True))
+
+
+@dataclass(frozen=True)
 class RowsPerPerson:
     """How many people have 1, 2, 3, … rows, given the person-id column."""
 
@@ -461,14 +512,15 @@ class FirstRows:
 
 
 Query = (CountRows | BoundedSum | CategoryCounts | CategoryTable | Binned | GroupedSum
-         | RowsPerPerson | PersonCells | DistinctValues | Profile | NumericBins | FirstRows)
+         | JointCells | RowsPerPerson | PersonCells | DistinctValues | Profile | NumericBins
+         | FirstRows)
 
 
 def query_key(query: Query) -> str:
     """A stable text key for a query (its repr: floats round-trip, strings are quoted)."""
     if not isinstance(query, CountRows | BoundedSum | CategoryCounts | CategoryTable | Binned
-                      | GroupedSum | RowsPerPerson | PersonCells | DistinctValues | Profile
-                      | NumericBins | FirstRows):
+                      | GroupedSum | JointCells | RowsPerPerson | PersonCells | DistinctValues
+                      | Profile | NumericBins | FirstRows):
         raise TypeError(f"query must be an engine query, got {type(query).__name__}")
     return repr(query)
 
@@ -542,6 +594,22 @@ class TableAggregate:
     dropped_rows: int = 0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "counts", _frozen_ints(self.counts))
+
+
+@dataclass(frozen=True, eq=False)
+class JointAggregate:
+    """The non-empty cells of a :class:`JointCells`: ``codes[r]`` (one code per column) holds
+    ``counts[r]`` rows; ``missing_person_rows`` rows had no person id, ``dropped_rows`` rows
+    were over a person's ``max_rows``."""
+
+    codes: NDArray[np.int64]
+    counts: NDArray[np.int64]
+    missing_person_rows: int = 0
+    dropped_rows: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "codes", _frozen_ints(self.codes))
         object.__setattr__(self, "counts", _frozen_ints(self.counts))
 
 
@@ -679,7 +747,7 @@ class RowsAggregate:
 
 Aggregate = (CountAggregate | SumAggregate | HistogramAggregate | TableAggregate
              | GroupedSumAggregate | RowsPerPersonAggregate | CellsAggregate | DistinctAggregate
-             | ProfileAggregate | BinsAggregate | RowsAggregate)
+             | ProfileAggregate | BinsAggregate | RowsAggregate | JointAggregate)
 
 
 @dataclass(frozen=True)

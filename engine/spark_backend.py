@@ -32,6 +32,7 @@ from engine.queries import (
     DistinctValues,
     FirstRows,
     GroupedSum,
+    JointCells,
     NumericBins,
     PersonCells,
     Profile,
@@ -622,9 +623,15 @@ def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo], where: 
     return plan
 
 
+def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str) -> Plan:
+    raise EngineError(f"Synthetic data's joint cells are counted by DuckDB only for now: "
+                      f"{where} is on Spark (set EPSILON_LAB_ENGINE=duckdb).")
+
+
 _COMPILERS: dict[type, Callable[..., Plan]] = {
     CountRows: _compile_count, BoundedSum: _compile_sum, CategoryCounts: _compile_histogram,
     CategoryTable: _compile_crosstab, Binned: _compile_binned, GroupedSum: _compile_grouped_sum,
+    JointCells: _compile_joint,
     RowsPerPerson: _compile_rows_per_person, PersonCells: _compile_person_cells,
     DistinctValues: _compile_distinct,
     Profile: _compile_profile, NumericBins: _compile_bins, FirstRows: _compile_first_rows,

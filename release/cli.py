@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from plan.model import Plan, PlanError
     from release.card import card_json
     from release.errors import ReleaseRefused
-    from release.files import release_csv, release_json, write_bytes
+    from release.files import microdata_files, release_csv, release_json, write_bytes
     from release.ledger import Ledger, LedgerError
     from release.run import run
 
@@ -127,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_bytes(args.out / "release.csv", release_csv(release))
         write_bytes(args.out / "release.json", release_json(release))
         write_bytes(args.out / "card.json", card_json(release))
+        for name, data in microdata_files(release).items():
+            write_bytes(args.out / name, data)
     except OSError as exc:
         return _fail(BAD_DATA, "files", f"release #{release.record.id} was recorded but its "
                      f"files could not be written to {args.out} ({exc.strerror or exc}); its "

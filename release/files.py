@@ -16,10 +16,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from release.run import Release
 
 __all__ = ["FORMULA_TRIGGERS", "escape_cell", "release_csv", "release_json", "release_record",
-           "release_level", "interval_description", "interval_of", "write_bytes"]
+           "release_level", "interval_description", "interval_of", "write_bytes",
+           "microdata_files"]
 
 #: A cell starting with one of these is run as a formula by Excel, LibreOffice and Sheets
 #: (the same rule as ``dashboard.exports``).
@@ -61,6 +64,27 @@ def release_csv(release: Release) -> bytes:
             writer.writerow([escape_cell(q.id), escape_cell(q.label), escape_cell(q.statistic),
                              escape_cell(" × ".join(group)), escape_cell(value), tag, *bounds])
     return stream.getvalue().encode("utf-8-sig")
+
+
+def microdata_files(release: Release) -> dict[str, bytes]:
+    """``rows-<query id>.csv`` for each query whose released rows are records (a synthetic
+    table): its declared columns, one line per released record (UTF-8 with BOM, text quoted,
+    formulas escaped). Released values only."""
+    from plan.kinds import kind_of
+
+    out = {}
+    for pq, q in zip(release.plan.queries, release.queries, strict=True):
+        table = kind_of(pq.query).microdata(pq.query, q.rows)
+        if table is None:
+            continue
+        header, records = table
+        stream = io.StringIO()
+        writer = csv.writer(stream, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+        writer.writerow([escape_cell(h) for h in header])
+        escape = np.frompyfunc(escape_cell, 1, 1)
+        writer.writerows(escape(records).tolist() if len(records) else [])
+        out[f"rows-{q.id}.csv"] = stream.getvalue().encode("utf-8-sig")
+    return out
 
 
 def release_level(release: Release) -> float:

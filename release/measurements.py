@@ -27,6 +27,7 @@ from dpcore.mechanisms import AdditiveMechanism, spec_of
 from dpcore.quantiles import quantile_fraction
 from dpcore.quantiles import quantile_scores as dpcore_quantile_scores
 from plan.build import Built, Loss, NoisyMax, Part, PartitionThreshold
+from plan.kinds.synthetic import MarginalSynthesis
 from release.errors import MapCheckFailed, Unsupported
 
 __all__ = ["OPENDP_VERSION", "Certified", "certify", "certify_max_rows", "quantile_scores",
@@ -346,6 +347,10 @@ def certify(built: Built) -> tuple[Certified, ...]:
             out.append(_noisy_max(query_id, part, part.quantile, part.score_rows))
         elif isinstance(part.mechanism, PartitionThreshold):
             out.append(_threshold(query_id, part, built.query.threshold.delta))
+        elif isinstance(part.mechanism, MarginalSynthesis):
+            from release.synthesis import certify_synthesis
+
+            out.append(certify_synthesis(query_id, part))
         else:  # an unknown part is refused, never drawn as another
             raise Unsupported(f"query {query_id!r}: no OpenDP measurement for the part "
                               f"{part.name!r} ({type(part.mechanism).__name__})")

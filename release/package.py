@@ -33,7 +33,7 @@ from release.card import (
     not_covered,
     release_card,
 )
-from release.files import _json_safe, release_csv, release_json, release_record
+from release.files import _json_safe, microdata_files, release_csv, release_json, release_record
 from release.run import Release
 
 __all__ = ["SIMULATION_LABEL", "notebook", "release_package", "report_html",
@@ -437,12 +437,14 @@ def _zip(files: Mapping[str, bytes]) -> bytes:
 
 def release_package(release: Release) -> bytes:
     """The zip of a recorded release: release.csv, release.json, card.json, plan.json (the
-    plan as published), program.py and program.ipynb (the published plan's OpenDP program),
+    plan as published), rows-<id>.csv for a query whose released rows are records (a
+    synthetic table), program.py and program.ipynb (the published plan's OpenDP program),
     report.html."""
     published = release.plan.published()
     files = {"release.csv": release_csv(release), "release.json": release_json(release),
              "card.json": card_json(release),
              "plan.json": published.to_json().encode("utf-8")}
+    files |= microdata_files(release)
     files |= _program_files(published)
     files["report.html"] = report_html(release_record(release),
                                        release_card(release)).encode("utf-8")

@@ -242,10 +242,13 @@ def _released(pq: model.PlanQuery, statistic: str, rows: tuple, certified: tuple
 
 def _describe(c: Certified) -> dict[str, Any]:
     from dpcore.mechanisms import AdditiveMechanism, spec_of
+    from plan.kinds.synthetic import MarginalSynthesis
 
     mech = c.part.mechanism
     if isinstance(mech, AdditiveMechanism):
         mechanism = spec_of(mech).kind
+    elif isinstance(mech, MarginalSynthesis):
+        mechanism = f"marginal-based synthesis ({mech.algorithm}, marginals: {mech.marginals})"
     elif hasattr(mech, "threshold"):
         mechanism = f"partition selection ({mech.noise} noise, threshold {mech.threshold:g})"
     else:
@@ -261,8 +264,11 @@ def _describe(c: Certified) -> dict[str, Any]:
 
 def _opendp_name(c: Certified) -> str:
     from plan.build import NoisyMax, PartitionThreshold
+    from plan.kinds.synthetic import MarginalSynthesis
 
     mech = c.part.mechanism
+    if isinstance(mech, MarginalSynthesis):
+        return "opendp.extras.mbi.make_contingency_table, then synthesize"
     if isinstance(mech, NoisyMax):
         return "make_noisy_max" if mech.k == 1 else "make_noisy_top_k"
     if isinstance(mech, PartitionThreshold):

@@ -21,6 +21,7 @@ from plan.kinds import (
     quantiles,
     selection,
     sum,
+    synthetic,
     variance,
 )
 from plan.kinds.base import QueryKind
@@ -30,7 +31,7 @@ __all__ = ["KINDS", "QueryKind", "kind_of", "SPECS"]
 #: Every kind by its name in the plan's JSON.
 KINDS: dict[str, QueryKind] = {k.name: k for k in (
     count.KIND, sum.KIND, mean.KIND, histogram.KIND, crosstab.KIND, group_by.KIND,
-    quantiles.KIND, selection.KIND, max_rows.KIND, variance.KIND,
+    quantiles.KIND, selection.KIND, max_rows.KIND, variance.KIND, synthetic.KIND,
 )}
 #: The plan dataclass of every kind, by name (what ``plan.model`` re-exports).
 SPECS: dict[str, type] = {k.spec.__name__: k.spec for k in KINDS.values()}

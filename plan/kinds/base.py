@@ -191,6 +191,9 @@ class QueryKind:
     centred: ClassVar[bool] = False
     #: why a page's error chart of it is a simulation only ("" : its error has a closed form)
     error_note: ClassVar[str] = ""
+    #: the dashboard's plan page can show and simulate it (its parts drawn with numpy); a
+    #: synthetic table is released from the command line only
+    on_plan_page: ClassVar[bool] = True
 
     @property
     def value_noun(self) -> str:
@@ -337,6 +340,12 @@ class QueryKind:
     def program_record(self, spec: Any) -> dict[str, Any]:
         """What the exported programs read for this query (plain data)."""
         return {}
+
+    def microdata(self, spec: Any, rows: Rows) -> tuple[tuple[str, ...], np.ndarray] | None:
+        """(header, records: one row per record, one column per header) when its released
+        rows are records to publish as a table of their own (a synthetic table's rows); None
+        for statistics."""
+        return None
 
     def opendp_program_reason(self, spec: Any) -> str:
         """Why the exported OpenDP program cannot release it ("" when it can)."""

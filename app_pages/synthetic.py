@@ -1,0 +1,144 @@
+"""Synthetic data page (issue 23, first version): synthetic rows drawn by OpenDP's mbi (AIM or
+MST) from the chosen columns' contingency table, and their utility against the real data.
+
+Not a release: nothing is recorded in the ledger. A synthetic table is released for real as a
+plan query of kind "synthetic" (plan/kinds/synthetic.py) with ``python -m release``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import streamlit as st
+
+from dashboard import charts, controls, exports, person, state
+from dashboard.analysis import synthetic as sy
+from dashboard.text import plain
+
+ss = st.session_state
+loaded = state.dataset()
+dataset_key = state.dataset_key()
+unit = person.current_unit(dataset_key)
+
+st.title("Synthetic data")
+st.markdown(
+    "Rows that look like the data, drawn from a model fitted to **noisy marginals** "
+    "([differentially private](./glossary#differential-privacy) counts of one, two or three "
+    "columns at a time) with OpenDP's marginal-based inference: "
+    "**AIM** picks the marginals worth measuring one at a time, **MST** measures a tree of "
+    "pairs. Only declared cells are used: categories as the schema lists them, numeric "
+    "columns through their declared bin edges. Nothing here is recorded as a release: to "
+    "release a synthetic table for real, put it in a plan file (a query of kind "
+    "`synthetic`) and run `python -m release --plan PLAN --data DATA --out DIR`.")
+
+offered = sy.offered_columns(loaded)
+if len(offered) < 2:
+    st.info(f"{plain(loaded.name)} has fewer than two columns with declared categories or bin "
+            "edges. Declare them on the Data page, or pick another dataset in the sidebar.")
+    st.stop()
+
+chosen = st.multiselect("Columns", offered, default=offered[:min(4, len(offered))],
+                        key="synthetic_columns",
+                        help="Categorical columns, and numeric ones through their declared "
+                             "bin edges.")
+if unit.person_column is None:
+    st.caption("Privacy unit: **one row is one person** (declare a person id on the Data page).")
+else:
+    st.caption(f"Privacy unit: person id **{plain(unit.person_column)}**, each person keeping "
+               f"at most **{unit.max_rows}** rows (the contingency table's contributions).")
+try:
+    columns = sy.choose_columns(loaded, chosen, unit, limit=sy.MAX_SYNTHETIC_CATEGORIES)
+except sy.SynthesisError as exc:
+    st.error(plain(exc))
+    st.stop()
+
+left, middle, right = st.columns(3)
+measure = left.radio("Measure", ["epsilon", "rho"], key="synthetic_measure",
+                     format_func=lambda m: "ε (pure DP)" if m == "epsilon" else "ρ (zCDP)")
+budget = middle.number_input("ε" if measure == "epsilon" else "ρ", min_value=0.001,
+                             max_value=100.0, value=1.0, key="synthetic_budget")
+algorithm = right.radio("Algorithm", ["AIM", "MST"], key="synthetic_algorithm")
+marginal_labels = {"auto": "the algorithm's own selection", "one-way": "all 1-way marginals",
+                   "pairs": "chosen 2-way marginals (AIM)"}
+options = ["auto", "one-way"] + (["pairs"] if algorithm == "AIM" else [])
+marginals = st.radio("Marginals to preserve", options, key="synthetic_marginals",
+                     format_func=marginal_labels.get, horizontal=True)
+pairs: list[tuple[int, int]] = []
+if marginals == "pairs":
+    all_pairs = list(itertools.combinations(range(len(chosen)), 2))
+    picked = st.multiselect("Pairs", [f"{chosen[a]} × {chosen[b]}" for a, b in all_pairs],
+                            key="synthetic_pairs")
+    pairs = [p for p in all_pairs if f"{chosen[p[0]]} × {chosen[p[1]]}" in picked]
+rows = int(st.number_input("Synthetic rows", min_value=10, max_value=200_000, value=1_000,
+                           step=100, key="synthetic_rows"))
+
+settings = (dataset_key, tuple(chosen), unit, measure, budget, algorithm, marginals,
+            tuple(pairs), rows)
+if st.button("Generate", key="synthetic_generate", type="primary"):
+    try:
+        with st.spinner("Counting the table and fitting the model (this takes a while)…"):
+            cells = sy.joint_cells(loaded, columns)
+            codes = sy.generate(cells, columns.shape, measure=measure, budget=budget,
+                                max_rows=unit.max_rows, algorithm=algorithm,
+                                marginals=marginals, pairs=pairs, rows=rows,
+                                iters=sy.DEFAULT_ITERS)
+    except (ValueError, RuntimeError) as exc:
+        st.error(f"The synthetic data could not be generated: {plain(exc, limit=400)}")
+        st.stop()
+    ss["synthetic_result"] = (settings, cells, codes)
+
+result = ss.get("synthetic_result")
+if result is None or result[0] != settings:
+    st.info("Choose the settings, then **Generate**.")
+    st.stop()
+_, cells, codes = result
+frame = sy.synthetic_frame(codes, columns)
+
+st.subheader("Synthetic rows")
+st.dataframe(frame.head(20), hide_index=True, key="synthetic_rows_table")
+st.caption(f"The first 20 of {len(frame):,} synthetic rows. "
+           f"'{sy.OTHER}' stands for a missing value or one outside the declared cells.")
+parameters = {
+    "dataset": loaded.name, "columns": list(chosen), "measure": measure, measure: budget,
+    "algorithm": algorithm, "marginals": marginals, "rows": rows,
+    "privacy_unit": unit.to_dict(),
+    exports.SIMULATION: {**exports.simulation_fields("opendp"),
+                         "warning": "Not a private release: drawn on the dashboard, not "
+                                    "recorded in the ledger. Never publish it."},
+}
+controls.downloads(frame, parameters, key="synthetic_download", file_stem="synthetic-data",
+                   csv_label="Download synthetic rows (CSV)")
+
+st.subheader("Utility against the real data")
+st.warning("**Not private.** These comparisons read the real table: they are for the data "
+           "steward's eyes, like the bounds-cost curve. Never publish them.",
+           icon=":material/visibility:")
+tv = sy.tv_table(cells, codes, columns)
+st.dataframe(tv, hide_index=True, key="synthetic_tv_table",
+             column_config={"TV distance": st.column_config.NumberColumn(format="%.3f")})
+st.caption("Total-variation distance of each marginal (0: the same proportions, 1: disjoint).")
+matrix = sy.tv_pairs(tv, columns)
+st.plotly_chart(charts.tables.table_heatmap(
+    matrix.to_numpy(), list(chosen), list(chosen), title="TV distance per pair (diagonal: "
+    "1-way)", value_name="TV", row_title="column", column_title="column",
+    value_format=".2f", zmin=0.0), key="synthetic_tv_heatmap")
+real_v = sy.association(cells.codes, cells.counts, columns)
+synth_v = sy.association(codes, None, columns)
+vl, vr = st.columns(2)
+for place, title, v, key in ((vl, "Cramér's V, real", real_v, "synthetic_v_real"),
+                             (vr, "Cramér's V, synthetic", synth_v, "synthetic_v_synth")):
+    place.plotly_chart(charts.tables.table_heatmap(
+        v.to_numpy(), list(chosen), list(chosen), title=title, value_name="V",
+        row_title="column", column_title="column", value_format=".2f", zmin=0.0, zmax=1.0),
+        key=key)
+if len(chosen) >= 3:
+    w = sy.workload(cells, codes, columns.shape, measure=measure, budget=budget,
+                    max_rows=unit.max_rows, rng=state.rng(23))
+    st.markdown(
+        f"**Random 3-way counting queries** ({len(w.real)} conjunctions over "
+        f"{len(np.unique(w.axes, axis=0))} marginals), mean absolute error as a fraction "
+        f"of the rows: synthetic rows **{w.synthetic_error:.4f}**, the same marginals "
+        "measured directly " + ("with Laplace noise at the same ε" if measure == "epsilon"
+                                 else "with Gaussian noise at the same ρ")
+        + f" **{w.direct_error:.4f}**.")
