@@ -79,3 +79,23 @@ def test_the_charts_json_is_that_of_plotlys_add_vline(monkeypatch):
     theirs = [fig.to_json() for fig in _figures()]
     assert ours == theirs
     assert all('"shapes"' in figure for figure in ours)
+
+
+def test_two_rows_is_make_subplots_figure_and_each_call_a_new_one():
+    from plotly.subplots import make_subplots
+
+    from dashboard.charts import errors
+
+    theirs = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38],
+                           vertical_spacing=0.06)
+    first, second = errors.two_rows(), errors.two_rows()
+    assert first.to_json() == theirs.to_json()
+    for fig in (first, theirs):
+        fig.add_trace(go.Bar(x=["a"], y=[1]), row=1, col=1)
+        fig.add_trace(go.Bar(x=["a"], y=[-1]), row=2, col=1)
+        fig.update_xaxes(title_text="column", row=2, col=1)
+        fig.update_yaxes(title_text="error", row=2, col=1, zeroline=True)
+    assert first.to_json() == theirs.to_json()
+    assert second.to_json() == make_subplots(rows=2, cols=1, shared_xaxes=True,
+                                             row_heights=[0.62, 0.38],
+                                             vertical_spacing=0.06).to_json()
