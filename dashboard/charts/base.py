@@ -48,7 +48,11 @@ def finish(fig: go.Figure, *, title: str, x_title: str, y_title: str,
 def _spanning(fig: go.Figure, shape_type: str, shape: dict, kwargs: dict) -> go.Figure:
     """What ``fig.add_vline`` (``add_hline``, ``add_vrect``) adds to a figure without subplots:
     the same shape and annotation, the same JSON. Plotly's own rewrites and re-validates every
-    earlier shape on each call (about 5 ms a line, more the more shapes a figure has)."""
+    earlier shape on each call (about 5 ms a line, more the more shapes a figure has). A
+    figure with subplots (a line on each) is left to plotly."""
+    if fig._has_subplots():
+        return getattr(fig, f"add_{shape_type}")(**_plotlys_arguments(shape_type, shape),
+                                                 **kwargs)
     vertical = shape_type in ("vline", "vrect")
     shape_kwargs, annotation_kwargs = shapeannotation.split_dict_by_key_prefix(
         kwargs, "annotation_")
@@ -61,6 +65,14 @@ def _spanning(fig: go.Figure, shape_type: str, shape: dict, kwargs: dict) -> go.
     if annotation is not None:
         fig.add_annotation(annotation, **spans)
     return fig
+
+
+def _plotlys_arguments(shape_type: str, shape: dict) -> dict:
+    if shape_type == "vline":
+        return {"x": shape["x0"]}
+    if shape_type == "hline":
+        return {"y": shape["y0"]}
+    return {"x0": shape["x0"], "x1": shape["x1"]}
 
 
 def vline(fig: go.Figure, x: float, **kwargs) -> go.Figure:

@@ -99,3 +99,17 @@ def test_two_rows_is_make_subplots_figure_and_each_call_a_new_one():
     assert second.to_json() == make_subplots(rows=2, cols=1, shared_xaxes=True,
                                              row_heights=[0.62, 0.38],
                                              vertical_spacing=0.06).to_json()
+
+
+@pytest.mark.parametrize(("kind", "args", "kwargs"), [CASES[0], CASES[6], CASES[7]])
+def test_on_a_figure_with_subplots_each_helper_is_plotlys_own(kind, args, kwargs):
+    from dashboard.charts import errors
+
+    ours, plotlys = errors.two_rows(), errors.two_rows()
+    for fig in (ours, plotlys):
+        fig.add_trace(go.Bar(x=[1, 2], y=[3, 4]), row=1, col=1)
+        fig.add_trace(go.Bar(x=[1, 2], y=[1, -1]), row=2, col=1)
+    getattr(base, kind)(ours, *args, **kwargs)
+    getattr(plotlys, f"add_{kind}")(*args, **kwargs)
+    assert ours.to_json() == plotlys.to_json()
+    assert len(ours.layout.shapes) == 2              # one on each subplot
