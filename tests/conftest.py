@@ -147,9 +147,39 @@ def _scan_installed_components_once() -> None:
     manifest_scanner.scan_component_manifests = scan_once
 
 
+def _compile_each_script_once() -> None:
+    """Every AppTest run starts with empty script caches, so app.py and the page are compiled
+    again on every run (a few ms each, twice a run; a server compiles them once). The code
+    compiled from a script's text is reused for the same text: a changed file is compiled
+    anew. Patched only once the tests have imported streamlit."""
+    if "streamlit" not in sys.modules:
+        return
+    from streamlit import config
+    from streamlit.runtime.scriptrunner import script_cache
+
+    cache = script_cache.ScriptCache
+    if getattr(cache.get_bytecode, "compiled_once", False):
+        return
+    original = cache.get_bytecode
+    compiled: dict[tuple[str, str, bool], object] = {}
+
+    def get_bytecode(self, script_path: str):
+        path = os.path.abspath(script_path)
+        with script_cache.open_python_file(path) as f:
+            key = (path, f.read(), bool(config.get_option("runner.magicEnabled")))
+        if key not in compiled:
+            compiled[key] = original(cache(), path)    # a fresh cache: compiled from the file
+        return compiled[key]
+
+    get_bytecode.compiled_once = True
+    get_bytecode.__wrapped__ = original
+    cache.get_bytecode = get_bytecode
+
+
 def pytest_runtest_setup(item):
     """Before the test's fixtures (a module-scoped one may start an AppTest)."""
     _scan_installed_components_once()
+    _compile_each_script_once()
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
-from dashboard.charts.base import PALETTE, finish
+from dashboard.charts.base import PALETTE, finish, vline
 from dpcore.contributions import MaxRowsSweep
 
 
@@ -31,7 +31,7 @@ def tuning_curve(sweep: MaxRowsSweep, *, current: int, unit: str = "") -> go.Fig
     at_best = float(sweep.rmse[np.searchsorted(x, best)])
     fig.add_trace(go.Scatter(x=[best], y=[at_best], mode="markers", name=f"best: {best:,}",
                              marker={"symbol": "star", "size": 16, "color": PALETTE[0]}))
-    fig.add_vline(x=current, line_dash="dash", line_color="#444")
+    vline(fig, x=current, line_dash="dash", line_color="#444")
     # an annotation on a log axis is placed in log10 units (a shape in data units): placed by
     # add_vline at x = current, "now: 8" sat at 10^8 and stretched the axis to it
     fig.add_annotation(x=math.log10(current), y=1, xref="x", yref="paper", showarrow=False,
@@ -55,8 +55,8 @@ def private_choice_bars(candidates: ArrayLike, probabilities: ArrayLike, *, draw
     fig = go.Figure(go.Bar(x=c[shown], y=p[shown], marker_color=PALETTE[0],
                            hovertemplate="max rows %{x:,}: probability %{y:.3%}"
                                          "<extra></extra>"))
-    fig.add_vline(x=drawn, line_dash="dash", line_color="#444",
-                  annotation_text=f"this simulation: {drawn:,}")
+    vline(fig, x=drawn, line_dash="dash", line_color="#444",
+          annotation_text=f"this simulation: {drawn:,}")
     finish(fig, title=f"Max rows chosen privately: the {q:.0%} quantile of rows per person at "
                       f"ε = {epsilon:g} (exact distribution)",
            x_title="max rows per person", y_title="probability")

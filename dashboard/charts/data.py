@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
-from dashboard.charts.base import PALETTE, finish
+from dashboard.charts.base import PALETTE, finish, vline
 from dashboard.charts.tables import svg_text
 
 #: At most this many bars: a column with more categories shows its most common ones.
@@ -99,8 +99,8 @@ def binned_histogram(binned: tuple[ArrayLike, ArrayLike] | None, *, column: str,
                            x=0.5, y=0.5, xref="paper", yref="paper")
     for bound, label in ((lower, "public lower bound"), (upper, "public upper bound")):
         if bound is not None and math.isfinite(bound):
-            fig.add_vline(x=bound, line_dash="dash", line_color=PALETTE[5],
-                          annotation_text=f"{label} {bound:,.6g}", annotation_position="top")
+            vline(fig, x=bound, line_dash="dash", line_color=PALETTE[5],
+                  annotation_text=f"{label} {bound:,.6g}", annotation_position="top")
     return finish(fig, title=f"Distribution of {name}", x_title=axis, y_title="rows (people)")
 
 
@@ -118,8 +118,8 @@ def rows_per_person(rows: ArrayLike, people: ArrayLike, *, person: str,
         hovertemplate=("%{y:,} people have %{x:,} rows<br>"
                        "rows dropped by the bound: %{customdata:,}<extra></extra>"),
     ))
-    fig.add_vline(x=max_rows + 0.5, line_dash="dash", line_color="#444",
-                  annotation_text=f"max rows = {max_rows:,}", annotation_position="top right")
+    vline(fig, x=max_rows + 0.5, line_dash="dash", line_color="#444",
+          annotation_text=f"max rows = {max_rows:,}", annotation_position="top right")
     name = svg_text(person)
     finish(fig, title=f"Rows per person ({name})", x_title="rows of one person",
            y_title="people (log scale)")

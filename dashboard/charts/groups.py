@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
 from dashboard.charts import errors
-from dashboard.charts.base import PALETTE, TRUE_COLOUR, finish
+from dashboard.charts.base import PALETTE, TRUE_COLOUR, finish, vline
 from dashboard.charts.tables import svg_text
 from dashboard.shown import up
 
@@ -34,8 +34,8 @@ def keep_curve(sizes: ArrayLike, chance: ArrayLike, group_sizes: ArrayLike, kept
                                  marker={"color": colour, "symbol": "line-ns-open", "size": 12},
                                  hovertemplate="a group of %{customdata:,.0f} rows"
                                                "<extra></extra>"))
-    fig.add_vline(x=threshold, line={"color": "#444", "dash": "dash"},
-                  annotation_text=f"threshold {threshold:.4g}")
+    vline(fig, x=threshold, line={"color": "#444", "dash": "dash"},
+          annotation_text=f"threshold {threshold:.4g}")
     fig.update_xaxes(range=[-0.5, x.max() + 0.5])
     return finish(fig, title=title, x_title="Rows in the group (after contribution bounds; "
                                             "larger groups ticked at the right edge)",

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
-from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish
+from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish, vline
 
 BASELINE_NAME = "Non-private model"
 MAJORITY_NAME = "Always guess the commonest class"
@@ -69,7 +69,7 @@ def accuracy_against_epsilon(epsilons: ArrayLike,
             line={"color": colour, "dash": dash, "width": 2},
             hovertemplate=f"{name}: test accuracy {value:.1%} (no privacy)<extra></extra>"))
     if marked_epsilon is not None:
-        fig.add_vline(x=marked_epsilon, line={"color": "#444444", "width": 1, "dash": "dot"})
+        vline(fig, x=marked_epsilon, line={"color": "#444444", "width": 1, "dash": "dot"})
     finish(fig, title=title, x_title="ε (privacy budget of the whole fit, log scale)",
            y_title="test accuracy (share of test rows classified right)", log_x=True,
            height=520)

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
-from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish
+from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish, vline, vrect
 
 #: Up to this many candidates a distribution is drawn with a marker on each.
 _MARKERS_UP_TO = 150
@@ -30,7 +30,7 @@ def quantile_distribution(grid: ArrayLike, probabilities: Sequence[ArrayLike],
             hovertemplate=f"{name}<br>candidate %{{x:,.6g}}<br>P(released) = %{{y:.4g}}"
                           "<extra></extra>"))
         if truth is not None:
-            fig.add_vrect(x0=truth - alpha, x1=truth + alpha, fillcolor=colour,
-                          opacity=BAND_OPACITY / 2, line_width=0)
-            fig.add_vline(x=truth, line={"color": TRUE_COLOUR, "dash": "dot", "width": 1.5})
+            vrect(fig, x0=truth - alpha, x1=truth + alpha, fillcolor=colour,
+                  opacity=BAND_OPACITY / 2, line_width=0)
+            vline(fig, x=truth, line={"color": TRUE_COLOUR, "dash": "dot", "width": 1.5})
     return finish(fig, title=title, x_title=x_title, y_title="Probability of being released")

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
-from dashboard.charts.base import PALETTE, TRUE_COLOUR, finish
+from dashboard.charts.base import PALETTE, TRUE_COLOUR, finish, hline
 from dashboard.charts.tables import svg_text
 
 #: Colours: exact probability, simulated frequency, top-k inclusion.
@@ -116,9 +116,9 @@ def correctness_chart(levels: ArrayLike, curves: Mapping[str, ArrayLike], *,
                            f"{se_text}<extra>{name}</extra>"),
         ))
     if chance is not None:
-        fig.add_hline(y=chance, line={"color": "#777", "dash": "dash", "width": 1.2},
-                      annotation_text=f"picking at random: {chance:.1%}",
-                      annotation_position="bottom right")
+        hline(fig, y=chance, line={"color": "#777", "dash": "dash", "width": 1.2},
+              annotation_text=f"picking at random: {chance:.1%}",
+              annotation_position="bottom right")
     if current_value is not None:
         fig.add_trace(go.Scatter(
             x=[current_level], y=[current_value], name="Chosen setting", mode="markers",

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from numpy.typing import NDArray
 
 from dashboard.charts import errors
-from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish
+from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish, vline, vrect
 from dashboard.charts.tables import svg_text
 from dashboard.shown import up
 
@@ -83,14 +83,14 @@ def error_spread(runs: Sequence[MechanismErrors], *, confidence: float, title: s
         alpha, exact = run.alpha_at(confidence)
         how = "closed form" if exact else "simulated"
         if i == 0:
-            fig.add_vrect(x0=-alpha, x1=alpha, fillcolor=colour, opacity=BAND_OPACITY,
-                          line_width=0, layer="below")
+            vrect(fig, x0=-alpha, x1=alpha, fillcolor=colour, opacity=BAND_OPACITY,
+                  line_width=0, layer="below")
         for sign in (-1, 1):
-            fig.add_vline(x=sign * alpha, line={"color": colour, "dash": "dash", "width": 1.5})
+            vline(fig, x=sign * alpha, line={"color": colour, "dash": "dash", "width": 1.5})
         fig.add_annotation(x=alpha, y=1 - 0.07 * i, yref="paper", xanchor="left",
                            showarrow=False, font={"color": colour, "size": 12},
                            text=f"±{up(alpha)}: {confidence:.0%} ({how})")
-    fig.add_vline(x=0, line={"color": TRUE_COLOUR, "width": 1.5})
+    vline(fig, x=0, line={"color": TRUE_COLOUR, "width": 1.5})
     fig = finish(fig, title=svg_text(title), x_title=svg_text(x_title),
                  y_title="Share of releases per unit of error", height=460)
     # Up to four legend entries: below the plot, where they cannot cover the title.

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
-from dashboard.charts.base import PALETTE, finish
+from dashboard.charts.base import PALETTE, finish, vline
 
 #: Above this many cells the numbers are not written inside the heatmap (they would not fit).
 MAX_ANNOTATED_CELLS = 400
@@ -82,9 +82,9 @@ def l1_error_histograms(edges: ArrayLike, before: ArrayLike, after: ArrayLike, *
             hovertemplate=(f"{name}<br>total L1 error %{{customdata[0]:,.4g}} to "
                            "%{customdata[1]:,.4g}: %{y:.2f}% of releases<extra></extra>"),
         ))
-        fig.add_vline(x=median, line_dash="dash", line_color=colour,
-                      annotation_text=f"median {median:,.3g}", annotation_position=side,
-                      annotation_font_color=colour)
+        vline(fig, x=median, line_dash="dash", line_color=colour,
+              annotation_text=f"median {median:,.3g}", annotation_position=side,
+              annotation_font_color=colour)
     fig.update_layout(barmode="overlay", bargap=0)
     return finish(fig, title=f"Total L1 error of the table over {trials:,} simulated releases",
                   x_title="total L1 error (sum over cells of |released − true|, people)",
