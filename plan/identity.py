@@ -189,8 +189,9 @@ STAGED_COLUMNS = 32
 #: Types whose finite values read back from their text as the same double (DuckDB writes a
 #: DOUBLE as its shortest round-trip text; an integer's text and the integer itself round to
 #: the nearest double alike): their canonical text skips the text. Not FLOAT (its text is
-#: float32's shortest) nor DECIMAL.
-_NUMBER_TYPES = ("DOUBLE", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+#: float32's shortest), DECIMAL, nor HUGEINT (DuckDB's HUGEINT to DOUBLE rounds twice:
+#: 20950946717816088603 lands one double off its text's, and so off its CSV's digest).
+_NUMBER_TYPES = ("DOUBLE", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT",
                  "USMALLINT", "UINTEGER", "UBIGINT")
 
 

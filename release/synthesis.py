@@ -74,11 +74,15 @@ def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
 def certify_synthesis(query_id: str, part: Part) -> Any:
     """The part's OpenDP measurement (built from the plan alone) with the privacy its map
     certifies at ``max_rows`` rows per person; refused if that is above the plan's budget."""
-    import opendp.prelude as dp
     import polars as pl
-    from opendp.extras.polars import make_stable_lazyframe
 
-    from release.measurements import Certified
+    # OpenDP through release.measurements' lazy prelude: its first use turns the contrib
+    # features on (mbi and make_stable_lazyframe need them), whether or not another part of
+    # the release used OpenDP before
+    from release.measurements import Certified, dp
+
+    dp.enable_features("contrib")
+    from opendp.extras.polars import make_stable_lazyframe
 
     spec: MarginalSynthesis = part.mechanism
     names = _names(len(spec.shape))

@@ -218,3 +218,14 @@ def test_typed_numbers_keep_the_digest_at_their_edges(tmp_path, monkeypatch, for
     })
     data = _as(form, table, tmp_path)
     assert _fresh_digest(data, monkeypatch) == _reference_digest(data, monkeypatch)
+
+
+def test_integers_beyond_64_bits_keep_the_digest_of_their_text(tmp_path, monkeypatch):
+    """Python integers past 64 bits (a frame DuckDB reads as HUGEINT): DuckDB's HUGEINT to
+    DOUBLE rounds twice (20950946717816088603 lands one double off its text's), so such a
+    value must be written through its text: the first version's digest, and its CSV's."""
+    table = pd.DataFrame({"big": [20950946717816088603, 2**64 + 2049, -(2**70) - 1, 7]})
+    table.to_csv(tmp_path / "big.csv", index=False)
+    digest = _fresh_digest(table, monkeypatch)
+    assert digest == _reference_digest(table, monkeypatch)
+    assert digest == _fresh_digest(FileSource(tmp_path / "big.csv", "csv"), monkeypatch)

@@ -195,3 +195,21 @@ def test_python_m_release_writes_the_rows_and_the_package_holds_them(tmp_path, c
     with zipfile.ZipFile(package) as zipped:
         assert zipped.read("rows-syn.csv") == rows
         assert "synthetic" in zipped.read("program-unavailable.txt").decode()
+
+
+def test_a_plan_of_one_synthetic_table_is_certified_in_a_fresh_interpreter():
+    """OpenDP is imported lazily (its contrib features on at first use): a release whose only
+    query is a synthetic table must turn them on too, not count on another part having done so
+    earlier in the process (this test process has: the check runs in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = ("from tests.release.test_synthetic_release import synthetic_plan\n"
+            "from release import prepare\n"
+            "(c,) = prepare(synthetic_plan(max_rows=3)).certified[0]\n"
+            "assert c.d_in == 3 and 0 < c.certified.epsilon <= 1.0\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
