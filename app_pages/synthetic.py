@@ -19,6 +19,7 @@ from dashboard.text import plain
 ss = st.session_state
 loaded = state.dataset()
 dataset_key = state.dataset_key()
+upload = dataset_key.startswith("upload:")
 unit = person.current_unit(dataset_key)
 
 st.title("Synthetic data")
@@ -38,10 +39,10 @@ if len(offered) < 2:
             "edges. Declare them on the Data page, or pick another dataset in the sidebar.")
     st.stop()
 
-chosen = st.multiselect("Columns", offered, default=offered[:min(4, len(offered))],
-                        key="synthetic_columns",
-                        help="Categorical columns, and numeric ones through their declared "
-                             "bin edges.")
+chosen = controls.multiselect("Columns", offered, default=offered[:min(4, len(offered))],
+                              key="synthetic_columns", in_url=not upload,
+                              help="Categorical columns, and numeric ones through their "
+                                   "declared bin edges.")
 if unit.person_column is None:
     st.caption("Privacy unit: **one row is one person** (declare a person id on the Data page).")
 else:
@@ -54,24 +55,28 @@ except sy.SynthesisError as exc:
     st.stop()
 
 left, middle, right = st.columns(3)
-measure = left.radio("Measure", ["epsilon", "rho"], key="synthetic_measure",
-                     format_func=lambda m: "ε (pure DP)" if m == "epsilon" else "ρ (zCDP)")
-budget = middle.number_input("ε" if measure == "epsilon" else "ρ", min_value=0.001,
-                             max_value=100.0, value=1.0, key="synthetic_budget")
-algorithm = right.radio("Algorithm", ["AIM", "MST"], key="synthetic_algorithm")
+measure = controls.radio("Measure", ["epsilon", "rho"], key="synthetic_measure",
+                         container=left,
+                         format_func=lambda m: "ε (pure DP)" if m == "epsilon" else "ρ (zCDP)")
+budget = controls.number("ε" if measure == "epsilon" else "ρ", key="synthetic_budget",
+                         default=1.0, min_value=0.001, max_value=100.0, container=middle,
+                         format="%g")
+algorithm = controls.radio("Algorithm", ["AIM", "MST"], key="synthetic_algorithm",
+                           container=right)
 marginal_labels = {"auto": "the algorithm's own selection", "one-way": "all 1-way marginals",
                    "pairs": "chosen 2-way marginals (AIM)"}
 options = ["auto", "one-way"] + (["pairs"] if algorithm == "AIM" else [])
-marginals = st.radio("Marginals to preserve", options, key="synthetic_marginals",
-                     format_func=marginal_labels.get, horizontal=True)
+marginals = controls.radio("Marginals to preserve", options, key="synthetic_marginals",
+                           format_func=marginal_labels.get, horizontal=True)
 pairs: list[tuple[int, int]] = []
 if marginals == "pairs":
     all_pairs = list(itertools.combinations(range(len(chosen)), 2))
-    picked = st.multiselect("Pairs", [f"{chosen[a]} × {chosen[b]}" for a, b in all_pairs],
-                            key="synthetic_pairs")
+    labels = [f"{chosen[a]} × {chosen[b]}" for a, b in all_pairs]
+    picked = controls.multiselect("Pairs", labels, default=labels[:1], key="synthetic_pairs",
+                                  in_url=not upload)
     pairs = [p for p in all_pairs if f"{chosen[p[0]]} × {chosen[p[1]]}" in picked]
-rows = int(st.number_input("Synthetic rows", min_value=10, max_value=200_000, value=1_000,
-                           step=100, key="synthetic_rows"))
+rows = int(controls.number("Synthetic rows", key="synthetic_rows", default=1_000,
+                           min_value=10, max_value=200_000, step=100))
 
 settings = (dataset_key, tuple(chosen), unit, measure, budget, algorithm, marginals,
             tuple(pairs), rows)

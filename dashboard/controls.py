@@ -73,12 +73,30 @@ def pick_list(value: object, options: Sequence[str], default: Sequence[str]) -> 
 
 
 def multiselect(label: str, options: Sequence[str], *, key: str, default: Sequence[str],
-                format_func: Any = str, container: Any = st) -> list[str]:
+                format_func: Any = str, container: Any = st, in_url: bool = True,
+                help: str | None = None) -> list[str]:
     """A multiselect that remembers its choices (mirrored in the URL as a list), kept to the
-    options offered now."""
+    options offered now. ``in_url=False`` keeps them for the session only (an upload's column
+    names)."""
     state.remembered(key, list(default), parse=parse_list)
     st.session_state[key] = pick_list(st.session_state[key], options, default)
-    value = container.multiselect(label, list(options), key=key, format_func=format_func)
+    value = container.multiselect(label, list(options), key=key, format_func=format_func,
+                                  help=help)
+    if in_url:
+        state.remember(key)
+    else:
+        state.remember_in_session(key)
+    return value
+
+
+def radio(label: str, options: Sequence[Any], *, key: str, default: Any = None,
+          format_func: Any = str, container: Any = st, horizontal: bool = False) -> Any:
+    """Radio buttons that remember their choice and mirror it in the URL."""
+    options = list(options)
+    default = options[0] if default is None or default not in options else default
+    state.remembered(key, default, options=options)
+    value = container.radio(label, options, key=key, format_func=format_func,
+                            horizontal=horizontal)
     state.remember(key)
     return value
 
