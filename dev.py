@@ -66,7 +66,7 @@ def run_command(argv: list[str], env: Mapping[str, str]) -> list[str]:
         parser.error("--host must not be empty")
     if not options.port.isdigit() or not 0 < int(options.port) < 65536:
         parser.error(f"--port must be a number from 1 to 65535, got {options.port!r}")
-    return [str(PYTHON), "-m", "streamlit", "run", "app.py",
+    return [str(PYTHON), "serve.py", "run", "app.py",
             "--server.address", options.host.strip(), "--server.port", options.port]
 
 

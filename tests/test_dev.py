@@ -10,7 +10,7 @@ import dev
 
 def served_on(argv: list[str], env: dict[str, str] | None = None) -> tuple[str, str]:
     command = dev.run_command(argv, env or {})
-    assert command[-6:-4] == ["run", "app.py"]
+    assert command[1:-4] == ["serve.py", "run", "app.py"]   # streamlit run, modules preloaded
     options = dict(zip(command[-4::2], command[-3::2], strict=True))
     return options["--server.address"], options["--server.port"]
 

@@ -67,6 +67,26 @@ def test_the_welcome_pages_first_run_imports_none_of_the_slow_modules(tmp_path):
     assert _loaded_after(code, FIRST_RUN_LAZY, env) == set()
 
 
+def test_the_server_imports_the_first_pages_modules_before_it_listens(tmp_path):
+    """``serve.py`` (what ``dev.py run`` starts) imports what a session's first run needs, and
+    nothing slow it does not: after its preload the Welcome page's first run imports no module
+    of the project, pandas, DuckDB, numpy or scipy, and the slow modules stay unloaded."""
+    packages = {"dpcore", "engine", "plan", "release", "dashboard", "pandas", "duckdb",
+                "numpy", "scipy"}
+    code = ("import serve\nserve.preload()\nimport sys\n"
+            f"assert not [m for m in {FIRST_RUN_LAZY!r} if m in sys.modules]\n"
+            "from streamlit.testing.v1 import AppTest\n"
+            f"at = AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=120)\n"
+            "before = set(sys.modules)\n"
+            "at.run()\n"
+            "assert not at.exception, [e.value for e in at.exception]\n"
+            f"new = [m for m in set(sys.modules) - before if m.split('.')[0] in {packages!r}]\n"
+            "assert not new, sorted(new)")
+    env = {"EPSILON_LAB_PLANS": str(tmp_path / "plans.sqlite"),
+           "EPSILON_LAB_LEDGER": str(tmp_path / "ledger.sqlite")}
+    assert _loaded_after(code, FIRST_RUN_LAZY, env) == set()
+
+
 def test_opendp_is_imported_when_a_release_needs_it():
     """``release.measurements`` reads OpenDP on first use, with its contrib features on."""
     code = ("from release.measurements import alpha_fraction\n"

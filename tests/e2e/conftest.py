@@ -53,7 +53,9 @@ def chromium_path() -> str:
 @contextlib.contextmanager
 def running_server(output: list[str] | None = None, *,
                    settings_from_config_only: bool = False) -> Iterator[str]:
-    """Start `streamlit run app.py` headless on a free localhost port; stop it afterwards.
+    """Start the app as ``dev.py run`` does (``serve.py run app.py``: `streamlit run app.py`
+    with the first page's modules imported first), headless on a free localhost port; stop
+    it afterwards.
 
     The server's stdout and stderr are read as they come (a full pipe would stall the server)
     and, when ``output`` is given, appended to it line by line: complete once the block exits.
@@ -65,7 +67,7 @@ def running_server(output: list[str] | None = None, *,
     if not settings_from_config_only:
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "serve.py", "run", "app.py", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port),
          "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
