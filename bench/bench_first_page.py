@@ -1,12 +1,12 @@
 """First page in the browser: from navigation to a drawn Welcome page, cold server and warm.
-
 Run: ``.venv/bin/python bench/bench_first_page.py`` (needs Debian's chromium; about a minute).
-"Cold" starts a new server for each run as ``dev.py run`` does (``serve.py``: the first
-page's modules imported before the server listens, then the page's first script run);
-"warm" opens the page again in a new browser context on a server that has served it once. The time is the page's own clock (``performance.now()``, 0 at
-navigation) at the first moment the Welcome page's title and its attacker sentence are drawn
-and no script run is in progress, polled every animation frame. Prints the times and their
-median for each, and the load average. ``--out FILE`` also appends the table there.
+"Cold" starts a new server for each run as ``dev.py run`` does (``serve.py``: the first page's
+modules imported before the server listens, then the page's first script run); "warm" opens the
+page again in a new browser context on a server that has served it once. The time is the page's
+own clock (``performance.now()``, 0 at navigation) at the first moment the Welcome page's title
+and its attacker sentence are drawn and no script run is in progress, polled every animation
+frame. Prints the times and their median for each, and the load average. ``--out FILE`` also
+appends the table there.
 """
 
 from __future__ import annotations
