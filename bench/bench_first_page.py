@@ -1,4 +1,5 @@
 """First page in the browser: from navigation to a drawn Welcome page, cold server and warm.
+
 Run: ``.venv/bin/python bench/bench_first_page.py`` (needs Debian's chromium; about a minute).
 "Cold" starts a new server for each run as ``dev.py run`` does (``serve.py``: the first page's
 modules imported before the server listens, then the page's first script run); "warm" opens the
