@@ -67,6 +67,7 @@ def test_the_curve_sweeps_the_releases_part(loaded, unit_name, k, noise):
         assert sweep["scale"][i] == part.mechanism.scale
 
 
+@pytest.mark.slow
 def test_typed_scores_take_the_declared_sensitivity(loaded):
     saved = {"sel_source": "typed", "sel_scores_text": "1, 5, 2", "sel_sensitivity": 2.5,
              "sel_noise": "laplace"}
@@ -78,6 +79,7 @@ def test_typed_scores_take_the_declared_sensitivity(loaded):
                                rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_p_correct_is_that_of_the_releases_part(loaded, teams):
     unit, max_rows = UNITS["3 rows per person"]
     saved = {"sel_source": "data", "sel_column": "team", "sel_noise": "laplace"}

@@ -263,6 +263,7 @@ def test_keep_probabilities_match_opendp_release():
     assert np.all(np.abs(share - p) <= 5 * se + 1e-6), (share, p)
 
 
+@pytest.mark.slow
 def test_opendp_releases_a_one_person_group_more_often_than_its_delta():
     """One person, one row (d_in = 1), threshold 6, scale 2: OpenDP's map says δ = 0.031 but its
     release keeps such a group 5.1 % of the time, as our δ = 0.0511 says. 50,000 one-person

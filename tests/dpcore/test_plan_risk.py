@@ -48,6 +48,7 @@ def test_gaussian_plan_is_exact_mu_gdp():
     assert plan_gaussian_mu(MIXED) is None
 
 
+@pytest.mark.slow
 def test_loss_tail_of_a_mixed_plan_holds_by_simulation():
     """P(L > s) <= f for the plan's exact loss (10^6 draws, f = 1e-2 and 1e-3 resolvable);
     and s is not loose: L passes s − 0.3 more often than f."""

@@ -121,6 +121,7 @@ def test_rank_errors_match_opendp_scores():
         assert scorer.map(1) == denominator * quantile_sensitivity(q)
 
 
+@pytest.mark.slow
 def test_distribution_matches_opendp_gumbel_release():
     """OpenDP's score >> make_noisy_max(zCDP, Gumbel noise) at scale 2·D·Δ/ε, run 3,000 times:
     a chi-square test against our exact distribution does not reject (p > 0.001). Its privacy

@@ -59,6 +59,7 @@ def test_laplace_has_numpys_law():
     assert ours.shape == (N,) and ours.dtype == np.float64
 
 
+@pytest.mark.slow
 def test_gumbel_is_gumbel_and_has_numpys_law():
     draws = standard_gumbel((400, 1000), rng=np.random.default_rng(4)).ravel()
     assert np.all(np.isfinite(draws))

@@ -166,6 +166,7 @@ def test_privacy_map_closed_forms(monotonic, k):
             assert rho == pytest.approx(PureDP(eps).to_zcdp().rho, rel=1e-15)
 
 
+@pytest.mark.slow
 def test_opendp_measure_chooses_noise():
     """OpenDP's MaxDivergence noisy max has the exponential-noise selection law, and its
     zCDP one the Gumbel (softmax) law. Scores (0, 2), scale 1: P(index 1) is 1 - e^-2/2 =

@@ -369,6 +369,7 @@ def test_selection_sweep_top_k_is_monte_carlo_and_needs_rng():
         assert p == pytest.approx(exact, abs=0.035)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", ["laplace", "exponential", "gumbel"])
 @pytest.mark.parametrize("target", [0.6, 0.95])
 def test_smallest_epsilon_for_selection_plug_back(noise, target):

@@ -93,6 +93,7 @@ def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
         "Download the release package"]
 
 
+@pytest.mark.slow
 def test_two_releases_differ_and_the_budget_refuses_the_third(ledger_file):
     at = plan_of_two()
     set_budget(at, 4.5)
@@ -250,6 +251,7 @@ def test_a_plan_made_in_the_app_is_released_by_the_command_line_against_one_budg
     assert json.loads(downloads["release.json"])["ledger_entry"] == records[0].id
 
 
+@pytest.mark.slow
 def test_a_budget_of_three_with_two_spent_reads_one_left(ledger_file):
     """Issue 21 item 7: a spent ε of 2 that floats carry as 2.0000000000000004 (1 + 1 added up
     and rounded up) read 'Spent ε = 2.00001' and 'Left ε = 0.999999'; 3 − 2 is 1."""

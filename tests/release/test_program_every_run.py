@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from dpcore.figures import upper
 from plan.model import (
@@ -50,6 +51,7 @@ def _every_run(text: str) -> str:
     return value
 
 
+@pytest.mark.slow
 def test_the_opendp_program_says_each_run_is_a_new_release_and_what_it_spends(tmp_path):
     text = opendp_program(pure_plan())
     said = LEAD + "ε = 0.75 (δ = 0)" + TAIL

@@ -48,6 +48,7 @@ def release_values(out: Path) -> list[list[str]]:
     return [row[:5] for row in rows[1:]]
 
 
+@pytest.mark.slow
 def test_the_example_plan_is_a_valid_plan_for_adult(example_plan):
     plan = Plan.from_json(example_plan.read_bytes())
     assert plan.dataset.name == "adult"
@@ -149,6 +150,7 @@ def adult_truth() -> set[float]:
     return {float(v) for v in truth}
 
 
+@pytest.mark.slow
 def test_the_files_hold_no_true_value(example_plan, tmp_path, capsys):
     """The example plan with continuous noise everywhere (whole-number noise returns a true
     count with probability tanh(ε/4) at ε = 0.5, about 0.12: that is the mechanism, not a

@@ -361,6 +361,7 @@ def app_law(plan: Plan, frame: pd.DataFrame, trials: int, seed: int) -> np.ndarr
     return built.kind.combine(built, noisy)
 
 
+@pytest.mark.slow
 def test_opendp_program_releases_a_variance_with_the_apps_law(tmp_path):
     """The three parts at the plan's scales (closed forms: r/(ε/3), r·h/(ε/3), r·h²/(ε/3)
     with r = 3, h = 40, ε = 1); 300 releases against 20,000 draws of the app's law

@@ -197,6 +197,7 @@ def test_python_m_release_writes_the_rows_and_the_package_holds_them(tmp_path, c
         assert "synthetic" in zipped.read("program-unavailable.txt").decode()
 
 
+@pytest.mark.slow
 def test_a_plan_of_one_synthetic_table_is_certified_in_a_fresh_interpreter():
     """OpenDP is imported lazily (its contrib features on at first use): a release whose only
     query is a synthetic table must turn them on too, not count on another part having done so
