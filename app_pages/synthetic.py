@@ -17,6 +17,12 @@ from dashboard.analysis import synthetic as sy
 from dashboard.text import plain
 
 ss = st.session_state
+#: Beside the downloads: these rows are drawn with OpenDP's fresh noise, not the sidebar's seed.
+UNSEEDED = ("**Not a release.** OpenDP drew these rows' noise afresh (the sidebar's seed plays "
+            "no part), and nothing is recorded: every Generate reads the data again, so "
+            "keeping the best of several tables spends more than the ε or ρ shown. Use them "
+            "to judge the method; never publish them. To publish a synthetic table, release it "
+            "from a plan with `python -m release`, which records what it spends.")
 loaded = state.dataset()
 dataset_key = state.dataset_key()
 upload = dataset_key.startswith("upload:")
@@ -109,11 +115,13 @@ parameters = {
     "algorithm": algorithm, "marginals": marginals, "rows": rows,
     "privacy_unit": unit.to_dict(),
     exports.SIMULATION: {**exports.simulation_fields("opendp"),
-                         "warning": "Not a private release: drawn on the dashboard, not "
-                                    "recorded in the ledger. Never publish it."},
+                         "warning": "Not a release: drawn on the dashboard with OpenDP's fresh "
+                                    "noise (not from a seed) and recorded nowhere; keeping the "
+                                    "best of several generations spends more than the budget "
+                                    "shown. Never publish it."},
 }
 controls.downloads(frame, parameters, key="synthetic_download", file_stem="synthetic-data",
-                   csv_label="Download synthetic rows (CSV)")
+                   csv_label="Download synthetic rows (CSV)", unseeded=UNSEEDED)
 
 st.subheader("Utility against the real data")
 st.warning("**Not private.** These comparisons read the real table: they are for the data "

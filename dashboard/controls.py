@@ -270,31 +270,35 @@ def trials_picker(*, key: str, default: int = 10_000, container: Any = st) -> in
 
 
 def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: str,
-              csv_label: str = "Download noisy values (CSV)", container: Any = st) -> None:
+              csv_label: str = "Download noisy values (CSV)", container: Any = st,
+              unseeded: str | None = None) -> None:
     """Two download buttons: the noisy values as spreadsheet-safe CSV, the parameters as JSON.
 
     ``parameters`` should name the dataset, query, mechanism, measure, ε/δ/ρ, sensitivity,
     scale and seed, so a download can be reproduced. When they hold a simulated release
     (``exports.SIMULATION``), the file names start with "simulated-", the CSV ends with a
     column saying so in every row, and a warning next to the buttons says that anyone with
-    the seed can remove the noise.
+    the seed can remove the noise. ``unseeded`` is what to say instead when the noise does not
+    come from the sidebar's seed (then the seed is not written, and each row's note says so).
     """
     from dashboard import exports
 
     simulated = exports.SIMULATION in parameters
     if simulated:
-        values = exports.with_simulation_column(values)
+        values = exports.with_simulation_column(
+            values, exports.SIMULATION_CELL if unseeded is None else exports.UNSEEDED_CELL)
         file_stem = exports.SIMULATED_PREFIX + file_stem
+    seed = {} if unseeded is not None else {"seed": state.seed()}
     left, right = container.columns(2)
     left.download_button(csv_label, exports.csv_bytes(values),
                          file_name=f"{file_stem}.csv", mime="text/csv", key=f"{key}_csv",
                          on_click="ignore")
     right.download_button("Download parameters (JSON)",
-                          exports.parameters_json({**parameters, "seed": state.seed()}),
+                          exports.parameters_json({**parameters, **seed}),
                           file_name=f"{file_stem}-parameters.json", mime="application/json",
                           key=f"{key}_json", on_click="ignore")
     if simulated:
-        container.caption(exports.SIMULATION_WARNING)
+        container.caption(exports.SIMULATION_WARNING if unseeded is None else unseeded)
 
 
 def release_picker(*, key: str, seed: int, container: Any = st) -> int:

@@ -26,6 +26,8 @@ SIMULATED_PREFIX = "simulated-"
 #: ... and their CSV ends with this column, the same text in every row.
 SIMULATION_COLUMN = "Simulation"
 SIMULATION_CELL = "simulated, not a private release: the seed removes the noise"
+#: The note of a row drawn on the dashboard with fresh noise (not from the seed).
+UNSEEDED_CELL = "drawn on the dashboard, not a release: recorded nowhere, never publish"
 #: What the page says next to the download buttons of a simulated release.
 SIMULATION_WARNING = (
     "**Simulated, not a private release.** The noise comes from the sidebar's seed: anyone "
@@ -63,12 +65,12 @@ def noise_stream(dataset_key: str, frame: pd.DataFrame, *release: object) -> int
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big")
 
 
-def with_simulation_column(frame: pd.DataFrame) -> pd.DataFrame:
+def with_simulation_column(frame: pd.DataFrame, note: str = SIMULATION_CELL) -> pd.DataFrame:
     """``frame`` with a last column saying, in every row, that the values are simulated."""
     name = SIMULATION_COLUMN
     while name in frame.columns:  # a user's column may be called "Simulation"
         name += " (note)"
-    return frame.assign(**{name: SIMULATION_CELL})
+    return frame.assign(**{name: note})
 
 
 def escape_cell(value: Any) -> Any:

@@ -8,6 +8,7 @@ import io
 import pandas as pd
 import pytest
 
+from dashboard import exports
 from dashboard.analysis import synthetic as sy
 from tests.conftest import open_app
 from tests.pages.test_downloads import downloaded, served  # noqa: F401 (a fixture)
@@ -37,6 +38,12 @@ def test_generate_shows_rows_utility_and_downloads(served, monkeypatch):  # noqa
     assert csv_name.startswith("simulated-") and params["simulation"]["private_release"] is False
     frame = pd.read_csv(io.BytesIO(csv_data))
     assert len(frame) == 500 and list(frame.columns[:4]) == ["age", "workclass", "sex", "income"]
+    # OpenDP draws the noise afresh: no seed is claimed to remove it, none is written
+    assert "seed" not in params and "same noise" not in params["simulation"]["warning"]
+    assert set(frame["Simulation"]) == {exports.UNSEEDED_CELL}
+    captions = " ".join(c.value for c in at.caption)
+    assert "Not a release" in captions and "sidebar's seed plays no part" in captions
+    assert "anyone with the seed" not in captions
 
 
 def test_a_column_with_too_many_categories_is_refused(monkeypatch):
