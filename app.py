@@ -193,7 +193,8 @@ def unit_caption(slot) -> None:
 # fetched from a third-party font host on every page view.
 st.set_page_config(page_title="Epsilon Lab", page_icon="🔒", layout="wide")
 state.init()
-navigation = st.navigation(PAGES)
+# Every page listed: past twelve pages Streamlit would fold the last ones under "View more".
+navigation = st.navigation(PAGES, expanded=True)
 unit_slot = sidebar()
 saved_plan_notices()
 try:

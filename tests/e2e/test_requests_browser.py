@@ -61,7 +61,8 @@ def test_no_request_leaves_the_app_server(browser):
             # Client-side navigation too: the sidebar's links switch pages without a reload.
             page.goto(origin)
             wait_for_app(page)
-            for name in ("Release plan", "Private learning", "Welcome"):
+            for name in ("Release plan", "Private learning", "Synthetic data", "Glossary",
+                         "Welcome"):
                 page.locator("[data-testid='stSidebarNav'] a").filter(has_text=name).click()
                 wait_for_app(page)
                 assert_no_exception(page)
