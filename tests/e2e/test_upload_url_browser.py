@@ -16,7 +16,7 @@ pytestmark = pytest.mark.e2e
 
 DERIVED = ("123456", "200000", "40000000", "4e+07", "salary", "team_")
 PAGES = ("Data", "Noisy statistics", "Noisy tables", "Selection", "Choose epsilon",
-         "Release plan", "Releases", "Private learning", "Welcome")
+         "Release plan", "Releases", "Private learning", "Synthetic data", "Welcome")
 
 
 def go_to(page, title: str) -> None:
