@@ -461,6 +461,16 @@ class Grid:
         return out
 
 
+def _check_cells(categories: Categories | None, edges: Grid | None, path: str) -> None:
+    """A column's declared cells: exactly one of categories or bin edges (two at least)."""
+    if (categories is None) == (edges is None):
+        raise PlanError(f"{path}.categories", "give either categories or bin edges (not both)")
+    if categories is not None:
+        categories.check(f"{path}.categories")
+    else:
+        edges.check(f"{path}.edges", minimum=2)
+
+
 def _declared(f: _Fields, key: str, cls: type, *, required: bool = True) -> Any:
     sub = f.obj(key, required=required)
     return None if sub is None else cls.from_fields(sub)

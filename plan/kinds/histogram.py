@@ -15,9 +15,9 @@ from plan.model import (
     OUTSIDE,
     Categories,
     Grid,
-    PlanError,
     PlanQuery,
     PrivacyUnit,
+    _check_cells,
     _choice,
     _column,
     _declared,
@@ -41,13 +41,8 @@ class Histogram:
 
     def check(self, path: str) -> None:
         _column(self.column, f"{path}.column")
-        if (self.categories is None) == (self.edges is None):
-            raise PlanError(f"{path}.categories", "give either categories or bin edges "
-                            "(not both)")
-        if self.categories is not None:
-            self.categories.check(f"{path}.categories")
-        else:
-            self.edges.check(f"{path}.edges", minimum=2)
+        _check_cells(self.categories, self.edges, path)
+        if self.edges is not None:
             _choice(self.outside, OUTSIDE, f"{path}.outside")
 
     def to_dict(self) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from plan.model import (
     PlanQuery,
     PrivacyUnit,
     _bounded_int,
+    _check_cells,
     _choice,
     _column,
     _declared,
@@ -69,13 +70,7 @@ class SyntheticColumn:
 
     def check(self, path: str) -> None:
         _column(self.name, f"{path}.name")
-        if (self.categories is None) == (self.edges is None):
-            raise PlanError(f"{path}.categories", "give either categories or bin edges "
-                            "(not both)")
-        if self.categories is not None:
-            self.categories.check(f"{path}.categories")
-        else:
-            self.edges.check(f"{path}.edges", minimum=2)
+        _check_cells(self.categories, self.edges, path)
         cells = self.cells
         if cells > MAX_CATEGORIES:
             raise PlanError(f"{path}.categories" if self.edges is None else f"{path}.edges",
