@@ -623,9 +623,61 @@ def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo], where: 
     return plan
 
 
+def _joint_code(column: Any, info: ColumnInfo, query: JointCells, j: int,
+                kind: _plan.MatchKind | None) -> Any:
+    """Column j's 0-based code in a :class:`JointCells` (its size for a missing or other
+    value): the DuckDB backend's ``_joint_code`` (``kind`` None for a binned column)."""
+    from pyspark.sql import functions as F
+
+    size = query.shape[j] - 1
+    domain = query.domains[j]
+    if kind is None:
+        x, missing = _number(column, info)
+        points = F.array(*[F.lit(float(p)) for p in domain])
+        n_le = F.size(F.filter(points, lambda p: p <= x))
+        m = len(domain)
+        cell = F.when(x == F.lit(float(domain[-1])), F.lit(m)).otherwise(n_le + 1)
+        cell = F.greatest(F.least(cell, F.lit(m)), F.lit(2)) - 2
+        return F.when(missing, F.lit(size)).otherwise(cell)
+    cell = _cell(column, info, kind, domain)
+    return F.when(cell > 0, cell - 1).otherwise(F.lit(size))
+
+
 def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str) -> Plan:
-    raise EngineError(f"Synthetic data's joint cells are counted by DuckDB only for now: "
-                      f"{where} is on Spark (set EPSILON_LAB_ENGINE=duckdb).")
+    """As DuckDB's ``_compile_joint``: each row's codes, then the non-empty cells and their
+    counts; with a person id, each person's rows sorted by the text of their codes and the
+    first ``max_rows`` kept by ``md5(seed | row | person | position)``."""
+    indices = [_plan.numeric_column(columns, c, where) if b
+               else _plan.column_index(columns, c, "column", where)
+               for c, b in zip(query.columns, query.binned, strict=True)]
+    kinds = [None if b else _plan.match_kind(columns[i], d, where)
+             for i, d, b in zip(indices, query.domains, query.binned, strict=True)]
+    person = _plan.check_contribution(columns, query.contribution, where)
+    k = len(indices)
+    keys = [f"k{j}" for j in range(k)]
+
+    def plan(df: Any) -> Aggregate:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        codes = [_joint_code(F.col(_col(i)), columns[i], query, j, kinds[j]).alias(keys[j])
+                 for j, i in enumerate(indices)]
+        if person is None:
+            return _plan.joint_aggregate(_rows(df.select(*codes).groupBy(*keys).count()), k)
+        contribution = query.contribution
+        p = F.col(_col(person))
+        p_missing = _missing(p, columns[person])
+        text = F.concat_ws(",", *[F.col(key).cast("string") for key in keys])
+        c = df.where(~p_missing).select(p.alias("pid"), *codes).withColumn("key", text)
+        r = c.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("key")))
+        s = r.withColumn("r", F.row_number().over(Window.partitionBy("pid").orderBy(
+            _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))
+        rows = _rows(s.groupBy(*keys).agg(_count_if(F.col("r") <= contribution.max_rows),
+                                          F.count(F.lit(1))))
+        missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
+        return _plan.joint_aggregate(rows, k, kept=True, missing_person_rows=missing_person)
+
+    return plan
 
 
 _COMPILERS: dict[type, Callable[..., Plan]] = {

@@ -244,3 +244,24 @@ def test_spark_reads_a_csvs_cells_as_text_for_every_release_query(spark, tmp_pat
     from tests.engine.test_engine_rows import assert_moves_by_one_row, text_codes_cases
 
     assert_moves_by_one_row(spark, *text_codes_cases(tmp_path))
+
+
+def test_joint_cells_are_duckdbs_and_the_references(spark, duck, tmp_path):
+    """The synthetic data's contingency cells (engine.JointCells) on Spark: the same codes,
+    non-empty cells, counts and max-rows truncation as DuckDB and the pandas reference, on a
+    frame (hostile names, undeclared and missing values, values on the bin edges, numbers as
+    text, max rows 1 and 3), a CSV (every cell read as text) and an empty table (a Parquet
+    file and a CSV file with no rows: frames never reach Spark in the app)."""
+    frame = ref.joint_frame(6)
+    frame.to_csv(tmp_path / "joint.csv", index=False)
+    empty = frame.iloc[:0].drop(columns="A")  # Spark reads Parquet names regardless of case
+    empty.to_parquet(tmp_path / "empty.parquet", index=False)
+    empty.to_csv(tmp_path / "empty.csv", index=False)
+    for data, source in ((frame, FrameSource(frame)),
+                         (frame, FileSource(tmp_path / "joint.csv", "csv")),
+                         (empty, FileSource(tmp_path / "empty.parquet", "parquet")),
+                         (empty, FileSource(tmp_path / "empty.csv", "csv"))):
+        for query, expected in ref.joint_cases(data):
+            got = spark.run(source, query)
+            ref.assert_joint((source, query), got, expected)
+            ref.assert_joint((source, query), duck.run(source, query), expected)
