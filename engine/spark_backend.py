@@ -222,6 +222,40 @@ def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
     return F.when(_missing(column, info), F.lit(-1)).otherwise(F.coalesce(match, F.lit(0)))
 
 
+#: Java's Double.toString in scientific form (|x| < 1e-3 or >= 1e7): sign, digits, exponent.
+_JAVA_SCIENTIFIC = r"^(-?)([0-9])\.([0-9]+)E(-?[0-9]+)$"
+
+
+def _person_text(column: Any, info: ColumnInfo) -> Any:
+    """A person id's text as DuckDB's ``CAST(id AS VARCHAR)``, which the row keys hash. A
+    double's is Python's ``repr`` (the shortest digits; positional for 1e-4 <= |x| < 1e16,
+    else ``1e+16``, ``1.5e-05``); Spark writes Java's (``1.0E7``, ``1.5E-5``, ``Infinity``):
+    rewritten here from its digits and exponent. Other types' texts are alike."""
+    from pyspark.sql import functions as F
+
+    text = column.cast("string")
+    if info.type_name != "double":
+        return text
+    part = [F.regexp_extract(text, _JAVA_SCIENTIFIC, g) for g in (1, 2, 3, 4)]
+    sign, lead = part[0], part[1]
+    rest = F.regexp_replace(part[2], "0+$", "")          # 1.0E7: no digits after the first
+    e = part[3].try_cast("int")
+    digits = F.concat(lead, rest)
+    after = digits.substr(e + 2, F.lit(400))
+    positional = F.when(e >= 0, F.concat(
+        sign, F.rpad(digits, e + 1, "0"), F.lit("."),
+        F.when(F.length(after) > 0, after).otherwise(F.lit("0")))).otherwise(
+        F.concat(sign, F.lit("0.000"), digits))          # e = -4: Java's 1.5E-4, 0.00015
+    scientific = F.concat(sign, lead, F.when(F.length(rest) > 0, F.concat(F.lit("."), rest))
+                          .otherwise(F.lit("")), F.lit("e"),
+                          F.when(e < 0, F.lit("-")).otherwise(F.lit("+")),
+                          F.when(F.abs(e) < 10, F.lit("0")).otherwise(F.lit("")),
+                          F.abs(e).cast("string"))
+    return (F.when(text == "Infinity", F.lit("inf")).when(text == "-Infinity", F.lit("-inf"))
+            .when(e.isNull(), text)                        # positional in both
+            .when((e >= -4) & (e < 16), positional).otherwise(scientific))
+
+
 def _row_key(contribution: Contribution, person: str, position: str, tag: str) -> Any:
     """md5('seed|tag|person|position'): the same text, so the same order, as in DuckDB."""
     from pyspark.sql import functions as F
@@ -294,7 +328,8 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
         contribution = query.contribution
         p = F.col(_col(person))
         p_missing = _missing(p, columns[person])
-        r = (df.where(~missing & ~p_missing).select(p.alias("pid"), value.alias("v"))
+        r = (df.where(~missing & ~p_missing)
+             .select(_person_text(p, columns[person]).alias("pid"), value.alias("v"))
              .withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("v"))))
         order = Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "r0", "row"),
                                                    F.col("r0"))
@@ -339,7 +374,8 @@ def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo
     text = _cell_text(query)
     p = F.col(_col(person))
     p_missing = _missing(p, columns[person])
-    m = df.where(~p_missing).select(p.alias("pid"), cell.alias("idx")).where(F.col("idx") > 0)
+    m = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"),
+                                     cell.alias("idx")).where(F.col("idx") > 0))
     k = contribution.max_rows
     if contribution.max_groups is None:
         m = m.withColumn("key", text(F.col("idx")))
@@ -491,7 +527,8 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
         p = F.col(_col(person))
         p_missing = _missing(p, columns[person])
         m = (df.where(~p_missing & ~missing)
-             .select(p.alias("pid"), cell.alias("idx"), value.alias("v"))
+             .select(_person_text(p, columns[person]).alias("pid"), cell.alias("idx"),
+                     value.alias("v"))
              .where(F.col("idx") > 0))
         k = contribution.max_rows
         text = _cell_text(query)
@@ -692,7 +729,8 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str)
         p = F.col(_col(person))
         p_missing = _missing(p, columns[person])
         text = F.concat_ws(",", *[F.col(key).cast("string") for key in keys])
-        c = df.where(~p_missing).select(p.alias("pid"), *codes).withColumn("key", text)
+        c = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"), *codes)
+             .withColumn("key", text))
         r = c.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("key")))
         s = r.withColumn("r", F.row_number().over(Window.partitionBy("pid").orderBy(
             _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))

@@ -305,3 +305,34 @@ def test_spark_reads_text_as_the_numbers_duckdb_reads(spark, duck):
         assert (dict(zip(a.codes[:, 0].tolist(), a.counts.tolist(), strict=True))
                 == dict(zip(b.codes[:, 0].tolist(), b.counts.tolist(), strict=True))), query
     assert list(spark.run(source, cells).counts) == expected == [1, 1, 1, 3, 1, 1, 1, 1]
+
+
+def test_a_double_person_id_is_ranked_as_in_duckdb(spark, duck):
+    """A person id stored as a double is hashed as DuckDB writes it (Python's repr: 1e+20,
+    12345678.0, 2.5e-05), not as Spark does (1.0E20, 1.2345678E7, 2.5E-5): the same rows kept
+    by every bounded query, the joint cells' included, as the pandas reference keeps."""
+    import pandas as pd
+
+    from engine import Contribution, JointCells
+
+    rng = np.random.default_rng(21)
+    ids = np.array([1e7, 12345678.0, 1e15 + 1.0, 1e20, 2.5e-5, 1.5e-4, 0.1, 3.0, np.nan])
+    frame = ref.joint_frame(21, rows=240).assign(pid=rng.choice(ids, 240))
+    source = FrameSource(frame)
+    columns, domains = (ref.SEMI, ref.SMALL), (ref.DECLARED, ref.SMALL_EDGES)
+    for k, seed in ((1, 3), (3, 8)):
+        query = JointCells(columns, domains, (False, True), Contribution("pid", k, seed=seed))
+        expected = ref.joint(frame, columns, domains, (False, True), "pid", k, seed)
+        ref.assert_joint(query, spark.run(source, query), expected)
+        ref.assert_joint(query, duck.run(source, query), expected)
+    semi = ref.cell_codes(frame[ref.SEMI], ref.DECLARED)
+    cells = CategoryCounts(ref.SEMI, ref.DECLARED, Contribution("pid", 2, seed=4))
+    want = ref.bounded_cells(semi, frame, "pid", len(ref.DECLARED), 2, None, 4,
+                             ref.texts(ref.DECLARED))
+    for backend in (spark, duck):
+        np.testing.assert_array_equal(backend.run(source, cells).counts, want)
+    total = BoundedSum(ref.SMALL, -3.0, 3.0, Contribution("pid", 2, seed=5))
+    want_total = ref.bounded_sum_per_person(frame, ref.SMALL, -3.0, 3.0, "pid", 2, 5)
+    ref.assert_matches(total, spark.run(source, total), want_total)
+    ref.assert_same(total, duck.run(source, total), spark.run(source, total))
+    assert pd.isna(frame["pid"]).any()
