@@ -230,12 +230,13 @@ def _person_text(column: Any, info: ColumnInfo) -> Any:
     """A person id's text as DuckDB's ``CAST(id AS VARCHAR)``, which the row keys hash. A
     double's is Python's ``repr`` (the shortest digits; positional for 1e-4 <= |x| < 1e16,
     else ``1e+16``, ``1.5e-05``); Spark writes Java's (``1.0E7``, ``1.5E-5``, ``Infinity``):
-    rewritten here from its digits and exponent. Other types' texts are alike."""
+    rewritten here from its digits and exponent (a text, by which the rows are then
+    partitioned too). Other types are left as they are: their texts are alike."""
     from pyspark.sql import functions as F
 
-    text = column.cast("string")
     if info.type_name != "double":
-        return text
+        return column
+    text = column.cast("string")
     part = [F.regexp_extract(text, _JAVA_SCIENTIFIC, g) for g in (1, 2, 3, 4)]
     sign, lead = part[0], part[1]
     rest = F.regexp_replace(part[2], "0+$", "")          # 1.0E7: no digits after the first
