@@ -270,7 +270,7 @@ def test_joint_cells_are_duckdbs_and_the_references(spark, duck, tmp_path):
 
 #: Texts and the number DuckDB reads each as (TRY_CAST(trim(text) AS DOUBLE); None: missing),
 #: by hand: Spark's own cast reads 1d, 1f and 0x1p3, not 1_000, and trims no no-break space.
-TEXT_NUMBERS = (
+DUCKDB_READS = (
     ("1d", None), ("1f", None), ("0x1p3", None), ("0x10", None), ("1__0", None), ("_1", None),
     ("1 0", None), ("\u0661", None), ("abc", None), ("", None), ("-+1", None),
     ("1_000", 1000.0), ("1e1_0", 1e10), ("+-1", -1.0), ("\u00a05", 5.0), ("5\n", 5.0),
@@ -286,8 +286,8 @@ def test_spark_reads_text_as_the_numbers_duckdb_reads(spark, duck):
 
     from engine import Binned, JointCells
 
-    texts = [t for t, _ in TEXT_NUMBERS]
-    numbers = [v for _, v in TEXT_NUMBERS if v is not None]
+    texts = [t for t, _ in DUCKDB_READS]
+    numbers = [v for _, v in DUCKDB_READS if v is not None]
     source = FrameSource(pd.DataFrame({"x": pd.array(texts, dtype="str")}))
     total = BoundedSum("x", -100.0, 1e12)
     for backend in (duck, spark):
