@@ -149,15 +149,39 @@ def _missing(column: Any, info: ColumnInfo) -> Any:
     return column.isNull()
 
 
+#: The texts DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads as a number (measured against
+#: DuckDB 1.5 on every string of up to five characters over digits, ``_ . e E + - d x`` and
+#: spaces, and on special values): ``trim`` strips Unicode space separators (Zs: a no-break
+#: space too), the cast then ASCII white space; digits may be grouped by single underscores
+#: (in the exponent too); ``+-`` is a minus sign; inf, infinity and nan in any letter case.
+#: Spark's own cast differs (it reads ``1d``, ``1f`` and ``0x1p3``, not ``1_000``, and trims
+#: no no-break space), so only the number this pattern captures is cast.
+_WS = r"[\t\n\x0B\f\r ]"
+_DIGITS = r"[0-9](?:_?[0-9])*"
+DUCKDB_NUMBER = (rf"^\p{{Zs}}*{_WS}*((?:\+-|[+-])?(?:(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?"
+                 rf"|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?|(?i:inf|infinity|nan)))"
+                 rf"{_WS}*\p{{Zs}}*\z")      # \z: Java's $ also matches before a line end
+
+
+def _text_number(text: Any) -> Any:
+    """The double a text reads as in DuckDB (``DUCKDB_NUMBER``), else null; NaN for "nan"
+    or null for "-nan" (Spark's cast): missing either way."""
+    from pyspark.sql import functions as F
+
+    core = F.regexp_extract(text, DUCKDB_NUMBER, 1)   # "" when the text is not a number
+    return F.regexp_replace(core, r"_|^\+(?=-)", "").try_cast("double")
+
+
 def _number(column: Any, info: ColumnInfo) -> tuple[Any, Any]:
     """(the value as a double, whether it is missing), row by row as in DuckDB's
     ``_number``: a number column as it is, any other column's text as the number it reads as
-    (``try_cast``: never an error, whatever Spark's ANSI mode), else missing."""
+    in DuckDB (``_text_number``; ``try_cast``: never an error, whatever Spark's ANSI mode),
+    else missing."""
     from pyspark.sql import functions as F
 
     if info.numeric:
         return column.cast("double"), _missing(column, info)
-    value = F.trim(column.cast("string")).try_cast("double")
+    value = _text_number(column.cast("string"))
     return value, value.isNull() | F.isnan(value)
 
 
@@ -190,12 +214,47 @@ def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
     elif kind == "text_number":
         values = _plan.category_values(kind, categories)
         array = F.array(*[F.lit(float(v)) for v in values])
-        match = F.array_position(array, F.trim(column.cast("string")).try_cast("double"))
+        match = F.array_position(array, _text_number(column.cast("string")))
     else:
         values = _plan.category_values(kind, categories)
         array = F.array(*[F.lit(v).cast(cast[kind]) for v in values])
         match = F.array_position(array, column.cast(cast[kind]))
     return F.when(_missing(column, info), F.lit(-1)).otherwise(F.coalesce(match, F.lit(0)))
+
+
+#: Java's Double.toString in scientific form (|x| < 1e-3 or >= 1e7): sign, digits, exponent.
+_JAVA_SCIENTIFIC = r"^(-?)([0-9])\.([0-9]+)E(-?[0-9]+)$"
+
+
+def _person_text(column: Any, info: ColumnInfo) -> Any:
+    """A person id's text as DuckDB's ``CAST(id AS VARCHAR)``, which the row keys hash. A
+    double's is Python's ``repr`` (the shortest digits; positional for 1e-4 <= |x| < 1e16,
+    else ``1e+16``, ``1.5e-05``); Spark writes Java's (``1.0E7``, ``1.5E-5``, ``Infinity``):
+    rewritten here from its digits and exponent (a text, by which the rows are then
+    partitioned too). Other types are left as they are: their texts are alike."""
+    from pyspark.sql import functions as F
+
+    if info.type_name != "double":
+        return column
+    text = column.cast("string")
+    part = [F.regexp_extract(text, _JAVA_SCIENTIFIC, g) for g in (1, 2, 3, 4)]
+    sign, lead = part[0], part[1]
+    rest = F.regexp_replace(part[2], "0+$", "")          # 1.0E7: no digits after the first
+    e = part[3].try_cast("int")
+    digits = F.concat(lead, rest)
+    after = digits.substr(e + 2, F.lit(400))
+    positional = F.when(e >= 0, F.concat(
+        sign, F.rpad(digits, e + 1, "0"), F.lit("."),
+        F.when(F.length(after) > 0, after).otherwise(F.lit("0")))).otherwise(
+        F.concat(sign, F.lit("0.000"), digits))          # e = -4: Java's 1.5E-4, 0.00015
+    scientific = F.concat(sign, lead, F.when(F.length(rest) > 0, F.concat(F.lit("."), rest))
+                          .otherwise(F.lit("")), F.lit("e"),
+                          F.when(e < 0, F.lit("-")).otherwise(F.lit("+")),
+                          F.when(F.abs(e) < 10, F.lit("0")).otherwise(F.lit("")),
+                          F.abs(e).cast("string"))
+    return (F.when(text == "Infinity", F.lit("inf")).when(text == "-Infinity", F.lit("-inf"))
+            .when(e.isNull(), text)                        # positional in both
+            .when((e >= -4) & (e < 16), positional).otherwise(scientific))
 
 
 def _row_key(contribution: Contribution, person: str, position: str, tag: str) -> Any:
@@ -270,7 +329,8 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
         contribution = query.contribution
         p = F.col(_col(person))
         p_missing = _missing(p, columns[person])
-        r = (df.where(~missing & ~p_missing).select(p.alias("pid"), value.alias("v"))
+        r = (df.where(~missing & ~p_missing)
+             .select(_person_text(p, columns[person]).alias("pid"), value.alias("v"))
              .withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("v"))))
         order = Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "r0", "row"),
                                                    F.col("r0"))
@@ -315,7 +375,8 @@ def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo
     text = _cell_text(query)
     p = F.col(_col(person))
     p_missing = _missing(p, columns[person])
-    m = df.where(~p_missing).select(p.alias("pid"), cell.alias("idx")).where(F.col("idx") > 0)
+    m = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"),
+                                     cell.alias("idx")).where(F.col("idx") > 0))
     k = contribution.max_rows
     if contribution.max_groups is None:
         m = m.withColumn("key", text(F.col("idx")))
@@ -467,7 +528,8 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
         p = F.col(_col(person))
         p_missing = _missing(p, columns[person])
         m = (df.where(~p_missing & ~missing)
-             .select(p.alias("pid"), cell.alias("idx"), value.alias("v"))
+             .select(_person_text(p, columns[person]).alias("pid"), cell.alias("idx"),
+                     value.alias("v"))
              .where(F.col("idx") > 0))
         k = contribution.max_rows
         text = _cell_text(query)
@@ -623,9 +685,62 @@ def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo], where: 
     return plan
 
 
+def _joint_code(column: Any, info: ColumnInfo, query: JointCells, j: int,
+                kind: _plan.MatchKind | None) -> Any:
+    """Column j's 0-based code in a :class:`JointCells` (its size for a missing or other
+    value): the DuckDB backend's ``_joint_code`` (``kind`` None for a binned column)."""
+    from pyspark.sql import functions as F
+
+    size = query.shape[j] - 1
+    domain = query.domains[j]
+    if kind is None:
+        x, missing = _number(column, info)
+        points = F.array(*[F.lit(float(p)) for p in domain])
+        n_le = F.size(F.filter(points, lambda p: p <= x))
+        m = len(domain)
+        cell = F.when(x == F.lit(float(domain[-1])), F.lit(m)).otherwise(n_le + 1)
+        cell = F.greatest(F.least(cell, F.lit(m)), F.lit(2)) - 2
+        return F.when(missing, F.lit(size)).otherwise(cell)
+    cell = _cell(column, info, kind, domain)
+    return F.when(cell > 0, cell - 1).otherwise(F.lit(size))
+
+
 def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str) -> Plan:
-    raise EngineError(f"Synthetic data's joint cells are counted by DuckDB only for now: "
-                      f"{where} is on Spark (set EPSILON_LAB_ENGINE=duckdb).")
+    """As DuckDB's ``_compile_joint``: each row's codes, then the non-empty cells and their
+    counts; with a person id, each person's rows sorted by the text of their codes and the
+    first ``max_rows`` kept by ``md5(seed | row | person | position)``."""
+    indices = [_plan.numeric_column(columns, c, where) if b
+               else _plan.column_index(columns, c, "column", where)
+               for c, b in zip(query.columns, query.binned, strict=True)]
+    kinds = [None if b else _plan.match_kind(columns[i], d, where)
+             for i, d, b in zip(indices, query.domains, query.binned, strict=True)]
+    person = _plan.check_contribution(columns, query.contribution, where)
+    k = len(indices)
+    keys = [f"k{j}" for j in range(k)]
+
+    def plan(df: Any) -> Aggregate:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        codes = [_joint_code(F.col(_col(i)), columns[i], query, j, kinds[j]).alias(keys[j])
+                 for j, i in enumerate(indices)]
+        if person is None:
+            return _plan.joint_aggregate(_rows(df.select(*codes).groupBy(*keys).count()), k)
+        contribution = query.contribution
+        p = F.col(_col(person))
+        p_missing = _missing(p, columns[person])
+        text = F.concat_ws(",", *[F.col(key).cast("string") for key in keys])
+        c = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"), *codes)
+             .withColumn("key", text))
+        r = c.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("key")))
+        s = r.withColumn("r", F.row_number().over(Window.partitionBy("pid").orderBy(
+            _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))
+        rows = _rows(s.groupBy(*keys).agg(_count_if(F.col("r") <= contribution.max_rows),
+                                          F.count(F.lit(1))))
+        missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
+        return _plan.joint_aggregate(rows, k, kept=True, missing_person_rows=missing_person)
+
+    return plan
 
 
 _COMPILERS: dict[type, Callable[..., Plan]] = {

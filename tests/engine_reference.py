@@ -395,3 +395,109 @@ def assert_same(query: object, first: object, second: object) -> None:
             np.testing.assert_array_equal(x, y, err_msg=repr(query))
         else:
             assert x == y, (query, name, x, y)
+
+
+# --------------------------------------------------------------------------------------------
+# JointCells: the full contingency table of several columns, as documented in its docstring
+
+TEXT_NUMBERS = "numbers as text"
+#: Bin edges on ODD (values on each edge are planted) and on SMALL and TEXT_NUMBERS.
+ODD_EDGES = (-1000.0, -2.5, 0.0, 0.25, 1000.0)
+SMALL_EDGES = (-3.0, 0.0, 2.0, 4.0)
+
+
+def joint_frame(seed: int, rows: int = 300) -> pd.DataFrame:
+    """:func:`random_frame` with values on every edge of ODD_EDGES (and just beside them),
+    and a text column of numbers (spaces around, words, empty texts, missing values)."""
+    frame = random_frame(seed, rows)
+    rng = np.random.default_rng(seed + 1000)
+    planted = [-1000.0, -2.5, 0.0, 0.25, 1000.0, -0.0, -1000.25, 999.75, 0.24, 1000.5]
+    frame.loc[: len(planted) - 1, ODD] = planted[: min(rows, len(planted))]
+    numbers = rng.choice(["-4", "-3", " 0 ", "1.5", "2", " 2.0", "4 ", "9", "1e0", "abc", ""],
+                         size=rows).astype(object)
+    numbers[rng.random(rows) < 0.05] = None
+    return frame.assign(**{TEXT_NUMBERS: pd.array(numbers, dtype="str")})
+
+
+def joint_codes(frame: pd.DataFrame, columns: tuple, domains: tuple,
+                binned: tuple) -> np.ndarray:
+    """Each row's 0-based code per column: its category's position (pandas equality, text
+    read as a number when numbers are declared) or its bin (dpcore's ``bin_indices``, values
+    outside clamped); a missing or undeclared value gets the column's last code."""
+    from dpcore.quantiles import bin_indices
+
+    out = []
+    for column, domain, is_binned in zip(columns, domains, binned, strict=True):
+        series = frame[column]
+        if not is_binned:
+            codes = cell_codes(series, domain)
+            out.append(np.where(codes > 0, codes - 1, len(domain)))
+            continue
+        if series.dtype == object or pd.api.types.is_string_dtype(series):
+            series = pd.to_numeric(series.astype("string").str.strip(), errors="coerce")
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        codes = bin_indices(values, np.array(domain, dtype=np.float64), outside="clamp")
+        out.append(np.where(codes < 0, len(domain) - 1, codes))
+    return np.column_stack(out).astype(np.int64).reshape(len(frame), len(columns))
+
+
+def joint(frame: pd.DataFrame, columns: tuple, domains: tuple, binned: tuple,
+          person: str | None = None, k: int = 1, seed: int = 0) -> dict:
+    """The dense table of counts (shape: each column's codes), the rows with no person and
+    the rows dropped: with a person, each person's rows sorted by the text of their codes
+    ("2,0,4") and k positions kept by md5 rank."""
+    codes = joint_codes(frame, columns, domains, binned)
+    shape = tuple(len(d) if b else len(d) + 1 for d, b in zip(domains, binned, strict=True))
+    table = np.zeros(shape, dtype=np.int64)
+    if person is None:
+        np.add.at(table, tuple(codes.T), 1)
+        return {"table": table, "missing_person_rows": 0, "dropped_rows": 0}
+    texts = [",".join(str(c) for c in row) for row in codes.tolist()]
+    kept = [text for pid, rows in _people(frame, person).items()
+            for text in _keep_rows([texts[i] for i in rows], seed, pid, k)]
+    kept_codes = np.array([[int(c) for c in t.split(",")] for t in kept],
+                          dtype=np.int64).reshape(len(kept), len(columns))
+    np.add.at(table, tuple(kept_codes.T), 1)
+    missing = int(_missing(frame[person]).sum())
+    return {"table": table, "missing_person_rows": missing,
+            "dropped_rows": len(frame) - missing - len(kept)}
+
+
+def joint_cases(frame: pd.DataFrame) -> list[tuple[object, dict]]:
+    """(JointCells, expected) over a frame from :func:`joint_frame`: categories (undeclared
+    and missing values, numbers declared on a text column), bins (values on the edges and
+    outside them, text read as numbers), a person id with max rows 1 and 3."""
+    from engine.queries import Contribution, JointCells
+
+    specs = [
+        ((SEMI, ODD), (DECLARED, ODD_EDGES), (False, True), None),
+        ((DOTTED, CODE, SMALL), (DECLARED + ("purple",), CODE_CATEGORIES, SMALL_EDGES),
+         (False, False, True), None),
+        ((TEXT_NUMBERS, WHO), (SMALL_EDGES, ("ann", "bob", "nobody")), (True, False), None),
+        ((TEXT_NUMBERS, CODE), ((0, 1.5, 2, -3, 9), tuple(float(c) for c in CODE_CATEGORIES)),
+         (False, False), None),
+        ((SEMI, SMALL), (DECLARED, SMALL_EDGES), (False, True), (PERSON, 1, 2)),
+        ((SEMI, CODE, ODD), (DECLARED, CODE_CATEGORIES, ODD_EDGES), (False, False, True),
+         (WHO, 3, 11)),
+        ((TEXT_NUMBERS, DOTTED), (SMALL_EDGES, DECLARED), (True, False), (PERSON, 3, 0)),
+    ]
+    out: list[tuple[object, dict]] = []
+    for columns, domains, binned, unit in specs:
+        contribution = None if unit is None else Contribution(unit[0], unit[1], seed=unit[2])
+        query = JointCells(columns, domains, binned, contribution)
+        expected = (joint(frame, columns, domains, binned) if unit is None
+                    else joint(frame, columns, domains, binned, *unit))
+        out.append((query, expected))
+    return out
+
+
+def assert_joint(query: object, aggregate: object, expected: dict) -> None:
+    """A JointAggregate: each non-empty cell once, its count; the other fields."""
+    codes, counts = aggregate.codes, aggregate.counts
+    table = np.zeros(expected["table"].shape, dtype=np.int64)
+    np.add.at(table, tuple(codes.T), counts)
+    np.testing.assert_array_equal(table, expected["table"], err_msg=repr(query))
+    assert (counts > 0).all(), query
+    assert len(np.unique(codes, axis=0)) == len(codes), query
+    assert aggregate.missing_person_rows == expected["missing_person_rows"], query
+    assert aggregate.dropped_rows == expected["dropped_rows"], query

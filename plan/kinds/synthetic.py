@@ -296,7 +296,8 @@ class SyntheticKind(QueryKind):
                 "python -m release")
 
     def spark_reason(self, spec: Synthetic) -> str:
-        return "PipelineDP has no synthetic tables; release it with python -m release (DuckDB)"
+        return ("PipelineDP has no synthetic tables; release it with python -m release (DuckDB, "
+                "or Spark with EPSILON_LAB_ENGINE=spark)")
 
 
 def synthetic_rows(spec: Synthetic, codes: np.ndarray) -> tuple:

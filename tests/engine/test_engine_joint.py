@@ -1,5 +1,6 @@
 """JointCells: the full contingency table of several columns (the Synthetic data page's
-input), counted by DuckDB against a pandas reference."""
+input), counted by DuckDB against a pandas reference (Spark against both:
+tests/engine/test_engine_spark.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import Contribution, Engine, EngineError, FrameSource, JointCells
+from engine import Contribution, Engine, FileSource, FrameSource, JointCells
 from engine.duckdb_backend import DuckDBBackend
+from tests import engine_reference as ref
 
 
 def _engine() -> Engine:
@@ -54,11 +56,26 @@ def test_joint_cells_keep_max_rows_per_person():
     assert agg.dropped_rows == 3 and agg.missing_person_rows == 1
 
 
-def test_joint_cells_checks_and_spark_refusal():
+def test_joint_cells_checks():
     with pytest.raises(ValueError, match="same length"):
         JointCells(("a", "b"), (("x",),), (False,))
     with pytest.raises(ValueError, match="repeat"):
         JointCells(("a", "a"), (("x",), ("y",)), (False, False))
-    from engine.spark_backend import compile_query
-    with pytest.raises(EngineError, match="DuckDB only"):
-        compile_query(JointCells(("a",), (("x",),), (False,)), (), "t")
+
+
+def test_joint_cases_match_the_reference_on_a_frame_a_csv_and_an_empty_table(tmp_path):
+    """tests/engine_reference.py's cases (the ones Spark is checked on): hostile names,
+    undeclared and missing values, values on the bin edges, numbers stored as text, max rows
+    1 and 3. A CSV's cells are read as text: the same cells as the frame's."""
+    frame = ref.joint_frame(4)
+    frame.to_csv(tmp_path / "joint.csv", index=False)
+    engine = _engine()
+    sources = (FrameSource(frame, "t", key="t"), FileSource(tmp_path / "joint.csv", "csv"))
+    for query, expected in ref.joint_cases(frame):
+        for source in sources:
+            ref.assert_joint((source, query), engine.answer(source, query), expected)
+    empty = frame.iloc[:0]
+    for query, expected in ref.joint_cases(empty):
+        agg = engine.answer(FrameSource(empty, "empty", key="empty"), query)
+        ref.assert_joint(query, agg, expected)
+        assert agg.codes.shape == (0, len(query.columns))
