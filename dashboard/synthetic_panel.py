@@ -25,10 +25,15 @@ def _share(value: float) -> str:
     return "—" if not np.isfinite(value) else f"{value:.3f}"
 
 
+def _split_seed(seed: int) -> tuple[int, int]:
+    """The held-out rows: the same for the single figure and the sweep."""
+    return (seed, 24)
+
+
 def classifier_section(cells: JointAggregate, codes, columns: sy.Columns, *, target: int,
                        seed: int) -> None:
     """Naive Bayes trained on the generated rows and on real rows, tested on held-out rows."""
-    train, test = sy.split_rows(cells, rng=np.random.default_rng([seed, 24]))
+    train, test = sy.split_rows(cells, rng=np.random.default_rng(_split_seed(seed)))
     acc = sy.held_out_accuracy(train, test, codes, columns.shape, target)
     name = plain(columns.names[target])
     st.markdown(
@@ -81,7 +86,7 @@ def sweep_section(cells: JointAggregate, columns: sy.Columns, *, target: int, me
         try:
             result = sy.sweep(cells, columns, target=target, measure=measure, budgets=budgets,
                               generations=generations, max_rows=max_rows,
-                              algorithm=algorithm, rows=rows, split_seed=seed,
+                              algorithm=algorithm, rows=rows, split_seed=_split_seed(seed),
                               workload_seed=seed, progress=progress)
         except (ValueError, RuntimeError) as exc:
             st.error(f"The sweep stopped: {plain(exc, limit=400)} Try other budgets or the "

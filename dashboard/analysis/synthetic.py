@@ -440,8 +440,8 @@ class Sweep:
 
 def sweep(cells: JointAggregate, columns: Columns, *, target: int, measure: Measure,
           budgets: tuple[float, ...], generations: int, max_rows: int, algorithm: Algorithm,
-          rows: int, iters: int = SWEEP_ITERS, split_seed: int, workload_seed: int,
-          progress=None) -> Sweep:
+          rows: int, iters: int = SWEEP_ITERS, split_seed: int | tuple[int, ...],
+          workload_seed: int, progress=None) -> Sweep:
     """Generate ``generations`` tables at each budget (OpenDP's noise, unseeded) from the real
     training rows (:func:`split_rows` with ``split_seed``) and measure each as the single
     figures do: :func:`tv_table`, :func:`workload` (``rng`` seeded by ``(workload_seed, g)``
@@ -450,6 +450,8 @@ def sweep(cells: JointAggregate, columns: Columns, *, target: int, measure: Meas
     ``progress(done, total)`` is called after each fit. A failed fit raises
     :class:`SynthesisError` naming the budget and the generation.
     """
+    from opendp.mod import OpenDPException  # what mbi's sampler may raise as well
+
     if not budgets or not all(b > 0 for b in budgets):
         raise SynthesisError("Choose at least one budget; every budget must be positive.")
     if not 1 <= generations <= 100:
@@ -465,7 +467,7 @@ def sweep(cells: JointAggregate, columns: Columns, *, target: int, measure: Meas
         try:          # one fit per step: seconds to minutes each
             codes = generate(train, shape, measure=measure, budget=budget, max_rows=max_rows,
                              algorithm=algorithm, rows=rows, iters=iters)
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError, OpenDPException) as exc:
             raise SynthesisError(f"Generation {g + 1} of {generations} at {symbol} = "
                                  f"{budget:g} failed: {exc}") from exc
         table = tv_table(train, codes, columns)

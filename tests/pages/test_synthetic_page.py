@@ -103,6 +103,9 @@ def test_the_classifier_and_the_sweep_draw_curves_against_the_budget(monkeypatch
     names = [t["name"] for t in accuracy["data"]]
     assert "trained on the real training rows" in names and "always the commonest value" in names
     assert "log" == accuracy["layout"]["xaxis"]["type"]
+    # the sweep holds out the same real rows as the single figure above
+    real = next(t for t in accuracy["data"] if t["name"] == "trained on the real training rows")
+    assert f"real rows **{real['y'][0]:.3f}**" in texts
     # kept in session: a rerun shows the curves without running again
     at.run()
     assert sum("each generation" in c.proto.spec for c in at.get("plotly_chart")) == 3
