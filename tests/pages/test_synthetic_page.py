@@ -124,3 +124,27 @@ def test_a_failed_generation_in_the_sweep_shows_an_error_and_the_page_stays(monk
     at.button(key="synthetic_sweep_run").click().run()
     assert not at.exception and not at.error
     assert sum("each generation" in c.proto.spec for c in at.get("plotly_chart")) == 3
+
+
+@pytest.mark.slow     # two model fits by OpenDP
+def test_the_sweep_draws_curves_from_real_fits(monkeypatch):
+    monkeypatch.setattr(sy, "DEFAULT_ITERS", 20)
+    monkeypatch.setattr(sy, "SWEEP_ITERS", 20)
+    at = open_app("synthetic.py", dataset=ADULT, timeout=600)
+    at.multiselect(key="synthetic_columns").set_value(["sex", "income"])
+    at.radio(key="synthetic_algorithm").set_value("MST")
+    at.number_input(key="synthetic_rows").set_value(200)
+    at.run()
+    at.button(key="synthetic_generate").click().run()
+    at.multiselect(key="synthetic_sweep_budgets").set_value(["1"])
+    at.number_input(key="synthetic_sweep_generations").set_value(1)
+    at.run()
+    at.button(key="synthetic_sweep_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")
+             if "each generation" in c.proto.spec]
+    assert len(specs) == 2            # TV and accuracy: no 3-way workload with two columns
+    tv = next(t for t in specs[0]["data"] if t["name"] == "1-way marginals (median)")
+    assert tv["x"] == [1.0] and 0 <= tv["y"][0] <= 1
+    accuracy = next(t for t in specs[1]["data"] if t["name"].endswith("(median)"))
+    assert 0 <= accuracy["y"][0] <= 1
