@@ -304,14 +304,18 @@ def test_two_columns_sweep_without_a_workload(monkeypatch):
     assert np.isnan(result.workload_synthetic).all() and np.isnan(result.workload_direct).all()
 
 
-@pytest.mark.slow      # twelve model fits: minutes on a loaded machine
+@pytest.mark.slow      # six model fits: minutes on a loaded machine
 def test_tstr_accuracy_and_one_way_tv_improve_from_small_to_large_epsilon():
-    cells, columns = _small_columns(rows=2_000, seed=3, flip=0.05)
+    """150 rows, y = x mod 2 in 95% of them. At ε = 10 MST keeps the dependency (accuracy
+    0.98 in every generation when measured); at ε = 0.1 its noise hides it in most (measured:
+    0.39 to 0.49 over three generations; with 300 rows, 0.59 to 0.86)."""
+    cells, columns = _small_columns(rows=150, seed=3, flip=0.05)
     result = sy.sweep(cells, columns, target=2, measure="epsilon", budgets=(0.1, 10.0),
                       generations=3, max_rows=1, algorithm="MST", rows=2_000, iters=100,
                       split_seed=1, workload_seed=2)
+    assert result.train_on_synthetic.shape == (2, 3)
     low, high = result.train_on_synthetic.mean(1)
     assert high > low
-    assert high > 0.9 and result.train_on_real > 0.9     # y follows x in 95% of the rows
+    assert high > 0.9 and result.train_on_real > 0.9
     tv_low, tv_high = result.one_way_tv.mean(1)
-    assert tv_high < tv_low
+    assert tv_high < tv_low / 3
