@@ -109,10 +109,11 @@ def _curves(result: sy.Sweep, columns: sy.Columns, target: int, symbol: str) -> 
         symbol=symbol, title="Mean TV distance of the synthetic rows' marginals",
         y_title="mean TV distance (0: same proportions)"), key="synthetic_sweep_tv")
     if np.isfinite(result.workload_synthetic).any():
-        direct = "Laplace" if symbol == "ε" else "Gaussian"
+        direct = ("marginals measured directly (Laplace)" if symbol == "ε"
+                  else "marginals measured directly (Gaussian)")
         st.plotly_chart(against_budget(
             result.budgets, {"synthetic rows": result.workload_synthetic,
-                             f"marginals measured directly ({direct})": result.workload_direct},
+                             direct: result.workload_direct},
             symbol=symbol, title="Random 3-way counting queries: mean absolute error",
             y_title="mean absolute error (share of the rows)"), key="synthetic_sweep_workload")
     st.plotly_chart(against_budget(

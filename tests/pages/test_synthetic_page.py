@@ -99,6 +99,8 @@ def test_the_classifier_and_the_sweep_draw_curves_against_the_budget(monkeypatch
         assert medians and all(t["x"] == [0.3, 1.0, 3.0] for t in medians)
         points = [t for t in spec["data"] if t["name"].endswith("each generation")]
         assert all(len(t["y"]) == 6 for t in points)       # 3 budgets × 2 generations
+    assert "marginals measured directly (Laplace) (median)" in [
+        t["name"] for t in specs[1]["data"]]
     accuracy = specs[-1]
     names = [t["name"] for t in accuracy["data"]]
     assert "trained on the real training rows" in names and "always the commonest value" in names
