@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import streamlit as st
 
-from dashboard import charts, controls, exports, person, state
+from dashboard import charts, controls, exports, person, state, synthetic_panel
 from dashboard.analysis import synthetic as sy
 from dashboard.text import plain
 
@@ -155,3 +155,11 @@ if len(chosen) >= 3:
         "measured directly " + ("with Laplace noise at the same ε" if measure == "epsilon"
                                  else "with Gaussian noise at the same ρ")
         + f" **{w.direct_error:.4f}**.")
+
+predicted = controls.select("Column to predict", chosen, default=chosen[-1], in_url=not upload,
+                            key="synthetic_target")
+target = chosen.index(predicted)
+synthetic_panel.classifier_section(cells, codes, columns, target=target, seed=state.seed())
+synthetic_panel.sweep_section(cells, columns, target=target, measure=measure,
+                              max_rows=unit.max_rows, rows=rows, seed=state.seed(),
+                              settings=(dataset_key, tuple(chosen), unit, measure, rows))

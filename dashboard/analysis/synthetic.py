@@ -11,7 +11,9 @@ Utility (for the steward's eyes, not private: it reads the real table) compares 
 rows with the real cells: every 1-way and 2-way marginal's total-variation distance, Cramér's
 V real against synthetic, and a workload of random 3-way counting queries answered by the
 synthetic rows against the same 3-way marginals measured directly (Laplace for ε, Gaussian
-for ρ) with the same budget split evenly over them.
+for ρ) with the same budget split evenly over them; a categorical naive Bayes classifier of one
+column trained on the real rows and on synthetic rows, both tested on the same held-out real
+rows; and the sweep of these figures over a few budgets and several generations at each.
 """
 
 from __future__ import annotations
@@ -301,3 +303,187 @@ def workload(cells: JointAggregate, synthetic: NDArray[np.int64], shape: tuple[i
         synth[sel] = s[idx] / max(s.sum(), 1.0)
         direct[sel] = d[idx] / max(d.sum(), 1.0)
     return Workload(axes, values, real, synth, direct)
+
+
+# --------------------------------------------------------------------------------------------
+# A classifier trained on synthetic rows, tested on held-out real rows (not private)
+
+#: The share of each real cell's rows kept for training (the rest is held out for testing).
+TRAIN_SHARE = 0.7
+
+
+def split_rows(cells: JointAggregate, *, rng: np.random.Generator,
+               train_share: float = TRAIN_SHARE) -> tuple[JointAggregate, JointAggregate]:
+    """The real rows split once into a training and a held-out part: each cell's count thinned
+    binomially (each row kept for training with probability ``train_share``); cells left empty
+    are dropped from a part."""
+    if not 0 < train_share < 1:
+        raise ValueError("train_share must be between 0 and 1")
+    counts = np.asarray(cells.counts, dtype=np.int64)
+    train = rng.binomial(counts, train_share).astype(np.int64)
+    test = counts - train
+    return (JointAggregate(cells.codes[train > 0], train[train > 0]),
+            JointAggregate(cells.codes[test > 0], test[test > 0]))
+
+
+@dataclass(frozen=True)
+class NaiveBayes:
+    """A categorical naive Bayes classifier of column ``target`` from the other columns' codes,
+    with Laplace (add-one) smoothing: ``log_prior[y]`` and, per other column j,
+    ``log_likelihood[j][x, y]`` = log P(column j = x | target = y) (None at the target)."""
+
+    target: int
+    log_prior: NDArray[np.float64]
+    log_likelihood: tuple[NDArray[np.float64] | None, ...]
+
+    def predict(self, codes: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The most probable target code of each row of codes (ties: the lowest code)."""
+        codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(self.log_likelihood))
+        scores = np.broadcast_to(self.log_prior, (len(codes), len(self.log_prior))).copy()
+        for j, table in enumerate(self.log_likelihood):   # one step per column, not per row
+            if table is not None:
+                scores += table[codes[:, j]]
+        return np.argmax(scores, axis=1)
+
+
+def fit_naive_bayes(codes: NDArray[np.int64], weights: NDArray[np.int64] | None,
+                    shape: tuple[int, ...], target: int, *,
+                    smoothing: float = 1.0) -> NaiveBayes:
+    """Categorical naive Bayes of column ``target`` fitted to rows (``weights`` None) or to
+    cells holding ``weights`` rows each; every count gets ``smoothing`` added (Laplace)."""
+    if not 0 <= target < len(shape):
+        raise ValueError("target must be one of the columns")
+    if not smoothing > 0:
+        raise ValueError("smoothing must be positive")
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(shape))
+    prior = marginal(codes, weights, shape, (target,)) + smoothing
+    tables: list[NDArray[np.float64] | None] = []
+    for j in range(len(shape)):
+        if j == target:
+            tables.append(None)
+            continue
+        joint = marginal(codes, weights, shape, (j, target)) + smoothing
+        tables.append(np.log(joint / joint.sum(axis=0, keepdims=True)))
+    return NaiveBayes(target, np.log(prior / prior.sum()), tuple(tables))
+
+
+def accuracy(model: NaiveBayes, cells: JointAggregate) -> float:
+    """The share of the cells' rows whose target the model predicts right (NaN: no rows)."""
+    total = int(np.sum(cells.counts))
+    if total == 0:
+        return float("nan")
+    right = model.predict(cells.codes) == np.asarray(cells.codes)[:, model.target]
+    return float(np.sum(np.asarray(cells.counts)[right]) / total)
+
+
+@dataclass(frozen=True)
+class HeldOutAccuracy:
+    """Accuracy on the held-out real rows (a share of them) of naive Bayes trained on the real
+    training rows, on synthetic rows, and of always guessing the training rows' commonest
+    target value."""
+
+    train_on_real: float
+    train_on_synthetic: float
+    majority: float
+    train_rows: int
+    test_rows: int
+
+
+def held_out_accuracy(train: JointAggregate, test: JointAggregate,
+                      synthetic: NDArray[np.int64], shape: tuple[int, ...],
+                      target: int) -> HeldOutAccuracy:
+    """Train on real (``train``) and train on synthetic (``synthetic`` rows), both tested on the
+    same held-out real rows (``test``), with the majority-class baseline."""
+    real = fit_naive_bayes(train.codes, train.counts, shape, target)
+    synth = fit_naive_bayes(synthetic, None, shape, target)
+    commonest = int(np.argmax(marginal(train.codes, train.counts, shape, (target,))))
+    test_rows = int(np.sum(test.counts))
+    hits = np.sum(np.asarray(test.counts)[np.asarray(test.codes)[:, target] == commonest])
+    return HeldOutAccuracy(accuracy(real, test), accuracy(synth, test),
+                           float(hits / test_rows) if test_rows else float("nan"),
+                           int(np.sum(train.counts)), test_rows)
+
+
+# --------------------------------------------------------------------------------------------
+# Utility against the budget: several generations at each of a few budgets (not private)
+
+#: The sweep's default budgets: ε, and ρ = ε²/2 (what ε-DP gives in zCDP), rounded.
+SWEEP_BUDGETS: dict[str, tuple[float, ...]] = {"epsilon": (0.3, 1.0, 3.0),
+                                               "rho": (0.05, 0.5, 5.0)}
+#: Mirror-descent iterations of each of the sweep's fits (cheaper than the page's own fit).
+SWEEP_ITERS = 100
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The utility figures of ``generations`` synthetic tables at each budget, each fitted to
+    the real training rows: arrays of shape (budgets, generations). TV distances and workload
+    errors compare with the training rows (what the generator saw), accuracy is on the
+    held-out rows; the workload figures are NaN with fewer than three columns."""
+
+    measure: Measure
+    budgets: NDArray[np.float64]
+    one_way_tv: NDArray[np.float64]
+    two_way_tv: NDArray[np.float64]
+    workload_synthetic: NDArray[np.float64]
+    workload_direct: NDArray[np.float64]
+    train_on_synthetic: NDArray[np.float64]
+    train_on_real: float
+    majority: float
+    train_rows: int
+    test_rows: int
+
+    @property
+    def generations(self) -> int:
+        return self.one_way_tv.shape[1]
+
+
+def sweep(cells: JointAggregate, columns: Columns, *, target: int, measure: Measure,
+          budgets: tuple[float, ...], generations: int, max_rows: int, algorithm: Algorithm,
+          rows: int, iters: int = SWEEP_ITERS, split_seed: int | tuple[int, ...],
+          workload_seed: int, progress=None) -> Sweep:
+    """Generate ``generations`` tables at each budget (OpenDP's noise, unseeded) from the real
+    training rows (:func:`split_rows` with ``split_seed``) and measure each as the single
+    figures do: :func:`tv_table`, :func:`workload` (``rng`` seeded by ``(workload_seed, g)``
+    for generation g, the same queries at every budget) and :func:`held_out_accuracy`.
+
+    ``progress(done, total)`` is called after each fit. A failed fit raises
+    :class:`SynthesisError` naming the budget and the generation.
+    """
+    from opendp.mod import OpenDPException  # what mbi's sampler may raise as well
+
+    if not budgets or not all(b > 0 for b in budgets):
+        raise SynthesisError("Choose at least one budget; every budget must be positive.")
+    if not 1 <= generations <= 100:
+        raise SynthesisError("The number of generations must be between 1 and 100.")
+    shape = columns.shape
+    train, test = split_rows(cells, rng=np.random.default_rng(split_seed))
+    size = (len(budgets), generations)
+    figures = {name: np.full(size, np.nan) for name in (
+        "one_way_tv", "two_way_tv", "workload_synthetic", "workload_direct", "tstr")}
+    reference = None
+    symbol = "ε" if measure == "epsilon" else "ρ"
+    for (b, budget), g in itertools.product(enumerate(budgets), range(generations)):
+        try:          # one fit per step: seconds to minutes each
+            codes = generate(train, shape, measure=measure, budget=budget, max_rows=max_rows,
+                             algorithm=algorithm, rows=rows, iters=iters)
+        except (ValueError, RuntimeError, OpenDPException) as exc:
+            raise SynthesisError(f"Generation {g + 1} of {generations} at {symbol} = "
+                                 f"{budget:g} failed: {exc}") from exc
+        table = tv_table(train, codes, columns)
+        figures["one_way_tv"][b, g] = table.loc[table["way"] == 1, "TV distance"].mean()
+        if len(shape) > 1:
+            figures["two_way_tv"][b, g] = table.loc[table["way"] == 2, "TV distance"].mean()
+        if len(shape) >= 3:
+            w = workload(train, codes, shape, measure=measure, budget=budget,
+                         max_rows=max_rows, rng=np.random.default_rng([workload_seed, g]))
+            figures["workload_synthetic"][b, g] = w.synthetic_error
+            figures["workload_direct"][b, g] = w.direct_error
+        reference = held_out_accuracy(train, test, codes, shape, target)
+        figures["tstr"][b, g] = reference.train_on_synthetic
+        if progress is not None:
+            progress(b * generations + g + 1, len(budgets) * generations)
+    return Sweep(measure, np.asarray(budgets, dtype=np.float64), figures["one_way_tv"],
+                 figures["two_way_tv"], figures["workload_synthetic"],
+                 figures["workload_direct"], figures["tstr"], reference.train_on_real,
+                 reference.majority, reference.train_rows, reference.test_rows)
