@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import streamlit as st
 
-from dashboard import charts, controls, exports, person, state
+from dashboard import charts, controls, exports, person, plan_panel, state
 from dashboard.analysis import synthetic as sy
 from dashboard.text import plain
 
@@ -86,6 +86,9 @@ rows = int(controls.number("Synthetic rows", key="synthetic_rows", default=1_000
 
 settings = (dataset_key, tuple(chosen), unit, measure, budget, algorithm, marginals,
             tuple(pairs), rows)
+plan_panel.add_to_plan(dataset_key, lambda: sy.plan_query(
+    loaded, unit, names=list(chosen), measure=measure, budget=budget, algorithm=algorithm,
+    marginals=marginals, rows=rows), key="synthetic")
 if st.button("Generate", key="synthetic_generate", type="primary"):
     try:
         with st.spinner("Counting the table and fitting the model (this takes a while)…"):

@@ -230,7 +230,7 @@ class SyntheticKind(QueryKind):
     statistic = "synthetic rows"
     target = None
     noun = "synthetic row count"
-    on_plan_page = False
+    simulated = False
 
     def columns(self, spec: Synthetic) -> tuple[str, ...]:
         return spec.names
