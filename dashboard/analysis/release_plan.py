@@ -207,17 +207,17 @@ def _why_not_judged(query: model.PlanQuery) -> str:
 def _epsilon_now(query: model.PlanQuery) -> float | None:
     if isinstance(query.query, model.MaxRows):
         return total_up(query.query.epsilons)
-    if query.mechanism is None and query.threshold is None:   # a synthetic table
+    if isinstance(query.query, model.Synthetic):   # it holds its own budget
         return query.query.epsilon
     return getattr(query.mechanism, "epsilon", None)
 
 
 def _budget_holder(query: model.PlanQuery) -> object:
-    """What holds the query's budget: its mechanism, else its threshold, else its spec (a
-    synthetic table holds its own ε or ρ)."""
-    if query.mechanism is not None:
-        return query.mechanism
-    return query.threshold if query.threshold is not None else query.query
+    """What holds the query's budget: a synthetic table's spec (its own ε or ρ), else its
+    mechanism, else its threshold."""
+    if isinstance(query.query, model.Synthetic):
+        return query.query
+    return query.mechanism if query.mechanism is not None else query.threshold
 
 
 def _certified_text(built: Built) -> str:
@@ -313,7 +313,7 @@ def _edited_budget(query: model.PlanQuery, eps: float | None, delta: float | Non
         elif isinstance(m, model.SelectionNoise):
             fields = {"epsilon": eps, "rho": rho}
         return replace(query, mechanism=replace(m, **fields))
-    if query.threshold is None:   # a synthetic table: its spec holds its budget
+    if isinstance(query.query, model.Synthetic):   # its spec holds its budget
         spec = query.query
         fields = {"epsilon": eps} if spec.measure == "pure" else {"rho": rho, "delta": delta}
         return replace(query, query=replace(spec, **fields))
