@@ -89,7 +89,7 @@ settings = (dataset_key, tuple(chosen), unit, measure, budget, algorithm, margin
             tuple(pairs), rows)
 plan_panel.add_to_plan(dataset_key, lambda: sy.plan_query(
     loaded, unit, names=list(chosen), measure=measure, budget=budget, algorithm=algorithm,
-    marginals=marginals, rows=rows), key="synthetic")
+    marginals=marginals, pairs=pairs, rows=rows), key="synthetic")
 if st.button("Generate", key="synthetic_generate", type="primary"):
     try:
         with st.spinner("Counting the table and fitting the model (this takes a while)…"):

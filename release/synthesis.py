@@ -66,6 +66,9 @@ def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
     estimator = functools.partial(mirror_descent, iters=spec.iters)
     if spec.marginals == "one-way":
         return dp.mbi.Fixed(queries=[dp.mbi.Count((n,)) for n in names], estimator=estimator)
+    if spec.marginals == "pairs":   # the chosen 2-way marginals are AIM's workload
+        return dp.mbi.AIM(queries=[dp.mbi.Count((names[a], names[b])) for a, b in spec.pairs],
+                          estimator=estimator)
     if spec.algorithm == "MST":
         return dp.mbi.MST(estimator=estimator)
     return dp.mbi.AIM(estimator=estimator)

@@ -99,8 +99,9 @@ def budget_text(query: model.PlanQuery) -> str:
         level = f"ε = {_num(spec.epsilon)}" if spec.measure == "pure" else (
             f"ρ = {_num(spec.rho)}" + ("" if spec.delta is None else
                                        f" (read at δ = {_num(spec.delta)})"))
-        marginals = ("all 1-way marginals" if spec.marginals == "one-way" else
-                     "marginals it selects")
+        marginals = {"one-way": "all 1-way marginals", "auto": "marginals it selects",
+                     "pairs": "2-way marginals of " + ", ".join(
+                         f"{a} × {b}" for a, b in spec.pairs)}[spec.marginals]
         parts.append(f"OpenDP's {spec.algorithm} ({marginals}), {spec.rows:,} synthetic "
                      f"rows, {level}")
     return "; ".join(parts)

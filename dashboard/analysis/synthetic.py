@@ -110,19 +110,16 @@ def choose_columns(loaded: LoadedDataset, names: list[str], unit: PrivacyUnit, *
 
 
 def plan_query(loaded: LoadedDataset, unit: PrivacyUnit, *, names: list[str], measure: Measure,
-               budget: float, algorithm: Algorithm, marginals: MarginalChoice, rows: int,
-               iters: int = DEFAULT_ITERS) -> model.PlanQuery:
+               budget: float, algorithm: Algorithm, marginals: MarginalChoice,
+               pairs: list[tuple[int, int]], rows: int, iters: int = DEFAULT_ITERS
+               ) -> model.PlanQuery:
     """The page's synthetic table as one query of the release plan: the chosen columns with
     their declared categories or bin edges (and where each comes from), the algorithm, the
-    marginals, the rows, and the page's ε (pure DP) or ρ (zCDP), under the page's privacy
-    unit. Chosen pairs are not a plan's choice yet (``NotPlannable``)."""
-    from dashboard.analysis.plan_entries import NotPlannable, categories_of, plan_unit
+    marginals (with "pairs", the chosen ``pairs`` of column indices), the rows, and the
+    page's ε (pure DP) or ρ (zCDP), under the page's privacy unit."""
+    from dashboard.analysis.plan_entries import categories_of, plan_unit
     from dashboard.data.schema import origin_of
 
-    if marginals not in ("auto", "one-way"):
-        raise NotPlannable("a plan's synthetic table preserves the algorithm's own selection "
-                           "of marginals or all 1-way marginals: chosen pairs are not in plans "
-                           "yet")
     columns = []
     for name in names:   # declared cells only (the page's choose_columns refused the rest)
         domain = loaded.domains.get(name)
@@ -135,7 +132,8 @@ def plan_query(loaded: LoadedDataset, unit: PrivacyUnit, *, names: list[str], me
     budget = {"epsilon": float(budget)} if measure == "epsilon" else {"rho": float(budget)}
     spec = Synthetic(tuple(columns), algorithm, int(rows),
                      "pure" if measure == "epsilon" else "zcdp", marginals=marginals,
-                     iters=int(iters), **budget)
+                     iters=int(iters), pairs=tuple((names[a], names[b]) for a, b in pairs)
+                     if marginals == "pairs" else (), **budget)
     query = model.PlanQuery("q", f"Synthetic table of {', '.join(names)}", spec, None,
                             "synthetic")
     query.check("query")

@@ -101,16 +101,20 @@ def test_add_to_plan_adds_the_pages_choices_and_certifies_the_pages_budget():
     assert certified.certified.rho == 0.25 and prepared.spent.rho == 0.25
 
 
-def test_chosen_pairs_are_not_offered_for_the_plan():
+def test_chosen_pairs_enter_the_plan_by_name():
     at = open_app("synthetic.py", dataset=ADULT)
     at.multiselect(key="synthetic_columns").set_value(["sex", "race", "income"])
     at.radio(key="synthetic_algorithm").set_value("AIM")
     at.radio(key="synthetic_marginals").set_value("pairs")
     at.run()
-    assert not at.exception
-    assert any("cannot go into the plan as set" in c.value and "pairs" in c.value
-               for c in at.caption)
-    assert "synthetic_add_to_plan" not in [b.key for b in at.button]
+    at.multiselect(key="synthetic_pairs").set_value(["sex × income", "race × income"]).run()
+    no_problem(at)
+    at.button(key="synthetic_add_to_plan").click().run()
+    no_problem(at)
+    [entry] = entries(at)
+    spec = entry.query.query
+    assert (spec.algorithm, spec.marginals) == ("AIM", "pairs")
+    assert spec.pairs == (("sex", "income"), ("race", "income"))
 
 
 def test_the_plan_page_lists_it_certified_and_composes_it_as_the_ledger_will():
