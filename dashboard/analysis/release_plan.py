@@ -25,6 +25,7 @@ from dpcore.accounting import (
     ACCOUNTANT_LABELS,
     ACCOUNTANTS,
     BudgetCheck,
+    Loss,
     PlanAccounting,
     account_plan,
     check_budget,
@@ -35,7 +36,7 @@ from dpcore.mechanisms import CATALOGUE
 from dpcore.plan_risk import describe_plan_risk, plan_max_posterior, plan_tradeoff
 from dpcore.selection import prob_best_selected
 from plan import model
-from plan.build import Built, NoisyMax, PartitionThreshold, build_plan
+from plan.build import Built, NoisyMax, Part, PartitionThreshold, build_plan
 from plan.kinds import kind_of
 from plan.kinds.synthetic import MarginalSynthesis
 from release.accounting import total_up
@@ -133,7 +134,7 @@ def releases_of(built: Sequence[Built]) -> tuple[object, ...]:
     return tuple(out)
 
 
-def synthesis_loss(part) -> object:
+def synthesis_loss(part: Part) -> Loss:
     """A synthetic table's part as a release composes it: the ε or ρ OpenDP's map certifies
     (``release.synthesis.certified_loss``, from the plan alone). When OpenDP refuses the
     measurement, the plan's own figure (the release is refused, and the page says why)."""

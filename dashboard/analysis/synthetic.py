@@ -134,8 +134,10 @@ def plan_query(loaded: LoadedDataset, unit: PrivacyUnit, *, names: list[str], me
                      "pure" if measure == "epsilon" else "zcdp", marginals=marginals,
                      iters=int(iters), pairs=tuple((names[a], names[b]) for a, b in pairs)
                      if marginals == "pairs" else (), **budget)
-    query = model.PlanQuery("q", f"Synthetic table of {', '.join(names)}", spec, None,
-                            "synthetic")
+    label = f"Synthetic table of {', '.join(names)}"
+    if len(label) > 120:   # long column names: the plan's label stays short
+        label = f"Synthetic table of {len(names)} columns"
+    query = model.PlanQuery("q", label, spec, None, "synthetic")
     query.check("query")
     build(query, plan_unit(unit))   # the unit's refusals (the person-id column), by name
     return query
