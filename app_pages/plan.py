@@ -54,13 +54,6 @@ def import_plan() -> None:
     except model.PlanError as exc:
         ss[IMPORT_ERROR] = f"{upload.name} was not loaded: {exc}. The plan below is unchanged."
         return
-    elsewhere = [q.id for q in imported.queries if not kind_of(q.query).on_plan_page]
-    if elsewhere:
-        ss[IMPORT_ERROR] = (f"{upload.name} was not loaded: its queries {', '.join(elsewhere)} "
-                            "are released from the command line only (python -m release "
-                            "--plan FILE --data DATA --out DIR), not on this page. The plan "
-                            "below is unchanged.")
-        return
     ss.pop(IMPORT_ERROR, None)
     plan_store.replace_all(data_key, imported.queries)
     settings = {"plan_method": imported.accounting.method}
@@ -203,6 +196,11 @@ for problem in ss.pop(PROBLEMS, []):
 st.caption("Edit ε, δ, ρ or a target in the table; tick Remove to take a query out. 'Accuracy "
            "now' is at the query's budget (closed form); 'Meets target' compares it with the "
            "target. Queries without a closed form show —.")
+if any(not kind_of(q.query).simulated for q in the_plan.queries):
+    st.caption("A synthetic table is not simulated here: OpenDP measures its marginals and "
+               "fits a model, which numpy's draws cannot stand in for. Its ε or ρ is the one "
+               "OpenDP's map certifies (what the ledger records); its utility is on the "
+               "Synthetic data page, and a release writes its rows (rows-ID.csv).")
 pages = sorted({q.page for q in the_plan.queries if q.page in rp.PAGES})
 for col, page in zip(st.columns(max(1, len(pages))), pages, strict=False):
     col.page_link(rp.PAGES[page][0], label=f"Back to {rp.PAGES[page][1]}",

@@ -2,7 +2,8 @@
 MST) from the chosen columns' contingency table, and their utility against the real data.
 
 Not a release: nothing is recorded in the ledger. A synthetic table is released for real as a
-plan query of kind "synthetic" (plan/kinds/synthetic.py) with ``python -m release``.
+plan query of kind "synthetic" (plan/kinds/synthetic.py): Add to plan, then the Release plan
+page, or ``python -m release``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import itertools
 import numpy as np
 import streamlit as st
 
-from dashboard import charts, controls, exports, person, state, synthetic_panel
+from dashboard import charts, controls, exports, person, plan_panel, state, synthetic_panel
 from dashboard.analysis import synthetic as sy
 from dashboard.text import plain
 
@@ -21,8 +22,8 @@ ss = st.session_state
 UNSEEDED = ("**Not a release.** OpenDP drew these rows' noise afresh (the sidebar's seed plays "
             "no part), and nothing is recorded: every Generate reads the data again, so "
             "keeping the best of several tables spends more than the ε or ρ shown. Use them "
-            "to judge the method; never publish them. To publish a synthetic table, release it "
-            "from a plan with `python -m release`, which records what it spends.")
+            "to judge the method; never publish them. To publish a synthetic table, add it to the "
+            "plan and release it from the Release plan page, which records what it spends.")
 loaded = state.dataset()
 dataset_key = state.dataset_key()
 upload = dataset_key.startswith("upload:")
@@ -36,8 +37,8 @@ st.markdown(
     "**AIM** picks the marginals worth measuring one at a time, **MST** measures a tree of "
     "pairs. Only declared cells are used: categories as the schema lists them, numeric "
     "columns through their declared bin edges. Nothing here is recorded as a release: to "
-    "release a synthetic table for real, put it in a plan file (a query of kind "
-    "`synthetic`) and run `python -m release --plan PLAN --data DATA --out DIR`.")
+    "release a synthetic table for real, press **Add to plan** and release the plan from "
+    "the Release plan page (or `python -m release --plan PLAN --data DATA --out DIR`).")
 
 offered = sy.offered_columns(loaded)
 if len(offered) < 2:
@@ -86,6 +87,9 @@ rows = int(controls.number("Synthetic rows", key="synthetic_rows", default=1_000
 
 settings = (dataset_key, tuple(chosen), unit, measure, budget, algorithm, marginals,
             tuple(pairs), rows)
+plan_panel.add_to_plan(dataset_key, lambda: sy.plan_query(
+    loaded, unit, names=list(chosen), measure=measure, budget=budget, algorithm=algorithm,
+    marginals=marginals, pairs=pairs, rows=rows), key="synthetic")
 if st.button("Generate", key="synthetic_generate", type="primary"):
     try:
         with st.spinner("Counting the table and fitting the model (this takes a while)…"):

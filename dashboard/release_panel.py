@@ -7,7 +7,9 @@ release recorded in the ledger (``EPSILON_LAB_LEDGER``) in the same transaction 
 the dataset's budget. The page then shows the released values only — no true value beside
 them — and offers the release's files and card, and the release package (``release.package``:
 the files, the plan, the OpenDP program as a script and a notebook, report.html), built only
-when it is downloaded so that the release click stays fast. A plan can also be exported as a
+when it is downloaded so that the release click stays fast; a synthetic table's released rows
+are offered as their own CSV (``rows-<id>.csv``, as ``python -m release`` writes them), built
+on click too. A plan can also be exported as a
 simulation report: the same report of one seeded numpy draw, labelled "simulation — not a
 release", built on click too, with nothing recorded. What a release shows is kept
 in the session for that dataset until the next release, as downloaded bytes, the values
@@ -31,7 +33,7 @@ from engine.sources import FrameSource
 from plan import model
 
 __all__ = ["release_section", "released_table", "bound_of", "interval_caption", "source_of",
-           "package_builder", "simulation_builder", "simulation_button",
+           "package_builder", "rows_files", "simulation_builder", "simulation_button",
            "simulation_file_name", "LAST", "RELEASED_COLUMNS"]
 
 LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
@@ -241,6 +243,12 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
             strict=True):
         col.download_button(label, data, file_name=name, mime=mime, on_click="ignore",
                             key=f"plan_release_{name}")
+    for name, (label, build) in rows_files(outcome["release"]).items():
+        st.download_button(f"Synthetic rows of {plain(label, limit=120)} (CSV)", build,
+                           file_name=name, mime="text/csv", on_click="ignore",
+                           key=f"plan_release_{name}", icon=":material/table_rows:",
+                           help="The released synthetic rows, one line per row: the file "
+                                "python -m release writes (also in the package).")
     st.download_button("Download the release package", package_builder(outcome["release"]),
                        file_name=f"release-{outcome['id']}.zip", mime="application/zip",
                        on_click="ignore", key="plan_release_package",
@@ -248,6 +256,26 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
                        help="One zip: release.csv, release.json, card.json, plan.json, the "
                             "OpenDP program as a script and a Jupyter notebook, and "
                             "report.html (opens offline, prints on A4).")
+
+
+def rows_files(released: Any) -> dict[str, tuple[str, Any]]:
+    """For each query whose released rows are records (a synthetic table): its file name
+    ``rows-<id>.csv`` → (its label, a function that builds the CSV when it is clicked:
+    ``release.files.microdata_files``, released values only)."""
+    from plan.kinds import kind_of
+
+    out = {}
+    for pq in released.plan.queries:
+        if kind_of(pq.query).microdata(pq.query, ()) is None:
+            continue
+        name = f"rows-{pq.id}.csv"
+
+        def build(name: str = name) -> bytes:
+            from release.files import microdata_files
+
+            return microdata_files(released)[name]
+        out[name] = (pq.label, build)
+    return out
 
 
 def package_builder(released: Any):
@@ -282,7 +310,17 @@ def simulation_builder(plan: model.Plan, loaded: LoadedDataset, seed: int):
 
 def simulation_button(plan: model.Plan, loaded: LoadedDataset, *, seed: int,
                       plan_name: str) -> None:
-    """The "Export as a simulation report" button (the zip is built when it is clicked)."""
+    """The "Export as a simulation report" button (the zip is built when it is clicked); a
+    plan holding a query numpy cannot draw (a synthetic table) gets a caption saying so."""
+    from plan.kinds import kind_of
+
+    unsimulated = [q.label for q in plan.queries if not kind_of(q.query).simulated]
+    if unsimulated:
+        st.caption("Export as a simulation report: not available for this plan — "
+                   f"{plain(', '.join(unsimulated), limit=300)} cannot be drawn with numpy "
+                   "(OpenDP fits a synthetic table's model). Remove it to export a "
+                   "simulation of the rest.")
+        return
     st.download_button("Export as a simulation report", simulation_builder(plan, loaded, seed),
                        file_name=simulation_file_name(plan_name), mime="application/zip",
                        on_click="ignore", key="plan_simulation_package",

@@ -24,7 +24,7 @@ from plan.kinds.synthetic import MarginalSynthesis
 from plan.parts import Loss, Part
 from release.errors import MapCheckFailed, Unsupported
 
-__all__ = ["certify_synthesis", "SynthesisMeasurement"]
+__all__ = ["certify_synthesis", "certified_loss", "SynthesisMeasurement"]
 
 
 def _names(k: int) -> list[str]:
@@ -66,6 +66,9 @@ def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
     estimator = functools.partial(mirror_descent, iters=spec.iters)
     if spec.marginals == "one-way":
         return dp.mbi.Fixed(queries=[dp.mbi.Count((n,)) for n in names], estimator=estimator)
+    if spec.marginals == "pairs":   # the chosen 2-way marginals are AIM's workload
+        return dp.mbi.AIM(queries=[dp.mbi.Count((names[a], names[b])) for a, b in spec.pairs],
+                          estimator=estimator)
     if spec.algorithm == "MST":
         return dp.mbi.MST(estimator=estimator)
     return dp.mbi.AIM(estimator=estimator)
@@ -116,3 +119,16 @@ def certify_synthesis(query_id: str, part: Part) -> Any:
         rho=value, read_at=planned.read_at)
     return Certified(part, SynthesisMeasurement(measurement, spec), d_in, certified, planned,
                      float("nan"), True)
+
+
+@functools.lru_cache(maxsize=64)
+def _certified(spec: MarginalSynthesis, planned: Loss) -> Loss:
+    part = Part("synthetic table", spec, float(spec.max_rows), planned, integer=True)
+    return certify_synthesis("synthetic", part).certified
+
+
+def certified_loss(part: Part) -> Loss:
+    """The privacy OpenDP's map certifies for a synthetic table's part, from the plan alone
+    (no data): the figure a release composes and the ledger records (cached by the part's
+    public parameters: a page asks on every rerun). Raises as :func:`certify_synthesis`."""
+    return _certified(part.mechanism, part.loss)

@@ -4,7 +4,9 @@ split that meets every target, the plan's risk and the budget guard. No widgets 
 Every figure comes from the plan's queries as ``plan.build`` makes them — the mechanisms a
 release draws from — so the page, the release and the files agree: the accounting composes
 the catalogue mechanisms themselves (a Laplace count enters the privacy-loss distribution as
-Laplace noise, not as a generic ε), partition selection as its noise plus its threshold's δ.
+Laplace noise, not as a generic ε), partition selection as its noise plus its threshold's δ,
+a synthetic table as the ε or ρ OpenDP's map certifies for its measurement (read from the plan
+alone, as a release reads it: the figure the ledger records).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dpcore.accounting import (
     ACCOUNTANT_LABELS,
     ACCOUNTANTS,
     BudgetCheck,
+    Loss,
     PlanAccounting,
     account_plan,
     check_budget,
@@ -33,8 +36,9 @@ from dpcore.mechanisms import CATALOGUE
 from dpcore.plan_risk import describe_plan_risk, plan_max_posterior, plan_tradeoff
 from dpcore.selection import prob_best_selected
 from plan import model
-from plan.build import Built, NoisyMax, PartitionThreshold, build_plan
+from plan.build import Built, NoisyMax, Part, PartitionThreshold, build_plan
 from plan.kinds import kind_of
+from plan.kinds.synthetic import MarginalSynthesis
 from release.accounting import total_up
 
 __all__ = ["PAGES", "ROW_COLUMNS", "budget_text", "target_text", "releases_of", "make_plan",
@@ -46,10 +50,14 @@ PAGES = {"statistics": ("app_pages/statistics.py", "Noisy statistics"),
          "tables": ("app_pages/tables.py", "Noisy tables"),
          "groups": ("app_pages/groups.py", "Groups"),
          "quantiles": ("app_pages/quantiles.py", "Quantiles"),
-         "selection": ("app_pages/selection.py", "Selection")}
+         "selection": ("app_pages/selection.py", "Selection"),
+         "synthetic": ("app_pages/synthetic.py", "Synthetic data")}
 #: The accountants as the page titles them.
 TITLES = {"basic": "Basic composition", "advanced": "Advanced composition",
           "zcdp": "zCDP composition", "pld": "Privacy-loss distributions"}
+#: What the plan page says in place of an accuracy for a query its numpy draws cannot
+#: simulate (a synthetic table: OpenDP fits a model).
+NOT_SIMULATED = "not simulated here (Synthetic data page)"
 #: Priors the risk section reads the attacker's belief at.
 RISK_PRIORS = (0.01, 0.10, 0.50)
 
@@ -87,6 +95,16 @@ def budget_text(query: model.PlanQuery) -> str:
         t = query.threshold
         level = f"ε = {_num(t.epsilon)}" if t.epsilon is not None else f"ρ = {_num(t.rho)}"
         parts.append(f"partition selection ({t.noise} noise, {level}, δ = {_num(t.delta)})")
+    if isinstance(query.query, model.Synthetic):
+        spec = query.query
+        level = f"ε = {_num(spec.epsilon)}" if spec.measure == "pure" else (
+            f"ρ = {_num(spec.rho)}" + ("" if spec.delta is None else
+                                       f" (read at δ = {_num(spec.delta)})"))
+        marginals = {"one-way": "all 1-way marginals", "auto": "marginals it selects",
+                     "pairs": "2-way marginals of " + ", ".join(
+                         f"{a} × {b}" for a, b in spec.pairs)}[spec.marginals]
+        parts.append(f"OpenDP's {spec.algorithm} ({marginals}), {spec.rows:,} synthetic "
+                     f"rows, {level}")
     return "; ".join(parts)
 
 
@@ -107,11 +125,26 @@ def releases_of(built: Sequence[Built]) -> tuple[object, ...]:
             if isinstance(m, PartitionThreshold):
                 out.extend(partition_losses(noise=m.noise, scale=m.scale, threshold=m.threshold,
                                             max_rows=m.max_rows, max_groups=m.max_groups))
+            elif isinstance(m, MarginalSynthesis):
+                out.append(synthesis_loss(part))
             elif isinstance(m, NoisyMax):
                 out.append(m.privacy)
             else:
                 out.append(m)
     return tuple(out)
+
+
+def synthesis_loss(part: Part) -> Loss:
+    """A synthetic table's part as a release composes it: the ε or ρ OpenDP's map certifies
+    (``release.synthesis.certified_loss``, from the plan alone). When OpenDP refuses the
+    measurement, the plan's own figure (the release is refused, and the page says why)."""
+    from release import ReleaseRefused
+    from release.synthesis import certified_loss
+
+    try:
+        return certified_loss(part)
+    except ReleaseRefused:
+        return part.loss
 
 
 def make_plan(name: str, origin: str, queries: Sequence[model.PlanQuery],
@@ -176,13 +209,44 @@ def _why_not_judged(query: model.PlanQuery) -> str:
 def _epsilon_now(query: model.PlanQuery) -> float | None:
     if isinstance(query.query, model.MaxRows):
         return total_up(query.query.epsilons)
+    if isinstance(query.query, model.Synthetic):   # it holds its own budget
+        return query.query.epsilon
     return getattr(query.mechanism, "epsilon", None)
+
+
+def _budget_holder(query: model.PlanQuery) -> object:
+    """What holds the query's budget: a synthetic table's spec (its own ε or ρ), else its
+    mechanism, else its threshold."""
+    if isinstance(query.query, model.Synthetic):
+        return query.query
+    return query.mechanism if query.mechanism is not None else query.threshold
+
+
+def _certified_text(built: Built) -> str:
+    """What OpenDP's map certifies for a synthetic table's part, in words ("" for others)."""
+    from release import ReleaseRefused
+    from release.synthesis import certified_loss
+
+    texts = []
+    for part in built.parts:
+        if isinstance(part.mechanism, MarginalSynthesis):
+            try:
+                got = certified_loss(part)
+            except ReleaseRefused:
+                texts.append("OpenDP refuses it as set (see Release it for real)")
+                continue
+            level = (f"ε = {upper(got.epsilon, 6)}" if got.epsilon is not None
+                     else f"ρ = {upper(got.rho, 6)}")
+            texts.append(f"OpenDP's map certifies {level}")
+    return "; ".join(texts)
 
 
 def _accuracy_now(query: model.PlanQuery, built: Built, target: allocation.Target | None,
                   context: Mapping[str, object]) -> tuple[str, bool | None]:
     """The accuracy the query reaches at its budget, in words, and whether it meets the
     target (None: not judged)."""
+    if not built.kind.simulated:
+        return NOT_SIMULATED, None
     m = built.parts[0].mechanism
     t = query.target
     if isinstance(query.mechanism, model.Noise) and len(built.parts) == 1 and not \
@@ -208,9 +272,10 @@ def plan_rows(plan: model.Plan, built: Sequence[Built],
         m, t = q.mechanism, q.target
         ctx = contexts.get(q.id, {})
         now, met = _accuracy_now(q, b, allocation_target(q, b, ctx), ctx)
-        budget_source = m if m is not None else q.threshold
+        budget_source = _budget_holder(q)
+        mechanism = "; ".join(t for t in (budget_text(q), _certified_text(b)) if t)
         rows.append({
-            QUERY: q.label, PAGE: PAGES.get(q.page, ("", q.page))[1], MECH: budget_text(q),
+            QUERY: q.label, PAGE: PAGES.get(q.page, ("", q.page))[1], MECH: mechanism,
             EPS: _epsilon_now(q) if m is None else getattr(budget_source, "epsilon", None),
             DELTA: (getattr(budget_source, "delta", None) if not isinstance(
                 budget_source, model.Threshold) else budget_source.delta),
@@ -250,6 +315,10 @@ def _edited_budget(query: model.PlanQuery, eps: float | None, delta: float | Non
         elif isinstance(m, model.SelectionNoise):
             fields = {"epsilon": eps, "rho": rho}
         return replace(query, mechanism=replace(m, **fields))
+    if isinstance(query.query, model.Synthetic):   # its spec holds its budget
+        spec = query.query
+        fields = {"epsilon": eps} if spec.measure == "pure" else {"rho": rho, "delta": delta}
+        return replace(query, query=replace(spec, **fields))
     t = query.threshold
     return replace(query, threshold=replace(t, epsilon=eps, rho=rho,
                                             delta=t.delta if delta is None else delta))

@@ -14,6 +14,9 @@ synthetic rows against the same 3-way marginals measured directly (Laplace for �
 for ρ) with the same budget split evenly over them; a categorical naive Bayes classifier of one
 column trained on the real rows and on synthetic rows, both tested on the same held-out real
 rows; and the sweep of these figures over a few budgets and several generations at each.
+
+"Add to plan" adds the page's choices as one plan query of kind "synthetic"
+(:func:`plan_query`): what a release draws, its budget certified by OpenDP's map.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from numpy.typing import NDArray
 from dashboard.datasets import LoadedDataset
 from dpcore.contributions import PrivacyUnit
 from engine import Contribution, JointAggregate, JointCells
+from plan import model
+from plan.build import build
+from plan.kinds.synthetic import Synthetic, SyntheticColumn
 
 #: Most cells (declared categories, or bins) a column may have on this page.
 MAX_SYNTHETIC_CATEGORIES = 100
@@ -103,6 +109,40 @@ def choose_columns(loaded: LoadedDataset, names: list[str], unit: PrivacyUnit, *
         contribution = Contribution(unit.person_column, unit.max_rows, seed=seed)
     query = JointCells(tuple(names), tuple(domains), tuple(binned), contribution)
     return Columns(tuple(names), query, tuple(labels))
+
+
+def plan_query(loaded: LoadedDataset, unit: PrivacyUnit, *, names: list[str], measure: Measure,
+               budget: float, algorithm: Algorithm, marginals: MarginalChoice,
+               pairs: list[tuple[int, int]], rows: int, iters: int = DEFAULT_ITERS
+               ) -> model.PlanQuery:
+    """The page's synthetic table as one query of the release plan: the chosen columns with
+    their declared categories or bin edges (and where each comes from), the algorithm, the
+    marginals (with "pairs", the chosen ``pairs`` of column indices), the rows, and the
+    page's ε (pure DP) or ρ (zCDP), under the page's privacy unit."""
+    from dashboard.analysis.plan_entries import categories_of, plan_unit
+    from dashboard.data.schema import origin_of
+
+    columns = []
+    for name in names:   # declared cells only (the page's choose_columns refused the rest)
+        domain = loaded.domains.get(name)
+        if domain is not None and domain.kind == "numeric" and domain.bins:
+            edges = model.Grid(tuple(float(e) for e in domain.bins), origin_of(domain),
+                               str(domain.source or ""))
+            columns.append(SyntheticColumn(name, edges=edges))
+        else:
+            columns.append(SyntheticColumn(name, categories_of(loaded, name, None)))
+    budget = {"epsilon": float(budget)} if measure == "epsilon" else {"rho": float(budget)}
+    spec = Synthetic(tuple(columns), algorithm, int(rows),
+                     "pure" if measure == "epsilon" else "zcdp", marginals=marginals,
+                     iters=int(iters), pairs=tuple((names[a], names[b]) for a, b in pairs)
+                     if marginals == "pairs" else (), **budget)
+    label = f"Synthetic table of {', '.join(names)}"
+    if len(label) > 120:   # long column names: the plan's label stays short
+        label = f"Synthetic table of {len(names)} columns"
+    query = model.PlanQuery("q", label, spec, None, "synthetic")
+    query.check("query")
+    build(query, plan_unit(unit))   # the unit's refusals (the person-id column), by name
+    return query
 
 
 def joint_cells(loaded: LoadedDataset, columns: Columns) -> JointAggregate:

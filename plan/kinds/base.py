@@ -191,9 +191,10 @@ class QueryKind:
     centred: ClassVar[bool] = False
     #: why a page's error chart of it is a simulation only ("" : its error has a closed form)
     error_note: ClassVar[str] = ""
-    #: the dashboard's plan page can show and simulate it (its parts drawn with numpy); a
-    #: synthetic table is released from the command line only
-    on_plan_page: ClassVar[bool] = True
+    #: its parts can be drawn with numpy (a page simulates its accuracy, the simulation
+    #: report draws it); a synthetic table's cannot (OpenDP measures marginals and fits a
+    #: model): a page says so instead
+    simulated: ClassVar[bool] = True
 
     @property
     def value_noun(self) -> str:

@@ -1,6 +1,6 @@
 """A synthetic table: rows drawn from a model fitted by OpenDP's marginal-based inference
-(``opendp.extras.mbi``: AIM, MST, or the 1-way marginals) to noisy marginals of declared
-columns.
+(``opendp.extras.mbi``: AIM, MST, the 1-way marginals, or AIM on chosen pairs of columns) to
+noisy marginals of declared columns.
 
 Its columns are declared (categories, or bin edges: public), each with one more cell for a
 value that is missing or not declared. The engine counts the full contingency table of those
@@ -47,8 +47,9 @@ __all__ = ["Synthetic", "SyntheticColumn", "MarginalSynthesis", "KIND", "ALGORIT
 
 #: The algorithms OpenDP's mbi offers here.
 ALGORITHMS = ("AIM", "MST")
-#: "one-way": every 1-way marginal (a fixed workload); "auto": the algorithm selects.
-MARGINALS = ("one-way", "auto")
+#: "one-way": every 1-way marginal (a fixed workload); "auto": the algorithm selects;
+#: "pairs": the chosen 2-way marginals are AIM's workload.
+MARGINALS = ("one-way", "auto", "pairs")
 #: Most cells (categories, or bins) a column may declare: the tables grow as their product.
 MAX_CATEGORIES = 100
 #: Most synthetic rows a release draws.
@@ -105,8 +106,9 @@ class SyntheticColumn:
 @dataclass(frozen=True)
 class Synthetic:
     """``rows`` synthetic rows of ``columns``, from a model that ``algorithm`` fits to noisy
-    marginals (``marginals``), under ``measure`` ("pure": ε; "zcdp": ρ, read as (ε, δ) at
-    ``delta`` under basic or advanced accounting)."""
+    marginals (``marginals``; with "pairs", AIM's workload is the 2-way marginals of
+    ``pairs``), under ``measure`` ("pure": ε; "zcdp": ρ, read as (ε, δ) at ``delta`` under
+    basic or advanced accounting)."""
 
     columns: tuple[SyntheticColumn, ...]
     algorithm: str
@@ -117,6 +119,7 @@ class Synthetic:
     delta: float | None = None
     marginals: str = "auto"
     iters: int = 300
+    pairs: tuple[tuple[str, str], ...] = ()
     kind: Literal["synthetic"] = field(default="synthetic", init=False)
 
     def check(self, path: str) -> None:
@@ -130,6 +133,7 @@ class Synthetic:
             raise PlanError(f"{path}.columns", "must not repeat a column")
         _choice(self.algorithm, ALGORITHMS, f"{path}.algorithm")
         _choice(self.marginals, MARGINALS, f"{path}.marginals")
+        self._check_pairs(names, path)
         _bounded_int(self.rows, f"{path}.rows")
         if self.rows > MAX_ROWS_RELEASED:
             raise PlanError(f"{path}.rows", f"must be at most {MAX_ROWS_RELEASED:,}, got "
@@ -155,6 +159,28 @@ class Synthetic:
             if self.delta is not None:
                 _probability(_number(self.delta, f"{path}.delta"), f"{path}.delta")
 
+    def _check_pairs(self, names: list[str], path: str) -> None:
+        if self.marginals != "pairs":
+            if self.pairs:
+                raise PlanError(f"{path}.pairs", "applies only with marginals 'pairs'")
+            return
+        if self.algorithm != "AIM":
+            raise PlanError(f"{path}.marginals", "chosen pairs are AIM's workload: set "
+                            "algorithm AIM, or marginals 'auto' or 'one-way'")
+        if not isinstance(self.pairs, tuple) or not self.pairs:
+            raise PlanError(f"{path}.pairs", "must hold at least one pair of the table's "
+                            "columns")
+        seen = set()
+        for i, pair in enumerate(self.pairs):
+            if not (isinstance(pair, tuple) and len(pair) == 2
+                    and all(isinstance(n, str) and n in names for n in pair)
+                    and pair[0] != pair[1]):
+                raise PlanError(f"{path}.pairs[{i}]", "must be two different columns of the "
+                                "table")
+            if frozenset(pair) in seen:
+                raise PlanError(f"{path}.pairs[{i}]", "repeats a pair")
+            seen.add(frozenset(pair))
+
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
@@ -171,6 +197,8 @@ class Synthetic:
         for name in ("epsilon", "rho", "delta"):
             if getattr(self, name) is not None:
                 out[name] = _f(getattr(self, name))
+        if self.pairs:
+            out["pairs"] = [list(p) for p in self.pairs]
         return out
 
     @staticmethod
@@ -179,18 +207,21 @@ class Synthetic:
         read = tuple(SyntheticColumn.from_fields(_Fields(c, f"{f.at('columns')}[{i}]"))
                      for i, c in enumerate(columns or []))
         iters = f.integer("iters", required=False)
+        pairs = tuple(tuple(p) if isinstance(p, list) else p
+                      for p in f.array("pairs", required=False) or [])
         return Synthetic(read, f.choice("algorithm", ALGORITHMS), f.integer("rows"),
                          f.choice("measure", MEASURES), f.number("epsilon", required=False),
                          f.number("rho", required=False), f.number("delta", required=False),
                          f.choice("marginals", MARGINALS, required=False, default="auto"),
-                         300 if iters is None else iters)
+                         300 if iters is None else iters, pairs)
 
 
 @dataclass(frozen=True)
 class MarginalSynthesis:
     """What a release measures: OpenDP's mbi over ``shape`` codes per column, with the
     ``algorithm`` on ``marginals``, at ``budget`` (ε or ρ, by ``measure``), for ``max_rows``
-    rows per person, then ``rows`` synthetic rows drawn from the fitted model.
+    rows per person, then ``rows`` synthetic rows drawn from the fitted model; ``pairs``:
+    the chosen 2-way marginals (column indices) when ``marginals`` is "pairs".
 
     It has no noise scale of its own (OpenDP splits the budget among the marginals it
     measures): ``scale`` is NaN, and its privacy is OpenDP's map."""
@@ -203,6 +234,7 @@ class MarginalSynthesis:
     max_rows: int
     rows: int
     iters: int
+    pairs: tuple[tuple[int, int], ...] = ()
 
     @property
     def scale(self) -> float:
@@ -230,7 +262,7 @@ class SyntheticKind(QueryKind):
     statistic = "synthetic rows"
     target = None
     noun = "synthetic row count"
-    on_plan_page = False
+    simulated = False
 
     def columns(self, spec: Synthetic) -> tuple[str, ...]:
         return spec.names
@@ -255,9 +287,10 @@ class SyntheticKind(QueryKind):
         spec: Synthetic = query.query
         self.check_unit(query, unit, path)
         budget = spec.epsilon if spec.measure == "pure" else spec.rho
+        pairs = tuple((spec.names.index(a), spec.names.index(b)) for a, b in spec.pairs)
         mechanism = MarginalSynthesis(spec.algorithm, spec.marginals, spec.shape,
                                       spec.measure, float(budget), unit.max_rows, spec.rows,
-                                      spec.iters)
+                                      spec.iters, pairs)
         loss = Loss(epsilon=spec.epsilon) if spec.measure == "pure" else Loss(
             rho=spec.rho, read_at=spec.delta)
         sensitivity = count_sensitivity(unit.bounds(grouped=False))
@@ -277,8 +310,10 @@ class SyntheticKind(QueryKind):
                 f"column's cell {OTHER!r}; a number outside the bin edges is counted in the "
                 "first or last bin (never refused: what the data holds goes through the "
                 "mechanism)",
-                f"OpenDP's {spec.algorithm} (opendp.extras.mbi, marginals: {spec.marginals}) "
-                f"measures noisy marginals of those cells and fits a model; {spec.rows:,} "
+                f"OpenDP's {spec.algorithm} (opendp.extras.mbi, marginals: {spec.marginals}"
+                + ("" if not spec.pairs else ": " + ", ".join(
+                    f"{a!r} × {b!r}" for a, b in spec.pairs))
+                + f") measures noisy marginals of those cells and fits a model; {spec.rows:,} "
                 "synthetic rows are drawn from the model (post-processing, numpy's sampler)"]
 
     def microdata(self, spec: Synthetic, rows) -> tuple[tuple[str, ...], np.ndarray]:

@@ -367,23 +367,23 @@ def test_quantiles_enter_the_plan_as_the_page_sets_them():
     assert any("no query has a target the split can judge" in i.value for i in at.info)
 
 
-def test_a_plan_file_with_a_synthetic_table_is_refused_and_the_plan_kept():
-    """The plan page cannot simulate a synthetic table (python -m release releases it): the
-    file is refused with the reason, the plan in the session is unchanged."""
+def test_a_plan_file_with_a_synthetic_table_is_imported():
+    """A synthetic table is a query of the plan page like any other (issue 23): the file
+    replaces the plan, the table lists it, and its accuracy is not simulated here."""
     from plan.kinds.synthetic import Synthetic, SyntheticColumn
 
     at = open_app("statistics.py")
     add_from(at, "statistics.py", "stats", [("selectbox", "stats_query", "count")])
     at.switch_page("app_pages/plan.py").run()
-    before = entries(at)
     spec = Synthetic((SyntheticColumn("sex", model.Categories(("Female", "Male"), "public")),
                       SyntheticColumn("race", model.Categories(("White", "Black"), "public"))),
                      "MST", 100, "pure", epsilon=1.0)
-    plan = model.Plan(model.Dataset("adult"), (model.PlanQuery("syn", "Synthetic", spec,
-                                                                None),))
+    query = model.PlanQuery("syn", "Synthetic", spec, None)
+    plan = model.Plan(model.Dataset("adult"), (query,))
     at.file_uploader(key="plan_import").set_value(("syn.json", plan.to_json().encode(),
                                                     "application/json")).run()
-    assert not at.exception
-    assert any("syn.json was not loaded" in e.value.replace("\\", "")
-               and "command line only" in e.value for e in at.error)
-    assert entries(at) == before
+    no_problem(at)
+    assert [e.query for e in entries(at)] == [query]
+    frame = frame_with(at, "Accuracy now")
+    assert frame["Query"].tolist() == ["Synthetic"]
+    assert frame["Accuracy now"].tolist() == [rp.NOT_SIMULATED]

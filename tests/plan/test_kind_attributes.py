@@ -63,3 +63,10 @@ def test_the_kinds_made_of_parts_say_why_their_error_chart_is_simulated(name):
     note = KINDS[name].error_note
     assert bool(note) is KINDS[name].made_of_parts
     assert not note or f"A noisy {name} " in note and "no closed-form distribution" in note
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_only_a_synthetic_table_cannot_be_drawn_with_numpy(name):
+    """Its parts are OpenDP's mbi (a model fit): the plan page says it is not simulated and
+    offers no simulation report for a plan holding one."""
+    assert KINDS[name].simulated is (name != "synthetic")
