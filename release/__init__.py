@@ -9,6 +9,7 @@ command line.
 
 from release.errors import (
     DataMismatch,
+    DrawFailed,
     MapCheckFailed,
     OverBudget,
     ReleaseRefused,
@@ -17,5 +18,5 @@ from release.errors import (
 from release.ledger import Ledger, LedgerError
 from release.run import Release, ReleasedQuery, prepare, run
 
-__all__ = ["DataMismatch", "Ledger", "LedgerError", "MapCheckFailed", "OverBudget",
+__all__ = ["DataMismatch", "DrawFailed", "Ledger", "LedgerError", "MapCheckFailed", "OverBudget",
            "Release", "ReleaseRefused", "ReleasedQuery", "Unsupported", "prepare", "run"]

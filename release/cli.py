@@ -6,7 +6,8 @@ published plan, the OpenDP program as a script and a notebook, report.html);
 
 Exit status: 0 released; 1 refused (over budget, a map above the plan's figure, a mechanism
 OpenDP cannot sample, data that does not fit the plan); 2 a bad plan or bad arguments; 3 data
-that cannot be read; 4 a ledger that cannot be used. A refusal prints one line on stderr.
+that cannot be read; 4 a ledger that cannot be used; 5 the draw failed after noise was drawn
+(its budget recorded as spent, nothing written). A refusal prints one line on stderr.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 __all__ = ["main"]
 
-REFUSED, BAD_PLAN, BAD_DATA, BAD_LEDGER = 1, 2, 3, 4
+REFUSED, BAD_PLAN, BAD_DATA, BAD_LEDGER, DRAW_FAILED = 1, 2, 3, 4, 5
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine import EngineError
     from plan.model import Plan, PlanError
     from release.card import card_json
-    from release.errors import ReleaseRefused
+    from release.errors import DrawFailed, ReleaseRefused
     from release.files import microdata_files, release_csv, release_json, write_bytes
     from release.ledger import Ledger, LedgerError
     from release.run import run
@@ -113,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             release = run(plan, source, ledger=ledger, budget=args.budget,
                           budget_delta=args.budget_delta)
             status = ledger.status(release.dataset)
+    except DrawFailed as exc:   # not a refusal: noise was drawn, the budget is spent
+        return _fail(DRAW_FAILED, "failed", exc)
     except ReleaseRefused as exc:
         return _fail(REFUSED, "refused", exc)
     except PlanError as exc:

@@ -10,7 +10,9 @@ If the process dies after the noise is drawn and before the transaction commits,
 the transaction back on the next open: nothing is recorded and nothing was shown or written
 (values are returned and files written only after the commit). If it dies after the commit
 and before the files are written, the release is recorded and its values are lost: the budget
-is spent for nothing, which errs on the side of privacy.
+is spent for nothing, which errs on the side of privacy. If drawing raises once noise has
+been drawn (``release.errors.DrawFailed``), the release is recorded as spent with no values
+(:data:`FAILED_DRAW`): the failure may depend on what was drawn.
 """
 
 from __future__ import annotations
@@ -33,12 +35,15 @@ from release.accounting import total_up
 from release.errors import OverBudget
 
 __all__ = ["LEDGER_ENV", "LedgerError", "Ledger", "BudgetEvent", "ReleaseRecord",
-           "DatasetStatus", "default_path", "ledger_path", "SCHEMA_VERSION"]
+           "DatasetStatus", "FAILED_DRAW", "default_path", "ledger_path", "SCHEMA_VERSION"]
 
 #: The environment variable naming the ledger file.
 LEDGER_ENV = "EPSILON_LAB_LEDGER"
 #: The layout of the tables this code reads and writes.
 SCHEMA_VERSION = 1
+#: The values hash recorded for a release whose draw failed after noise was drawn: its budget
+#: is spent, nothing was published.
+FAILED_DRAW = "none: the draw failed, nothing was published"
 #: How long a release waits for another process's transaction before giving up (seconds).
 DEFAULT_TIMEOUT = 30.0
 _FORMAT = "epsilon-lab-ledger"
@@ -510,8 +515,11 @@ class Ledger:
 
     def record_release(self, dataset: DatasetIdentity, *, epsilon: float, delta: float,
                        accounting: str, values_hash: str, plan_json: str,
-                       implementation: str) -> ReleaseRecord:
+                       implementation: str, check_budget: bool = True) -> ReleaseRecord:
         """Check the dataset's budget and record the release, in one transaction.
+
+        ``check_budget=False`` records a spend that has happened whatever the budget says
+        (a release whose draw failed after noise was drawn).
 
         Raises
         ------
@@ -527,8 +535,9 @@ class Ledger:
             budget = self._budget(con, ids)
             epsilons, deltas = self._spent(con, ids)
             known = self._row(con, ids[0])
-            _check_budget(dataset, budget, epsilons, deltas, epsilon, delta,
-                          known_as=known.name)
+            if check_budget:
+                _check_budget(dataset, budget, epsilons, deltas, epsilon, delta,
+                              known_as=known.name)
             entry, time, digest = self._append(con, "release", ids[0], known,
                                                float(epsilon), float(delta), body)
         return ReleaseRecord(entry, dataset, time, float(epsilon), float(delta), accounting,

@@ -26,8 +26,8 @@ from plan.build import Built, build_plan
 from plan.identity import DatasetIdentity, content_digest, file_hash, frame_hash
 from plan.model import Plan
 from release.accounting import Spent, privacy_spent
-from release.errors import DataMismatch, OverBudget
-from release.ledger import Ledger, ReleaseRecord
+from release.errors import DataMismatch, DrawFailed, OverBudget
+from release.ledger import FAILED_DRAW, Ledger, ReleaseRecord
 from release.measurements import OPENDP_VERSION, Certified, certify
 
 __all__ = ["ReleasedQuery", "Release", "run", "dataset_identity", "prepare", "Prepared",
@@ -284,6 +284,23 @@ def _opendp_name(c: Certified) -> str:
 # --------------------------------------------------------------------------------------------
 # the release
 
+def _record_failed_draw(ledger: Ledger, identity: DatasetIdentity, plan: Plan,
+                        spent: Spent) -> None:
+    """Charge a release whose draw failed: recorded even past the budget (the budget was
+    checked before the draw; only a release recorded meanwhile by another process can have
+    taken it), since the noise was drawn."""
+    ledger.record_release(identity, epsilon=spent.epsilon, delta=spent.delta,
+                          accounting=spent.method, values_hash=FAILED_DRAW,
+                          plan_json=plan.to_json(), implementation=IMPLEMENTATION,
+                          check_budget=False)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The last line of an exception's message that says something (OpenDP's end in
+    brackets), cut to 300 characters."""
+    lines = [line.strip() for line in str(exc).splitlines() if any(map(str.isalnum, line))]
+    return (lines[-1] if lines else "no message")[:300]
+
 
 def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = None,
         budget_delta: float | None = None, engine: Engine | None = None,
@@ -337,12 +354,26 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
             f"{max(status.remaining_delta, 0):.3g} left of {status.budget.delta:g} and this "
             f"release needs δ = {prepared.spent.delta:.3g}; nothing was drawn")
     engine = engine if engine is not None else engine_from_env()
+    # every read before the first draw: a file the engine cannot read refuses with no noise
+    # drawn, so nothing is spent
+    inputs = [_aggregates(built, engine, source) for built in prepared.built]
     released = []
-    for built, certified in zip(prepared.built, prepared.certified, strict=True):
-        aggs, keys = _aggregates(built, engine, source)
-        released.append(_draw_query(built, certified, aggs, keys,
-                                    plan.accounting.alpha))
-        del aggs  # the true aggregates go no further
+    try:
+        for built, certified, (aggs, keys) in zip(prepared.built, prepared.certified, inputs,
+                                                 strict=True):
+            released.append(_draw_query(built, certified, aggs, keys,
+                                        plan.accounting.alpha))
+    except Exception as exc:
+        # Noise was drawn from the data: the failure (and a retry) may depend on it, so the
+        # release's budget is spent whatever happened next. Nothing is published.
+        _record_failed_draw(ledger, identity, plan, prepared.spent)
+        raise DrawFailed(
+            f"the release failed while drawing its noise ({type(exc).__name__}: "
+            f"{_first_line(exc)}); its budget (ε = {prepared.spent.epsilon:.6g}, δ = "
+            f"{prepared.spent.delta:.3g}) is recorded as spent in the ledger, since noise "
+            "had been drawn from the data; nothing was published") from exc
+    finally:
+        del inputs  # the true aggregates go no further
     digest = values_hash(released)
     record = ledger.record_release(
         identity, epsilon=prepared.spent.epsilon, delta=prepared.spent.delta,

@@ -9,6 +9,7 @@ import pandas as pd
 
 from dpcore.figures import lower, upper
 from dpcore.intervals import DEFAULT_ALPHA
+from release.ledger import FAILED_DRAW
 
 __all__ = ["datasets_table", "history_table"]
 
@@ -65,6 +66,8 @@ def history_table(records: Sequence) -> pd.DataFrame:
         rows.append({"Entry": r.id, "Time": r.time, "Dataset": r.dataset.name,
                      "Queries": queries, "ε": upper(r.epsilon, 6), "δ": r.delta,
                      "Accounting": r.accounting, "Interval level": level,
-                     "Values hash": _short(r.values_hash)})
+                     "Values hash": ("none: the draw failed (spent, nothing published)"
+                                     if r.values_hash == FAILED_DRAW
+                                     else _short(r.values_hash))})
     return pd.DataFrame(rows, columns=["Entry", "Time", "Dataset", "Queries", "ε", "δ",
                                        "Accounting", "Interval level", "Values hash"])

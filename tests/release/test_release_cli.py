@@ -21,7 +21,7 @@ from plan.examples import ADULT_PATH
 from plan.identity import file_hash
 from plan.model import Plan
 from release import Ledger, prepare
-from release.cli import BAD_DATA, BAD_PLAN, REFUSED, main
+from release.cli import BAD_DATA, BAD_PLAN, DRAW_FAILED, REFUSED, main
 from tests.release.test_release_accounting import cks_epsilon
 from tests.release.test_release_run import _numbers
 
@@ -174,3 +174,32 @@ def test_the_files_hold_no_true_value(example_plan, tmp_path, capsys):
     assert found + [x for x in in_csv if x in truth] == []
     # the check would see one
     assert float(48842) in truth and float(pd.read_csv(ADULT_PATH)["age"].sum()) in truth
+
+
+def test_a_failed_draw_exits_5_writes_nothing_and_is_charged(example_plan, tmp_path, capsys,
+                                                              monkeypatch):
+    """A draw that raises once noise was drawn (OpenDP failing inside a query): exit 5, one
+    line saying the budget is spent, no files, the spend in the ledger."""
+    import importlib
+
+    from release.ledger import FAILED_DRAW
+
+    release_run = importlib.import_module("release.run")
+
+    def failing(*args):
+        raise RuntimeError("OpenDP raised")
+
+    monkeypatch.setattr(release_run, "_draw_query", failing)
+    ledger = str(tmp_path / "ledger.sqlite")
+    out = tmp_path / "out"
+    assert main(["--plan", str(example_plan), "--data", DATA, "--ledger", ledger,
+                 "--out", str(out), "--budget", "100"]) == DRAW_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith("failed: the release failed while drawing its noise (RuntimeError: "
+                          "OpenDP raised)") and "recorded as spent" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+    with Ledger(ledger) as book:
+        (record,) = book.releases()
+        assert record.values_hash == FAILED_DRAW and book.verify() == []
+        assert record.epsilon == prepare(Plan.from_json(example_plan.read_text())).spent.epsilon

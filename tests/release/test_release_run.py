@@ -4,6 +4,7 @@ releases differ (no seed), the files hold no true value, refusals record nothing
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import math
@@ -357,3 +358,67 @@ def test_partition_selection_leaves_infinite_keys_out_instead_of_failing(tmp_pat
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         release = run(plan, FrameSource(frame), ledger=ledger, engine=engine)
     assert {g for g, _ in release.queries[0].rows} <= {("1.5",), ("2.5",)}
+
+
+def test_a_draw_that_fails_after_noise_was_drawn_is_charged_and_publishes_nothing(
+        tmp_path, engine, monkeypatch):
+    """OpenDP raising in the second query's draw (as its pure-DP AIM can, depending on what
+    it drew): the first query's noise was drawn from the data, so the release's budget is
+    recorded as spent, with no values; a retry then meets the budget as spent."""
+    release_run = importlib.import_module("release.run")
+    from release import DrawFailed
+    from release.ledger import FAILED_DRAW
+
+    real_draw = release_run._draw_query
+    calls = []
+
+    def failing(built, *args):
+        calls.append(built.query.id)
+        if len(calls) == 2:
+            raise RuntimeError("OpenDP raised\n  MakeMeasurement(\"scale (-0.5) ...\")\n\")")
+        return real_draw(built, *args)
+
+    monkeypatch.setattr(release_run, "_draw_query", failing)
+    plan = _continuous_plan()
+    assert len(plan.queries) >= 2
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        with pytest.raises(DrawFailed, match=r"scale \(-0\.5\).*recorded as spent.*nothing "
+                                             "was published"):
+            run(plan, FrameSource(_truth_frame()), ledger=ledger, budget=100.0, engine=engine)
+        records = ledger.releases()
+        assert [r.values_hash for r in records] == [FAILED_DRAW]
+        spent = prepare_spent(plan)
+        assert records[0].epsilon == spent.epsilon and records[0].delta == spent.delta
+        assert ledger.verify() == []
+        status = ledger.status(records[0].dataset)
+        assert status.remaining_epsilon == pytest.approx(100.0 - spent.epsilon)
+
+
+def test_every_read_happens_before_the_first_draw(tmp_path, engine, monkeypatch):
+    """The engine failing on the last query's read (a file that does not fit the plan)
+    refuses before any noise is drawn: nothing is recorded."""
+    release_run = importlib.import_module("release.run")
+    from engine.errors import EngineError
+
+    real = release_run._aggregates
+    drawn = []
+    monkeypatch.setattr(release_run, "_draw_query", lambda *a: drawn.append(a))
+
+    def reads(built, *args):
+        if built.query.id == plan.queries[-1].id:
+            raise EngineError("the file does not fit")
+        return real(built, *args)
+
+    monkeypatch.setattr(release_run, "_aggregates", reads)
+    plan = _continuous_plan()
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        with pytest.raises(EngineError, match="does not fit"):
+            run(plan, FrameSource(_truth_frame()), ledger=ledger, budget=100.0, engine=engine)
+        assert ledger.releases() == []
+    assert drawn == []
+
+
+def prepare_spent(plan):
+    from release import prepare
+
+    return prepare(plan).spent
