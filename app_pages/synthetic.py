@@ -68,8 +68,10 @@ measure = controls.radio("Measure", ["epsilon", "rho"], key="synthetic_measure",
 budget = controls.number("ε" if measure == "epsilon" else "ρ", key="synthetic_budget",
                          default=1.0, min_value=0.001, max_value=100.0, container=middle,
                          format="%g")
-algorithm = controls.radio("Algorithm", ["AIM", "MST"], key="synthetic_algorithm",
+algorithm = controls.radio("Algorithm", ["MST", "AIM"], key="synthetic_algorithm",
                            container=right)
+if algorithm == "AIM" and measure == "epsilon":
+    st.caption(sy.AIM_PURE_NOTE)
 marginal_labels = {"auto": "the algorithm's own selection", "one-way": "all 1-way marginals",
                    "pairs": "chosen 2-way marginals (AIM)"}
 options = ["auto", "one-way"] + (["pairs"] if algorithm == "AIM" else [])
@@ -89,7 +91,7 @@ settings = (dataset_key, tuple(chosen), unit, measure, budget, algorithm, margin
             tuple(pairs), rows)
 plan_panel.add_to_plan(dataset_key, lambda: sy.plan_query(
     loaded, unit, names=list(chosen), measure=measure, budget=budget, algorithm=algorithm,
-    marginals=marginals, pairs=pairs, rows=rows), key="synthetic")
+    marginals=marginals, pairs=pairs, rows=rows), key="synthetic", certify_on_click=True)
 if st.button("Generate", key="synthetic_generate", type="primary"):
     try:
         with st.spinner("Counting the table and fitting the model (this takes a while)…"):

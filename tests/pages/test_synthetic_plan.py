@@ -101,10 +101,11 @@ def test_add_to_plan_adds_the_pages_choices_and_certifies_the_pages_budget():
     assert certified.certified.rho == 0.25 and prepared.spent.rho == 0.25
 
 
+@pytest.mark.slow   # OpenDP certifies AIM's map on the click: seconds
 def test_chosen_pairs_enter_the_plan_by_name():
     at = open_app("synthetic.py", dataset=ADULT)
     at.multiselect(key="synthetic_columns").set_value(["sex", "race", "income"])
-    at.radio(key="synthetic_algorithm").set_value("AIM")
+    at.radio(key="synthetic_algorithm").set_value("AIM").run()   # MST is the default
     at.radio(key="synthetic_marginals").set_value("pairs")
     at.run()
     at.multiselect(key="synthetic_pairs").set_value(["sex × income", "race × income"]).run()
@@ -174,3 +175,29 @@ def test_a_release_from_the_page_records_the_total_and_offers_the_rows(tmp_path,
     assert sorted(map(tuple, table[1:])) == sorted(
         tuple(g.split(" × ")) for g, n in zip(rows["Group"], rows["Released value"],
                                               strict=True) for _ in range(int(n)))
+
+
+def test_the_panel_certifies_on_the_click_not_on_every_run(monkeypatch):
+    """OpenDP's map of a synthetic table takes seconds: the page's runs do not compute it;
+    the click does, and a refusal there adds nothing and says why."""
+    from dashboard import plan_panel
+    from dashboard.analysis.releasable import Releasability
+
+    calls = []
+
+    def refusing(query, unit):
+        calls.append(query.label)
+        return Releasability("OpenDP's map exceeds the plan's figure")
+
+    monkeypatch.setattr(plan_panel, "releasability", refusing)
+    at = open_app("synthetic.py", dataset=ADULT)
+    at.multiselect(key="synthetic_columns").set_value(["sex", "race"]).run()
+    at.number_input(key="synthetic_budget").set_value(0.5).run()
+    no_problem(at)
+    assert calls == []
+    assert any("OpenDP certifies it when you click" in c.value for c in at.caption)
+    at.button(key="synthetic_add_to_plan").click().run()
+    assert calls == ["Synthetic table of sex, race"]
+    assert not at.session_state[PLANS].get(at.session_state["dataset"].key)
+    assert any("Not added: a release would refuse it" in w.value
+               and "exceeds the plan" in w.value for w in at.warning)
