@@ -67,6 +67,7 @@ def test_pairs_the_plan_cannot_hold_are_refused_by_name(query, words):
         plan(query)
 
 
+@pytest.mark.slow   # OpenDP certifies AIM's map: seconds
 def test_the_release_measures_exactly_the_chosen_two_way_marginals():
     """OpenDP's AIM gets the chosen pairs as its workload (the columns by code name), and
     its map certifies at most the plan's ρ, from the plan alone."""

@@ -214,3 +214,23 @@ def test_a_plan_of_one_synthetic_table_is_certified_in_a_fresh_interpreter():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.slow   # three real fits
+def test_the_measurement_is_built_once_and_draws_afresh_each_release(tmp_path, engine):
+    """OpenDP's mbi measurement is cached by the plan's public spec (building it takes
+    seconds, and the plan page asks on every rerun); each release invokes it again, with
+    fresh noise and a fresh sample of rows."""
+    from release.synthesis import _measurement
+
+    frame = people(4)
+    draws = []
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        run(synthetic_plan(), FrameSource(frame), ledger=ledger, engine=engine)
+        hits = _measurement.cache_info().hits
+        for _ in range(2):
+            release = run(synthetic_plan(), FrameSource(frame), ledger=ledger, engine=engine)
+            draws.append(tuple(release.queries[0].rows))
+        assert len(ledger.releases()) == 3
+    assert _measurement.cache_info().hits >= hits + 2
+    assert len(set(draws)) > 1
