@@ -363,6 +363,7 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
                                                  strict=True):
             released.append(_draw_query(built, certified, aggs, keys,
                                         plan.accounting.alpha))
+        digest = values_hash(released)   # may refuse a drawn value (NaN): after the draws
     except Exception as exc:
         # Noise was drawn from the data: the failure (and a retry) may depend on it, so the
         # release's budget is spent whatever happened next. Nothing is published.
@@ -374,7 +375,6 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
             "had been drawn from the data; nothing was published") from exc
     finally:
         del inputs  # the true aggregates go no further
-    digest = values_hash(released)
     record = ledger.record_release(
         identity, epsilon=prepared.spent.epsilon, delta=prepared.spent.delta,
         accounting=prepared.spent.method, values_hash=digest, plan_json=plan.to_json(),
