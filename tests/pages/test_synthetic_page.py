@@ -83,6 +83,8 @@ def test_the_classifier_and_the_sweep_draw_curves_against_the_budget(monkeypatch
     at = _generated(monkeypatch)
     texts = " ".join(m.value for m in at.markdown)
     assert "A classifier predicting income" in texts and "real rows held out" in texts
+    # a binomial draw per row: about 30 %, not 30 % of each cell exactly
+    assert "each real row held out with probability 30%" in texts
     assert any("optimistic" in c.value for c in at.caption)
     assert at.selectbox(key="synthetic_target").value == "income"
     assert any("Not private" in w.value for w in at.warning)
