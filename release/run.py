@@ -327,6 +327,9 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     ReleaseRefused
         With the reason: a map above the plan's figure, a mechanism OpenDP cannot sample
         safely, over budget, data that does not fit the plan. Nothing is recorded.
+    DrawFailed
+        (A ``ReleaseRefused``.) Something raised once noise was drawn: the release's budget
+        is recorded as spent (values hash ``ledger.FAILED_DRAW``), nothing is returned.
     PlanError
         A query cannot be built as planned.
     LedgerError
