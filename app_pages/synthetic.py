@@ -87,8 +87,9 @@ if marginals == "pairs":
 rows = int(controls.number("Synthetic rows", key="synthetic_rows", default=1_000,
                            min_value=10, max_value=200_000, step=100))
 
-settings = (dataset_key, tuple(chosen), unit, measure, budget, algorithm, marginals,
-            tuple(pairs), rows)
+# the columns' declared cells too: rows generated for other categories are not shown
+settings = (dataset_key, tuple(chosen), columns.query, unit, measure, budget, algorithm,
+            marginals, tuple(pairs), rows)
 plan_panel.add_to_plan(dataset_key, lambda: sy.plan_query(
     loaded, unit, names=list(chosen), measure=measure, budget=budget, algorithm=algorithm,
     marginals=marginals, pairs=pairs, rows=rows), key="synthetic", certify_on_click=True)
@@ -168,4 +169,5 @@ target = chosen.index(predicted)
 synthetic_panel.classifier_section(cells, codes, columns, target=target, seed=state.seed())
 synthetic_panel.sweep_section(cells, columns, target=target, measure=measure,
                               max_rows=unit.max_rows, rows=rows, seed=state.seed(),
-                              settings=(dataset_key, tuple(chosen), unit, measure, rows))
+                              settings=(dataset_key, tuple(chosen), columns.query, unit, measure,
+                                        rows))

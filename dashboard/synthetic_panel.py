@@ -39,8 +39,9 @@ def classifier_section(cells: JointAggregate, codes, columns: sy.Columns, *, tar
     st.markdown(
         f"**A classifier predicting {name}** from the other chosen columns (categorical naive "
         "Bayes, add-one smoothing), tested on the same "
-        f"**{acc.test_rows:,} real rows held out** ({1 - sy.TRAIN_SHARE:.0%} of each cell's "
-        "rows, drawn once with the sidebar's seed). Share of the held-out rows predicted "
+        f"**{acc.test_rows:,} real rows held out** (each real row held out with probability "
+        f"{1 - sy.TRAIN_SHARE:.0%}, drawn once with the sidebar's seed). Share of the "
+        "held-out rows predicted "
         f"right: trained on the other {acc.train_rows:,} real rows **{_share(acc.train_on_real)}**,"
         f" trained on the synthetic rows **{_share(acc.train_on_synthetic)}**, always guessing "
         f"the training rows' commonest value **{_share(acc.majority)}**.")

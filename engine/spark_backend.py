@@ -231,9 +231,13 @@ def _person_text(column: Any, info: ColumnInfo) -> Any:
     double's is Python's ``repr`` (the shortest digits; positional for 1e-4 <= |x| < 1e16,
     else ``1e+16``, ``1.5e-05``); Spark writes Java's (``1.0E7``, ``1.5E-5``, ``Infinity``):
     rewritten here from its digits and exponent (a text, by which the rows are then
-    partitioned too). Other types are left as they are: their texts are alike."""
+    partitioned too). Other types are left as they are: their texts are alike. A floating
+    -0.0 is first made 0.0 (equal numbers: one person, as in DuckDB), never a second
+    person beside 0.0 with max rows of its own."""
     from pyspark.sql import functions as F
 
+    if info.type_name in ("float", "double"):   # -0.0 == 0.0: one person
+        column = F.when(column == 0, F.lit(0.0).cast(info.type_name)).otherwise(column)
     if info.type_name != "double":
         return column
     text = column.cast("string")

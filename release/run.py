@@ -327,6 +327,9 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     ReleaseRefused
         With the reason: a map above the plan's figure, a mechanism OpenDP cannot sample
         safely, over budget, data that does not fit the plan. Nothing is recorded.
+    DrawFailed
+        (A ``ReleaseRefused``.) Something raised once noise was drawn: the release's budget
+        is recorded as spent (values hash ``ledger.FAILED_DRAW``), nothing is returned.
     PlanError
         A query cannot be built as planned.
     LedgerError
@@ -363,6 +366,7 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
                                                  strict=True):
             released.append(_draw_query(built, certified, aggs, keys,
                                         plan.accounting.alpha))
+        digest = values_hash(released)   # may refuse a drawn value (NaN): after the draws
     except Exception as exc:
         # Noise was drawn from the data: the failure (and a retry) may depend on it, so the
         # release's budget is spent whatever happened next. Nothing is published.
@@ -374,7 +378,6 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
             "had been drawn from the data; nothing was published") from exc
     finally:
         del inputs  # the true aggregates go no further
-    digest = values_hash(released)
     record = ledger.record_release(
         identity, epsilon=prepared.spent.epsilon, delta=prepared.spent.delta,
         accounting=prepared.spent.method, values_hash=digest, plan_json=plan.to_json(),

@@ -316,9 +316,8 @@ def _edited_budget(query: model.PlanQuery, eps: float | None, delta: float | Non
             fields = {"epsilon": eps, "rho": rho}
         return replace(query, mechanism=replace(m, **fields))
     if isinstance(query.query, model.Synthetic):   # its spec holds its budget
-        spec = query.query
-        fields = {"epsilon": eps} if spec.measure == "pure" else {"rho": rho, "delta": delta}
-        return replace(query, query=replace(spec, **fields))
+        # every figure as typed: one of the other measure is refused by the spec's check
+        return replace(query, query=replace(query.query, epsilon=eps, rho=rho, delta=delta))
     t = query.threshold
     return replace(query, threshold=replace(t, epsilon=eps, rho=rho,
                                             delta=t.delta if delta is None else delta))

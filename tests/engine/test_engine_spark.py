@@ -336,3 +336,23 @@ def test_a_double_person_id_is_ranked_as_in_duckdb(spark, duck):
     ref.assert_matches(total, spark.run(source, total), want_total)
     ref.assert_same(total, duck.run(source, total), spark.run(source, total))
     assert pd.isna(frame["pid"]).any()
+
+
+def test_a_person_id_of_minus_zero_is_the_person_zero(spark, duck):
+    """-0.0 and 0.0 are one person id (equal numbers; DuckDB keeps them as one): on Spark
+    too, that person's rows are truncated together, never max_rows for each spelling."""
+    import pandas as pd
+
+    from engine import Contribution, JointCells
+
+    frame = pd.DataFrame({"c": ["a"] * 6, "pid": np.array([0.0, -0.0] * 3)})
+    assert np.signbit(frame["pid"]).sum() == 3
+    source = FrameSource(frame)
+    for k in (1, 2):
+        contribution = Contribution("pid", k, seed=7)
+        queries = (JointCells(("c",), (("a",),), (False,), contribution),
+                   CategoryCounts("c", ("a",), contribution))
+        for query in queries:
+            for backend in (duck, spark):
+                got = backend.run(source, query)
+                assert int(np.sum(got.counts)) == k, (backend, query)

@@ -83,6 +83,8 @@ def test_the_classifier_and_the_sweep_draw_curves_against_the_budget(monkeypatch
     at = _generated(monkeypatch)
     texts = " ".join(m.value for m in at.markdown)
     assert "A classifier predicting income" in texts and "real rows held out" in texts
+    # a binomial draw per row: about 30 %, not 30 % of each cell exactly
+    assert "each real row held out with probability 30%" in texts
     assert any("optimistic" in c.value for c in at.caption)
     assert at.selectbox(key="synthetic_target").value == "income"
     assert any("Not private" in w.value for w in at.warning)
@@ -150,3 +152,21 @@ def test_the_sweep_draws_curves_from_real_fits(monkeypatch):
     assert tv["x"] == [1.0] and 0 <= tv["y"][0] <= 1
     accuracy = next(t for t in specs[1]["data"] if t["name"].endswith("(median)"))
     assert 0 <= accuracy["y"][0] <= 1
+
+
+def test_a_changed_declared_schema_asks_to_generate_again(monkeypatch):
+    """The rows generated for a column's old categories are not shown against its new ones
+    (the codes would index past the new labels): the page asks to Generate again."""
+    from dataclasses import replace
+
+    from dashboard import state
+    from dashboard.data.schema import Schema
+
+    at = _generated(monkeypatch)
+    loaded = at.session_state[state.DATASET]
+    race = loaded.domains["race"]
+    fewer = replace(race, categories=race.categories[:2])
+    at.session_state[state.SCHEMAS] = {loaded.key: Schema({**loaded.domains, "race": fewer})}
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Generate" in i.value for i in at.info)

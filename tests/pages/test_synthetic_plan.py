@@ -201,3 +201,17 @@ def test_the_panel_certifies_on_the_click_not_on_every_run(monkeypatch):
     assert not at.session_state[PLANS].get(at.session_state["dataset"].key)
     assert any("Not added: a release would refuse it" in w.value
                and "exceeds the plan" in w.value for w in at.warning)
+
+
+def test_a_figure_of_the_other_measure_typed_in_the_table_is_refused_not_ignored():
+    """A ρ typed beside a pure-DP table (or an ε beside a zCDP one) is refused with a reason,
+    as for any other query; it was dropped without a word."""
+    queries = (model.PlanQuery("n", "N", model.Count(), model.Noise("laplace", "pure", 1.0)),
+               synthetic())
+    plan = model.Plan(model.Dataset("adult"), queries)
+    frame = rp.plan_rows(plan, build_plan(plan), {})
+    edited = frame.copy()
+    edited.loc["syn", rp.RHO] = 0.3
+    out, problems = rp.apply_edits(plan, edited)
+    assert out == queries
+    assert len(problems) == 1 and "set by epsilon alone" in problems[0]

@@ -422,3 +422,27 @@ def prepare_spent(plan):
     from release import prepare
 
     return prepare(plan).spent
+
+
+def test_a_failure_between_the_draws_and_the_record_is_charged(tmp_path, engine, monkeypatch):
+    """Anything that raises once noise was drawn and before the release is recorded (here a
+    released value the canonical JSON of the values hash refuses: NaN) is a failed draw: the
+    budget is recorded as spent, nothing is published."""
+    from dataclasses import replace
+
+    release_run = importlib.import_module("release.run")
+    from release import DrawFailed
+    from release.ledger import FAILED_DRAW
+
+    real_draw = release_run._draw_query
+
+    def nan_values(*args):
+        drawn = real_draw(*args)
+        return replace(drawn, rows=tuple((group, math.nan) for group, _ in drawn.rows))
+
+    monkeypatch.setattr(release_run, "_draw_query", nan_values)
+    plan = _continuous_plan()
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        with pytest.raises(DrawFailed, match="recorded as spent"):
+            run(plan, FrameSource(_truth_frame()), ledger=ledger, budget=100.0, engine=engine)
+        assert [r.values_hash for r in ledger.releases()] == [FAILED_DRAW]
