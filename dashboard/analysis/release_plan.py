@@ -101,7 +101,7 @@ def budget_text(query: model.PlanQuery) -> str:
             f"ρ = {_num(spec.rho)}" + ("" if spec.delta is None else
                                        f" (read at δ = {_num(spec.delta)})"))
         marginals = {"one-way": "all 1-way marginals", "auto": "marginals it selects",
-                     "pairs": "2-way marginals of " + ", ".join(
+                     "pairs": "every 1-way marginal, then 2-way marginals of " + ", ".join(
                          f"{a} × {b}" for a, b in spec.pairs)}[spec.marginals]
         parts.append(f"OpenDP's {spec.algorithm} ({marginals}), {spec.rows:,} synthetic "
                      f"rows, {level}")

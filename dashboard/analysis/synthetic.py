@@ -209,9 +209,9 @@ def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure,
     try:
         table = query.contingency_table(keys={n: list(range(s)) for n, s in zip(
             names, shape, strict=True)}, algorithm=chosen).release()
+        synthetic = table.synthesize(rows=rows)
     except dp.OpenDPException as exc:
         raise SynthesisError(f"OpenDP refused: {str(exc).strip()[:300]}") from exc
-    synthetic = table.synthesize(rows=rows)
     # the model's extra (null) key holds no real row: read it as the missing-or-other code
     return np.stack([synthetic[n].fill_null(s - 1).to_numpy().astype(np.int64)
                      for n, s in zip(names, shape, strict=True)], axis=1)
