@@ -27,7 +27,7 @@ from plan.identity import DatasetIdentity, content_digest, file_hash, frame_hash
 from plan.model import Plan
 from release.accounting import Spent, privacy_spent
 from release.errors import DataMismatch, DrawFailed, OverBudget
-from release.ledger import FAILED_DRAW, Ledger, ReleaseRecord
+from release.ledger import FAILED_DRAW, Ledger, LedgerError, ReleaseRecord
 from release.measurements import OPENDP_VERSION, Certified, certify
 
 __all__ = ["ReleasedQuery", "Release", "run", "dataset_identity", "prepare", "Prepared",
@@ -288,11 +288,18 @@ def _record_failed_draw(ledger: Ledger, identity: DatasetIdentity, plan: Plan,
                         spent: Spent) -> None:
     """Charge a release whose draw failed: recorded even past the budget (the budget was
     checked before the draw; only a release recorded meanwhile by another process can have
-    taken it), since the noise was drawn."""
-    ledger.record_release(identity, epsilon=spent.epsilon, delta=spent.delta,
-                          accounting=spent.method, values_hash=FAILED_DRAW,
-                          plan_json=plan.to_json(), implementation=IMPLEMENTATION,
-                          check_budget=False)
+    taken it), since the noise was drawn. A ledger that cannot record it says so, with the
+    spend to record by hand."""
+    try:
+        ledger.record_release(identity, epsilon=spent.epsilon, delta=spent.delta,
+                              accounting=spent.method, values_hash=FAILED_DRAW,
+                              plan_json=plan.to_json(), implementation=IMPLEMENTATION,
+                              check_budget=False)
+    except LedgerError as exc:
+        raise LedgerError(
+            f"the release failed while drawing its noise, and the ledger could not record "
+            f"its spend ({exc}): ε = {spent.epsilon:.6g}, δ = {spent.delta:.3g} were spent on "
+            f"{identity.name!r} and must be counted by hand; nothing was published") from exc
 
 
 def _first_line(exc: BaseException) -> str:

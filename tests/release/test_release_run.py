@@ -446,3 +446,24 @@ def test_a_failure_between_the_draws_and_the_record_is_charged(tmp_path, engine,
         with pytest.raises(DrawFailed, match="recorded as spent"):
             run(plan, FrameSource(_truth_frame()), ledger=ledger, budget=100.0, engine=engine)
         assert [r.values_hash for r in ledger.releases()] == [FAILED_DRAW]
+
+
+def test_a_failed_draw_the_ledger_cannot_record_says_what_to_count_by_hand(
+        tmp_path, engine, monkeypatch):
+    release_run = importlib.import_module("release.run")
+    from release import LedgerError
+
+    def failing(*args):
+        raise RuntimeError("OpenDP raised")
+
+    def unwritable(self, *args, **kwargs):
+        raise LedgerError("the ledger is locked")
+
+    monkeypatch.setattr(release_run, "_draw_query", failing)
+    plan = _continuous_plan()
+    spent = prepare_spent(plan)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        monkeypatch.setattr(Ledger, "record_release", unwritable)
+        with pytest.raises(LedgerError, match=rf"could not record its spend \(the ledger is "
+                                              rf"locked\): ε = {spent.epsilon:.6g}.*by hand"):
+            run(plan, FrameSource(_truth_frame()), ledger=ledger, budget=100.0, engine=engine)
