@@ -75,12 +75,13 @@ def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
 
 
 @functools.lru_cache(maxsize=32)
-def _measurement(spec: MarginalSynthesis) -> tuple[Any, float]:
+def _measurement(spec: MarginalSynthesis) -> tuple[Any, float] | str:
     """OpenDP's measurement of ``spec`` (the stable lazyframe, then mbi's contingency table)
-    and its privacy map at ``max_rows`` rows per person. Built from the plan alone, which
-    takes OpenDP seconds (it calibrates every step), so it is cached by the public spec: a
-    page asks on every rerun. Invoking the measurement draws afresh each time (OpenDP's
-    samplers, fresh entropy), so a cached one releases as a new one would."""
+    and its privacy map at ``max_rows`` rows per person, or OpenDP's refusal in words. Built
+    from the plan alone, which takes OpenDP seconds (it calibrates every step), so both are
+    cached by the public spec: a page asks on every rerun. Invoking the measurement draws
+    afresh each time (OpenDP's samplers, fresh entropy), so a cached one releases as a new one
+    would."""
     import polars as pl
 
     # OpenDP through release.measurements' lazy prelude: its first use turns the contrib
@@ -100,27 +101,30 @@ def _measurement(spec: MarginalSynthesis) -> tuple[Any, float]:
     measure = dp.max_divergence() if spec.measure == "pure" else (
         dp.zero_concentrated_divergence())
     d_in = spec.max_rows
-    table, _, _ = dp.mbi.make_contingency_table(
-        stable.output_domain, stable.output_metric, measure, stable.map(d_in),
-        float(spec.budget), keys={n: list(range(s)) for n, s in zip(
-            names, spec.shape, strict=True)},
-        algorithm=_algorithm(dp, spec, names))
-    measurement = stable >> table
-    return measurement, float(measurement.map(d_in))
+    try:
+        table, _, _ = dp.mbi.make_contingency_table(
+            stable.output_domain, stable.output_metric, measure, stable.map(d_in),
+            float(spec.budget), keys={n: list(range(s)) for n, s in zip(
+                names, spec.shape, strict=True)},
+            algorithm=_algorithm(dp, spec, names))
+        measurement = stable >> table
+        return measurement, float(measurement.map(d_in))
+    except (dp.OpenDPException, ValueError) as exc:
+        return str(exc).strip()[:300]
 
 
 def certify_synthesis(query_id: str, part: Part) -> Any:
     """The part's OpenDP measurement (built from the plan alone) with the privacy its map
     certifies at ``max_rows`` rows per person; refused if that is above the plan's budget."""
-    from release.measurements import Certified, dp
+    from release.measurements import Certified
 
     spec: MarginalSynthesis = part.mechanism
     d_in = spec.max_rows
-    try:
-        measurement, value = _measurement(spec)
-    except (dp.OpenDPException, ValueError) as exc:
+    built = _measurement(spec)
+    if isinstance(built, str):
         raise Unsupported(f"query {query_id!r} ({part.name}): OpenDP's mbi refused it: "
-                          f"{str(exc).strip()[:300]}") from None
+                          f"{built}")
+    measurement, value = built
     planned = part.loss
     figure = planned.epsilon if spec.measure == "pure" else planned.rho
     if not (math.isfinite(value) and value <= figure):
@@ -134,14 +138,8 @@ def certify_synthesis(query_id: str, part: Part) -> Any:
                      float("nan"), True)
 
 
-@functools.lru_cache(maxsize=64)
-def _certified(spec: MarginalSynthesis, planned: Loss) -> Loss:
-    part = Part("synthetic table", spec, float(spec.max_rows), planned, integer=True)
-    return certify_synthesis("synthetic", part).certified
-
-
 def certified_loss(part: Part) -> Loss:
     """The privacy OpenDP's map certifies for a synthetic table's part, from the plan alone
-    (no data): the figure a release composes and the ledger records (cached by the part's
-    public parameters: a page asks on every rerun). Raises as :func:`certify_synthesis`."""
-    return _certified(part.mechanism, part.loss)
+    (no data): the figure a release composes and the ledger records (OpenDP's work cached by
+    :func:`_measurement`). Raises as :func:`certify_synthesis`."""
+    return certify_synthesis("synthetic", part).certified

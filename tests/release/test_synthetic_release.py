@@ -27,6 +27,7 @@ from plan.model import (
     PlanQuery,
     PrivacyUnit,
 )
+from plan.parts import Loss, Part
 from release import DataMismatch, Ledger, prepare, run
 from release.cli import main
 from release.files import microdata_files
@@ -234,3 +235,21 @@ def test_the_measurement_is_built_once_and_draws_afresh_each_release(tmp_path, e
         assert len(ledger.releases()) == 3
     assert _measurement.cache_info().hits >= hits + 2
     assert len(set(draws)) > 1
+
+
+def test_a_plan_opendp_refuses_is_refused_by_name_and_its_refusal_is_cached():
+    """OpenDP refusing a synthetic table's measurement (from the plan alone: here a budget of
+    1e-300, whose noise scale overflows) refuses the release with OpenDP's words; the refusal
+    is cached like a certificate, so the plan page does not rebuild it on every rerun."""
+    from plan.kinds.synthetic import MarginalSynthesis
+    from release import Unsupported
+    from release.synthesis import _measurement, certify_synthesis
+
+    spec = MarginalSynthesis("MST", "auto", (3, 3), "pure", 1e-300, 1, 10, 10)
+    part = Part("synthetic table", spec, 1.0, Loss(epsilon=1e-300), integer=True)
+    misses = _measurement.cache_info().misses
+    for _ in range(2):
+        with pytest.raises(Unsupported, match=r"query 'syn' \(synthetic table\): OpenDP's mbi "
+                                              r"refused it: .*not finite"):
+            certify_synthesis("syn", part)
+    assert _measurement.cache_info().misses == misses + 1
