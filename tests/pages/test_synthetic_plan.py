@@ -135,12 +135,17 @@ def test_the_plan_page_lists_it_certified_and_composes_it_as_the_ledger_will():
     assert "plan_simulation_package" not in [b.key for b in at.get("download_button")]
 
 
-def test_its_budget_is_edited_in_the_table():
+def count_and_synthetic_rows():
+    """A count and the small synthetic table, and the plan page's table of them to edit."""
     queries = (model.PlanQuery("n", "N", model.Count(), model.Noise("laplace", "pure", 1.0)),
                synthetic())
     plan = model.Plan(model.Dataset("adult"), queries)
-    frame = rp.plan_rows(plan, build_plan(plan), {})
-    edited = frame.copy()
+    return plan, rp.plan_rows(plan, build_plan(plan), {}).copy()
+
+
+def test_its_budget_is_edited_in_the_table():
+    plan, edited = count_and_synthetic_rows()
+    queries = plan.queries
     edited.loc["syn", rp.EPS] = 0.25
     out, problems = rp.apply_edits(plan, edited)
     assert problems == []
@@ -206,11 +211,8 @@ def test_the_panel_certifies_on_the_click_not_on_every_run(monkeypatch):
 def test_a_figure_of_the_other_measure_typed_in_the_table_is_refused_not_ignored():
     """A ρ typed beside a pure-DP table (or an ε beside a zCDP one) is refused with a reason,
     as for any other query; it was dropped without a word."""
-    queries = (model.PlanQuery("n", "N", model.Count(), model.Noise("laplace", "pure", 1.0)),
-               synthetic())
-    plan = model.Plan(model.Dataset("adult"), queries)
-    frame = rp.plan_rows(plan, build_plan(plan), {})
-    edited = frame.copy()
+    plan, edited = count_and_synthetic_rows()
+    queries = plan.queries
     edited.loc["syn", rp.RHO] = 0.3
     out, problems = rp.apply_edits(plan, edited)
     assert out == queries
