@@ -211,8 +211,11 @@ for col, page in zip(st.columns(max(1, len(pages))), pages, strict=False):
                   icon=":material/arrow_back:")
 
 st.subheader("What the whole plan spends")
-with st.spinner("Composing the plan four ways…"):
-    acc = rp.accounted(built, method=method, delta=delta)
+prepared, blocked = release_panel.prepared(the_plan)
+with st.spinner("Composing the plan four ways…"):   # what the ledger would record, each way
+    acc = rp.accounted(built, method=method, delta=delta,
+                       certified=[c for cs in prepared.certified for c in cs] if prepared
+                       else None)
 cols = st.columns(4)
 for col, name in zip(cols, ACCOUNTANTS, strict=True):
     total = acc.totals.of(name)
@@ -223,7 +226,6 @@ st.markdown(rp.accounting_sentence(acc))
 rounded_noted = not all(shown.is_shown_exactly(acc.totals.of(n).epsilon) for n in ACCOUNTANTS)
 if rounded_noted:   # the page says once what ↑ means
     st.caption(shown.ROUNDED_UP)
-prepared, blocked = release_panel.prepared(the_plan)
 needs = prepared.spent if prepared else acc.totals.of(method)   # what the ledger would record
 guard = budget_panel.budget_section(loaded, data_key, needs_epsilon=needs.epsilon,
                                     needs_delta=needs.delta if prepared else delta,

@@ -648,7 +648,7 @@ def _check_pld_delta(delta: object) -> float:
 
 
 def compose_pld(releases: Iterable[object], *, delta: float,
-                discretization: float | None = None) -> float:
+                discretization: float | None = None, connect_dots: bool = True) -> float:
     """The plan's ε at ``delta`` from its privacy-loss distribution: the tight accountant.
 
     Each release's PLD is built by Google's ``dp_accounting`` with pessimistic rounding
@@ -670,6 +670,12 @@ def compose_pld(releases: Iterable[object], *, delta: float,
     discretization : float, optional
         The loss grid's width; by default :data:`DISCRETIZATION`, coarser for plans whose
         losses span more than two million steps.
+    connect_dots : bool
+        True (the pages' default): a noise's PLD is discretised by connect-the-dots, which
+        dominates the exact one and is the tighter. False: each privacy loss is rounded up to
+        the grid (Meiser & Mohammadi's pessimistic rounding), which can only overstate ε,
+        by at most one grid step per release: what a release records
+        (``release.accounting.certified_spent``).
 
     Returns
     -------
@@ -690,7 +696,7 @@ def compose_pld(releases: Iterable[object], *, delta: float,
     interval = _discretization(losses, discretization)
     if not losses:
         return 0.0
-    eps = float(_composed_pld(losses, interval).get_epsilon_for_delta(delta))
+    eps = float(_composed_pld(losses, interval, connect_dots).get_epsilon_for_delta(delta))
     eps = _up(eps) if math.isfinite(eps) else math.inf
     # The grid rounds each loss up by up to one step; for a few pure-DP releases that can
     # cost more than the distribution saves. Basic composition's ε is then the tighter of

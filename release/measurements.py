@@ -21,6 +21,7 @@ from fractions import Fraction
 from importlib.metadata import version
 from typing import Any
 
+from dpcore.accounting import Composable, NoiseLoss, ThresholdLoss, partition_losses
 from dpcore.contributions import ContributionBounds, count_sensitivity
 from dpcore.measures import ZCDP, PureDP
 from dpcore.mechanisms import AdditiveMechanism, spec_of
@@ -70,6 +71,13 @@ class Certified:
     ``planned`` is the part's figure in the plan, ``opendp_scale`` the scale handed to OpenDP
     (the plan's, in the units of OpenDP's scores for a quantile), ``note`` what differs
     between what the plan says and what OpenDP certifies, if anything.
+
+    ``noise_law`` is the part's noise as the accountants compose it when its law is one a
+    privacy-loss distribution represents exactly (Laplace, Gaussian, discrete Laplace, a
+    scalar discrete Gaussian; a threshold's noise and its recorded δ): a
+    :class:`~dpcore.accounting.NoiseLoss` at OpenDP's scale and the distance OpenDP's map was
+    read at (never less than the certificate implies). Empty when OpenDP's certificate is
+    all that is known (selections, quantiles, bounded Laplace, staircase, synthetic tables).
     """
 
     part: Part
@@ -81,6 +89,7 @@ class Certified:
     integer: bool
     post: Callable[[Any], Any] | None = None
     note: str = ""
+    noise_law: tuple[Composable, ...] = ()
 
     def draw(self, value: Any) -> Any:
         """One release of this part on ``value`` (a number, a list, or a dict of counts)."""
@@ -180,7 +189,34 @@ def _additive(query_id: str, part: Part) -> Certified:
     if recipe.clamp:
         post = functools.partial(_clamp, low=mechanism.lower, high=mechanism.upper)
     return Certified(part, measurement, d_in, certified, planned, scale,
-                     value_type == _INT, post, note)
+                     value_type == _INT, post, note,
+                     _noise_law(type(mechanism).pld_noise, scale, float(d_in), certified,
+                                vector=part.size is not None))
+
+
+def _noise_law(noise: str | None, scale: float, d_in: float, certified: Loss,
+               *, vector: bool) -> tuple[NoiseLoss, ...]:
+    """The part's noise at OpenDP's ``scale`` as the accountants compose it, or () when a
+    PLD cannot represent it exactly.
+
+    The sensitivity is OpenDP's ``d_in``, raised to what OpenDP's own figure implies (ε·b for
+    the Laplace noise, √(2ρ)·σ for the Gaussian) should OpenDP's map count more than d_in (it
+    rounds a float input to its sampling lattice): the law is never read at a distance below
+    the one OpenDP certifies. A discrete Gaussian on a vector keeps its certificate: its loss
+    under a shift spread over coordinates is not the one-coordinate PLD's.
+    """
+    if noise is None or (vector and noise == "discrete_gaussian"):
+        return ()
+    if noise in ("laplace", "gaussian"):
+        implied = (certified.epsilon * scale if certified.epsilon is not None
+                   else math.sqrt(2 * certified.rho) * scale)
+        d_in = max(d_in, math.nextafter(implied, math.inf))
+    elif not d_in.is_integer():
+        return ()
+    try:
+        return (NoiseLoss(noise, scale, d_in),)
+    except ValueError:   # a scale or a sensitivity beyond what the PLD reads in float64
+        return ()
 
 
 def _clamp(values: Any, *, low: float, high: float) -> Any:
@@ -320,8 +356,12 @@ def _threshold(query_id: str, part: Part, planned_delta: float) -> Certified:
         certified = Loss(rho=loss, delta=recorded, read_at=part.loss.read_at)
     else:
         certified = Loss(epsilon=loss, delta=recorded)
+    # The counts' noise at OpenDP's scale (dpcore.accounting.partition_losses) and, outright,
+    # the threshold's recorded δ (the larger of OpenDP's and dpcore's).
+    noise, _ = partition_losses(noise=pt.noise, scale=pt.scale, threshold=pt.threshold,
+                                max_rows=r, max_groups=k)
     return Certified(part, measurement, d_in, certified, part.loss, pt.scale, integer,
-                     note=note)
+                     note=note, noise_law=(noise, ThresholdLoss(recorded)))
 
 
 def certify_max_rows(part: Part) -> Certified:

@@ -25,7 +25,7 @@ from plan import model
 from plan.build import Built, build_plan
 from plan.identity import DatasetIdentity, content_digest, file_hash, frame_hash
 from plan.model import Plan
-from release.accounting import Spent, privacy_spent
+from release.accounting import Spent, certified_spent, privacy_spent
 from release.errors import DataMismatch, DrawFailed, OverBudget
 from release.ledger import FAILED_DRAW, Ledger, LedgerError, ReleaseRecord
 from release.measurements import OPENDP_VERSION, Certified, certify
@@ -161,8 +161,9 @@ def prepare(plan: Plan) -> Prepared:
     built = build_plan(plan)
     certified = tuple(certify(b) for b in built)
     labels = _labels(built, [b.parts for b in built])
-    spent = privacy_spent([c.certified for cs in certified for c in cs], plan.accounting,
-                          labels=labels)
+    # the figure recorded: the tighter of OpenDP's certificates and its noises' laws
+    spent = certified_spent([c for cs in certified for c in cs], plan.accounting,
+                            labels=labels)
     planned = privacy_spent([p.loss for b in built for p in b.parts], plan.accounting,
                             labels=labels)
     if plan.budget is not None:

@@ -6,7 +6,8 @@ release draws from — so the page, the release and the files agree: the account
 the catalogue mechanisms themselves (a Laplace count enters the privacy-loss distribution as
 Laplace noise, not as a generic ε), partition selection as its noise plus its threshold's δ,
 a synthetic table as the ε or ρ OpenDP's map certifies for its measurement (read from the plan
-alone, as a release reads it: the figure the ledger records).
+alone, as a release reads it: the figure the ledger records). A plan that can be released is
+accounted by ``release.accounting.certified_spent``, the very function the ledger records.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dpcore import allocation
 from dpcore.accounting import (
     ACCOUNTANT_LABELS,
     ACCOUNTANTS,
+    AccountedTotal,
     BudgetCheck,
     Loss,
     PlanAccounting,
@@ -39,7 +41,8 @@ from plan import model
 from plan.build import Built, NoisyMax, Part, PartitionThreshold, build_plan
 from plan.kinds import kind_of
 from plan.kinds.synthetic import MarginalSynthesis
-from release.accounting import total_up
+from release.accounting import certified_spent, total_up
+from release.errors import ReleaseRefused
 
 __all__ = ["PAGES", "ROW_COLUMNS", "budget_text", "target_text", "releases_of", "make_plan",
            "plan_rows", "apply_edits", "Accounted", "accounted", "Split", "split",
@@ -412,8 +415,26 @@ def accounting_sentence(acc: Accounted) -> str:
     return text.strip()
 
 
-def accounted(built: Sequence[Built], *, method: str, delta: float) -> Accounted:
-    return Accounted(account_plan(releases_of(built), delta=delta), method, delta)
+def accounted(built: Sequence[Built], *, method: str, delta: float,
+              certified: Sequence[object] | None = None) -> Accounted:
+    """The plan accounted four ways at ``delta``.
+
+    With ``certified`` (the plan's parts as OpenDP certified them: ``release.prepare``), each
+    accountant's figure is ``release.accounting.certified_spent`` under it — what the ledger
+    records when the plan is released under that accounting, so the figure the page shows is
+    the one recorded. Without (a plan that cannot be released as it is), the plan's own
+    mechanisms composed by ``dpcore.accounting``.
+    """
+    if certified is None:
+        return Accounted(account_plan(releases_of(built), delta=delta), method, delta)
+    totals = []
+    for name in ACCOUNTANTS:
+        try:
+            spent = certified_spent(certified, model.Accounting(name, float(delta)))
+            totals.append(AccountedTotal(name, spent.epsilon, spent.delta, spent.note))
+        except (ReleaseRefused, model.PlanError) as exc:
+            totals.append(AccountedTotal(name, math.inf, delta, str(exc)))
+    return Accounted(PlanAccounting(*totals), method, delta)
 
 
 def guard(built: Sequence[Built], *, budget: float, delta: float, method: str) -> BudgetCheck:
