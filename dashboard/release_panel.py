@@ -192,9 +192,9 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
     figure = "" if prepared is None else (
         f"The ledger will record ε = {upper(prepared.spent.epsilon, 6)}"
         + (f", δ = {upper(prepared.spent.delta, 3)}" if prepared.spent.delta else "")
-        + f" under {ACCOUNTANT_LABELS[prepared.spent.method]}: what OpenDP certifies for "
-        "each part (a part enters as its ε or ρ, not as its noise law, so this can be a "
-        "little above the figures above)."
+        + f" under {ACCOUNTANT_LABELS[prepared.spent.method]}: the smaller of what OpenDP "
+        "certifies for the parts composed and of the noises it draws, at its scales, composed "
+        "(the figure above)."
         + (f" ({prepared.spent.note}.)" if prepared.spent.note else ""))
     if blocked:
         st.warning(f"This plan cannot be released as it is: {plain(blocked, limit=500)}",

@@ -386,3 +386,32 @@ def test_a_plan_file_with_a_synthetic_table_is_imported():
     frame = frame_with(at, "Accuracy now")
     assert frame["Query"].tolist() == ["Synthetic"]
     assert frame["Accuracy now"].tolist() == [rp.NOT_SIMULATED]
+
+
+def test_the_page_promises_the_figure_the_ledger_records_and_the_guard_reads_it(ledger):
+    """Issue 31 item 7: three Gaussian counts (ε = 1, δ = 1e-6 each) under PLD at δ = 1e-5.
+    The page showed PLD's 1.5981 while the ledger would record 1.7413 (OpenDP's ρ converted),
+    so a dataset budget of ε = 1.65 refused a plan the page said spends 1.5981. Now the
+    page's PLD figure is the ledger's (within 1 % of the closed form: three Gaussians of
+    scale σ are one of scale σ/√3, Balle & Wang), and the plan fits that budget."""
+    from release import prepare
+    from tests.dpcore.test_accounting import gaussian_epsilon
+
+    at = open_app("plan.py")
+    plan = model.Plan(model.Dataset("x"), tuple(
+        model.PlanQuery(f"n{i}", f"Rows {i}", model.Count(),
+                        model.Noise("gaussian", "approx", epsilon=1.0, delta=1e-6))
+        for i in range(3)), accounting=model.Accounting("pld", 1e-5))
+    at.file_uploader(key="plan_import").set_value(("plan.json", plan.to_json().encode(),
+                                                    "application/json")).run()
+    no_problem(at)
+    sigma = prepare(plan).certified[0][0].opendp_scale
+    closed = gaussian_epsilon(math.sqrt(3) / sigma, 1e-5)
+    shown, recorded = metric(at, "Privacy-loss distributions"), recorded_epsilon(at)
+    assert closed <= recorded <= 1.01 * closed
+    assert recorded <= shown <= recorded * (1 + 1e-3)   # the same figure, 4 digits, up
+    set_budget(at, 1.65)
+    no_problem(at)
+    assert next(m for m in at.metric if m.label == "Left").delta == "the plan fits"
+    assert not any("This plan is refused" in e.value for e in at.error)
+    assert not at.get("download_button")[0].proto.disabled
