@@ -190,8 +190,10 @@ def _additive(query_id: str, part: Part) -> Certified:
         post = functools.partial(_clamp, low=mechanism.lower, high=mechanism.upper)
     return Certified(part, measurement, d_in, certified, planned, scale,
                      value_type == _INT, post, note,
-                     _noise_law(type(mechanism).pld_noise, scale, float(d_in), certified,
-                                vector=part.size is not None))
+                     _noise_law(type(mechanism).pld_noise, scale,
+                                max(float(d_in), float(part.sensitivity),
+                                    float(mechanism.sensitivity)),
+                                certified, vector=part.size is not None))
 
 
 def _noise_law(noise: str | None, scale: float, d_in: float, certified: Loss,
@@ -199,11 +201,12 @@ def _noise_law(noise: str | None, scale: float, d_in: float, certified: Loss,
     """The part's noise at OpenDP's ``scale`` as the accountants compose it, or () when a
     PLD cannot represent it exactly.
 
-    The sensitivity is OpenDP's ``d_in``, raised to what OpenDP's own figure implies (ε·b for
-    the Laplace noise, √(2ρ)·σ for the Gaussian) should OpenDP's map count more than d_in (it
-    rounds a float input to its sampling lattice): the law is never read at a distance below
-    the one OpenDP certifies. A discrete Gaussian on a vector keeps its certificate: its loss
-    under a shift spread over coordinates is not the one-coordinate PLD's.
+    The sensitivity is OpenDP's ``d_in`` (or the part's, were it larger), raised to what
+    OpenDP's own figure implies (ε·b for the Laplace noise, √(2ρ)·σ for the Gaussian) should
+    OpenDP's map count more than that (it rounds a float input to its sampling lattice): the
+    law is never read at a distance below the one OpenDP certifies. A discrete Gaussian on a
+    vector keeps its certificate: its loss under a shift spread over coordinates is not the
+    one-coordinate PLD's.
     """
     if noise is None or (vector and noise == "discrete_gaussian"):
         return ()
