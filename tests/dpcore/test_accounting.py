@@ -16,6 +16,7 @@ from scipy.special import ndtr
 
 from dpcore import accounting
 from dpcore.accounting import (
+    DISCRETIZATION,
     Loss,
     NoiseLoss,
     ThresholdLoss,
@@ -367,3 +368,19 @@ def test_empty_plan_and_validation():
         NoiseLoss("discrete_laplace", 1.0, 1.5)
     with pytest.raises(ValueError, match="noise"):
         NoiseLoss("cauchy", 1.0, 1.0)
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_pld_rounded_up_never_goes_below_the_exact_curve(k):
+    """compose_pld(connect_dots=False), what a release records: every loss rounded up to the
+    grid. k Gaussians (σ = 4, Δ = 1) are one of σ/√k: never below its exact ε (Balle &
+    Wang), at most one grid step per release above; a Laplace (b = 2, Δ = 1) never below its
+    exact ε at δ, μ + 2 ln(1 − δ) with μ = Δ/b; and never below connect-the-dots' figure less
+    the grid's error."""
+    gaussians = [NoiseLoss("gaussian", 4.0, 1.0)] * k
+    exact = gaussian_epsilon(math.sqrt(k) / 4.0, 1e-6)
+    rounded = compose_pld(gaussians, delta=1e-6, connect_dots=False)
+    assert exact <= rounded <= exact + k * DISCRETIZATION
+    assert rounded >= compose_pld(gaussians, delta=1e-6) - 1e-6
+    laplace = [NoiseLoss("laplace", 2.0, 1.0)]
+    assert compose_pld(laplace, delta=0.05, connect_dots=False) >= 0.5 + 2 * math.log(0.95)

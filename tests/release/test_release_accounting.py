@@ -349,3 +349,33 @@ def test_only_the_noises_a_pld_represents_carry_their_law():
             assert law[0].sensitivity >= (c.d_in if not threshold else 1), c.part.name
             if threshold:
                 assert law[1].delta == c.certified.delta
+
+
+def test_whole_number_noises_enter_as_their_laws_at_opendps_scales():
+    """A geometric count (ε = 1) and a discrete Gaussian count (ε = 1, δ = 1e-6) under PLD at
+    δ = 1e-5: recorded as dp_accounting's PLD of the discrete Laplace and the discrete
+    Gaussian at OpenDP's scales (built here by hand on a grid ten times finer), never below
+    its optimistic twin, and below the certificates composed (ε plus OpenDP's ρ)."""
+    plan = Plan(Dataset("people"), (
+        PlanQuery("g", "Rows", Count(), Noise("geometric", "pure", epsilon=1.0)),
+        PlanQuery("d", "Rows again", Count(),
+                  Noise("discrete_gaussian", "approx", epsilon=1.0, delta=1e-6))),
+        PrivacyUnit(), accounting=Accounting("pld", 1e-5))
+    prepared = prepare(plan)
+    geometric, discrete_gaussian = (cs[0] for cs in prepared.certified)
+    assert discrete_gaussian.certified.rho is not None   # OpenDP certifies it by ρ
+
+    def hand(pessimistic: bool) -> float:
+        options = {"value_discretization_interval": 1e-4, "pessimistic_estimate": pessimistic,
+                   "use_connect_dots": False}
+        out = pld.from_discrete_laplace_mechanism(1 / geometric.opendp_scale, sensitivity=1,
+                                                  **options)
+        return out.compose(pld.from_discrete_gaussian_mechanism(
+            discrete_gaussian.opendp_scale, sensitivity=1, **options)
+        ).get_epsilon_for_delta(1e-5)
+
+    low, high = hand(False), hand(True)
+    assert low <= prepared.spent.epsilon <= high + 2e-3   # two losses, one 1e-3 step each
+    certificate = privacy_spent([c.certified for cs in prepared.certified for c in cs],
+                                plan.accounting)
+    assert prepared.spent.epsilon < certificate.epsilon and prepared.spent.delta == 1e-5
