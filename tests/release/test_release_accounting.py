@@ -379,3 +379,35 @@ def test_whole_number_noises_enter_as_their_laws_at_opendps_scales():
     certificate = privacy_spent([c.certified for cs in prepared.certified for c in cs],
                                 plan.accounting)
     assert prepared.spent.epsilon < certificate.epsilon and prepared.spent.delta == 1e-5
+
+
+@pytest.mark.slow
+def test_a_synthetic_table_keeps_opendps_figure_beside_gaussian_counts():
+    """A synthetic table (MST, ε = 1: OpenDP certifies a map no PLD here models) and three
+    Gaussian counts under PLD at δ = 1e-5: the table enters as OpenDP's ε (randomized
+    response, the worst case of an ε-DP release), the counts as their noise; checked against
+    dp_accounting by hand."""
+    from dataclasses import replace
+
+    from tests.release.test_synthetic_release import synthetic_plan
+
+    base = synthetic_plan()
+    counts = _gaussian_counts(3, "pld", 1e-5).queries
+    plan = replace(base, queries=base.queries + counts, accounting=Accounting("pld", 1e-5))
+    prepared = prepare(plan)
+    table, *gaussians = (cs[0] for cs in prepared.certified)
+    assert table.noise_law == () and all(g.noise_law for g in gaussians)
+    eps, sigma = table.certified.epsilon, gaussians[0].opendp_scale
+    sensitivity = gaussians[0].part.sensitivity
+
+    def hand(pessimistic: bool) -> float:
+        steps = math.ceil(eps / 1e-4) if pessimistic else math.floor(eps / 1e-4)
+        out = pld.PrivacyLossDistribution.create_from_rounded_probability(
+            {steps: math.exp(eps) / (1 + math.exp(eps)), -steps: 1 / (1 + math.exp(eps))},
+            0.0, 1e-4, pessimistic_estimate=pessimistic)
+        return out.compose(pld.from_gaussian_mechanism(
+            sigma, sensitivity=sensitivity, value_discretization_interval=1e-4,
+            pessimistic_estimate=pessimistic, use_connect_dots=False).self_compose(3)
+        ).get_epsilon_for_delta(1e-5)
+
+    assert hand(False) <= prepared.spent.epsilon <= hand(True) + 4e-3
