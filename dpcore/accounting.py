@@ -39,6 +39,7 @@ __all__ = [
     "BudgetCheck",
     "privacy_losses",
     "partition_losses",
+    "noise_law",
     "compose_pld",
     "account",
     "account_plan",
@@ -291,6 +292,34 @@ def partition_losses(*, noise: str, scale: float, threshold: float, max_rows: in
     else:
         sensitivity = float(k * r)
     return NoiseLoss(noise, float(scale), sensitivity), ThresholdLoss(privacy.delta)
+
+
+def noise_law(noise: str | None, scale: float, sensitivity: float, *, vector: bool = False,
+              epsilon: float | None = None, rho: float | None = None) -> tuple[NoiseLoss, ...]:
+    """A release's noise as the accountants compose it, when a privacy-loss distribution
+    represents it exactly: ``(NoiseLoss,)``, else ``()`` (the release then counts by its
+    certificate).
+
+    ``noise`` is a mechanism class's ``pld_noise`` (None: no such law). The sensitivity is
+    raised to what a certificate of the release implies, ``epsilon``·scale for a Laplace
+    noise or √(2·``rho``)·scale for a Gaussian one, should the certifier count more than
+    ``sensitivity`` (OpenDP rounds a float input to its sampling lattice): the law is never
+    read at a distance below the one certified. Left out: a whole-number noise at a
+    fractional sensitivity, a discrete Gaussian on a ``vector`` (its loss under a shift spread
+    over coordinates is not the one-coordinate PLD's), and laws beyond float64 accounting.
+    """
+    if noise is None or (vector and noise == "discrete_gaussian"):
+        return ()
+    if not noise.startswith("discrete"):
+        implied = (epsilon * scale if epsilon is not None
+                   else math.sqrt(2 * rho) * scale if rho is not None else 0.0)
+        sensitivity = max(sensitivity, math.nextafter(implied, math.inf) if implied else 0.0)
+    elif not float(sensitivity).is_integer():
+        return ()
+    try:
+        return (NoiseLoss(noise, scale, sensitivity),)
+    except ValueError:
+        return ()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from fractions import Fraction
 from importlib.metadata import version
 from typing import Any
 
-from dpcore.accounting import Composable, NoiseLoss, ThresholdLoss, partition_losses
+from dpcore.accounting import Composable, ThresholdLoss, noise_law, partition_losses
 from dpcore.contributions import ContributionBounds, count_sensitivity
 from dpcore.measures import ZCDP, PureDP
 from dpcore.mechanisms import AdditiveMechanism, spec_of
@@ -190,36 +190,11 @@ def _additive(query_id: str, part: Part) -> Certified:
         post = functools.partial(_clamp, low=mechanism.lower, high=mechanism.upper)
     return Certified(part, measurement, d_in, certified, planned, scale,
                      value_type == _INT, post, note,
-                     _noise_law(type(mechanism).pld_noise, scale,
-                                max(float(d_in), float(part.sensitivity),
-                                    float(mechanism.sensitivity)),
-                                certified, vector=part.size is not None))
-
-
-def _noise_law(noise: str | None, scale: float, d_in: float, certified: Loss,
-               *, vector: bool) -> tuple[NoiseLoss, ...]:
-    """The part's noise at OpenDP's ``scale`` as the accountants compose it, or () when a
-    PLD cannot represent it exactly.
-
-    The sensitivity is OpenDP's ``d_in`` (or the part's, were it larger), raised to what
-    OpenDP's own figure implies (ε·b for the Laplace noise, √(2ρ)·σ for the Gaussian) should
-    OpenDP's map count more than that (it rounds a float input to its sampling lattice): the
-    law is never read at a distance below the one OpenDP certifies. A discrete Gaussian on a
-    vector keeps its certificate: its loss under a shift spread over coordinates is not the
-    one-coordinate PLD's.
-    """
-    if noise is None or (vector and noise == "discrete_gaussian"):
-        return ()
-    if noise in ("laplace", "gaussian"):
-        implied = (certified.epsilon * scale if certified.epsilon is not None
-                   else math.sqrt(2 * certified.rho) * scale)
-        d_in = max(d_in, math.nextafter(implied, math.inf))
-    elif not d_in.is_integer():
-        return ()
-    try:
-        return (NoiseLoss(noise, scale, d_in),)
-    except ValueError:   # a scale or a sensitivity beyond what the PLD reads in float64
-        return ()
+                     noise_law(type(mechanism).pld_noise, scale,
+                               max(float(d_in), float(part.sensitivity),
+                                   float(mechanism.sensitivity)),
+                               vector=part.size is not None, epsilon=certified.epsilon,
+                               rho=certified.rho))
 
 
 def _clamp(values: Any, *, low: float, high: float) -> Any:

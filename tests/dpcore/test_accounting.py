@@ -384,3 +384,18 @@ def test_pld_rounded_up_never_goes_below_the_exact_curve(k):
     assert rounded >= compose_pld(gaussians, delta=1e-6) - 1e-6
     laplace = [NoiseLoss("laplace", 2.0, 1.0)]
     assert compose_pld(laplace, delta=0.05, connect_dots=False) >= 0.5 + 2 * math.log(0.95)
+
+
+def test_noise_law_only_for_laws_a_pld_represents_and_never_below_the_certificate():
+    """A Gaussian certified at ρ = 1/8 with scale 2 is read at sensitivity ≥ √(2ρ)·2 = 1
+    even when told 0.5; a Laplace at ε·b; no law for a mechanism without one, a discrete
+    Gaussian on a vector, or a whole-number noise at a fractional sensitivity."""
+    (gauss,) = accounting.noise_law("gaussian", 2.0, 0.5, rho=1 / 8)
+    assert 1.0 <= gauss.sensitivity <= 1.0 + 1e-15 and gauss.scale == 2.0
+    (lap,) = accounting.noise_law("laplace", 2.0, 1.0, epsilon=0.75)
+    assert 1.5 <= lap.sensitivity <= 1.5 + 1e-15
+    assert accounting.noise_law("gaussian", 2.0, 3.0, rho=1 / 8)[0].sensitivity == 3.0
+    assert accounting.noise_law(None, 2.0, 1.0) == ()
+    assert accounting.noise_law("discrete_gaussian", 2.0, 1.0, vector=True) == ()
+    assert accounting.noise_law("discrete_laplace", 2.0, 1.5) == ()
+    assert accounting.noise_law("discrete_gaussian", 2.0, 2.0)[0].sensitivity == 2.0
