@@ -334,12 +334,15 @@ def _threshold(query_id: str, part: Part, planned_delta: float) -> Certified:
         certified = Loss(rho=loss, delta=recorded, read_at=part.loss.read_at)
     else:
         certified = Loss(epsilon=loss, delta=recorded)
-    # The counts' noise at OpenDP's scale (dpcore.accounting.partition_losses) and, outright,
-    # the threshold's recorded δ (the larger of OpenDP's and dpcore's).
-    noise, _ = partition_losses(noise=pt.noise, scale=pt.scale, threshold=pt.threshold,
-                                max_rows=r, max_groups=k)
+    # The counts' noise at OpenDP's scale (dpcore.accounting.partition_losses), read at no
+    # less than OpenDP's figure for it implies, and, outright, the threshold's recorded δ
+    # (the larger of OpenDP's and dpcore's).
+    counts, _ = partition_losses(noise=pt.noise, scale=pt.scale, threshold=pt.threshold,
+                                 max_rows=r, max_groups=k)
+    law = noise_law(counts.noise, counts.scale, counts.sensitivity,
+                    epsilon=certified.epsilon, rho=certified.rho)
     return Certified(part, measurement, d_in, certified, part.loss, pt.scale, integer,
-                     note=note, noise_law=(noise, ThresholdLoss(recorded)))
+                     note=note, noise_law=(*law, ThresholdLoss(recorded)) if law else ())
 
 
 def certify_max_rows(part: Part) -> Certified:

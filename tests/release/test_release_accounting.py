@@ -25,12 +25,14 @@ from plan.model import (
     Count,
     Dataset,
     Grid,
+    GroupBy,
     Noise,
     Plan,
     PlanQuery,
     PrivacyUnit,
     SelectionNoise,
     Sum,
+    Threshold,
 )
 from release import Ledger, prepare, run
 from release.accounting import privacy_spent, total_up
@@ -411,3 +413,25 @@ def test_a_synthetic_table_keeps_opendps_figure_beside_gaussian_counts():
         ).get_epsilon_for_delta(1e-5)
 
     assert hand(False) <= prepared.spent.epsilon <= hand(True) + 4e-3
+
+
+def test_partition_selection_enters_as_its_counts_noise_and_its_thresholds_delta():
+    """Groups found privately (Laplace noise at ε = 1, threshold δ = 1e-7, one row per
+    person) under PLD at δ = 1e-5: recorded as the counts' Laplace at OpenDP's scale plus an
+    outright loss of probability δ_t = the recorded δ. Closed form of that pair: a Laplace of
+    μ = Δ/b reaches δ at ε = μ + 2 ln(1 − x), x = (δ − δ_t)/(1 − δ_t); the figure never goes
+    below it, and stays within two grid steps (1e-3 each) above."""
+    plan = Plan(Dataset("people"), (PlanQuery(
+        "found", "Groups", GroupBy("dx"), None,
+        threshold=Threshold("laplace", 1e-7, epsilon=1.0)),), PrivacyUnit(),
+        accounting=Accounting("pld", 1e-5))
+    prepared = prepare(plan)
+    (threshold,) = prepared.certified[0]
+    noise, outright = threshold.noise_law
+    delta_t = threshold.certified.delta
+    assert outright.delta == delta_t >= 1e-7 * 0.5 and noise.scale == threshold.opendp_scale
+    x = (1e-5 - delta_t) / (1 - delta_t)
+    closed = 1.0 / threshold.opendp_scale + 2 * math.log1p(-x)
+    assert closed <= prepared.spent.epsilon <= closed + 2e-3
+    certificate = privacy_spent([threshold.certified], plan.accounting)
+    assert prepared.spent.epsilon <= certificate.epsilon and prepared.spent.delta == 1e-5
