@@ -102,7 +102,7 @@ def schema_section(loaded, data_key: str) -> None:
                    key=f"schema_fill::{data_key}",
                    help="Bounds from the minimum and maximum, categories from the values "
                         "found: not private, and flagged as read off the data."):
-        _fill(loaded, data_key, edited)
+        _fill(loaded, data_key, tab.with_implied_roles(edited, table)[0])
     download.download_button(
         "Download the schema (JSON)", sc.to_json(current, dataset=loaded.name),
         file_name=f"{_file_stem(loaded.name)}.schema.json", mime="application/json",
@@ -174,6 +174,8 @@ def _on_apply(data_key: str, current: sc.Schema, unit: person.PrivacyUnit,
 
 
 def _fill(loaded, data_key: str, edited) -> None:
+    """Fill the rows still undeclared (``edited``: the edits, with the roles typed cells
+    imply, so categories typed by hand in such a row are kept, not replaced by the data's)."""
     relation = loaded.relation
     try:
         profile = facts.profile_table(relation)
