@@ -1,9 +1,10 @@
 """How many rows a column's declared categories leave out, and the sentence the pages say.
 
 A row whose value is not among the declared categories is dropped by every query over those
-categories (a histogram, the groups, a table): a category missing from the list, or one split
-in two at a comma, silently loses its rows. The figures are exact, read off the data, for the
-data owner's eyes on the page only (never in a plan, a release or a URL). No widgets here.
+categories (a histogram, the groups, a table, a selection): a category missing from the list,
+or one split in two at a comma, silently loses its rows. The figures are exact, read off the
+data, for the data owner's eyes on the page only (never in a plan, a release or a URL). No
+widgets here.
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ class LeftOut:
         column = plain(self.column)
         return (f"The declared categories of **{column}** leave out {self.outside:,} of "
                 f"{self.rows:,} rows ({percent} %): they are dropped from every query over "
-                f"{column} (histograms, groups, tables). Declare the missing categories on the "
-                "Data page (declared schema); a category that holds a comma is typed in double "
-                'quotes ("a, b").')
+                f"{column} (histograms, groups, tables, selections). Declare the missing "
+                "categories on the Data page (declared schema); a category that holds a comma "
+                'is typed in double quotes ("a, b").')
 
 
 def rows_left_out(relation: Relation, column: str,

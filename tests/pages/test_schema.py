@@ -326,3 +326,9 @@ def test_categories_that_leave_many_rows_out_are_said_on_every_page_that_uses_th
     expected = pd.crosstab(MALES["region"], MALES["occupation"])[kept]
     assert np.array_equal(true_table.loc[["north", "south"], kept].to_numpy(),
                           expected.loc[["north", "south"]].to_numpy())
+    at.switch_page("app_pages/selection.py")
+    at.run()
+    at.selectbox(key="sel_source").select("data").run()
+    at.selectbox(key="sel_column").select("occupation").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [w[:len(said)] for w in left_out_warnings(at)] == [said]   # Selection
