@@ -174,3 +174,21 @@ def test_typed_lists_read_as_before_and_quotes_hold_a_comma():
 def test_a_list_that_cannot_be_read_says_how_to_fix_it(text, message):
     with pytest.raises(sc.SchemaError, match=message):
         sc.parse_categories(text, "team")
+
+
+def test_rows_left_out_are_counted_by_the_engine_and_said_from_one_percent():
+    from dashboard.data.left_out import LeftOut, rows_left_out
+    from dashboard.data.relation import Relation
+
+    frame = pd.DataFrame({"job": ["a, b"] * 5 + ["a", " b"] * 3 + [None] * 2 + ["c"],
+                          "code": [1, 2, 3] * 4 + [4, 4]})
+    relation = Relation.of_frame(frame)
+    # by hand: "a" and " b" (6 rows) and "c" (1) are outside ["a, b"]; 2 rows are missing
+    assert rows_left_out(relation, "job", ["a, b"]) == LeftOut("job", 7, 14)
+    assert rows_left_out(relation, "job", ["a, b", "a", " b", "c"]) == LeftOut("job", 0, 14)
+    assert rows_left_out(relation, "code", ["1", "2"]) == LeftOut("code", 6, 14)   # codes
+    assert rows_left_out(relation, "code", ["x"]) is None   # not codes: said elsewhere
+    assert not LeftOut("job", 9, 1_000).many and LeftOut("job", 10, 1_000).many
+    assert "leave out 10 of 1,000 rows (1 %)" in LeftOut("job", 10, 1_000).sentence()
+    assert "(99 %)" in LeftOut("job", 999, 1_000).sentence()
+    assert "(100 %)" in LeftOut("job", 1_000, 1_000).sentence()
