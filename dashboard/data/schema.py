@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from dashboard.data.model import MAX_CATEGORIES, ColumnDomain, LoadedDataset
@@ -126,7 +127,7 @@ def quoted_category(category: str) -> str:
     return '"' + category.replace('"', '""') + '"'
 
 
-def format_categories(categories) -> str:
+def format_categories(categories: Iterable[object]) -> str:
     """Categories as one typed list, separated by ", " (``parse_categories`` reads it back
     to the same texts)."""
     return ", ".join(quoted_category(str(c)) for c in categories)
