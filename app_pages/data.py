@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import charts, controls, datasets, state
 from dashboard.data import facts
+from dashboard.data.schema import format_categories
 from dashboard.schema_editor import schema_section
 from dashboard.text import plain
 from dashboard.unit_panel import privacy_unit_section
@@ -28,7 +29,7 @@ def domain_text(domain: datasets.ColumnDomain | None) -> str:
         return f"[{domain.lower:g}, {domain.upper:g}] {domain.unit}".strip() + flag
     cats = domain.categories or ()
     more = ", …" if len(cats) > 6 else ""
-    return f"{len(cats)} categories: {', '.join(cats[:6])}{more}"
+    return f"{len(cats)} categories: {format_categories(cats[:6])}{more}"
 
 
 def parse_names(raw: str) -> list[str]:

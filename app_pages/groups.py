@@ -13,6 +13,7 @@ from dashboard.analysis import groups as ga
 from dashboard.analysis import plan_entries
 from dashboard.charts.groups import keep_curve, noisy_against_true
 from dashboard.choices import DELTA_OPTIONS, RHO_GRID, fmt_number
+from dashboard.data.left_out import left_out_note
 from dashboard.text import plain
 
 BOUND_LIMIT = 1e15
@@ -83,6 +84,9 @@ with ask:
         help="Off: the groups are found privately, as if no list of categories existed.")
     if not declared:
         st.caption("No declared categories for these columns: the groups are found privately.")
+    for group_column in by if public and not binned else ():
+        if (note := left_out_note(loaded, group_column)) is not None:
+            st.warning(note, icon=":material/report:")
 
 with protect:
     st.subheader("Privacy")

@@ -11,6 +11,7 @@ from dashboard import audit_panel, charts, controls, person, plan_panel, state
 from dashboard.analysis import plan_entries
 from dashboard.analysis import selection as sel
 from dashboard.analysis.stats_query import neighbours_of
+from dashboard.data.left_out import left_out_note
 from dashboard.datasets import categorical_columns
 from dashboard.saved import SelectionQuery
 from dashboard.text import plain
@@ -35,6 +36,8 @@ def column_scores() -> tuple:
     labels, scores, missing = sel.column_scores(loaded.relation, dataset_key, column, declared,
                                                 bound)
     st.caption(sel.data_note(declared is not None, missing, bound))
+    if (note := left_out_note(loaded, column)) is not None:
+        st.warning(note, icon=":material/report:")
     # the sensitivity is the plan's (sel.data_mechanism): None here
     return (labels, scores, None, None, f"Category of {column}", "True count (people)",
             sel.categories_origin(declared is not None))

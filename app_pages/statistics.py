@@ -14,6 +14,7 @@ from dashboard import audit_panel, bounds_panel, charts, controls, person, plan_
 from dashboard.analysis import plan_entries
 from dashboard.analysis import statistics as stats
 from dashboard.choices import label
+from dashboard.data.left_out import left_out_note
 from dashboard.text import plain
 
 NO_COMPARISON = "none"
@@ -62,6 +63,8 @@ with ask:
     elif kind.per_cell:
         categories = stats.declared_categories(loaded, column)
         st.caption(stats.categories_note(categories is not None))
+        if (note := left_out_note(loaded, column)) is not None:
+            st.warning(note, icon=":material/report:")
     spec = stats.page_spec(loaded, query, column, lower, upper,
                            unit=person.current_unit(data_key), seed=state.seed())
     try:

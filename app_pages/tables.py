@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import charts, choices, controls, person, plan_panel, state
 from dashboard.analysis import plan_entries, tables
+from dashboard.data.left_out import left_out_note
 from dashboard.text import plain
 
 ss = st.session_state
@@ -70,6 +71,9 @@ if len(row_categories) * len(column_categories) > tables.MAX_TABLE_CELLS:
     st.error(f"This table would have {len(row_categories) * len(column_categories):,} cells "
              f"(the limit is {tables.MAX_TABLE_CELLS:,}). Pick columns with fewer categories.")
     st.stop()
+for axis in (row, column):   # declared categories only: the data's own leave nothing out
+    if (note := left_out_note(loaded, axis)) is not None:
+        st.warning(note, icon=":material/report:")
 try:
     with st.spinner(f"Simulating {trials:,} noisy releases of the table…"):
         release = tables.table_release(

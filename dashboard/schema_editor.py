@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import person, state
-from dashboard.data import facts
+from dashboard.data import facts, left_out
 from dashboard.data import schema as sc
 from dashboard.data import schema_table as tab
 from dashboard.text import plain
@@ -19,6 +19,11 @@ from engine import EngineError
 ROLE_HELP = ("categorical: counted per declared category (numbers allowed: 0/1 flags, "
              "codes); numeric: clamped to the bounds, binned by the edges; person id: the "
              "privacy unit; ignore: offered to no query")
+
+CATEGORIES_HELP = ('Every category (empty ones too), separated by commas. One that holds a '
+                   'comma, a double quote or a line break, or keeps spaces at either end, goes '
+                   'in double quotes, a quote inside typed twice: "Craftsmen, Foremen", '
+                   'Laborers is two categories.')
 
 
 def _kinds(relation) -> dict[str, str]:
@@ -60,7 +65,7 @@ def schema_section(loaded, data_key: str) -> None:
             "role": st.column_config.SelectboxColumn("role", options=tab.ROLE_CHOICES,
                                                      required=True, help=ROLE_HELP),
             "categories": st.column_config.TextColumn(
-                "categories", help="Every category, separated by commas (empty ones too)."),
+                "categories", help=CATEGORIES_HELP),
             "lower": st.column_config.NumberColumn("lower"),
             "upper": st.column_config.NumberColumn("upper"),
             "bins": st.column_config.TextColumn("bin edges",
@@ -97,12 +102,15 @@ def schema_section(loaded, data_key: str) -> None:
                    key=f"schema_fill::{data_key}",
                    help="Bounds from the minimum and maximum, categories from the values "
                         "found: not private, and flagged as read off the data."):
-        _fill(loaded, data_key, edited)
+        _fill(loaded, data_key, tab.with_implied_roles(edited, table)[0])
     download.download_button(
         "Download the schema (JSON)", sc.to_json(current, dataset=loaded.name),
         file_name=f"{_file_stem(loaded.name)}.schema.json", mime="application/json",
         key=f"schema_download::{data_key}")
     _upload(loaded, data_key, unit)
+    for column in loaded.domains:   # the owner's eyes: the rows each list leaves out
+        if (note := left_out.left_out_note(loaded, column)) is not None:
+            st.warning(note, icon=":material/report:")
     flagged = [c for c, d in loaded.domains.items() if d.from_data]
     if flagged:
         st.warning("Read off the data (not covered by the privacy guarantee): "
@@ -166,6 +174,8 @@ def _on_apply(data_key: str, current: sc.Schema, unit: person.PrivacyUnit,
 
 
 def _fill(loaded, data_key: str, edited) -> None:
+    """Fill the rows still undeclared (``edited``: the edits, with the roles typed cells
+    imply, so categories typed by hand in such a row are kept, not replaced by the data's)."""
     relation = loaded.relation
     try:
         profile = facts.profile_table(relation)

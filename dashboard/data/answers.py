@@ -114,16 +114,19 @@ def _outside_error(engine: Engine, source: Source, column: str, categories: tupl
 
 def histogram(engine: Engine, source: Source, column: str, *,
               categories: Sequence[object],
-              contribution: Contribution | None = None) -> QueryAnswer:
+              contribution: Contribution | None = None,
+              drop_outside: bool = False) -> QueryAnswer:
     """Counts over every declared category, zeros kept (L1 = L2 = 1).
 
     Values outside ``categories`` raise ValueError naming a few of them, as in
-    ``dpcore.queries.histogram``. Categories must be given: read them with
-    ``DistinctValues`` (and flag them as read from the data) when none are declared.
+    ``dpcore.queries.histogram``; with ``drop_outside`` their rows are left out, as a release
+    leaves them (the pages say how many: ``dashboard.data.left_out``). Categories must be
+    given: read them with ``DistinctValues`` (and flag them as read from the data) when none
+    are declared.
     """
     query = CategoryCounts(column, tuple(categories), contribution)
     agg = engine.answer(source, query)
-    if agg.outside:
+    if agg.outside and not drop_outside:
         raise _outside_error(engine, source, column, query.categories, agg.outside,
                              "categories")
     sens = _per_person(contribution)
@@ -138,16 +141,17 @@ def histogram(engine: Engine, source: Source, column: str, *,
 def crosstab(engine: Engine, source: Source, row: str, column: str, *,
              row_categories: Sequence[object],
              column_categories: Sequence[object],
-             contribution: Contribution | None = None) -> QueryAnswer:
+             contribution: Contribution | None = None,
+             drop_outside: bool = False) -> QueryAnswer:
     """A table of counts over every declared category pair (L1 = L2 = 1), as
-    ``dpcore.queries.crosstab``."""
+    ``dpcore.queries.crosstab`` (``drop_outside``: as ``histogram``)."""
     query = CategoryTable(row, column, tuple(row_categories), tuple(column_categories),
                      contribution)
     agg = engine.answer(source, query)
-    if agg.row_outside:
+    if agg.row_outside and not drop_outside:
         raise _outside_error(engine, source, row, query.row_categories, agg.row_outside,
                              "row_categories")
-    if agg.column_outside:
+    if agg.column_outside and not drop_outside:
         raise _outside_error(engine, source, column, query.column_categories,
                              agg.column_outside, "column_categories")
     sens = _per_person(contribution)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from dashboard.data.model import MAX_CATEGORIES, ColumnDomain, LoadedDataset
@@ -103,19 +105,75 @@ def _label(value: object, column: str) -> str:
         raise SchemaError(f"{column}: categories must be text or numbers, got {value!r}")
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return str(value).strip()
+    return value if isinstance(value, str) else str(value)   # a text exactly as written
+
+
+#: What makes a category need quotes in the typed list: a separator (comma, line break), a
+#: double quote, or spaces at either end (an unquoted item loses those).
+_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+#: One item of a typed list: spaces, then a quoted text (``""`` inside for one quote) or an
+#: unquoted one up to the next separator, then spaces.
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"[^\S\r\n]*')
+_UNQUOTED = re.compile(r"[^,\r\n]*")
+_SEPARATOR = re.compile(r",|\r\n|\r|\n")
+
+
+def quoted_category(category: str) -> str:
+    """One category as typed in a list: as it is, or in double quotes (a quote inside
+    doubled) when it holds a comma, a quote or a line break, has spaces at either end, or is
+    empty — so that ``parse_categories`` reads it back byte for byte."""
+    if category and category == category.strip() and not _NEEDS_QUOTES.search(category):
+        return category
+    return '"' + category.replace('"', '""') + '"'
+
+
+def format_categories(categories: Iterable[object]) -> str:
+    """Categories as one typed list, separated by ", " (``parse_categories`` reads it back
+    to the same texts)."""
+    return ", ".join(quoted_category(str(c)) for c in categories)
+
+
+def _split_categories(text: str, column: str) -> list[str | None]:
+    """The items of a typed list, in order (None for a blank one, which is ignored)."""
+    items: list[str | None] = []
+    at, end = 0, len(text)
+    while True:
+        while at < end and text[at] in " \t":
+            at += 1
+        if at < end and text[at] == '"':
+            quoted = _QUOTED.match(text, at)
+            if quoted is None:
+                raise SchemaError(f"{column}: a category opens a double quote that is never "
+                                  "closed: close it (a quote inside a quoted category is "
+                                  'typed twice, "")')
+            items.append(quoted.group(1).replace('""', '"'))
+            at = quoted.end()
+            if at < end and not _SEPARATOR.match(text, at):
+                raise SchemaError(f"{column}: a quoted category is followed by more text: "
+                                  "put the whole category inside the quotes, then a comma")
+        else:
+            unquoted = _UNQUOTED.match(text, at)
+            items.append(unquoted.group(0).strip() or None)
+            at = unquoted.end()
+        separator = _SEPARATOR.match(text, at)
+        if separator is None:
+            return items
+        at = separator.end()
 
 
 def parse_categories(text: str, column: str = "column") -> tuple[str, ...]:
-    """Categories typed or pasted: separated by commas or new lines, blanks ignored."""
-    items = [p.strip() for p in text.replace("\r", "\n").replace(",", "\n").split("\n")]
-    cats = tuple(p for p in items if p)
+    """Categories typed or pasted: separated by commas or line breaks, blanks ignored, spaces
+    around an item dropped. A category that holds a comma, a double quote or a line break, or
+    keeps spaces at either end, is typed in double quotes (a quote inside written twice):
+    ``"Craftsmen, Foremen_and_kindred", Laborers_and_farmers`` is two categories; a quoted
+    one is kept exactly as typed (``format_categories`` writes this form)."""
+    cats = tuple(c for c in _split_categories(text, column) if c is not None)
     if not cats:
         raise SchemaError(f"{column}: type at least one category (separated by commas)")
     if len(set(cats)) != len(cats):
         repeated = sorted({c for c in cats if cats.count(c) > 1})[:3]
-        raise SchemaError(f"{column}: the categories repeat {', '.join(repeated)}: list each "
-                          "once")
+        raise SchemaError(f"{column}: the categories repeat {format_categories(repeated)}: "
+                          "list each once")
     if len(cats) > MAX_CATEGORIES:
         raise SchemaError(f"{column}: at most {MAX_CATEGORIES:,} categories")
     return cats
@@ -242,13 +300,14 @@ def _unit(raw: object, person: str | None, columns: list[str]) -> PrivacyUnit:
         raise SchemaError(f"privacy_unit: {exc}") from None
 
 
+#: A whole number as JSON writes it: what ``_category_value`` turns back into a number.
+_INTEGER_TEXT = re.compile(r"0|-?[1-9][0-9]*")
+
+
 def _category_value(label: str) -> object:
-    try:
-        number = float(label)
-    except ValueError:
-        return label
-    return int(number) if number.is_integer() and label.strip().lstrip("-").isdigit() \
-        else label
+    """An integer code (``"2"``, ``"-1"``) as a JSON number, every other text as it is: one
+    that only reads as a number (``"012"``, ``"1.0"``, ``" 12"``) keeps its spelling."""
+    return int(label) if _INTEGER_TEXT.fullmatch(label) else label
 
 
 def to_json(schema: Schema, *, dataset: str = "") -> str:

@@ -18,6 +18,7 @@ from dashboard.data.schema import (
     TYPED,
     Schema,
     SchemaError,
+    format_categories,
     origin_of,
     parse_bins,
     parse_categories,
@@ -52,7 +53,7 @@ def to_table(declared: Schema, columns: list[str], kinds: dict[str, str]) -> pd.
         if domain is not None:
             row |= {"origin": origin_of(domain), "source": _source_text(domain)}
             if domain.kind == "categorical":
-                row["categories"] = ", ".join(domain.categories)
+                row["categories"] = format_categories(domain.categories)
             else:
                 row |= {"lower": domain.lower, "upper": domain.upper,
                         "integer": domain.integer, "unit": domain.unit,
@@ -122,7 +123,8 @@ def from_table(table: pd.DataFrame, *, max_rows: int = 1,
 def filled_from_data(table: pd.DataFrame, profile: pd.DataFrame,
                      categories: dict[str, tuple[str, ...]]) -> pd.DataFrame:
     """The table with every undeclared column declared from the data itself (origin data):
-    numeric columns get their minimum and maximum, others their distinct values."""
+    numeric columns get their minimum and maximum, others their distinct values (written by
+    ``format_categories``: a value holding a comma is one category, quoted)."""
     out = table.copy()
     facts = profile.set_index("column")
     for i, row in out.iterrows():
@@ -130,7 +132,8 @@ def filled_from_data(table: pd.DataFrame, profile: pd.DataFrame,
             continue
         column = row["column"]
         if column in categories:
-            out.loc[i, ["role", "categories"]] = ["categorical", ", ".join(categories[column])]
+            out.loc[i, ["role", "categories"]] = ["categorical",
+                                                  format_categories(categories[column])]
         elif column in facts.index and math.isfinite(facts.loc[column, "min"]) and \
                 facts.loc[column, "max"] > facts.loc[column, "min"]:
             out.loc[i, ["role", "lower", "upper"]] = ["numeric", facts.loc[column, "min"],
@@ -177,7 +180,7 @@ def _described(declared: Schema, column: str) -> str:
     if role == "categorical" and domain is not None:
         cats = domain.categories or ()
         more = ", …" if len(cats) > 6 else ""
-        return f"categories {', '.join(cats[:6])}{more}"
+        return f"categories {format_categories(cats[:6])}{more}"
     return {"person id": "the person id", "ignore": "ignored"}.get(role or "", "not declared")
 
 

@@ -5,7 +5,9 @@ Drop-in for ``dpcore.queries``' true answers (same names, same keywords, same
 called ``queries.histogram(frame, …)``. ``data`` is a :class:`Relation`; a pandas frame is
 accepted too (tests, one-off calls) and answered by the engine all the same — the pandas code
 path stays only as the tests' reference. Categories left out are read off the data
-(:func:`dashboard.data.facts.data_categories`), as ``dpcore.queries`` does.
+(:func:`dashboard.data.facts.data_categories`), as ``dpcore.queries`` does. Rows whose value
+is outside the declared categories are left out of a histogram or a table, as a release
+leaves them (``dpcore.queries`` refuses them): the pages say how many.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def histogram(data: Data, column: str, *,
     categories = facts.engine_categories(relation, column, tuple(categories))
     relation.answer(CategoryCounts(column, tuple(categories), contribution))  # first scan: spinner
     return answers.histogram(engine(), relation.source, column, categories=categories,
-                             contribution=contribution)
+                             contribution=contribution, drop_outside=True)
 
 
 def crosstab(data: Data, row: str, column: str, *,
@@ -83,4 +85,4 @@ def crosstab(data: Data, row: str, column: str, *,
                              contribution))  # first scan: spinner
     return answers.crosstab(engine(), relation.source, row, column,
                             row_categories=row_categories, column_categories=column_categories,
-                            contribution=contribution)
+                            contribution=contribution, drop_outside=True)

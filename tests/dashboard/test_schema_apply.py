@@ -4,8 +4,11 @@ it was drawn from; the confirmation names each column that changed and nothing e
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from dashboard.data import schema as sc
 from dashboard.data import schema_table as tab
@@ -104,3 +107,88 @@ def test_applying_the_table_again_keeps_every_source_as_it_was():
     assert problems == []
     assert again.domains == declared.domains
     assert again.domains["age"].source == "READ OFF THE DATA: filled in from the data"
+
+
+# Issue 31, item 6: a category is one text, whatever it holds. Males' occupations include
+# "Craftsmen, Foremen_and_kindred", which the table's list split at the comma.
+HOSTILE = ("Craftsmen, Foremen_and_kindred", "Managers; Officials", 'say "hi"', '"',
+           "two\nlines", "carriage\rreturn", " leading", "trailing ", "\ttab", "Zürich ✓ 東京",
+           "x" * 5_000, "012", "12", "-0", "1.0", ",", "", "Laborers")
+
+
+def categorical(categories: tuple[str, ...], origin: str = "data") -> sc.Schema:
+    return sc.Schema({"team": sc.with_origin(ColumnDomain("categorical",
+                                                          categories=categories), origin)})
+
+
+def test_hostile_categories_survive_the_table_byte_for_byte():
+    table = tab.to_table(categorical(HOSTILE), COLUMNS, KINDS)
+    declared, problems = tab.from_table(table)
+    assert problems == []
+    assert declared.domains["team"].categories == HOSTILE
+    # applied again from the table it draws (Apply twice): still the same
+    again, _ = tab.from_table(tab.to_table(declared, COLUMNS, KINDS))
+    assert again.domains["team"].categories == HOSTILE
+
+
+def test_categories_filled_from_the_data_are_each_one_category():
+    before = tab.to_table(sc.Schema(), COLUMNS, KINDS)
+    profile = pd.DataFrame({"column": COLUMNS, "min": np.nan, "max": np.nan})
+    filled = tab.filled_from_data(before, profile, {"team": HOSTILE})
+    table, problems = tab.with_implied_roles(filled, before)
+    declared, more = tab.from_table(table)
+    assert problems == more == []
+    assert declared.domains["team"].categories == HOSTILE
+    assert declared.domains["team"].from_data
+
+
+def test_hostile_categories_survive_the_schema_json_byte_for_byte():
+    back = sc.from_json(sc.to_json(categorical(HOSTILE)), COLUMNS)
+    assert back.domains["team"].categories == HOSTILE
+    written = json.loads(sc.to_json(categorical(("012", "12", "-3", "1.0"))))
+    # an integer code is a JSON number; a text that only reads as one keeps its spelling
+    assert written["columns"]["team"]["categories"] == ["012", 12, -3, "1.0"]
+
+
+def test_typed_lists_read_as_before_and_quotes_hold_a_comma():
+    def read(text: str) -> tuple[str, ...]:
+        return sc.parse_categories(text, "team")
+
+    assert read("a, b\nc") == ("a", "b", "c")
+    assert read(" a ,, b ,\n\n") == ("a", "b")            # blanks ignored, spaces dropped
+    assert read("0, 1") == ("0", "1")
+    assert read('"Craftsmen, Foremen_and_kindred", Laborers') == (
+        "Craftsmen, Foremen_and_kindred", "Laborers")
+    assert read('" kept ", "say ""hi""" ,"two\nlines"') == (" kept ", 'say "hi"', "two\nlines")
+    assert read('5" screen, 7') == ('5" screen', "7")      # a quote inside is a quote
+    assert sc.format_categories(["a", "b, c", ' q"']) == 'a, "b, c", " q"""'
+
+
+@pytest.mark.parametrize("text, message", [
+    ('"Craftsmen, Foremen', "never closed"),
+    ('Laborers, "Craftsmen, Foremen', "never closed"),
+    ('"Craftsmen" Foremen, Laborers', "followed by more text"),
+    ('a, "a"', "repeat a: list each once"),
+    (" , ,", "at least one category"),
+])
+def test_a_list_that_cannot_be_read_says_how_to_fix_it(text, message):
+    with pytest.raises(sc.SchemaError, match=message):
+        sc.parse_categories(text, "team")
+
+
+def test_rows_left_out_are_counted_by_the_engine_and_said_from_one_percent():
+    from dashboard.data.left_out import LeftOut, rows_left_out
+    from dashboard.data.relation import Relation
+
+    frame = pd.DataFrame({"job": ["a, b"] * 5 + ["a", " b"] * 3 + [None] * 2 + ["c"],
+                          "code": [1, 2, 3] * 4 + [4, 4]})
+    relation = Relation.of_frame(frame)
+    # by hand: "a" and " b" (6 rows) and "c" (1) are outside ["a, b"]; 2 rows are missing
+    assert rows_left_out(relation, "job", ["a, b"]) == LeftOut("job", 7, 14)
+    assert rows_left_out(relation, "job", ["a, b", "a", " b", "c"]) == LeftOut("job", 0, 14)
+    assert rows_left_out(relation, "code", ["1", "2"]) == LeftOut("code", 6, 14)   # codes
+    assert rows_left_out(relation, "code", ["x"]) is None   # not codes: said elsewhere
+    assert not LeftOut("job", 9, 1_000).many and LeftOut("job", 10, 1_000).many
+    assert "leave out 10 of 1,000 rows (1 %)" in LeftOut("job", 10, 1_000).sentence()
+    assert "(99 %)" in LeftOut("job", 999, 1_000).sentence()
+    assert "(100 %)" in LeftOut("job", 1_000, 1_000).sentence()

@@ -73,3 +73,60 @@ def test_typed_cells_are_all_applied_and_confirmed(page, server_url, tmp_path):
     assert (saved["team"]["role"], saved["team"]["categories"]) == \
         ("categorical", ["a", "b", "c"])
     assert "pid" not in saved
+
+
+# Issue 31, item 6: a value holding a comma, filled from the data, applied, downloaded.
+MALES = ('pid,occupation,team\n1,"Craftsmen, Foremen_and_kindred",x\n2,Laborers,y\n'
+         '3,"Craftsmen, Foremen_and_kindred",x\n4,"say ""hi""",y\n')
+MALES_ROWS = ("pid", "occupation", "team")
+
+
+def test_a_category_holding_a_comma_is_one_category_through_the_browser(page, server_url,
+                                                                       tmp_path):
+    data = tmp_path / "males.csv"
+    data.write_text(MALES)
+    page.goto(server_url)
+    wait_for_app(page)
+    choose_dataset(page, "Upload your own CSV")
+    page.locator(".st-key-upload_file input[type='file']").set_input_files(str(data))
+    page.wait_for_selector("[data-testid='stSidebar'] :text('males.csv: 4 rows')",
+                           timeout=30_000)
+    wait_for_app(page)
+    page.locator("[data-testid='stSidebarNav'] a", has_text="Data").first.click()
+    wait_for_app(page)
+    grid = page.locator("[class*='st-key-schema_table'] [data-testid='stDataFrameResizable']")
+    grid.scroll_into_view_if_needed()
+    # typed by hand in quotes: one category "a, b" and one c
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)
+    page.wait_for_timeout(200)
+    for _ in range(MALES_ROWS.index("team")):
+        page.keyboard.press("ArrowDown")
+    for _ in range(COLUMNS.index("categories")):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(200)
+    page.keyboard.type('"a, b", c', delay=50)
+    page.keyboard.press("Enter")
+    wait_for_app(page)
+    # the rest filled from the data: the occupations as they are
+    page.get_by_role("button", name="Fill the undeclared columns from the data").click()
+    wait_for_app(page)
+    page.get_by_role("button", name="Apply the declarations").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    done = page.locator("[data-testid='stAlertContentSuccess']").filter(has_text="Applied")
+    done.wait_for(timeout=30_000)
+    said = done.inner_text()
+    assert 'occupation: categories "Craftsmen, Foremen_and_kindred", Laborers, ' \
+           '"say ""hi"""' in said, said
+    assert 'team: categories "a, b", c' in said, said
+    assert page.locator("[data-testid='stAlert']").filter(has_text="leave out").count() == 1
+    screenshot(page, "schema_commas_applied")
+
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download the schema (JSON)").click()
+    saved = json.loads(download.value.path().read_text())["columns"]
+    assert saved["occupation"]["categories"] == ["Craftsmen, Foremen_and_kindred", "Laborers",
+                                                 'say "hi"']
+    assert saved["team"]["categories"] == ["a, b", "c"]

@@ -224,3 +224,111 @@ def test_apply_says_what_it_applied_and_keeps_saying_it():
     at.button(key=f"schema_apply::{key}").click().run()
     assert [s.value for s in at.success] == [
         "Applied: nothing changed, the declarations were already these."]
+
+
+# Issue 31, item 6: Males' occupations include "Craftsmen, Foremen_and_kindred". Filled from
+# the data and applied, it was split in two at the comma: Groups counted 0 for it and dropped
+# its rows in silence, and uploading a correct schema then pressing Apply split it again.
+OCCUPATIONS = ("Craftsmen, Foremen_and_kindred", "Managers; Officials", 'say "hi"',
+               "two\nlines", "Zürich ✓ 東京", "y" * 400, "012", "12", "Laborers")
+MALES = pd.DataFrame({
+    "nr": np.arange(90) // 3,
+    "occupation": [OCCUPATIONS[i % len(OCCUPATIONS)] if i % 4 else OCCUPATIONS[0]
+                   for i in range(90)],
+    "region": ["north" if i % 5 else "south" for i in range(90)],
+    "wage": np.arange(90) * 10})
+
+
+def males_uploaded():
+    at = open_app()
+    at.selectbox(key="dataset_choice").select(UPLOAD).run()
+    at.file_uploader(key="upload_file").set_value(
+        ("males.csv", MALES.to_csv(index=False).encode(), "text/csv")).run()
+    at.switch_page("app_pages/data.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at, f"upload:{at.session_state['upload_file_id']}"
+
+
+def groups_truth(at, column: str) -> dict[str, int]:
+    at.switch_page("app_pages/groups.py")
+    at.run()
+    at.selectbox(key="groups_by").select(column).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(d.value for d in at.dataframe if "True count" in d.value.columns)
+    return dict(zip(table["Group"], table["True count"].astype(int), strict=True))
+
+
+def left_out_warnings(at) -> list[str]:
+    return [w.value.replace("\\", "").replace("**", "") for w in at.warning
+            if "leave out" in w.value]
+
+
+def test_categories_holding_commas_survive_fill_apply_json_upload_apply():
+    at, key = males_uploaded()
+    at.button(key=f"schema_fill::{key}").click().run()
+    at.button(key=f"schema_apply::{key}").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    declared = at.session_state["schema_by_dataset"][key].domains["occupation"].categories
+    assert sorted(declared) == sorted(OCCUPATIONS)   # each text one category, byte for byte
+    assert left_out_warnings(at) == []
+    truth = MALES["occupation"].value_counts().to_dict()   # the pandas reference
+    assert groups_truth(at, "occupation") == truth
+    assert left_out_warnings(at) == []
+    # the schema downloaded, uploaded again, and the table it draws applied again
+    schema = sc.to_json(at.session_state["schema_by_dataset"][key])
+    at.switch_page("app_pages/data.py")
+    at.run()
+    upload_schema(at, schema)
+    at.button(key=f"schema_apply::{key}").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    again = at.session_state["schema_by_dataset"][key].domains["occupation"].categories
+    assert again == declared
+    assert [s.value for s in at.success] == [
+        "Applied: nothing changed, the declarations were already these."]
+    assert groups_truth(at, "occupation") == truth
+
+
+def test_categories_that_leave_many_rows_out_are_said_on_every_page_that_uses_them():
+    kept = [c for c in OCCUPATIONS if c not in ("Craftsmen, Foremen_and_kindred", "Laborers")]
+    at, key = males_uploaded()
+    upload_schema(at, {"columns": {
+        "occupation": {"role": "categorical", "categories": kept, "origin": "typed"},
+        "region": {"role": "categorical", "categories": ["north", "south"]}}})
+    outside = int((~MALES["occupation"].isin(kept)).sum())   # the pandas reference
+    share = round(100 * outside / len(MALES))
+    said = (f"The declared categories of occupation leave out {outside:,} of {len(MALES):,} "
+            f"rows ({share} %): they are dropped from every query over occupation")
+    # by hand: rows 0, 4, …, 88 (23), and 7 more of each left-out occupation (i % 9 == 0, 8)
+    assert outside == 37 and share == 41
+    assert [w[:len(said)] for w in left_out_warnings(at)] == [said]   # the Data page
+    assert sum(groups_truth(at, "occupation").values()) == len(MALES) - outside
+    assert [w[:len(said)] for w in left_out_warnings(at)] == [said]   # Groups
+    groups_truth(at, "region")
+    assert left_out_warnings(at) == []   # its categories hold every row
+    at.switch_page("app_pages/statistics.py")
+    at.run()
+    at.selectbox(key="stats_query").select("histogram").run()
+    at.selectbox(key="stats_column").select("occupation").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [w[:len(said)] for w in left_out_warnings(at)] == [said]   # Noisy statistics
+    # the page drops those rows as a release does (it refused, quoting values of the data)
+    table = next(d.value for d in at.dataframe if "True count" in d.value.columns)
+    assert dict(zip(table["Category"], table["True count"], strict=True)) == \
+        MALES["occupation"].value_counts()[kept].to_dict()
+    at.switch_page("app_pages/tables.py")
+    at.run()
+    at.selectbox(key="tables_row").select("region").run()
+    at.selectbox(key="tables_column").select("occupation").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [w[:len(said)] for w in left_out_warnings(at)] == [said]   # Noisy tables
+    true_table = at.dataframe[0].value   # the first tab: the true counts
+    expected = pd.crosstab(MALES["region"], MALES["occupation"])[kept]
+    assert np.array_equal(true_table.loc[["north", "south"], kept].to_numpy(),
+                          expected.loc[["north", "south"]].to_numpy())
+    at.switch_page("app_pages/selection.py")
+    at.run()
+    at.selectbox(key="sel_source").select("data").run()
+    at.selectbox(key="sel_column").select("occupation").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [w[:len(said)] for w in left_out_warnings(at)] == [said]   # Selection
