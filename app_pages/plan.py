@@ -128,6 +128,7 @@ if not entries:
         st.page_link(page, label=title)
     st.stop()
 plan_unit_panel.unit_section(loaded, data_key, checked)
+plan_unit_panel.schema_section(loaded, data_key, checked, plan_store.declared(data_key))
 
 settings = st.columns(2)
 method = controls.select("Accounting", list(ACCOUNTANTS), key="plan_method", default="pld",

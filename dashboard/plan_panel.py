@@ -17,10 +17,11 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import person, plan_store
+from dashboard import person, plan_store, state
 from dashboard.analysis.plan_entries import NotPlannable, plan_unit
 from dashboard.analysis.releasable import releasability
 from dashboard.analysis.release_plan import budget_text, target_text
+from dashboard.plan_unit_panel import declared_schema
 from dashboard.text import plain
 from plan.model import PlanError, PlanQuery
 
@@ -53,7 +54,9 @@ def _add(data_key: str, query: PlanQuery, context: Mapping[str, Any] | None,
             return
     elif not second and plan_store.same_query(data_key, query) is not None:
         return   # added meanwhile (another tab): the panel now offers replace or a second
-    added = plan_store.add(data_key, query, context, unit=person.current_unit(data_key))
+    session_unit = person.current_unit(data_key)
+    added = plan_store.add(data_key, query, context, unit=session_unit,
+                           schema_json=declared_schema(state.dataset(), session_unit))
     st.session_state[_ADDED] = added.label
 
 

@@ -24,13 +24,14 @@ from dashboard import plan_library
 from plan import model
 
 __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear", "count",
-           "unit", "set_unit", "same_query", "replace_query",
+           "unit", "set_unit", "declared", "set_declared", "same_query", "replace_query",
            "PLAN_PAGE", "max_rows_query", "set_max_rows", "sync", "current", "saved_plans",
            "library_error", "open_plan", "new_plan", "duplicate_plan", "delete_plan", "rename",
            "revision", "set_identity", "shown_count"]
 
 _KEY = "release_plan_by_dataset"
 _UNITS = "release_plan_unit_by_dataset"   # data key -> the unit the plan was built under
+_DECLARED = "release_plan_schema_by_dataset"   # data key -> the schema (JSON) it was built on
 #: The plan page (the "Add to plan" panels link to it).
 PLAN_PAGE = "app_pages/plan.py"
 
@@ -72,6 +73,24 @@ def set_unit(data_key: str, new: model.PrivacyUnit | None) -> None:
     _save(data_key)
 
 
+def _declared() -> dict[str, str | None]:
+    return st.session_state.setdefault(_DECLARED, {})
+
+
+def declared(data_key: str) -> str | None:
+    """The declared schema (JSON) the dataset's plan was built on; None while the plan is
+    empty, for an imported plan, or a plan saved before plans kept it."""
+    _attach(data_key)
+    return _declared().get(data_key)
+
+
+def set_declared(data_key: str, schema_json: str | None) -> None:
+    """The plan is built on ``schema_json`` from now on (saved with it)."""
+    _refresh(data_key)
+    _declared()[data_key] = schema_json
+    _save(data_key)
+
+
 def _write(data_key: str, new: tuple[Entry, ...]) -> None:
     """The plan becomes ``new``, in the session and in the saved plan."""
     _attach(data_key)
@@ -94,15 +113,19 @@ def _fresh_id(label: str, taken: set[str]) -> str:
 
 
 def add(data_key: str, query: model.PlanQuery, context: Mapping[str, Any] | None = None, *,
-        unit: model.PrivacyUnit | None = None) -> model.PlanQuery:
-    """Append ``query`` to the dataset's plan under a fresh id (from its label). ``unit``: the
-    unit the page built it under; the first query of an empty plan sets the plan's unit, a
-    later one joins the plan under the plan's own (never changes it)."""
+        unit: model.PrivacyUnit | None = None, schema_json: str | None = None
+        ) -> model.PlanQuery:
+    """Append ``query`` to the dataset's plan under a fresh id (from its label). ``unit`` and
+    ``schema_json``: the unit and the declared schema the page built it under; the first
+    query of an empty plan sets the plan's, a later one joins the plan under the plan's own
+    (never changes them)."""
     _refresh(data_key)
     current = entries(data_key)
     query = replace(query, id=_fresh_id(query.label, {e.query.id for e in current}))
     if not current:
         _units()[data_key] = unit
+    if all(isinstance(e.query.query, model.MaxRows) for e in current):   # the first query
+        _declared()[data_key] = schema_json
     _write(data_key, (*current, Entry(query, dict(context or {}))))
     return query
 
@@ -161,12 +184,13 @@ def replace_all(data_key: str, queries: tuple[model.PlanQuery, ...],
     """The plan becomes these queries under ``unit`` (an imported plan: no context)."""
     _attach(data_key)
     _units()[data_key] = unit
+    _declared()[data_key] = None   # a plan file holds no schema: its queries' declarations
     _write(data_key, tuple(Entry(q) for q in queries))
 
 
 def clear(data_key: str) -> None:
     _attach(data_key)
-    _units()[data_key] = None
+    _units()[data_key] = _declared()[data_key] = None
     _write(data_key, ())
 
 
@@ -240,6 +264,7 @@ def _show(data_key: str, saved: plan_library.SavedPlan) -> None:
     try:
         queries = saved.queries()
         built_under = saved.unit()
+        built_on = saved.declared()
     except plan_library.PlanLibraryError as exc:
         _failed(exc)
         return
@@ -248,6 +273,7 @@ def _show(data_key: str, saved: plan_library.SavedPlan) -> None:
         Entry(q, contexts[q.id].context if q.id in contexts and contexts[q.id].query.query
               == q.query else {}) for q in queries)
     _units()[data_key] = built_under
+    _declared()[data_key] = built_on
     _remember(data_key, saved)
     _shown()
 
@@ -274,17 +300,17 @@ def _notify(data_key: str, text: str) -> None:
 def _save(data_key: str) -> None:
     saved = st.session_state.get(_SAVED, {}).get(data_key)
     queries = tuple(e.query for e in _plans().get(data_key, ()))
-    built_under = _units().get(data_key)
+    built_under, built_on = _units().get(data_key), _declared().get(data_key)
     try:
         if saved is None:
             if not queries:
                 return
             _remember(data_key, _library().create(_dataset(data_key), DEFAULT_NAME, queries,
-                                                  built_under))
+                                                  built_under, built_on))
             return
         new, replaced = _library().save(saved.id, queries, dataset=saved.dataset,
                                         name=saved.name, expected_version=saved.version,
-                                        unit=built_under)
+                                        unit=built_under, declared=built_on)
     except plan_library.PlanLibraryError as exc:
         _failed(exc)
         return
@@ -355,7 +381,7 @@ def new_plan(data_key: str, name: str = "New plan") -> None:
         _failed(exc)
         return
     _plans()[data_key] = ()
-    _units()[data_key] = None
+    _units()[data_key] = _declared()[data_key] = None
     _remember(data_key, created)
     _shown()
 
@@ -382,7 +408,7 @@ def delete_plan(data_key: str, plan_id: int) -> None:
     if saved is not None and saved.id == plan_id:
         st.session_state[_SAVED].pop(data_key)
         _plans()[data_key] = ()
-        _units()[data_key] = None
+        _units()[data_key] = _declared()[data_key] = None
         _shown()
 
 
@@ -394,7 +420,7 @@ def rename(data_key: str, name: str) -> None:
         if saved is None:
             _remember(data_key, _library().create(
                 _dataset(data_key), name, tuple(e.query for e in _plans().get(data_key, ())),
-                _units().get(data_key)))
+                _units().get(data_key), _declared().get(data_key)))
             return
         renamed = _library().rename(saved.id, name)
     except plan_library.PlanLibraryError as exc:

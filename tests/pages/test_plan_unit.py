@@ -191,6 +191,33 @@ def test_plan_unit_of_reads_the_plans_own_and_holds_a_missing_column():
     assert "'nr' is not in this dataset" in plan_unit_of(PANEL, person.ONE_ROW, ["id"]).held
 
 
+def test_a_schema_declared_since_the_plan_was_built_is_told_and_the_plans_can_be_declared():
+    """A count planned on Adult with its shipped declarations; then age's bounds are declared
+    otherwise (typed): the plan page names age, and declaring the plan's schema again brings
+    the shipped bounds back to the session (main says nothing)."""
+    from dashboard.data import schema
+    from dashboard.data.model import ColumnDomain
+
+    at = open_app("statistics.py")
+    at.selectbox(key="stats_query").set_value("count").run()
+    at.button(key="stats_add_to_plan").click().run()
+    no_problem(at)
+    key = data_key(at)
+    shipped = at.session_state["dataset"].domains["age"]
+    typed = schema.with_origin(ColumnDomain("numeric", 0.0, 150.0, integer=True), "typed")
+    at.session_state["schema_by_dataset"] = {key: schema.Schema({"age": typed})}
+    at.switch_page("app_pages/plan.py").run()
+    no_problem(at)
+    told = [w.value for w in at.warning if "differs from the one this plan was built on" in
+            w.value]
+    assert len(told) == 1 and "for age." in told[0].replace("\\", ""), told
+    at.button(key="plan_schema_adopt").click().run()
+    no_problem(at)
+    declared = at.session_state["schema_by_dataset"][key].domains["age"]
+    assert (declared.lower, declared.upper) == (shipped.lower, shipped.upper)
+    assert not [w for w in at.warning if "differs from the one" in w.value]
+
+
 # -- item 10: Add to plan twice -----------------------------------------------------------------
 
 def test_add_to_plan_twice_asks_to_replace_or_add_a_second():
