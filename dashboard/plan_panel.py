@@ -102,6 +102,12 @@ def add_to_plan(data_key: str, make: Callable[[], PlanQuery], *, key: str,
             st.success(f"Added to the plan: {plain(added, limit=120)}.",
                        icon=":material/check:")
         n = plan_store.count(data_key)
+        built_under = plan_store.unit(data_key) if n else None
+        if built_under is not None and built_under != person.current_unit(data_key):
+            st.caption(f"The release plan is built under its own privacy unit "
+                       f"({plain(built_under.describe(), limit=200)}), not this page's: a query "
+                       "added joins it under the plan's unit (the Release plan page offers to "
+                       "make them one).")
         st.page_link(plan_store.PLAN_PAGE, icon=":material/checklist:",
                      label=f"Open the release plan ({n} {'query' if n == 1 else 'queries'})")
 

@@ -140,6 +140,8 @@ def test_adopt_the_plans_unit_or_rebuild_the_plan_under_the_sessions(tmp_path):
     no_problem(first)
 
     at = upload_panel(plans)
+    at.switch_page("app_pages/statistics.py").run()      # a query page tells it too
+    assert any("built under its own privacy unit" in c.value for c in at.caption)
     at.switch_page("app_pages/plan.py").run()
     at.button(key="plan_unit_adopt").click().run()
     no_problem(at)
