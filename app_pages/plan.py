@@ -302,9 +302,12 @@ st.download_button("Download the plan (JSON)", the_plan.to_json().encode("utf-8"
                    "Import it here later, or release it with python -m release.")
 release_panel.programs_section(the_plan)
 saved = plan_store.current(data_key)
-release_panel.simulation_button(the_plan, loaded, seed=state.seed(),
-                                plan_name=plan_store.DEFAULT_NAME if saved is None
-                                else saved.name)
+if checked.held:   # a simulation reads the data under the plan's unit too
+    st.caption(f"Export as a simulation report: not available — {plain(checked.held)}.")
+else:
+    release_panel.simulation_button(the_plan, loaded, seed=state.seed(),
+                                    plan_name=plan_store.DEFAULT_NAME if saved is None
+                                    else saved.name)
 
 release_panel.release_section(the_plan, loaded, data_key, prepared=prepared, blocked=blocked,
                               refused=refused)

@@ -181,6 +181,30 @@ def test_a_plan_whose_unit_is_not_recorded_is_held_until_one_is_chosen(tmp_path)
     assert not at.checkbox(key="plan_release_confirm").disabled
 
 
+def test_an_imported_plan_whose_person_column_is_not_in_the_data_is_not_released():
+    """A plan for the panel (nr / 8) imported on Adult, which has no nr: main showed it under
+    one row = one person, ready to release; now it keeps its unit and the release is held."""
+    at = open_app("plan.py")
+    plan = model.Plan(model.Dataset("males"), (model.PlanQuery(
+        "n", "Number of rows", model.Count(), model.Noise("laplace", "pure", epsilon=1.0)),),
+        PANEL, model.Accounting("pld", 1e-6))
+    at.file_uploader(key="plan_import").set_value(("plan.json", plan.to_json().encode(),
+                                                    "application/json")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert accuracy_now(at) == alpha(8)
+    warned = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "'nr' is not in this dataset" in warned
+    assert at.button(key="plan_unit_adopt").disabled
+    assert at.checkbox(key="plan_release_confirm").disabled
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Export as a simulation report" not in labels    # it would read nr too
+    assert any("simulation report: not available" in c.value for c in at.caption)
+    at.button(key="plan_unit_rebuild").click().run()
+    no_problem(at)
+    assert accuracy_now(at) == alpha(1)
+    assert not at.checkbox(key="plan_release_confirm").disabled
+
+
 def test_plan_unit_of_reads_the_plans_own_and_holds_a_missing_column():
     from dashboard.plan_unit_panel import plan_unit_of
 
