@@ -1,5 +1,6 @@
 """Release plan page: every query added from the pages in one plan — edited, accounted four ways,
 split to meet its targets, its risk, and the dataset's budget guard. Import/export as JSON.
+A plan is shown and released under the privacy unit it was built under (``plan_unit_panel``).
 
 ``dashboard.analysis.release_plan`` computes; ``dashboard.plan_store`` holds the session's plan.
 """
@@ -14,6 +15,7 @@ from dashboard import (
     controls,
     person,
     plan_store,
+    plan_unit_panel,
     plans_panel,
     release_panel,
     shown,
@@ -41,7 +43,6 @@ ss.setdefault(VERSION, 0)
 
 loaded = state.dataset()
 data_key = state.dataset_key()
-unit = plan_unit(person.current_unit(data_key))
 
 
 def import_plan() -> None:
@@ -56,7 +57,8 @@ def import_plan() -> None:
         ss[IMPORT_ERROR] = f"{upload.name} was not loaded: {exc}. The plan below is unchanged."
         return
     ss.pop(IMPORT_ERROR, None)
-    plan_store.replace_all(data_key, imported.queries)
+    # the plan keeps the unit it was written for: it is shown and released under it
+    plan_store.replace_all(data_key, imported.queries, imported.privacy_unit)
     settings = {"plan_method": imported.accounting.method}
     notes = []
     if imported.budget is not None:
@@ -70,14 +72,15 @@ def import_plan() -> None:
         notes.append(f"The plan's δ = {imported.accounting.delta:g} is not one this page "
                      "offers: the total is read at the δ chosen below.")
     wanted = imported.privacy_unit
-    if wanted != unit and (wanted.person_column is None
-                           or wanted.person_column in loaded.relation.columns):
+    if wanted != person.current_unit(data_key) and (
+            wanted.person_column is None or wanted.person_column in loaded.relation.columns):
         # the plan's unit becomes this dataset's (the Data page shows it)
         person.set_unit(data_key, wanted)
         notes.append(f"The plan's privacy unit is now this dataset's: {wanted.describe()}.")
-    elif wanted != unit:
+    elif wanted != person.current_unit(data_key):
         notes.append(f"The plan's person-id column {wanted.person_column!r} is not in this "
-                     "dataset: the plan is shown under this dataset's privacy unit.")
+                     "dataset: the plan keeps its own privacy unit and cannot be released "
+                     "on this dataset until it is rebuilt under this dataset's unit.")
     ss[IMPORT_NOTES] = notes
     controls.set_for_another_page(settings)
     for key in settings:   # the file's settings win over the ones in the URL
@@ -93,7 +96,10 @@ def use_split(epsilons: dict[str, float]) -> None:
 
 
 import_plan()   # before any control is drawn: it sets their values
-unit = plan_unit(person.current_unit(data_key), drawn_in_plan=any(
+# the plan's own unit (the one it was built under), never the session's if they differ
+checked = plan_unit_panel.plan_unit_of(plan_store.unit(data_key),
+                                       person.current_unit(data_key), loaded.relation.columns)
+unit = plan_unit(checked.unit, drawn_in_plan=any(
     isinstance(e.query.query, model.MaxRows) for e in plan_store.entries(data_key)))
 st.title("Release plan")
 st.markdown("Every statistic you publish about the same people spends one "
@@ -102,7 +108,7 @@ st.markdown("Every statistic you publish about the same people spends one "
             "for the whole plan, finds the budget split that meets every accuracy target, "
             "and says what the plan lets an attacker learn.")
 st.caption(f"Dataset: **{plain(loaded.name)}** · [privacy unit](./glossary#privacy-unit): "
-           f"{plain(unit.describe())} (set on the Data page).")
+           f"{plain(unit.describe())} (the plan's own: the unit it was built under).")
 
 plans_panel.saved_plans_section(data_key)
 with st.expander("Import a plan (JSON)", icon=":material/upload_file:"):
@@ -121,6 +127,8 @@ if not entries:
     for page, title in rp.PAGES.values():
         st.page_link(page, label=title)
     st.stop()
+plan_unit_panel.unit_section(loaded, data_key, checked)
+plan_unit_panel.schema_section(loaded, data_key, checked, plan_store.declared(data_key))
 
 settings = st.columns(2)
 method = controls.select("Accounting", list(ACCOUNTANTS), key="plan_method", default="pld",
@@ -141,9 +149,9 @@ for entry in entries:
     except (model.PlanError, ValueError, TypeError) as exc:
         broken.append((entry, exc))
 for entry, exc in broken:
-    st.error(f"**{plain(entry.query.label, limit=120)}** cannot be built under the current "
-             f"privacy unit: {plain(exc, limit=400)}. Change the unit on the Data page, or "
-             "remove it.", icon=":material/error:")
+    st.error(f"**{plain(entry.query.label, limit=120)}** cannot be built under the plan's "
+             f"privacy unit: {plain(exc, limit=400)}. Rebuild the plan under another unit, "
+             "or remove it.", icon=":material/error:")
     st.button("Remove it from the plan", key=f"plan_remove_{entry.query.id}",
               on_click=plan_store.remove, args=(data_key, entry.query.id))
 if not good:
@@ -226,6 +234,8 @@ st.markdown(rp.accounting_sentence(acc))
 rounded_noted = not all(shown.is_shown_exactly(acc.totals.of(n).epsilon) for n in ACCOUNTANTS)
 if rounded_noted:   # the page says once what ↑ means
     st.caption(shown.ROUNDED_UP)
+if checked.held:   # nothing is released under a unit the plan was not built with
+    prepared, blocked = None, checked.held
 needs = prepared.spent if prepared else acc.totals.of(method)   # what the ledger would record
 guard = budget_panel.budget_section(loaded, data_key, needs_epsilon=needs.epsilon,
                                     needs_delta=needs.delta if prepared else delta,
@@ -294,9 +304,12 @@ st.download_button("Download the plan (JSON)", the_plan.to_json().encode("utf-8"
                    "Import it here later, or release it with python -m release.")
 release_panel.programs_section(the_plan)
 saved = plan_store.current(data_key)
-release_panel.simulation_button(the_plan, loaded, seed=state.seed(),
-                                plan_name=plan_store.DEFAULT_NAME if saved is None
-                                else saved.name)
+if checked.held:   # a simulation reads the data under the plan's unit too
+    st.caption(f"Export as a simulation report: not available — {plain(checked.held)}.")
+else:
+    release_panel.simulation_button(the_plan, loaded, seed=state.seed(),
+                                    plan_name=plan_store.DEFAULT_NAME if saved is None
+                                    else saved.name)
 
 release_panel.release_section(the_plan, loaded, data_key, prepared=prepared, blocked=blocked,
                               refused=refused)

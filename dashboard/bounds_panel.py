@@ -39,12 +39,14 @@ def _draw_for_release(loaded: LoadedDataset, data_key: str, person_column: str, 
         return
     earlier = plan_store.max_rows_query(data_key)
     epsilons = (*(earlier.query.epsilons if earlier is not None else ()), float(epsilon))
+    unit = person.current_unit(data_key)
+    unit = person.PrivacyUnit(unit.person_column, drawn, unit.max_groups,
+                              bounds_origin="private")
+    # drawn for the release: the plan's unit as well as the session's
     plan_store.set_max_rows(data_key, model.PlanQuery(
         "max-rows", "Max rows per person (DP quantile of rows per person)",
-        model.MaxRows(float(q), int(largest), int(drawn), epsilons), None, "statistics"))
-    unit = person.current_unit(data_key)
-    person.set_unit(data_key, person.PrivacyUnit(unit.person_column, drawn, unit.max_groups,
-                                                 bounds_origin="private"))
+        model.MaxRows(float(q), int(largest), int(drawn), epsilons), None, "statistics"), unit)
+    person.set_unit(data_key, unit)
     st.session_state[DREW] = (True, (
         f"OpenDP drew max rows = {drawn:,} (fresh entropy), now this dataset's privacy unit. "
         f"It is in the release plan as its max rows query: {len(epsilons)} draw(s), ε = "

@@ -3,7 +3,9 @@ version counter (a later save wins; the tab whose version went stale is told).
 
 Path: ``EPSILON_LAB_PLANS``, else ``plans.sqlite`` in the ledger's folder. A saved plan holds
 the published form of its queries only (no target computed from the data, none of the
-session-only context): no true value is ever written here.
+session-only context), the privacy unit it was built under (a plan is released under its
+own unit, never the session's) and the schema declared then (public and typed declarations
+only): no true value is ever written here.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from plan import model
 
 __all__ = ["PLANS_ENV", "PlanLibraryError", "SavedPlan", "PlanLibrary", "plans_path",
-           "queries_json", "queries_from_json"]
+           "queries_json", "queries_from_json", "unit_from_json"]
 
 #: The environment variable naming the plans file.
 PLANS_ENV = "EPSILON_LAB_PLANS"
@@ -62,6 +64,16 @@ class SavedPlan:
     def queries(self) -> tuple[model.PlanQuery, ...]:
         return queries_from_json(self.plan_json)
 
+    def unit(self) -> model.PrivacyUnit | None:
+        """The privacy unit the plan was built under; None for a plan saved before plans
+        kept it (or an empty one)."""
+        return unit_from_json(self.plan_json)
+
+    def declared(self) -> str | None:
+        """The declared schema (JSON) the plan was built on; None if not recorded."""
+        raw = json.loads(self.plan_json).get("declared_schema")
+        return None if raw is None else json.dumps(raw, ensure_ascii=False)
+
     @property
     def size(self) -> int:
         return len(json.loads(self.plan_json).get("queries", []))
@@ -98,12 +110,28 @@ def _published(query: model.PlanQuery) -> model.PlanQuery:
     return query
 
 
-def queries_json(queries: tuple[model.PlanQuery, ...]) -> str:
+def queries_json(queries: tuple[model.PlanQuery, ...],
+                 unit: model.PrivacyUnit | None = None, declared: str | None = None) -> str:
     """The queries as a saved plan holds them: published (a target read off the data is
-    dropped), in order."""
-    return json.dumps({"format": _PLAN_FORMAT,
-                       "queries": [_published(q).to_dict() for q in queries]},
-                      ensure_ascii=False, allow_nan=False)
+    dropped), in order; with the privacy unit they were built under and the declared schema
+    (JSON, ``dashboard.plan_unit_panel.declared_schema``) when known."""
+    data: dict = {"format": _PLAN_FORMAT}
+    if unit is not None:
+        data["privacy_unit"] = unit.to_dict()
+    if declared is not None:
+        data["declared_schema"] = json.loads(declared)
+    data["queries"] = [_published(q).to_dict() for q in queries]
+    return json.dumps(data, ensure_ascii=False, allow_nan=False)
+
+
+def unit_from_json(text: str) -> model.PrivacyUnit | None:
+    """The privacy unit of a saved plan's text (None: not recorded); ``PlanLibraryError`` if
+    it is there and not a unit."""
+    try:
+        raw = json.loads(text).get("privacy_unit")
+        return None if raw is None else model.PrivacyUnit.from_dict(raw)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise PlanLibraryError(f"A saved plan's privacy unit cannot be read: {exc}") from None
 
 
 def _keep_drawn(stored: SavedPlan, queries: tuple[model.PlanQuery, ...]
@@ -235,16 +263,18 @@ class PlanLibrary:
         found = self.plans(dataset)
         return found[0] if found else None
 
-    def create(self, dataset: str, name: str, queries: tuple[model.PlanQuery, ...]
+    def create(self, dataset: str, name: str, queries: tuple[model.PlanQuery, ...],
+               unit: model.PrivacyUnit | None = None, declared: str | None = None
                ) -> SavedPlan:
-        text, now = queries_json(queries), _now()
+        text, now = queries_json(queries, unit, declared), _now()
         with self._connection("saving a new plan", write=True) as c:
             cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, updated)"
                                " VALUES (?, ?, ?, 1, ?)", (dataset, name, text, now))
             return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now)
 
     def save(self, plan_id: int, queries: tuple[model.PlanQuery, ...], *, dataset: str,
-             name: str, expected_version: int) -> tuple[SavedPlan, SavedPlan | None]:
+             name: str, expected_version: int, unit: model.PrivacyUnit | None = None,
+             declared: str | None = None) -> tuple[SavedPlan, SavedPlan | None]:
         """Save ``queries`` as the plan's next version (a later save wins). Returns the saved
         plan and, when the stored version was not ``expected_version`` (another tab saved
         it since), the version this save replaced. A plan deleted meanwhile is saved anew.
@@ -259,7 +289,7 @@ class PlanLibrary:
                                          (int(plan_id),)).fetchone())
             if before is not None and before.version != expected_version:
                 queries = _keep_drawn(before, queries)
-            text = queries_json(queries)
+            text = queries_json(queries, unit, declared)
             if before is None:
                 cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, "
                                    "updated) VALUES (?, ?, ?, 1, ?)",
@@ -284,7 +314,8 @@ class PlanLibrary:
         if original is None:
             return None
         return self.create(original.dataset, name or f"{original.name} (copy)",
-                           queries_from_json(original.plan_json))
+                           queries_from_json(original.plan_json), original.unit(),
+                           original.declared())
 
     def delete(self, plan_id: int) -> None:
         with self._connection("deleting the plan", write=True) as c:

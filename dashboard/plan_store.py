@@ -3,9 +3,12 @@
 Kept in the session (never in the URL: a plan holds categories and bounds, which for an upload
 may be read off the data). Each query also keeps, in the session only, what the budget split
 needs from the data to judge its target (a selection's true counts): the plan file never
-holds it. Every edit is also saved server-side (``dashboard.plan_library``, without the
-context): a new session opens the dataset's most recently saved plan, and :func:`sync` tells a
-session whose plan was changed in another tab, and shows it that version.
+holds it. A plan keeps the privacy unit it was built under (the session's unit when its first
+query was added, an imported plan's own): the plan page shows and releases the plan under it,
+never under whatever unit the session holds later. Every edit is also saved server-side
+(``dashboard.plan_library``, without the context, with the unit): a new session opens the
+dataset's most recently saved plan, and :func:`sync` tells a session whose plan was changed in
+another tab, and shows it that version.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from dashboard import plan_library
 from plan import model
 
 __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear", "count",
+           "unit", "set_unit", "declared", "set_declared", "same_query", "replace_query",
            "PLAN_PAGE", "max_rows_query", "set_max_rows", "sync", "current", "saved_plans",
            "library_error", "open_plan", "new_plan", "duplicate_plan", "delete_plan", "rename",
            "revision", "set_identity", "shown_count"]
 
 _KEY = "release_plan_by_dataset"
+_UNITS = "release_plan_unit_by_dataset"   # data key -> the unit the plan was built under
+_DECLARED = "release_plan_schema_by_dataset"   # data key -> the schema (JSON) it was built on
 #: The plan page (the "Add to plan" panels link to it).
 PLAN_PAGE = "app_pages/plan.py"
 
@@ -46,6 +52,43 @@ def entries(data_key: str) -> tuple[Entry, ...]:
     """The plan's queries for the dataset ``data_key``, in the order they were added."""
     _attach(data_key)
     return tuple(_plans().get(data_key, ()))
+
+
+def _units() -> dict[str, model.PrivacyUnit | None]:
+    return st.session_state.setdefault(_UNITS, {})
+
+
+def unit(data_key: str) -> model.PrivacyUnit | None:
+    """The privacy unit the dataset's plan was built under; None while the plan is empty, or
+    for a plan saved before plans kept their unit (the page then asks which one)."""
+    _attach(data_key)
+    return _units().get(data_key)
+
+
+def set_unit(data_key: str, new: model.PrivacyUnit | None) -> None:
+    """The plan is built under ``new`` from now on (saved with it): a user's choice on the
+    plan page ("Rebuild the plan under this dataset's unit")."""
+    _refresh(data_key)
+    _units()[data_key] = new
+    _save(data_key)
+
+
+def _declared() -> dict[str, str | None]:
+    return st.session_state.setdefault(_DECLARED, {})
+
+
+def declared(data_key: str) -> str | None:
+    """The declared schema (JSON) the dataset's plan was built on; None while the plan is
+    empty, for an imported plan, or a plan saved before plans kept it."""
+    _attach(data_key)
+    return _declared().get(data_key)
+
+
+def set_declared(data_key: str, schema_json: str | None) -> None:
+    """The plan is built on ``schema_json`` from now on (saved with it)."""
+    _refresh(data_key)
+    _declared()[data_key] = schema_json
+    _save(data_key)
 
 
 def _write(data_key: str, new: tuple[Entry, ...]) -> None:
@@ -69,13 +112,42 @@ def _fresh_id(label: str, taken: set[str]) -> str:
     return candidate
 
 
-def add(data_key: str, query: model.PlanQuery, context: Mapping[str, Any] | None = None
+def add(data_key: str, query: model.PlanQuery, context: Mapping[str, Any] | None = None, *,
+        unit: model.PrivacyUnit | None = None, schema_json: str | None = None
         ) -> model.PlanQuery:
-    """Append ``query`` to the dataset's plan under a fresh id (from its label)."""
+    """Append ``query`` to the dataset's plan under a fresh id (from its label). ``unit`` and
+    ``schema_json``: the unit and the declared schema the page built it under; the first
+    query of an empty plan sets the plan's, a later one joins the plan under the plan's own
+    (never changes them)."""
     _refresh(data_key)
     current = entries(data_key)
     query = replace(query, id=_fresh_id(query.label, {e.query.id for e in current}))
+    if not current:
+        _units()[data_key] = unit
+    if all(isinstance(e.query.query, model.MaxRows) for e in current):   # the first query
+        _declared()[data_key] = schema_json
     _write(data_key, (*current, Entry(query, dict(context or {}))))
+    return query
+
+
+def same_query(data_key: str, query: model.PlanQuery) -> model.PlanQuery | None:
+    """The plan's query that computes the same statistic as ``query`` (the same query with the
+    same declarations, whatever its mechanism, budget, label or target), if there is one:
+    adding ``query`` as well would publish that statistic twice, and spend its budget twice."""
+    return next((e.query for e in entries(data_key) if e.query.query == query.query), None)
+
+
+def replace_query(data_key: str, query_id: str, query: model.PlanQuery,
+                  context: Mapping[str, Any] | None = None) -> model.PlanQuery | None:
+    """The plan's query ``query_id`` becomes ``query`` (keeping its id and place); None when
+    the plan no longer holds it (removed in another tab: nothing is changed)."""
+    _refresh(data_key)
+    current = entries(data_key)
+    if not any(e.query.id == query_id for e in current):
+        return None
+    query = replace(query, id=query_id)
+    _write(data_key, tuple(Entry(query, dict(context or {})) if e.query.id == query_id else e
+                           for e in current))
     return query
 
 
@@ -96,19 +168,29 @@ def max_rows_query(data_key: str) -> model.PlanQuery | None:
                  if isinstance(e.query.query, model.MaxRows)), None)
 
 
-def set_max_rows(data_key: str, query: model.PlanQuery) -> None:
-    """The plan's max rows query becomes ``query`` (first in the plan; one at most)."""
+def set_max_rows(data_key: str, query: model.PlanQuery,
+                 unit: model.PrivacyUnit | None = None) -> None:
+    """The plan's max rows query becomes ``query`` (first in the plan; one at most), and the
+    plan's unit ``unit`` (max rows drawn for the release), when given."""
     _refresh(data_key)
     rest = tuple(e for e in entries(data_key) if not isinstance(e.query.query, model.MaxRows))
+    if unit is not None:
+        _units()[data_key] = unit
     _write(data_key, (Entry(query), *rest))
 
 
-def replace_all(data_key: str, queries: tuple[model.PlanQuery, ...]) -> None:
-    """The plan becomes these queries (an imported plan: no context)."""
+def replace_all(data_key: str, queries: tuple[model.PlanQuery, ...],
+                unit: model.PrivacyUnit | None = None) -> None:
+    """The plan becomes these queries under ``unit`` (an imported plan: no context)."""
+    _attach(data_key)
+    _units()[data_key] = unit
+    _declared()[data_key] = None   # a plan file holds no schema: its queries' declarations
     _write(data_key, tuple(Entry(q) for q in queries))
 
 
 def clear(data_key: str) -> None:
+    _attach(data_key)
+    _units()[data_key] = _declared()[data_key] = None
     _write(data_key, ())
 
 
@@ -177,9 +259,12 @@ def revision(data_key: str) -> str:
 
 
 def _show(data_key: str, saved: plan_library.SavedPlan) -> None:
-    """The session shows ``saved``: its queries (each keeps its context if unchanged)."""
+    """The session shows ``saved``: its queries (each keeps its context if unchanged) under
+    its own unit."""
     try:
         queries = saved.queries()
+        built_under = saved.unit()
+        built_on = saved.declared()
     except plan_library.PlanLibraryError as exc:
         _failed(exc)
         return
@@ -187,6 +272,8 @@ def _show(data_key: str, saved: plan_library.SavedPlan) -> None:
     _plans()[data_key] = tuple(
         Entry(q, contexts[q.id].context if q.id in contexts and contexts[q.id].query.query
               == q.query else {}) for q in queries)
+    _units()[data_key] = built_under
+    _declared()[data_key] = built_on
     _remember(data_key, saved)
     _shown()
 
@@ -213,14 +300,17 @@ def _notify(data_key: str, text: str) -> None:
 def _save(data_key: str) -> None:
     saved = st.session_state.get(_SAVED, {}).get(data_key)
     queries = tuple(e.query for e in _plans().get(data_key, ()))
+    built_under, built_on = _units().get(data_key), _declared().get(data_key)
     try:
         if saved is None:
             if not queries:
                 return
-            _remember(data_key, _library().create(_dataset(data_key), DEFAULT_NAME, queries))
+            _remember(data_key, _library().create(_dataset(data_key), DEFAULT_NAME, queries,
+                                                  built_under, built_on))
             return
         new, replaced = _library().save(saved.id, queries, dataset=saved.dataset,
-                                        name=saved.name, expected_version=saved.version)
+                                        name=saved.name, expected_version=saved.version,
+                                        unit=built_under, declared=built_on)
     except plan_library.PlanLibraryError as exc:
         _failed(exc)
         return
@@ -291,6 +381,7 @@ def new_plan(data_key: str, name: str = "New plan") -> None:
         _failed(exc)
         return
     _plans()[data_key] = ()
+    _units()[data_key] = _declared()[data_key] = None
     _remember(data_key, created)
     _shown()
 
@@ -317,6 +408,7 @@ def delete_plan(data_key: str, plan_id: int) -> None:
     if saved is not None and saved.id == plan_id:
         st.session_state[_SAVED].pop(data_key)
         _plans()[data_key] = ()
+        _units()[data_key] = _declared()[data_key] = None
         _shown()
 
 
@@ -327,7 +419,8 @@ def rename(data_key: str, name: str) -> None:
     try:
         if saved is None:
             _remember(data_key, _library().create(
-                _dataset(data_key), name, tuple(e.query for e in _plans().get(data_key, ()))))
+                _dataset(data_key), name, tuple(e.query for e in _plans().get(data_key, ())),
+                _units().get(data_key), _declared().get(data_key)))
             return
         renamed = _library().rename(saved.id, name)
     except plan_library.PlanLibraryError as exc:

@@ -11,7 +11,8 @@ when it is downloaded so that the release click stays fast; a synthetic table's 
 are offered as their own CSV (``rows-<id>.csv``, as ``python -m release`` writes them), built
 on click too. A plan can also be exported as a
 simulation report: the same report of one seeded numpy draw, labelled "simulation — not a
-release", built on click too, with nothing recorded. What a release shows is kept
+release", built on click too, with nothing recorded. A plan is released only under the
+privacy unit it was built under (:func:`unit_refusal`). What a release shows is kept
 in the session for that dataset until the next release, as downloaded bytes, the values
 table and the release itself (released values and public facts only); a refusal is shown
 only while the plan it refused is unchanged.
@@ -25,6 +26,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard import plan_store
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS
@@ -33,8 +35,8 @@ from engine.sources import FrameSource
 from plan import model
 
 __all__ = ["release_section", "released_table", "bound_of", "interval_caption", "source_of",
-           "package_builder", "rows_files", "simulation_builder", "simulation_button",
-           "simulation_file_name", "LAST", "RELEASED_COLUMNS"]
+           "unit_refusal", "package_builder", "rows_files", "simulation_builder",
+           "simulation_button", "simulation_file_name", "LAST", "RELEASED_COLUMNS"]
 
 LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
 CONFIRM = "plan_release_confirm"
@@ -137,6 +139,20 @@ def prepared(plan: model.Plan) -> tuple[Any, str]:
         return None, str(exc)
 
 
+def unit_refusal(plan: model.Plan, data_key: str) -> str:
+    """Why ``plan`` must not be released for ``data_key`` because of its privacy unit ("" if
+    it may): a plan is released under the unit it was built under (``plan_store.unit``),
+    never another — not the session's when they differ, nor any when it is not recorded."""
+    built_under = plan_store.unit(data_key)
+    if built_under is None:
+        return ("the plan does not say which privacy unit it was built under: choose it on "
+                "the Release plan page (Privacy unit) and release again")
+    if plan.privacy_unit != built_under:
+        return (f"the plan was built under the privacy unit {built_under.describe()}, not "
+                f"{plan.privacy_unit.describe()}: a plan is released only under its own unit")
+    return ""
+
+
 def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
     """The button's callback: release once, keep what to show (or the refusal)."""
     from release import Ledger, LedgerError, ReleaseRefused, run
@@ -145,6 +161,11 @@ def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
 
     st.session_state[CONFIRM] = False          # one click, one release
     outcome: dict[str, Any]
+    refusal = unit_refusal(plan, data_key)
+    if refusal:
+        st.session_state.setdefault(LAST, {})[data_key] = {
+            "ok": False, "reason": refusal, "plan": plan.to_json()}
+        return
     try:
         with Ledger() as ledger:
             released = run(plan, source_of(loaded), ledger=ledger,

@@ -18,12 +18,13 @@ def open_page(page, title: str) -> None:
     assert_no_exception(page)
 
 
-def add_count(page) -> None:
+def add_count(page, *, again: bool = False) -> None:
+    """Add a count (``again``: a second one, "Add a second": the plan holds one already)."""
     open_page(page, "Noisy statistics")
     page.locator(".st-key-stats_query [role='combobox']").click()
     page.get_by_role("option", name="Count", exact=False).first.click()
     wait_for_app(page)
-    page.get_by_role("button", name="Add to plan").click()
+    page.get_by_role("button", name="Add a second" if again else "Add to plan").click()
     wait_for_app(page)
     assert_no_exception(page)
     page.get_by_text("Added to the plan").wait_for(timeout=30_000)
@@ -59,7 +60,7 @@ def test_a_plan_survives_reload_new_tab_restart_and_tells_a_stale_tab(page, own_
         tab_b = page.context.new_page()                 # a new tab
         start(tab_b, url)
         plan_has(tab_b, 1)
-        add_count(tab_b)                                # B saves the plan's next version
+        add_count(tab_b, again=True)                    # B saves the plan's next version
 
         open_page(page, "Noisy statistics")             # A's next run
         page.get_by_text("This plan was changed in another tab or window at").wait_for(

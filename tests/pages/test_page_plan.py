@@ -37,12 +37,13 @@ def metric(at, label: str) -> float:
     return float(value.split("=")[1].replace(",", "").rstrip("↑"))
 
 
-def add_from(at, page: str, key: str, setup=()) -> None:
+def add_from(at, page: str, key: str, setup=(), *, again: bool = False) -> None:
+    """Add the page's query to the plan (``again``: a second copy of one it holds)."""
     at.switch_page(f"app_pages/{page}").run()
     for kind, widget, value in setup:
         getattr(at, kind)(key=widget).set_value(value).run()
     no_problem(at)
-    at.button(key=f"{key}_add_to_plan").click().run()
+    at.button(key=f"{key}_add_to_plan" + ("_second" if again else "")).click().run()
     no_problem(at)
 
 
@@ -75,8 +76,9 @@ def test_three_queries_at_one_read_three_and_a_rounded_figure_is_marked_once():
     ledger records under it (issue 31 item 7), pure 3-DP, not PLD's 2.99999… at δ. A figure
     rounded up (the split's) is marked ↑, and the page says once what ↑ means."""
     at = open_app("statistics.py")
-    for _ in range(3):
-        add_from(at, "statistics.py", "stats", [("selectbox", "stats_query", "count")])
+    for i in range(3):
+        add_from(at, "statistics.py", "stats", [("selectbox", "stats_query", "count")],
+                 again=i > 0)
     at.switch_page("app_pages/plan.py").run()
     no_problem(at)
     shown = {m.label: m.value for m in at.metric}
@@ -238,8 +240,9 @@ def test_the_risk_of_pure_counts_matches_the_closed_form(count, posterior):
     """k Laplace counts at ε = 1: the belief from 50 % is at most e^k / (1 + e^k), with no
     failure probability (73.106 % and 88.080 %, rounded up to three digits)."""
     at = open_app("statistics.py")
-    for _ in range(count):
-        add_from(at, "statistics.py", "stats", [("selectbox", "stats_query", "count")])
+    for i in range(count):
+        add_from(at, "statistics.py", "stats", [("selectbox", "stats_query", "count")],
+                 again=i > 0)
     at.switch_page("app_pages/plan.py").run()
     no_problem(at)
     table = frame_with(at, "Prior belief")
