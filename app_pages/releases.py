@@ -40,6 +40,11 @@ else:
 
 st.subheader("Budget per dataset")
 st.dataframe(ra.datasets_table(datasets), hide_index=True, key="releases_datasets")
+if any(s.history for s in datasets):
+    st.markdown("**Budget changes** — every setting of a dataset's budget, with its time and "
+                "reason; every later release's card and report list them.")
+    st.dataframe(ra.budget_history_table(datasets), hide_index=True,
+                 key="releases_budget_history")
 st.subheader("History")
 st.dataframe(ra.history_table(history), hide_index=True, key="releases_history")
 st.caption("Each released value comes with an interval for its true value at the level shown "

@@ -14,7 +14,7 @@ from release.measurements import OPENDP_VERSION
 from release.run import Release
 
 __all__ = ["LOOKING_AT_TRUE_ANSWERS", "release_card", "card_json", "not_covered",
-           "data_handling"]
+           "data_handling", "budget_record"]
 
 
 def _declarations(q: model.PlanQuery) -> list[tuple[str, Any]]:
@@ -150,9 +150,26 @@ def release_card(release: Release) -> dict[str, Any]:
                            "samplers": "OpenDP's exact samplers with the operating system's "
                                        "entropy; never seeded"},
         "data_handling": data_handling(plan),
+        "dataset_budget": budget_record(release),
         "public_information": public,
         "not_covered_by_the_guarantee": [*flagged, dict(LOOKING_AT_TRUE_ANSWERS)],
     })
+
+
+def budget_record(release: Release) -> dict[str, Any]:
+    """The dataset's budget as the ledger held it when this release was recorded: every
+    budget event before it (set, raised, lowered, δ cap removed or set), with its time, its
+    reason and what earlier releases had spent then. The steward's decisions and the ε of
+    earlier releases only (public facts about the release), never a figure of the data."""
+    history = [change.to_dict() for change in release.budget_history]
+    return {
+        "what": "every setting of this dataset's total budget in the ledger before this "
+                "release, oldest first; the latest held when it was released; a budget "
+                "raised, or its δ cap removed, after releases were made lets this data "
+                "spend more than was first promised",
+        "history": history,
+        "in_force": history[-1] if history else None,
+    }
 
 
 def card_json(release: Release) -> bytes:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from dpcore.figures import percent_lower, upper
+from dpcore.figures import lower, percent_lower, upper
 from plan.model import Plan, PlanError
 from release.card import (
     LOOKING_AT_TRUE_ANSWERS,
@@ -383,6 +383,9 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
     out.append("<h2>How the data were read</h2>")
     out.append(_list_items(card.get("data_handling", []), ("rule",)))
 
+    if not simulation:
+        out.append("<h2>This dataset's budget</h2>")
+        out.append(_budget_history(card.get("dataset_budget") or {}))
     out.append("<h2>Ledger entry</h2>")
     if simulation:
         out.append(f"<p><strong>None: {_e(SIMULATION_LABEL)}.</strong> The plan was simulated "
@@ -399,6 +402,28 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
         out.append(f'<p class="banner">{_e(SIMULATION_LABEL)}</p>')
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _budget_history(budget: Mapping[str, Any]) -> str:
+    """The card's budget history as a table (every setting before the release, oldest
+    first), or a sentence saying none was set."""
+    history = budget.get("history") or []
+    if not history:
+        return ("<p>No total budget was set for this dataset in the ledger before this "
+                "release: nothing capped what its releases add up to.</p>")
+
+    def row(h: Mapping[str, Any]) -> str:
+        epsilon, delta = _number(h.get("epsilon")), _number(h.get("delta"))
+        cells = (h.get("time", ""), h.get("change", ""),
+                 "—" if epsilon is None else lower(epsilon, 6),
+                 "no cap" if delta is None else f"{delta:.3g}",
+                 upper(_number(h.get("spent_epsilon_before")) or 0.0, 6),
+                 h.get("reason") or "no reason recorded")
+        return "<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>"
+
+    return ("<table><tr><th>Time</th><th>Change</th><th>Total ε</th><th>δ cap</th>"
+            "<th>ε spent before</th><th>Reason</th></tr>" + "".join(map(row, history))
+            + f'</table><p class="muted">{_e(budget.get("what", ""))}.</p>')
 
 
 def _privacy(privacy: Any) -> str:

@@ -309,3 +309,38 @@ def test_a_release_offers_its_package_built_on_download(ledger_file):
         assert archive.read("release.json") == outcome["json"]
         assert archive.read("release.csv") == outcome["csv"]
     assert {"card.json", "plan.json", "program.py", "program.ipynb", "report.html"} <= names
+
+
+def test_a_budget_lowered_below_what_was_spent_reads_over_budget_and_its_history_shows(
+        ledger_file):
+    """Issue 31 item 8: a budget of 3 with 2 spent, lowered to 0.5, read "Left ε = 0" on
+    both pages; it is over budget by 2 − 0.5 = 1.5. Changing a budget needs a reason, and
+    every setting shows with its reason on the plan page and the Releases page."""
+    at = plan_of_two()
+    set_budget(at, 3.0)
+    with Ledger(ledger_file) as ledger:
+        [status] = ledger.datasets()
+        ledger.record_release(status.dataset, epsilon=2.0, delta=0.0, accounting="basic",
+                              values_hash="sha256:" + "0" * 64, plan_json="{}",
+                              implementation="test")
+    at.run()
+    at.number_input(key="plan_set_budget_epsilon").set_value(0.5).run()
+    assert any("over budget by ε = 1.5" in w.value for w in at.warning)
+    # a change without a reason cannot be recorded
+    assert at.checkbox(key="plan_set_budget_confirm").disabled
+    assert at.button(key="plan_set_budget").disabled
+    at.text_input(key="plan_set_budget_reason").input("consent withdrawn by the owner").run()
+    set_budget(at, 0.5)
+    assert left_metric(at) == "over budget by ε = 1.5"
+    assert any("the dataset is over budget by ε = 1.5" in e.value.replace("\\", "")
+               for e in at.error)
+    history = next(d.value for d in at.dataframe if "Reason" in d.value.columns)
+    assert history[["Change", "Budget ε", "Spent ε before", "Reason"]].values.tolist() == [
+        ["set", "3", "0", "set on the Release plan page"],
+        ["ε lowered", "0.5", "2", "consent withdrawn by the owner"]]
+    at.switch_page("app_pages/releases.py").run()
+    no_problem(at)
+    budgets = next(d.value for d in at.dataframe if "Left ε" in d.value.columns)
+    assert budgets["Left ε"].tolist() == ["over budget by 1.5"]
+    changes = next(d.value for d in at.dataframe if "Reason" in d.value.columns)
+    assert changes["Change"].tolist() == ["set", "ε lowered"]

@@ -274,3 +274,38 @@ def test_report_figures_read_without_an_exponent_and_interval_ends_round_outward
     # The Adult count read 4.884e+04 in report.html; an interval's ends rounded to nearest
     # could show an interval narrower than the one released.
     assert _fmt(value, rounding) == shown
+
+
+def test_every_later_card_and_report_list_the_datasets_budget_changes(tmp_path):
+    """Issue 31 item 8: a budget raised and its δ cap removed after a release was an event no
+    later card or report mentioned. Each release's card and report now list every budget
+    setting recorded before it: time, change, total, δ cap, ε spent then, reason."""
+    plan = Plan(Dataset("visits"), (PlanQuery("n", "Visits", Count(),
+                                              Noise("laplace", "pure", epsilon=1.0)),),
+                PrivacyUnit())
+    source = FrameSource(pd.DataFrame({"x": range(50)}))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        first = run(plan, source, ledger=ledger, budget=1.5, budget_delta=1e-6)
+        ledger.set_budget(first.dataset, 4.0, reason="the <b>board</b> approved 4")
+        second = run(plan, source, ledger=ledger)
+    card = json.loads(members(release_package(second))["card.json"])
+    history = card["dataset_budget"]["history"]
+    assert [(h["change"], h["epsilon"], h["delta"], h["spent_epsilon_before"], h["reason"])
+            for h in history] == [
+        ("set (with a δ cap)", 1.5, 1e-6, 0.0, "set by the first release's --budget"),
+        ("ε raised, δ cap removed", 4.0, None, 1.0, "the <b>board</b> approved 4")]
+    assert card["dataset_budget"]["in_force"] == history[-1]
+    assert all(h["time"] < second.record.time for h in history)
+    page = members(release_package(second))["report.html"].decode()
+    section = page.split("<h2>This dataset's budget</h2>")[1].split("<h2>")[0]
+    assert "<td>ε raised, δ cap removed</td><td>4</td><td>no cap</td><td>1</td>" in section
+    assert "the &lt;b&gt;board&lt;/b&gt; approved 4" in section and "<b>board" not in section
+    assert history[0]["time"] in section and history[1]["time"] in section
+    # the first release's card holds the settings before it only
+    earlier = json.loads(members(release_package(first))["card.json"])["dataset_budget"]
+    assert [h["change"] for h in earlier["history"]] == ["set (with a δ cap)"]
+
+
+def test_a_report_with_no_budget_says_nothing_capped_it(package):
+    page = package["report.html"].decode()
+    assert "No total budget was set for this dataset" in page
