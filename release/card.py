@@ -138,9 +138,12 @@ def release_card(release: Release) -> dict[str, Any]:
                     "bounds and clamping) with at least that probability, unless a query's "
                     "interval method says otherwise (a count found by partition selection)",
             "choices": "a released category or grid value (a selection, a quantile) has no "
-                       "error of its own: its interval bounds its choice's shortfall (what "
-                       "each query's interval.of says: the chosen category's count short of "
-                       "the top count, the quantile's rank error above the grid's best)",
+                       "error of its own and no interval: its choice's error is bounded "
+                       "instead, from 0 to an upper end at the same level (each query's "
+                       "interval.of says what: the chosen category's count short of the top "
+                       "count, the quantile's rank error in rows above the grid's best), "
+                       "given apart from value intervals (choice_error in release.json, the "
+                       "'choice error' columns of release.csv), never as lower and upper",
             "not_given": "the max rows per person drawn before the release carries no "
                          "interval",
         },

@@ -71,15 +71,15 @@ def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
     no_problem(at)
     assert any("Released and recorded: entry #1" in s.value for s in at.success)
     frame = released_frame(at)
-    assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value", "Lower",
-                                   "Upper", "Interval of"]
-    assert set(frame["Interval of"]) == {""}   # a count's and a table's: the true value
+    assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value",
+                                   "True value ≥", "True value ≤", "Error of the choice"]
+    assert set(frame["Error of the choice"]) == {""}   # a count's and a table's: none
     count = frame[frame["Statistic"] == "count"]["Released value"].iloc[0]
     # beside each value its 95 % interval: Laplace ε = 1, half-width ln(1/0.05) (issue 22)
-    widths = (frame["Upper"] - frame["Lower"]).tolist()
+    widths = (frame["True value ≤"] - frame["True value ≥"]).tolist()
     assert widths[0] == pytest.approx(2 * math.log(20), rel=1e-9)
-    assert (frame["Lower"] <= frame["Released value"]).all()
-    assert (frame["Released value"] <= frame["Upper"]).all()
+    assert (frame["True value ≥"] <= frame["Released value"]).all()
+    assert (frame["Released value"] <= frame["True value ≤"]).all()
     assert any("95% interval for each true value" in c.value for c in at.caption)
     assert count != ADULT_ROWS   # continuous Laplace noise: never exactly the truth
     assert abs(count - ADULT_ROWS) < 30   # ε = 1: |noise| > 30 has probability e^-30

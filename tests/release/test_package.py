@@ -154,22 +154,34 @@ def test_the_report_draws_a_released_interval_and_says_when_there_is_none():
     assert "No interval was published" in second and "No interval was published" not in first
 
 
-def test_the_report_gives_a_choices_shortfall_as_such_without_a_whisker():
+def test_the_report_gives_a_choices_bound_in_its_own_column_never_as_an_interval():
+    """Issue 31 item 9: a quantile's rank error read "[0, 273.63]" in the Interval column,
+    as if it bounded the value. It has a column of its own, in words."""
     record = {"dataset": {"name": "d", "origin": ""}, "privacy_unit": "one row",
               "privacy_spent": {"epsilon": 1.0, "delta": 0.0}, "accounting": {},
               "queries": [
                   {"id": "m", "label": "Median", "statistic": "quantiles",
-                   "values": [{"group": ["q=0.5"], "value": 40.0, "lower": 0.0,
-                               "upper": 4.5, "level": 0.95, "of": "excess rank error"}]},
+                   "values": [{"group": ["q=0.5"], "value": 1.33, "choice_error": {
+                       "at_most": 273.625, "level": 0.95, "of": "excess rank error",
+                       "in_words": "rank error ≤ best + 273.7 rows"}}]},
                   {"id": "a", "label": "A", "statistic": "count",
                    "values": [{"group": [], "value": 50.0, "lower": 40.0, "upper": 60.0,
-                               "level": 0.95, "of": "true value"}]}]}
+                               "level": 0.95, "of": "true value"}]},
+                  {"id": "old", "label": "Written before", "statistic": "quantiles",
+                   "values": [{"group": ["q=0.5"], "value": 40.0, "lower": 0.0,
+                               "upper": 4.5, "level": 0.95, "of": "excess rank error"}]}]}
     page = report_html(record, {})
-    first, second = page.split('<section class="query">')[1:]
-    # a grid value's interval is of its rank error, not of the value: no whisker on its bar
-    assert 'class="interval"' not in first
-    assert "excess rank error: [0, 4.5] at 95%" in first
+    first, second, old = page.split('<section class="query">')[1:]
+    # a grid value's bound is of its rank error, not of the value: no whisker, no interval
+    assert 'class="interval"' not in first and "[0," not in first
+    assert "<th>Error of the choice</th>" in first
+    assert "<th>Interval for the true value</th>" not in first
+    assert "<td>rank error ≤ best + 273.7 rows at 95%</td>" in first
+    assert "No interval was published" not in first
     assert 'class="interval"' in second and "[40, 60] at 95%" in second
+    assert "Error of the choice" not in second
+    # a record written when a choice's bound came as lower and upper reads the same way
+    assert "<td>excess rank error ≤ 4.5 at 95%</td>" in old and "[0, 4.5]" not in old
 
 
 def test_a_simulation_is_labelled_on_every_page_and_holds_no_release_files():
