@@ -92,8 +92,8 @@ class ReleaseRecord:
 
 @dataclass(frozen=True)
 class BudgetChange:
-    """One budget event as a change of what came before: ``change`` in words ("set",
-    "raised", "lowered", "δ cap removed", …), with the ε and δ its dataset's releases had
+    """One budget event as a change of what came before: ``change`` in words ("set", "ε
+    raised", "ε lowered", "δ cap removed", …), with the ε and δ its dataset's releases had
     spent when it was made (so a budget set below what was spent shows as such). The
     steward's decisions, never a figure of the data: published on every later card."""
 
@@ -108,8 +108,7 @@ class BudgetChange:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ledger_entry": self.entry, "time": self.time, "change": self.change,
-                "epsilon": self.epsilon,
-                "delta": self.delta, "reason": self.reason,
+                "epsilon": self.epsilon, "delta": self.delta, "reason": self.reason,
                 "spent_epsilon_before": self.spent_epsilon,
                 "spent_delta_before": self.spent_delta}
 
