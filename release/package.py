@@ -443,9 +443,10 @@ def _budget_history(budget: Mapping[str, Any]) -> str:
                  h.get("reason") or "no reason recorded")
         return "<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>"
 
+    what = str(budget.get("what", ""))
     return ("<table><tr><th>Time</th><th>Change</th><th>Total ε</th><th>δ cap</th>"
             "<th>ε spent before</th><th>Reason</th></tr>" + "".join(map(row, history))
-            + f'</table><p class="muted">{_e(budget.get("what", ""))}.</p>')
+            + f'</table><p class="muted">{_e(what[:1].upper() + what[1:])}.</p>')
 
 
 def _privacy(privacy: Any) -> str:
