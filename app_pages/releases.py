@@ -40,12 +40,19 @@ else:
 
 st.subheader("Budget per dataset")
 st.dataframe(ra.datasets_table(datasets), hide_index=True, key="releases_datasets")
+if any(s.history for s in datasets):
+    st.markdown("**Budget changes** — every setting of a dataset's budget, with its time and "
+                "reason; every later release's card and report list them.")
+    st.dataframe(ra.budget_history_table(datasets), hide_index=True,
+                 key="releases_budget_history")
 st.subheader("History")
 st.dataframe(ra.history_table(history), hide_index=True, key="releases_history")
 st.caption("Each released value comes with an interval for its true value at the level shown "
            "(the plan's α; 95 % by default), computed from the noise's law and public "
            "parameters only: `lower`, `upper` and `level` in the release's `release.csv`, "
-           "per value in `release.json`, and the method in its card.")
+           "per value in `release.json`, and the method in its card. A released category or "
+           "grid value has no interval: its choice's error bound is apart (`choice error` "
+           "in `release.csv`, `choice_error` in `release.json`).")
 if history:
     chosen = controls.select("Plan of release", [r.id for r in reversed(history)],
                              key="releases_plan_of", format_func=lambda i: f"#{i}",

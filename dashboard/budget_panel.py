@@ -25,8 +25,12 @@ __all__ = ["Guard", "identity_of", "budget_section", "SET_KEYS"]
 SET_EPSILON = "plan_set_budget_epsilon"
 SET_DELTA = "plan_set_budget_delta"
 SET_CONFIRM = "plan_set_budget_confirm"
+SET_REASON = "plan_set_budget_reason"
 SET_DONE = "plan_set_budget_done"          # what the last set said, shown once
-SET_KEYS = (SET_EPSILON, SET_DELTA, SET_CONFIRM)
+SET_KEYS = (SET_EPSILON, SET_DELTA, SET_CONFIRM, SET_REASON)
+#: The reason recorded for a dataset's first budget when the steward gives none (a change
+#: of a budget needs the steward's own reason: it is published on every later card).
+FIRST_REASON = "set on the Release plan page"
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ def identity_of(loaded: LoadedDataset, data_key: str):
     return DatasetIdentity(loaded.name, _digest(loaded, data_key))
 
 
-def _set_budget(identity, epsilon: float, delta: float) -> None:
+def _set_budget(identity, epsilon: float, delta: float, reason: str) -> None:
     """The button's callback: record the budget event (or say why not)."""
     from release.ledger import Ledger, LedgerError
 
@@ -68,7 +72,8 @@ def _set_budget(identity, epsilon: float, delta: float) -> None:
     try:
         with Ledger() as ledger:
             ledger.set_budget(identity, float(epsilon), delta=float(delta) or None,
-                              reason="set on the Release plan page")
+                              reason=reason)
+        st.session_state[SET_REASON] = ""
         st.session_state[SET_DONE] = (True, f"The ledger now holds a total budget of ε = "
                                       f"{epsilon:g}" + (f", δ = {delta:g}" if delta else "")
                                       + " for this dataset.")
@@ -80,7 +85,7 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
                    needs_delta: float, suggested: float | None = None) -> Guard:
     """Draw this dataset's budget (from the ledger) against what the plan would record, and
     the control that sets the budget; return what the ledger allows."""
-    from release.ledger import Ledger, LedgerError, ledger_path
+    from release.ledger import Ledger, LedgerError, ledger_path, left_in_words
 
     st.subheader("This dataset's budget (the ledger)")
     try:
@@ -113,13 +118,14 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
     left_delta = None if status is None else status.remaining_delta
     fits, reason = True, ""
     if left_eps is not None and needs_epsilon > left_eps:
-        fits, reason = False, (f"the plan would record ε = {upper(needs_epsilon, 6)}, more "
-                               f"than the ε = {round_down(max(left_eps, 0.0), 6)} left")
+        fits, reason = False, (f"the plan would record ε = {upper(needs_epsilon, 6)} and "
+                               + ("the dataset is " + left_in_words(left_eps) if left_eps < 0
+                                  else f"only ε = {round_down(left_eps, 6)} is left"))
     elif left_delta is not None and needs_delta > left_delta:
-        fits, reason = False, (f"the plan would record δ = {upper(needs_delta, 3)}, more "
-                               f"than the δ = {max(left_delta, 0.0):.3g} left")
-    rest.metric("Left", "no limit" if left_eps is None else
-                f"ε = {round_down(max(left_eps, 0.0), 6)}",
+        fits, reason = False, (f"the plan would record δ = {upper(needs_delta, 3)} and "
+                               + ("the dataset is " + left_in_words(left_delta, "δ", digits=3)
+                                  if left_delta < 0 else f"only δ = {left_delta:.3g} is left"))
+    rest.metric("Left", _left_figure(left_eps, left_delta),
                 delta=None if left_eps is None else (
                     "the plan fits" if fits else "the plan does not fit"),
                 delta_color="green" if fits else "red", delta_arrow="off")
@@ -133,11 +139,44 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
     elif budget is None:
         st.warning("No total budget is set for this dataset: releases are recorded, but "
                    "nothing stops them adding up. Set one below.", icon=":material/warning:")
-    _set_control(identity, budget, suggested)
+    _history(status)
+    _set_control(identity, budget, spent_eps, suggested)
     return Guard(left_eps, fits, reason)
 
 
-def _set_control(identity, budget, suggested: float | None) -> None:
+def _left_figure(left_eps: float | None, left_delta: float | None) -> str:
+    """The Left metric: "ε = 0.5" (rounded down), "over budget by ε = 3.36" (rounded up)
+    when the budget was set below what was spent, and δ when its cap is overspent too."""
+    from release.ledger import left_in_words
+
+    if left_eps is None:
+        return "no limit"
+    text = left_in_words(left_eps) if left_eps < 0 else f"ε = {round_down(left_eps, 6)}"
+    if left_delta is not None and left_delta < 0:
+        text += f"; {left_in_words(left_delta, 'δ', digits=3)}"
+    return text
+
+
+def _history(status) -> None:
+    """Every budget event of this dataset (set, raised, lowered, δ cap removed), with its
+    time and reason: what every later release's card and report list."""
+    if status is None or not status.history:
+        return
+    from dashboard.analysis.releases import budget_history_table
+
+    changes = len(status.history)
+    with st.expander(f"Budget history ({changes} setting{'s' * (changes > 1)})",
+                     icon=":material/history:"):
+        st.dataframe(budget_history_table([status]), hide_index=True,
+                     key="plan_budget_history")
+        st.caption("Every later release's card and report list these settings: a budget "
+                   "raised, or a δ cap removed, after releases were made is visible to "
+                   "whoever reads them.")
+
+
+def _set_control(identity, budget, spent: float, suggested: float | None) -> None:
+    from release.ledger import REASON_LIMIT
+
     state.forget_when_changed("plan_set_budget_for", (identity.content_hash,), SET_KEYS)
     done = st.session_state.pop(SET_DONE, None)
     with st.expander("Set this dataset's total budget", icon=":material/savings:",
@@ -154,9 +193,32 @@ def _set_control(identity, budget, suggested: float | None) -> None:
                                 default=float(budget.delta or 0.0) if budget else 0.0,
                                 min_value=0.0, max_value=0.1, step=1e-6, container=right,
                                 in_url=False)
+        changing = budget is not None
+        reason = st.text_input(
+            "Reason" + (" (needed: this changes the budget)" if changing else " (optional)"),
+            key=SET_REASON, max_chars=REASON_LIMIT,
+            placeholder="e.g. agreed with the data owner on 3 March" if changing else
+            FIRST_REASON,
+            help="Recorded with the budget in the ledger and published, with its time, on "
+                 "every later release's card and report: write the decision and who took "
+                 "it, never a value of the data.")
+        if spent > 0 and epsilon < spent:
+            st.warning(f"ε = {epsilon:g} is below what this dataset's releases have spent "
+                       f"(ε = {upper(spent, 6)}): it will read over budget by ε = "
+                       f"{upper(spent - epsilon, 6)}, and no release will fit.",
+                       icon=":material/warning:")
+        elif changing and spent > 0 and (epsilon > budget.epsilon or (
+                budget.delta is not None and (not delta or delta > budget.delta))):
+            st.info("Releases were made under the current budget: raising it, or removing "
+                    "its δ cap, is recorded and shown on every later release's card and "
+                    "report.", icon=":material/visibility:")
+        missing = changing and not reason.strip()
         confirm = st.checkbox(f"Record a total budget of ε = {epsilon:g} for this dataset in "
-                              "the ledger", key=SET_CONFIRM)
-        st.button("Set the budget", key="plan_set_budget", disabled=not confirm,
-                  on_click=_set_budget, args=(identity, epsilon, delta))
+                              "the ledger", key=SET_CONFIRM, disabled=missing)
+        if missing:
+            st.caption("Give a reason to change the budget: it is published with the change.")
+        st.button("Set the budget", key="plan_set_budget", disabled=missing or not confirm,
+                  on_click=_set_budget,
+                  args=(identity, epsilon, delta, reason.strip() or FIRST_REASON))
         if done is not None:
             (st.success if done[0] else st.error)(plain(done[1], limit=400))

@@ -30,12 +30,12 @@ from dashboard import plan_store
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS
-from dpcore.figures import lower, percent_lower, upper
+from dpcore.figures import percent_lower, upper
 from engine.sources import FrameSource
 from plan import model
 
-__all__ = ["release_section", "released_table", "bound_of", "interval_caption", "source_of",
-           "unit_refusal", "package_builder", "rows_files", "simulation_builder",
+__all__ = ["release_section", "released_table", "released_columns", "interval_caption",
+           "source_of", "unit_refusal", "package_builder", "rows_files", "simulation_builder",
            "simulation_button", "simulation_file_name", "LAST", "RELEASED_COLUMNS"]
 
 LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
@@ -75,57 +75,81 @@ def content_hash_of(loaded: LoadedDataset) -> str | None:
     return content_digest(DATA_DIR / name)
 
 
-#: The released values table's columns: the value, its interval (empty where none) and what
-#: the interval bounds when not the true value (a choice's shortfall: empty otherwise).
-RELEASED_COLUMNS = ["Query", "Statistic", "Group", "Released value", "Lower", "Upper",
-                    "Interval of"]
-
-
-def bound_of(method: str) -> str:
-    """What a query's intervals bound when it is not the true value behind the released one
-    (``release.files.interval_of``: "shortfall from the top count", …); "" for an interval
-    for the true value, or none."""
-    from dpcore.intervals import INTERVAL_OF
-    from release.files import interval_of
-
-    if not any(m in INTERVAL_OF for m in method.split(", ")):
-        return ""
-    return interval_of(method)
+#: The released values table's columns: the value; the interval for its true value (empty
+#: for a released choice); a released choice's own error bound, in words ("rank error ≤ best +
+#: 12 rows"), in a column of its own so that it is never read as an interval for the value.
+RELEASED_COLUMNS = ["Query", "Statistic", "Group", "Released value", "True value ≥",
+                    "True value ≤", "Error of the choice"]
 
 
 def released_table(release: Any) -> pd.DataFrame:
     """Every released value, one row each: the query, its group, the value and its interval
-    (from the released values and public parameters). Nothing else (the run returns no true
-    value and no count of dropped rows)."""
+    (from the released values and public parameters), or for a released choice its error
+    bound. Nothing else (the run returns no true value and no count of dropped rows)."""
+    from release.files import choice_error, is_choice
+
     rows = []
     for q in release.queries:
-        of = bound_of(q.interval_method)
+        choice = is_choice(q.interval_method)
         for i, (group, value) in enumerate(q.rows):
             interval = q.interval(i)
+            of_value = interval is not None and not choice
             rows.append({"Query": q.label, "Statistic": q.statistic,
                          "Group": " × ".join(group), "Released value": value,
-                         "Lower": None if interval is None else interval[0],
-                         "Upper": None if interval is None else interval[1],
-                         "Interval of": "" if interval is None else of})
+                         "True value ≥": interval[0] if of_value else None,
+                         "True value ≤": interval[1] if of_value else None,
+                         "Error of the choice": (choice_error(q.interval_method, interval[1])
+                                                 if interval is not None and choice else "")})
     return pd.DataFrame(rows, columns=RELEASED_COLUMNS)
 
 
+#: Column widths in pixels: 915 in all, so that every column is in view in the page's main
+#: area at a 1400 px window (938 px beside the sidebar; auto-sized columns took 1,031 px for
+#: three quartiles of hours_per_week and a selection), the choice's words whole.
+_WIDTHS = {"Query": 255, "Statistic": 75, "Group": 70, "Released value": 125,
+           "True value ≥": 95, "True value ≤": 95, "Error of the choice": 200}
+
+
+def released_columns() -> dict[str, Any]:
+    """The released values table's column settings: widths that keep every column in view
+    at 1400 px, and help saying what each interval column bounds."""
+    config = st.column_config
+    interval = ("end of the interval for the true value behind the released number (empty "
+                "for a released category or grid value: see Error of the choice)")
+    return {
+        "Query": config.TextColumn("Query", width=_WIDTHS["Query"]),
+        "Statistic": config.TextColumn("Statistic", width=_WIDTHS["Statistic"]),
+        "Group": config.TextColumn("Group", width=_WIDTHS["Group"]),
+        "Released value": config.Column("Released value", width=_WIDTHS["Released value"]),
+        "True value ≥": config.NumberColumn("True value ≥", width=_WIDTHS["True value ≥"],
+                                            help="Lower " + interval),
+        "True value ≤": config.NumberColumn("True value ≤", width=_WIDTHS["True value ≤"],
+                                            help="Upper " + interval),
+        "Error of the choice": config.TextColumn(
+            "Error of the choice", width=_WIDTHS["Error of the choice"],
+            help="A released category or grid value has no error of its own: how far its "
+                 "choice may be from the best one, at the intervals' level (a selection's "
+                 "true count below the top true count; a quantile's rank error in rows above "
+                 "the grid's best candidate's)"),
+    }
+
+
 def interval_caption(level: float) -> str:
-    """What the Lower and Upper columns are, in words (the level rounded down: never more
-    coverage than the plan's)."""
-    return (f"Lower and Upper: a {percent_lower(level)} interval for each true value, for "
+    """What the interval columns are, in words (the level rounded down: never more coverage
+    than the plan's)."""
+    return (f"True value ≥ and ≤: a {percent_lower(level)} interval for each true value, for "
             "the noise alone — from the mechanism's law, its scale, the released value and "
             "the declared bounds, never the data. Histograms and tables: per cell; noise kept "
             "within an answer range (clamped or bounded): conservative; a mean: conservative "
             "(its sum's and count's intervals at half the error rate each); a variance: "
             "conservative (its three parts' at a third each); a group found by partition "
             "selection: conditional on being kept. A released category or grid value has no "
-            "error: where \"Interval of\" names something, Lower and Upper bound that instead, "
-            "from the noise's law, its scale and the number of candidates alone — a "
-            "selection's shortfall (the chosen category's true count is within Upper of the "
-            "top true count among those not chosen before it, each rank on its own), a "
-            "quantile's excess rank error (the released value's rank error is at most Upper "
-            "rows more than the grid's best candidate's).")
+            "error and no interval: \"Error of the choice\" bounds its choice instead, at the "
+            "same level, from the noise's law, its scale and the number of candidates alone — "
+            "a selection's shortfall (the chosen category's true count is at most that far "
+            "below the top true count among those not chosen before it, each rank on its "
+            "own), a quantile's excess rank error (the released value's rank error is at most "
+            "that many rows more than the grid's best candidate's).")
 
 
 def prepared(plan: model.Plan) -> tuple[Any, str]:
@@ -194,7 +218,7 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
                     prepared: Any, blocked: str, refused: bool) -> None:
     """Draw the release section of the plan page (``prepared``, ``blocked``: as
     :func:`prepared` gives them)."""
-    from release.ledger import LedgerError, ledger_path
+    from release.ledger import LedgerError, ledger_path, left_in_words
 
     st.subheader("Release it for real")
     st.markdown(
@@ -245,13 +269,14 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
     st.success(f"Released and recorded: entry #{outcome['id']} at {outcome['time']}, "
                f"ε = {upper(outcome['epsilon'], 6)}"
                + (f", δ = {upper(outcome['delta'], 3)}" if outcome["delta"] else "")
-               + (f"; ε = {lower(max(left, 0.0), 6)} left for this dataset"
+               + (f"; {left_in_words(left)} for this dataset"
                   if left is not None else
                   "; no budget is set for this dataset in the ledger") + ".",
                icon=":material/verified:")
     if outcome["note"]:
         st.caption(plain(outcome["note"], limit=400))
-    st.dataframe(outcome["table"], hide_index=True, key="plan_released_values")
+    st.dataframe(outcome["table"], hide_index=True, key="plan_released_values",
+                 column_config=released_columns())
     if "level" in outcome:
         st.caption(interval_caption(outcome["level"]))
     st.caption(f"Values hash {outcome['values_hash']} (in the ledger: the files can be "

@@ -17,9 +17,9 @@ from numpy.typing import ArrayLike, NDArray
 from dpcore.checks import check_int, check_probability_open, finite_array
 from dpcore.mechanisms.base import AdditiveMechanism
 
-__all__ = ["DEFAULT_ALPHA", "METHODS", "INTERVAL_OF", "noise_half_width", "noise_interval",
-           "table_interval", "mean_interval", "ratio_interval", "variance_interval",
-           "monotone_interval"]
+__all__ = ["DEFAULT_ALPHA", "METHODS", "INTERVAL_OF", "CHOICE_ERROR", "noise_half_width",
+           "noise_interval", "table_interval", "mean_interval", "ratio_interval",
+           "variance_interval", "monotone_interval"]
 
 #: The default: 95 % intervals.
 DEFAULT_ALPHA = 0.05
@@ -67,6 +67,15 @@ METHODS = {
 INTERVAL_OF = {
     "shortfall": "shortfall from the top count",
     "rank": "excess rank error over the grid's best candidate, in rows",
+}
+#: A choice's bound for a table cell, its upper end in braces: never written as an interval,
+#: so that a rank error in rows cannot be read as bounds on the released value. Short, to fit
+#: a table's column: the chosen category's true count at most {} below the top true count
+#: among those not chosen before it; the released grid value's rank error at most the grid's
+#: best candidate's plus {} rows.
+CHOICE_ERROR = {
+    "shortfall": "count ≤ {} below the top",
+    "rank": "rank error ≤ best + {} rows",
 }
 
 

@@ -14,7 +14,7 @@ from release.measurements import OPENDP_VERSION
 from release.run import Release
 
 __all__ = ["LOOKING_AT_TRUE_ANSWERS", "release_card", "card_json", "not_covered",
-           "data_handling"]
+           "data_handling", "budget_record"]
 
 
 def _declarations(q: model.PlanQuery) -> list[tuple[str, Any]]:
@@ -138,9 +138,12 @@ def release_card(release: Release) -> dict[str, Any]:
                     "bounds and clamping) with at least that probability, unless a query's "
                     "interval method says otherwise (a count found by partition selection)",
             "choices": "a released category or grid value (a selection, a quantile) has no "
-                       "error of its own: its interval bounds its choice's shortfall (what "
-                       "each query's interval.of says: the chosen category's count short of "
-                       "the top count, the quantile's rank error above the grid's best)",
+                       "error of its own and no interval: its choice's error is bounded "
+                       "instead, from 0 to an upper end at the same level (each query's "
+                       "interval.of says what: the chosen category's count short of the top "
+                       "count, the quantile's rank error in rows above the grid's best), "
+                       "given apart from value intervals (choice_error in release.json, the "
+                       "'choice error' columns of release.csv), never as lower and upper",
             "not_given": "the max rows per person drawn before the release carries no "
                          "interval",
         },
@@ -150,9 +153,26 @@ def release_card(release: Release) -> dict[str, Any]:
                            "samplers": "OpenDP's exact samplers with the operating system's "
                                        "entropy; never seeded"},
         "data_handling": data_handling(plan),
+        "dataset_budget": budget_record(release),
         "public_information": public,
         "not_covered_by_the_guarantee": [*flagged, dict(LOOKING_AT_TRUE_ANSWERS)],
     })
+
+
+def budget_record(release: Release) -> dict[str, Any]:
+    """The dataset's budget as the ledger held it when this release was recorded: every
+    budget event before it (set, raised, lowered, δ cap removed or set), with its time, its
+    reason and what earlier releases had spent then. The steward's decisions and the ε of
+    earlier releases only (public facts about the release), never a figure of the data."""
+    history = [change.to_dict() for change in release.budget_history]
+    return {
+        "what": "every setting of this dataset's total budget in the ledger before this "
+                "release, oldest first; the latest held when it was released; a budget "
+                "raised, or its δ cap removed, after releases were made lets this data "
+                "spend more than was first promised",
+        "history": history,
+        "in_force": history[-1] if history else None,
+    }
 
 
 def card_json(release: Release) -> bytes:

@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from release.card import card_json
     from release.errors import DrawFailed, ReleaseRefused
     from release.files import microdata_files, release_csv, release_json, write_bytes
-    from release.ledger import Ledger, LedgerError
+    from release.ledger import Ledger, LedgerError, left_in_words
     from release.run import run
 
     try:
@@ -148,7 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     spent = release.spent
     left = status.remaining_epsilon
     budget = ("no budget set" if left is None
-              else f"ε = {left:.6g} left of {status.budget.epsilon:g}")
+              else f"{left_in_words(left)} of {status.budget.epsilon:g}" if left >= 0
+              else f"{left_in_words(left)} (budget ε = {status.budget.epsilon:g})")
+    if status.remaining_delta is not None and status.remaining_delta < 0:
+        budget += f", {left_in_words(status.remaining_delta, 'δ', digits=3)}"
     print(f"released {plan.dataset.name!r}: {len(release.queries)} queries, ε = "
           f"{spent.epsilon:.6g}, δ = {spent.delta:.3g} ({spent.method} accounting); ledger "
           f"entry {release.record.id} in {ledger.path}; {budget}; files in {args.out}"

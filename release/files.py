@@ -22,13 +22,17 @@ from release.run import Release
 
 __all__ = ["FORMULA_TRIGGERS", "escape_cell", "release_csv", "release_json", "release_record",
            "release_level", "interval_description", "interval_of", "write_bytes",
-           "microdata_files"]
+           "microdata_files", "is_choice", "choice_error"]
 
 #: A cell starting with one of these is run as a formula by Excel, LibreOffice and Sheets
 #: (the same rule as ``dashboard.exports``).
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+#: ``lower`` and ``upper`` bound the true value behind a released number only; a released
+#: choice (a category, a grid value) has no error of its own: its choice's bound is in the
+#: last two columns (``choice error at most``, a number; ``choice error``, what it bounds),
+#: so a rank error in rows is never read as bounds on a value.
 _HEADER = ("Query id", "Query", "Statistic", "Group", "Value", "Release", "lower", "upper",
-           "level", "interval of")
+           "level", "choice error at most", "choice error")
 
 
 def escape_cell(value: Any) -> Any:
@@ -57,10 +61,13 @@ def release_csv(release: Release) -> bytes:
            "ledger")
     level = release_level(release)
     for q in release.queries:
+        choice = is_choice(q.interval_method)
         of = interval_of(q.interval_method)
         for i, (group, value) in enumerate(q.rows):
             interval = q.interval(i)
-            bounds = ["", "", "", ""] if interval is None else [*interval, level, of]
+            bounds = (["", "", "", "", ""] if interval is None else
+                      ["", "", level, interval[1], of] if choice else
+                      [*interval, level, "", ""])
             writer.writerow([escape_cell(q.id), escape_cell(q.label), escape_cell(q.statistic),
                              escape_cell(" × ".join(group)), escape_cell(value), tag, *bounds])
     return stream.getvalue().encode("utf-8-sig")
@@ -111,12 +118,39 @@ def interval_of(method: str) -> str:
         "true value")
 
 
+def is_choice(method: str) -> bool:
+    """Whether intervals of ``method`` bound a released choice's error (a selection's
+    shortfall, a quantile's excess rank error) rather than the released value's true value."""
+    from dpcore.intervals import INTERVAL_OF
+
+    return any(m in INTERVAL_OF for m in method.split(", ")) if method else False
+
+
+def choice_error(method: str, at_most: float) -> str:
+    """A released choice's bound in words for a table cell ("rank error ≤ 273.7 rows above
+    the grid's best"), its number rounded up: never an interval, so that it cannot be read as
+    bounds on the released value. "" when ``method`` is not a choice's."""
+    from dpcore.figures import upper
+    from dpcore.intervals import CHOICE_ERROR
+
+    words = [CHOICE_ERROR[m] for m in method.split(", ") if m in CHOICE_ERROR]
+    return "; ".join(w.format(upper(at_most, 4)) for w in words)
+
+
 def _value_record(group: tuple, value: Any, interval: tuple | None, level: float,
-                  of: str = "") -> dict[str, Any]:
+                  method: str = "") -> dict[str, Any]:
+    """A released value: with ``lower``/``upper`` when its interval is of its true value, or
+    with ``choice_error`` (the bound's upper end, its level, what it bounds, and the two in
+    words; it runs from 0) when the value is a choice: a choice's bound is never given as
+    lower and upper."""
     out = {"group": list(group), "value": value}
-    if interval is not None:
-        out |= {"lower": interval[0], "upper": interval[1], "level": level, "of": of}
-    return out
+    if interval is None:
+        return out
+    of = interval_of(method)
+    if is_choice(method):
+        return out | {"choice_error": {"at_most": interval[1], "level": level, "of": of,
+                                       "in_words": choice_error(method, interval[1])}}
+    return out | {"lower": interval[0], "upper": interval[1], "level": level, "of": of}
 
 
 def release_record(release: Release) -> dict[str, Any]:
@@ -141,7 +175,7 @@ def release_record(release: Release) -> dict[str, Any]:
         "planned": release.planned.to_dict(),
         "queries": [{"id": q.id, "label": q.label, "statistic": q.statistic,
                      "values": [_value_record(group, value, q.interval(i), level,
-                                              interval_of(q.interval_method))
+                                              q.interval_method)
                                 for i, (group, value) in enumerate(q.rows)],
                      "parts": list(q.parts), "notes": list(q.notes),
                      "interval": _interval_record(q, level)}

@@ -30,12 +30,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpcore.figures import lower, upper
 from plan.identity import DatasetIdentity
 from release.accounting import total_up
 from release.errors import OverBudget
 
-__all__ = ["LEDGER_ENV", "LedgerError", "Ledger", "BudgetEvent", "ReleaseRecord",
-           "DatasetStatus", "FAILED_DRAW", "default_path", "ledger_path", "SCHEMA_VERSION"]
+__all__ = ["LEDGER_ENV", "LedgerError", "Ledger", "BudgetEvent", "BudgetChange",
+           "ReleaseRecord", "DatasetStatus", "FAILED_DRAW", "default_path", "ledger_path",
+           "SCHEMA_VERSION", "REASON_LIMIT", "budget_changes", "left_in_words", "standing"]
 
 #: The environment variable naming the ledger file.
 LEDGER_ENV = "EPSILON_LAB_LEDGER"
@@ -44,6 +46,8 @@ SCHEMA_VERSION = 1
 #: The values hash recorded for a release whose draw failed after noise was drawn: its budget
 #: is spent, nothing was published.
 FAILED_DRAW = "none: the draw failed, nothing was published"
+#: The longest reason a budget event may carry (it is published on every later card).
+REASON_LIMIT = 300
 #: How long a release waits for another process's transaction before giving up (seconds).
 DEFAULT_TIMEOUT = 30.0
 _FORMAT = "epsilon-lab-ledger"
@@ -87,10 +91,65 @@ class ReleaseRecord:
 
 
 @dataclass(frozen=True)
+class BudgetChange:
+    """One budget event as a change of what came before: ``change`` in words ("set", "ε
+    raised", "ε lowered", "δ cap removed", …), with the ε and δ its dataset's releases had
+    spent when it was made (so a budget set below what was spent shows as such). The
+    steward's decisions, never a figure of the data: published on every later card."""
+
+    entry: int
+    time: str
+    epsilon: float
+    delta: float | None
+    change: str
+    reason: str
+    spent_epsilon: float
+    spent_delta: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ledger_entry": self.entry, "time": self.time, "change": self.change,
+                "epsilon": self.epsilon, "delta": self.delta, "reason": self.reason,
+                "spent_epsilon_before": self.spent_epsilon,
+                "spent_delta_before": self.spent_delta}
+
+
+def _change_words(before: BudgetEvent | None, now: BudgetEvent) -> str:
+    """What a budget event changed, in words (ε first, then the δ cap)."""
+    if before is None:
+        return "set" + ("" if now.delta is None else " (with a δ cap)")
+    words = []
+    if now.epsilon != before.epsilon:
+        words.append("ε raised" if now.epsilon > before.epsilon else "ε lowered")
+    if before.delta is not None and now.delta is None:
+        words.append("δ cap removed")
+    elif before.delta is None and now.delta is not None:
+        words.append("δ cap set")
+    elif before.delta is not None and now.delta is not None and now.delta != before.delta:
+        words.append("δ cap raised" if now.delta > before.delta else "δ cap lowered")
+    return ", ".join(words) or "set again, unchanged"
+
+
+def budget_changes(events: list[BudgetEvent],
+                   releases: list[tuple[int, float, float]]) -> tuple[BudgetChange, ...]:
+    """Each budget event (oldest first) as a change of the one before, with what the
+    ``releases`` ((entry id, ε, δ), any order) recorded before it had spent."""
+    out, before = [], None
+    for event in events:
+        earlier = [(e, d) for entry, e, d in releases if entry < event.id]
+        out.append(BudgetChange(event.id, event.time, event.epsilon, event.delta,
+                                _change_words(before, event), event.reason,
+                                total_up([e for e, _ in earlier] or [0.0]),
+                                total_up([d for _, d in earlier] or [0.0])))
+        before = event
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class DatasetStatus:
     """A dataset's budget (None when none is set), what its releases spent (ε and δ added
     up: releases compose by basic composition) and how many there were; ``names`` every
-    name the ledger knows this content by (one content, one budget, whatever its name)."""
+    name the ledger knows this content by (one content, one budget, whatever its name);
+    ``history`` every budget event of it, oldest first."""
 
     dataset: DatasetIdentity
     budget: BudgetEvent | None
@@ -98,18 +157,40 @@ class DatasetStatus:
     spent_delta: float
     releases: int
     names: tuple[str, ...] = ()
+    history: tuple[BudgetChange, ...] = ()
 
     @property
     def remaining_delta(self) -> float | None:
+        """What is left of the δ cap (negative: over it; None: no cap)."""
         if self.budget is None or self.budget.delta is None:
             return None
         return float(Fraction(self.budget.delta) - Fraction(self.spent_delta))
 
     @property
     def remaining_epsilon(self) -> float | None:
+        """What is left of the ε budget (negative: over it; None: no budget)."""
         if self.budget is None:
             return None
         return float(Fraction(self.budget.epsilon) - Fraction(self.spent_epsilon))
+
+
+def left_in_words(left: float | None, symbol: str = "ε", *, digits: int = 6) -> str:
+    """What is left of a budget for a person to read: "ε = 0.5 left" (rounded down), "over
+    budget by ε = 3.36" when the budget was set below what was spent (rounded up: never
+    less over than it is), "no limit" when there is none."""
+    if left is None:
+        return "no limit"
+    if left < 0:
+        return f"over budget by {symbol} = {upper(-left, digits)}"
+    return f"{symbol} = {lower(left, digits)} left"
+
+
+def standing(left: float, total: float, symbol: str = "ε", *, digits: int = 6) -> str:
+    """A refusal's words for a dataset's standing: "has ε = 0.25 left of 1", or "is over
+    budget by ε = 3.36 (its budget is 1)" when the budget was set below what was spent."""
+    if left < 0:
+        return f"is {left_in_words(left, symbol, digits=digits)} (its budget is {total:g})"
+    return f"has {left_in_words(left, symbol, digits=digits)} of {total:g}"
 
 
 def default_path() -> Path:
@@ -385,14 +466,19 @@ class Ledger:
         return [int(cursor.lastrowid)]
 
     def _budget(self, con: sqlite3.Connection, ids: list[int]) -> BudgetEvent | None:
-        row = con.execute("SELECT id, time, epsilon, delta, body FROM entries WHERE "
-                          f"dataset_id IN {self._in(tuple(ids))} AND kind = 'budget' "
-                          "ORDER BY id DESC LIMIT 1", tuple(ids)).fetchone()
-        if row is None:
-            return None
-        return BudgetEvent(int(row[0]), row[1], float(row[2]),
-                           None if row[3] is None else float(row[3]),
-                           json.loads(row[4]).get("reason", ""))
+        events = self._budget_events(con, ids, latest=True)
+        return events[-1] if events else None
+
+    def _budget_events(self, con: sqlite3.Connection, ids: list[int], *,
+                       latest: bool = False) -> list[BudgetEvent]:
+        """The dataset's budget events, oldest first (``latest``: the last one only). An
+        event written without a reason (none ever was, but a body is JSON) reads ""."""
+        rows = con.execute("SELECT id, time, epsilon, delta, body FROM entries WHERE "
+                           f"dataset_id IN {self._in(tuple(ids))} AND kind = 'budget' "
+                           "ORDER BY id DESC" + (" LIMIT 1" if latest else ""),
+                           tuple(ids)).fetchall()
+        return [BudgetEvent(int(r[0]), r[1], float(r[2]), None if r[3] is None else float(r[3]),
+                            str(json.loads(r[4]).get("reason") or "")) for r in reversed(rows)]
 
     def _spent(self, con: sqlite3.Connection, ids: list[int]
                ) -> tuple[list[float], list[float]]:
@@ -408,13 +494,18 @@ class Ledger:
             if not rows:
                 return DatasetStatus(dataset, None, 0.0, 0.0, 0)
             ids = [i for i, _ in rows]
-            budget = self._budget(self._connection, ids)
-            epsilons, deltas = self._spent(self._connection, ids)
+            events = self._budget_events(self._connection, ids)
+            releases = self._connection.execute(
+                f"SELECT id, epsilon, delta FROM entries WHERE dataset_id IN "
+                f"{self._in(tuple(ids))} AND kind = 'release'", tuple(ids)).fetchall()
         except sqlite3.Error as exc:
             raise self._fail(exc, "reading it") from None
+        spent = [(int(r[0]), float(r[1]), float(r[2])) for r in releases]
         names = tuple(dict.fromkeys(name for _, name in rows))
-        return DatasetStatus(dataset, budget, total_up(epsilons or [0.0]),
-                             total_up(deltas or [0.0]), len(epsilons), names)
+        return DatasetStatus(dataset, events[-1] if events else None,
+                             total_up([e for _, e, _ in spent] or [0.0]),
+                             total_up([d for _, _, d in spent] or [0.0]), len(spent), names,
+                             budget_changes(events, spent))
 
     def datasets(self) -> list[DatasetStatus]:
         """Every dataset the ledger knows (one per content), with its status."""
@@ -498,12 +589,23 @@ class Ledger:
         """Record the dataset's total budget (an event of its own; the latest one holds).
 
         With ``only_if_new`` nothing happens (None is returned) when the dataset already has
-        a budget: the command line's ``--budget`` sets it the first time only.
+        a budget: the command line's ``--budget`` sets it the first time only. ``reason``
+        (one line, at most :data:`REASON_LIMIT` characters) is published with the event on
+        every later release's card and report: the steward's words, never the data's.
         """
         if not (isinstance(epsilon, int | float) and 0 < epsilon < float("inf")):
             raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
         if delta is not None and not 0 <= delta < 1:
             raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be text, got {type(reason).__name__}")
+        reason = " ".join(reason.split())
+        if not reason:
+            raise ValueError("reason must say why the budget is set or changed (it is "
+                             "published on every later release's card)")
+        if len(reason) > REASON_LIMIT:
+            raise ValueError(f"reason must be at most {REASON_LIMIT} characters, got "
+                             f"{len(reason)}")
         with self._transaction(doing="setting a budget") as con:
             ids = self._ensure_dataset(con, dataset)
             if only_if_new and self._budget(con, ids) is not None:
@@ -563,16 +665,16 @@ def _check_budget(dataset: DatasetIdentity, budget: BudgetEvent | None,
                                  f" (the same data as {known_as!r} in the ledger)")
     spent = sum(map(Fraction, epsilons), Fraction(0))
     if spent + Fraction(epsilon) > Fraction(budget.epsilon):
-        left = max(Fraction(budget.epsilon) - spent, Fraction(0))
+        left = standing(float(Fraction(budget.epsilon) - spent), budget.epsilon)
         raise OverBudget(
-            f"over budget: {name} has ε = {float(left):.6g} left of "
-            f"{budget.epsilon:g} ({len(epsilons)} release(s) so far) and this release needs "
+            f"over budget: {name} {left} ({len(epsilons)} release(s) so far) and this "
+            "release needs "
             f"ε = {epsilon:.6g}; nothing was recorded. Lower the plan's budget, or change the "
             "dataset's budget (a recorded event).")
     if budget.delta is not None:
         spent_delta = sum(map(Fraction, deltas), Fraction(0))
         if spent_delta + Fraction(delta) > Fraction(budget.delta):
-            raise OverBudget(
-                f"over budget: {name} has δ = "
-                f"{float(max(Fraction(budget.delta) - spent_delta, Fraction(0))):.3g} left and "
-                f"this release needs δ = {delta:.3g}; nothing was recorded.")
+            left = standing(float(Fraction(budget.delta) - spent_delta), budget.delta, "δ",
+                            digits=3)
+            raise OverBudget(f"over budget: {name} {left} and this release needs δ = "
+                             f"{delta:.3g}; nothing was recorded.")

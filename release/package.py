@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from dpcore.figures import percent_lower, upper
+from dpcore.figures import lower, percent_lower, upper
 from plan.model import Plan, PlanError
 from release.card import (
     LOOKING_AT_TRUE_ANSWERS,
@@ -146,7 +146,18 @@ _WIDTH, _LABEL, _ROW, _RIGHT = 640, 190, 24, 90
 def _of_value(row: Mapping[str, Any]) -> bool:
     """Whether a released row's interval is of its value (records written before intervals
     said what they bound are)."""
-    return row.get("of") in (None, "true value")
+    return "lower" in row and row.get("of") in (None, "true value")
+
+
+def _choice_bound(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A released choice's error bound (``at_most``, ``level``, ``of``), or None: from the
+    record's ``choice_error``, or from records written when a choice's bound was given as
+    lower and upper with what they bound."""
+    if isinstance(row.get("choice_error"), Mapping):
+        return row["choice_error"]
+    if "lower" in row and not _of_value(row):
+        return {"at_most": row.get("upper"), "level": row.get("level"), "of": row.get("of")}
+    return None
 
 
 def _bar_chart(rows: Sequence[Mapping[str, Any]], title: str) -> str:
@@ -220,24 +231,35 @@ def _chart(query: Mapping[str, Any]) -> str:
 
 
 def _values_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    intervals = any("lower" in r for r in rows)
+    """Group, released value, the interval for its true value, and a released choice's
+    error bound in a column of its own (never in the interval's: a rank error in rows is
+    not bounds on a value)."""
+    intervals = any(_of_value(r) for r in rows)
+    choices = any(_choice_bound(r) is not None for r in rows)
     head = "<tr><th>Group</th><th>Released value</th>" + (
-        "<th>Interval</th>" if intervals else "") + "</tr>"
+        "<th>Interval for the true value</th>" if intervals else "") + (
+        "<th>Error of the choice</th>" if choices else "") + "</tr>"
     body = []
     for r in rows:
         group = " × ".join(str(g) for g in r.get("group", [])) or "—"
         value = r.get("value")
         shown = _fmt(_number(value)) if _number(value) is not None else str(value)
-        cell = ""
+        cells = ""
         if intervals:
             level = _number(r.get("level"))
-            cell = "<td>" + (
-                ("" if _of_value(r) else f"{_e(str(r.get('of')))}: ")
-                + f"[{_e(_fmt(_number(r.get('lower')), 'down'))}, "
+            cells += "<td>" + (
+                f"[{_e(_fmt(_number(r.get('lower')), 'down'))}, "
                 + f"{_e(_fmt(_number(r.get('upper')), 'up'))}]"
                 + (f" at {percent_lower(level)}" if level is not None else "")
-                if "lower" in r else "—") + "</td>"
-        body.append(f"<tr><td>{_e(group)}</td><td>{_e(shown)}</td>{cell}</tr>")
+                if _of_value(r) else "—") + "</td>"
+        if choices:
+            bound = _choice_bound(r)
+            level = None if bound is None else _number(bound.get("level"))
+            words = None if bound is None else bound.get("in_words") or (
+                f"{bound.get('of') or 'error'} ≤ {_fmt(_number(bound.get('at_most')), 'up')}")
+            cells += "<td>" + ("—" if bound is None else _e(words) + (
+                f" at {percent_lower(level)}" if level is not None else "")) + "</td>"
+        body.append(f"<tr><td>{_e(group)}</td><td>{_e(shown)}</td>{cells}</tr>")
     return f'<table class="values">{head}{"".join(body)}</table>'
 
 
@@ -333,7 +355,7 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
                    f'<span class="muted">({_e(q.get("id", ""))}, '
                    f'{_e(q.get("statistic", ""))})</span></h3>{_chart(q)}'
                    f"{_values_table(rows)}")
-        if not any("lower" in r for r in rows):
+        if not any(_of_value(r) or _choice_bound(r) is not None for r in rows):
             out.append('<p class="muted">No interval was '
                        + ("computed for" if simulation else "published with")
                        + " these values.</p>")
@@ -383,6 +405,9 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
     out.append("<h2>How the data were read</h2>")
     out.append(_list_items(card.get("data_handling", []), ("rule",)))
 
+    if not simulation:
+        out.append("<h2>This dataset's budget</h2>")
+        out.append(_budget_history(card.get("dataset_budget") or {}))
     out.append("<h2>Ledger entry</h2>")
     if simulation:
         out.append(f"<p><strong>None: {_e(SIMULATION_LABEL)}.</strong> The plan was simulated "
@@ -399,6 +424,29 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
         out.append(f'<p class="banner">{_e(SIMULATION_LABEL)}</p>')
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _budget_history(budget: Mapping[str, Any]) -> str:
+    """The card's budget history as a table (every setting before the release, oldest
+    first), or a sentence saying none was set."""
+    history = budget.get("history") or []
+    if not history:
+        return ("<p>No total budget was set for this dataset in the ledger before this "
+                "release: nothing capped what its releases add up to.</p>")
+
+    def row(h: Mapping[str, Any]) -> str:
+        epsilon, delta = _number(h.get("epsilon")), _number(h.get("delta"))
+        cells = (h.get("time", ""), h.get("change", ""),
+                 "—" if epsilon is None else lower(epsilon, 6),
+                 "no cap" if delta is None else f"{delta:.3g}",
+                 upper(_number(h.get("spent_epsilon_before")) or 0.0, 6),
+                 h.get("reason") or "no reason recorded")
+        return "<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>"
+
+    what = str(budget.get("what", ""))
+    return ("<table><tr><th>Time</th><th>Change</th><th>Total ε</th><th>δ cap</th>"
+            "<th>ε spent before</th><th>Reason</th></tr>" + "".join(map(row, history))
+            + f'</table><p class="muted">{_e(what[:1].upper() + what[1:])}.</p>')
 
 
 def _privacy(privacy: Any) -> str:

@@ -27,7 +27,14 @@ from plan.identity import DatasetIdentity, content_digest, file_hash, frame_hash
 from plan.model import Plan
 from release.accounting import Spent, certified_spent, privacy_spent
 from release.errors import DataMismatch, DrawFailed, OverBudget
-from release.ledger import FAILED_DRAW, Ledger, LedgerError, ReleaseRecord
+from release.ledger import (
+    FAILED_DRAW,
+    BudgetChange,
+    Ledger,
+    LedgerError,
+    ReleaseRecord,
+    standing,
+)
 from release.measurements import OPENDP_VERSION, Certified, certify
 
 __all__ = ["ReleasedQuery", "Release", "run", "dataset_identity", "prepare", "Prepared",
@@ -82,6 +89,9 @@ class Release:
     values_hash: str
     implementation: str = IMPLEMENTATION
     notes: tuple[str, ...] = field(default=())
+    #: The dataset's budget events recorded before this release (the steward's decisions:
+    #: set, raised, lowered, δ cap removed, with time and reason), oldest first.
+    budget_history: tuple[BudgetChange, ...] = ()
 
 
 def _plain(value: Any) -> Any:
@@ -355,14 +365,14 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     if status.budget is not None and status.remaining_epsilon is not None and (
             prepared.spent.epsilon > status.remaining_epsilon):
         raise OverBudget(
-            f"over budget: {identity.name!r}{known} has ε = "
-            f"{max(status.remaining_epsilon, 0):.6g} left of {status.budget.epsilon:g} "
+            f"over budget: {identity.name!r}{known} "
+            f"{standing(status.remaining_epsilon, status.budget.epsilon)} "
             f"({status.releases} release(s) so far) and this release needs ε = "
             f"{prepared.spent.epsilon:.6g}; nothing was drawn")
     if status.remaining_delta is not None and prepared.spent.delta > status.remaining_delta:
         raise OverBudget(
-            f"over budget: {identity.name!r}{known} has δ = "
-            f"{max(status.remaining_delta, 0):.3g} left of {status.budget.delta:g} and this "
+            f"over budget: {identity.name!r}{known} "
+            f"{standing(status.remaining_delta, status.budget.delta, 'δ', digits=3)} and this "
             f"release needs δ = {prepared.spent.delta:.3g}; nothing was drawn")
     engine = engine if engine is not None else engine_from_env()
     # every read before the first draw: a file the engine cannot read refuses with no noise
@@ -391,7 +401,9 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
         accounting=prepared.spent.method, values_hash=digest, plan_json=plan.to_json(),
         implementation=IMPLEMENTATION)
     notes = tuple(n for n in (prepared.spent.note,) if n)
+    # the budget events before this entry: what any later card must say about the budget
+    history = tuple(c for c in ledger.status(identity).history if c.entry < record.id)
     return Release(plan, identity, tuple(released), prepared.spent, prepared.planned, record,
-                   digest, IMPLEMENTATION, notes)
+                   digest, IMPLEMENTATION, notes, history)
 
 

@@ -11,7 +11,7 @@ from dpcore.figures import lower, upper
 from dpcore.intervals import DEFAULT_ALPHA
 from release.ledger import FAILED_DRAW
 
-__all__ = ["datasets_table", "history_table"]
+__all__ = ["datasets_table", "history_table", "budget_history_table"]
 
 
 def _short(content_hash: str | None) -> str:
@@ -20,10 +20,13 @@ def _short(content_hash: str | None) -> str:
     return content_hash[:19] + "…" if len(content_hash) > 20 else content_hash
 
 
-def _left(epsilon: float | None) -> str | None:
+def _left(left: float | None, digits: int = 6) -> str | None:
     """What is left of a budget as the Release plan page's budget panel reads it: rounded
-    down to 6 digits (ε figures read the same on both pages; issue 21 item 7)."""
-    return None if epsilon is None else lower(max(epsilon, 0.0), 6)
+    down to 6 digits (ε figures read the same on both pages; issue 21 item 7), or "over
+    budget by …" (rounded up) when the budget was set below what was spent."""
+    if left is None:
+        return None
+    return f"over budget by {upper(-left, digits)}" if left < 0 else lower(left, digits)
 
 
 def datasets_table(statuses: Sequence) -> pd.DataFrame:
@@ -35,12 +38,25 @@ def datasets_table(statuses: Sequence) -> pd.DataFrame:
              "Budget δ": None if s.budget is None else s.budget.delta,
              "Budget set": "" if s.budget is None else f"{s.budget.time} ({s.budget.reason})",
              "Spent ε": upper(s.spent_epsilon, 6), "Spent δ": s.spent_delta,
-             "Left ε": _left(s.remaining_epsilon), "Left δ": s.remaining_delta,
+             "Left ε": _left(s.remaining_epsilon), "Left δ": _left(s.remaining_delta, 3),
              "Releases": s.releases}
             for s in statuses]
     return pd.DataFrame(rows, columns=["Dataset", "Content hash", "Budget ε", "Budget δ",
                                        "Budget set", "Spent ε", "Spent δ", "Left ε", "Left δ",
                                        "Releases"])
+
+
+def budget_history_table(statuses: Sequence) -> pd.DataFrame:
+    """Every budget event of every dataset, oldest first: when, what changed (set, raised,
+    lowered, δ cap removed), the budget it set, what had been spent then, and why."""
+    rows = [{"Dataset": ", ".join(s.names or (s.dataset.name,)), "Entry": c.entry,
+             "Time": c.time, "Change": c.change, "Budget ε": lower(c.epsilon, 6),
+             "δ cap": "no cap" if c.delta is None else f"{c.delta:.3g}",
+             "Spent ε before": upper(c.spent_epsilon, 6),
+             "Reason": c.reason or "no reason recorded"}
+            for s in statuses for c in s.history]
+    return pd.DataFrame(rows, columns=["Dataset", "Entry", "Time", "Change", "Budget ε",
+                                       "δ cap", "Spent ε before", "Reason"])
 
 
 def _interval_level(plan: dict) -> str | None:

@@ -184,6 +184,8 @@ def test_budget_guard_reads_the_ledger_and_refuses_a_plan_over_what_is_left(four
     assert "This plan is refused" in refusal and "left" in refusal
     assert at.get("download_button")[0].proto.disabled
     assert at.button(key="plan_release").disabled
+    # changing a budget needs a reason (issue 31 item 8)
+    at.text_input(key="plan_set_budget_reason").input("raised to release this plan").run()
     set_budget(at, 100.0)
     no_problem(at)
     left = next(m for m in at.metric if m.label == "Left")

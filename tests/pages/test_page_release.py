@@ -71,15 +71,15 @@ def test_release_shows_released_values_only_and_is_recorded_once(ledger_file):
     no_problem(at)
     assert any("Released and recorded: entry #1" in s.value for s in at.success)
     frame = released_frame(at)
-    assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value", "Lower",
-                                   "Upper", "Interval of"]
-    assert set(frame["Interval of"]) == {""}   # a count's and a table's: the true value
+    assert list(frame.columns) == ["Query", "Statistic", "Group", "Released value",
+                                   "True value ≥", "True value ≤", "Error of the choice"]
+    assert set(frame["Error of the choice"]) == {""}   # a count's and a table's: none
     count = frame[frame["Statistic"] == "count"]["Released value"].iloc[0]
     # beside each value its 95 % interval: Laplace ε = 1, half-width ln(1/0.05) (issue 22)
-    widths = (frame["Upper"] - frame["Lower"]).tolist()
+    widths = (frame["True value ≤"] - frame["True value ≥"]).tolist()
     assert widths[0] == pytest.approx(2 * math.log(20), rel=1e-9)
-    assert (frame["Lower"] <= frame["Released value"]).all()
-    assert (frame["Released value"] <= frame["Upper"]).all()
+    assert (frame["True value ≥"] <= frame["Released value"]).all()
+    assert (frame["Released value"] <= frame["True value ≤"]).all()
     assert any("95% interval for each true value" in c.value for c in at.caption)
     assert count != ADULT_ROWS   # continuous Laplace noise: never exactly the truth
     assert abs(count - ADULT_ROWS) < 30   # ε = 1: |noise| > 30 has probability e^-30
@@ -309,3 +309,38 @@ def test_a_release_offers_its_package_built_on_download(ledger_file):
         assert archive.read("release.json") == outcome["json"]
         assert archive.read("release.csv") == outcome["csv"]
     assert {"card.json", "plan.json", "program.py", "program.ipynb", "report.html"} <= names
+
+
+def test_a_budget_lowered_below_what_was_spent_reads_over_budget_and_its_history_shows(
+        ledger_file):
+    """Issue 31 item 8: a budget of 3 with 2 spent, lowered to 0.5, read "Left ε = 0" on
+    both pages; it is over budget by 2 − 0.5 = 1.5. Changing a budget needs a reason, and
+    every setting shows with its reason on the plan page and the Releases page."""
+    at = plan_of_two()
+    set_budget(at, 3.0)
+    with Ledger(ledger_file) as ledger:
+        [status] = ledger.datasets()
+        ledger.record_release(status.dataset, epsilon=2.0, delta=0.0, accounting="basic",
+                              values_hash="sha256:" + "0" * 64, plan_json="{}",
+                              implementation="test")
+    at.run()
+    at.number_input(key="plan_set_budget_epsilon").set_value(0.5).run()
+    assert any("over budget by ε = 1.5" in w.value for w in at.warning)
+    # a change without a reason cannot be recorded
+    assert at.checkbox(key="plan_set_budget_confirm").disabled
+    assert at.button(key="plan_set_budget").disabled
+    at.text_input(key="plan_set_budget_reason").input("consent withdrawn by the owner").run()
+    set_budget(at, 0.5)
+    assert left_metric(at) == "over budget by ε = 1.5"
+    assert any("the dataset is over budget by ε = 1.5" in e.value.replace("\\", "")
+               for e in at.error)
+    history = next(d.value for d in at.dataframe if "Reason" in d.value.columns)
+    assert history[["Change", "Budget ε", "Spent ε before", "Reason"]].values.tolist() == [
+        ["set", "3", "0", "set on the Release plan page"],
+        ["ε lowered", "0.5", "2", "consent withdrawn by the owner"]]
+    at.switch_page("app_pages/releases.py").run()
+    no_problem(at)
+    budgets = next(d.value for d in at.dataframe if "Left ε" in d.value.columns)
+    assert budgets["Left ε"].tolist() == ["over budget by 1.5"]
+    changes = next(d.value for d in at.dataframe if "Reason" in d.value.columns)
+    assert changes["Change"].tolist() == ["set", "ε lowered"]

@@ -154,22 +154,34 @@ def test_the_report_draws_a_released_interval_and_says_when_there_is_none():
     assert "No interval was published" in second and "No interval was published" not in first
 
 
-def test_the_report_gives_a_choices_shortfall_as_such_without_a_whisker():
+def test_the_report_gives_a_choices_bound_in_its_own_column_never_as_an_interval():
+    """Issue 31 item 9: a quantile's rank error read "[0, 273.63]" in the Interval column,
+    as if it bounded the value. It has a column of its own, in words."""
     record = {"dataset": {"name": "d", "origin": ""}, "privacy_unit": "one row",
               "privacy_spent": {"epsilon": 1.0, "delta": 0.0}, "accounting": {},
               "queries": [
                   {"id": "m", "label": "Median", "statistic": "quantiles",
-                   "values": [{"group": ["q=0.5"], "value": 40.0, "lower": 0.0,
-                               "upper": 4.5, "level": 0.95, "of": "excess rank error"}]},
+                   "values": [{"group": ["q=0.5"], "value": 1.33, "choice_error": {
+                       "at_most": 273.625, "level": 0.95, "of": "excess rank error",
+                       "in_words": "rank error ≤ best + 273.7 rows"}}]},
                   {"id": "a", "label": "A", "statistic": "count",
                    "values": [{"group": [], "value": 50.0, "lower": 40.0, "upper": 60.0,
-                               "level": 0.95, "of": "true value"}]}]}
+                               "level": 0.95, "of": "true value"}]},
+                  {"id": "old", "label": "Written before", "statistic": "quantiles",
+                   "values": [{"group": ["q=0.5"], "value": 40.0, "lower": 0.0,
+                               "upper": 4.5, "level": 0.95, "of": "excess rank error"}]}]}
     page = report_html(record, {})
-    first, second = page.split('<section class="query">')[1:]
-    # a grid value's interval is of its rank error, not of the value: no whisker on its bar
-    assert 'class="interval"' not in first
-    assert "excess rank error: [0, 4.5] at 95%" in first
+    first, second, old = page.split('<section class="query">')[1:]
+    # a grid value's bound is of its rank error, not of the value: no whisker, no interval
+    assert 'class="interval"' not in first and "[0," not in first
+    assert "<th>Error of the choice</th>" in first
+    assert "<th>Interval for the true value</th>" not in first
+    assert "<td>rank error ≤ best + 273.7 rows at 95%</td>" in first
+    assert "No interval was published" not in first
     assert 'class="interval"' in second and "[40, 60] at 95%" in second
+    assert "Error of the choice" not in second
+    # a record written when a choice's bound came as lower and upper reads the same way
+    assert "<td>excess rank error ≤ 4.5 at 95%</td>" in old and "[0, 4.5]" not in old
 
 
 def test_a_simulation_is_labelled_on_every_page_and_holds_no_release_files():
@@ -274,3 +286,38 @@ def test_report_figures_read_without_an_exponent_and_interval_ends_round_outward
     # The Adult count read 4.884e+04 in report.html; an interval's ends rounded to nearest
     # could show an interval narrower than the one released.
     assert _fmt(value, rounding) == shown
+
+
+def test_every_later_card_and_report_list_the_datasets_budget_changes(tmp_path):
+    """Issue 31 item 8: a budget raised and its δ cap removed after a release was an event no
+    later card or report mentioned. Each release's card and report now list every budget
+    setting recorded before it: time, change, total, δ cap, ε spent then, reason."""
+    plan = Plan(Dataset("visits"), (PlanQuery("n", "Visits", Count(),
+                                              Noise("laplace", "pure", epsilon=1.0)),),
+                PrivacyUnit())
+    source = FrameSource(pd.DataFrame({"x": range(50)}))
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        first = run(plan, source, ledger=ledger, budget=1.5, budget_delta=1e-6)
+        ledger.set_budget(first.dataset, 4.0, reason="the <b>board</b> approved 4")
+        second = run(plan, source, ledger=ledger)
+    card = json.loads(members(release_package(second))["card.json"])
+    history = card["dataset_budget"]["history"]
+    assert [(h["change"], h["epsilon"], h["delta"], h["spent_epsilon_before"], h["reason"])
+            for h in history] == [
+        ("set (with a δ cap)", 1.5, 1e-6, 0.0, "set by the first release's --budget"),
+        ("ε raised, δ cap removed", 4.0, None, 1.0, "the <b>board</b> approved 4")]
+    assert card["dataset_budget"]["in_force"] == history[-1]
+    assert all(h["time"] < second.record.time for h in history)
+    page = members(release_package(second))["report.html"].decode()
+    section = page.split("<h2>This dataset's budget</h2>")[1].split("<h2>")[0]
+    assert "<td>ε raised, δ cap removed</td><td>4</td><td>no cap</td><td>1</td>" in section
+    assert "the &lt;b&gt;board&lt;/b&gt; approved 4" in section and "<b>board" not in section
+    assert history[0]["time"] in section and history[1]["time"] in section
+    # the first release's card holds the settings before it only
+    earlier = json.loads(members(release_package(first))["card.json"])["dataset_budget"]
+    assert [h["change"] for h in earlier["history"]] == ["set (with a δ cap)"]
+
+
+def test_a_report_with_no_budget_says_nothing_capped_it(package):
+    page = package["report.html"].decode()
+    assert "No total budget was set for this dataset" in page

@@ -22,7 +22,7 @@ import pytest
 from engine import Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan.build import build_plan
-from plan.model import Dataset, Noise, Plan, PlanQuery, Sum, Target
+from plan.model import Bounds, Dataset, Noise, Plan, PlanQuery, Sum, Target
 from release import Ledger, run
 from release.card import card_json
 from release.files import release_csv, release_json
@@ -202,3 +202,29 @@ def test_an_answer_range_from_an_uploads_size_is_flagged():
                                 answer_range=(0.0, 100.0))
     assert typed.mechanism.range_origin == "typed"
     assert Plan.from_json(plan.to_json()) == plan
+
+
+def test_the_budget_history_on_the_card_is_the_stewards_and_the_same_on_neighbours(tmp_path,
+                                                                                  engine):
+    """Issue 31 item 8: the card lists the dataset's budget settings before the release. They
+    are the steward's decisions (and earlier releases' ε): on neighbouring datasets with the
+    same decisions the card's budget section is the same once the times are masked."""
+    cost = Sum("cost", Bounds(0, 500, "typed", "tariff"))
+    plan = Plan(Dataset("visits"), (PlanQuery("cost", "Cost", cost,
+                                              Noise("laplace", "pure", epsilon=1.0)),))
+    sections = []
+    for i, frame in enumerate(_neighbours().values()):
+        with Ledger(tmp_path / f"budget-{i}.sqlite") as ledger:
+            first = run(plan, FrameSource(frame), ledger=ledger, engine=engine, budget=1.0,
+                        budget_delta=1e-6)
+            ledger.set_budget(first.dataset, 2.5, reason="raised for a second release")
+            second = run(plan, FrameSource(frame), ledger=ledger, engine=engine)
+        section = json.loads(card_json(second))["dataset_budget"]
+        assert all(h.pop("time") < second.record.time for h in section["history"])
+        section["in_force"].pop("time")
+        sections.append(section)
+    assert [(h["change"], h["epsilon"], h["delta"], h["spent_epsilon_before"])
+            for h in sections[0]["history"]] == [("set (with a δ cap)", 1.0, 1e-6, 0.0),
+                                                 ("ε raised, δ cap removed", 2.5, None, 1.0)]
+    # ledger entries number the same way in each fresh ledger
+    assert sections[1:] == sections[:1] * 2

@@ -209,3 +209,26 @@ def test_a_failed_draw_exits_5_writes_nothing_and_is_charged(example_plan, tmp_p
         (record,) = book.releases()
         assert record.values_hash == FAILED_DRAW and book.verify() == []
         assert record.epsilon == prepare(Plan.from_json(example_plan.read_text())).spent.epsilon
+
+
+def test_a_budget_lowered_below_what_was_spent_is_refused_as_over_budget_by(tmp_path, capsys):
+    """Issue 31 item 8: after a release of ε = 1, a budget lowered to 0.5 made the command
+    line say "has ε = 0 left of 0.5"; it is over budget by 1 − 0.5 = 0.5."""
+    from plan.model import Count, Dataset, Noise, PlanQuery, PrivacyUnit
+
+    data = tmp_path / "people.csv"
+    data.write_text("x\n" + "\n".join(str(i) for i in range(50)) + "\n")
+    plan = tmp_path / "plan.json"
+    plan.write_text(Plan(Dataset("people"), (PlanQuery("n", "People", Count(),
+                                                       Noise("laplace", "pure", epsilon=1.0)),),
+                         PrivacyUnit()).to_json())
+    ledger = tmp_path / "ledger.sqlite"
+    args = ["--plan", str(plan), "--data", str(data), "--ledger", str(ledger)]
+    assert main([*args, "--out", str(tmp_path / "a"), "--budget", "5"]) == 0
+    assert "ε = 4 left of 5" in capsys.readouterr().out
+    with Ledger(ledger) as book:
+        [status] = book.datasets()
+        book.set_budget(status.dataset, 0.5, reason="the owner asked to stop")
+    assert main([*args, "--out", str(tmp_path / "b")]) == REFUSED
+    err = capsys.readouterr().err
+    assert "is over budget by ε = 0.5 (its budget is 0.5)" in err and "0 left" not in err

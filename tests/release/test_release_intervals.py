@@ -93,7 +93,7 @@ def test_the_files_and_the_card_give_each_value_its_interval(tmp_path, engine):
     for row in rows:
         assert float(row["level"]) == pytest.approx(0.9)
         assert float(row["lower"]) <= float(row["Value"]) <= float(row["upper"])
-        assert row["interval of"] == "true value"
+        assert row["choice error at most"] == row["choice error"] == ""
     count = next(r for r in rows if r["Query id"] == "rows")
     width = float(count["upper"]) - float(count["lower"])
     assert width == pytest.approx(2 * 2 * math.log(10), rel=1e-9)   # alpha = 0.1
@@ -210,13 +210,23 @@ def test_a_selection_and_a_quantile_give_shortfalls_that_the_data_do_not_move(tm
         assert [hi for _, hi in by_id["top"].intervals] == pytest.approx(top, rel=1e-9)
         ((low, high),) = by_id["median"].intervals
         assert low == 0.0 and high == pytest.approx(median, rel=1e-9)
+    # issue 31 item 9: a choice's bound is never in the lower/upper of a value interval
     rows = list(csv.DictReader(io.StringIO(release_csv(release).decode("utf-8-sig"))))
-    assert [r["interval of"] for r in rows] == ["shortfall from the top count"] * 2 + [
+    assert [r["choice error"] for r in rows] == ["shortfall from the top count"] * 2 + [
         "excess rank error over the grid's best candidate, in rows"]
-    assert float(rows[0]["upper"]) == pytest.approx(top[0], rel=1e-9)
+    assert all(r["lower"] == r["upper"] == "" and float(r["level"]) == 0.95 for r in rows)
+    assert float(rows[0]["choice error at most"]) == pytest.approx(top[0], rel=1e-9)
+    assert float(rows[2]["choice error at most"]) == pytest.approx(median, rel=1e-9)
     record = {q["id"]: q for q in release_record(release)["queries"]}
     assert record["top"]["interval"]["of"] == "shortfall from the top count"
-    assert record["top"]["values"][0]["of"] == "shortfall from the top count"
+    first = record["top"]["values"][0]
+    assert "lower" not in first and "upper" not in first
+    assert first["choice_error"]["of"] == "shortfall from the top count"
+    assert first["choice_error"]["at_most"] == pytest.approx(top[0], rel=1e-9)
+    quantile = record["median"]["values"][0]
+    assert "lower" not in quantile and "upper" not in quantile
+    assert quantile["choice_error"]["in_words"].startswith("rank error ≤ best + ")
+    assert quantile["choice_error"]["in_words"].endswith(" rows")
     assert "union bound" in record["median"]["interval"]["description"]
     card = {q["id"]: q for q in release_card(release)["queries"]}
     assert card["top"]["interval"]["of"] == "shortfall from the top count"

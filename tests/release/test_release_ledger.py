@@ -268,3 +268,85 @@ def test_eight_processes_racing_for_a_budget_that_fits_five(tmp_path):
         assert [r.epsilon for r in ledger.releases()] == [RACE_EPSILON] * 5
         assert ledger.verify() == []
     assert len(rows(path)) == 6  # the budget and five releases
+
+
+# --- budget changes are visible (issue 31 item 8) ---------------------------------------------
+
+
+def test_a_budget_set_below_what_was_spent_reads_over_budget_by_not_zero_left(tmp_path):
+    """A budget of 5 with 4.36 spent, then lowered to 1: main said "ε = 0 left of 1"; it is
+    over budget by 4.36 − 1 = 3.36 (and by δ the same way)."""
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        ledger.set_budget(ADULT, 5.0, delta=1e-5)
+        record(ledger, 4.36, delta=4e-6)
+        ledger.set_budget(ADULT, 1.0, delta=1e-6, reason="the owner withdrew consent")
+        status = ledger.status(ADULT)
+        assert Fraction(status.remaining_epsilon) == Fraction(1.0) - Fraction(4.36)
+        assert ledger_module.left_in_words(status.remaining_epsilon) == (
+            "over budget by ε = 3.36")
+        assert ledger_module.left_in_words(status.remaining_delta, "δ", digits=3) == (
+            "over budget by δ = 3e-06")
+        with pytest.raises(OverBudget, match=r"is over budget by ε = 3\.36 \(its budget is 1\)"
+                           ) as refused:
+            record(ledger, 0.01)
+        assert "0 left" not in str(refused.value)
+    assert ledger_module.left_in_words(0.25) == "ε = 0.25 left"
+    assert ledger_module.left_in_words(None) == "no limit"
+
+
+def test_every_budget_event_is_kept_as_a_change_with_its_time_reason_and_spend(tmp_path):
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        ledger.set_budget(ADULT, 1.0, reason="first budget")
+        record(ledger, 0.5)
+        ledger.set_budget(ADULT, 3.0, delta=1e-6, reason="board approved 3")
+        record(ledger, 0.25, delta=1e-7)
+        ledger.set_budget(ADULT, 3.0, reason="a Gaussian plan needs δ")
+        ledger.set_budget(ADULT, 2.0, delta=1e-5, reason="tightened")
+        record(ledger, 0.5, dataset=OTHER)   # another dataset's spend does not count
+        history = ledger.status(ADULT).history
+        assert [c.change for c in history] == [
+            "set", "ε raised, δ cap set", "δ cap removed", "ε lowered, δ cap set"]
+        assert [c.reason for c in history] == [
+            "first budget", "board approved 3", "a Gaussian plan needs δ", "tightened"]
+        assert [c.spent_epsilon for c in history] == [0.0, 0.5, 0.75, 0.75]
+        assert [c.spent_delta for c in history] == [0.0, 0.0, 1e-7, 1e-7]
+        assert [(c.epsilon, c.delta) for c in history] == [
+            (1.0, None), (3.0, 1e-6), (3.0, None), (2.0, 1e-5)]
+        assert all(a.time < b.time and a.entry < b.entry
+                   for a, b in zip(history, history[1:], strict=False))
+        assert ledger.status(OTHER).history == ()
+
+
+@pytest.mark.parametrize("reason", ["", "   \n ", "x" * 301])
+def test_a_budget_event_needs_a_reason_of_one_short_line(tmp_path, reason):
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with pytest.raises(ValueError, match="reason"):
+            ledger.set_budget(ADULT, 1.0, reason=reason)
+        assert ledger.status(ADULT).budget is None
+        ledger.set_budget(ADULT, 1.0, reason="  agreed\nwith the owner ")
+        assert ledger.status(ADULT).history[0].reason == "agreed with the owner"
+
+
+def test_a_ledger_written_by_main_opens_and_keeps_working(tmp_path):
+    """tests/release/data/ledger_main.sqlite was written by main's ledger (704547c; how:
+    make_ledger_main.py beside it). It opens unchanged, its budget events read as changes,
+    and it takes new events and releases with its chain intact."""
+    path = tmp_path / "ledger.sqlite"
+    path.write_bytes((Path(__file__).parent / "data" / "ledger_main.sqlite").read_bytes())
+    adult = DatasetIdentity("adult", "sha256:" + "a" * 64)
+    iris = DatasetIdentity("iris", "sha256:" + "c" * 64)
+    with Ledger(path) as ledger:
+        assert ledger.verify() == []
+        history = ledger.status(adult).history
+        assert [c.change for c in history] == ["set", "ε raised, δ cap set", "δ cap removed"]
+        assert [c.spent_epsilon for c in history] == [0.0, 0.75, 0.75]
+        assert {c.reason for c in history} == {"set on the Release plan page"}
+        [first] = ledger.status(iris).history
+        assert (first.change, first.reason) == ("set (with a δ cap)",
+                                                "set by the first release's --budget")
+        ledger.set_budget(adult, 0.5, reason="closed after an incident")
+        assert ledger_module.left_in_words(ledger.status(adult).remaining_epsilon) == (
+            "over budget by ε = 0.25")
+        record(ledger, 0.5, dataset=iris)
+        assert ledger.status(iris).spent_epsilon == 1.0
+        assert ledger.verify() == []

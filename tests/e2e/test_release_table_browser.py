@@ -1,0 +1,75 @@
+"""The released values table at 1400 px (issue 31 item 9): a count, a quantile and a
+selection released for real; every column of the table is in view (no horizontal scroll, no
+column cut off), and the quantile's and the selection's bounds sit in "Error of the choice",
+in words, never in the columns of a value's interval."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+
+pytestmark = pytest.mark.e2e
+
+
+def open_page(page, title: str) -> None:
+    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def add_to_plan(page) -> None:
+    page.get_by_role("button", name="Add to plan").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    page.get_by_text("Added to the plan").wait_for(timeout=30_000)
+
+
+def test_every_column_of_the_released_table_is_in_view_at_1400_px(page, server_url):
+    page.goto(server_url)
+    wait_for_app(page)
+    open_page(page, "Noisy statistics")
+    page.locator(".st-key-stats_query [role='combobox']").click()
+    page.get_by_role("option", name="Count", exact=False).first.click()
+    wait_for_app(page)
+    add_to_plan(page)
+    open_page(page, "Quantiles")
+    # three quartiles of a column with a long name: the widest labels a plan of Adult gets
+    page.locator(".st-key-quantiles_column [role='combobox']").click()
+    page.get_by_role("option", name="hours_per_week", exact=True).click()
+    wait_for_app(page)
+    levels = page.locator(".st-key-quantiles_levels input")
+    levels.fill("0.25, 0.5, 0.75")
+    levels.press("Enter")
+    wait_for_app(page)
+    assert_no_exception(page)
+    add_to_plan(page)
+    open_page(page, "Selection")
+    add_to_plan(page)
+    open_page(page, "Release plan")
+    page.get_by_text("The plan: 3 queries").wait_for(timeout=60_000)
+    page.locator(".st-key-plan_release_confirm label").click()
+    wait_for_app(page)
+    page.locator(".st-key-plan_release button").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+
+    table = page.locator("[data-testid='stDataFrame']").filter(
+        has=page.locator("th", has_text="Released value")).first
+    table.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    # the grid draws its columns on a canvas: their total width is its inner stack's, to be
+    # held in the visible width of its scroller (wider: the last columns are cut off)
+    columns, visible = table.locator(".dvn-scroller").first.evaluate(
+        "e => [e.querySelector('.dvn-stack').scrollWidth, e.clientWidth]")
+    path = screenshot(page, "release_table_1400")
+    assert path.exists()
+    assert columns <= visible, f"the columns take {columns} px of {visible} px in view"
+    headers = table.locator("[role='columnheader']").evaluate_all(
+        "nodes => nodes.map(n => n.textContent)")
+    assert headers[-3:] == ["True value ≥", "True value ≤", "Error of the choice"], headers
+    cells = table.locator("[role='gridcell']").evaluate_all(
+        "nodes => nodes.map(n => n.textContent)")
+    said = " ".join(cells)
+    assert "rank error ≤ best + " in said and " below the top" in said, said
