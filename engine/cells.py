@@ -225,3 +225,23 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         data[name] = pd.Series(column[keep], dtype=object)
     rows = pd.DataFrame(data, columns=names, dtype=object)
     return header, rows
+
+
+def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
+    """(the header's names, the delimiter, the blank lines before the header) from the first
+    bytes of a CSV (its first megabyte will do): what a reader that reads the rest itself
+    (DuckDB, Spark) is told, so it splits the file as :func:`read_cells` does."""
+    text = decode_bytes(head) if isinstance(head, bytes | bytearray | memoryview) else (
+        str(head).removeprefix("\ufeff"))
+    delimiter = sniff_delimiter(text)
+    lines = io.StringIO(text, newline="")
+    skip = 0
+    for line in lines:
+        if line.rstrip("\r\n"):
+            break
+        skip += 1
+    rest = text.split("\n", skip)[-1] if skip else text
+    reader = csv.reader(io.StringIO(rest, newline=""), delimiter=delimiter, quotechar='"',
+                        doublequote=True, strict=False)
+    header = next(reader, [])
+    return [_UNDECODABLE.sub("\ufffd", name) for name in header], delimiter, skip

@@ -51,7 +51,14 @@ from engine.queries import (
     SumAggregate,
     query_key,
 )
-from engine.sources import FileSource, FrameSource, Source, TableSource, missing_spellings
+from engine.sources import (
+    FileSource,
+    FrameSource,
+    Source,
+    TableSource,
+    csv_layout,
+    missing_spellings,
+)
 
 __all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery"]
 
@@ -738,12 +745,7 @@ class DuckDBBackend:
             return quote(view), {}
         if isinstance(source, FileSource):
             if source.format == "csv":
-                params = {"path": str(source.path), "csv_missing": missing_spellings()}
-                if text:
-                    return (f"read_csv($path, header = true, all_varchar = true, "
-                            f"nullstr = $csv_missing){alias}", params)
-                return (f"read_csv($path, header = true, auto_type_candidates = $csv_types, "
-                        f"nullstr = $csv_missing){alias}", params | {"csv_types": list(CSV_TYPES)})
+                return self._csv_clause(source, alias, text=text)
             path = str(source.path / "**" / "*.parquet") if source.is_folder else str(
                 source.path)
             return f"read_parquet($path){alias}", {"path": path}
@@ -752,6 +754,61 @@ class DuckDBBackend:
                               "spark and EPSILON_LAB_SPARK to the cluster to read it.")
         raise TypeError(f"source must be a FrameSource, FileSource or TableSource, got "
                         f"{type(source).__name__}")
+
+    def _csv_clause(self, source: FileSource, alias: str, *, text: bool
+                    ) -> tuple[str, dict[str, object]]:
+        """A CSV split by the one reading (``engine.cells``): the header's width and the
+        delimiter read from the header alone, every field text, a short record padded with
+        NULL, a long one cut, a record with a byte that is not UTF-8 skipped
+        (``ignore_errors``) and one holding U+FFFD dropped (what Spark's reader and
+        ``cells.read_cells`` drop). ``text`` False: each column cast to the type DuckDB's
+        sniffer guessed (``TRY_CAST``: a cell that is not of that type is missing), for what
+        the pages show about the columns only (``_plan.reads_text``)."""
+        names, delimiter, skip = csv_layout(source)
+        width = len(names)
+        params: dict[str, object] = {
+            "path": str(source.path), "csv_missing": missing_spellings(),
+            "csv_columns": {f"c{i}": "VARCHAR" for i in range(width)},
+            "csv_delim": delimiter, "csv_skip": skip}
+        reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
+                  "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
+                  "null_padding = true, ignore_errors = true, strict_mode = false, "
+                  "nullstr = $csv_missing)")
+        replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
+                               for i in range(width)) or "false"
+        if text:
+            listed = ", ".join(_col(i) for i in range(width))
+        else:
+            types = self._csv_types(source, width)
+            listed = ", ".join(f"TRY_CAST({_col(i)} AS {t}) AS {_col(i)}" if t != "VARCHAR"
+                               else _col(i) for i, t in enumerate(types))
+        return (f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced})){alias}", params)
+
+    def _csv_types(self, source: FileSource, width: int) -> list[str]:
+        """DuckDB's guess of each CSV column's type (``CSV_TYPES``), for the pages' profile
+        and previews; every column VARCHAR when the sniffer cannot read the file's start."""
+        key = ("types:" + source.identity, source.version)
+        cached = self._schemas.get(key)
+        if cached is not None:
+            return [c.type_name for c in cached]
+        cursor = self._cursor()
+        try:
+            described = cursor.execute(
+                "SELECT * FROM read_csv($path, header = true, auto_type_candidates = "
+                "$csv_types, nullstr = $csv_missing) LIMIT 0",
+                {"path": str(source.path), "csv_types": list(CSV_TYPES),
+                 "csv_missing": missing_spellings()}).description
+            types = [str(d[1]).upper() for d in described]
+        except duckdb.Error:
+            types = []
+        finally:
+            cursor.close()
+        if len(types) != width:
+            types = ["VARCHAR"] * width
+        with self._lock:
+            self._schemas[key] = tuple(ColumnInfo(f"c{i}", column_kind(t), t)
+                                       for i, t in enumerate(types))
+        return types
 
     def columns(self, source: Source) -> tuple[ColumnInfo, ...]:
         """The source's columns (names as the user sees them), cached per data version."""
@@ -768,6 +825,8 @@ class DuckDBBackend:
             cursor.close()
         if isinstance(source, FrameSource):
             names = [str(c) for c in source.frame.columns]
+        elif isinstance(source, FileSource) and source.format == "csv":
+            names = _csv_names(csv_layout(source)[0])
         else:
             names = [d[0] for d in described]
         info = tuple(ColumnInfo(name, column_kind(str(d[1])), str(d[1]))  # type: ignore[arg-type]
@@ -848,6 +907,22 @@ class DuckDBBackend:
         except duckdb.Error as exc:
             raise EngineError(f"DuckDB could not answer this query on {source.describe()}: "
                               f"{_first_line(exc)}.") from None
+
+
+def _csv_names(header: Sequence[str]) -> list[str]:
+    """A CSV header's column names as the pages show them: white space removed around each,
+    an empty one named by its position (``column1``, …), a repeated one numbered."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(header):
+        name = raw.strip() or f"column{i}"
+        base, k = name, 1
+        while name in seen:
+            name = f"{base}_{k}"
+            k += 1
+        seen.add(name)
+        names.append(name)
+    return names
 
 
 def _params_of(sql: str, params: dict[str, object]) -> dict[str, object]:

@@ -6,6 +6,7 @@ and Parquet file and Parquet folder in it, by name, and nothing outside it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import stat
@@ -22,6 +23,7 @@ from engine.queries import Query, query_key
 __all__ = [
     "FrameSource", "FileSource", "TableSource", "Source", "DataFile", "DATA_ENV",
     "data_folder", "list_data_folder", "open_data_file", "MISSING_MARKERS", "missing_spellings",
+    "csv_layout",
 ]
 
 #: The environment variable naming the server's data folder.
@@ -384,3 +386,45 @@ def open_data_file(name: str, folder: str | os.PathLike | None = None) -> FileSo
             return entry.source()
     raise DataFolderError(f"There is no dataset {name!r} in the data folder (it may have been "
                           "removed): choose one from the list.")
+
+
+# --------------------------------------------------------------------------------------------
+# How a CSV file is split (engine.cells: the one reading of every cell)
+
+#: The first bytes of a CSV read to find its header and delimiter.
+CSV_HEAD_BYTES = 1 << 20
+
+
+def csv_layout(source: FileSource) -> tuple[list[str], str, int]:
+    """(the header's names, the delimiter, the blank lines before the header) of a CSV file,
+    by ``engine.cells.header_layout`` from its first megabyte (decompressed): what DuckDB and
+    Spark are told, so that they split the file as ``engine.cells.read_cells`` does. Cached
+    per file version.
+
+    Raises
+    ------
+    EngineError
+        The file cannot be read (the message names the file, never its content).
+    """
+    names, delimiter, skip = _csv_layout(str(source.path), source.version, source.describe())
+    return list(names), delimiter, skip
+
+
+@functools.lru_cache(maxsize=256)
+def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...], str, int]:
+    import gzip
+
+    from engine.cells import header_layout
+
+    try:
+        with open(path, "rb") as stream:
+            magic = stream.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rb") as stream:
+            head = stream.read(CSV_HEAD_BYTES)
+    except (OSError, EOFError) as exc:
+        raise EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+                          ". It may have been changed, moved or removed: choose the dataset "
+                          "again.") from None
+    names, delimiter, skip = header_layout(head)
+    return tuple(names), delimiter, skip
