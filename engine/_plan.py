@@ -17,6 +17,7 @@ from typing import Literal
 
 import numpy as np
 
+from engine.cells import cell_key
 from engine.errors import EngineError
 from engine.queries import (
     Binned,
@@ -114,8 +115,11 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
 
 
 def category_values(kind: MatchKind, categories: tuple[object, ...]) -> list[object]:
-    """The categories as the backend compares them."""
-    if kind in ("real", "text_number"):
+    """The categories as the backend compares them: with a text column, their canonical
+    keys (``engine.cells.cell_key``: the declared 12 and a cell "0012" are one key)."""
+    if kind in ("text", "text_number"):
+        return [cell_key(c) for c in categories]
+    if kind == "real":
         return [float(c) for c in categories]
     if kind == "integer":
         return [int(c) for c in categories]

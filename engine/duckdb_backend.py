@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 
 from engine import _plan
+from engine.cells import KEY_INTEGER_LIMIT, MISSING_MARKERS, WHITE_SPACE
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -113,6 +114,42 @@ def _missing(expr: str, info: ColumnInfo) -> str:
     return f"({expr} IS NULL)"
 
 
+#: ``engine.cells.WHITE_SPACE`` as a SQL literal (no quote in it), and the missing markers.
+_WHITE = "'" + WHITE_SPACE + "'"
+_MARKERS = ", ".join(f"'{m}'" for m in sorted(MISSING_MARKERS))
+
+
+def _key(expr: str, info: ColumnInfo) -> str:
+    """The canonical key of a person id or group key (``engine.cells.cell_key``), NULL when
+    missing: a text's white space removed, a whole number within ±2^53 as its integer's
+    text, any other text as written; an integer as its text; a whole double as its
+    integer's text, another as DuckDB writes it."""
+    limit = KEY_INTEGER_LIMIT
+    if info.kind == "text":
+        t = f"trim(CAST({expr} AS VARCHAR), {_WHITE})"
+        d = f"TRY_CAST({t} AS DOUBLE)"
+        return (f"(CASE WHEN {t} IS NULL OR lower({t}) IN ({_MARKERS}) THEN NULL "
+                f"WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {limit} "
+                f"THEN CAST(CAST({d} AS BIGINT) AS VARCHAR) ELSE {t} END)")
+    if _nan_possible(info) or info.kind == "float":
+        d = f"CAST({expr} AS DOUBLE)"
+        return (f"(CASE WHEN {expr} IS NULL OR isnan({d}) THEN NULL "
+                f"WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {limit} "
+                f"THEN CAST(CAST({d} AS BIGINT) AS VARCHAR) ELSE CAST({d} AS VARCHAR) END)")
+    return f"CAST({expr} AS VARCHAR)"
+
+
+def _person(i: int, columns: Sequence[ColumnInfo]) -> tuple[str, str]:
+    """(the person id's canonical key, whether it is missing) of column ``i``: one person
+    however the id is written (``engine.cells``: 12, 012, 12.0, 1.2e1 and " 12" are one)."""
+    info, x = columns[i], _col(i)
+    if info.kind != "text":
+        return _key(x, info), _missing(x, info)
+    # whether it is missing reads the text only (no number: a scan's cost is its casts)
+    t = f"trim(CAST({x} AS VARCHAR), {_WHITE})"
+    return _key(x, info), f"({t} IS NULL OR lower({t}) IN ({_MARKERS}))"
+
+
 def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
     """(the value as a double, whether it is missing), read row by row: a number column as
     it is; any other column's text as the number it reads as (else missing)."""
@@ -146,8 +183,12 @@ def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
 
 def _cell(expr: str, info: ColumnInfo, kind: _plan.MatchKind, param: str) -> str:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
+    if kind in ("text", "text_number"):
+        # a text cell matches a category by canonical key (engine.cells: "0012" is 12)
+        key = _key(expr, info)
+        return (f"(CASE WHEN {key} IS NULL THEN -1 ELSE "
+                f"coalesce(list_position(CAST(${param} AS VARCHAR[]), {key}), 0) END)")
     match = {
-        "text": f"list_position(CAST(${param} AS VARCHAR[]), CAST({expr} AS VARCHAR))",
         "integer": f"list_position(CAST(${param} AS HUGEINT[]), CAST({expr} AS HUGEINT))",
         "real": f"list_position(CAST(${param} AS DOUBLE[]), CAST({expr} AS DOUBLE))",
         "boolean": f"list_position(CAST(${param} AS BOOLEAN[]), CAST({expr} AS BOOLEAN))",
@@ -196,9 +237,9 @@ def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) 
     if person is None:
         return CompiledQuery((f"SELECT count(*) FROM {_SRC}",), {},
                              lambda r: CountAggregate(int(r[0][0][0])))
-    p = _col(person)
-    sql = (f"WITH g AS (SELECT {_missing(p, columns[person])} AS m, count(*) AS n "
-           f"FROM {_SRC} GROUP BY {p}) "
+    p, _ = _person(person, columns)
+    sql = (f"WITH g AS (SELECT pid IS NULL AS m, count(*) AS n "
+           f"FROM (SELECT {p} AS pid FROM {_SRC}) GROUP BY pid) "
            "SELECT coalesce(sum(CASE WHEN m THEN 0 ELSE least(n, $k) END), 0), "
            "coalesce(sum(CASE WHEN m THEN n ELSE 0 END), 0), coalesce(sum(n), 0) FROM g")
 
@@ -238,8 +279,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
 
         return CompiledQuery((rows, stats), params, finish)
 
-    p = _col(person)
-    p_missing = _missing(p, columns[person])
+    p, p_missing = _person(person, columns)
     bounded = (
         f"WITH e AS (SELECT {p} AS pid, {value} AS v "
         f"FROM {_SRC} WHERE NOT {missing} AND NOT {p_missing}), "
@@ -292,8 +332,7 @@ def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
     position)``.
     """
     contribution = query.contribution
-    p = _col(person)
-    p_missing = _missing(p, columns[person])
+    p, p_missing = _person(person, columns)
     text, params = _cell_text(query)
     base = f"m AS (SELECT {p} AS pid, {cell} AS idx FROM {_SRC} WHERE NOT {p_missing})"
     params |= {"k": contribution.max_rows, "seed": str(contribution.seed)}
@@ -331,7 +370,7 @@ def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo],
     bounded, _, extra = _bounded_cells(_cell(_col(i), info, kind, "cats"), person, columns,
                                        query)
     # The rows with no person counted in the same scan as the cells (one scan fewer).
-    by_cell = (f"WITH g AS (SELECT {_col(i)} AS v, {_missing(_col(person), columns[person])} "
+    by_cell = (f"WITH g AS (SELECT {_col(i)} AS v, {_person(person, columns)[1]} "
                f"AS m, count(*) AS n FROM {_SRC} GROUP BY {_col(i)}, m) "
                f"SELECT {_cell('v', info, kind, 'cats')} AS idx, sum(n), "
                "sum(CASE WHEN m THEN n ELSE 0 END) FROM g GROUP BY idx")
@@ -454,8 +493,7 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
         sql = (f"WITH c AS (SELECT {', '.join(codes)} FROM {_SRC}) "
                f"SELECT {keys}, count(*) FROM c GROUP BY ALL")
         return CompiledQuery((sql,), params, lambda r: _plan.joint_aggregate(r[0], k))
-    p = _col(person)
-    p_missing = _missing(p, columns[person])
+    p, p_missing = _person(person, columns)
     text = "concat_ws(',', " + ", ".join(f"CAST(k{j} AS VARCHAR)" for j in range(k)) + ")"
     params |= {"k": query.contribution.max_rows, "seed": str(query.contribution.seed)}
     sql = (f"WITH c AS (SELECT {p} AS pid, {', '.join(codes)} FROM {_SRC} "
@@ -497,8 +535,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
         return CompiledQuery((sql,), params,
                              lambda r: _plan.grouped_sum_aggregate(r[0], cells, exact))
     contribution = query.contribution
-    p = _col(person)
-    p_missing = _missing(p, columns[person])
+    p, p_missing = _person(person, columns)
     base = (f"m AS (SELECT {p} AS pid, {cell} AS idx, {value} AS v FROM {_SRC} "
             f"WHERE NOT {p_missing} AND NOT {missing})")
     text, keys = _cell_text(query)
@@ -542,8 +579,7 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
                              where: str) -> CompiledQuery:
     p = _plan.check_contribution(
         columns, _plan.Contribution(query.person, 1), where)  # same checks as a bound's id
-    x = _col(p)
-    missing = _missing(x, columns[p])
+    x, missing = _person(p, columns)
     sizes = (f"SELECT false, n, count(*) FROM (SELECT count(*) AS n FROM {_SRC} "
              f"WHERE NOT {missing} GROUP BY {x}) GROUP BY n")
     no_id = f"SELECT true, count(*), 1 FROM {_SRC} WHERE {missing}"
@@ -554,8 +590,8 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
 def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
                           where: str) -> CompiledQuery:
     p, i, kind = _plan.person_cells_parts(query, columns, where)
-    x = _col(p)
-    keep = f"NOT {_missing(x, columns[p])}"
+    x, x_missing = _person(p, columns)
+    keep = f"NOT {x_missing}"
     group, value, params = "1", "CAST(1 AS DOUBLE)", {}
     if i is not None and kind is not None:      # a histogram: rows per category
         group = _cell(_col(i), columns[i], kind, "cats")
@@ -585,8 +621,9 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
                       where: str) -> CompiledQuery:
     i = _plan.column_index(columns, query.column, "column", where)
     info, x = columns[i], _col(i)
-    value = f"CAST({x} AS VARCHAR)" if info.kind == "text" else x
-    condition = f"NOT {_missing(x, info)}"
+    # a text column's keys as one canonical text each (engine.cells): "012" and "12" are one
+    value = _key(x, info) if info.kind == "text" else x
+    condition = f"{value} IS NOT NULL" if info.kind == "text" else f"NOT {_missing(x, info)}"
     params: dict[str, object] = {}
     if query.exclude:
         kind = _plan.match_kind(info, query.exclude, where)
