@@ -106,6 +106,10 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
         return "text" if kind == "text" else ("text_number" if kind == "number" else "never")
     if column.kind == "boolean":
         return "boolean" if kind == "boolean" else "never"
+    if kind == "text":
+        # texts declared for a number column: by canonical key (engine.cells, rule 6: the
+        # declared "0012" is the integer 12), as the same file's cells read as text
+        return "text"
     if kind != "number":
         return "never"
     if column.kind == "integer" and all(

@@ -61,7 +61,8 @@ from engine.sources import (
     missing_spellings,
 )
 
-__all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery"]
+__all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery", "csv_text_reader",
+           "csv_names"]
 
 #: Environment variables: DuckDB's memory limit (e.g. "2GB") and its spill folder.
 MEMORY_ENV = "EPSILON_LAB_DUCKDB_MEMORY"
@@ -801,25 +802,14 @@ class DuckDBBackend:
         ``cells.read_cells`` drop). ``text`` False: each column cast to the type DuckDB's
         sniffer guessed (``TRY_CAST``: a cell that is not of that type is missing), for what
         the pages show about the columns only (``_plan.reads_text``)."""
-        names, delimiter, skip = csv_layout(source)
-        width = len(names)
-        params: dict[str, object] = {
-            "path": str(source.path), "csv_missing": missing_spellings(),
-            "csv_columns": {f"c{i}": "VARCHAR" for i in range(width)},
-            "csv_delim": delimiter, "csv_skip": skip}
-        reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
-                  "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
-                  "null_padding = true, ignore_errors = true, strict_mode = false, "
-                  "nullstr = $csv_missing)")
-        replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
-                               for i in range(width)) or "false"
+        reader, params, width = csv_text_reader(source)
         if text:
             listed = ", ".join(_col(i) for i in range(width))
         else:
             types = self._csv_types(source, width)
             listed = ", ".join(f"TRY_CAST({_col(i)} AS {t}) AS {_col(i)}" if t != "VARCHAR"
                                else _col(i) for i, t in enumerate(types))
-        return (f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced})){alias}", params)
+        return (f"(SELECT {listed} FROM {reader}){alias}", params)
 
     def _csv_types(self, source: FileSource, width: int) -> list[str]:
         """DuckDB's guess of each CSV column's type (``CSV_TYPES``), for the pages' profile
@@ -944,6 +934,33 @@ class DuckDBBackend:
         except duckdb.Error as exc:
             raise EngineError(f"DuckDB could not answer this query on {source.describe()}: "
                               f"{_first_line(exc)}.") from None
+
+
+def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
+    """(a FROM clause of a CSV's text cells, its parameters, its width): columns ``c0 …``,
+    the file split by the one reading (``engine.cells.read_cells``): the header's width and
+    the delimiter from the header alone, every field text, a short record padded with NULL,
+    a long one cut, a record with a byte that is not UTF-8 skipped (``ignore_errors``) and
+    one holding U+FFFD dropped. What a release reads and what the identity digests."""
+    names, delimiter, skip = csv_layout(source)
+    width = len(names)
+    params: dict[str, object] = {
+        "path": str(source.path), "csv_missing": missing_spellings(),
+        "csv_columns": {f"c{i}": "VARCHAR" for i in range(width)},
+        "csv_delim": delimiter, "csv_skip": skip}
+    reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
+              "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
+              "null_padding = true, ignore_errors = true, strict_mode = false, "
+              "nullstr = $csv_missing)")
+    replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
+                           for i in range(width)) or "false"
+    listed = ", ".join(_col(i) for i in range(width))
+    return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width
+
+
+def csv_names(source: FileSource) -> list[str]:
+    """A CSV's column names as every path shows them (``_csv_names`` of its header)."""
+    return _csv_names(csv_layout(source)[0])
 
 
 def _csv_names(header: Sequence[str]) -> list[str]:

@@ -629,8 +629,9 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
                            "NULL…), so there is nothing to analyse. Fill in some values and "
                            "upload the file again.")
     if empty_rows.any():   # a row is dropped for its own cells only
+        # the pages drop it; a release keeps it, a record of missing cells, as the same file
+        # on the command line reads it (engine.cells: every record is a row)
         frame = frame.loc[~empty_rows].reset_index(drop=True)
-        release_cells = release_cells.loc[~empty_rows].reset_index(drop=True)
         warnings.append(f"{_count(int(empty_rows.sum()), 'row')} with every cell empty or "
                         f"missing {_verb(int(empty_rows.sum()), 'was/were')} dropped.")
     said = missing_cells_warning(int(frame.isna().to_numpy().sum()))
