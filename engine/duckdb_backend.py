@@ -57,6 +57,7 @@ from engine.sources import (
     FrameSource,
     Source,
     TableSource,
+    csv_column_names,
     csv_layout,
     missing_spellings,
 )
@@ -853,7 +854,7 @@ class DuckDBBackend:
         if isinstance(source, FrameSource):
             names = [str(c) for c in source.frame.columns]
         elif isinstance(source, FileSource) and source.format == "csv":
-            names = _csv_names(csv_layout(source)[0])
+            names = csv_column_names(csv_layout(source)[0])
         else:
             names = [d[0] for d in described]
         info = tuple(ColumnInfo(name, column_kind(str(d[1])), str(d[1]))  # type: ignore[arg-type]
@@ -960,23 +961,7 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
 
 def csv_names(source: FileSource) -> list[str]:
     """A CSV's column names as every path shows them (``_csv_names`` of its header)."""
-    return _csv_names(csv_layout(source)[0])
-
-
-def _csv_names(header: Sequence[str]) -> list[str]:
-    """A CSV header's column names as the pages show them: white space removed around each,
-    an empty one named by its position (``column1``, …), a repeated one numbered."""
-    names: list[str] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(header):
-        name = raw.strip() or f"column{i}"
-        base, k = name, 1
-        while name in seen:
-            name = f"{base}_{k}"
-            k += 1
-        seen.add(name)
-        names.append(name)
-    return names
+    return csv_column_names(csv_layout(source)[0])
 
 
 def _params_of(sql: str, params: dict[str, object]) -> dict[str, object]:

@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -23,7 +24,7 @@ from engine.queries import Query, query_key
 __all__ = [
     "FrameSource", "FileSource", "TableSource", "Source", "DataFile", "DATA_ENV",
     "data_folder", "list_data_folder", "open_data_file", "MISSING_MARKERS", "missing_spellings",
-    "csv_layout",
+    "csv_layout", "csv_column_names",
 ]
 
 #: The environment variable naming the server's data folder.
@@ -428,3 +429,19 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
                           "again.") from None
     names, delimiter, skip = header_layout(head)
     return tuple(names), delimiter, skip
+
+
+def csv_column_names(header: Sequence[str]) -> list[str]:
+    """A CSV header's column names as the pages show them: white space removed around each,
+    an empty one named by its position (``column1``, …), a repeated one numbered."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(header):
+        name = raw.strip() or f"column{i}"
+        base, k = name, 1
+        while name in seen:
+            name = f"{base}_{k}"
+            k += 1
+        seen.add(name)
+        names.append(name)
+    return names

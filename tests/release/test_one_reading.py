@@ -81,7 +81,7 @@ def test_five_spellings_are_one_person_on_every_path(duck, five) -> None:
 def test_two_spellings_of_a_key_are_one_group_on_every_path(duck, five) -> None:
     loaded, file = five
     for path, source in _sources(loaded, file).items():
-        keys = duck.run(source, DistinctValues("code"))
+        keys = duck.run(source, DistinctValues("code", limit=None))   # partition selection's
         assert sorted(str(k) for k in keys.values) == ["12", "7"], path
         counts = duck.run(source, CategoryCounts("code", (12, 7)))
         assert counts.counts.tolist() == [5, 10], path
