@@ -60,10 +60,11 @@ from engine.sources import (
     csv_column_names,
     csv_layout,
     missing_spellings,
+    parquet_parts,
 )
 
 __all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery", "csv_text_reader",
-           "csv_names"]
+           "csv_names", "parquet_path"]
 
 #: Environment variables: DuckDB's memory limit (e.g. "2GB") and its spill folder.
 MEMORY_ENV = "EPSILON_LAB_DUCKDB_MEMORY"
@@ -785,9 +786,7 @@ class DuckDBBackend:
         if isinstance(source, FileSource):
             if source.format == "csv":
                 return self._csv_clause(source, alias, text=text)
-            path = str(source.path / "**" / "*.parquet") if source.is_folder else str(
-                source.path)
-            return f"read_parquet($path){alias}", {"path": path}
+            return f"read_parquet($path){alias}", {"path": parquet_path(source)}
         if isinstance(source, TableSource):
             raise EngineError(f"{source.describe()} is a Spark table: set EPSILON_LAB_ENGINE="
                               "spark and EPSILON_LAB_SPARK to the cluster to read it.")
@@ -957,6 +956,18 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
                            for i in range(width)) or "false"
     listed = ", ".join(_col(i) for i in range(width))
     return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width
+
+
+def parquet_path(source: FileSource) -> str | list[str]:
+    """What ``read_parquet`` is given: a file's path, or a folder's parts as Spark reads them
+    (``sources.parquet_parts``: no ``_extra.parquet``, nothing hidden)."""
+    if not source.is_folder:
+        return str(source.path)
+    parts = [str(p) for p in parquet_parts(source.path)]
+    if not parts:
+        raise EngineError(f"{source.describe()} holds no Parquet file a release reads (names "
+                          "starting with _ or . are left out, as Spark does).")
+    return parts
 
 
 def csv_names(source: FileSource) -> list[str]:

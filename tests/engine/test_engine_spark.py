@@ -388,3 +388,16 @@ def test_spark_reads_malformed_records_as_the_rule(spark, tmp_path):
         df, _ = spark._dataframe(FileSource(path, "csv"), text=True)
         got = [list(row) for row in df.collect()]
         assert _normal(got) == expected, name
+
+
+def test_spark_and_duckdb_read_the_same_parquet_files(spark, tmp_path):
+    import pandas as pd
+
+    from engine.queries import CountRows
+
+    folder = tmp_path / "table"
+    folder.mkdir()
+    pd.DataFrame({"x": [1, 2, 3]}).to_parquet(folder / "part-0.parquet")
+    pd.DataFrame({"x": [9] * 5}).to_parquet(folder / "_extra.parquet")
+    source = FileSource(folder, "parquet")
+    assert spark.run(source, CountRows()).rows == DuckDBBackend().run(source, CountRows()).rows == 3

@@ -217,3 +217,21 @@ def test_an_upload_and_its_file_have_one_identity(tmp_path, cell) -> None:
     path.write_text(text)
     loaded = load_upload(text.encode(), "a.csv")
     assert content_hash_of(loaded) == content_digest(FileSource(path, "csv"))
+
+
+def test_a_parquet_folder_is_the_files_spark_reads(tmp_path, duck) -> None:
+    """Spark leaves out a folder's ``_extra.parquet`` (a name starting with _ is hidden to
+    it); DuckDB's release and the digest read it, so one folder had two contents. Now no
+    path reads it: the count and the identity are the folder's without it."""
+    import pandas as pd
+
+    folder = tmp_path / "table"
+    folder.mkdir()
+    pd.DataFrame({"x": [1, 2, 3]}).to_parquet(folder / "part-0.parquet")
+    before = content_digest(FileSource(folder, "parquet"))
+    pd.DataFrame({"x": [9] * 5}).to_parquet(folder / "_extra.parquet")
+    (folder / ".staging").mkdir()
+    pd.DataFrame({"x": [8]}).to_parquet(folder / ".staging" / "part-9.parquet")
+    source = FileSource(folder, "parquet")
+    assert duck.run(source, CountRows()).rows == 3
+    assert content_digest(source) == before
