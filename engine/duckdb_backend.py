@@ -186,8 +186,10 @@ def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
 
 def _cell(expr: str, info: ColumnInfo, kind: _plan.MatchKind, param: str) -> str:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
-    if kind in ("text", "text_number"):
-        # a text cell matches a category by canonical key (engine.cells: "0012" is 12)
+    if kind == "text":
+        # a cell matches a declared text by canonical key (engine.cells, rule 6: "0012" is
+        # the declared "12"); a declared number matches the number a cell reads as (rule 4:
+        # "text_number" below), so "2.50" is the declared 2.5
         key = _key(expr, info)
         return (f"(CASE WHEN {key} IS NULL THEN -1 ELSE "
                 f"coalesce(list_position(CAST(${param} AS VARCHAR[]), {key}), 0) END)")
