@@ -309,11 +309,11 @@ def _scan_records(text: str, delimiter: str) -> _Scan:
             filled += int(np.count_nonzero(chunk))
             if chunk.size < ask:
                 break
-    except csv.Error as exc:
+    except csv.Error:
         raise DatasetError(
-            f"Could not split the file into cells near line {reader.line_num:,} ({exc}). This "
-            "usually means a quote (\") that opens a cell is never closed. Check the quotes "
-            "around that line, or save the file again from a spreadsheet as CSV."
+            "Could not split the file into cells. This usually means a quote (\") that opens "
+            "a cell is never closed. Check the quotes, or save the file again from a "
+            "spreadsheet as CSV."
         ) from None
     lengths = np.concatenate(chunks)
     filled_records = np.flatnonzero(lengths)
@@ -359,7 +359,7 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
             long[long] = _extra_fields_filled(text, delimiter, ncols, data_records[long])
     kept_cols = min(ncols, MAX_UPLOAD_COLUMNS)
 
-    cells = _read_cells(text, delimiter, ncols, kept_cols, scan)
+    cells = _read_cells(text, delimiter, ncols, kept_cols, scan, warnings)
     header = [str(cell).strip() for cell in cells[top]]
     named = [cell for cell in header[:header_len] if cell]
     if not named or all(_is_number(cell) for cell in named):
@@ -431,7 +431,7 @@ def _extra_fields_filled(text: str, delimiter: str, ncols: int,
 
 
 def _read_cells(text: str, delimiter: str, ncols: int, kept_cols: int,
-                scan: _Scan) -> NDArray[np.object_]:
+                scan: _Scan, warnings: list[str]) -> NDArray[np.object_]:
     """Every scanned record (blank ones too) as a row of strings, padded to kept_cols."""
     n_records = len(scan.lengths)
     try:
@@ -442,19 +442,20 @@ def _read_cells(text: str, delimiter: str, ncols: int, kept_cols: int,
             usecols=range(kept_cols), dtype=object, na_filter=False, quotechar='"',
             skip_blank_lines=False, nrows=n_records, engine="c",
         )
-    except pd.errors.ParserError as exc:
-        opened = re.search(r"EOF inside string starting at row (\d+)", str(exc))
-        where = f" in row {int(opened.group(1)) + 1:,}" if opened else ""
-        raise DatasetError(
-            f"Could not split the file into cells: a quote (\") that opens a cell{where} is "
-            "never closed, so the rest of the file would be one cell. Check the quotes there, "
-            "or save the file again from a spreadsheet as CSV."
-        ) from None
-    if len(raw) == n_records:
+    except pd.errors.ParserError:
+        # a quote left open: the rest of the file is one cell, as every reader reads it
+        # (engine.cells); the csv module's reading below, never a refusal
+        raw = None
+        warnings.append("A quote (\") that opens a cell is never closed, so the rest of the "
+                        "file was read as one cell, as every release reads it. Check the "
+                        "quotes, or save the file again from a spreadsheet as CSV.")
+    if raw is not None and len(raw) == n_records:
         return raw.to_numpy(dtype=object)
     # pandas and the csv module disagreed about a record boundary (odd quoting): fall back to
     # the csv module's reading, which the ragged-row report is based on.
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', strict=False)
+    # (the file's last line break ends its last record, never a field: engine.cells)
+    reader = csv.reader(io.StringIO(text.removesuffix("\n")), delimiter=delimiter,
+                        quotechar='"', strict=False)
     cells = np.full((n_records, kept_cols), "", dtype=object)
     for i, record in enumerate(itertools.islice(reader, n_records)):
         record = record[:kept_cols]

@@ -152,6 +152,9 @@ MALFORMED = {
     "semicolons, a bad byte in the last record": (
         b"id;x\n1;1,5\n2;2\n3;\x80\n",
         [["1", "1,5"], ["2", "2"]]),
+    "a quote never closed": (
+        b'id,x\n1,a\n2,"open\n3,b\n',
+        [["1", "a"], ["2", "open\n3,b"]]),
     "blank lines before the header, a row of empty fields": (
         b"\n\nid,x\n1,2\n,\n3,4\n",
         [["1", "2"], [None, None], ["3", "4"]]),
