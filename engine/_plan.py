@@ -17,6 +17,7 @@ from typing import Literal
 
 import numpy as np
 
+from engine.cells import cell_key
 from engine.errors import EngineError
 from engine.queries import (
     Binned,
@@ -105,6 +106,10 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
         return "text" if kind == "text" else ("text_number" if kind == "number" else "never")
     if column.kind == "boolean":
         return "boolean" if kind == "boolean" else "never"
+    if kind == "text":
+        # texts declared for a number column: by canonical key (engine.cells, rule 6: the
+        # declared "0012" is the integer 12), as the same file's cells read as text
+        return "text"
     if kind != "number":
         return "never"
     if column.kind == "integer" and all(
@@ -114,7 +119,11 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
 
 
 def category_values(kind: MatchKind, categories: tuple[object, ...]) -> list[object]:
-    """The categories as the backend compares them."""
+    """The categories as the backend compares them: declared texts as their canonical keys
+    (``engine.cells.cell_key``: the declared "0012" and a cell "12" are one key), declared
+    numbers on a text column as the numbers the cells read as (rule 4)."""
+    if kind == "text":
+        return [cell_key(c) for c in categories]
     if kind in ("real", "text_number"):
         return [float(c) for c in categories]
     if kind == "integer":

@@ -10,7 +10,6 @@ import csv
 import gzip
 import io
 import itertools
-import math
 import re
 import zlib
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
+from engine.cells import is_missing, sniff_delimiter
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
@@ -76,7 +76,6 @@ _BOMS = (  # UTF-32 before UTF-16: the UTF-32-LE mark starts with the UTF-16-LE 
 )
 _DELIMITERS = (",", "\t", ";", "|")
 _SAMPLE_CHARS = 64 * 1024
-_SAMPLE_RECORDS = 200
 # Control characters other than tab, newline and carriage return.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _NAME_BREAKS = re.compile("[\t\n\r\u2028\u2029]+")
@@ -99,19 +98,21 @@ def load_upload(data: bytes, filename: str, *,
                 max_bytes: int = MAX_UPLOAD_MB * 2**20) -> LoadedDataset:
     """Validate and load an uploaded CSV, TSV or gzip-compressed CSV, in memory only.
 
-    The bytes are never written to disk or logged. The delimiter (comma, semicolon, tab or
-    pipe) is sniffed; text is read as UTF-8 (with or without a byte-order mark), as UTF-16 or
-    UTF-32 when a byte-order mark says so, and otherwise as Latin-1 (Windows-1252). The first
-    row must hold the column names.
+    The bytes are never written to disk or logged. The delimiter (comma, semicolon, tab or pipe)
+    is read from the header line alone (``engine.cells.sniff_delimiter``); text is read as UTF-8
+    (with or without a byte-order mark), or as UTF-16 or UTF-32 when a byte-order mark says so;
+    a row holding bytes that are not UTF-8 is left out (the malformed-record rule of
+    ``engine.cells``, which every reader follows). The first row must hold the column names.
 
-    Odd content loads with a warning saying what was changed: ragged rows (short rows padded
-    with missing values, long rows dropped), infinite numbers (set to missing), duplicate or
-    empty column names (renamed), markup-looking names (kept as text), formula-looking cells
-    (kept as text), more than ``MAX_UPLOAD_COLUMNS`` columns or ``MAX_UPLOAD_ROWS`` rows (the
-    rest dropped), empty columns and empty rows (dropped), numbers written with thousands
-    separators or a decimal comma (read as numbers), a few non-numbers in a numeric column
-    (set to missing when at least 95 % of the cells are numbers) and text columns with more
-    than ``MAX_CATEGORIES`` distinct values (kept, but not offered as categorical columns).
+    Odd content loads with a warning saying what was changed (never naming a row or a cell):
+    ragged rows (short rows padded with missing values, the extra fields of long rows dropped),
+    infinite numbers (set to missing), duplicate or empty column names (renamed), markup-looking
+    names (kept as text), formula-looking cells (kept as text), more than ``MAX_UPLOAD_COLUMNS``
+    columns or ``MAX_UPLOAD_ROWS`` rows (the rest dropped), empty columns and empty rows
+    (dropped), numbers written with thousands separators or a decimal comma (read as numbers), a
+    few non-numbers in a numeric column (set to missing when at least 95 % of the cells are
+    numbers) and text columns with more than ``MAX_CATEGORIES`` distinct values (kept, but not
+    offered as categorical columns).
 
     Parameters
     ----------
@@ -158,6 +159,8 @@ def load_upload(data: bytes, filename: str, *,
         data = _gunzip(data, GZIP_EXPANSION_LIMIT * max_bytes)
     _reject_known_formats(data)
     text = _decode(data, warnings)
+    if text.startswith("\ufeff"):       # a UTF-8 byte-order mark is dropped, as everywhere
+        text = text[1:]
     text = _normalise_newlines(text)
     _reject_non_text(text)
 
@@ -171,7 +174,7 @@ def load_upload(data: bytes, filename: str, *,
                            "first row holds the column names, followed by the data rows.")
     _reject_other_text_formats(text)
     if delimiter is None:
-        delimiter = _choose_delimiter(text, display_name)
+        delimiter = sniff_delimiter(text)   # from the header alone, as every reader (engine.cells)
 
     scan = _scan_records(text, delimiter)
     frame, cells = _build_frame(text, delimiter, scan, warnings)
@@ -243,18 +246,10 @@ def _decode(data: bytes, warnings: list[str]) -> str:
             "saved as UTF-16 without a byte-order mark, save it as 'CSV UTF-8' instead; "
             "otherwise export the table as CSV."
         )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    try:  # Windows-1252 is what "Latin-1" CSV files from Excel usually are.
-        text = data.decode("cp1252")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")  # every byte is valid Latin-1
-    warnings.append("The file is not valid UTF-8, so it was read as Latin-1 (Windows-1252). "
-                    "If accented letters look wrong, save the file as 'CSV UTF-8' and upload "
-                    "it again.")
-    return text
+    # Bytes that are not UTF-8 become U+FFFD, and a record holding one is left out
+    # (_build_frame): the one reading of every path (engine.cells). Reading the whole file as
+    # Latin-1 instead would let one person's stray byte change how every other row reads.
+    return data.decode("utf-8", errors="replace")
 
 
 def _normalise_newlines(text: str) -> str:
@@ -289,50 +284,6 @@ def _reject_other_text_formats(text: str) -> None:
             raise DatasetError(f"This file looks like {what}, not a CSV table. {how}")
 
 
-def _sample_records(sample: str, delimiter: str, complete: bool) -> list[list[str]]:
-    reader = csv.reader(io.StringIO(sample), delimiter=delimiter, quotechar='"', strict=False)
-    try:
-        records = [r for _, r in zip(range(_SAMPLE_RECORDS + 1), reader, strict=False)]
-    except csv.Error:
-        return []
-    records = [r for r in records if r]  # skip blank lines
-    if not complete and len(records) > 1:
-        records = records[:-1]  # the sample may have cut the last record short
-    return records[:_SAMPLE_RECORDS]
-
-
-def _choose_delimiter(text: str, display_name: str) -> str:
-    """The delimiter that splits the sample into the most consistent table.
-
-    csv.Sniffer's guess breaks ties; a candidate that gives a single column loses to one that
-    gives several, and then the share of rows with the most common field count decides.
-    """
-    complete = len(text) <= _SAMPLE_CHARS
-    sample = text[:_SAMPLE_CHARS]
-    if not complete and "\n" in sample:
-        sample = sample[: sample.rindex("\n") + 1]
-    try:
-        # A short sample: the sniffer's regular expressions take quadratic time on odd text.
-        sniffed = csv.Sniffer().sniff(sample[:4096], delimiters="".join(_DELIMITERS)).delimiter
-    except csv.Error:
-        sniffed = None
-    prefers_tab = display_name.lower().endswith((".tsv", ".tsv.gz", ".tab"))
-
-    def score(delimiter: str) -> tuple[bool, float, bool, bool, int]:
-        records = _sample_records(sample, delimiter, complete)
-        if not records:
-            return (False, 0.0, False, False, 0)
-        counts = np.array([len(r) for r in records])
-        values, freq = np.unique(counts, return_counts=True)
-        modal = int(values[np.argmax(freq)])
-        consistency = float(np.mean(counts == modal))
-        return (modal > 1, consistency, delimiter == sniffed,
-                prefers_tab and delimiter == "\t", modal)
-
-    # max keeps the first of equal scores: the order of _DELIMITERS is the last tie-break.
-    return max(_DELIMITERS, key=score)
-
-
 @dataclass
 class _Scan:
     lengths: NDArray[np.int64]   # fields per record (0 = blank line), every record to read
@@ -358,11 +309,11 @@ def _scan_records(text: str, delimiter: str) -> _Scan:
             filled += int(np.count_nonzero(chunk))
             if chunk.size < ask:
                 break
-    except csv.Error as exc:
+    except csv.Error:
         raise DatasetError(
-            f"Could not split the file into cells near line {reader.line_num:,} ({exc}). This "
-            "usually means a quote (\") that opens a cell is never closed. Check the quotes "
-            "around that line, or save the file again from a spreadsheet as CSV."
+            "Could not split the file into cells. This usually means a quote (\") that opens "
+            "a cell is never closed. Check the quotes, or save the file again from a "
+            "spreadsheet as CSV."
         ) from None
     lengths = np.concatenate(chunks)
     filled_records = np.flatnonzero(lengths)
@@ -408,7 +359,7 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
             long[long] = _extra_fields_filled(text, delimiter, ncols, data_records[long])
     kept_cols = min(ncols, MAX_UPLOAD_COLUMNS)
 
-    cells = _read_cells(text, delimiter, ncols, kept_cols, scan)
+    cells = _read_cells(text, delimiter, ncols, kept_cols, scan, warnings)
     header = [str(cell).strip() for cell in cells[top]]
     named = [cell for cell in header[:header_len] if cell]
     if not named or all(_is_number(cell) for cell in named):
@@ -429,26 +380,42 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
                         f"{MAX_UPLOAD_ROWS:,} were loaded. Upload a sample to use all of it.")
 
     rows = data_records + 1  # row numbers as a spreadsheet shows them (header = row 1)
+    # The malformed-record rule (engine.cells): no message names a row or a cell.
     short = data_lengths < ncols
     if short.any():
         n = int(short.sum())
         warnings.append(
-            f"{_count(n, 'row', 'has/have')} fewer fields than the {ncols} columns (first at "
-            f"row {int(rows[short][0]):,}); the missing cells were left empty.")
+            f"{_count(n, 'row', 'has/have')} fewer fields than the {ncols} columns; the "
+            "missing cells were left empty.")
     if long.any():
         n = int(long.sum())
         warnings.append(
-            f"{_count(n, 'row', 'has/have')} more fields than the {ncols} columns (first at "
-            f"row {int(rows[long][0]):,}) and {_verb(n, 'was/were')} dropped: the cells cannot "
-            "be matched to columns. Check for unquoted delimiters in those rows.")
-        if long.all():
+            f"{_count(n, 'row', 'has/have')} more fields than the {ncols} columns; the fields "
+            "past the last column were dropped. Check for unquoted delimiters.")
+    undecodable = _holds_replacement(cells[data_records])
+    if undecodable.any():
+        n = int(undecodable.sum())
+        if undecodable.all():
             raise DatasetError(
-                f"Every data row has more fields than the {ncols} column names, so no row "
-                "can be matched to the columns. Check the delimiter and the header row.")
-    keep = ~long
+                "No row of the file is valid UTF-8 text (the encoding every reader of the "
+                "data uses). Save the file as 'CSV UTF-8' and upload it again.")
+        warnings.append(
+            f"{_count(n, 'row', 'holds/hold')} bytes that are not UTF-8 text and "
+            f"{_verb(n, 'was/were')} left out, as every release reads the file. Save the file "
+            "as 'CSV UTF-8' to keep them.")
+    keep = ~undecodable
     generated = [f"column {k}" for k in range(header_len + 1, ncols + 1)]
     names = _column_names((header[:header_len] + generated)[:kept_cols], warnings)
     return _convert_columns(cells[data_records[keep]], names, delimiter, rows[keep], warnings)
+
+
+def _holds_replacement(cells: NDArray[np.object_]) -> NDArray[np.bool_]:
+    """Which rows hold U+FFFD (a byte that was not UTF-8): one column at a time."""
+    out = np.zeros(cells.shape[0], dtype=bool)
+    for j in range(cells.shape[1]):
+        out |= pd.Series(cells[:, j], dtype=object).str.contains("\ufffd", regex=False,
+                                                                 na=False).to_numpy(dtype=bool)
+    return out
 
 
 def _extra_fields_filled(text: str, delimiter: str, ncols: int,
@@ -464,7 +431,7 @@ def _extra_fields_filled(text: str, delimiter: str, ncols: int,
 
 
 def _read_cells(text: str, delimiter: str, ncols: int, kept_cols: int,
-                scan: _Scan) -> NDArray[np.object_]:
+                scan: _Scan, warnings: list[str]) -> NDArray[np.object_]:
     """Every scanned record (blank ones too) as a row of strings, padded to kept_cols."""
     n_records = len(scan.lengths)
     try:
@@ -475,19 +442,20 @@ def _read_cells(text: str, delimiter: str, ncols: int, kept_cols: int,
             usecols=range(kept_cols), dtype=object, na_filter=False, quotechar='"',
             skip_blank_lines=False, nrows=n_records, engine="c",
         )
-    except pd.errors.ParserError as exc:
-        opened = re.search(r"EOF inside string starting at row (\d+)", str(exc))
-        where = f" in row {int(opened.group(1)) + 1:,}" if opened else ""
-        raise DatasetError(
-            f"Could not split the file into cells: a quote (\") that opens a cell{where} is "
-            "never closed, so the rest of the file would be one cell. Check the quotes there, "
-            "or save the file again from a spreadsheet as CSV."
-        ) from None
-    if len(raw) == n_records:
+    except pd.errors.ParserError:
+        # a quote left open: the rest of the file is one cell, as every reader reads it
+        # (engine.cells); the csv module's reading below, never a refusal
+        raw = None
+        warnings.append("A quote (\") that opens a cell is never closed, so the rest of the "
+                        "file was read as one cell, as every release reads it. Check the "
+                        "quotes, or save the file again from a spreadsheet as CSV.")
+    if raw is not None and len(raw) == n_records:
         return raw.to_numpy(dtype=object)
     # pandas and the csv module disagreed about a record boundary (odd quoting): fall back to
     # the csv module's reading, which the ragged-row report is based on.
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', strict=False)
+    # (the file's last line break ends its last record, never a field: engine.cells)
+    reader = csv.reader(io.StringIO(text.removesuffix("\n")), delimiter=delimiter,
+                        quotechar='"', strict=False)
     cells = np.full((n_records, kept_cols), "", dtype=object)
     for i, record in enumerate(itertools.islice(reader, n_records)):
         record = record[:kept_cols]
@@ -616,11 +584,15 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
         raise DatasetError("Every row is empty or holds only missing markers (NA, NaN, "
                            "NULL…), so there is nothing to analyse. Fill in some values and "
                            "upload the file again.")
-    if empty_rows.any():   # a row is dropped for its own cells only
-        frame = frame.loc[~empty_rows].reset_index(drop=True)
-        release_cells = release_cells.loc[~empty_rows].reset_index(drop=True)
-        warnings.append(f"{_count(int(empty_rows.sum()), 'row')} with every cell empty or "
-                        f"missing {_verb(int(empty_rows.sum()), 'was/were')} dropped.")
+    # The pages' frame leaves out a row with nothing in it (an "inf" in a column of numbers
+    # is nothing there too); a release keeps every record, one of missing cells included,
+    # as the same file on the command line reads it (engine.cells: every record is a row).
+    page_empty = empty_rows | frame.isna().all(axis=1).to_numpy()
+    if page_empty.any():
+        frame = frame.loc[~page_empty].reset_index(drop=True)
+        warnings.append(f"{_count(int(page_empty.sum()), 'row')} with every cell empty or "
+                        f"missing {_verb(int(page_empty.sum()), 'was/were')} left out of the "
+                        "pages' view.")
     said = missing_cells_warning(int(frame.isna().to_numpy().sum()))
     if said is not None:
         warnings.append(said)
@@ -663,7 +635,7 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
         return None, np.full(raw.shape, None, dtype=object)
 
     numbers, how = _read_numbers(stripped, present, delimiter)
-    texts = _release_texts(stripped, present, numbers, how)[codes]
+    texts = _release_texts(uniques)[codes]
     parsed = present & ~np.isnan(numbers)
     if counts[parsed].sum() >= NUMERIC_SHARE * n_present:
         failed = present & ~parsed
@@ -710,21 +682,13 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     return pd.array(values, dtype="str"), texts
 
 
-def _release_texts(stripped: NDArray[np.object_], present: NDArray[np.bool_],
-                   numbers: NDArray[np.float64], how: NDArray[np.int8]
-                   ) -> NDArray[np.object_]:
-    """Each distinct cell as a release reads it: its trimmed text, None when missing (or an
-    infinite number, missing on the pages too), and a number with thousands separators or a
-    decimal comma as the plain number it reads as ("1,500" → "1500"), which the engine reads
-    back row by row. A function of the cell and the delimiter alone: whether the column
-    came out as numbers or text (which depends on all its cells) changes nothing."""
-    out = np.where(present & ~np.isinf(numbers), stripped, None)
-    for i in np.flatnonzero((how == _GROUPED) | (how == _DECIMAL_COMMA)):
-        x = float(numbers[i])
-        # a whole number as a plain one is written ("1,500" and "1500": one group key)
-        out[i] = (None if not math.isfinite(x) else
-                  str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x))
-    return out
+def _release_texts(uniques: NDArray[np.object_]) -> NDArray[np.object_]:
+    """Each distinct cell as a release reads it (``engine.cells``, the reading of every
+    path): its text as written, None when missing. Nothing is converted here ("1,500" stays
+    the text "1,500", not a number for a query, as in the same file on the command line); the
+    engine reads numbers and keys from it row by row."""
+    return np.array([None if is_missing(text) else str(text) for text in uniques],
+                    dtype=object)
 
 
 def _to_numbers(texts: NDArray[np.object_]) -> NDArray[np.float64]:
@@ -778,10 +742,10 @@ def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
     if report.decimal_comma:
         warnings.append(f"Numbers with a decimal comma (like 1,5 = 1.5) were read as numbers "
                         f"in {_list(report.decimal_comma, quote=True)}.")
-    for name, n, row in report.not_numbers[:5]:
+    for name, n, _row in report.not_numbers[:5]:
         warnings.append(f"Column '{_plain_name(name, 60)}' is numeric, but "
-                        f"{_count(n, 'cell', 'is/are')} not a number (first at row {row:,}): "
-                        "set to missing.")
+                        f"{_count(n, 'cell', 'is/are')} not a number: set to missing on the "
+                        "pages (a release reads each cell on its own).")
     if len(report.not_numbers) > 5:
         more = [name for name, _, _ in report.not_numbers[5:]]
         warnings.append(f"More numeric columns had cells that are not numbers, set to missing: "
