@@ -7,7 +7,10 @@ plan's literals); the placeholders above it only make this file importable and l
 
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
+import io
 import json
 import os
 
@@ -49,37 +52,164 @@ def needed_columns():
 
 
 def read_frame(path):
-    """The columns the plan needs, from a CSV, CSV.gz or Parquet file (or Parquet folder)."""
+    """The columns the plan needs, from a CSV, CSV.gz or Parquet file (or Parquet folder):
+    a CSV's cells each as its own text (:func:`read_csv_cells`), never typed by column."""
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
         frame = pd.read_parquet(path)
     else:
-        frame = pd.read_csv(path)
+        frame = read_csv_cells(path)
     return select_columns(frame)
+
+
+def read_csv_cells(path, delimiter=","):
+    """A CSV (or CSV.gz) file as a frame of texts, one column per header field: records and
+    fields split by ``delimiter`` and RFC 4180 quoting only. Malformed records are read, never
+    refused: bytes that are not UTF-8 are replaced (U+FFFD), a leading BOM is dropped, a
+    record with fewer fields than the header has the rest missing (None), extra fields are
+    dropped, and blank lines are no record."""
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        text = handle.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
+    records = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+               if r]
+    if not records:
+        raise Refused("the data file has no header")
+    header, body = records[0], records[1:]
+    # a short record is padded with None by the frame; fields past the header are dropped
+    frame = pd.DataFrame(body, dtype=object) if body else pd.DataFrame()
+    frame = frame.reindex(columns=range(len(header)))
+    frame.columns = header
+    return frame.astype(object).where(frame.notna(), None)
 
 
 def select_columns(frame):
     missing = [name for name in needed_columns() if name not in frame.columns]
     if missing:
         raise Refused(f"the data has no column(s) {missing!r}, which the plan needs")
-    return frame[needed_columns()]
+    # the first column of each name (a header may repeat a name)
+    first = ~pd.Index(frame.columns).duplicated()
+    return frame.loc[:, first][needed_columns()]
 
 
-def numbers(values, lower, upper):
-    """A column as numbers clamped to the plan's bounds; a missing value adds nothing."""
-    x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-    return np.where(np.isnan(x), 0.0, np.clip(x, lower, upper))
+# ------------------------------------------------------------------------------------------
+# one reading of a cell, the same as the release's (missing markers, numbers, keys)
+
+#: A cell whose text, without surrounding white space, is one of these (any letter case) is
+#: missing.
+MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
+_SPACE = "\u0020\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_WS = "[\t\n\x0b\f\r ]"
+_DIGITS = r"[0-9](?:_?[0-9])*"
+#: The text DuckDB's TRY_CAST(trim(text) AS DOUBLE) reads as a number: digits (an underscore
+#: between two of them), a point, an exponent, inf, infinity or nan; "+-" is a minus sign.
+NUMBER = (rf"[{_SPACE}]*{_WS}*((?:\+-|[+-])?(?:(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?"
+          rf"|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?|(?i:inf|infinity|nan))){_WS}*[{_SPACE}]*")
+#: Whole numbers up to this magnitude are keyed as their integer's decimal text.
+WHOLE_KEY_LIMIT = 2.0**53
+
+
+def _as_series(values):
+    return values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
+
+
+def _texts(values):
+    """Each value as the text a key or number is read from (None: missing). A text cell as it
+    is; a typed value (Parquet, a frame) as DuckDB casts it to text: a whole number as its
+    integer, true/false, another number as its shortest decimal text."""
+    values = _as_series(values)
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return values.map({True: "true", False: "false"}).astype(object)
+    if pd.api.types.is_integer_dtype(values.dtype):
+        return values.astype(str).astype(object)
+    if pd.api.types.is_float_dtype(values.dtype):
+        x = values.to_numpy(dtype=float)
+        whole = np.isfinite(x) & (np.floor(x) == x) & (np.abs(x) <= WHOLE_KEY_LIMIT)
+        out = values.astype(str).astype(object)
+        out[whole] = pd.Series(x[whole]).astype(np.int64).astype(str).to_numpy()
+        return out.where(~np.isnan(x), None)
+    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):
+        return values.astype(object).where(values.notna(), None)
+    return _texts_of_mixed(values)
+
+
+def _texts_of_mixed(values):
+    def one(v):
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return None
+        if isinstance(v, str):
+            return v
+        return _texts(pd.Series([v]))[0]
+    return values.map(one).astype(object)
+
+
+def missing(values):
+    """Which values are missing: no value, or a text that is a missing marker."""
+    texts = _texts(values)
+    present = texts.notna().to_numpy()
+    marker = np.zeros(len(texts), dtype=bool)
+    marker[present] = texts[present].str.strip().str.lower().isin(MISSING_MARKERS).to_numpy()
+    return ~present | marker
+
+
+def number_of(values):
+    """Each value as the number it reads as (float64), NaN where none: a typed number as it is,
+    a text as DuckDB's TRY_CAST(trim(text) AS DOUBLE) reads it; NaN and infinities are no
+    number (missing for the query)."""
+    values = _as_series(values)
+    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
+            values.dtype):
+        x = values.to_numpy(dtype=float)
+    else:
+        texts = _texts(values)
+        x = np.full(len(texts), np.nan)
+        present = texts.notna().to_numpy()
+        if present.any():
+            core = texts[present].str.extract(f"^{NUMBER}\\Z", expand=False)
+            core = core.str.replace("_", "", regex=False).str.replace(r"^\+-", "-", regex=True)
+            x[present] = pd.to_numeric(core, errors="coerce").to_numpy(dtype=float)
+    return np.where(np.isfinite(x), x, np.nan)
+
+
+def keys_of(values):
+    """Each value's canonical key (None: missing): its text without surrounding white space;
+    when that is a finite whole number within 2^53, its integer's decimal text ("012",
+    "12.0", "1.2e1" and " 12" are all "12")."""
+    texts = _texts(values)
+    gone = missing(texts)
+    stripped = texts.where(~gone, None).str.strip()
+    x = number_of(stripped.where(~gone, None))
+    whole = np.isfinite(x) & (np.floor(x) == x) & (np.abs(x) <= WHOLE_KEY_LIMIT)
+    out = stripped.to_numpy(dtype=object, copy=True)
+    out[whole] = pd.Series(x[whole] + 0.0).astype(np.int64).astype(str).to_numpy()
+    out[gone] = None
+    return out
+
+
+def numbers(values, lower, upper, whole=False):
+    """A column as numbers clamped to the plan's bounds (rounded to whole numbers, ties to
+    even, when the noise is whole-number noise); a missing value adds nothing."""
+    x = number_of(values)
+    x = np.clip(x, lower, upper)
+    if whole:
+        x = np.rint(x)
+    return np.where(np.isnan(x), 0.0, x)
 
 
 def cells(values, categories):
-    """The index of each value among the declared categories (-1: not declared)."""
-    return pd.Index(categories).get_indexer(values).astype(np.int64)
+    """The index of each value among the declared categories (-1: not declared, or missing):
+    a value is in a category when their canonical keys are equal."""
+    declared = pd.Index(keys_of(pd.Series(list(categories), dtype=object)))
+    first = ~declared.duplicated()
+    positions = np.flatnonzero(first)
+    found = pd.Index(declared[first]).get_indexer(keys_of(values))
+    return np.where(found >= 0, positions[found], -1).astype(np.int64)
 
 
 def bins(values, edges, outside):
     """The cell of each value among the bins between ``edges`` ([a, b), the last closed):
     below, the bins, above when outside is "separate"; the end bins when "clamp"; -1 for a
     missing value."""
-    x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    x = number_of(values)
     e = np.asarray(edges, dtype=float)
     k = len(e) - 1
     i = np.searchsorted(e, x, side="right") - 1
@@ -126,30 +256,42 @@ def bounded(frame, codes=None, rng=None):
     """The rows kept under the privacy unit: each person keeps at most MAX_ROWS rows (in each
     of at most MAX_GROUPS cells of a grouped query), chosen uniformly at random: the cells
     by an independent random priority per (person, cell), whatever their numbers of rows,
-    and the rows of a kept cell by a random order. Each person's choice depends on that
-    person's rows only. With one row per person, every row. ``codes``: each row's cell (-1:
-    in none, dropped)."""
+    and the rows of a kept cell by a random priority. A person is a person id's canonical
+    key (``keys_of``); a row with no person id is no one's and is left out. Each priority
+    is a hash, keyed by a secret drawn once per run (from ``rng`` when given), of the
+    person's key and that row's own cells (or that cell), so what a person keeps depends on
+    that person's rows only: never on other people's rows or the file's order. With one
+    row per person, every row. ``codes``: each row's cell (-1: in none, dropped)."""
     if codes is not None:
         frame = frame.assign(__cell__=codes)
         frame = frame[frame["__cell__"].to_numpy() >= 0]
     if PERSON_COLUMN is None:
         return frame
     rng = np.random.default_rng() if rng is None else rng
-    frame = frame.iloc[rng.permutation(len(frame))]
-    person = frame[PERSON_COLUMN]
+    row_key, cell_key = rng.bytes(8).hex(), rng.bytes(8).hex()   # 16 characters each
+    person = keys_of(frame[PERSON_COLUMN])
+    known = pd.notna(person)
+    frame, person = frame[known], pd.Series(person[known], dtype=object)
+    keyed = frame.reset_index(drop=True).assign(__person__=person.to_numpy())
+    priority = pd.util.hash_pandas_object(keyed, index=False, hash_key=row_key).to_numpy()
+    order = np.argsort(priority, kind="stable")
+    frame, person = frame.iloc[order], person.iloc[order].to_numpy()
     if codes is None or MAX_GROUPS is None:
-        rank = frame.groupby(person, sort=False, dropna=False).cumcount().to_numpy()
+        rank = pd.Series(person).groupby(person, sort=False).cumcount().to_numpy()
         return frame[rank < MAX_ROWS]
-    keys = [person, frame["__cell__"]]
-    frame = frame[frame.groupby(keys, sort=False, dropna=False).cumcount().to_numpy()
-                  < MAX_ROWS]
-    pairs = frame[[PERSON_COLUMN, "__cell__"]].drop_duplicates()
-    # not the cells met first in the shuffled rows (a cell with more rows comes first more
-    # often): the MAX_GROUPS cells of highest independent uniform priority
-    pairs = pairs.iloc[np.argsort(rng.random(len(pairs)), kind="stable")]
-    rank = pairs.groupby(PERSON_COLUMN, sort=False, dropna=False).cumcount().to_numpy()
-    pairs = pairs[rank < MAX_GROUPS]
-    return frame.merge(pairs, on=[PERSON_COLUMN, "__cell__"], how="inner")
+    cell = frame["__cell__"].to_numpy()
+    rank = pd.DataFrame({"p": person, "c": cell}).groupby(
+        ["p", "c"], sort=False).cumcount().to_numpy()
+    frame, person, cell = frame[rank < MAX_ROWS], person[rank < MAX_ROWS], cell[rank < MAX_ROWS]
+    pairs = pd.DataFrame({"p": person, "c": cell}).drop_duplicates()
+    # not the cells met first among the rows (a cell with more rows comes first more
+    # often): the MAX_GROUPS cells of highest independent priority
+    pair_priority = pd.util.hash_pandas_object(pairs, index=False, hash_key=cell_key)
+    pairs = pairs.iloc[np.argsort(pair_priority.to_numpy(), kind="stable")]
+    pairs = pairs[pairs.groupby("p", sort=False).cumcount().to_numpy() < MAX_GROUPS]
+    kept = pd.MultiIndex.from_frame(pairs).get_indexer(
+        pd.MultiIndex.from_arrays([person, cell])) >= 0
+    return frame[kept]
 
 
 def mean_of(noisy_sum, noisy_count, lower, upper):
@@ -159,7 +301,7 @@ def mean_of(noisy_sum, noisy_count, lower, upper):
 
 def present(values):
     """Which values read as numbers (a variance leaves the others out, as the app does)."""
-    return ~np.isnan(pd.to_numeric(values, errors="coerce").to_numpy(dtype=float))
+    return ~np.isnan(number_of(values))
 
 
 def deviations(values, lower, upper):

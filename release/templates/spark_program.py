@@ -27,7 +27,10 @@ and "privacy_spent", the basic composition of the accountants' budgets.
 from __future__ import annotations
 
 import argparse
+import csv  # noqa: F401 (the shared code reads CSV with it)
+import gzip  # noqa: F401 (the shared code uses it)
 import hashlib  # noqa: F401 (the shared code uses it)
+import io  # noqa: F401 (the shared code uses it)
 import json  # noqa: F401 (the shared code writes JSON)
 import math
 import os
@@ -59,6 +62,7 @@ from release.templates.common import (  # noqa: E402
     check_plan,
     deviations,
     emit,
+    keys_of,
     mean_of,
     needed_columns,
     numbers,
@@ -116,10 +120,12 @@ def spark_rows(frame_rdd, query):
             values = numbers(frame[query["column"]], query["lower"], query["upper"])
         else:
             values = np.zeros(len(frame))
-        ids = (frame[PERSON_COLUMN].tolist() if PERSON_COLUMN is not None else
-               [f"{index}:{i}" for i in range(len(frame))])
-        triples = zip(ids, codes, values, strict=True)
-        return [(pid, int(c), float(v)) for pid, c, v in triples if c >= 0]
+        # a person is a person id's canonical key; a row with no person id is no one's
+        ids = (keys_of(frame[PERSON_COLUMN]) if PERSON_COLUMN is not None else
+               np.array([f"{index}:{i}" for i in range(len(frame))], dtype=object))
+        kept = (codes >= 0) & pd.notna(ids)
+        triples = zip(ids[kept], codes[kept], values[kept], strict=True)
+        return [(pid, int(c), float(v)) for pid, c, v in triples]
 
     return frame_rdd.glom().zipWithIndex().map(lambda t: (t[1], t[0])).flatMap(convert)
 
@@ -227,8 +233,12 @@ def read_spark(spark, path):
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
         data = spark.read.parquet(path)
     else:
-        # RFC 4180 quoting (a quote inside a quoted field is doubled), as pandas writes it
-        data = spark.read.csv(path, header=True, inferSchema=True, escape='"')
+        # every cell as its own text (no column typed from its cells: one newcomer's word
+        # would retype every other row), read by the shared code's rule; RFC 4180 quoting
+        # (a quote inside a quoted field is doubled); a short record's missing fields are
+        # null and extra fields are dropped (PERMISSIVE)
+        data = spark.read.csv(path, header=True, inferSchema=False, escape='"',
+                              multiLine=True, mode="PERMISSIVE")
     missing = [name for name in needed_columns() if name not in data.columns]
     if missing:
         raise Refused(f"the data has no column(s) {missing!r}, which the plan needs")

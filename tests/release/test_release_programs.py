@@ -472,21 +472,40 @@ def test_the_templates_are_python_files_that_tests_import_and_ruff_checks():
     assert done.returncode == 0, done.stdout
 
 
+def _assigned(tree: ast.Module) -> dict[str, str]:
+    return {t.id: ast.dump(node.value) for node in tree.body
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])}
+
+
+def _plan_names(template: str) -> list[str]:
+    from release.programs import _assigned as names, _blocks, _template
+
+    return names(_blocks(_template(template), "PLAN")[1])
+
+
 @pytest.mark.parametrize(("make", "template"), [(opendp_program, "opendp_program"),
                                                 (spark_program, "spark_program")])
 def test_a_program_is_its_template_with_the_plans_literals(make, template):
     """Every function and class of the template and of the shared code is in the program as
-    written there, and the program's only other statements are the plan's literals."""
+    written there, its other constants too, and the plan's names hold literals only."""
     plan = noise_plan() if make is opendp_program else spark_plan()
     program = ast.parse(make(plan))
     source = {name: ast.parse((REPO / "release" / "templates" / f"{name}.py").read_text(
         encoding="utf-8")) for name in ("common", template)}
     expected = _definitions(source["common"]) | _definitions(source[template])
     assert _definitions(program) == expected
-    assert _assignments(program) == _assignments(source[template])  # the same names …
-    for node in program.body:  # … holding the plan's literals only
-        if isinstance(node, ast.Assign):
-            ast.literal_eval(node.value)
+    plan_names = _plan_names(template)
+    # the same names: the plan's, the shared code's constants, the template's own
+    shared = [n for n in _assignments(source["common"]) if n not in _plan_names("common")]
+    assert _assignments(program) == [*plan_names, *shared, *[
+        n for n in _assignments(source[template]) if n not in plan_names]]
+    constants = _assigned(source["common"]) | _assigned(source[template])
+    for node in program.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id in plan_names:
+            ast.literal_eval(node.value)          # … the plan's names hold literals only
+        elif isinstance(node, ast.Assign):         # … the others are as written there
+            assert ast.dump(node.value) == constants[node.targets[0].id]
 
 
 # --------------------------------------------------------------------------------------------
