@@ -70,16 +70,17 @@ def read_csv_cells(path, delimiter=","):
     opener = gzip.open if path.lower().endswith(".gz") else open
     with opener(path, "rb") as handle:
         text = handle.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
-    records = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-               if r]
-    if not records:
+    records = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    header = next((r for r in records if r), None)
+    if header is None:
         raise Refused("the data file has no header")
-    header, body = records[0], records[1:]
-    # a short record is padded with None by the frame; fields past the header are dropped
-    frame = pd.DataFrame(body, dtype=object) if body else pd.DataFrame()
-    frame = frame.reindex(columns=range(len(header)))
+    width = len(header)
+    # as the csv module hands them over: a short record padded with None (missing), the
+    # fields past the header dropped
+    body = [r[:width] + [None] * (width - len(r)) for r in records if r]
+    frame = pd.DataFrame(body, columns=range(width), dtype=object)
     frame.columns = header
-    return frame.astype(object).where(frame.notna(), None)
+    return frame
 
 
 def select_columns(frame):

@@ -46,6 +46,7 @@ from plan.model import (
     SelectionNoise,
     Sum,
 )
+from release import programs
 from release.accounting import privacy_spent
 from release.programs import ProgramUnsupported, opendp_program, plan_sha256, spark_program
 from release.run import prepare
@@ -106,8 +107,8 @@ def test_opendp_program_releases_adult_with_the_plans_accounting(tmp_path):
                if isinstance(node, ast.Import | ast.ImportFrom)
                for a in (node.names if isinstance(node, ast.Import)
                          else [ast.alias(node.module or "")])}
-    assert imports <= {"__future__", "argparse", "hashlib", "json", "math", "os", "sys",
-                       "numpy", "opendp", "pandas"}
+    assert imports <= {"__future__", "argparse", "csv", "gzip", "hashlib", "io", "json", "math",
+                       "os", "sys", "numpy", "opendp", "pandas"}
     (tmp_path / "program.py").write_text(text, encoding="utf-8")
     done = subprocess.run([sys.executable, "program.py", "--data", str(ADULT_PATH), "--out",
                            "out.json"], cwd=tmp_path, capture_output=True, text=True,
@@ -479,9 +480,8 @@ def _assigned(tree: ast.Module) -> dict[str, str]:
 
 
 def _plan_names(template: str) -> list[str]:
-    from release.programs import _assigned as names, _blocks, _template
-
-    return names(_blocks(_template(template), "PLAN")[1])
+    """The names of a template's PLAN block (the plan's literals in a program)."""
+    return programs._assigned(programs._blocks(programs._template(template), "PLAN")[1])
 
 
 @pytest.mark.parametrize(("make", "template"), [(opendp_program, "opendp_program"),
