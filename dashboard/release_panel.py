@@ -59,14 +59,17 @@ BUILTIN_FILES = {"Adult (UCI census income)": "adult.csv.gz", "Iris": "iris.csv"
 def content_hash_of(loaded: LoadedDataset) -> str | None:
     """The content digest a release records for ``loaded``: a built-in's source file's (so
     the app and the command line on that file are one dataset in the ledger, even where the
-    app's loader tidies the frame); an upload's frame's (the same digest as the file it came
-    from, though a release reads the upload's cells); None for a data-folder file
+    app's loader tidies the frame); an upload's cells' (what its release reads: the same
+    digest as the file it came from); None for a data-folder file
     (``release.run`` digests it)."""
     from dashboard.data.builtins import DATA_DIR
     from plan.identity import content_digest
 
     if loaded.file is None and loaded.cells is not None:
-        return content_digest(loaded.frame)   # an upload: the digest of its frame, as before
+        # an upload: the digest of exactly the cells its release reads, the same function
+        # as the same file's on the command line (issue 31; not its typed frame, where
+        # "1,500", "inf" or one "?" read otherwise)
+        return content_digest(loaded.cells)
     name = BUILTIN_FILES.get(loaded.name)
     if name is None or loaded.file is not None or not loaded.key.startswith("builtin:"):
         return None

@@ -17,6 +17,7 @@ from typing import Literal
 
 import numpy as np
 
+from engine.cells import cell_key
 from engine.errors import EngineError
 from engine.queries import (
     Binned,
@@ -105,6 +106,10 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
         return "text" if kind == "text" else ("text_number" if kind == "number" else "never")
     if column.kind == "boolean":
         return "boolean" if kind == "boolean" else "never"
+    if kind == "text":
+        # texts declared for a number column: by canonical key (engine.cells, rule 6: the
+        # declared "0012" is the integer 12), as the same file's cells read as text
+        return "text"
     if kind != "number":
         return "never"
     if column.kind == "integer" and all(
@@ -114,8 +119,11 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
 
 
 def category_values(kind: MatchKind, categories: tuple[object, ...]) -> list[object]:
-    """The categories as the backend compares them."""
-    if kind in ("real", "text_number"):
+    """The categories as the backend compares them: with a text column, their canonical
+    keys (``engine.cells.cell_key``: the declared 12 and a cell "0012" are one key)."""
+    if kind in ("text", "text_number"):
+        return [cell_key(c) for c in categories]
+    if kind == "real":
         return [float(c) for c in categories]
     if kind == "integer":
         return [int(c) for c in categories]

@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 
 from engine import _plan
+from engine.cells import KEY_INTEGER_LIMIT, MISSING_MARKERS, WHITE_SPACE
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -51,9 +52,18 @@ from engine.queries import (
     SumAggregate,
     query_key,
 )
-from engine.sources import FileSource, FrameSource, Source, TableSource, missing_spellings
+from engine.sources import (
+    FileSource,
+    FrameSource,
+    Source,
+    TableSource,
+    csv_column_names,
+    csv_layout,
+    missing_spellings,
+)
 
-__all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery"]
+__all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery", "csv_text_reader",
+           "csv_names"]
 
 #: Environment variables: DuckDB's memory limit (e.g. "2GB") and its spill folder.
 MEMORY_ENV = "EPSILON_LAB_DUCKDB_MEMORY"
@@ -106,6 +116,42 @@ def _missing(expr: str, info: ColumnInfo) -> str:
     return f"({expr} IS NULL)"
 
 
+#: ``engine.cells.WHITE_SPACE`` as a SQL literal (no quote in it), and the missing markers.
+_WHITE = "'" + WHITE_SPACE + "'"
+_MARKERS = ", ".join(f"'{m}'" for m in sorted(MISSING_MARKERS))
+
+
+def _key(expr: str, info: ColumnInfo) -> str:
+    """The canonical key of a person id or group key (``engine.cells.cell_key``), NULL when
+    missing: a text's white space removed, a whole number within ±2^53 as its integer's
+    text, any other text as written; an integer as its text; a whole double as its
+    integer's text, another as DuckDB writes it."""
+    limit = KEY_INTEGER_LIMIT
+    if info.kind == "text":
+        t = f"trim(CAST({expr} AS VARCHAR), {_WHITE})"
+        d = f"TRY_CAST({t} AS DOUBLE)"
+        return (f"(CASE WHEN {t} IS NULL OR lower({t}) IN ({_MARKERS}) THEN NULL "
+                f"WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {limit} "
+                f"THEN CAST(CAST({d} AS BIGINT) AS VARCHAR) ELSE {t} END)")
+    if _nan_possible(info) or info.kind == "float":
+        d = f"CAST({expr} AS DOUBLE)"
+        return (f"(CASE WHEN {expr} IS NULL OR isnan({d}) THEN NULL "
+                f"WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {limit} "
+                f"THEN CAST(CAST({d} AS BIGINT) AS VARCHAR) ELSE CAST({d} AS VARCHAR) END)")
+    return f"CAST({expr} AS VARCHAR)"
+
+
+def _person(i: int, columns: Sequence[ColumnInfo]) -> tuple[str, str]:
+    """(the person id's canonical key, whether it is missing) of column ``i``: one person
+    however the id is written (``engine.cells``: 12, 012, 12.0, 1.2e1 and " 12" are one)."""
+    info, x = columns[i], _col(i)
+    if info.kind != "text":
+        return _key(x, info), _missing(x, info)
+    # whether it is missing reads the text only (no number: a scan's cost is its casts)
+    t = f"trim(CAST({x} AS VARCHAR), {_WHITE})"
+    return _key(x, info), f"({t} IS NULL OR lower({t}) IN ({_MARKERS}))"
+
+
 def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
     """(the value as a double, whether it is missing), read row by row: a number column as
     it is; any other column's text as the number it reads as (else missing)."""
@@ -139,8 +185,12 @@ def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
 
 def _cell(expr: str, info: ColumnInfo, kind: _plan.MatchKind, param: str) -> str:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
+    if kind in ("text", "text_number"):
+        # a text cell matches a category by canonical key (engine.cells: "0012" is 12)
+        key = _key(expr, info)
+        return (f"(CASE WHEN {key} IS NULL THEN -1 ELSE "
+                f"coalesce(list_position(CAST(${param} AS VARCHAR[]), {key}), 0) END)")
     match = {
-        "text": f"list_position(CAST(${param} AS VARCHAR[]), CAST({expr} AS VARCHAR))",
         "integer": f"list_position(CAST(${param} AS HUGEINT[]), CAST({expr} AS HUGEINT))",
         "real": f"list_position(CAST(${param} AS DOUBLE[]), CAST({expr} AS DOUBLE))",
         "boolean": f"list_position(CAST(${param} AS BOOLEAN[]), CAST({expr} AS BOOLEAN))",
@@ -189,9 +239,9 @@ def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) 
     if person is None:
         return CompiledQuery((f"SELECT count(*) FROM {_SRC}",), {},
                              lambda r: CountAggregate(int(r[0][0][0])))
-    p = _col(person)
-    sql = (f"WITH g AS (SELECT {_missing(p, columns[person])} AS m, count(*) AS n "
-           f"FROM {_SRC} GROUP BY {p}) "
+    p, _ = _person(person, columns)
+    sql = (f"WITH g AS (SELECT pid IS NULL AS m, count(*) AS n "
+           f"FROM (SELECT {p} AS pid FROM {_SRC}) GROUP BY pid) "
            "SELECT coalesce(sum(CASE WHEN m THEN 0 ELSE least(n, $k) END), 0), "
            "coalesce(sum(CASE WHEN m THEN n ELSE 0 END), 0), coalesce(sum(n), 0) FROM g")
 
@@ -231,8 +281,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
 
         return CompiledQuery((rows, stats), params, finish)
 
-    p = _col(person)
-    p_missing = _missing(p, columns[person])
+    p, p_missing = _person(person, columns)
     bounded = (
         f"WITH e AS (SELECT {p} AS pid, {value} AS v "
         f"FROM {_SRC} WHERE NOT {missing} AND NOT {p_missing}), "
@@ -285,8 +334,7 @@ def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
     position)``.
     """
     contribution = query.contribution
-    p = _col(person)
-    p_missing = _missing(p, columns[person])
+    p, p_missing = _person(person, columns)
     text, params = _cell_text(query)
     base = f"m AS (SELECT {p} AS pid, {cell} AS idx FROM {_SRC} WHERE NOT {p_missing})"
     params |= {"k": contribution.max_rows, "seed": str(contribution.seed)}
@@ -324,7 +372,7 @@ def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo],
     bounded, _, extra = _bounded_cells(_cell(_col(i), info, kind, "cats"), person, columns,
                                        query)
     # The rows with no person counted in the same scan as the cells (one scan fewer).
-    by_cell = (f"WITH g AS (SELECT {_col(i)} AS v, {_missing(_col(person), columns[person])} "
+    by_cell = (f"WITH g AS (SELECT {_col(i)} AS v, {_person(person, columns)[1]} "
                f"AS m, count(*) AS n FROM {_SRC} GROUP BY {_col(i)}, m) "
                f"SELECT {_cell('v', info, kind, 'cats')} AS idx, sum(n), "
                "sum(CASE WHEN m THEN n ELSE 0 END) FROM g GROUP BY idx")
@@ -447,8 +495,7 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
         sql = (f"WITH c AS (SELECT {', '.join(codes)} FROM {_SRC}) "
                f"SELECT {keys}, count(*) FROM c GROUP BY ALL")
         return CompiledQuery((sql,), params, lambda r: _plan.joint_aggregate(r[0], k))
-    p = _col(person)
-    p_missing = _missing(p, columns[person])
+    p, p_missing = _person(person, columns)
     text = "concat_ws(',', " + ", ".join(f"CAST(k{j} AS VARCHAR)" for j in range(k)) + ")"
     params |= {"k": query.contribution.max_rows, "seed": str(query.contribution.seed)}
     sql = (f"WITH c AS (SELECT {p} AS pid, {', '.join(codes)} FROM {_SRC} "
@@ -490,8 +537,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
         return CompiledQuery((sql,), params,
                              lambda r: _plan.grouped_sum_aggregate(r[0], cells, exact))
     contribution = query.contribution
-    p = _col(person)
-    p_missing = _missing(p, columns[person])
+    p, p_missing = _person(person, columns)
     base = (f"m AS (SELECT {p} AS pid, {cell} AS idx, {value} AS v FROM {_SRC} "
             f"WHERE NOT {p_missing} AND NOT {missing})")
     text, keys = _cell_text(query)
@@ -535,8 +581,7 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
                              where: str) -> CompiledQuery:
     p = _plan.check_contribution(
         columns, _plan.Contribution(query.person, 1), where)  # same checks as a bound's id
-    x = _col(p)
-    missing = _missing(x, columns[p])
+    x, missing = _person(p, columns)
     sizes = (f"SELECT false, n, count(*) FROM (SELECT count(*) AS n FROM {_SRC} "
              f"WHERE NOT {missing} GROUP BY {x}) GROUP BY n")
     no_id = f"SELECT true, count(*), 1 FROM {_SRC} WHERE {missing}"
@@ -547,8 +592,8 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
 def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
                           where: str) -> CompiledQuery:
     p, i, kind = _plan.person_cells_parts(query, columns, where)
-    x = _col(p)
-    keep = f"NOT {_missing(x, columns[p])}"
+    x, x_missing = _person(p, columns)
+    keep = f"NOT {x_missing}"
     group, value, params = "1", "CAST(1 AS DOUBLE)", {}
     if i is not None and kind is not None:      # a histogram: rows per category
         group = _cell(_col(i), columns[i], kind, "cats")
@@ -578,8 +623,9 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
                       where: str) -> CompiledQuery:
     i = _plan.column_index(columns, query.column, "column", where)
     info, x = columns[i], _col(i)
-    value = f"CAST({x} AS VARCHAR)" if info.kind == "text" else x
-    condition = f"NOT {_missing(x, info)}"
+    # a text column's keys as one canonical text each (engine.cells): "012" and "12" are one
+    value = _key(x, info) if info.kind == "text" else x
+    condition = f"{value} IS NOT NULL" if info.kind == "text" else f"NOT {_missing(x, info)}"
     params: dict[str, object] = {}
     if query.exclude:
         kind = _plan.match_kind(info, query.exclude, where)
@@ -738,12 +784,7 @@ class DuckDBBackend:
             return quote(view), {}
         if isinstance(source, FileSource):
             if source.format == "csv":
-                params = {"path": str(source.path), "csv_missing": missing_spellings()}
-                if text:
-                    return (f"read_csv($path, header = true, all_varchar = true, "
-                            f"nullstr = $csv_missing){alias}", params)
-                return (f"read_csv($path, header = true, auto_type_candidates = $csv_types, "
-                        f"nullstr = $csv_missing){alias}", params | {"csv_types": list(CSV_TYPES)})
+                return self._csv_clause(source, alias, text=text)
             path = str(source.path / "**" / "*.parquet") if source.is_folder else str(
                 source.path)
             return f"read_parquet($path){alias}", {"path": path}
@@ -752,6 +793,50 @@ class DuckDBBackend:
                               "spark and EPSILON_LAB_SPARK to the cluster to read it.")
         raise TypeError(f"source must be a FrameSource, FileSource or TableSource, got "
                         f"{type(source).__name__}")
+
+    def _csv_clause(self, source: FileSource, alias: str, *, text: bool
+                    ) -> tuple[str, dict[str, object]]:
+        """A CSV split by the one reading (``engine.cells``): the header's width and the
+        delimiter read from the header alone, every field text, a short record padded with
+        NULL, a long one cut, a record with a byte that is not UTF-8 skipped
+        (``ignore_errors``) and one holding U+FFFD dropped (what Spark's reader and
+        ``cells.read_cells`` drop). ``text`` False: each column cast to the type DuckDB's
+        sniffer guessed (``TRY_CAST``: a cell that is not of that type is missing), for what
+        the pages show about the columns only (``_plan.reads_text``)."""
+        reader, params, width = csv_text_reader(source)
+        if text:
+            listed = ", ".join(_col(i) for i in range(width))
+        else:
+            types = self._csv_types(source, width)
+            listed = ", ".join(f"TRY_CAST({_col(i)} AS {t}) AS {_col(i)}" if t != "VARCHAR"
+                               else _col(i) for i, t in enumerate(types))
+        return (f"(SELECT {listed} FROM {reader}){alias}", params)
+
+    def _csv_types(self, source: FileSource, width: int) -> list[str]:
+        """DuckDB's guess of each CSV column's type (``CSV_TYPES``), for the pages' profile
+        and previews; every column VARCHAR when the sniffer cannot read the file's start."""
+        key = ("types:" + source.identity, source.version)
+        cached = self._schemas.get(key)
+        if cached is not None:
+            return [c.type_name for c in cached]
+        cursor = self._cursor()
+        try:
+            described = cursor.execute(
+                "SELECT * FROM read_csv($path, header = true, auto_type_candidates = "
+                "$csv_types, nullstr = $csv_missing) LIMIT 0",
+                {"path": str(source.path), "csv_types": list(CSV_TYPES),
+                 "csv_missing": missing_spellings()}).description
+            types = [str(d[1]).upper() for d in described]
+        except duckdb.Error:
+            types = []
+        finally:
+            cursor.close()
+        if len(types) != width:
+            types = ["VARCHAR"] * width
+        with self._lock:
+            self._schemas[key] = tuple(ColumnInfo(f"c{i}", column_kind(t), t)
+                                       for i, t in enumerate(types))
+        return types
 
     def columns(self, source: Source) -> tuple[ColumnInfo, ...]:
         """The source's columns (names as the user sees them), cached per data version."""
@@ -768,6 +853,8 @@ class DuckDBBackend:
             cursor.close()
         if isinstance(source, FrameSource):
             names = [str(c) for c in source.frame.columns]
+        elif isinstance(source, FileSource) and source.format == "csv":
+            names = csv_column_names(csv_layout(source)[0])
         else:
             names = [d[0] for d in described]
         info = tuple(ColumnInfo(name, column_kind(str(d[1])), str(d[1]))  # type: ignore[arg-type]
@@ -848,6 +935,33 @@ class DuckDBBackend:
         except duckdb.Error as exc:
             raise EngineError(f"DuckDB could not answer this query on {source.describe()}: "
                               f"{_first_line(exc)}.") from None
+
+
+def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
+    """(a FROM clause of a CSV's text cells, its parameters, its width): columns ``c0 …``,
+    the file split by the one reading (``engine.cells.read_cells``): the header's width and
+    the delimiter from the header alone, every field text, a short record padded with NULL,
+    a long one cut, a record with a byte that is not UTF-8 skipped (``ignore_errors``) and
+    one holding U+FFFD dropped. What a release reads and what the identity digests."""
+    names, delimiter, skip = csv_layout(source)
+    width = len(names)
+    params: dict[str, object] = {
+        "path": str(source.path), "csv_missing": missing_spellings(),
+        "csv_columns": {f"c{i}": "VARCHAR" for i in range(width)},
+        "csv_delim": delimiter, "csv_skip": skip}
+    reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
+              "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
+              "null_padding = true, ignore_errors = true, strict_mode = false, "
+              "nullstr = $csv_missing)")
+    replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
+                           for i in range(width)) or "false"
+    listed = ", ".join(_col(i) for i in range(width))
+    return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width
+
+
+def csv_names(source: FileSource) -> list[str]:
+    """A CSV's column names as every path shows them (``_csv_names`` of its header)."""
+    return csv_column_names(csv_layout(source)[0])
 
 
 def _params_of(sql: str, params: dict[str, object]) -> dict[str, object]:

@@ -6,10 +6,12 @@ and Parquet file and Parquet folder in it, by name, and nothing outside it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import stat
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -22,6 +24,7 @@ from engine.queries import Query, query_key
 __all__ = [
     "FrameSource", "FileSource", "TableSource", "Source", "DataFile", "DATA_ENV",
     "data_folder", "list_data_folder", "open_data_file", "MISSING_MARKERS", "missing_spellings",
+    "csv_layout", "csv_column_names",
 ]
 
 #: The environment variable naming the server's data folder.
@@ -384,3 +387,61 @@ def open_data_file(name: str, folder: str | os.PathLike | None = None) -> FileSo
             return entry.source()
     raise DataFolderError(f"There is no dataset {name!r} in the data folder (it may have been "
                           "removed): choose one from the list.")
+
+
+# --------------------------------------------------------------------------------------------
+# How a CSV file is split (engine.cells: the one reading of every cell)
+
+#: The first bytes of a CSV read to find its header and delimiter.
+CSV_HEAD_BYTES = 1 << 20
+
+
+def csv_layout(source: FileSource) -> tuple[list[str], str, int]:
+    """(the header's names, the delimiter, the blank lines before the header) of a CSV file,
+    by ``engine.cells.header_layout`` from its first megabyte (decompressed): what DuckDB and
+    Spark are told, so that they split the file as ``engine.cells.read_cells`` does. Cached
+    per file version.
+
+    Raises
+    ------
+    EngineError
+        The file cannot be read (the message names the file, never its content).
+    """
+    names, delimiter, skip = _csv_layout(str(source.path), source.version, source.describe())
+    return list(names), delimiter, skip
+
+
+@functools.lru_cache(maxsize=256)
+def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...], str, int]:
+    import gzip
+
+    from engine.cells import header_layout
+
+    try:
+        with open(path, "rb") as stream:
+            magic = stream.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rb") as stream:
+            head = stream.read(CSV_HEAD_BYTES)
+    except (OSError, EOFError) as exc:
+        raise EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+                          ". It may have been changed, moved or removed: choose the dataset "
+                          "again.") from None
+    names, delimiter, skip = header_layout(head)
+    return tuple(names), delimiter, skip
+
+
+def csv_column_names(header: Sequence[str]) -> list[str]:
+    """A CSV header's column names as the pages show them: white space removed around each,
+    an empty one named by its position (``column1``, …), a repeated one numbered."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(header):
+        name = raw.strip() or f"column{i}"
+        base, k = name, 1
+        while name in seen:
+            name = f"{base}_{k}"
+            k += 1
+        seen.add(name)
+        names.append(name)
+    return names

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import _plan
+from engine.cells import KEY_INTEGER_LIMIT
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -42,7 +43,15 @@ from engine.queries import (
     SumAggregate,
     query_key,
 )
-from engine.sources import MISSING_MARKERS, FileSource, FrameSource, Source, TableSource
+from engine.sources import (
+    MISSING_MARKERS,
+    FileSource,
+    FrameSource,
+    Source,
+    TableSource,
+    csv_column_names,
+    csv_layout,
+)
 
 __all__ = ["SparkBackend", "SPARK_ENV", "spark_session"]
 
@@ -106,22 +115,34 @@ def column_kind(data_type: Any) -> str:
     return "other"
 
 
-def _read_csv(session: Any, path: str, *, text: bool = False) -> Any:
-    """A CSV read as DuckDB reads it (``duckdb_backend.CSV_TYPES``) and as an upload does: a
-    cell holding a missing marker (``sources.MISSING_MARKERS``, any letter case) is missing;
-    a column is whole numbers when every other cell is one (spaces around allowed), else
-    numbers when every other cell reads as one, else text (yes/no, true/false and dates
-    stay text). One scan decides the types. ``text``: every cell as its text, missing markers
-    aside (``_plan.reads_text``: no scan, no guess)."""
+def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
+    """A CSV split by the one reading (``engine.cells``), as DuckDB's reader does: the
+    header's width and the delimiter read from the header alone (``sources.csv_layout``),
+    every field text (a schema of strings: nothing inferred), a short record padded with
+    null and a long one cut (``PERMISSIVE``), quoted line breaks inside a field
+    (``multiLine``), a record holding U+FFFD (Spark's reading of a byte that is not UTF-8)
+    dropped; a cell holding a missing marker (``sources.MISSING_MARKERS``, any letter case)
+    is missing. Without ``text``: a column is whole numbers when every other cell is one
+    (spaces around allowed), else numbers when every other cell reads as one, else text
+    (yes/no, true/false and dates stay text), for what the pages show about the columns;
+    one scan decides the types."""
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
-    raw = session.read.csv(path, header=True, inferSchema=False, escape='"')
-    names = raw.columns
+    header, delimiter, _ = csv_layout(source)
+    names = csv_column_names(header)
+    schema = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
+    raw = session.read.csv(str(source.path), schema=schema, header=True, sep=delimiter,
+                           quote='"', escape='"', multiLine=True, mode="PERMISSIVE",
+                           encoding="UTF-8", enforceSchema=True)
+    replaced = F.lit(False)
+    for i in range(len(names)):
+        replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+    raw = raw.where(~replaced)
     markers = sorted(MISSING_MARKERS)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))
              .otherwise(F.col(f"c{i}")) for i in range(len(names))]
-    df = raw.toDF(*[f"c{i}" for i in range(len(names))]).select(
-        *[cell.alias(f"c{i}") for i, cell in enumerate(cells)])
+    df = raw.select(*[cell.alias(f"c{i}") for i, cell in enumerate(cells)])
     if text:
         return df.toDF(*names)
     whole = [F.col(f"c{i}").rlike(r"^\s*[+-]?[0-9]+\s*$")
@@ -209,6 +230,13 @@ def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
     from pyspark.sql import functions as F
 
     cast = {"text": "string", "integer": "long", "real": "double", "boolean": "boolean"}
+    if kind in ("text", "text_number"):
+        # a cell matches a category by canonical key (engine.cells: "0012" is 12)
+        key = _person_text(column, info)
+        keys = F.array(*[F.lit(v).cast("string") for v in _plan.category_values(kind,
+                                                                               categories)])
+        return F.when(key.isNull(), F.lit(-1)).otherwise(
+            F.coalesce(F.array_position(keys, key), F.lit(0)))
     if kind == "never":
         match = F.lit(0)
     elif kind == "text_number":
@@ -226,8 +254,42 @@ def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
 _JAVA_SCIENTIFIC = r"^(-?)([0-9])\.([0-9]+)E(-?[0-9]+)$"
 
 
+#: ``engine.cells.WHITE_SPACE`` as a Java pattern: removed around a key.
+_AROUND = r"^[\t\n\x0B\f\r\p{Zs}]+|[\t\n\x0B\f\r\p{Zs}]+$"
+
+
 def _person_text(column: Any, info: ColumnInfo) -> Any:
-    """A person id's text as DuckDB's ``CAST(id AS VARCHAR)``, which the row keys hash. A
+    """A person id's or group key's canonical key (``engine.cells.cell_key``), null when
+    missing, as DuckDB's ``_key``: a text's white space removed, a whole number within
+    ±2^53 (DuckDB's cast: ``_text_number``) as its integer's text, any other text as
+    written; a whole double as its integer's text, another as DuckDB writes it
+    (``_double_text``); any other type as its text."""
+    from pyspark.sql import functions as F
+
+    limit = float(KEY_INTEGER_LIMIT)
+    if info.kind == "text":
+        t = F.regexp_replace(column.cast("string"), _AROUND, "")
+        d = _text_number(t)
+        whole = (~F.isnan(d) & (F.abs(d) <= F.lit(limit)) & (d == F.floor(d)))
+        return (F.when(t.isNull() | F.lower(t).isin(sorted(MISSING_MARKERS)), F.lit(None))
+                .when(F.coalesce(whole, F.lit(False)), d.cast("long").cast("string"))
+                .otherwise(t))
+    if info.type_name in ("float", "double"):
+        d = column.cast("double")
+        whole = ~F.isnan(d) & (F.abs(d) <= F.lit(limit)) & (d == F.floor(d))
+        return (F.when(column.isNull() | F.isnan(d), F.lit(None))
+                .when(whole, d.cast("long").cast("string"))
+                .otherwise(_double_text(column, info).cast("string")))
+    return column.cast("string")
+
+
+def _person_missing(column: Any, info: ColumnInfo) -> Any:
+    """Whether a person id (or key) is missing: its canonical key is null."""
+    return _person_text(column, info).isNull()
+
+
+def _double_text(column: Any, info: ColumnInfo) -> Any:
+    """A double's text as DuckDB's ``CAST(x AS VARCHAR)``. A
     double's is Python's ``repr`` (the shortest digits; positional for 1e-4 <= |x| < 1e16,
     else ``1e+16``, ``1.5e-05``); Spark writes Java's (``1.0E7``, ``1.5E-5``, ``Infinity``):
     rewritten here from its digits and exponent (a text, by which the rows are then
@@ -289,8 +351,9 @@ def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) 
     p = _col(person)
 
     def plan(df: Any) -> CountAggregate:
-        g = df.groupBy(p).agg(F.count(F.lit(1)).alias("n"))
-        g = g.select(_missing(F.col(p), columns[person]).alias("m"), F.col("n"))
+        pid = _person_text(F.col(p), columns[person]).alias("pid")
+        g = df.select(pid).groupBy("pid").agg(F.count(F.lit(1)).alias("n"))
+        g = g.select(F.col("pid").isNull().alias("m"), F.col("n"))
         kept, missing, total = _rows(g.agg(
             F.sum(F.when(F.col("m"), F.lit(0)).otherwise(F.least(F.col("n"), F.lit(k)))),
             F.sum(F.when(F.col("m"), F.col("n")).otherwise(F.lit(0))),
@@ -332,7 +395,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
                                 int(clamped), exact)
         contribution = query.contribution
         p = F.col(_col(person))
-        p_missing = _missing(p, columns[person])
+        p_missing = _person_missing(p, columns[person])
         r = (df.where(~missing & ~p_missing)
              .select(_person_text(p, columns[person]).alias("pid"), value.alias("v"))
              .withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("v"))))
@@ -378,7 +441,7 @@ def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo
     contribution = query.contribution
     text = _cell_text(query)
     p = F.col(_col(person))
-    p_missing = _missing(p, columns[person])
+    p_missing = _person_missing(p, columns[person])
     m = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"),
                                      cell.alias("idx")).where(F.col("idx") > 0))
     k = contribution.max_rows
@@ -530,7 +593,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             return _plan.grouped_sum_aggregate(rows, cells, exact)
         contribution = query.contribution
         p = F.col(_col(person))
-        p_missing = _missing(p, columns[person])
+        p_missing = _person_missing(p, columns[person])
         m = (df.where(~p_missing & ~missing)
              .select(_person_text(p, columns[person]).alias("pid"), cell.alias("idx"),
                      value.alias("v"))
@@ -571,8 +634,9 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
     p = _plan.check_contribution(columns, Contribution(query.person, 1), where)
 
     def plan(df: Any) -> Aggregate:
-        g = df.groupBy(_col(p)).agg(F.count(F.lit(1)).alias("n"))
-        g = g.select(_missing(F.col(_col(p)), columns[p]).alias("m"), "n")
+        pid = _person_text(F.col(_col(p)), columns[p]).alias("pid")
+        g = df.select(pid).groupBy("pid").agg(F.count(F.lit(1)).alias("n"))
+        g = g.select(F.col("pid").isNull().alias("m"), "n")
         return _plan.rows_per_person_aggregate(_rows(g.groupBy("m", "n").count()))
 
     return plan
@@ -587,7 +651,7 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        keep = ~_missing(F.col(_col(p)), columns[p])
+        keep = ~_person_missing(F.col(_col(p)), columns[p])
         group, value = F.lit(1), F.lit(1.0).cast("double")
         if i is not None and kind is not None:
             group = _cell(F.col(_col(i)), columns[i], kind, query.categories)
@@ -595,7 +659,8 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
         elif i is not None:
             value, missing = _number(F.col(_col(i)), columns[i])
             keep = keep & ~missing
-        rows = df.where(keep).select(F.col(_col(p)).alias("p"), group.alias("g"),
+        rows = df.where(keep).select(_person_text(F.col(_col(p)), columns[p]).alias("p"),
+                                     group.alias("g"),
                                      value.alias("v"))
         c = F.col("v") if query.lower is None else F.greatest(
             F.least(F.col("v"), F.lit(float(query.upper))), F.lit(float(query.lower)))
@@ -625,9 +690,12 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
 
         x = F.col(_col(i))
         condition = ~_missing(x, info)
+        value = x
+        if info.kind == "text":      # one canonical key per group (engine.cells)
+            value = _person_text(x, info)
+            condition = value.isNotNull()
         if kind is not None and kind != "never":
             condition = condition & (_cell(x, info, kind, query.exclude) == 0)
-        value = x.cast("string") if info.kind == "text" else x
         found = df.where(condition).select(value.alias("v")).distinct().orderBy("v")
         if query.limit is None:
             return DistinctAggregate(tuple(r[0] for r in _rows(found)), False)
@@ -732,7 +800,7 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str)
             return _plan.joint_aggregate(_rows(df.select(*codes).groupBy(*keys).count()), k)
         contribution = query.contribution
         p = F.col(_col(person))
-        p_missing = _missing(p, columns[person])
+        p_missing = _person_missing(p, columns[person])
         text = F.concat_ws(",", *[F.col(key).cast("string") for key in keys])
         c = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"), *codes)
              .withColumn("key", text))
@@ -844,7 +912,7 @@ class SparkBackend:
             if isinstance(source, FileSource):
                 path = str(source.path)
                 if source.format == "csv":
-                    df = _read_csv(session, path, text=text)
+                    df = _read_csv(session, source, text=text)
                 else:
                     df = session.read.parquet(path)
             elif isinstance(source, TableSource):

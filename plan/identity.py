@@ -287,6 +287,8 @@ def content_digest(data: object) -> str:
     """
     import duckdb
 
+    from engine.duckdb_backend import csv_names, csv_text_reader
+    from engine.errors import EngineError
     from engine.sources import FileSource
 
     if isinstance(data, str | os.PathLike):
@@ -308,21 +310,27 @@ def content_digest(data: object) -> str:
             if key in _digest_cache:
                 _digest_cache.move_to_end(key)
                 return _digest_cache[key]
-        if data.format == "csv":
-            reader = "read_csv($path, header = true, all_varchar = true)"
-            path = str(data.path)
-        else:
-            reader = "read_parquet($path)"
-            path = str(data.path / "**" / "*.parquet") if data.path.is_dir() else str(
-                data.path)
         try:
-            names = [d[0] for d in connection.execute(
-                f"SELECT * FROM {reader} LIMIT 0", {"path": path}).description]
-            alias = ", ".join(f'"c{i}"' for i in range(len(names)))
-            digest = _digest_of(connection, f"{reader} AS t({alias})", {"path": path}, names)
-        except duckdb.Error as exc:
-            raise OSError(f"{data.path} cannot be read to identify it: "
-                          f"{str(exc).splitlines()[0]}") from None
+            if data.format == "csv":
+                # Exactly the cells a release reads (engine.cells' one reading, by DuckDB's
+                # reader of the engine): never a guess of a column's type, never a refusal
+                # for one malformed record.
+                reader, params, _ = csv_text_reader(data)
+                names = csv_names(data)
+                digest = _digest_of(connection, reader, params, names)
+            else:
+                reader = "read_parquet($path)"
+                path = str(data.path / "**" / "*.parquet") if data.path.is_dir() else str(
+                    data.path)
+                names = [d[0] for d in connection.execute(
+                    f"SELECT * FROM {reader} LIMIT 0", {"path": path}).description]
+                alias = ", ".join(f'"c{i}"' for i in range(len(names)))
+                digest = _digest_of(connection, f"{reader} AS t({alias})", {"path": path},
+                                    names)
+        except (duckdb.Error, EngineError):
+            # DuckDB's message may quote a line number or a cell: say only what to do.
+            raise OSError(f"{data.path.name} cannot be read to identify it: check that it is "
+                          "a CSV or Parquet file the app can read") from None
         after = data.path.stat()
         if (after.st_mtime_ns, after.st_size) != (info.st_mtime_ns, info.st_size):
             raise OSError(f"{data.path} changed while it was being read; try again")

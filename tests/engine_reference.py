@@ -93,6 +93,21 @@ def cell_codes(series: pd.Series, categories: tuple) -> np.ndarray:
         # numbers declared for a text column: each row's text as the number it reads as
         series = pd.to_numeric(series.astype("string").str.strip(), errors="coerce")
         categories = tuple(float(c) for c in categories)
+    texts = all(isinstance(c, str) for c in categories)
+    if texts and pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(
+            series):
+        # texts declared for a number column (issue 31, rule 6): both as their keys, a
+        # whole number as its integer's text (written here with Python's float, not
+        # engine.cells)
+        def key(value: object) -> object:
+            try:
+                x = float(str(value).strip())
+            except ValueError:
+                return str(value).strip()
+            return str(int(x)) if math.isfinite(x) and x.is_integer() else str(value).strip()
+
+        series = pd.Series([key(v) for v in series.to_numpy(dtype=object)], dtype=object)
+        categories = tuple(key(c) for c in categories)
     codes = pd.Index(list(categories)).get_indexer(pd.Series(series.to_numpy(dtype=object)))
     out = codes.astype(np.int64) + 1
     out[missing] = -1

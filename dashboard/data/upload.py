@@ -10,7 +10,6 @@ import csv
 import gzip
 import io
 import itertools
-import math
 import re
 import zlib
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
+from engine.cells import is_missing
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
@@ -100,18 +100,20 @@ def load_upload(data: bytes, filename: str, *,
     """Validate and load an uploaded CSV, TSV or gzip-compressed CSV, in memory only.
 
     The bytes are never written to disk or logged. The delimiter (comma, semicolon, tab or
-    pipe) is sniffed; text is read as UTF-8 (with or without a byte-order mark), as UTF-16 or
-    UTF-32 when a byte-order mark says so, and otherwise as Latin-1 (Windows-1252). The first
+    pipe) is sniffed; text is read as UTF-8 (with or without a byte-order mark), or as UTF-16
+    or UTF-32 when a byte-order mark says so; a row holding bytes that are not UTF-8 is left
+    out (the malformed-record rule of ``engine.cells``, which every reader follows). The first
     row must hold the column names.
 
-    Odd content loads with a warning saying what was changed: ragged rows (short rows padded
-    with missing values, long rows dropped), infinite numbers (set to missing), duplicate or
-    empty column names (renamed), markup-looking names (kept as text), formula-looking cells
-    (kept as text), more than ``MAX_UPLOAD_COLUMNS`` columns or ``MAX_UPLOAD_ROWS`` rows (the
-    rest dropped), empty columns and empty rows (dropped), numbers written with thousands
-    separators or a decimal comma (read as numbers), a few non-numbers in a numeric column
-    (set to missing when at least 95 % of the cells are numbers) and text columns with more
-    than ``MAX_CATEGORIES`` distinct values (kept, but not offered as categorical columns).
+    Odd content loads with a warning saying what was changed (never naming a row or a cell):
+    ragged rows (short rows padded with missing values, the extra fields of long rows dropped),
+    infinite numbers (set to missing), duplicate or empty column names (renamed), markup-looking
+    names (kept as text), formula-looking cells (kept as text), more than ``MAX_UPLOAD_COLUMNS``
+    columns or ``MAX_UPLOAD_ROWS`` rows (the rest dropped), empty columns and empty rows
+    (dropped), numbers written with thousands separators or a decimal comma (read as numbers), a
+    few non-numbers in a numeric column (set to missing when at least 95 % of the cells are
+    numbers) and text columns with more than ``MAX_CATEGORIES`` distinct values (kept, but not
+    offered as categorical columns).
 
     Parameters
     ----------
@@ -158,6 +160,8 @@ def load_upload(data: bytes, filename: str, *,
         data = _gunzip(data, GZIP_EXPANSION_LIMIT * max_bytes)
     _reject_known_formats(data)
     text = _decode(data, warnings)
+    if text.startswith("\ufeff"):       # a UTF-8 byte-order mark is dropped, as everywhere
+        text = text[1:]
     text = _normalise_newlines(text)
     _reject_non_text(text)
 
@@ -243,18 +247,10 @@ def _decode(data: bytes, warnings: list[str]) -> str:
             "saved as UTF-16 without a byte-order mark, save it as 'CSV UTF-8' instead; "
             "otherwise export the table as CSV."
         )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    try:  # Windows-1252 is what "Latin-1" CSV files from Excel usually are.
-        text = data.decode("cp1252")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")  # every byte is valid Latin-1
-    warnings.append("The file is not valid UTF-8, so it was read as Latin-1 (Windows-1252). "
-                    "If accented letters look wrong, save the file as 'CSV UTF-8' and upload "
-                    "it again.")
-    return text
+    # Bytes that are not UTF-8 become U+FFFD, and a record holding one is left out
+    # (_build_frame): the one reading of every path (engine.cells). Reading the whole file as
+    # Latin-1 instead would let one person's stray byte change how every other row reads.
+    return data.decode("utf-8", errors="replace")
 
 
 def _normalise_newlines(text: str) -> str:
@@ -429,26 +425,42 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
                         f"{MAX_UPLOAD_ROWS:,} were loaded. Upload a sample to use all of it.")
 
     rows = data_records + 1  # row numbers as a spreadsheet shows them (header = row 1)
+    # The malformed-record rule (engine.cells): no message names a row or a cell.
     short = data_lengths < ncols
     if short.any():
         n = int(short.sum())
         warnings.append(
-            f"{_count(n, 'row', 'has/have')} fewer fields than the {ncols} columns (first at "
-            f"row {int(rows[short][0]):,}); the missing cells were left empty.")
+            f"{_count(n, 'row', 'has/have')} fewer fields than the {ncols} columns; the "
+            "missing cells were left empty.")
     if long.any():
         n = int(long.sum())
         warnings.append(
-            f"{_count(n, 'row', 'has/have')} more fields than the {ncols} columns (first at "
-            f"row {int(rows[long][0]):,}) and {_verb(n, 'was/were')} dropped: the cells cannot "
-            "be matched to columns. Check for unquoted delimiters in those rows.")
-        if long.all():
+            f"{_count(n, 'row', 'has/have')} more fields than the {ncols} columns; the fields "
+            "past the last column were dropped. Check for unquoted delimiters.")
+    undecodable = _holds_replacement(cells[data_records])
+    if undecodable.any():
+        n = int(undecodable.sum())
+        if undecodable.all():
             raise DatasetError(
-                f"Every data row has more fields than the {ncols} column names, so no row "
-                "can be matched to the columns. Check the delimiter and the header row.")
-    keep = ~long
+                "No row of the file is valid UTF-8 text (the encoding every reader of the "
+                "data uses). Save the file as 'CSV UTF-8' and upload it again.")
+        warnings.append(
+            f"{_count(n, 'row', 'holds/hold')} bytes that are not UTF-8 text and "
+            f"{_verb(n, 'was/were')} left out, as every release reads the file. Save the file "
+            "as 'CSV UTF-8' to keep them.")
+    keep = ~undecodable
     generated = [f"column {k}" for k in range(header_len + 1, ncols + 1)]
     names = _column_names((header[:header_len] + generated)[:kept_cols], warnings)
     return _convert_columns(cells[data_records[keep]], names, delimiter, rows[keep], warnings)
+
+
+def _holds_replacement(cells: NDArray[np.object_]) -> NDArray[np.bool_]:
+    """Which rows hold U+FFFD (a byte that was not UTF-8): one column at a time."""
+    out = np.zeros(cells.shape[0], dtype=bool)
+    for j in range(cells.shape[1]):
+        out |= pd.Series(cells[:, j], dtype=object).str.contains("\ufffd", regex=False,
+                                                                 na=False).to_numpy(dtype=bool)
+    return out
 
 
 def _extra_fields_filled(text: str, delimiter: str, ncols: int,
@@ -617,8 +629,9 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
                            "NULL…), so there is nothing to analyse. Fill in some values and "
                            "upload the file again.")
     if empty_rows.any():   # a row is dropped for its own cells only
+        # the pages drop it; a release keeps it, a record of missing cells, as the same file
+        # on the command line reads it (engine.cells: every record is a row)
         frame = frame.loc[~empty_rows].reset_index(drop=True)
-        release_cells = release_cells.loc[~empty_rows].reset_index(drop=True)
         warnings.append(f"{_count(int(empty_rows.sum()), 'row')} with every cell empty or "
                         f"missing {_verb(int(empty_rows.sum()), 'was/were')} dropped.")
     said = missing_cells_warning(int(frame.isna().to_numpy().sum()))
@@ -663,7 +676,7 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
         return None, np.full(raw.shape, None, dtype=object)
 
     numbers, how = _read_numbers(stripped, present, delimiter)
-    texts = _release_texts(stripped, present, numbers, how)[codes]
+    texts = _release_texts(uniques)[codes]
     parsed = present & ~np.isnan(numbers)
     if counts[parsed].sum() >= NUMERIC_SHARE * n_present:
         failed = present & ~parsed
@@ -710,21 +723,13 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     return pd.array(values, dtype="str"), texts
 
 
-def _release_texts(stripped: NDArray[np.object_], present: NDArray[np.bool_],
-                   numbers: NDArray[np.float64], how: NDArray[np.int8]
-                   ) -> NDArray[np.object_]:
-    """Each distinct cell as a release reads it: its trimmed text, None when missing (or an
-    infinite number, missing on the pages too), and a number with thousands separators or a
-    decimal comma as the plain number it reads as ("1,500" → "1500"), which the engine reads
-    back row by row. A function of the cell and the delimiter alone: whether the column
-    came out as numbers or text (which depends on all its cells) changes nothing."""
-    out = np.where(present & ~np.isinf(numbers), stripped, None)
-    for i in np.flatnonzero((how == _GROUPED) | (how == _DECIMAL_COMMA)):
-        x = float(numbers[i])
-        # a whole number as a plain one is written ("1,500" and "1500": one group key)
-        out[i] = (None if not math.isfinite(x) else
-                  str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x))
-    return out
+def _release_texts(uniques: NDArray[np.object_]) -> NDArray[np.object_]:
+    """Each distinct cell as a release reads it (``engine.cells``, the reading of every
+    path): its text as written, None when missing. Nothing is converted here ("1,500" stays
+    the text "1,500", not a number for a query, as in the same file on the command line); the
+    engine reads numbers and keys from it row by row."""
+    return np.array([None if is_missing(text) else str(text) for text in uniques],
+                    dtype=object)
 
 
 def _to_numbers(texts: NDArray[np.object_]) -> NDArray[np.float64]:
@@ -778,10 +783,10 @@ def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
     if report.decimal_comma:
         warnings.append(f"Numbers with a decimal comma (like 1,5 = 1.5) were read as numbers "
                         f"in {_list(report.decimal_comma, quote=True)}.")
-    for name, n, row in report.not_numbers[:5]:
+    for name, n, _row in report.not_numbers[:5]:
         warnings.append(f"Column '{_plain_name(name, 60)}' is numeric, but "
-                        f"{_count(n, 'cell', 'is/are')} not a number (first at row {row:,}): "
-                        "set to missing.")
+                        f"{_count(n, 'cell', 'is/are')} not a number: set to missing on the "
+                        "pages (a release reads each cell on its own).")
     if len(report.not_numbers) > 5:
         more = [name for name, _, _ in report.not_numbers[5:]]
         warnings.append(f"More numeric columns had cells that are not numbers, set to missing: "

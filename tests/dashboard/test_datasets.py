@@ -285,6 +285,11 @@ ERRORS = {
     "json_named.csv": "JSON",
     "html_page.csv": "web page",
     "only_missing.csv": "nothing to analyse",
+    # Issue 31 (engine.cells' malformed-record rule): a row holding bytes that are not UTF-8
+    # is left out on every path; these files' every row holds one (Latin-1 accents), and no
+    # reader of the command line or Spark could read them as Latin-1 alike.
+    "latin1.csv": "No row of the file is valid UTF-8",
+    "cp1252.csv": "No row of the file is valid UTF-8",
 }
 MAX_BYTES = {"gzip_bomb.csv.gz": 2**20}  # 1 MiB upload limit, so 4 MiB decompressed
 
@@ -300,10 +305,6 @@ CLEAN = {"name": ["Ana", "Ben", "Cai"], "age": [34, 29, 41], "city": ["Oslo", "R
 NAN = float("nan")
 
 LOADS = {
-    "latin1.csv": Loads((3, 2), "Latin-1",
-                        {"name": ["José", "Renée", "Åsa"], "city": ["Zürich", "Köln", "Malmö"]}),
-    "cp1252.csv": Loads((2, 2), "Latin-1",
-                        {"item": ["“Café” menu", "Crème brûlée"], "price": ["€3", "€5"]}),
     "utf8_bom.csv": Loads((3, 3), None, CLEAN),
     "utf16.csv": Loads((3, 3), "UTF-16", CLEAN),
     "semicolon.csv": Loads((3, 3), "decimal comma",
@@ -312,8 +313,8 @@ LOADS = {
     "pipe.csv": Loads((2, 3), None, {"age": [34, 29]}),
     "gzipped.csv.gz": Loads((3, 3), None, CLEAN),
     "plain_named_gz.csv.gz": Loads((3, 3), None, CLEAN),
-    "ragged_rows.csv": Loads((5, 3), "1 row has more fields than the 3 columns (first at row 5)",
-                             {"a": [1, 4, 6, 13, 16], "c": [3, NAN, 8, 15, NAN]}),
+    "ragged_rows.csv": Loads((6, 3), "1 row has more fields than the 3 columns; the fields past",
+                             {"a": [1, 4, 6, 9, 13, 16], "c": [3, NAN, 8, 11, 15, NAN]}),
     "trailing_delimiter.csv": Loads((3, 2), None, {"a": [1, 3, 5], "b": [2, 4, 6]}),
     "harmless_extra_comma.csv": Loads((3, 2), None, {"a": [1, 3, 5], "b": [2, 4, 6]}),
     "short_header.csv": Loads((3, 3), "'column 3'", {"column 3": [2, 4, 6]}),
@@ -333,7 +334,7 @@ LOADS = {
     "all_empty_column.csv": Loads((3, 2), "dropped: 'b'", {"a": [1, 2, 3]}),
     "thousands_separators.csv": Loads((4, 2), "thousands separators",
                                       {"income": [1234, 12_345_678, 999, 1000.5]}),
-    "mixed_types.csv": Loads((40, 2), "1 cell is not a number (first at row 41)",
+    "mixed_types.csv": Loads((40, 2), "1 cell is not a number: set to missing",
                              {"mostly_numbers": [*map(float, range(39)), NAN]}),
     "quoted_newlines.csv": Loads((2, 2), None,
                                  {"address": ["1 Main St\nSpringfield", '2 "Quoted" Rd']}),
@@ -524,7 +525,7 @@ def test_dataset_error_is_a_value_error():
 def test_uploads_never_touch_the_disk_or_the_logs(monkeypatch, caplog, capsys):
     secret = "SECRET-7731-ROW"
     data = f"name,code\n{secret},1\nother,2\n".encode()
-    payloads = {name: (CORPUS / name).read_bytes() for name in ("latin1.csv", "gzipped.csv.gz")}
+    payloads = {name: (CORPUS / name).read_bytes() for name in ("utf8_bom.csv", "gzipped.csv.gz")}
     load_upload(data, "warm-up.csv")  # lazy imports happen here, not under the patches
 
     def refuse(*args, **kwargs):
@@ -619,7 +620,7 @@ def test_a_cell_reads_the_same_whatever_the_other_cells_hold(newcomer: str) -> N
                           + "\n").encode(), "b.tsv")
     assert alone.frame["amount"].tolist() == [1500] * 10
     assert joined.cells["amount"].tolist()[:10] == alone.cells["amount"].tolist()
-    assert alone.cells["amount"].tolist() == ["1500"] * 10
+    assert alone.cells["amount"].tolist() == ["1,500"] * 10   # each cell its text (issue 31)
     if newcomer != "x":      # with "x", 10 of 11 cells are numbers: the column is text
         assert joined.frame["amount"].tolist()[:10] == [1500.0] * 10
         assert joined.frame["amount"].tolist()[10] == float(newcomer.replace(",", "."))
@@ -632,22 +633,24 @@ def test_semicolon_files_read_a_comma_as_the_decimal_mark_cell_by_cell() -> None
 
 def test_an_uploads_cells_are_kept_for_a_release_as_each_cell_reads() -> None:
     """``LoadedDataset.cells``: every column of the file (an empty one too), each cell its
-    trimmed text or None, a number with separators as its plain number; codes keep their
-    leading zeros (a declared category "01234" must still match)."""
+    text as written or None (issue 31: "1,500" is text, as the same file reads on the
+    command line); codes keep their leading zeros (the engine's key reads "01234" as 1234)."""
     data = (b'zip,amount,empty,word\n01234,"1,500",, yes \nA-12,7,NA,no\n')
     loaded = load_upload(data, "cells.csv")
     assert "empty" not in loaded.frame.columns
     cells = loaded.cells
     assert list(cells.columns) == ["zip", "amount", "empty", "word"]
     assert cells["zip"].tolist() == ["01234", "A-12"]
-    assert cells["amount"].tolist() == ["1500", "7"]   # one key with a plain "1500"
+    assert cells["amount"].tolist() == ['1,500', "7"]
     assert cells["empty"].tolist() == [None, None]
-    assert cells["word"].tolist() == ["yes", "no"]
+    assert cells["word"].tolist() == [" yes ", "no"]     # the engine removes the spaces
 
 
-def test_a_separated_number_is_written_as_a_plain_one_for_a_release() -> None:
+def test_a_separated_number_is_text_for_a_release() -> None:
+    """Issue 31, rule 4: no thousands separator and no decimal comma is a number for a query,
+    on any path (the same file on the command line reads "1,500" as text)."""
     data = b'k,v\n"1,500",1\n1500,2\n"2,5",3\n'
     loaded = load_upload(data, "keys.csv")
-    assert loaded.cells["k"].tolist() == ["1500", "1500", "2,5"]   # comma file: "2,5" no number
+    assert loaded.cells["k"].tolist() == ["1,500", "1500", "2,5"]
     tab = load_upload(b"k\tv\n1,500\t1\n2,5\t2\n", "keys.tsv")
-    assert tab.cells["k"].tolist() == ["1500", "2.5"]
+    assert tab.cells["k"].tolist() == ["1,500", "2,5"]

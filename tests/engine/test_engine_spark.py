@@ -356,3 +356,35 @@ def test_a_person_id_of_minus_zero_is_the_person_zero(spark, duck):
             for backend in (duck, spark):
                 got = backend.run(source, query)
                 assert int(np.sum(got.counts)) == k, (backend, query)
+
+
+# --------------------------------------------------------------------------------------------
+# One reading of every cell (issue 31): Spark reads a CSV as engine.cells and DuckDB do
+
+
+def test_spark_reads_five_spellings_as_one_person_and_one_group(spark, tmp_path):
+    from engine.queries import Contribution, CountRows, DistinctValues, RowsPerPerson
+    from tests.release.test_one_reading import FIVE, PEOPLE, ROWS
+
+    path = tmp_path / "five.csv"
+    path.write_text(FIVE)
+    source = FileSource(path, "csv")
+    sizes = spark.run(source, RowsPerPerson("pid"))
+    assert dict(zip(sizes.rows.tolist(), sizes.people.tolist(), strict=True)) == {1: 10, 5: 1}
+    kept = spark.run(source, CountRows(Contribution("pid", 1)))
+    assert (kept.rows, kept.dropped_rows) == (PEOPLE, ROWS - PEOPLE)
+    assert sorted(spark.run(source, DistinctValues("code", limit=None)).values) == ["12", "7"]
+    for categories in ((12, 7), ("0012", "7")):
+        counts = spark.run(source, CategoryCounts("code", categories))
+        assert counts.counts.tolist() == [5, 10]
+
+
+def test_spark_reads_malformed_records_as_the_rule(spark, tmp_path):
+    from tests.release.test_one_reading import MALFORMED, _normal
+
+    for name, (data, expected) in MALFORMED.items():
+        path = tmp_path / f"{len(name)}.csv"
+        path.write_bytes(data)
+        df, _ = spark._dataframe(FileSource(path, "csv"), text=True)
+        got = [list(row) for row in df.collect()]
+        assert _normal(got) == expected, name

@@ -43,11 +43,11 @@ ERROR_WORDS = {
     "json_named.csv": ["JSON"],
     "html_page.csv": ["HTML"],
     "only_missing.csv": ["missing"],
+    "latin1.csv": ["UTF-8"],
+    "cp1252.csv": ["UTF-8"],
 }
 # What the warnings of odd files must say; None: the README promises no warning.
 WARNING_WORDS: dict[str, list[str] | None] = {
-    "latin1.csv": ["Latin-1"],
-    "cp1252.csv": ["Latin-1"],
     "utf8_bom.csv": None,
     "utf16.csv": ["UTF-16"],
     "semicolon.csv": ["decimal comma"],

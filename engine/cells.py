@@ -1,0 +1,247 @@
+"""One reading of a CSV cell (issue 31; ``notes/reading-rule.md``): the rule every path that
+reads data implements — the page, an upload's release, the data folder, ``python -m release``,
+Spark, the identity digest and the exported programs — written once in pure Python.
+
+Self-contained on purpose (standard library, numpy and pandas only, no import of the project):
+the exported programs embed this module's source verbatim, so a program reads its CSV as the
+release did. The DuckDB SQL and the Spark expressions of ``engine`` are tested against it.
+
+The rule, in short:
+
+1. A CSV is split into records and fields by its delimiter and RFC 4180 quoting only; every
+   field is text. The delimiter is read from the header record alone (:func:`sniff_delimiter`),
+   never from the data rows.
+2. Malformed records never refuse: a leading byte-order mark is dropped; a record with fewer
+   fields than the header has the rest missing; extra fields are dropped; blank lines are no
+   record; a record holding a byte that is not UTF-8 (or the replacement character U+FFFD,
+   which is what a reader that replaces such bytes leaves) is dropped — the one rule DuckDB,
+   Spark and Python can all follow identically.
+3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
+   (:data:`MISSING_MARKERS`, any letter case) is missing.
+4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
+   (:func:`cell_number`); NaN and ±inf are missing; nothing else is a number.
+5. A person id or group key is one canonical text (:func:`cell_key`): a whole number within
+   ±2^53 as its integer's decimal text (``12``, ``012``, ``12.0``, ``1.2e1``, `` 12`` → ``12``),
+   anything else as written without its surrounding white space; missing is no key.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+#: A cell holding one of these texts (white space removed, any letter case) is missing.
+MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
+#: The delimiters a CSV may use, in the order that breaks a tie.
+DELIMITERS = (",", "\t", ";", "|")
+#: Unicode space separators (category Zs): what DuckDB's one-argument ``trim`` strips.
+SPACE_SEPARATORS = (" \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+                    "\u2009\u200a\u202f\u205f\u3000")
+#: The white space removed around a key or a missing marker: ASCII white space and the
+#: Unicode space separators (DuckDB's ``trim(text, chars)`` and Spark's ``trim`` are given it).
+WHITE_SPACE = "\t\n\x0b\x0c\r" + SPACE_SEPARATORS
+#: The largest whole number a key writes as an integer (every integer up to it is a double).
+KEY_INTEGER_LIMIT = 2**53
+#: A record holding one of these is dropped: an undecodable byte (read by Python as a lone
+#: surrogate, ``surrogateescape``) or the replacement character other readers put there.
+_UNDECODABLE = re.compile("[\udc80-\udcff\ufffd]")
+
+_ASCII_WS = "[\t\n\x0b\x0c\r ]"
+_DIGITS = "[0-9](?:_?[0-9])*"
+#: The texts DuckDB's cast to DOUBLE reads (measured against DuckDB 1.5; the same pattern as
+#: ``engine.spark_backend.DUCKDB_NUMBER``): ASCII white space around, digits grouped by single
+#: underscores, ``+-`` a minus sign, inf, infinity and nan in any letter case.
+_NUMBER = re.compile(
+    f"{_ASCII_WS}*((?:\\+-|[+-])?(?:(?:{_DIGITS}(?:\\.(?:{_DIGITS})?)?|\\.{_DIGITS})"
+    f"(?:[eE][+-]?{_DIGITS})?|(?i:inf|infinity|nan))){_ASCII_WS}*")
+
+
+def strip_text(text: str) -> str:
+    """The text without the white space around it (:data:`WHITE_SPACE`)."""
+    return text.strip(WHITE_SPACE)
+
+
+def is_missing(text: object) -> bool:
+    """Whether a cell is missing: None, NaN, or a missing marker (rule 3)."""
+    if text is None or text is pd.NA:
+        return True
+    if isinstance(text, float) and math.isnan(text):
+        return True
+    return isinstance(text, str) and strip_text(text).lower() in MISSING_MARKERS
+
+
+def _cast_double(text: str) -> float | None:
+    """DuckDB's ``TRY_CAST(text AS DOUBLE)``: the double, or None when it is no number."""
+    match = _NUMBER.fullmatch(text)
+    if match is None:
+        return None
+    core = match.group(1).replace("_", "")
+    if core.startswith("+-"):
+        core = "-" + core[2:]
+    return float(core)
+
+
+def cell_number(text: object) -> float | None:
+    """The number a cell reads as (rule 4): DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)``,
+    None when it is not a number, NaN or infinite. A typed number is itself (None if not
+    finite)."""
+    if text is None or text is pd.NA or isinstance(text, bool | np.bool_):
+        return None
+    if isinstance(text, int | np.integer | float | np.floating):
+        x = float(text)
+        return x if math.isfinite(x) else None
+    if not isinstance(text, str):
+        return None
+    x = _cast_double(text.strip(SPACE_SEPARATORS))
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _whole_key(x: float) -> str | None:
+    if math.isfinite(x) and x.is_integer() and abs(x) <= KEY_INTEGER_LIMIT:
+        return str(int(x))
+    return None
+
+
+def _double_text(x: float) -> str:
+    """A double as DuckDB casts it to VARCHAR (shortest round-trip text)."""
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = repr(x)
+    return text
+
+
+def cell_key(value: object) -> str | None:
+    """The canonical key of one cell (rule 5): None when missing; a whole number within
+    ±2^53 (by rule 4, after removing the white space around it) as its integer's decimal
+    text; any other text as written without its surrounding white space. A typed value: an
+    integer or whole double as its decimal text, a boolean as ``true``/``false``, any other
+    double as DuckDB writes it."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        x = float(value)
+        if math.isnan(x):
+            return None
+        whole = _whole_key(x)
+        return whole if whole is not None else _double_text(x)
+    text = strip_text(str(value))
+    if text.lower() in MISSING_MARKERS:
+        return None
+    x = _cast_double(text)
+    if x is not None:
+        whole = _whole_key(x)
+        if whole is not None:
+            return whole
+    return text
+
+
+def cell_keys(values: pd.Series | np.ndarray | list) -> pd.Series:
+    """:func:`cell_key` of every cell (None when missing), computed once per distinct value
+    and mapped back (the work grows with the distinct values, not the rows)."""
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        np.asarray(values, dtype=object), dtype=object)
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    keys = np.array([cell_key(v) for v in uniques] + [None], dtype=object)
+    return pd.Series(keys[codes], index=series.index, dtype=object)
+
+
+def sniff_delimiter(text: str) -> str:
+    """The file's delimiter, from its header record alone (its first non-blank line): the
+    one of :data:`DELIMITERS` found most often outside quotes there, the first listed on a
+    tie, a comma when none is. Never from the data rows, which one person's record could
+    tip."""
+    for line in io.StringIO(text, newline=""):
+        header = line.rstrip("\r\n")
+        if header.strip(WHITE_SPACE):
+            break
+    else:
+        return ","
+    unquoted = re.sub('"[^"]*"', "", header)
+    counts = [unquoted.count(d) for d in DELIMITERS]
+    best = max(range(len(DELIMITERS)), key=lambda i: (counts[i], -i))
+    return DELIMITERS[best] if counts[best] else ","
+
+
+def decode_bytes(data: bytes) -> str:
+    """A CSV's bytes as text: gzip decompressed, a UTF-8 byte-order mark dropped, bytes that
+    are not UTF-8 kept as lone surrogates (``surrogateescape``) so their record is found and
+    dropped (:func:`read_cells`)."""
+    data = bytes(data)
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def read_cells(data: bytes | str, delimiter: str | None = None
+               ) -> tuple[list[str], pd.DataFrame]:
+    """A CSV read by the malformed-record rule (rules 1–2): (the header's names, a frame of
+    text cells with columns ``c0 … c{n-1}``, None where a short record had no field).
+
+    ``data``: the file's bytes (or its text). Never raises for what a record holds: a short
+    record is padded with None, a long one cut to the header's width, a blank line is no
+    record, a record holding a byte that is not UTF-8 (or U+FFFD) is dropped. Cells are the
+    fields as written (no white space removed, no missing marker read: :func:`is_missing`
+    and :func:`cell_key` do that). An empty file has no names and no rows.
+    """
+    text = decode_bytes(data) if isinstance(data, bytes | bytearray | memoryview) else (
+        str(data).removeprefix("\ufeff"))
+    delimiter = delimiter or sniff_delimiter(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
+                        doublequote=True, strict=False)
+    records = list(filter(None, reader))      # blank lines are no record
+    if not records:
+        return [], pd.DataFrame({})
+    header = [_UNDECODABLE.sub("\ufffd", name) for name in records[0]]
+    width = len(header)
+    names = [f"c{i}" for i in range(width)]
+    # Columns by transposing the records (C-level, no loop over rows in Python): a short
+    # record is padded with None, fields past the widest record's are never made.
+    columns = list(itertools.zip_longest(*records[1:], fillvalue=None))
+    if columns:
+        holds = [pd.Series(column, dtype=object).str.contains(_UNDECODABLE, na=False)
+                 .to_numpy(dtype=bool) for column in columns]
+        keep = ~np.logical_or.reduce(holds)
+    else:
+        keep = np.zeros(0, dtype=bool)
+    data = {}
+    for i, name in enumerate(names):
+        column = (np.array(columns[i], dtype=object) if i < len(columns)
+                  else np.full(len(records) - 1, None, dtype=object))
+        data[name] = pd.Series(column[keep], dtype=object)
+    rows = pd.DataFrame(data, columns=names, dtype=object)
+    return header, rows
+
+
+def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
+    """(the header's names, the delimiter, the blank lines before the header) from the first
+    bytes of a CSV (its first megabyte will do): what a reader that reads the rest itself
+    (DuckDB, Spark) is told, so it splits the file as :func:`read_cells` does."""
+    text = decode_bytes(head) if isinstance(head, bytes | bytearray | memoryview) else (
+        str(head).removeprefix("\ufeff"))
+    delimiter = sniff_delimiter(text)
+    lines = io.StringIO(text, newline="")
+    skip = 0
+    for line in lines:
+        if line.rstrip("\r\n"):
+            break
+        skip += 1
+    rest = text.split("\n", skip)[-1] if skip else text
+    reader = csv.reader(io.StringIO(rest, newline=""), delimiter=delimiter, quotechar='"',
+                        doublequote=True, strict=False)
+    header = next(reader, [])
+    return [_UNDECODABLE.sub("\ufffd", name) for name in header], delimiter, skip

@@ -1,0 +1,219 @@
+"""One reading of every cell on every path (issue 31, items 2–4; ``engine.cells``): the Data
+page (an upload's relation), an upload's release (its cells), the data folder and the command
+line (a CSV file through DuckDB, ``release.run`` and ``python -m release``) read the same
+people, the same groups, the same cells and the same identity.
+
+Expected values are written by hand from the rule, never produced by the code under test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dashboard.data.upload import load_upload
+from dashboard.release_panel import content_hash_of, source_of
+from engine import Engine, FileSource
+from engine.cells import is_missing, read_cells
+from engine.duckdb_backend import DuckDBBackend, csv_text_reader
+from engine.queries import (
+    CategoryCounts,
+    Contribution,
+    CountRows,
+    DistinctValues,
+    RowsPerPerson,
+)
+from plan.identity import content_digest
+from plan.model import (
+    Categories,
+    Count,
+    Dataset,
+    Histogram,
+    Noise,
+    Plan,
+    PlanQuery,
+    PrivacyUnit,
+)
+
+#: Person 12 written five ways (one person, five rows) and ten other people with one row
+#: each; its group key written "0012" once and "12" four times (one group).
+FIVE = "\n".join(["pid,code"]
+                 + [f"{pid},{code}" for pid, code in
+                    [("12", "0012"), ("012", "12"), ("12.0", "12"), ("1.2e1", "12"),
+                     (" 12", "12")]]
+                 + [f"p{i},7" for i in range(1, 11)]) + "\n"
+PEOPLE, ROWS = 11, 15
+
+
+@pytest.fixture(scope="module")
+def duck() -> DuckDBBackend:
+    return DuckDBBackend(threads=1)
+
+
+@pytest.fixture()
+def five(tmp_path):
+    """(the upload, the same bytes as a data-folder / command-line file)."""
+    path = tmp_path / "five.csv"
+    path.write_text(FIVE)
+    return load_upload(FIVE.encode(), "five.csv"), FileSource(path, "csv")
+
+
+def _sources(loaded, file):
+    """Every reading path's source: the page's relation, the upload's release, the file."""
+    return {"page": loaded.relation.source, "upload release": source_of(loaded),
+            "data folder / command line": file}
+
+
+def test_five_spellings_are_one_person_on_every_path(duck, five) -> None:
+    loaded, file = five
+    for path, source in _sources(loaded, file).items():
+        sizes = duck.run(source, RowsPerPerson("pid"))
+        assert int(sizes.people.sum()) == PEOPLE, path
+        assert dict(zip(sizes.rows.tolist(), sizes.people.tolist(), strict=True)) == {
+            1: 10, 5: 1}, path
+        kept = duck.run(source, CountRows(Contribution("pid", 1)))
+        assert kept.rows == PEOPLE, path           # max rows 1: one row per person
+        assert kept.dropped_rows == ROWS - PEOPLE, path
+
+
+def test_two_spellings_of_a_key_are_one_group_on_every_path(duck, five) -> None:
+    loaded, file = five
+    for path, source in _sources(loaded, file).items():
+        keys = duck.run(source, DistinctValues("code", limit=None))   # partition selection's
+        assert sorted(str(k) for k in keys.values) == ["12", "7"], path
+        counts = duck.run(source, CategoryCounts("code", (12, 7)))
+        assert counts.counts.tolist() == [5, 10], path
+        counts = duck.run(source, CategoryCounts("code", ("0012", "7")))
+        assert counts.counts.tolist() == [5, 10], path
+
+
+def _capture(monkeypatch) -> list[Any]:
+    from release.measurements import Certified
+
+    drawn: list[Any] = []
+
+    def record(self, value):  # the true input of every draw, returned without noise
+        drawn.append(value)
+        return value
+
+    monkeypatch.setattr(Certified, "draw", record)
+    return drawn
+
+
+def _plan() -> Plan:
+    return Plan(Dataset("five"), (
+        PlanQuery("count", "Rows", Count(), Noise("laplace", "pure", epsilon=1.0)),
+        PlanQuery("codes", "Codes", Histogram("code", Categories((12, 7), "public")),
+                  Noise("laplace", "pure", epsilon=1.0)),
+    ), PrivacyUnit("pid", 1))
+
+
+def test_the_real_releases_read_one_person(tmp_path, monkeypatch, five) -> None:
+    """``release.run`` on the upload's cells and on the file, and ``python -m release`` on
+    the file: the count with max rows 1 keeps 11 rows (one per person), the histogram 1 row
+    of group 12 and 10 of group 7, and all three are one dataset (one identity)."""
+    from release import Ledger, run
+    from release.cli import main
+
+    loaded, file = five
+    drawn = _capture(monkeypatch)
+    plan = _plan()
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        up = run(plan, source_of(loaded), ledger=ledger, engine=Engine(DuckDBBackend()),
+                 content_hash=content_hash_of(loaded))
+        cli = run(plan, file, ledger=ledger, engine=Engine(DuckDBBackend()))
+    assert up.dataset.content_hash == cli.dataset.content_hash
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(plan.to_json())
+    code = main(["--plan", str(plan_path), "--data", str(file.path), "--ledger",
+                 str(tmp_path / "cli.sqlite"), "--out", str(tmp_path / "out"),
+                 "--budget", "10"])
+    assert code == 0
+    assert len(drawn) == 6
+    for count, codes in (drawn[0:2], drawn[2:4], drawn[4:6]):
+        assert float(np.asarray(count).sum()) == PEOPLE
+        assert np.asarray(codes, dtype=float).tolist() == [1.0, 10.0]
+
+
+# --------------------------------------------------------------------------------------------
+# Malformed records (item 3): the same cells out of every reader, never a refusal
+
+MALFORMED = {
+    "bad bytes, short, long, blank, quotes": (
+        b"id,x,y\n1,a,b\n2,\xff\xfe,c\n3,short\n4,l,o,ng\n\n5,\"q,uo\",z\n6,\"a\"\"b\",w\n"
+        b"7,\"multi\nline\",v\n8,\xef\xbf\xbd,u\n9, NA ,\n",
+        [["1", "a", "b"], ["3", "short", None], ["4", "l", "o"], ["5", "q,uo", "z"],
+         ["6", 'a"b', "w"], ["7", "multi\nline", "v"], ["9", None, None]]),
+    "a byte-order mark and Windows line ends": (
+        b"\xef\xbb\xbfid,x,y\r\n1,2,3\r\n\r\n4,,6\r\n",
+        [["1", "2", "3"], ["4", None, "6"]]),
+    "semicolons, a bad byte in the last record": (
+        b"id;x\n1;1,5\n2;2\n3;\x80\n",
+        [["1", "1,5"], ["2", "2"]]),
+    "blank lines before the header, a row of empty fields": (
+        b"\n\nid,x\n1,2\n,\n3,4\n",
+        [["1", "2"], [None, None], ["3", "4"]]),
+}
+
+
+def _normal(rows) -> list[list[object]]:
+    return [[None if is_missing(c) else c for c in row] for row in rows]
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_records_read_alike_on_every_path(tmp_path, duck, name) -> None:
+    data, expected = MALFORMED[name]
+    path = tmp_path / "m.csv"
+    path.write_bytes(data)
+    _, python = read_cells(data)
+    assert _normal(python.to_numpy().tolist()) == expected
+    reader, params, _ = csv_text_reader(FileSource(path, "csv"))
+    con = duck._cursor()
+    try:
+        from_duckdb = con.execute(f"SELECT * FROM {reader}", params).fetchall()
+    finally:
+        con.close()
+    assert _normal(from_duckdb) == expected
+    loaded = load_upload(data, "m.csv")
+    assert _normal(loaded.cells.to_numpy().tolist()) == expected
+    # one identity: the upload's and the file's digests are of the same cells
+    assert content_hash_of(loaded) == content_digest(FileSource(path, "csv"))
+
+
+def test_a_malformed_record_never_refuses_the_command_line(tmp_path, monkeypatch) -> None:
+    """The review's case: a record with a bad UTF-8 byte deep in the file made ``python -m
+    release`` refuse ("cannot be read to identify it: CSV Error on Line: 202")."""
+    from release.cli import main
+
+    drawn = _capture(monkeypatch)
+    lines = [f"p{i},{i % 3}" for i in range(400)]
+    data = ("pid,code\n" + "\n".join(lines[:200])).encode() + b"\np-bad,\xff\n" + (
+        "\n".join(lines[200:]) + "\n").encode()
+    path = tmp_path / "bad.csv"
+    path.write_bytes(data)
+    plan = Plan(Dataset("bad"), (
+        PlanQuery("count", "Rows", Count(), Noise("laplace", "pure", epsilon=1.0)),),
+        PrivacyUnit("pid", 1))
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(plan.to_json())
+    code = main(["--plan", str(plan_path), "--data", str(path), "--ledger",
+                 str(tmp_path / "l.sqlite"), "--out", str(tmp_path / "out"), "--budget", "5"])
+    assert code == 0
+    assert float(np.asarray(drawn[0]).sum()) == 400      # the bad record left out
+
+
+# --------------------------------------------------------------------------------------------
+# One identity (item 4)
+
+
+@pytest.mark.parametrize("cell", ["1,500", "2,5", "inf", "?", "1e400", " 7 "])
+def test_an_upload_and_its_file_have_one_identity(tmp_path, cell) -> None:
+    """The upload used to be identified by its typed frame ("1,500" read as 1500, "inf"
+    as missing, one "?" turning a column to text), the file by its cells: two budgets."""
+    text = "pid,amount\n" + "".join(f"p{i},{i}\n" for i in range(30)) + f'px,"{cell}"\n'
+    path = tmp_path / "a.csv"
+    path.write_text(text)
+    loaded = load_upload(text.encode(), "a.csv")
+    assert content_hash_of(loaded) == content_digest(FileSource(path, "csv"))
