@@ -357,4 +357,40 @@ def _program(template: str, constants: str, spent: Spent) -> str:
         raise AssertionError(f"{template}: the plan's names differ from the template's")
     middle, _, body = _blocks(rest, "SHARED")
     shared = _blocks(_template("common"), "SHARED")[1]
-    return head + constants + middle + shared + body
+    return head + constants + middle + cells_code() + shared + body
+
+
+#: The module whose code every program embeds: the one reading of a CSV cell.
+_CELLS = Path(__file__).resolve().parents[1] / "engine" / "cells.py"
+
+
+@functools.cache
+def cells_code() -> str:
+    """``engine/cells.py`` as a program holds it: its source verbatim from its first
+    statement after its imports (the program imports the same modules at its top), so a
+    program reads each cell by the very code the release reads it with. Only standard
+    library, numpy and pandas imports are allowed there (else the program would not be
+    self-contained: raised)."""
+    source = _CELLS.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
+    imports = 0
+    while imports < len(body) and isinstance(body[imports], ast.Import | ast.ImportFrom):
+        imports += 1
+    allowed = {"__future__", "csv", "gzip", "io", "itertools", "math", "re", "numpy",
+               "pandas"}
+    modules = {alias.name.split(".")[0] if isinstance(node, ast.Import) else
+               (node.module or "").split(".")[0]
+               for node in body[:imports] for alias in node.names}
+    later = [n for n in ast.walk(ast.Module(body[imports:], [])) if isinstance(
+        n, ast.Import | ast.ImportFrom)]
+    if not modules <= allowed or later:  # pragma: no cover - a change of engine/cells.py
+        raise AssertionError("engine/cells.py imports what a program cannot: "
+                             f"{sorted(modules - allowed)}")
+    first = body[imports].lineno - 1
+    while first > 0 and source.splitlines()[first - 1].startswith("#"):
+        first -= 1     # the comment just above the first statement belongs to it
+    code = "".join(source.splitlines(keepends=True)[first:])
+    return ("# " + "-" * 90 + "\n# The one reading of a CSV cell: engine/cells.py of Epsilon "
+            "Lab, verbatim\n# (its imports are at the top of this program)\n\n" + code
+            + "\n\n")

@@ -2,20 +2,21 @@
 contribution, the cells of a grouped query, the mean's and the variance's post-processing.
 
 release.programs copies the SHARED block below into each generated program (after the
-plan's literals); the placeholders above it only make this file importable and linted.
+plan's literals and engine/cells.py's code, verbatim: the one reading of a cell that the
+release follows); the placeholders and the import above it only make this file importable
+and linted.
 """
 
 from __future__ import annotations
 
-import csv
-import gzip
 import hashlib
-import io
 import json
 import os
 
 import numpy as np
 import pandas as pd
+
+from engine.cells import cell_keys, cell_number, read_cells
 
 # >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
 PLAN_SHA256 = "sha256:"
@@ -53,144 +54,64 @@ def needed_columns():
 
 def read_frame(path):
     """The columns the plan needs, from a CSV, CSV.gz or Parquet file (or Parquet folder):
-    a CSV's cells each as its own text (:func:`read_csv_cells`), never typed by column."""
+    a CSV's cells each as its own text, by the one reading of the release (``read_cells``
+    above: the delimiter read from the header alone; a short record padded, a long one cut,
+    blank lines skipped, a record holding a byte that is not UTF-8 dropped), never typed by
+    column."""
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
         frame = pd.read_parquet(path)
     else:
-        frame = read_csv_cells(path)
+        with open(path, "rb") as handle:
+            header, frame = read_cells(handle.read())
+        frame.columns = column_names(header)
     return select_columns(frame)
 
 
-def read_csv_cells(path, delimiter=","):
-    """A CSV (or CSV.gz) file as a frame of texts, one column per header field: records and
-    fields split by ``delimiter`` and RFC 4180 quoting only. Malformed records are read, never
-    refused: bytes that are not UTF-8 are replaced (U+FFFD), a leading BOM is dropped, a
-    record with fewer fields than the header has the rest missing (None), extra fields are
-    dropped, and blank lines are no record."""
-    opener = gzip.open if path.lower().endswith(".gz") else open
-    with opener(path, "rb") as handle:
-        text = handle.read().decode("utf-8", errors="replace").removeprefix("\ufeff")
-    records = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = next((r for r in records if r), None)
-    if header is None:
-        raise Refused("the data file has no header")
-    width = len(header)
-    # as the csv module hands them over: a short record padded with None (missing), the
-    # fields past the header dropped
-    body = [r[:width] + [None] * (width - len(r)) for r in records if r]
-    frame = pd.DataFrame(body, columns=range(width), dtype=object)
-    frame.columns = header
-    return frame
+def column_names(header):
+    """A CSV header's column names as Epsilon Lab names them (and a plan says them): white
+    space removed around each, an empty one named by its position (``column1``, ...), a
+    repeated one numbered (``name_1``, ...)."""
+    names, seen = [], set()
+    for i, raw in enumerate(header):
+        name = raw.strip() or f"column{i}"
+        base, k = name, 1
+        while name in seen:
+            name = f"{base}_{k}"
+            k += 1
+        seen.add(name)
+        names.append(name)
+    return names
 
 
 def select_columns(frame):
     missing = [name for name in needed_columns() if name not in frame.columns]
     if missing:
         raise Refused(f"the data has no column(s) {missing!r}, which the plan needs")
-    # the first column of each name (a header may repeat a name)
-    first = ~pd.Index(frame.columns).duplicated()
-    return frame.loc[:, first][needed_columns()]
-
-
-# ------------------------------------------------------------------------------------------
-# one reading of a cell, the same as the release's (missing markers, numbers, keys)
-
-#: A cell whose text, without surrounding white space, is one of these (any letter case) is
-#: missing.
-MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
-_SPACE = "\u0020\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
-_WS = "[\t\n\x0b\f\r ]"
-_DIGITS = r"[0-9](?:_?[0-9])*"
-#: The text DuckDB's TRY_CAST(trim(text) AS DOUBLE) reads as a number: digits (an underscore
-#: between two of them), a point, an exponent, inf, infinity or nan; "+-" is a minus sign.
-NUMBER = (rf"[{_SPACE}]*{_WS}*((?:\+-|[+-])?(?:(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?"
-          rf"|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?|(?i:inf|infinity|nan))){_WS}*[{_SPACE}]*")
-#: Whole numbers up to this magnitude are keyed as their integer's decimal text.
-WHOLE_KEY_LIMIT = 2.0**53
-
-
-def _as_series(values):
-    return values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
-
-
-def _texts(values):
-    """Each value as the text a key or number is read from (None: missing). A text cell as it
-    is; a typed value (Parquet, a frame) as DuckDB casts it to text: a whole number as its
-    integer, true/false, another number as its shortest decimal text."""
-    values = _as_series(values)
-    if pd.api.types.is_bool_dtype(values.dtype):
-        return values.map({True: "true", False: "false"}).astype(object)
-    if pd.api.types.is_integer_dtype(values.dtype):
-        return values.astype(str).astype(object)
-    if pd.api.types.is_float_dtype(values.dtype):
-        x = values.to_numpy(dtype=float)
-        whole = np.isfinite(x) & (np.floor(x) == x) & (np.abs(x) <= WHOLE_KEY_LIMIT)
-        out = values.astype(str).astype(object)
-        out[whole] = pd.Series(x[whole]).astype(np.int64).astype(str).to_numpy()
-        return out.where(~np.isnan(x), None)
-    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):
-        return values.astype(object).where(values.notna(), None)
-    return _texts_of_mixed(values)
-
-
-def _texts_of_mixed(values):
-    def one(v):
-        if v is None or (isinstance(v, float) and np.isnan(v)):
-            return None
-        if isinstance(v, str):
-            return v
-        return _texts(pd.Series([v]))[0]
-    return values.map(one).astype(object)
-
-
-def missing(values):
-    """Which values are missing: no value, or a text that is a missing marker."""
-    texts = _texts(values)
-    present = texts.notna().to_numpy()
-    marker = np.zeros(len(texts), dtype=bool)
-    marker[present] = texts[present].str.strip().str.lower().isin(MISSING_MARKERS).to_numpy()
-    return ~present | marker
+    return frame[needed_columns()]
 
 
 def number_of(values):
-    """Each value as the number it reads as (float64), NaN where none: a typed number as it is,
-    a text as DuckDB's TRY_CAST(trim(text) AS DOUBLE) reads it; NaN and infinities are no
-    number (missing for the query)."""
-    values = _as_series(values)
-    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
-            values.dtype):
-        x = values.to_numpy(dtype=float)
-    else:
-        texts = _texts(values)
-        x = np.full(len(texts), np.nan)
-        present = texts.notna().to_numpy()
-        if present.any():
-            core = texts[present].str.extract(f"^{NUMBER}\\Z", expand=False)
-            core = core.str.replace("_", "", regex=False).str.replace(r"^\+-", "-", regex=True)
-            x[present] = pd.to_numeric(core, errors="coerce").to_numpy(dtype=float)
-    return np.where(np.isfinite(x), x, np.nan)
+    """Each cell as the number it reads as (``cell_number``: DuckDB's TRY_CAST(trim(text) AS
+    DOUBLE); NaN where none, and for NaN or infinite numbers), computed once per distinct
+    value."""
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        np.asarray(values, dtype=object), dtype=object)
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    x = np.array([cell_number(v) for v in uniques] + [None], dtype=float)
+    return x[codes]
 
 
 def keys_of(values):
-    """Each value's canonical key (None: missing): its text without surrounding white space;
-    when that is a finite whole number within 2^53, its integer's decimal text ("012",
-    "12.0", "1.2e1" and " 12" are all "12")."""
-    texts = _texts(values)
-    gone = missing(texts)
-    stripped = texts.where(~gone, None).str.strip()
-    x = number_of(stripped.where(~gone, None))
-    whole = np.isfinite(x) & (np.floor(x) == x) & (np.abs(x) <= WHOLE_KEY_LIMIT)
-    out = stripped.to_numpy(dtype=object, copy=True)
-    out[whole] = pd.Series(x[whole] + 0.0).astype(np.int64).astype(str).to_numpy()
-    out[gone] = None
-    return out
+    """Each cell's canonical key (``cell_key``; None when missing): "12", "012", "12.0",
+    "1.2e1" and " 12" are all "12"."""
+    return cell_keys(values).to_numpy(dtype=object)
 
 
 def numbers(values, lower, upper, whole=False):
     """A column as numbers clamped to the plan's bounds (rounded to whole numbers, ties to
-    even, when the noise is whole-number noise); a missing value adds nothing."""
-    x = number_of(values)
-    x = np.clip(x, lower, upper)
+    even, when the noise is whole-number noise, as the release rounds them); a missing value
+    adds nothing."""
+    x = np.clip(number_of(values), lower, upper)
     if whole:
         x = np.rint(x)
     return np.where(np.isnan(x), 0.0, x)
@@ -198,12 +119,13 @@ def numbers(values, lower, upper, whole=False):
 
 def cells(values, categories):
     """The index of each value among the declared categories (-1: not declared, or missing):
-    a value is in a category when their canonical keys are equal."""
-    declared = pd.Index(keys_of(pd.Series(list(categories), dtype=object)))
+    a value is in a category when their canonical keys are equal (the first category of a
+    key, if two declared spellings share one)."""
+    declared = pd.Index(keys_of(list(categories)))
     first = ~declared.duplicated()
     positions = np.flatnonzero(first)
     found = pd.Index(declared[first]).get_indexer(keys_of(values))
-    return np.where(found >= 0, positions[found], -1).astype(np.int64)
+    return np.where(found >= 0, positions[np.maximum(found, 0)], -1).astype(np.int64)
 
 
 def bins(values, edges, outside):

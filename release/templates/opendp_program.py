@@ -21,12 +21,15 @@ entropy: they are never seeded. The output holds released values only, and
 from __future__ import annotations
 
 import argparse
-import csv  # noqa: F401 (the shared code reads CSV with it)
-import gzip  # noqa: F401 (the shared code uses it)
+import csv  # noqa: F401 (the reading of cells uses it)
+import gzip  # noqa: F401 (the reading of cells uses it)
 import hashlib  # noqa: F401 (the shared code uses it)
-import io  # noqa: F401 (the shared code uses it)
+import io  # noqa: F401 (the reading of cells uses it)
+import itertools  # noqa: F401 (the reading of cells uses it)
 import json  # noqa: F401 (the shared code writes JSON)
+import math  # noqa: F401 (the reading of cells uses it)
 import os  # noqa: F401 (the shared code uses it)
+import re  # noqa: F401 (the reading of cells uses it)
 import sys
 
 import numpy as np

@@ -27,13 +27,15 @@ and "privacy_spent", the basic composition of the accountants' budgets.
 from __future__ import annotations
 
 import argparse
-import csv  # noqa: F401 (the shared code reads CSV with it)
-import gzip  # noqa: F401 (the shared code uses it)
+import csv  # noqa: F401 (the reading of cells uses it)
+import gzip
 import hashlib  # noqa: F401 (the shared code uses it)
-import io  # noqa: F401 (the shared code uses it)
+import io  # noqa: F401 (the reading of cells uses it)
+import itertools  # noqa: F401 (the reading of cells uses it)
 import json  # noqa: F401 (the shared code writes JSON)
 import math
 import os
+import re  # noqa: F401 (the reading of cells uses it)
 import sys
 
 import numpy as np
@@ -41,6 +43,8 @@ import pandas as pd
 import pipeline_dp
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 # >>> PLAN: placeholders; a generated program holds the plan's literals here instead
 PLAN_SHA256 = "sha256:"
@@ -56,10 +60,12 @@ QUERIES: list[dict] = []
 # <<< PLAN
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
+from engine.cells import header_layout  # noqa: E402
 from release.templates.common import (  # noqa: E402
     Refused,
     cell_codes,
     check_plan,
+    column_names,
     deviations,
     emit,
     keys_of,
@@ -229,23 +235,48 @@ def spark_session(master):
     return builder.getOrCreate()
 
 
+def csv_header(spark, path):
+    """(the header's names, the delimiter) of a CSV, from its first megabyte (a local file) or
+    first lines (a cluster path), by ``header_layout``: Spark is told them, so that it splits
+    the file as the OpenDP program and the release do (the delimiter from the header alone)."""
+    if os.path.isfile(path):
+        opener = gzip.open if path.lower().endswith(".gz") else open
+        with opener(path, "rb") as handle:
+            head = handle.read(1 << 20)
+    else:
+        head = "\n".join(r.value for r in spark.read.text(path).limit(64).collect())
+    names, delimiter, _ = header_layout(head)
+    return names, delimiter
+
+
 def read_spark(spark, path):
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
         data = spark.read.parquet(path)
+        names = data.columns
+        data = data.toDF(*[f"c{i}" for i in range(len(names))])
     else:
-        # every cell as its own text (no column typed from its cells: one newcomer's word
-        # would retype every other row), read by the shared code's rule; RFC 4180 quoting
-        # (a quote inside a quoted field is doubled); a short record's missing fields are
-        # null and extra fields are dropped (PERMISSIVE)
-        data = spark.read.csv(path, header=True, inferSchema=False, escape='"',
-                              multiLine=True, mode="PERMISSIVE")
-    missing = [name for name in needed_columns() if name not in data.columns]
+        # every field as its own text (a schema of strings: no column typed from its cells,
+        # which one newcomer's word would retype), by the one reading: the header's width and
+        # delimiter, RFC 4180 quoting, quoted line breaks, a short record padded with null
+        # and a long one cut (PERMISSIVE), a record holding U+FFFD (Spark's reading of a byte
+        # that is not UTF-8) dropped, as engine/cells.py's read_cells drops it
+        header, delimiter = csv_header(spark, path)
+        names = column_names(header)
+        schema = T.StructType([T.StructField(f"c{i}", T.StringType())
+                               for i in range(len(names))])
+        data = spark.read.csv(path, schema=schema, header=True, sep=delimiter, quote='"',
+                              escape='"', multiLine=True, mode="PERMISSIVE", encoding="UTF-8",
+                              enforceSchema=True)
+        replaced = F.lit(False)
+        for i in range(len(names)):
+            replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+        data = data.where(~replaced)
+    missing = [name for name in needed_columns() if name not in names]
     if missing:
         raise Refused(f"the data has no column(s) {missing!r}, which the plan needs")
     # columns picked by position under plain names: no column name is parsed by Spark
-    plain_names = [f"c{i}" for i in range(len(data.columns))]
-    picked = [plain_names[data.columns.index(name)] for name in needed_columns()]
-    return data.toDF(*plain_names).select(*picked).rdd.map(tuple)
+    picked = [f"c{names.index(name)}" for name in needed_columns()]
+    return data.select(*picked).rdd.map(tuple)
 
 
 def release(spark, path):
