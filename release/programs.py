@@ -181,9 +181,13 @@ def _opendp_part(c: Certified, quantile: float | None) -> dict[str, Any]:
 def opendp_program(plan: Plan) -> str:
     """A self-contained OpenDP program that releases ``plan`` once on one machine.
 
-    ``python program.py --data PATH [--out FILE]`` reads a CSV, CSV.gz or Parquet file,
-    applies the plan's contribution bounds and clamping, builds each query's OpenDP 0.16
-    measurement at the plan's noise scale, checks every privacy map against the plan's figure
+    ``python program.py --data PATH [--out FILE]`` reads a CSV, CSV.gz or Parquet file (a
+    CSV by the release's one reading of a cell, :func:`cells_code`: each cell its own text,
+    person ids and categories by canonical key, numbers per cell, malformed records by the
+    same rule; undeclared values dropped, values clamped, a whole-number sum's values rounded,
+    as the release does: nothing the data holds is refused), applies the plan's contribution
+    bounds and clamping, builds each query's OpenDP 0.16 measurement at the plan's noise
+    scale, checks every privacy map against the plan's figure
     before drawing anything, and prints (and writes) the released values as JSON with a
     top-level ``"privacy_spent"``: the plan's total under its accounting
     (:func:`release.accounting.privacy_spent` of what OpenDP certifies). It imports only
@@ -255,7 +259,9 @@ def spark_program(plan: Plan) -> str:
     """A PipelineDP program that releases ``plan`` once with Spark.
 
     ``spark-submit program.py --data PATH`` (or ``python program.py --data PATH`` with a
-    local master) reads CSV or Parquet into Spark and runs each noised part of each query as
+    local master) reads CSV (every field a string, split as the release splits it, each
+    cell then read by :func:`cells_code`'s rule) or Parquet into Spark and runs each noised
+    part of each query as
     its own PipelineDP aggregation (COUNT or SUM over the declared, public partitions, with
     the privacy unit's contribution bounds), each with its own ``NaiveBudgetAccountant``
     holding exactly that part's planned (ε, δ): PipelineDP's budget split then never moves

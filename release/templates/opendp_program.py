@@ -10,11 +10,15 @@ Python 3.10+, opendp 0.16, numpy and pandas (pyarrow for Parquet):
 
     python program.py --data PATH [--out release.json]
 
-Each query is computed on the data with the plan's contribution bounds and clamping, then
-noised by the OpenDP measurement with the plan's noise scale. Every measurement's privacy
-map is read and checked against the plan's figure before anything is drawn; if one is above
-it, nothing is drawn. OpenDP's samplers are exact and draw from the operating system's
-entropy: they are never seeded. The output holds released values only, and
+The data are read as Epsilon Lab's release reads them: each CSV cell on its own, as text
+(person ids and categories by one canonical key, numbers cell by cell; a malformed record by
+a fixed rule, never a refusal). Values outside the declared categories are left out, values
+are clamped to the plan's bounds, and a whole-number sum's values are rounded (ties to
+even). Each query is computed on the data with the plan's contribution bounds and clamping,
+then noised by the OpenDP measurement with the plan's noise scale. Every measurement's
+privacy map is read and checked against the plan's figure before anything is drawn; if one
+is above it, nothing is drawn. OpenDP's samplers are exact and draw from the operating
+system's entropy: they are never seeded. The output holds released values only, and
 "privacy_spent", the plan's total under its accounting.
 """
 

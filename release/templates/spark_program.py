@@ -12,16 +12,19 @@ library through python-dp):
     spark-submit program.py --data PATH [--out release.json]
     python program.py --data PATH [--master local[2]] [--out release.json]
 
-Each noised part of each query is one PipelineDP aggregation over the plan's declared
-(public) partitions, with the privacy unit's contribution bounds, and its own budget
-accountant holding exactly the part's planned (epsilon, delta), so PipelineDP's noise is
-calibrated to the plan's budget for that part and nothing else. A mean is a SUM and a COUNT;
-a variance a COUNT, a SUM of deviations from the bounds' midpoint and a SUM of their squares,
-combined as the plan says (PipelineDP's VARIANCE metric is not used: it noises the squares of
-the values themselves, with a sensitivity read off [lower^2, upper^2], and splits the budget
-by its own arithmetic, so its noise is not the plan's). The output holds released
-values only, what each accountant spent, the noise standard deviation PipelineDP applied,
-and "privacy_spent", the basic composition of the accountants' budgets.
+The data are read as Epsilon Lab's release reads them: each CSV field as text (split by the
+header's delimiter; a malformed record by a fixed rule), each cell then read on its own
+(person ids and categories by one canonical key, numbers cell by cell). Each noised part of
+each query is one PipelineDP aggregation over the plan's declared (public) partitions, with
+the privacy unit's contribution bounds, and its own budget accountant holding exactly the
+part's planned (epsilon, delta), so PipelineDP's noise is calibrated to the plan's budget
+for that part and nothing else. A mean is a SUM and a COUNT; a variance a COUNT, a SUM of
+deviations from the bounds' midpoint and a SUM of their squares, combined as the plan says
+(PipelineDP's VARIANCE metric is not used: it noises the squares of the values themselves,
+with a sensitivity read off [lower^2, upper^2], and splits the budget by its own arithmetic,
+so its noise is not the plan's). The output holds released values only, what each accountant
+spent, the noise standard deviation PipelineDP applied, and "privacy_spent", the basic
+composition of the accountants' budgets.
 """
 
 from __future__ import annotations
