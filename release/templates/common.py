@@ -181,7 +181,7 @@ def bounded(frame, codes=None, rng=None):
     by an independent random priority per (person, cell), whatever their numbers of rows,
     and the rows of a kept cell by a random priority. A person is a person id's canonical
     key (``keys_of``); a row with no person id is no one's and is left out. Each priority
-    is a hash, keyed by a secret drawn once per run (from ``rng`` when given), of the
+    is a hash, keyed by a secret drawn for each query (from ``rng`` when given), of the
     person's key and that row's own cells (or that cell), so what a person keeps depends on
     that person's rows only: never on other people's rows or the file's order. With one
     row per person, every row. ``codes``: each row's cell (-1: in none, dropped)."""
@@ -191,12 +191,12 @@ def bounded(frame, codes=None, rng=None):
     if PERSON_COLUMN is None:
         return frame
     rng = np.random.default_rng() if rng is None else rng
-    row_key, cell_key = rng.bytes(8).hex(), rng.bytes(8).hex()   # 16 characters each
+    row_secret, cell_secret = rng.bytes(8).hex(), rng.bytes(8).hex()   # 16 characters each
     person = keys_of(frame[PERSON_COLUMN])
     known = pd.notna(person)
     frame, person = frame[known], pd.Series(person[known], dtype=object)
     keyed = frame.reset_index(drop=True).assign(__person__=person.to_numpy())
-    priority = pd.util.hash_pandas_object(keyed, index=False, hash_key=row_key).to_numpy()
+    priority = pd.util.hash_pandas_object(keyed, index=False, hash_key=row_secret).to_numpy()
     order = np.argsort(priority, kind="stable")
     frame, person = frame.iloc[order], person.iloc[order].to_numpy()
     if codes is None or MAX_GROUPS is None:
@@ -209,7 +209,7 @@ def bounded(frame, codes=None, rng=None):
     pairs = pd.DataFrame({"p": person, "c": cell}).drop_duplicates()
     # not the cells met first among the rows (a cell with more rows comes first more
     # often): the MAX_GROUPS cells of highest independent priority
-    pair_priority = pd.util.hash_pandas_object(pairs, index=False, hash_key=cell_key)
+    pair_priority = pd.util.hash_pandas_object(pairs, index=False, hash_key=cell_secret)
     pairs = pairs.iloc[np.argsort(pair_priority.to_numpy(), kind="stable")]
     pairs = pairs[pairs.groupby("p", sort=False).cumcount().to_numpy() < MAX_GROUPS]
     kept = pd.MultiIndex.from_frame(pairs).get_indexer(
