@@ -356,18 +356,17 @@ def spark():
     session.stop()
 
 
-def spark_records(program: Any, session: Any, path: Path) -> dict[str, collections.Counter]:
-    """Each query's (person, cell, value) records the Spark program hands PipelineDP (one
-    Spark job for all the queries)."""
-    frame_rdd = program.read_spark(session, str(path)).cache()
+def spark_records(program: Any, session: Any, paths: list[Path]
+                  ) -> list[dict[str, collections.Counter]]:
+    """For each file, each query's (person, cell, value) records the Spark program hands
+    PipelineDP: every file read by the program's ``read_spark``, all in one Spark job."""
     tagged = session.sparkContext.union([
-        program.spark_rows(frame_rdd, q).map(lambda r, q_id=q["id"]: (q_id, r))
-        for q in program.QUERIES]).collect()
-    frame_rdd.unpersist()
-    out: dict[str, collections.Counter] = {q["id"]: collections.Counter()
-                                           for q in program.QUERIES}
-    for query_id, record in tagged:
-        out[query_id][record] += 1
+        program.spark_rows(program.read_spark(session, str(path)), q).map(
+            lambda r, tag=(n, q["id"]): (tag, r))
+        for n, path in enumerate(paths) for q in program.QUERIES]).collect()
+    out = [{q["id"]: collections.Counter() for q in program.QUERIES} for _ in paths]
+    for (n, query_id), record in tagged:
+        out[n][query_id][record] += 1
     return out
 
 
@@ -408,21 +407,22 @@ def test_no_neighbour_moves_the_spark_programs_records_but_one_persons(spark, tm
     program = load(spark_program(spark_plan(unit)), "spark_stability", tmp_path)
     reader = load(opendp_program(spark_plan(unit)), "opendp_reader", tmp_path)
     persons = people(seed=11)
-    path = tmp_path / "data.csv"
-    path.write_bytes(csv_bytes(persons))
-    base = spark_records(program, spark, path)
-    assert base == python_records(program, reader, path)
-    # every newcomer, and the people whose ids are spelled several ways removed (a few Spark
-    # jobs: each person removed is the OpenDP program's check above)
+    # every newcomer, and the people whose ids are spelled several ways removed (each person
+    # removed is the OpenDP program's check above)
     spelled = [p for p in persons if p[0] % 4 == 1][:3]
     removed = [(f"without person {pid}", csv_bytes([p for p in persons if p[0] != pid]))
                for pid, _ in spelled]
     newcomers = [(f"with {what}", csv_bytes(persons, lines))
                  for what, lines in NEWCOMERS.items()]
+    files = [("the base file", csv_bytes(persons)), *removed, *newcomers]
+    paths = []
+    for n, (_, data) in enumerate(files):
+        paths.append(tmp_path / f"data-{n}.csv")
+        paths[-1].write_bytes(data)
+    read = spark_records(program, spark, paths)
+    base = read[0]
     failures = []
-    for what, data in removed + newcomers:
-        path.write_bytes(data)
-        records = spark_records(program, spark, path)
+    for (what, _), path, records in zip(files, paths, read, strict=True):
         if records != python_records(program, reader, path):
             failures.append(f"{what}: Spark reads other records than the OpenDP program")
         for query in program.QUERIES:
@@ -438,12 +438,14 @@ def test_no_neighbour_moves_the_spark_programs_records_but_one_persons(spark, tm
                 if any(not low <= v <= high for _, _, v in records[query["id"]]):
                     failures.append(f"{what}: {query['id']}: a value outside the bounds")
     assert failures == [], "\n".join(failures)
+    assert sum(base["count"].values()) > 50
     # and a program releases the file with every newcomer at once, refusing nothing (two of
     # the queries: each PipelineDP aggregation is several Spark jobs)
     small = spark_plan(unit)
     small = Plan(small.dataset, tuple(q for q in small.queries if q.id in ("codes", "sum")),
                  unit, small.accounting)
     releaser = load(spark_program(small), "spark_release", tmp_path)
+    path = tmp_path / "every-newcomer.csv"
     path.write_bytes(csv_bytes(persons, b"".join(NEWCOMERS.values())))
     out = releaser.release(spark, str(path))
     assert [q["id"] for q in out["queries"]] == ["sum", "codes"]   # the plan's order
