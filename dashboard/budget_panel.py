@@ -125,8 +125,12 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
                 delta_color="green" if fits else "red", delta_arrow="off")
     names = ", ".join(f"“{plain(n)}”" for n in known)
     st.caption(f"The ledger knows this data by its content ({identity.content_hash[:19]}…), "
-               f"as {names}: the same table uploaded, in the data folder or given to python -m "
-               "release spends this one budget. Releases add up by basic composition.")
+               f"as {names}: the same cells — uploaded, in the data folder or given to python "
+               "-m release, under any file name, in any order of rows or columns — spend this "
+               "one budget. It catches nothing more: a table with one row more or one value "
+               "changed is new data with a budget of its own, even when it holds the same "
+               "people, and their earlier releases are not counted against it. Releases add "
+               "up by basic composition.")
     if not fits:
         st.error(f"**This plan is refused:** {plain(reason, limit=300)}. Lower the queries' "
                  "budgets, or raise the dataset's budget below.", icon=":material/block:")

@@ -14,6 +14,11 @@ from dashboard.text import plain
 from engine import EngineError, RowsPerPerson
 
 ONE_ROW_CHOICE = "One row = one person"
+#: The one reading of a person id (``engine.cells.cell_key``), said beside the choice: the
+#: page, every release and the exported programs read ids by it.
+ID_RULE = ("One id, one person, on this page and in every release: white space around an id "
+           "is ignored, a whole number is one id however it is written (12, 012, 12.0, 1.2e1), "
+           "and any other text is compared as written (ab and AB are two people).")
 #: Largest bounds the controls accept.
 MAX_ROWS_BOUND = 100_000
 MAX_GROUPS_BOUND = 10_000
@@ -56,6 +61,8 @@ def privacy_unit_section(relation, data_key: str) -> person.PrivacyUnit:
         help="If one person can have several rows (visits, transactions, answers), choose "
              "the column that identifies them: the guarantee then covers all of a person's "
              "rows, not one row.")
+    if chosen != ONE_ROW_CHOICE:
+        st.caption(ID_RULE)
     if chosen == ONE_ROW_CHOICE:
         unit = person.ONE_ROW
     else:

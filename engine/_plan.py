@@ -119,11 +119,12 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
 
 
 def category_values(kind: MatchKind, categories: tuple[object, ...]) -> list[object]:
-    """The categories as the backend compares them: with a text column, their canonical
-    keys (``engine.cells.cell_key``: the declared 12 and a cell "0012" are one key)."""
-    if kind in ("text", "text_number"):
+    """The categories as the backend compares them: declared texts as their canonical keys
+    (``engine.cells.cell_key``: the declared "0012" and a cell "12" are one key), declared
+    numbers on a text column as the numbers the cells read as (rule 4)."""
+    if kind == "text":
         return [cell_key(c) for c in categories]
-    if kind == "real":
+    if kind in ("real", "text_number"):
         return [float(c) for c in categories]
     if kind == "integer":
         return [int(c) for c in categories]

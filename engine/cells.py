@@ -201,6 +201,10 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     text = decode_bytes(data) if isinstance(data, bytes | bytearray | memoryview) else (
         str(data).removeprefix("\ufeff"))
     delimiter = delimiter or sniff_delimiter(text)
+    # The file's last line break ends its last record, never a field: a quote left open runs
+    # to the end of the file without it (as DuckDB and Spark read it).
+    text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else (
+        text.removesuffix("\r"))
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
                         doublequote=True, strict=False)
     records = list(filter(None, reader))      # blank lines are no record

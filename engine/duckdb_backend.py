@@ -60,10 +60,11 @@ from engine.sources import (
     csv_column_names,
     csv_layout,
     missing_spellings,
+    parquet_parts,
 )
 
 __all__ = ["DuckDBBackend", "quote", "compile_query", "CompiledQuery", "csv_text_reader",
-           "csv_names"]
+           "csv_names", "parquet_path"]
 
 #: Environment variables: DuckDB's memory limit (e.g. "2GB") and its spill folder.
 MEMORY_ENV = "EPSILON_LAB_DUCKDB_MEMORY"
@@ -185,8 +186,10 @@ def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
 
 def _cell(expr: str, info: ColumnInfo, kind: _plan.MatchKind, param: str) -> str:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
-    if kind in ("text", "text_number"):
-        # a text cell matches a category by canonical key (engine.cells: "0012" is 12)
+    if kind == "text":
+        # a cell matches a declared text by canonical key (engine.cells, rule 6: "0012" is
+        # the declared "12"); a declared number matches the number a cell reads as (rule 4:
+        # "text_number" below), so "2.50" is the declared 2.5
         key = _key(expr, info)
         return (f"(CASE WHEN {key} IS NULL THEN -1 ELSE "
                 f"coalesce(list_position(CAST(${param} AS VARCHAR[]), {key}), 0) END)")
@@ -785,9 +788,7 @@ class DuckDBBackend:
         if isinstance(source, FileSource):
             if source.format == "csv":
                 return self._csv_clause(source, alias, text=text)
-            path = str(source.path / "**" / "*.parquet") if source.is_folder else str(
-                source.path)
-            return f"read_parquet($path){alias}", {"path": path}
+            return f"read_parquet($path){alias}", {"path": parquet_path(source)}
         if isinstance(source, TableSource):
             raise EngineError(f"{source.describe()} is a Spark table: set EPSILON_LAB_ENGINE="
                               "spark and EPSILON_LAB_SPARK to the cluster to read it.")
@@ -957,6 +958,18 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
                            for i in range(width)) or "false"
     listed = ", ".join(_col(i) for i in range(width))
     return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width
+
+
+def parquet_path(source: FileSource) -> str | list[str]:
+    """What ``read_parquet`` is given: a file's path, or a folder's parts as Spark reads them
+    (``sources.parquet_parts``: no ``_extra.parquet``, nothing hidden)."""
+    if not source.is_folder:
+        return str(source.path)
+    parts = [str(p) for p in parquet_parts(source.path)]
+    if not parts:
+        raise EngineError(f"{source.describe()} holds no Parquet file a release reads (names "
+                          "starting with _ or . are left out, as Spark does).")
+    return parts
 
 
 def csv_names(source: FileSource) -> list[str]:

@@ -24,7 +24,7 @@ from engine.queries import Query, query_key
 __all__ = [
     "FrameSource", "FileSource", "TableSource", "Source", "DataFile", "DATA_ENV",
     "data_folder", "list_data_folder", "open_data_file", "MISSING_MARKERS", "missing_spellings",
-    "csv_layout", "csv_column_names",
+    "csv_layout", "csv_column_names", "parquet_parts",
 ]
 
 #: The environment variable naming the server's data folder.
@@ -36,6 +36,16 @@ MAX_SCHEMA_BYTES = 1_000_000
 MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
 #: Characters DuckDB's file readers treat as a glob pattern: a file name with one is refused.
 GLOB_CHARACTERS = frozenset("*?[]{}")
+
+
+def parquet_parts(folder: Path) -> list[Path]:
+    """The Parquet files of a folder a release reads, sorted: every ``*.parquet`` below it
+    except those under a name starting with ``_`` or ``.`` (``_extra.parquet``,
+    ``.staging/``), which Spark's reader leaves out as hidden: DuckDB, Spark and the
+    identity digest read the same files, nothing more (issue 31)."""
+    root = Path(folder)
+    return sorted(p for p in root.rglob("*.parquet")
+                  if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts))
 
 
 def missing_spellings() -> list[str]:
@@ -127,7 +137,7 @@ class FileSource:
             info = self.path.stat()
             if not stat.S_ISDIR(info.st_mode):
                 return f"{info.st_mtime_ns}:{info.st_size}"
-            files = [p.stat() for p in self.path.rglob("*.parquet")]
+            files = [p.stat() for p in parquet_parts(self.path)]
         except OSError as exc:
             raise EngineError(
                 f"{self.describe()} cannot be read any more ({exc.strerror or exc}). It may "
@@ -255,7 +265,7 @@ def _check_file(name: str, path: Path, root: Path) -> str | None:
     try:
         info = real.stat()
         if stat.S_ISDIR(info.st_mode):
-            parts = sorted(real.rglob("*.parquet"))
+            parts = parquet_parts(real)
             if not parts:
                 return f"The folder {name!r} holds no .parquet files."
             for part in parts:
@@ -355,7 +365,7 @@ def list_data_folder(folder: str | os.PathLike | None = None) -> list[DataFile]:
         problem = _check_file(name, path, root)
         try:
             size = path.stat().st_size if not is_dir else sum(
-                p.stat().st_size for p in path.rglob("*.parquet"))
+                p.stat().st_size for p in parquet_parts(path))
         except OSError:
             size = 0
         schema, schema_problem = _schema_beside(name, fmt, root)

@@ -230,8 +230,9 @@ def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
     from pyspark.sql import functions as F
 
     cast = {"text": "string", "integer": "long", "real": "double", "boolean": "boolean"}
-    if kind in ("text", "text_number"):
-        # a cell matches a category by canonical key (engine.cells: "0012" is 12)
+    if kind == "text":
+        # a cell matches a declared text by canonical key (engine.cells, rule 6), a
+        # declared number the number the cell reads as (rule 4: "text_number" below)
         key = _person_text(column, info)
         keys = F.array(*[F.lit(v).cast("string") for v in _plan.category_values(kind,
                                                                                categories)])

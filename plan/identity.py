@@ -112,7 +112,9 @@ def file_hash(path: str | os.PathLike) -> str:
         return _hash_regular_file(root, info)
     if not stat.S_ISDIR(info.st_mode):
         raise OSError(f"{root} is neither a file nor a folder")
-    parts = sorted(p for p in root.rglob("*.parquet") if p.is_file())
+    from engine.sources import parquet_parts
+
+    parts = [p for p in parquet_parts(root) if p.is_file()]
     if not parts:
         raise OSError(f"the folder {root} holds no .parquet files")
     h = hashlib.sha256(b"parquet-folder\x00")
@@ -287,7 +289,7 @@ def content_digest(data: object) -> str:
     """
     import duckdb
 
-    from engine.duckdb_backend import csv_names, csv_text_reader
+    from engine.duckdb_backend import csv_names, csv_text_reader, parquet_path
     from engine.errors import EngineError
     from engine.sources import FileSource
 
@@ -320,8 +322,7 @@ def content_digest(data: object) -> str:
                 digest = _digest_of(connection, reader, params, names)
             else:
                 reader = "read_parquet($path)"
-                path = str(data.path / "**" / "*.parquet") if data.path.is_dir() else str(
-                    data.path)
+                path = parquet_path(data)   # the files a release reads, nothing more
                 names = [d[0] for d in connection.execute(
                     f"SELECT * FROM {reader} LIMIT 0", {"path": path}).description]
                 alias = ", ".join(f'"c{i}"' for i in range(len(names)))

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
-from engine.cells import is_missing
+from engine.cells import is_missing, sniff_delimiter
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
@@ -76,7 +76,6 @@ _BOMS = (  # UTF-32 before UTF-16: the UTF-32-LE mark starts with the UTF-16-LE 
 )
 _DELIMITERS = (",", "\t", ";", "|")
 _SAMPLE_CHARS = 64 * 1024
-_SAMPLE_RECORDS = 200
 # Control characters other than tab, newline and carriage return.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _NAME_BREAKS = re.compile("[\t\n\r\u2028\u2029]+")
@@ -99,11 +98,11 @@ def load_upload(data: bytes, filename: str, *,
                 max_bytes: int = MAX_UPLOAD_MB * 2**20) -> LoadedDataset:
     """Validate and load an uploaded CSV, TSV or gzip-compressed CSV, in memory only.
 
-    The bytes are never written to disk or logged. The delimiter (comma, semicolon, tab or
-    pipe) is sniffed; text is read as UTF-8 (with or without a byte-order mark), or as UTF-16
-    or UTF-32 when a byte-order mark says so; a row holding bytes that are not UTF-8 is left
-    out (the malformed-record rule of ``engine.cells``, which every reader follows). The first
-    row must hold the column names.
+    The bytes are never written to disk or logged. The delimiter (comma, semicolon, tab or pipe)
+    is read from the header line alone (``engine.cells.sniff_delimiter``); text is read as UTF-8
+    (with or without a byte-order mark), or as UTF-16 or UTF-32 when a byte-order mark says so;
+    a row holding bytes that are not UTF-8 is left out (the malformed-record rule of
+    ``engine.cells``, which every reader follows). The first row must hold the column names.
 
     Odd content loads with a warning saying what was changed (never naming a row or a cell):
     ragged rows (short rows padded with missing values, the extra fields of long rows dropped),
@@ -175,7 +174,7 @@ def load_upload(data: bytes, filename: str, *,
                            "first row holds the column names, followed by the data rows.")
     _reject_other_text_formats(text)
     if delimiter is None:
-        delimiter = _choose_delimiter(text, display_name)
+        delimiter = sniff_delimiter(text)   # from the header alone, as every reader (engine.cells)
 
     scan = _scan_records(text, delimiter)
     frame, cells = _build_frame(text, delimiter, scan, warnings)
@@ -285,50 +284,6 @@ def _reject_other_text_formats(text: str) -> None:
             raise DatasetError(f"This file looks like {what}, not a CSV table. {how}")
 
 
-def _sample_records(sample: str, delimiter: str, complete: bool) -> list[list[str]]:
-    reader = csv.reader(io.StringIO(sample), delimiter=delimiter, quotechar='"', strict=False)
-    try:
-        records = [r for _, r in zip(range(_SAMPLE_RECORDS + 1), reader, strict=False)]
-    except csv.Error:
-        return []
-    records = [r for r in records if r]  # skip blank lines
-    if not complete and len(records) > 1:
-        records = records[:-1]  # the sample may have cut the last record short
-    return records[:_SAMPLE_RECORDS]
-
-
-def _choose_delimiter(text: str, display_name: str) -> str:
-    """The delimiter that splits the sample into the most consistent table.
-
-    csv.Sniffer's guess breaks ties; a candidate that gives a single column loses to one that
-    gives several, and then the share of rows with the most common field count decides.
-    """
-    complete = len(text) <= _SAMPLE_CHARS
-    sample = text[:_SAMPLE_CHARS]
-    if not complete and "\n" in sample:
-        sample = sample[: sample.rindex("\n") + 1]
-    try:
-        # A short sample: the sniffer's regular expressions take quadratic time on odd text.
-        sniffed = csv.Sniffer().sniff(sample[:4096], delimiters="".join(_DELIMITERS)).delimiter
-    except csv.Error:
-        sniffed = None
-    prefers_tab = display_name.lower().endswith((".tsv", ".tsv.gz", ".tab"))
-
-    def score(delimiter: str) -> tuple[bool, float, bool, bool, int]:
-        records = _sample_records(sample, delimiter, complete)
-        if not records:
-            return (False, 0.0, False, False, 0)
-        counts = np.array([len(r) for r in records])
-        values, freq = np.unique(counts, return_counts=True)
-        modal = int(values[np.argmax(freq)])
-        consistency = float(np.mean(counts == modal))
-        return (modal > 1, consistency, delimiter == sniffed,
-                prefers_tab and delimiter == "\t", modal)
-
-    # max keeps the first of equal scores: the order of _DELIMITERS is the last tie-break.
-    return max(_DELIMITERS, key=score)
-
-
 @dataclass
 class _Scan:
     lengths: NDArray[np.int64]   # fields per record (0 = blank line), every record to read
@@ -354,11 +309,11 @@ def _scan_records(text: str, delimiter: str) -> _Scan:
             filled += int(np.count_nonzero(chunk))
             if chunk.size < ask:
                 break
-    except csv.Error as exc:
+    except csv.Error:
         raise DatasetError(
-            f"Could not split the file into cells near line {reader.line_num:,} ({exc}). This "
-            "usually means a quote (\") that opens a cell is never closed. Check the quotes "
-            "around that line, or save the file again from a spreadsheet as CSV."
+            "Could not split the file into cells. This usually means a quote (\") that opens "
+            "a cell is never closed. Check the quotes, or save the file again from a "
+            "spreadsheet as CSV."
         ) from None
     lengths = np.concatenate(chunks)
     filled_records = np.flatnonzero(lengths)
@@ -404,7 +359,7 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
             long[long] = _extra_fields_filled(text, delimiter, ncols, data_records[long])
     kept_cols = min(ncols, MAX_UPLOAD_COLUMNS)
 
-    cells = _read_cells(text, delimiter, ncols, kept_cols, scan)
+    cells = _read_cells(text, delimiter, ncols, kept_cols, scan, warnings)
     header = [str(cell).strip() for cell in cells[top]]
     named = [cell for cell in header[:header_len] if cell]
     if not named or all(_is_number(cell) for cell in named):
@@ -476,7 +431,7 @@ def _extra_fields_filled(text: str, delimiter: str, ncols: int,
 
 
 def _read_cells(text: str, delimiter: str, ncols: int, kept_cols: int,
-                scan: _Scan) -> NDArray[np.object_]:
+                scan: _Scan, warnings: list[str]) -> NDArray[np.object_]:
     """Every scanned record (blank ones too) as a row of strings, padded to kept_cols."""
     n_records = len(scan.lengths)
     try:
@@ -487,19 +442,20 @@ def _read_cells(text: str, delimiter: str, ncols: int, kept_cols: int,
             usecols=range(kept_cols), dtype=object, na_filter=False, quotechar='"',
             skip_blank_lines=False, nrows=n_records, engine="c",
         )
-    except pd.errors.ParserError as exc:
-        opened = re.search(r"EOF inside string starting at row (\d+)", str(exc))
-        where = f" in row {int(opened.group(1)) + 1:,}" if opened else ""
-        raise DatasetError(
-            f"Could not split the file into cells: a quote (\") that opens a cell{where} is "
-            "never closed, so the rest of the file would be one cell. Check the quotes there, "
-            "or save the file again from a spreadsheet as CSV."
-        ) from None
-    if len(raw) == n_records:
+    except pd.errors.ParserError:
+        # a quote left open: the rest of the file is one cell, as every reader reads it
+        # (engine.cells); the csv module's reading below, never a refusal
+        raw = None
+        warnings.append("A quote (\") that opens a cell is never closed, so the rest of the "
+                        "file was read as one cell, as every release reads it. Check the "
+                        "quotes, or save the file again from a spreadsheet as CSV.")
+    if raw is not None and len(raw) == n_records:
         return raw.to_numpy(dtype=object)
     # pandas and the csv module disagreed about a record boundary (odd quoting): fall back to
     # the csv module's reading, which the ragged-row report is based on.
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter, quotechar='"', strict=False)
+    # (the file's last line break ends its last record, never a field: engine.cells)
+    reader = csv.reader(io.StringIO(text.removesuffix("\n")), delimiter=delimiter,
+                        quotechar='"', strict=False)
     cells = np.full((n_records, kept_cols), "", dtype=object)
     for i, record in enumerate(itertools.islice(reader, n_records)):
         record = record[:kept_cols]
@@ -628,12 +584,15 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
         raise DatasetError("Every row is empty or holds only missing markers (NA, NaN, "
                            "NULL…), so there is nothing to analyse. Fill in some values and "
                            "upload the file again.")
-    if empty_rows.any():   # a row is dropped for its own cells only
-        # the pages drop it; a release keeps it, a record of missing cells, as the same file
-        # on the command line reads it (engine.cells: every record is a row)
-        frame = frame.loc[~empty_rows].reset_index(drop=True)
-        warnings.append(f"{_count(int(empty_rows.sum()), 'row')} with every cell empty or "
-                        f"missing {_verb(int(empty_rows.sum()), 'was/were')} dropped.")
+    # The pages' frame leaves out a row with nothing in it (an "inf" in a column of numbers
+    # is nothing there too); a release keeps every record, one of missing cells included,
+    # as the same file on the command line reads it (engine.cells: every record is a row).
+    page_empty = empty_rows | frame.isna().all(axis=1).to_numpy()
+    if page_empty.any():
+        frame = frame.loc[~page_empty].reset_index(drop=True)
+        warnings.append(f"{_count(int(page_empty.sum()), 'row')} with every cell empty or "
+                        f"missing {_verb(int(page_empty.sum()), 'was/were')} left out of the "
+                        "pages' view.")
     said = missing_cells_warning(int(frame.isna().to_numpy().sum()))
     if said is not None:
         warnings.append(said)

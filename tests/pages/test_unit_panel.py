@@ -103,3 +103,15 @@ def test_a_person_column_with_no_values_says_so(tmp_path, monkeypatch):
     at.run()
     assert not at.exception
     assert any("No row has a value in pid" in w.value for w in at.warning)
+
+
+def test_the_id_rule_is_said_beside_the_person_id_choice():
+    """Issue 31 item 2: the one reading of a person id (engine.cells) is said in one sentence
+    beside the choice, and only when a person-id column is chosen."""
+    from dashboard.unit_panel import ID_RULE
+
+    at = open_app("data.py", dataset=VISITS)
+    assert ID_RULE in [c.value for c in at.caption]
+    assert "12, 012, 12.0, 1.2e1" in ID_RULE
+    at = open_app("data.py")
+    assert ID_RULE not in [c.value for c in at.caption]

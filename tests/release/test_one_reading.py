@@ -152,6 +152,9 @@ MALFORMED = {
     "semicolons, a bad byte in the last record": (
         b"id;x\n1;1,5\n2;2\n3;\x80\n",
         [["1", "1,5"], ["2", "2"]]),
+    "a quote never closed": (
+        b'id,x\n1,a\n2,"open\n3,b\n',
+        [["1", "a"], ["2", "open\n3,b"]]),
     "blank lines before the header, a row of empty fields": (
         b"\n\nid,x\n1,2\n,\n3,4\n",
         [["1", "2"], [None, None], ["3", "4"]]),
@@ -217,3 +220,21 @@ def test_an_upload_and_its_file_have_one_identity(tmp_path, cell) -> None:
     path.write_text(text)
     loaded = load_upload(text.encode(), "a.csv")
     assert content_hash_of(loaded) == content_digest(FileSource(path, "csv"))
+
+
+def test_a_parquet_folder_is_the_files_spark_reads(tmp_path, duck) -> None:
+    """Spark leaves out a folder's ``_extra.parquet`` (a name starting with _ is hidden to
+    it); DuckDB's release and the digest read it, so one folder had two contents. Now no
+    path reads it: the count and the identity are the folder's without it."""
+    import pandas as pd
+
+    folder = tmp_path / "table"
+    folder.mkdir()
+    pd.DataFrame({"x": [1, 2, 3]}).to_parquet(folder / "part-0.parquet")
+    before = content_digest(FileSource(folder, "parquet"))
+    pd.DataFrame({"x": [9] * 5}).to_parquet(folder / "_extra.parquet")
+    (folder / ".staging").mkdir()
+    pd.DataFrame({"x": [8]}).to_parquet(folder / ".staging" / "part-9.parquet")
+    source = FileSource(folder, "parquet")
+    assert duck.run(source, CountRows()).rows == 3
+    assert content_digest(source) == before
