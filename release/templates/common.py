@@ -118,14 +118,26 @@ def numbers(values, lower, upper, whole=False):
 
 
 def cells(values, categories):
-    """The index of each value among the declared categories (-1: not declared, or missing):
-    a value is in a category when their canonical keys are equal (the first category of a
-    key, if two declared spellings share one)."""
-    declared = pd.Index(keys_of(list(categories)))
+    """The index of each value among the declared categories (-1: not declared, or missing),
+    as the release matches them: declared texts by canonical key (``cell_key``: the declared
+    "0012" is the cell "12"), declared numbers by the number each cell reads as (declared
+    2.5 is the cell "2.50"), declared booleans only on a column of booleans; the first
+    category of a key or number when two declared ones share it."""
+    categories = list(categories)
+    if categories and all(isinstance(c, bool) for c in categories):
+        series = pd.Series(values)
+        if not pd.api.types.is_bool_dtype(series.dtype):
+            return np.full(len(series), -1, dtype=np.int64)
+        declared, found = pd.Index(categories, dtype=object), series.to_numpy(dtype=object)
+    elif categories and all(isinstance(c, int | float) for c in categories):
+        declared = pd.Index(np.asarray(categories, dtype=float))
+        found = number_of(values)
+    else:
+        declared, found = pd.Index(keys_of(categories)), keys_of(values)
     first = ~declared.duplicated()
     positions = np.flatnonzero(first)
-    found = pd.Index(declared[first]).get_indexer(keys_of(values))
-    return np.where(found >= 0, positions[np.maximum(found, 0)], -1).astype(np.int64)
+    index = pd.Index(declared[first]).get_indexer(found)
+    return np.where(index >= 0, positions[np.maximum(index, 0)], -1).astype(np.int64)
 
 
 def bins(values, edges, outside):
