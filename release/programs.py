@@ -181,9 +181,13 @@ def _opendp_part(c: Certified, quantile: float | None) -> dict[str, Any]:
 def opendp_program(plan: Plan) -> str:
     """A self-contained OpenDP program that releases ``plan`` once on one machine.
 
-    ``python program.py --data PATH [--out FILE]`` reads a CSV, CSV.gz or Parquet file,
-    applies the plan's contribution bounds and clamping, builds each query's OpenDP 0.16
-    measurement at the plan's noise scale, checks every privacy map against the plan's figure
+    ``python program.py --data PATH [--out FILE]`` reads a CSV, CSV.gz or Parquet file (a
+    CSV by the release's one reading of a cell, :func:`cells_code`: each cell its own text,
+    person ids and categories by canonical key, numbers per cell, malformed records by the
+    same rule; undeclared values dropped, values clamped, a whole-number sum's values rounded,
+    as the release does: nothing the data holds is refused), applies the plan's contribution
+    bounds and clamping, builds each query's OpenDP 0.16 measurement at the plan's noise
+    scale, checks every privacy map against the plan's figure
     before drawing anything, and prints (and writes) the released values as JSON with a
     top-level ``"privacy_spent"``: the plan's total under its accounting
     (:func:`release.accounting.privacy_spent` of what OpenDP certifies). It imports only
@@ -255,7 +259,9 @@ def spark_program(plan: Plan) -> str:
     """A PipelineDP program that releases ``plan`` once with Spark.
 
     ``spark-submit program.py --data PATH`` (or ``python program.py --data PATH`` with a
-    local master) reads CSV or Parquet into Spark and runs each noised part of each query as
+    local master) reads CSV (every field a string, split as the release splits it, each
+    cell then read by :func:`cells_code`'s rule) or Parquet into Spark and runs each noised
+    part of each query as
     its own PipelineDP aggregation (COUNT or SUM over the declared, public partitions, with
     the privacy unit's contribution bounds), each with its own ``NaiveBudgetAccountant``
     holding exactly that part's planned (ε, δ): PipelineDP's budget split then never moves
@@ -357,4 +363,40 @@ def _program(template: str, constants: str, spent: Spent) -> str:
         raise AssertionError(f"{template}: the plan's names differ from the template's")
     middle, _, body = _blocks(rest, "SHARED")
     shared = _blocks(_template("common"), "SHARED")[1]
-    return head + constants + middle + shared + body
+    return head + constants + middle + cells_code() + shared + body
+
+
+#: The module whose code every program embeds: the one reading of a CSV cell.
+_CELLS = Path(__file__).resolve().parents[1] / "engine" / "cells.py"
+
+
+@functools.cache
+def cells_code() -> str:
+    """``engine/cells.py`` as a program holds it: its source verbatim from its first
+    statement after its imports (the program imports the same modules at its top), so a
+    program reads each cell by the very code the release reads it with. Only standard
+    library, numpy and pandas imports are allowed there (else the program would not be
+    self-contained: raised)."""
+    source = _CELLS.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
+    imports = 0
+    while imports < len(body) and isinstance(body[imports], ast.Import | ast.ImportFrom):
+        imports += 1
+    allowed = {"__future__", "csv", "gzip", "io", "itertools", "math", "re", "numpy",
+               "pandas"}
+    modules = {alias.name.split(".")[0] if isinstance(node, ast.Import) else
+               (node.module or "").split(".")[0]
+               for node in body[:imports] for alias in node.names}
+    later = [n for n in ast.walk(ast.Module(body[imports:], [])) if isinstance(
+        n, ast.Import | ast.ImportFrom)]
+    if not modules <= allowed or later:  # pragma: no cover - a change of engine/cells.py
+        raise AssertionError("engine/cells.py imports what a program cannot: "
+                             f"{sorted(modules - allowed)}")
+    first = body[imports].lineno - 1
+    while first > 0 and source.splitlines()[first - 1].startswith("#"):
+        first -= 1     # the comment just above the first statement belongs to it
+    code = "".join(source.splitlines(keepends=True)[first:])
+    return ("# " + "-" * 90 + "\n# The one reading of a CSV cell: engine/cells.py of Epsilon "
+            "Lab, verbatim\n# (its imports are at the top of this program)\n\n" + code
+            + "\n\n")

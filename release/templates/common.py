@@ -2,7 +2,9 @@
 contribution, the cells of a grouped query, the mean's and the variance's post-processing.
 
 release.programs copies the SHARED block below into each generated program (after the
-plan's literals); the placeholders above it only make this file importable and linted.
+plan's literals and engine/cells.py's code, verbatim: the one reading of a cell that the
+release follows); the placeholders and the import above it only make this file importable
+and linted.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 
 import numpy as np
 import pandas as pd
+
+from engine.cells import cell_keys, cell_number, read_cells
 
 # >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
 PLAN_SHA256 = "sha256:"
@@ -49,12 +53,34 @@ def needed_columns():
 
 
 def read_frame(path):
-    """The columns the plan needs, from a CSV, CSV.gz or Parquet file (or Parquet folder)."""
+    """The columns the plan needs, from a CSV, CSV.gz or Parquet file (or Parquet folder):
+    a CSV's cells each as its own text, by the one reading of the release (``read_cells``
+    above: the delimiter read from the header alone; a short record padded, a long one cut,
+    blank lines skipped, a record holding a byte that is not UTF-8 dropped), never typed by
+    column."""
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
         frame = pd.read_parquet(path)
     else:
-        frame = pd.read_csv(path)
+        with open(path, "rb") as handle:
+            header, frame = read_cells(handle.read())
+        frame.columns = column_names(header)
     return select_columns(frame)
+
+
+def column_names(header):
+    """A CSV header's column names as Epsilon Lab names them (and a plan says them): white
+    space removed around each, an empty one named by its position (``column1``, ...), a
+    repeated one numbered (``name_1``, ...)."""
+    names, seen = [], set()
+    for i, raw in enumerate(header):
+        name = raw.strip() or f"column{i}"
+        base, k = name, 1
+        while name in seen:
+            name = f"{base}_{k}"
+            k += 1
+        seen.add(name)
+        names.append(name)
+    return names
 
 
 def select_columns(frame):
@@ -64,22 +90,61 @@ def select_columns(frame):
     return frame[needed_columns()]
 
 
-def numbers(values, lower, upper):
-    """A column as numbers clamped to the plan's bounds; a missing value adds nothing."""
-    x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-    return np.where(np.isnan(x), 0.0, np.clip(x, lower, upper))
+def number_of(values):
+    """Each cell as the number it reads as (``cell_number``: DuckDB's TRY_CAST(trim(text) AS
+    DOUBLE); NaN where none, and for NaN or infinite numbers), computed once per distinct
+    value."""
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        np.asarray(values, dtype=object), dtype=object)
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    x = np.array([cell_number(v) for v in uniques] + [None], dtype=float)
+    return x[codes]
+
+
+def keys_of(values):
+    """Each cell's canonical key (``cell_key``; None when missing): "12", "012", "12.0",
+    "1.2e1" and " 12" are all "12"."""
+    return cell_keys(values).to_numpy(dtype=object)
+
+
+def numbers(values, lower, upper, whole=False):
+    """A column as numbers clamped to the plan's bounds (rounded to whole numbers, ties to
+    even, when the noise is whole-number noise, as the release rounds them); a missing value
+    adds nothing."""
+    x = np.clip(number_of(values), lower, upper)
+    if whole:
+        x = np.rint(x)
+    return np.where(np.isnan(x), 0.0, x)
 
 
 def cells(values, categories):
-    """The index of each value among the declared categories (-1: not declared)."""
-    return pd.Index(categories).get_indexer(values).astype(np.int64)
+    """The index of each value among the declared categories (-1: not declared, or missing),
+    as the release matches them: declared texts by canonical key (``cell_key``: the declared
+    "0012" is the cell "12"), declared numbers by the number each cell reads as (declared
+    2.5 is the cell "2.50"), declared booleans only on a column of booleans; the first
+    category of a key or number when two declared ones share it."""
+    categories = list(categories)
+    if categories and all(isinstance(c, bool) for c in categories):
+        series = pd.Series(values)
+        if not pd.api.types.is_bool_dtype(series.dtype):
+            return np.full(len(series), -1, dtype=np.int64)
+        declared, found = pd.Index(categories, dtype=object), series.to_numpy(dtype=object)
+    elif categories and all(isinstance(c, int | float) for c in categories):
+        declared = pd.Index(np.asarray(categories, dtype=float))
+        found = number_of(values)
+    else:
+        declared, found = pd.Index(keys_of(categories)), keys_of(values)
+    first = ~declared.duplicated()
+    positions = np.flatnonzero(first)
+    index = pd.Index(declared[first]).get_indexer(found)
+    return np.where(index >= 0, positions[np.maximum(index, 0)], -1).astype(np.int64)
 
 
 def bins(values, edges, outside):
     """The cell of each value among the bins between ``edges`` ([a, b), the last closed):
     below, the bins, above when outside is "separate"; the end bins when "clamp"; -1 for a
     missing value."""
-    x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    x = number_of(values)
     e = np.asarray(edges, dtype=float)
     k = len(e) - 1
     i = np.searchsorted(e, x, side="right") - 1
@@ -126,30 +191,42 @@ def bounded(frame, codes=None, rng=None):
     """The rows kept under the privacy unit: each person keeps at most MAX_ROWS rows (in each
     of at most MAX_GROUPS cells of a grouped query), chosen uniformly at random: the cells
     by an independent random priority per (person, cell), whatever their numbers of rows,
-    and the rows of a kept cell by a random order. Each person's choice depends on that
-    person's rows only. With one row per person, every row. ``codes``: each row's cell (-1:
-    in none, dropped)."""
+    and the rows of a kept cell by a random priority. A person is a person id's canonical
+    key (``keys_of``); a row with no person id is no one's and is left out. Each priority
+    is a hash, keyed by a secret drawn for each query (from ``rng`` when given), of the
+    person's key and that row's own cells (or that cell), so what a person keeps depends on
+    that person's rows only: never on other people's rows or the file's order. With one
+    row per person, every row. ``codes``: each row's cell (-1: in none, dropped)."""
     if codes is not None:
         frame = frame.assign(__cell__=codes)
         frame = frame[frame["__cell__"].to_numpy() >= 0]
     if PERSON_COLUMN is None:
         return frame
     rng = np.random.default_rng() if rng is None else rng
-    frame = frame.iloc[rng.permutation(len(frame))]
-    person = frame[PERSON_COLUMN]
+    row_secret, cell_secret = rng.bytes(8).hex(), rng.bytes(8).hex()   # 16 characters each
+    person = keys_of(frame[PERSON_COLUMN])
+    known = pd.notna(person)
+    frame, person = frame[known], pd.Series(person[known], dtype=object)
+    keyed = frame.reset_index(drop=True).assign(__person__=person.to_numpy())
+    priority = pd.util.hash_pandas_object(keyed, index=False, hash_key=row_secret).to_numpy()
+    order = np.argsort(priority, kind="stable")
+    frame, person = frame.iloc[order], person.iloc[order].to_numpy()
     if codes is None or MAX_GROUPS is None:
-        rank = frame.groupby(person, sort=False, dropna=False).cumcount().to_numpy()
+        rank = pd.Series(person).groupby(person, sort=False).cumcount().to_numpy()
         return frame[rank < MAX_ROWS]
-    keys = [person, frame["__cell__"]]
-    frame = frame[frame.groupby(keys, sort=False, dropna=False).cumcount().to_numpy()
-                  < MAX_ROWS]
-    pairs = frame[[PERSON_COLUMN, "__cell__"]].drop_duplicates()
-    # not the cells met first in the shuffled rows (a cell with more rows comes first more
-    # often): the MAX_GROUPS cells of highest independent uniform priority
-    pairs = pairs.iloc[np.argsort(rng.random(len(pairs)), kind="stable")]
-    rank = pairs.groupby(PERSON_COLUMN, sort=False, dropna=False).cumcount().to_numpy()
-    pairs = pairs[rank < MAX_GROUPS]
-    return frame.merge(pairs, on=[PERSON_COLUMN, "__cell__"], how="inner")
+    cell = frame["__cell__"].to_numpy()
+    rank = pd.DataFrame({"p": person, "c": cell}).groupby(
+        ["p", "c"], sort=False).cumcount().to_numpy()
+    frame, person, cell = frame[rank < MAX_ROWS], person[rank < MAX_ROWS], cell[rank < MAX_ROWS]
+    pairs = pd.DataFrame({"p": person, "c": cell}).drop_duplicates()
+    # not the cells met first among the rows (a cell with more rows comes first more
+    # often): the MAX_GROUPS cells of highest independent priority
+    pair_priority = pd.util.hash_pandas_object(pairs, index=False, hash_key=cell_secret)
+    pairs = pairs.iloc[np.argsort(pair_priority.to_numpy(), kind="stable")]
+    pairs = pairs[pairs.groupby("p", sort=False).cumcount().to_numpy() < MAX_GROUPS]
+    kept = pd.MultiIndex.from_frame(pairs).get_indexer(
+        pd.MultiIndex.from_arrays([person, cell])) >= 0
+    return frame[kept]
 
 
 def mean_of(noisy_sum, noisy_count, lower, upper):
@@ -159,7 +236,7 @@ def mean_of(noisy_sum, noisy_count, lower, upper):
 
 def present(values):
     """Which values read as numbers (a variance leaves the others out, as the app does)."""
-    return ~np.isnan(pd.to_numeric(values, errors="coerce").to_numpy(dtype=float))
+    return ~np.isnan(number_of(values))
 
 
 def deviations(values, lower, upper):

@@ -10,26 +10,35 @@ Python 3.10+, opendp 0.16, numpy and pandas (pyarrow for Parquet):
 
     python program.py --data PATH [--out release.json]
 
-Each query is computed on the data with the plan's contribution bounds and clamping, then
-noised by the OpenDP measurement with the plan's noise scale. Every measurement's privacy
-map is read and checked against the plan's figure before anything is drawn; if one is above
-it, nothing is drawn. OpenDP's samplers are exact and draw from the operating system's
-entropy: they are never seeded. The output holds released values only, and
+The data are read as Epsilon Lab's release reads them: each CSV cell on its own, as text
+(person ids and categories by one canonical key, numbers cell by cell; a malformed record by
+a fixed rule, never a refusal). Values outside the declared categories are left out, values
+are clamped to the plan's bounds, and a whole-number sum's values are rounded (ties to
+even). Each query is computed on the data with the plan's contribution bounds and clamping,
+then noised by the OpenDP measurement with the plan's noise scale. Every measurement's
+privacy map is read and checked against the plan's figure before anything is drawn; if one
+is above it, nothing is drawn. OpenDP's samplers are exact and draw from the operating
+system's entropy: they are never seeded. The output holds released values only, and
 "privacy_spent", the plan's total under its accounting.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv  # noqa: F401 (the reading of cells uses it)
+import gzip  # noqa: F401 (the reading of cells uses it)
 import hashlib  # noqa: F401 (the shared code uses it)
+import io  # noqa: F401 (the reading of cells uses it)
+import itertools  # noqa: F401 (the reading of cells uses it)
 import json  # noqa: F401 (the shared code writes JSON)
-import math
+import math  # noqa: F401 (the reading of cells uses it)
 import os  # noqa: F401 (the shared code uses it)
+import re  # noqa: F401 (the reading of cells uses it)
 import sys
 
 import numpy as np
 import opendp.prelude as dp
-import pandas as pd
+import pandas as pd  # noqa: F401 (the shared code uses it)
 
 dp.enable_features("contrib")
 
@@ -56,6 +65,7 @@ from release.templates.common import (  # noqa: E402
     deviations,
     emit,
     mean_of,
+    number_of,
     numbers,
     plain,
     present,
@@ -145,15 +155,20 @@ def checked_measurements():
 # the release
 
 
+#: Whole-number totals handed to OpenDP's integer samplers are saturated here (as the release
+#: does: a public constant, so saturating never depends on the data and never refuses).
+WHOLE_LIMIT = 2**62
+
+
 def as_input(part, values):
-    """True values in the measurement's input type (whole numbers for integer noise)."""
+    """True values in the measurement's input type: whole numbers (saturated at
+    +-WHOLE_LIMIT) for whole-number noise, finite floats (saturated) else. A total is never
+    refused for what the data holds: a whole-number sum's values were rounded one by one."""
     def one(v):
-        v = plain(v)
-        if not part["integer"]:
-            return float(v)
-        if isinstance(v, float) and not (v.is_integer() and abs(v) < 2**53):
-            raise Refused("a sum is not a whole number, which whole-number noise needs")
-        return int(v)
+        v = float(plain(v))
+        if part["integer"]:
+            return int(min(max(v, -WHOLE_LIMIT), WHOLE_LIMIT))
+        return min(max(v, -sys.float_info.max), sys.float_info.max)
     return [one(v) for v in values] if isinstance(values, list) else one(values)
 
 
@@ -166,9 +181,8 @@ def release_query(query, measurements, frame, rng=None):
         return [[[], plain(measurements[0](as_input(parts[0], n)))]]
     if kind in ("sum", "mean"):
         rows = bounded(frame, rng=rng)
-        total = float(np.sum(numbers(rows[query["column"]], query["lower"], query["upper"])))
-        if not math.isfinite(total):
-            raise Refused(f"query {query['id']!r}: the clamped sum overflows")
+        total = float(np.sum(numbers(rows[query["column"]], query["lower"], query["upper"],
+                                     parts[0]["integer"])))
         noisy_sum = measurements[0](as_input(parts[0], total))
         if kind == "sum":
             return [[[], plain(noisy_sum)]]
@@ -183,7 +197,7 @@ def release_query(query, measurements, frame, rng=None):
         return [[[], variance_of(*noisy, query["lower"], query["upper"])]]
     if kind == "quantiles":
         rows = bounded(frame, rng=rng)
-        x = pd.to_numeric(rows[query["column"]], errors="coerce").to_numpy(dtype=float)
+        x = number_of(rows[query["column"]])
         x = x[~np.isnan(x)].tolist()
         return [[[f"q={level:g}"], query["candidates"][int(m(x))]]
                 for level, m in zip(query["levels"], measurements, strict=True)]
@@ -199,7 +213,7 @@ def release_query(query, measurements, frame, rng=None):
     if kind in ("histogram", "crosstab") or query["statistic"] == "count":
         noisy = measurements[0](as_input(parts[0], counts))
         return [[g, plain(v)] for g, v in zip(labels, noisy, strict=True)]
-    x = numbers(rows[query["column"]], query["lower"], query["upper"])
+    x = numbers(rows[query["column"]], query["lower"], query["upper"], parts[0]["integer"])
     sums = np.bincount(cell, weights=x, minlength=size).tolist()
     noisy_sums = measurements[0](as_input(parts[0], sums))
     if query["statistic"] == "sum":

@@ -12,25 +12,33 @@ library through python-dp):
     spark-submit program.py --data PATH [--out release.json]
     python program.py --data PATH [--master local[2]] [--out release.json]
 
-Each noised part of each query is one PipelineDP aggregation over the plan's declared
-(public) partitions, with the privacy unit's contribution bounds, and its own budget
-accountant holding exactly the part's planned (epsilon, delta), so PipelineDP's noise is
-calibrated to the plan's budget for that part and nothing else. A mean is a SUM and a COUNT;
-a variance a COUNT, a SUM of deviations from the bounds' midpoint and a SUM of their squares,
-combined as the plan says (PipelineDP's VARIANCE metric is not used: it noises the squares of
-the values themselves, with a sensitivity read off [lower^2, upper^2], and splits the budget
-by its own arithmetic, so its noise is not the plan's). The output holds released
-values only, what each accountant spent, the noise standard deviation PipelineDP applied,
-and "privacy_spent", the basic composition of the accountants' budgets.
+The data are read as Epsilon Lab's release reads them: each CSV field as text (split by the
+header's delimiter; a malformed record by a fixed rule), each cell then read on its own
+(person ids and categories by one canonical key, numbers cell by cell). Each noised part of
+each query is one PipelineDP aggregation over the plan's declared (public) partitions, with
+the privacy unit's contribution bounds, and its own budget accountant holding exactly the
+part's planned (epsilon, delta), so PipelineDP's noise is calibrated to the plan's budget
+for that part and nothing else. A mean is a SUM and a COUNT; a variance a COUNT, a SUM of
+deviations from the bounds' midpoint and a SUM of their squares, combined as the plan says
+(PipelineDP's VARIANCE metric is not used: it noises the squares of the values themselves,
+with a sensitivity read off [lower^2, upper^2], and splits the budget by its own arithmetic,
+so its noise is not the plan's). The output holds released values only, what each accountant
+spent, the noise standard deviation PipelineDP applied, and "privacy_spent", the basic
+composition of the accountants' budgets.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv  # noqa: F401 (the reading of cells uses it)
+import gzip
 import hashlib  # noqa: F401 (the shared code uses it)
+import io  # noqa: F401 (the reading of cells uses it)
+import itertools  # noqa: F401 (the reading of cells uses it)
 import json  # noqa: F401 (the shared code writes JSON)
 import math
 import os
+import re  # noqa: F401 (the reading of cells uses it)
 import sys
 
 import numpy as np
@@ -38,6 +46,8 @@ import pandas as pd
 import pipeline_dp
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 # >>> PLAN: placeholders; a generated program holds the plan's literals here instead
 PLAN_SHA256 = "sha256:"
@@ -53,12 +63,15 @@ QUERIES: list[dict] = []
 # <<< PLAN
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
+from engine.cells import header_layout  # noqa: E402
 from release.templates.common import (  # noqa: E402
     Refused,
     cell_codes,
     check_plan,
+    column_names,
     deviations,
     emit,
+    keys_of,
     mean_of,
     needed_columns,
     numbers,
@@ -116,10 +129,12 @@ def spark_rows(frame_rdd, query):
             values = numbers(frame[query["column"]], query["lower"], query["upper"])
         else:
             values = np.zeros(len(frame))
-        ids = (frame[PERSON_COLUMN].tolist() if PERSON_COLUMN is not None else
-               [f"{index}:{i}" for i in range(len(frame))])
-        triples = zip(ids, codes, values, strict=True)
-        return [(pid, int(c), float(v)) for pid, c, v in triples if c >= 0]
+        # a person is a person id's canonical key; a row with no person id is no one's
+        ids = (keys_of(frame[PERSON_COLUMN]) if PERSON_COLUMN is not None else
+               np.array([f"{index}:{i}" for i in range(len(frame))], dtype=object))
+        kept = (codes >= 0) & pd.notna(ids)
+        triples = zip(ids[kept], codes[kept], values[kept], strict=True)
+        return [(pid, int(c), float(v)) for pid, c, v in triples]
 
     return frame_rdd.glom().zipWithIndex().map(lambda t: (t[1], t[0])).flatMap(convert)
 
@@ -223,19 +238,48 @@ def spark_session(master):
     return builder.getOrCreate()
 
 
+def csv_header(spark, path):
+    """(the header's names, the delimiter) of a CSV, from its first megabyte (a local file) or
+    first lines (a cluster path), by ``header_layout``: Spark is told them, so that it splits
+    the file as the OpenDP program and the release do (the delimiter from the header alone)."""
+    if os.path.isfile(path):
+        opener = gzip.open if path.lower().endswith(".gz") else open
+        with opener(path, "rb") as handle:
+            head = handle.read(1 << 20)
+    else:
+        head = "\n".join(r.value for r in spark.read.text(path).limit(64).collect())
+    names, delimiter, _ = header_layout(head)
+    return names, delimiter
+
+
 def read_spark(spark, path):
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
         data = spark.read.parquet(path)
+        names = data.columns
+        data = data.toDF(*[f"c{i}" for i in range(len(names))])
     else:
-        # RFC 4180 quoting (a quote inside a quoted field is doubled), as pandas writes it
-        data = spark.read.csv(path, header=True, inferSchema=True, escape='"')
-    missing = [name for name in needed_columns() if name not in data.columns]
+        # every field as its own text (a schema of strings: no column typed from its cells,
+        # which one newcomer's word would retype), by the one reading: the header's width and
+        # delimiter, RFC 4180 quoting, quoted line breaks, a short record padded with null
+        # and a long one cut (PERMISSIVE), a record holding U+FFFD (Spark's reading of a byte
+        # that is not UTF-8) dropped, as engine/cells.py's read_cells drops it
+        header, delimiter = csv_header(spark, path)
+        names = column_names(header)
+        schema = T.StructType([T.StructField(f"c{i}", T.StringType())
+                               for i in range(len(names))])
+        data = spark.read.csv(path, schema=schema, header=True, sep=delimiter, quote='"',
+                              escape='"', multiLine=True, mode="PERMISSIVE", encoding="UTF-8",
+                              enforceSchema=True)
+        replaced = F.lit(False)
+        for i in range(len(names)):
+            replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+        data = data.where(~replaced)
+    missing = [name for name in needed_columns() if name not in names]
     if missing:
         raise Refused(f"the data has no column(s) {missing!r}, which the plan needs")
     # columns picked by position under plain names: no column name is parsed by Spark
-    plain_names = [f"c{i}" for i in range(len(data.columns))]
-    picked = [plain_names[data.columns.index(name)] for name in needed_columns()]
-    return data.toDF(*plain_names).select(*picked).rdd.map(tuple)
+    picked = [f"c{names.index(name)}" for name in needed_columns()]
+    return data.select(*picked).rdd.map(tuple)
 
 
 def release(spark, path):

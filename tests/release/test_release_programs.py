@@ -46,6 +46,7 @@ from plan.model import (
     SelectionNoise,
     Sum,
 )
+from release import programs
 from release.accounting import privacy_spent
 from release.programs import ProgramUnsupported, opendp_program, plan_sha256, spark_program
 from release.run import prepare
@@ -106,8 +107,8 @@ def test_opendp_program_releases_adult_with_the_plans_accounting(tmp_path):
                if isinstance(node, ast.Import | ast.ImportFrom)
                for a in (node.names if isinstance(node, ast.Import)
                          else [ast.alias(node.module or "")])}
-    assert imports <= {"__future__", "argparse", "hashlib", "json", "math", "os", "sys",
-                       "numpy", "opendp", "pandas"}
+    assert imports <= {"__future__", "argparse", "csv", "gzip", "hashlib", "io", "itertools",
+                       "json", "math", "os", "re", "sys", "numpy", "opendp", "pandas"}
     (tmp_path / "program.py").write_text(text, encoding="utf-8")
     done = subprocess.run([sys.executable, "program.py", "--data", str(ADULT_PATH), "--out",
                            "out.json"], cwd=tmp_path, capture_output=True, text=True,
@@ -481,21 +482,44 @@ def test_the_templates_are_python_files_that_tests_import_and_ruff_checks():
     assert done.returncode == 0, done.stdout
 
 
+def _assigned(tree: ast.Module) -> dict[str, str]:
+    return {t.id: ast.dump(node.value) for node in tree.body
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])}
+
+
+def _plan_names(template: str) -> list[str]:
+    """The names of a template's PLAN block (the plan's literals in a program)."""
+    return programs._assigned(programs._blocks(programs._template(template), "PLAN")[1])
+
+
 @pytest.mark.parametrize(("make", "template"), [(opendp_program, "opendp_program"),
                                                 (spark_program, "spark_program")])
 def test_a_program_is_its_template_with_the_plans_literals(make, template):
-    """Every function and class of the template and of the shared code is in the program as
-    written there, and the program's only other statements are the plan's literals."""
+    """Every function and class of the template, of the shared code and of engine/cells.py
+    (the one reading of a cell) is in the program as written there, their other constants
+    too, and the plan's names hold literals only."""
     plan = noise_plan() if make is opendp_program else spark_plan()
     program = ast.parse(make(plan))
     source = {name: ast.parse((REPO / "release" / "templates" / f"{name}.py").read_text(
         encoding="utf-8")) for name in ("common", template)}
-    expected = _definitions(source["common"]) | _definitions(source[template])
+    source["cells"] = ast.parse((REPO / "engine" / "cells.py").read_text(encoding="utf-8"))
+    expected = (_definitions(source["cells"]) | _definitions(source["common"])
+                | _definitions(source[template]))
     assert _definitions(program) == expected
-    assert _assignments(program) == _assignments(source[template])  # the same names …
-    for node in program.body:  # … holding the plan's literals only
-        if isinstance(node, ast.Assign):
-            ast.literal_eval(node.value)
+    plan_names = _plan_names(template)
+    # the same names: the plan's, the reading's and the shared code's constants, the
+    # template's own
+    shared = [n for n in _assignments(source["common"]) if n not in _plan_names("common")]
+    assert _assignments(program) == [*plan_names, *_assignments(source["cells"]), *shared, *[
+        n for n in _assignments(source[template]) if n not in plan_names]]
+    constants = (_assigned(source["cells"]) | _assigned(source["common"])
+                 | _assigned(source[template]))
+    for node in program.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id in plan_names:
+            ast.literal_eval(node.value)          # … the plan's names hold literals only
+        elif isinstance(node, ast.Assign):         # … the others are as written there
+            assert ast.dump(node.value) == constants[node.targets[0].id]
 
 
 # --------------------------------------------------------------------------------------------
@@ -508,7 +532,8 @@ def test_a_column_named_to_inject_code_stays_a_string(tmp_path):
         PlanQuery("s", "label'\n\"\"\"; os.system('x')", Sum(INJECTION, Bounds(0, 1, "typed",
                                                                             INJECTION)),
                   Noise("laplace", "pure", epsilon=1.0)),
-        PlanQuery("h", INJECTION, Histogram("g\n# ", cats(INJECTION, "')\nimport os#")),
+        # (a CSV header's name is read without the white space around it: "x" ends it)
+        PlanQuery("h", INJECTION, Histogram("g\n# x", cats(INJECTION, "')\nimport os#")),
                   Noise("laplace", "pure", epsilon=1.0)),
     ))
     benign = Plan(Dataset("x"), (
@@ -524,7 +549,7 @@ def test_a_column_named_to_inject_code_stays_a_string(tmp_path):
         assert _code_shape(text) == _code_shape(make(benign))
     program = tmp_path / "program.py"
     program.write_text(opendp_program(evil), encoding="utf-8")
-    pd.DataFrame({INJECTION: [0.5] * 10, "g\n# ": [INJECTION] * 10}).to_csv(
+    pd.DataFrame({INJECTION: [0.5] * 10, "g\n# x": [INJECTION] * 10}).to_csv(
         tmp_path / "data.csv", index=False)
     done = subprocess.run([sys.executable, "program.py", "--data", "data.csv"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
