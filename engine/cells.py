@@ -19,7 +19,8 @@ The rule, in short:
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
-   (:func:`cell_number`); NaN and ±inf are missing; nothing else is a number.
+   (:func:`cell_number`); NaN is missing, ±inf is a number (a bound clamps it);
+   nothing else is a number.
 5. A person id or group key is one canonical text (:func:`cell_key`): a whole number within
    ±2^53 as its integer's decimal text (``12``, ``012``, ``12.0``, ``1.2e1``, `` 12`` → ``12``),
    anything else as written without its surrounding white space; missing is no key.
@@ -90,17 +91,17 @@ def _cast_double(text: str) -> float | None:
 
 def cell_number(text: object) -> float | None:
     """The number a cell reads as (rule 4): DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)``,
-    None when it is not a number, NaN or infinite. A typed number is itself (None if not
-    finite)."""
+    None when it is not a number or NaN; ±inf is a number (a query's bounds clamp it, as in
+    DuckDB, Spark and a typed column). A typed number is itself (None if NaN)."""
     if text is None or text is pd.NA or isinstance(text, bool | np.bool_):
         return None
     if isinstance(text, int | np.integer | float | np.floating):
         x = float(text)
-        return x if math.isfinite(x) else None
+        return None if math.isnan(x) else x
     if not isinstance(text, str):
         return None
     x = _cast_double(text.strip(SPACE_SEPARATORS))
-    return x if x is not None and math.isfinite(x) else None
+    return None if x is None or math.isnan(x) else x
 
 
 def _whole_key(x: float) -> str | None:

@@ -953,7 +953,9 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
               "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
               "null_padding = true, ignore_errors = true, strict_mode = false, "
-              "nullstr = $csv_missing)")
+              # one reader for every file: DuckDB's parallel scanner refuses a quoted line
+              # break beside null_padding (one record would refuse the whole file)
+              "parallel = false, nullstr = $csv_missing)")
     replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
                            for i in range(width)) or "false"
     listed = ", ".join(_col(i) for i in range(width))

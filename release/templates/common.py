@@ -92,7 +92,7 @@ def select_columns(frame):
 
 def number_of(values):
     """Each cell as the number it reads as (``cell_number``: DuckDB's TRY_CAST(trim(text) AS
-    DOUBLE); NaN where none, and for NaN or infinite numbers), computed once per distinct
+    DOUBLE); NaN where none and for NaN; ±inf as itself, clamped by the bounds), once per distinct
     value."""
     series = values if isinstance(values, pd.Series) else pd.Series(
         np.asarray(values, dtype=object), dtype=object)
