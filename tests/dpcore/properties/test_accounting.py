@@ -340,3 +340,33 @@ def test_allocate(targets, accountant, delta, budget):
     if dual is not None:
         assert dual.total <= as_real(budget.value)
         assert dual.worst_ratio >= dual.even_worst_ratio * (1 - 1e-3)
+
+
+@covers("accounting.noise_law")
+@PROPERTY
+@given(noise=st.sampled_from([None, *accounting.NOISES]), scale=st.floats(1e-3, 1e3),
+       sensitivity=st.floats(0.1, 10.0), implied=st.sampled_from([None, "epsilon", "rho"]),
+       loss=st.floats(1e-3, 10.0), vector=st.booleans())
+def test_noise_law(noise, scale, sensitivity, implied, loss, vector):
+    """A law is never read at a distance below the one given or the one its certificate
+    implies (ε·scale for Laplace, √(2ρ)·scale for Gaussian), and a law a PLD cannot represent
+    exactly is left out: no noise, a whole-number noise at a fractional distance, a discrete
+    Gaussian on a vector."""
+    epsilon = loss if implied == "epsilon" else None
+    rho = loss if implied == "rho" else None
+    laws = accounting.noise_law(noise, scale, sensitivity, vector=vector, epsilon=epsilon,
+                                rho=rho)
+    discrete = noise is not None and noise.startswith("discrete")
+    if noise is None or (vector and noise == "discrete_gaussian") or (
+            discrete and not sensitivity.is_integer()):
+        assert laws == ()
+        return
+    assert len(laws) <= 1
+    for law in laws:
+        assert isinstance(law, NoiseLoss)
+        assert law.noise == noise and law.scale == scale
+        assert law.sensitivity >= sensitivity
+        if not discrete:
+            floor = (epsilon * scale if epsilon is not None
+                     else math.sqrt(2 * rho) * scale if rho is not None else 0.0)
+            assert law.sensitivity >= floor
