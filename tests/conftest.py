@@ -215,6 +215,32 @@ def pytest_runtest_setup(item):
     _compile_each_script_once()
 
 
+@pytest.fixture(scope="session")
+def _lock_of_the_run(tmp_path_factory) -> Path | None:
+    """A file the processes of a parallel run lock (``alone``), or None in a serial run. In
+    the run's own temporary folder: another run (another worktree) never waits for it."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return None
+    return tmp_path_factory.getbasetemp().parent / "alone.lock"   # popen-gw0/.. is the run's
+
+
+@pytest.fixture(autouse=True)
+def _alone_or_beside_others(request, _lock_of_the_run):
+    """A test marked ``alone`` (a concurrency test that times its steps) runs while no other
+    test runs: it takes the run's lock for itself, every other test shares it, so the other
+    process waits between two tests. Serial runs take no lock."""
+    if _lock_of_the_run is None:
+        yield
+        return
+    import fcntl
+
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(_lock_of_the_run, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield
+    # closing the file released the lock
+
+
 @pytest.fixture(autouse=True)
 def _plans_of_each_test():
     """Each test starts with no saved plan (an app started without ``open_app`` too)."""

@@ -110,3 +110,47 @@ def test_the_tests_of_a_file_share_a_process_and_its_module_fixtures(tmp_path):
     for name in ("test_a.py", "test_b.py"):
         assert len({worker for worker, test in ran if test.startswith(name)}) == 1
     assert {worker for worker, _ in ran} <= {"gw0", "gw1"}
+
+
+TIMED_TEST = """
+import os
+import time
+
+import pytest
+
+
+def timed(name):
+    start = time.monotonic()
+    time.sleep({seconds})
+    with open(os.environ["TIMES_LOG"], "a") as log:
+        log.write(f"{{name}} {{start}} {{time.monotonic()}}\\n")
+
+"""
+
+
+@pytest.mark.slow
+def test_a_test_marked_alone_runs_while_no_other_test_runs(tmp_path):
+    """A test marked ``alone`` (tests/conftest.py) in one file, eight short tests in another:
+    on two processes the two files start together, yet no other test runs during the
+    ``alone`` one (without the lock, the other process runs its tests beside it)."""
+    (tmp_path / "test_alone.py").write_text(
+        TIMED_TEST.format(seconds=2) + "@pytest.mark.alone\ndef test_it():\n"
+        "    timed('alone')\n")
+    (tmp_path / "test_others.py").write_text(
+        TIMED_TEST.format(seconds=0.5) + "@pytest.mark.parametrize('i', range(8))\n"
+        "def test_it(i):\n    timed(f'other{i}')\n")
+    log = tmp_path / "times.log"
+    env = {**os.environ, "PYTHONPATH": str(dev.ROOT), "TIMES_LOG": str(log)}
+    command = [*dev.test_command([])[1:3], *dev.PARALLEL, "-p", "tests.conftest",
+               "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-c", os.devnull, "-q",
+               "-W", "ignore::pytest.PytestUnknownMarkWarning", "test_alone.py",
+               "test_others.py"]
+    done = subprocess.run([sys.executable, *command], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    times = {name: (float(a), float(b)) for name, a, b in
+             (line.split() for line in log.read_text().splitlines())}
+    assert len(times) == 9
+    start, end = times.pop("alone")
+    beside = [name for name, (a, b) in times.items() if a < end and b > start]
+    assert not beside, f"ran beside the alone test: {beside}"
