@@ -74,6 +74,12 @@ def test_every_tier_runs_on_two_processes_and_the_arguments_come_last():
     assert "-m" not in full[3:]                                            # CI: every test
 
 
+def own_environment() -> dict[str, str]:
+    """This environment for a pytest run of its own: without the PYTEST_* variables of the
+    run this test is part of (in a parallel run, its process's PYTEST_XDIST_WORKER)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
+
 #: Prints the process each test ran in, to $WHERE_LOG.
 WHERE_PLUGIN = """
 import os
@@ -98,7 +104,7 @@ def test_the_tests_of_a_file_share_a_process_and_its_module_fixtures(tmp_path):
             "@pytest.mark.parametrize('i', range(10))\n"
             "def test_it(shared, i):\n    assert len(BUILT) == 1\n")
     log = tmp_path / "where.log"
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "WHERE_LOG": str(log)}
+    env = {**own_environment(), "PYTHONPATH": str(tmp_path), "WHERE_LOG": str(log)}
     command = dev.test_command([])[1:3] + dev.PARALLEL + [
         "-p", "where_plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
         "-c", os.devnull, "-q", "test_a.py", "test_b.py"]
@@ -140,7 +146,7 @@ def test_a_test_marked_alone_runs_while_no_other_test_runs(tmp_path):
         TIMED_TEST.format(seconds=0.5) + "@pytest.mark.parametrize('i', range(8))\n"
         "def test_it(i):\n    timed(f'other{i}')\n")
     log = tmp_path / "times.log"
-    env = {**os.environ, "PYTHONPATH": str(dev.ROOT), "TIMES_LOG": str(log)}
+    env = {**own_environment(), "PYTHONPATH": str(dev.ROOT), "TIMES_LOG": str(log)}
     command = [*dev.test_command([])[1:3], *dev.PARALLEL, "-p", "tests.conftest",
                "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-c", os.devnull, "-q",
                "-W", "ignore::pytest.PytestUnknownMarkWarning", "test_alone.py",
