@@ -3,8 +3,8 @@
 Needs only python3: each command creates ``.venv`` and installs what it needs first.
 
     python3 dev.py run [--host HOST] [--port PORT]   # default localhost:8501
-    python3 dev.py test [pytest arguments]           # everything CI runs
-    python3 dev.py test --fast [pytest arguments]    # no browser, Spark or slow tests; parallel
+    python3 dev.py test [pytest arguments]           # everything CI runs; two processes
+    python3 dev.py test --fast [pytest arguments]    # no browser, Spark or slow tests
 
 ``--host 0.0.0.0`` serves every network interface (to show the app from a VM or to a class);
 the environment variables HOST and PORT set the same, the options win over them.
@@ -77,15 +77,23 @@ def run(argv: list[str]) -> int:
     return 0
 
 
+#: Every run is parallel: two test processes (pytest-xdist; CI and our machines have two
+#: cores), each test file on one of them, so a module-scoped fixture is built once. (Not
+#: ``--dist loadgroup``: pytest-xdist 3.8 under pytest 9.2 ignores its groups, silently;
+#: pytest-dev/pytest-xdist#1386.) A process shares its browser, app server and Spark session
+#: among its tests (tests/conftest.py, tests/e2e/conftest.py).
+PARALLEL = ["-n", "2", "--dist", "loadfile"]
+
 #: The fast tier: what a developer runs while working (CI runs everything).
-FAST = ["-m", "not e2e and not spark and not slow", "-n", "2", "-p", "no:cacheprovider"]
+FAST = ["-m", "not e2e and not spark and not slow", "-p", "no:cacheprovider"]
 
 
 def test_command(extra: list[str]) -> list[str]:
-    """The pytest command for ``dev.py test [--fast] [pytest arguments]``."""
+    """The pytest command for ``dev.py test [--fast] [pytest arguments]``: the arguments come
+    last, so ``-n 0`` runs the tests in one process (to debug one, say)."""
     fast = "--fast" in extra
     rest = [a for a in extra if a != "--fast"]
-    return [str(PYTHON), "-m", "pytest", *(FAST if fast else []), *rest]
+    return [str(PYTHON), "-m", "pytest", *PARALLEL, *(FAST if fast else []), *rest]
 
 
 def test_environment(env: Mapping[str, str]) -> dict[str, str]:

@@ -59,7 +59,7 @@ PAGE_FILES = sorted(p.name for p in (ROOT / "app_pages").glob("*.py"))
 #: Test files and fixtures that start Spark (a JVM): marked ``spark``, left out of the fast
 #: tier (``python3 dev.py test --fast``); CI runs them all.
 SPARK_FILES = {"test_engine_spark.py", "test_data_folder_spark.py"}
-SPARK_FIXTURES = {"spark_release", "spark_engine"}
+SPARK_FIXTURES = {"shared_spark", "spark_release", "spark_engine"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -71,6 +71,39 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.e2e)
         if path.name in SPARK_FILES or SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
+
+
+#: Small and quick: one core's worth of partitions, the JIT's first tier only (these jobs
+#: are tiny), no whole-stage code generation (compiling it costs more than it saves here).
+SPARK_TEST_CONFIG = {
+    "spark.default.parallelism": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
+@pytest.fixture(scope="session")
+def shared_spark():
+    """One small local Spark session for every Spark test of a test process (starting a JVM
+    and a Spark context takes 10 to 30 s): one per process of a parallel run (dev.py). The
+    app's engine is handed it too (``getOrCreate`` returns the running session, whatever
+    master it asks for).
+
+    Without Java these tests are skipped on a developer's machine and fail under CI
+    (CI=true): ``.ci/run`` installs a Java runtime from Debian's packages."""
+    import shutil
+
+    if shutil.which("java") is None:
+        message = "Java is not installed: Spark needs a Java 17+ runtime"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (.ci/run installs default-jre-headless)")
+        pytest.skip(message)
+    from engine.spark_backend import spark_session
+
+    session = spark_session("local[2]", shuffle_partitions=1, config=SPARK_TEST_CONFIG)
+    yield session
+    session.stop()
 
 
 def fresh_plans() -> str:
@@ -180,6 +213,32 @@ def pytest_runtest_setup(item):
     """Before the test's fixtures (a module-scoped one may start an AppTest)."""
     _scan_installed_components_once()
     _compile_each_script_once()
+
+
+@pytest.fixture(scope="session")
+def _lock_of_the_run(tmp_path_factory) -> Path | None:
+    """A file the processes of a parallel run lock (``alone``), or None in a serial run. In
+    the run's own temporary folder: another run (another worktree) never waits for it."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return None
+    return tmp_path_factory.getbasetemp().parent / "alone.lock"   # popen-gw0/.. is the run's
+
+
+@pytest.fixture(autouse=True)
+def _alone_or_beside_others(request, _lock_of_the_run):
+    """A test marked ``alone`` (a concurrency test that times its steps) runs while no other
+    test runs: it takes the run's lock for itself, every other test shares it, so the other
+    process waits between two tests. Serial runs take no lock."""
+    if _lock_of_the_run is None:
+        yield
+        return
+    import fcntl
+
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(_lock_of_the_run, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield
+    # closing the file released the lock
 
 
 @pytest.fixture(autouse=True)

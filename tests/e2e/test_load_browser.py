@@ -23,7 +23,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from dashboard.controls import EPSILON_GRID
 from tests.e2e.conftest import CHROMIUM_ARGS, ROOT, SCREENSHOTS, chromium_path
 
-pytestmark = pytest.mark.e2e
+# alone: its timeouts are for eight sessions on one server, not beside another test process
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 SESSIONS = 8
 MOVES = 3                       # ε steps to the right per session

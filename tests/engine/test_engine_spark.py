@@ -1,5 +1,6 @@
 """Spark (local mode) gives the DuckDB answers and the pandas reference's, on frames, files
-and a catalogue table. One small local session for the whole test run (about half a minute).
+and a catalogue table, on the test run's one small local session (``shared_spark``; about
+half a minute).
 
 Without Java these tests are skipped on a developer's machine and fail under CI (CI=true):
 ``.ci/run`` installs a Java runtime from Debian's packages.
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -32,28 +32,12 @@ from engine.spark_backend import _frame_to_arrow
 from tests import engine_reference as ref
 from tests.engine.test_engine_duckdb import _write_files
 
-#: Small and quick: one core's worth of partitions, the JIT's first tier only (these jobs
-#: are tiny), no whole-stage code generation (compiling it costs more than it saves here).
-TEST_CONFIG = {
-    "spark.default.parallelism": "1",
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-}
-
 
 @pytest.fixture(scope="session")
-def spark():
-    if shutil.which("java") is None:
-        message = "Java is not installed: Spark needs a Java 17+ runtime"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (.ci/run installs default-jre-headless)")
-        pytest.skip(message)
-    from engine.spark_backend import SparkBackend, spark_session
+def spark(shared_spark):
+    from engine.spark_backend import SparkBackend
 
-    session = spark_session("local[2]", shuffle_partitions=1, config=TEST_CONFIG)
-    yield SparkBackend(session=session)
-    session.stop()
+    return SparkBackend(session=shared_spark)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
-"""Every page on a data-folder Parquet file under Spark (local[1]) shows what it shows under
-DuckDB: the same metrics, tables, texts and figures (true answers, and therefore the same
-seeded noise). One small Spark session for the module (about a minute in all).
+"""Every page on a data-folder Parquet file under Spark shows what it shows under DuckDB: the
+same metrics, tables, texts and figures (true answers, and therefore the same seeded noise).
+The test run's one small local Spark session (``shared_spark``; about a minute in all).
 
 Without Java these tests are skipped on a developer's machine and fail under CI (CI=true):
 ``.ci/run`` installs a Java runtime from Debian's packages.
@@ -9,30 +9,19 @@ Without Java these tests are skipped on a developer's machine and fail under CI 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 
 import pytest
 
 from datasets_synthetic.visits import AGE_BANDS, DIAGNOSES, clinic_visits
 from tests.conftest import PAGE_FILES, open_app
-from tests.engine.test_engine_spark import TEST_CONFIG
 from tests.pages.test_data_folder_pages import people
 
 CHOICE = "file:people.parquet"
 
 
 @pytest.fixture(scope="module")
-def spark_folder(tmp_path_factory):
-    if shutil.which("java") is None:
-        message = "Java is not installed: Spark needs a Java 17+ runtime"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (.ci/run installs default-jre-headless)")
-        pytest.skip(message)
-    from engine.spark_backend import spark_session
-
+def spark_folder(tmp_path_factory, shared_spark):
     # The app's engine asks for local[1]; getOrCreate hands it this quick session.
-    session = spark_session("local[1]", shuffle_partitions=1, config=TEST_CONFIG)
     root = tmp_path_factory.mktemp("spark_data")
     people(300).to_parquet(root / "people.parquet", index=False)
     (root / "people.schema.json").write_text(json.dumps(
@@ -48,7 +37,8 @@ def spark_folder(tmp_path_factory):
                              "bins": [0, 100, 1000, 50_000]}},
         "privacy_unit": {"person": "patient_id", "max_rows": 3, "max_groups": 2}}))
     yield root
-    session.stop()
+    # The app's engine asked for its own number of shuffle partitions: the quick one again.
+    shared_spark.conf.set("spark.sql.shuffle.partitions", "1")
 
 
 def shown(at) -> dict:

@@ -13,8 +13,6 @@ changed the groups every other person kept.
 from __future__ import annotations
 
 import math
-import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -403,18 +401,10 @@ def test_a_newcomer_moves_a_real_release_by_one(tmp_path, monkeypatch, duck) -> 
 
 
 @pytest.fixture(scope="module")
-def spark_engine():
-    if shutil.which("java") is None:
-        message = "Java is not installed: Spark needs a Java 17+ runtime"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (.ci/run installs default-jre-headless)")
-        pytest.skip(message)
-    from engine.spark_backend import SparkBackend, spark_session
-    from tests.engine.test_engine_spark import TEST_CONFIG
+def spark_engine(shared_spark):
+    from engine.spark_backend import SparkBackend
 
-    session = spark_session("local[2]", shuffle_partitions=1, config=TEST_CONFIG)
-    yield Engine(SparkBackend(session=session))
-    session.stop()
+    return Engine(SparkBackend(session=shared_spark))
 
 
 def test_spark_regression_and_duckdb_agree(spark_engine, duck) -> None:
