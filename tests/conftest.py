@@ -101,6 +101,9 @@ def shared_spark():
         pytest.skip(message)
     from engine.spark_backend import spark_session
 
+    # Python workers (the Spark program's UDFs) run this interpreter, whose packages the
+    # tests have, not the first python3 on the PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = spark_session("local[2]", shuffle_partitions=1, config=SPARK_TEST_CONFIG)
     yield session
     session.stop()

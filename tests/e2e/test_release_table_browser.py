@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, running_server, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -25,8 +25,19 @@ def add_to_plan(page) -> None:
     page.get_by_text("Added to the plan").wait_for(timeout=30_000)
 
 
-def test_every_column_of_the_released_table_is_in_view_at_1400_px(page, server_url):
-    page.goto(server_url)
+@pytest.fixture
+def own_server(tmp_path, monkeypatch):
+    """A server of this test's own, with an empty plans file and ledger: on the shared one, an
+    earlier test's saved plan of Adult (plans are kept on the server) already holds a count,
+    and Add to plan then asks whether to replace it or add a second."""
+    monkeypatch.setenv("EPSILON_LAB_PLANS", str(tmp_path / "plans.sqlite"))
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    with running_server() as url:
+        yield url
+
+
+def test_every_column_of_the_released_table_is_in_view_at_1400_px(page, own_server):
+    page.goto(own_server)
     wait_for_app(page)
     open_page(page, "Noisy statistics")
     page.locator(".st-key-stats_query [role='combobox']").click()

@@ -24,8 +24,6 @@ import collections
 import importlib.util
 import json
 import math
-import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -348,20 +346,11 @@ def test_the_programs_cell_reading_follows_the_rule(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def spark():
-    if shutil.which("java") is None:
-        message = "Java is not installed: Spark needs a Java 17+ runtime"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (.ci/run installs default-jre-headless)")
-        pytest.skip(message)
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (SparkSession.builder.master("local[1]").appName("program-stability")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "1").getOrCreate())
-    yield session
-    session.stop()
+def spark(shared_spark):
+    """The process's one Spark session (``conftest.shared_spark``): a session of this file's
+    own would be the running one under ``getOrCreate``, and stopping it would stop it for the
+    other Spark tests of the process."""
+    return shared_spark
 
 
 def spark_records(program: Any, session: Any, paths: list[Path]
