@@ -111,6 +111,9 @@ def schema_section(loaded, data_key: str) -> None:
     for column in loaded.domains:   # the owner's eyes: the rows each list leaves out
         if (note := left_out.left_out_note(loaded, column)) is not None:
             st.warning(note, icon=":material/report:")
+        domain = loaded.domains[column]
+        if (note := left_out.same_key_note(column, domain.categories or ())) is not None:
+            st.warning(note, icon=":material/report:")
     flagged = [c for c, d in loaded.domains.items() if d.from_data]
     if flagged:
         st.warning("Read off the data (not covered by the privacy guarantee): "

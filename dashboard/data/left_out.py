@@ -19,6 +19,7 @@ from dashboard.data.model import LoadedDataset
 from dashboard.data.relation import Relation
 from dashboard.text import plain
 from engine import CategoryCounts, EngineError
+from engine.cells import cell_key
 
 #: Share of the rows left out from which the pages say so (below it: a rare value nobody
 #: declared, which a steward may well leave out on purpose).
@@ -76,3 +77,20 @@ def left_out_note(loaded: LoadedDataset, column: str | None) -> str | None:
         return None
     found = rows_left_out(loaded.relation, column, domain.categories)
     return found.sentence() if found is not None and found.many else None
+
+
+def same_key_note(column: str, categories: Sequence[object]) -> str | None:
+    """The sentence when two or more of ``column``'s declared categories are one key as every
+    path reads a cell (``engine.cells.cell_key``: ``012`` and ``12`` are both 12), else None.
+    Every row of that key matches the first of them; the others count nothing."""
+    keys: dict[str | None, list[object]] = {}
+    for category in categories:
+        keys.setdefault(cell_key(category), []).append(category)
+    clashes = [same for key, same in keys.items() if key is not None and len(same) > 1]
+    if not clashes:
+        return None
+    shown = "; ".join(" and ".join(plain(str(c), limit=40) for c in same)
+                      for same in clashes[:3]) + ("; …" if len(clashes) > 3 else "")
+    return (f"Some declared categories of {plain(column)} are one key as the data is read "
+            f"({shown}): a whole number is one key however it is written, so every row of "
+            "that key counts for the first of them and the others stay at 0. Keep one of each.")

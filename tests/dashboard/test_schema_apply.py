@@ -192,3 +192,19 @@ def test_rows_left_out_are_counted_by_the_engine_and_said_from_one_percent():
     assert "leave out 10 of 1,000 rows (1 %)" in LeftOut("job", 10, 1_000).sentence()
     assert "(99 %)" in LeftOut("job", 999, 1_000).sentence()
     assert "(100 %)" in LeftOut("job", 1_000, 1_000).sentence()
+
+
+def test_declared_categories_that_are_one_key_are_said():
+    """012, 12 and 12.0 are one key as every path reads a cell (engine.cells): the page says
+    so, naming them, rather than counting every such row for the first and 0 for the rest."""
+    from dashboard.data.left_out import same_key_note
+
+    note = same_key_note("code", ["012", "a", "12", "1.50", "1.5", 12.0, "b"])
+    assert note is not None
+    note = note.replace("\\", "")               # the page's Markdown escapes
+    assert "012 and 12 and 12.0" in note        # 1.50 and 1.5 are two keys: not named
+    assert "1.50" not in note
+    # " a" is "a" without its surrounding space; "A" is another key
+    assert same_key_note("code", ["012", "1.50", "1.5", "a", " a"]) is not None
+    assert same_key_note("code", ["012", "1.50", "1.5", "a", "A"]) is None
+    assert same_key_note("code", []) is None

@@ -335,3 +335,14 @@ def test_categories_that_leave_many_rows_out_are_said_on_every_page_that_uses_th
     at.selectbox(key="sel_column").select("occupation").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert [w[:len(said)] for w in left_out_warnings(at)] == [said]   # Selection
+
+
+def test_declared_categories_that_are_one_key_are_said_on_the_data_page():
+    at, key = males_uploaded()
+    upload_schema(at, {"columns": {
+        "occupation": {"role": "categorical", "categories": [*OCCUPATIONS, "12"],
+                       "origin": "typed"}}})
+    assert not at.exception, [e.value for e in at.exception]
+    said = [w.value.replace("\\", "") for w in at.warning
+            if "one key as the data is read" in w.value]
+    assert len(said) == 1 and "012 and 12" in said[0], said
