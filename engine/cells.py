@@ -250,3 +250,20 @@ def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
                         doublequote=True, strict=False)
     header = next(reader, [])
     return [_UNDECODABLE.sub("\ufffd", name) for name in header], delimiter, skip
+
+
+def column_names(header: list[str]) -> list[str]:
+    """A CSV header's column names as every path names them (and a plan says them): white
+    space removed around each, an empty one named by its position (``column1``, ...), a
+    repeated one numbered (``name_1``, ...)."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(header):
+        name = raw.strip() or f"column{i}"
+        base, k = name, 1
+        while name in seen:
+            name = f"{base}_{k}"
+            k += 1
+        seen.add(name)
+        names.append(name)
+    return names

@@ -442,16 +442,8 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
 
 
 def csv_column_names(header: Sequence[str]) -> list[str]:
-    """A CSV header's column names as the pages show them: white space removed around each,
-    an empty one named by its position (``column1``, …), a repeated one numbered."""
-    names: list[str] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(header):
-        name = raw.strip() or f"column{i}"
-        base, k = name, 1
-        while name in seen:
-            name = f"{base}_{k}"
-            k += 1
-        seen.add(name)
-        names.append(name)
-    return names
+    """A CSV header's column names as the pages show them (``engine.cells.column_names``, the
+    code the exported programs embed)."""
+    from engine.cells import column_names
+
+    return column_names(header)

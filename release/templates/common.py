@@ -16,7 +16,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from engine.cells import cell_keys, cell_number, read_cells
+from engine.cells import cell_keys, cell_number, column_names, read_cells
 
 # >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
 PLAN_SHA256 = "sha256:"
@@ -65,22 +65,6 @@ def read_frame(path):
             header, frame = read_cells(handle.read())
         frame.columns = column_names(header)
     return select_columns(frame)
-
-
-def column_names(header):
-    """A CSV header's column names as Epsilon Lab names them (and a plan says them): white
-    space removed around each, an empty one named by its position (``column1``, ...), a
-    repeated one numbered (``name_1``, ...)."""
-    names, seen = [], set()
-    for i, raw in enumerate(header):
-        name = raw.strip() or f"column{i}"
-        base, k = name, 1
-        while name in seen:
-            name = f"{base}_{k}"
-            k += 1
-        seen.add(name)
-        names.append(name)
-    return names
 
 
 def select_columns(frame):

@@ -63,12 +63,11 @@ QUERIES: list[dict] = []
 # <<< PLAN
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
-from engine.cells import header_layout  # noqa: E402
+from engine.cells import column_names, header_layout  # noqa: E402
 from release.templates.common import (  # noqa: E402
     Refused,
     cell_codes,
     check_plan,
-    column_names,
     deviations,
     emit,
     keys_of,
