@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -40,6 +41,13 @@ def shown_epsilon(page) -> float:
     return float(thumb.inner_text())
 
 
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def settled_epsilon(page, timeout: float = 60.0) -> float:
     """The slider's value once the page has re-run for it.
 
@@ -52,7 +60,9 @@ def settled_epsilon(page, timeout: float = 60.0) -> float:
     while time.monotonic() < deadline:
         wait_for_app(page)
         epsilon = shown_epsilon(page)
-        agreed = agreed + 1 if f"stats_epsilon={epsilon:g}&" in page.url + "&" else 0
+        in_url = parse_qs(urlparse(page.url).query).get("stats_epsilon", [""])[0]
+        # compared as numbers: the URL may write 1.0 where the thumb shows 1
+        agreed = agreed + 1 if _number(in_url) == epsilon else 0
         if agreed == 2:
             return epsilon
     raise AssertionError(f"the slider shows {shown_epsilon(page)} but the URL is {page.url}")
@@ -66,10 +76,13 @@ def test_moving_the_epsilon_slider_redraws(page, server_url):
     assert shown_alpha(page) == pytest.approx(math.log(20), rel=1e-3)
 
     thumb = page.locator(".st-key-stats_epsilon input[type='range']")  # the thumb's input
-    thumb.focus()
-    for _ in range(3):
-        thumb.press("ArrowRight")
-    epsilon = settled_epsilon(page)
+    for _ in range(3):   # on a loaded machine a rerun can redraw the thumb under the key
+        thumb.focus()    # presses, which are then lost (the slider stays at 1): press again
+        for _ in range(3):
+            thumb.press("ArrowRight")
+        epsilon = settled_epsilon(page)
+        if epsilon > 1.0:
+            break
     page.wait_for_selector(CHART, timeout=30_000)
     assert_no_exception(page)
     assert epsilon > 1.0
