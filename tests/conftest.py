@@ -110,8 +110,12 @@ def shared_spark():
 
 
 def fresh_plans() -> str:
-    """A new, empty plans file for the sessions started next (``EPSILON_LAB_PLANS``)."""
-    path = str(Path(tempfile.mkdtemp(prefix="epsilon-lab-plans-")) / "plans.sqlite")
+    """A new, empty plans file for the sessions started next (``EPSILON_LAB_PLANS``), and a
+    new, empty dataset declarations file beside it (``EPSILON_LAB_DECLARATIONS``): no test
+    finds the schema or unit another test declared."""
+    folder = Path(tempfile.mkdtemp(prefix="epsilon-lab-plans-"))
+    os.environ["EPSILON_LAB_DECLARATIONS"] = str(folder / "declarations.sqlite")
+    path = str(folder / "plans.sqlite")
     os.environ["EPSILON_LAB_PLANS"] = path
     return path
 
