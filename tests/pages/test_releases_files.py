@@ -84,3 +84,27 @@ def test_a_release_without_files_says_why(ledger_file):
     no_problem(at)
     assert any(NOT_KEPT_BEFORE in i.value for i in at.info)
     assert [b.key for b in at.get("download_button")] == ["releases_plan_download"]
+
+
+@pytest.mark.slow   # a real release of two queries on Adult
+def test_files_that_cannot_be_kept_are_still_offered_and_the_page_says_so(ledger_file, served,
+                                                                          monkeypatch):
+    from release import LedgerError
+
+    def full(self, release_id, files):
+        raise LedgerError("the disk is full")
+
+    monkeypatch.setattr(Ledger, "store_files", full)
+    at = release(plan_of_two())
+    assert not at.exception
+    [warning] = [w.value for w in at.warning if "Files not kept" in w.value]
+    assert "is recorded" in warning and "the disk is full" in warning
+    assert offered(at, served, "plan_release_package").startswith(b"PK")
+    with Ledger(ledger_file) as ledger:
+        [record] = ledger.releases()
+        assert ledger.file_names() == {}
+    monkeypatch.undo()
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(ledger_file))
+    again = open_app("releases.py")
+    no_problem(again)
+    assert any("storing them failed" in i.value for i in again.info)
