@@ -5,11 +5,11 @@ programs.
 entropy, never seeded), each map checked against the plan before anything is drawn, the
 release recorded in the ledger (``EPSILON_LAB_LEDGER``) in the same transaction that checks
 the dataset's budget. The page then shows the released values only — no true value beside
-them — and offers the release's files and card, and the release package (``release.package``:
-the files, the plan, the OpenDP program as a script and a notebook, report.html), built only
-when it is downloaded so that the release click stays fast; a synthetic table's released rows
-are offered as their own CSV (``rows-<id>.csv``, as ``python -m release`` writes them), built
-on click too. A plan can also be exported as a
+them — and offers the release's files and card, a synthetic table's released rows as their own
+CSV (``rows-<id>.csv``, as ``python -m release`` writes them), and the release package (the
+files, the plan, the OpenDP program as a script and a notebook, report.html): all built once
+after the commit by ``release.package.keep_files``, which keeps those very bytes with the
+ledger entry (the Releases page offers them again later). A plan can also be exported as a
 simulation report: the same report of one seeded numpy draw, labelled "simulation — not a
 release", built on click too, with nothing recorded. A plan is released only under the
 privacy unit it was built under (:func:`unit_refusal`). What a release shows is kept
@@ -35,7 +35,7 @@ from engine.sources import FrameSource
 from plan import model
 
 __all__ = ["release_section", "released_table", "released_columns", "interval_caption",
-           "source_of", "unit_refusal", "package_builder", "rows_files", "simulation_builder",
+           "source_of", "unit_refusal", "release_downloads", "simulation_builder",
            "simulation_button", "simulation_file_name", "LAST", "RELEASED_COLUMNS"]
 
 LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
@@ -183,8 +183,7 @@ def unit_refusal(plan: model.Plan, data_key: str) -> str:
 def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
     """The button's callback: release once, keep what to show (or the refusal)."""
     from release import Ledger, LedgerError, ReleaseRefused, run
-    from release.card import card_json
-    from release.files import release_csv, release_json
+    from release.package import keep_files
 
     st.session_state[CONFIRM] = False          # one click, one release
     outcome: dict[str, Any]
@@ -198,14 +197,15 @@ def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
             released = run(plan, source_of(loaded), ledger=ledger,
                            content_hash=content_hash_of(loaded))
             status = ledger.status(released.dataset)
+            # after the commit: built once, kept with the entry, offered below (the same bytes)
+            files, not_kept = keep_files(released, ledger)
         outcome = {
             "ok": True, "id": released.record.id, "time": released.record.time,
             "epsilon": released.spent.epsilon, "delta": released.spent.delta,
             "method": released.spent.method, "note": released.spent.note,
             "values_hash": released.values_hash, "table": released_table(released),
             "level": 1 - plan.accounting.alpha,
-            "csv": release_csv(released), "json": release_json(released),
-            "card": card_json(released), "release": released,
+            "files": files, "not_kept": not_kept, "release": released,
             "left": status.remaining_epsilon, "releases": status.releases,
         }
     except (ReleaseRefused, LedgerError, model.PlanError) as exc:
@@ -284,57 +284,71 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
         st.caption(interval_caption(outcome["level"]))
     st.caption(f"Values hash {outcome['values_hash']} (in the ledger: the files can be "
                "checked against it). Another release of the same plan draws new noise.")
-    files = st.columns(3)
-    for col, (label, data, name, mime) in zip(files, (
-            ("Released values (CSV)", outcome["csv"], "release.csv", "text/csv"),
-            ("Release (JSON)", outcome["json"], "release.json", "application/json"),
-            ("Release card (JSON)", outcome["card"], "card.json", "application/json")),
-            strict=True):
-        col.download_button(label, data, file_name=name, mime=mime, on_click="ignore",
-                            key=f"plan_release_{name}")
-    for name, (label, build) in rows_files(outcome["release"]).items():
-        st.download_button(f"Synthetic rows of {plain(label, limit=120)} (CSV)", build,
-                           file_name=name, mime="text/csv", on_click="ignore",
-                           key=f"plan_release_{name}", icon=":material/table_rows:",
-                           help="The released synthetic rows, one line per row: the file "
-                                "python -m release writes (also in the package).")
-    st.download_button("Download the release package", package_builder(outcome["release"]),
-                       file_name=f"release-{outcome['id']}.zip", mime="application/zip",
-                       on_click="ignore", key="plan_release_package",
-                       icon=":material/folder_zip:",
-                       help="One zip: release.csv, release.json, card.json, plan.json, the "
-                            "OpenDP program as a script and a Jupyter notebook, and "
-                            "report.html (opens offline, prints on A4).")
+    if outcome["not_kept"]:
+        st.warning(f"**Files not kept:** {plain(outcome['not_kept'], limit=600)}",
+                   icon=":material/warning:")
+    else:
+        st.caption(f"These files are kept in the ledger with entry #{outcome['id']}: the "
+                   "Releases page (or `python -m release fetch "
+                   f"{outcome['id']}`) gives them again, byte for byte.")
+    release_downloads(outcome["files"], outcome["id"], key="plan_release",
+                      labels={q.id: q.label for q in outcome["release"].plan.queries},
+                      every_file=False)
 
 
-def rows_files(released: Any) -> dict[str, tuple[str, Any]]:
-    """For each query whose released rows are records (a synthetic table): its file name
-    ``rows-<id>.csv`` → (its label, a function that builds the CSV when it is clicked:
-    ``release.files.microdata_files``, released values only)."""
-    from plan.kinds import kind_of
+#: The download buttons of a release's files: name → (label, mime type); ``rows-<id>.csv``
+#: and anything else fall back to :func:`_file_label`.
+_FILES = {"release.csv": ("Released values (CSV)", "text/csv"),
+          "release.json": ("Release (JSON)", "application/json"),
+          "card.json": ("Release card (JSON)", "application/json"),
+          "plan.json": ("Plan as published (JSON)", "application/json"),
+          "report.html": ("Report (HTML)", "text/html"),
+          "program.py": ("OpenDP program (Python)", "text/x-python"),
+          "program.ipynb": ("OpenDP program (notebook)", "application/x-ipynb+json"),
+          "program-unavailable.txt": ("Why there is no program (text)", "text/plain")}
 
-    out = {}
-    for pq in released.plan.queries:
-        if kind_of(pq.query).microdata(pq.query, ()) is None:
+
+def _file_label(name: str, labels: dict[str, str]) -> tuple[str, str]:
+    if name in _FILES:
+        return _FILES[name]
+    if name.startswith("rows-") and name.endswith(".csv"):
+        label = labels.get(name[len("rows-"):-len(".csv")], name)
+        return f"Synthetic rows of {plain(label, limit=120)} (CSV)", "text/csv"
+    return name, "application/octet-stream"
+
+
+def release_downloads(files: dict[str, bytes], entry: int, *, key: str,
+                      labels: dict[str, str], every_file: bool = True) -> None:
+    """The download buttons of release ``entry``'s files (``release.package.release_files``:
+    the exact bytes given, never rebuilt): release.csv, release.json and card.json in a row,
+    then the others (with ``every_file=False`` only a synthetic table's rows: the rest are in
+    the package), then the package; keyed ``<key>_<file name>`` and ``<key>_package``.
+    ``labels``: query id → label (to name a synthetic table's rows)."""
+    from release.package import OUT_FILES, package_name
+
+    package = package_name(entry)
+    first = [n for n in OUT_FILES if n in files]
+    for col, name in zip(st.columns(3), first, strict=False):
+        label, mime = _file_label(name, labels)
+        col.download_button(label, files[name], file_name=name, mime=mime, on_click="ignore",
+                            key=f"{key}_{name}")
+    for name, data in files.items():
+        rows = name.startswith("rows-")
+        if name in first or name == package or not (every_file or rows):
             continue
-        name = f"rows-{pq.id}.csv"
-
-        def build(name: str = name) -> bytes:
-            from release.files import microdata_files
-
-            return microdata_files(released)[name]
-        out[name] = (pq.label, build)
-    return out
-
-
-def package_builder(released: Any):
-    """What the package button downloads: a function that builds the zip when it is
-    clicked (about 0.1–0.5 s: kept out of the release click)."""
-    def build() -> bytes:
-        from release.package import release_package
-
-        return release_package(released)
-    return build
+        label, mime = _file_label(name, labels)
+        st.download_button(label, data, file_name=name, mime=mime, on_click="ignore",
+                           key=f"{key}_{name}", icon=":material/table_rows:" if rows else None,
+                           help="The released synthetic rows, one line per row: the file "
+                                "python -m release writes (also in the package)." if rows
+                           else None)
+    if package in files:
+        st.download_button("Download the release package", files[package],
+                           file_name=package, mime="application/zip", on_click="ignore",
+                           key=f"{key}_package", icon=":material/folder_zip:",
+                           help="One zip: release.csv, release.json, card.json, plan.json, "
+                                "the OpenDP program as a script and a Jupyter notebook, and "
+                                "report.html (opens offline, prints on A4).")
 
 
 def simulation_file_name(plan_name: str) -> str:

@@ -3,11 +3,17 @@
 ``--package OUT.zip`` also writes the release package (``release.package``: the files, the
 published plan, the OpenDP program as a script and a notebook, report.html);
 ``python -m release --example-plan`` prints a plan for the built-in Adult data.
+Every file a release publishes (the package among them) is also kept with its ledger entry;
+``python -m release fetch N --ledger LEDGER.sqlite --out DIR`` writes release N's kept files
+into DIR, byte for byte (``release-N.zip`` is its package).
 
-Exit status: 0 released; 1 refused (over budget, a map above the plan's figure, a mechanism
-OpenDP cannot sample, data that does not fit the plan); 2 a bad plan or bad arguments; 3 data
-that cannot be read; 4 a ledger that cannot be used; 5 the draw failed after noise was drawn
-(its budget recorded as spent, nothing written). A refusal prints one line on stderr.
+Exit status: 0 released (or fetched); 1 refused (over budget, a map above the plan's figure, a
+mechanism OpenDP cannot sample, data that does not fit the plan); 2 a bad plan or bad
+arguments (fetch: no release N, or release N has no kept files); 3 data that cannot be read,
+or files that cannot be written; 4 a ledger that cannot be used (after a release: its files
+could not be kept in it — the release is recorded and its files written); 5 the draw failed
+after noise was drawn (its budget recorded as spent, nothing written). A refusal prints one
+line on stderr.
 """
 
 from __future__ import annotations
@@ -70,7 +76,57 @@ def _source(path: Path):  # -> FileSource
                      "files")
 
 
+def _fetch_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m release fetch",
+        description="Write the files kept with a recorded release (its package among them) "
+                    "into a folder, byte for byte as the release published them.")
+    parser.add_argument("entry", type=int, metavar="N", help="the release's ledger entry "
+                        "(#N on the Releases page)")
+    parser.add_argument("--ledger", type=Path, default=None, help="the ledger (default "
+                        "$EPSILON_LAB_LEDGER, else the user's data folder)")
+    parser.add_argument("--out", type=Path, required=True, help="the folder the files are "
+                        "written to")
+    return parser
+
+
+def fetch(argv: Sequence[str]) -> int:
+    """``python -m release fetch N --ledger L --out DIR``: release N's kept files into DIR."""
+    args = _fetch_parser().parse_args(argv)
+    from release.files import write_bytes
+    from release.ledger import Ledger, LedgerError, ledger_path
+
+    try:
+        path = ledger_path(args.ledger)
+        if not path.is_file():   # never create an empty ledger to fetch from
+            return _fail(BAD_LEDGER, "ledger", f"there is no ledger at {path}: give --ledger "
+                         "(or set EPSILON_LAB_LEDGER)")
+        with Ledger(path) as ledger:
+            record = next((r for r in ledger.releases() if r.id == args.entry), None)
+            files = {} if record is None else ledger.release_files(record.id)
+            why = "" if record is None or files else ledger.why_no_files(record)
+    except LedgerError as exc:
+        return _fail(BAD_LEDGER, "ledger", exc)
+    if record is None:
+        return _fail(BAD_PLAN, "usage", f"the ledger {path} has no release #{args.entry} (the "
+                     "Releases page lists them)")
+    if not files:
+        return _fail(BAD_PLAN, "no files", f"release #{record.id}: {why}")
+    try:
+        for name, data in files.items():
+            write_bytes(args.out / name, data)
+    except OSError as exc:
+        return _fail(BAD_DATA, "files", f"release #{record.id}'s files could not be written "
+                     f"to {args.out} ({exc.strerror or exc})")
+    print(f"release #{record.id} ({record.dataset.name!r}, {record.time}): {len(files)} "
+          f"files written to {args.out}: {', '.join(files)}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["fetch"]:
+        return fetch(argv[1:])
     args = _parser().parse_args(argv)
     if args.example_plan:
         from plan.examples import adult_plan
@@ -89,10 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from engine import EngineError
     from plan.model import Plan, PlanError
-    from release.card import card_json
     from release.errors import DrawFailed, ReleaseRefused
-    from release.files import microdata_files, release_csv, release_json, write_bytes
+    from release.files import write_bytes
     from release.ledger import Ledger, LedgerError, left_in_words
+    from release.package import OUT_FILES, keep_files, package_name
     from release.run import run
 
     try:
@@ -114,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             release = run(plan, source, ledger=ledger, budget=args.budget,
                           budget_delta=args.budget_delta)
             status = ledger.status(release.dataset)
+            # after the commit: one build of the files, kept with the entry and written below
+            files, not_kept = keep_files(release, ledger)
     except DrawFailed as exc:   # not a refusal: noise was drawn, the budget is spent
         return _fail(DRAW_FAILED, "failed", exc)
     except ReleaseRefused as exc:
@@ -126,21 +184,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(BAD_DATA, "unreadable data", exc)
     # Recorded: the files are written after the commit (if this fails, the release stays
     # recorded and its budget spent; the values are lost, never shown).
+    lost = ("its values are lost" if not_kept else
+            f"they are kept in the ledger: python -m release fetch {release.record.id}")
     try:
-        write_bytes(args.out / "release.csv", release_csv(release))
-        write_bytes(args.out / "release.json", release_json(release))
-        write_bytes(args.out / "card.json", card_json(release))
-        for name, data in microdata_files(release).items():
-            write_bytes(args.out / name, data)
+        for name, data in files.items():
+            if name in OUT_FILES or name.startswith("rows-"):
+                write_bytes(args.out / name, data)
     except OSError as exc:
         return _fail(BAD_DATA, "files", f"release #{release.record.id} was recorded but its "
-                     f"files could not be written to {args.out} ({exc.strerror or exc}); its "
-                     "values are lost")
+                     f"files could not be written to {args.out} ({exc.strerror or exc}); "
+                     + lost)
     if args.package is not None:
-        from release.package import release_package
-
         try:
-            write_bytes(args.package, release_package(release))
+            write_bytes(args.package, files[package_name(release.record.id)])
         except OSError as exc:
             return _fail(BAD_DATA, "files", f"release #{release.record.id} was recorded and "
                          f"its files written to {args.out}, but its package could not be "
@@ -158,4 +214,6 @@ def main(argv: Sequence[str] | None = None) -> int:
           + ("" if args.package is None else f"; package {args.package}"))
     for note in release.notes + tuple(n for q in release.queries for n in q.notes):
         print(f"note: {_one_line(note)}")
+    if not_kept:
+        return _fail(BAD_LEDGER, "ledger", not_kept)
     return 0

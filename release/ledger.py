@@ -13,6 +13,14 @@ and before the files are written, the release is recorded and its values are los
 is spent for nothing, which errs on the side of privacy. If drawing raises once noise has
 been drawn (``release.errors.DrawFailed``), the release is recorded as spent with no values
 (:data:`FAILED_DRAW`): the failure may depend on what was drawn.
+
+The files a release publishes are kept in the same file (table ``release_files``, append-only
+as the rest): stored byte for byte after the commit (:meth:`Ledger.store_files`, refused unless
+its ``release.json`` carries the values recorded in the entry), read back by
+:meth:`Ledger.release_files`. A release whose files could not be stored stays recorded.
+Copying the ledger file copies every release with its files. A ledger of layout 1 (before
+releases kept their files) gets the table in place on its first open, in one transaction;
+its releases have no files (:data:`NOT_KEPT_BEFORE`).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -37,15 +46,22 @@ from release.errors import OverBudget
 
 __all__ = ["LEDGER_ENV", "LedgerError", "Ledger", "BudgetEvent", "BudgetChange",
            "ReleaseRecord", "DatasetStatus", "FAILED_DRAW", "default_path", "ledger_path",
-           "SCHEMA_VERSION", "REASON_LIMIT", "budget_changes", "left_in_words", "standing"]
+           "SCHEMA_VERSION", "REASON_LIMIT", "budget_changes", "left_in_words", "standing",
+           "values_sha256", "NOT_KEPT_BEFORE", "NOT_KEPT_FAILED", "NOT_KEPT_LOST"]
 
 #: The environment variable naming the ledger file.
 LEDGER_ENV = "EPSILON_LAB_LEDGER"
-#: The layout of the tables this code reads and writes.
-SCHEMA_VERSION = 1
+#: The layout of the tables this code reads and writes (2: releases keep their files in
+#: ``release_files``; a layout-1 ledger is upgraded in place when it is opened).
+SCHEMA_VERSION = 2
 #: The values hash recorded for a release whose draw failed after noise was drawn: its budget
 #: is spent, nothing was published.
 FAILED_DRAW = "none: the draw failed, nothing was published"
+#: Why a release has no kept files, in words (:meth:`Ledger.why_no_files`).
+NOT_KEPT_BEFORE = "files not kept (recorded before releases kept their files)"
+NOT_KEPT_FAILED = "no files: the draw failed, nothing was published"
+NOT_KEPT_LOST = ("files not kept: storing them failed after the release was recorded (they "
+                 "were offered or written once, then)")
 #: The longest reason a budget event may carry (it is published on every later card).
 REASON_LIMIT = 300
 #: How long a release waits for another process's transaction before giving up (seconds).
@@ -221,6 +237,26 @@ def ledger_path(path: str | os.PathLike | None = None) -> Path:
                       f"{str(_REPOSITORY)!r}: put it elsewhere (set {LEDGER_ENV}).")
 
 
+def values_sha256(values: list[dict[str, Any]]) -> str:
+    """SHA-256 of a release's values in canonical JSON (each query's ``{"id", "rows": [[group,
+    value], …]}``): the hash the ledger records, and what a stored ``release.json`` is checked
+    against."""
+    text = json.dumps(values, sort_keys=True, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _values_of_release_json(data: bytes) -> tuple[Any, Any, str]:
+    """(its ledger entry, its recorded values hash, the hash of the values it holds) of a
+    release.json (``release.files.release_record``); ValueError when it is not one."""
+    record = json.loads(data.decode("utf-8"))
+    if not isinstance(record, dict) or record.get("format") != "epsilon-lab-release":
+        raise ValueError("it is not an Epsilon Lab release record")
+    values = [{"id": q["id"], "rows": [[v["group"], v["value"]] for v in q["values"]]}
+              for q in record["queries"]]
+    return record.get("ledger_entry"), record.get("values_sha256"), values_sha256(values)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
@@ -253,13 +289,29 @@ _SCHEMA = [
         entry_hash TEXT NOT NULL UNIQUE)""",
     "CREATE INDEX IF NOT EXISTS entries_by_dataset ON entries (dataset_id, kind)",
 ]
-_TABLES = ("ledger_meta", "datasets", "entries")
-for _table in _TABLES:
-    for _action in ("UPDATE", "DELETE"):
-        _SCHEMA.append(
-            f"CREATE TRIGGER IF NOT EXISTS {_table}_no_{_action.lower()} BEFORE {_action} ON "
-            f"{_table} BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {_table} "
-            f"rows cannot be {'changed' if _action == 'UPDATE' else 'deleted'}'); END")
+#: Layout 2: each release's published files, byte for byte (rowid order: the order they
+#: were built in). Added in place to a layout-1 ledger (:meth:`Ledger._upgrade`).
+_FILES_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS release_files (
+        release_id INTEGER NOT NULL REFERENCES entries (id),
+        name TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        bytes BLOB NOT NULL,
+        PRIMARY KEY (release_id, name))""",
+]
+_TABLES = ("ledger_meta", "datasets", "entries", "release_files")
+
+
+def _trigger(table: str, action: str) -> str:
+    return (f"CREATE TRIGGER IF NOT EXISTS {table}_no_{action.lower()} BEFORE {action} ON "
+            f"{table} BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: {table} "
+            f"rows cannot be {'changed' if action == 'UPDATE' else 'deleted'}'); END")
+
+
+_FILES_SCHEMA += [_trigger("release_files", a) for a in ("UPDATE", "DELETE")]
+_SCHEMA += [_trigger(t, a) for t in _TABLES[:3] for a in ("UPDATE", "DELETE")] + _FILES_SCHEMA
+#: A stored file's name: a plain file name (fetch writes it into a folder as it is).
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
 class Ledger:
@@ -340,6 +392,7 @@ class Ledger:
             self._check_file(connection)
             if not self._has_tables(connection):
                 self._create(connection)
+            self._upgrade(connection)
             self._check_meta(connection)
         except LedgerError:
             connection.close()
@@ -379,6 +432,34 @@ class Ledger:
                                (str(SCHEMA_VERSION),))
             connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('identity', ?)",
                                (_IDENTITY,))
+            connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('files_from', '1')")
+
+    def _upgrade(self, connection: sqlite3.Connection) -> None:
+        """Layout 1 → 2, in place and in one transaction: the ``release_files`` table and its
+        triggers, the layout recorded as 2, and ``files_from`` (the first entry that can have
+        files: the releases before it were recorded before releases kept their files). The
+        meta row's trigger is dropped and made again inside the transaction, so the layout
+        is the only row ever changed. Another process may have upgraded it meanwhile: the
+        layout is read again once the write lock is held."""
+        def layout() -> str | None:
+            row = connection.execute("SELECT value FROM ledger_meta WHERE key = 'schema'"
+                                     ).fetchone()
+            return None if row is None else row[0]
+
+        if layout() != "1":
+            return
+        with self._transaction(connection, "upgrading it to keep releases' files"):
+            if layout() != "1":
+                return
+            after = connection.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
+            for statement in _FILES_SCHEMA:
+                connection.execute(statement)
+            connection.execute("DROP TRIGGER ledger_meta_no_update")
+            connection.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema'",
+                               (str(SCHEMA_VERSION),))
+            connection.execute(_trigger("ledger_meta", "UPDATE"))
+            connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('files_from', ?)",
+                               (str(int(after) + 1),))
 
     def knows_legacy_identities(self) -> bool:
         """Whether this ledger holds datasets identified by the older byte-level hashes
@@ -402,6 +483,7 @@ class Ledger:
             raise LedgerError(f"The ledger {str(self.path)!r} has layout {meta.get('schema')}"
                               f"; this Epsilon Lab reads layout {SCHEMA_VERSION}. Use the "
                               "Epsilon Lab that wrote it.")
+        self._files_from = int(meta.get("files_from", "1"))
 
     @contextmanager
     def _transaction(self, connection: sqlite3.Connection | None = None,
@@ -534,8 +616,101 @@ class Ledger:
                                      body["implementation"], row[7]))
         return out
 
+    # -- the files of releases ------------------------------------------------------------
+
+    def _release_values_hash(self, con: sqlite3.Connection, release_id: int) -> str | None:
+        """The values hash recorded for entry ``release_id`` (None: no such release)."""
+        row = con.execute("SELECT body FROM entries WHERE id = ? AND kind = 'release'",
+                          (int(release_id),)).fetchone()
+        return None if row is None else str(json.loads(row[0])["values_hash"])
+
+    def store_files(self, release_id: int, files: dict[str, bytes]) -> None:
+        """Keep the files release ``release_id`` published, byte for byte, in one transaction
+        (all of them or none).
+
+        Refused (LedgerError, nothing stored) when the entry is not a release, its draw
+        failed (nothing was published), it has files already (they are kept once, never
+        replaced), a name is not a plain file name, or ``release.json`` is missing or does
+        not hold the values recorded in the entry (its entry number, its values hash and the
+        hash of the values it lists must all agree with the ledger's).
+        """
+        if not isinstance(release_id, int) or isinstance(release_id, bool):
+            raise TypeError(f"release_id must be an entry number, got {release_id!r}")
+        bad = [n for n in files if not (isinstance(n, str) and _FILE_NAME.fullmatch(n))]
+        if bad or not all(isinstance(d, bytes) for d in files.values()):
+            raise ValueError("files must map plain file names (letters, digits, '.', '_', "
+                             "'-') to bytes")
+        where = f"release #{release_id}"
+        if "release.json" not in files:
+            raise LedgerError(f"{where}'s files were not kept: they hold no release.json, so "
+                              "they cannot be checked against its values hash")
+        try:
+            entry, claimed, held = _values_of_release_json(files["release.json"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LedgerError(f"{where}'s files were not kept: its release.json cannot be "
+                              f"read as a release record ({type(exc).__name__})") from None
+        with self._transaction(doing="keeping a release's files") as con:
+            recorded = self._release_values_hash(con, release_id)
+            if recorded is None:
+                raise LedgerError(f"{where}'s files were not kept: the ledger has no release "
+                                  f"#{release_id}")
+            if recorded == FAILED_DRAW:
+                raise LedgerError(f"{where}'s files were not kept: its draw failed, nothing "
+                                  "was published")
+            if entry != release_id or claimed != recorded or held != recorded:
+                raise LedgerError(
+                    f"{where}'s files were not kept: their release.json is not this "
+                    f"release's (entry {entry!r}; values hash recorded {recorded}, claimed "
+                    f"{claimed}, of its values {held})")
+            if con.execute("SELECT 1 FROM release_files WHERE release_id = ? LIMIT 1",
+                           (release_id,)).fetchone():
+                raise LedgerError(f"{where}'s files were not kept again: the ledger holds "
+                                  "them already (kept once, never replaced)")
+            con.executemany(
+                "INSERT INTO release_files (release_id, name, sha256, bytes) VALUES "
+                "(?, ?, ?, ?)", [(release_id, name, hashlib.sha256(data).hexdigest(), data)
+                                 for name, data in files.items()])
+
+    def release_files(self, release_id: int) -> dict[str, bytes]:
+        """The files kept for release ``release_id``, name → bytes, in the order they were
+        built ({} when none were kept: :meth:`why_no_files` says why).
+
+        Raises LedgerError when a stored file does not match its recorded SHA-256 (the file
+        was changed around the triggers): nothing is returned then.
+        """
+        rows = self._read("SELECT name, sha256, bytes FROM release_files WHERE release_id = ? "
+                          "ORDER BY rowid", (int(release_id),))
+        damaged = [name for name, digest, data in rows
+                   if hashlib.sha256(data).hexdigest() != digest]
+        if damaged:
+            raise LedgerError(f"The ledger {str(self.path)!r} holds release #{release_id}'s "
+                              f"files, but {', '.join(damaged)} do(es) not match their "
+                              "recorded SHA-256: they were changed outside this program. "
+                              "Restore the ledger from a backup.")
+        return {name: bytes(data) for name, _, data in rows}
+
+    def file_names(self) -> dict[int, tuple[str, ...]]:
+        """The names of the files kept for each release that has any (no bytes read)."""
+        out: dict[int, list[str]] = {}
+        for release_id, name in self._read("SELECT release_id, name FROM release_files "
+                                           "ORDER BY rowid"):
+            out.setdefault(int(release_id), []).append(name)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def why_no_files(self, record: ReleaseRecord) -> str:
+        """Why ``record`` has no kept files, in words: its draw failed, it was recorded
+        before releases kept their files, or storing them failed after it was recorded.
+        (Only meaningful for a release with no files.)"""
+        if record.values_hash == FAILED_DRAW:
+            return NOT_KEPT_FAILED
+        if record.id < self._files_from:
+            return NOT_KEPT_BEFORE
+        return NOT_KEPT_LOST
+
     def verify(self) -> list[str]:
-        """Problems found by replaying the hash chain and the budgets (empty: consistent)."""
+        """Problems found by replaying the hash chain and the budgets, and by checking each
+        kept file against its SHA-256 and each kept release.json against its entry's values
+        hash (empty: consistent)."""
         problems = []
         prev = _GENESIS
         rows = self._read("SELECT e.id, e.kind, d.name, d.content_hash, e.time, e.epsilon, "
@@ -558,6 +733,26 @@ class Ledger:
                 cap = budgets.get(digest)
                 if cap is not None and spent[digest] > cap:
                     problems.append(f"entry {entry}: the dataset {name!r} is over its budget")
+        recorded = {int(r[0]): json.loads(r[7]).get("values_hash")
+                    for r in rows if r[1] == "release"}
+        try:
+            files = self._connection.execute("SELECT release_id, name, sha256, bytes FROM "
+                                             "release_files ORDER BY rowid")
+            for release_id, name, sha, data in files:
+                if hashlib.sha256(data).hexdigest() != sha:
+                    problems.append(f"entry {release_id}: its kept file {name} does not match "
+                                    "its hash")
+                elif name == "release.json":
+                    try:
+                        entry, claimed, held = _values_of_release_json(data)
+                    except (ValueError, KeyError, TypeError):
+                        entry = claimed = held = None
+                    if entry != release_id or not (
+                            claimed == held == recorded.get(release_id)):
+                        problems.append(f"entry {release_id}: its kept release.json does not "
+                                        "hold the values recorded in the entry")
+        except sqlite3.Error as exc:
+            raise self._fail(exc, "reading it") from None
         return problems
 
     # -- writing ----------------------------------------------------------------------------

@@ -1,7 +1,12 @@
 """The release package: one zip holding a release's files, its plan, its OpenDP program (as a
 script and as a Jupyter notebook) and ``report.html``, a self-contained page to read or print.
 
-``release_package(release)`` packs a recorded release; ``simulation_package(plan, values)``
+``release_files(release)`` builds every file a recorded release publishes, the package among
+them: the one builder behind the Release plan page's downloads, ``python -m release`` and the
+files kept with the ledger entry (``keep_files``), so what is offered right after a release,
+what is kept and what is fetched later are the same bytes (the notebook's cell ids are random:
+the bytes are built once and kept, never rebuilt). ``release_package(release)`` packs a
+recorded release; ``simulation_package(plan, values)``
 packs a plan that was only simulated, its report labelled "simulation — not a release" on
 every page (and no release files: nothing was released).
 
@@ -34,10 +39,12 @@ from release.card import (
     release_card,
 )
 from release.files import _json_safe, microdata_files, release_csv, release_json, release_record
+from release.ledger import Ledger, LedgerError
 from release.run import Release
 
-__all__ = ["SIMULATION_LABEL", "notebook", "release_package", "report_html",
-           "simulation_package", "simulation_report"]
+__all__ = ["SIMULATION_LABEL", "notebook", "release_package", "release_files", "keep_files",
+           "package_name", "OUT_FILES", "report_html", "simulation_package",
+           "simulation_report"]
 
 SIMULATION_LABEL = "simulation — not a release"
 PROGRAM = "program.py"
@@ -483,11 +490,22 @@ def _zip(files: Mapping[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def release_package(release: Release) -> bytes:
-    """The zip of a recorded release: release.csv, release.json, card.json, plan.json (the
-    plan as published), rows-<id>.csv for a query whose released rows are records (a
-    synthetic table), program.py and program.ipynb (the published plan's OpenDP program),
-    report.html."""
+#: The files ``python -m release --out DIR`` writes (with each ``rows-<id>.csv``).
+OUT_FILES = ("release.csv", "release.json", "card.json")
+
+
+def package_name(entry: int) -> str:
+    """The package's file name: ``release-<ledger entry>.zip``."""
+    return f"release-{int(entry)}.zip"
+
+
+def release_files(release: Release) -> dict[str, bytes]:
+    """Every file a recorded release publishes, name → bytes: release.csv, release.json,
+    card.json, plan.json (the plan as published), rows-<id>.csv for a query whose released
+    rows are records (a synthetic table), program.py and program.ipynb (the published plan's
+    OpenDP program; program-unavailable.txt when it has none), report.html, and last the
+    package ``release-<entry>.zip`` holding all the others, the same bytes. Released values
+    and public facts only."""
     published = release.plan.published()
     files = {"release.csv": release_csv(release), "release.json": release_json(release),
              "card.json": card_json(release),
@@ -496,7 +514,28 @@ def release_package(release: Release) -> bytes:
     files |= _program_files(published)
     files["report.html"] = report_html(release_record(release),
                                        release_card(release)).encode("utf-8")
-    return _zip(files)
+    files[package_name(release.record.id)] = _zip(files)
+    return files
+
+
+def release_package(release: Release) -> bytes:
+    """The zip of a recorded release (:func:`release_files`' package)."""
+    return release_files(release)[package_name(release.record.id)]
+
+
+def keep_files(release: Release, ledger: Ledger) -> tuple[dict[str, bytes], str]:
+    """Build the release's files (:func:`release_files`) and keep them with its ledger entry
+    (``Ledger.store_files``). Returns (the files, "") or, when they could not be kept, (the
+    files, why, in words): the release stays recorded and the files of this run are still
+    there to offer or write."""
+    files = release_files(release)
+    try:
+        ledger.store_files(release.record.id, files)
+    except (LedgerError, ValueError) as exc:
+        return files, (f"release #{release.record.id} is recorded, but its files could not be "
+                       f"kept in the ledger ({exc}); this run's files are the only copy: "
+                       "save them now")
+    return files, ""
 
 
 def simulation_report(plan: Plan,

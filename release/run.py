@@ -9,8 +9,6 @@ values only: no true value, no count of rows dropped or clamped.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +32,7 @@ from release.ledger import (
     LedgerError,
     ReleaseRecord,
     standing,
+    values_sha256,
 )
 from release.measurements import OPENDP_VERSION, Certified, certify
 
@@ -102,10 +101,9 @@ def _plain(value: Any) -> Any:
 
 def values_hash(queries: Sequence[ReleasedQuery]) -> str:
     """SHA-256 of the released values in canonical JSON: recorded in the ledger, so a file
-    can be checked against the release it claims to be."""
-    text = json.dumps([q.values_record() for q in queries], sort_keys=True,
-                      ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    can be checked against the release it claims to be (``ledger.values_sha256``: the same
+    function checks a release.json before its files are kept)."""
+    return values_sha256([q.values_record() for q in queries])
 
 
 def dataset_identity(plan: Plan, source: Source, *, content_hash: str | None = None,

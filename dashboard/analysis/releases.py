@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -11,7 +11,7 @@ from dpcore.figures import lower, upper
 from dpcore.intervals import DEFAULT_ALPHA
 from release.ledger import FAILED_DRAW
 
-__all__ = ["datasets_table", "history_table", "budget_history_table"]
+__all__ = ["datasets_table", "history_table", "budget_history_table", "files_in_words"]
 
 
 def _short(content_hash: str | None) -> str:
@@ -67,10 +67,19 @@ def _interval_level(plan: dict) -> str | None:
     return f"{1 - alpha:.0%}" if isinstance(alpha, int | float) and 0 < alpha < 1 else None
 
 
-def history_table(records: Sequence) -> pd.DataFrame:
-    """One row per release, newest first, with the level of its values' intervals (the
-    ledger keeps the values' hash, not the values: their intervals are in the release's
-    files)."""
+def files_in_words(names: Sequence[str], why_none: str) -> str:
+    """A release's kept files in a table cell: "kept: 9 files (release-3.zip, …)", or why
+    there are none (``Ledger.why_no_files``)."""
+    if not names:
+        return why_none
+    package = [n for n in names if n.endswith(".zip")]
+    return f"kept: {len(names)} files" + (f" ({package[0]} and each file)" if package else "")
+
+
+def history_table(records: Sequence, files: Mapping[int, str] | None = None) -> pd.DataFrame:
+    """One row per release, newest first, with the level of its values' intervals (their
+    intervals are in the release's files), and with ``files`` (entry → words,
+    :func:`files_in_words`) whether its files are kept in the ledger."""
     rows = []
     for r in reversed(list(records)):
         try:
@@ -84,6 +93,8 @@ def history_table(records: Sequence) -> pd.DataFrame:
                      "Accounting": r.accounting, "Interval level": level,
                      "Values hash": ("none: the draw failed (spent, nothing published)"
                                      if r.values_hash == FAILED_DRAW
-                                     else _short(r.values_hash))})
-    return pd.DataFrame(rows, columns=["Entry", "Time", "Dataset", "Queries", "ε", "δ",
-                                       "Accounting", "Interval level", "Values hash"])
+                                     else _short(r.values_hash)),
+                     "Files": (files or {}).get(r.id)})
+    columns = ["Entry", "Time", "Dataset", "Queries", "ε", "δ", "Accounting",
+               "Interval level", "Values hash"] + ([] if files is None else ["Files"])
+    return pd.DataFrame(rows, columns=columns)

@@ -293,22 +293,25 @@ def test_a_refusal_is_dropped_once_the_plan_changes(ledger_file, monkeypatch):
     assert not any("Not released" in e.value for e in at.error)
 
 
-def test_a_release_offers_its_package_built_on_download(ledger_file):
+def test_a_release_offers_its_package_and_keeps_it_in_the_ledger(ledger_file):
     import io
     import zipfile
 
-    from dashboard.release_panel import LAST, package_builder
+    from dashboard.release_panel import LAST
 
     at = release(plan_of_two())
     no_problem(at)
     button = at.download_button(key="plan_release_package")
     assert button.label == "Download the release package"
     [outcome] = at.session_state[LAST].values()
-    with zipfile.ZipFile(io.BytesIO(package_builder(outcome["release"])())) as archive:
+    files = outcome["files"]
+    with zipfile.ZipFile(io.BytesIO(files[f"release-{outcome['id']}.zip"])) as archive:
         names = set(archive.namelist())
-        assert archive.read("release.json") == outcome["json"]
-        assert archive.read("release.csv") == outcome["csv"]
+        assert archive.read("release.json") == files["release.json"]
+        assert archive.read("release.csv") == files["release.csv"]
     assert {"card.json", "plan.json", "program.py", "program.ipynb", "report.html"} <= names
+    with Ledger(ledger_file) as ledger:
+        assert ledger.release_files(outcome["id"]) == files
 
 
 def test_a_budget_lowered_below_what_was_spent_reads_over_budget_and_its_history_shows(

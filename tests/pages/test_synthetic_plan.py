@@ -154,7 +154,7 @@ def test_its_budget_is_edited_in_the_table():
 
 @pytest.mark.slow   # a real OpenDP fit on Adult's 48,842 rows
 def test_a_release_from_the_page_records_the_total_and_offers_the_rows(tmp_path, monkeypatch):
-    from dashboard.release_panel import LAST, rows_files
+    from dashboard.release_panel import LAST
 
     path = tmp_path / "ledger.sqlite"
     monkeypatch.setenv("EPSILON_LAB_LEDGER", str(path))
@@ -172,8 +172,7 @@ def test_a_release_from_the_page_records_the_total_and_offers_the_rows(tmp_path,
     button = at.download_button(key="plan_release_rows-syn.csv")
     assert button.label == "Synthetic rows of Synthetic sex and race (CSV)"
     [outcome] = at.session_state[LAST].values()
-    (label, build), = rows_files(outcome["release"]).values()
-    table = list(csv.reader(io.StringIO(build().decode("utf-8-sig"))))
+    table = list(csv.reader(io.StringIO(outcome["files"]["rows-syn.csv"].decode("utf-8-sig"))))
     assert table[0] == ["sex", "race"] and len(table) == 1 + ROWS
     assert {r[0] for r in table[1:]} <= {*SEXES, OTHER}
     assert {r[1] for r in table[1:]} <= {"White", "Black", OTHER}

@@ -209,6 +209,9 @@ def test_a_failed_draw_exits_5_writes_nothing_and_is_charged(example_plan, tmp_p
         (record,) = book.releases()
         assert record.values_hash == FAILED_DRAW and book.verify() == []
         assert record.epsilon == prepare(Plan.from_json(example_plan.read_text())).spent.epsilon
+        assert book.file_names() == {}   # no files kept either (issue 32 item 4)
+    assert main(["fetch", str(record.id), "--ledger", ledger, "--out", str(out)]) == BAD_PLAN
+    assert "the draw failed" in capsys.readouterr().err and not out.exists()
 
 
 def test_a_budget_lowered_below_what_was_spent_is_refused_as_over_budget_by(tmp_path, capsys):

@@ -44,7 +44,8 @@ def rows(path: Path) -> list[tuple]:
 def test_the_api_has_no_way_to_change_or_remove_an_entry(tmp_path):
     public = {n for n in dir(Ledger) if not n.startswith("_")}
     assert public == {"close", "datasets", "releases", "status", "verify", "set_budget",
-                      "record_release", "knows_legacy_identities"}
+                      "record_release", "knows_legacy_identities", "store_files",
+                      "release_files", "file_names", "why_no_files"}
     with Ledger(tmp_path / "l.sqlite") as ledger:
         entry = record(ledger, 0.5)
         with pytest.raises(dataclasses.FrozenInstanceError):
