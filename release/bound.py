@@ -12,11 +12,13 @@ declarations only (public or typed facts, and the steward's choices), never the 
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import replace
 
-from plan.model import BuiltOn, PrivacyUnit
+from plan.model import BuiltOn, Plan, PrivacyUnit
 from release.declarations import SCHEMA, UNIT, DeclarationEvent, Declarations, DeclarationStore
 
-__all__ = ["is_stale", "changes", "stale_reason", "confirmed"]
+__all__ = ["is_stale", "changes", "stale_reason", "confirmed", "checked_plan"]
 
 #: The parts of a column's declaration whose change makes a plan stale, in words.
 _ASPECTS = (("role", ("role",)), ("bounds", ("lower", "upper", "integer")),
@@ -115,3 +117,24 @@ def stale_reason(store: DeclarationStore, dataset: str, recorded: BuiltOn | None
             "this dataset's declarations, which changed since. "
             f"{changes(store, dataset, recorded, now)} Rebuild the plan under the current "
             "declarations, or confirm it as built")
+
+
+def checked_plan(plan: Plan, dataset: str, path: str | os.PathLike | None, *,
+                 confirm: bool = False) -> tuple[Plan, str]:
+    """The command line's check of a plan file on data of content identity ``dataset``
+    against the declarations file at ``path`` (None: its default): ``(plan, "")`` when it is
+    not stale (or records nothing, or the file does not exist: nothing was declared);
+    ``(plan, why)`` when it is; with ``confirm``, the plan confirmed as built (bound to the
+    current versions, the confirmation recorded in it) and "". ``StoreError`` if the file
+    cannot be read."""
+    recorded = plan.dataset.declarations
+    if recorded is None:
+        return plan, ""
+    store = DeclarationStore(path)
+    if not store.path.exists():   # never created: nothing was ever declared there
+        return plan, ""
+    why = stale_reason(store, dataset, recorded)
+    if not why or not confirm:
+        return plan, why
+    bound = confirmed(recorded, store.latest(dataset))
+    return replace(plan, dataset=replace(plan.dataset, declarations=bound)), ""
