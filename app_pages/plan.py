@@ -243,7 +243,7 @@ rounded_noted = not all(shown.is_shown_exactly(acc.totals.of(n).epsilon) for n i
 if rounded_noted:   # the page says once what ↑ means
     st.caption(shown.ROUNDED_UP)
 held = checked.held or plan_bound.refusal(data_key)   # nor on changed declarations
-if held:   # nothing is released under a unit the plan was not built with
+if held:   # nothing released under a unit, or declarations, the plan was not built on
     prepared, blocked = None, held
 needs = prepared.spent if prepared else acc.totals.of(method)   # what the ledger would record
 guard = budget_panel.budget_section(loaded, data_key, needs_epsilon=needs.epsilon,

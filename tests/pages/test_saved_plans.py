@@ -225,3 +225,39 @@ def test_an_imported_plan_is_saved(tmp_path):
     assert not at.exception, [e.value for e in at.exception]
     [saved] = PlanLibrary(path).plans(at.session_state["dataset"].key)
     assert saved.queries() == plan.queries
+
+
+def test_max_rows_drawn_in_either_tab_stay_charged_whichever_is_kept(tmp_path):
+    """The rule of plan.kinds.max_rows (every draw the planner saw is charged) where a
+    version is set aside: A reloads B's plan, yet A's unsaved max rows draw stays in it
+    (saved); B's draw stays in a copy A saves of its own plan."""
+    from dashboard.plan_store import Entry
+    from plan.model import MaxRows, PlanQuery
+
+    path = tmp_path / "plans.sqlite"
+    tab_a = open_app("statistics.py", plans=path)
+    add_count(tab_a)
+    key = tab_a.session_state["dataset"].key
+    library = PlanLibrary(path)
+    [plan] = library.plans(key)
+    tab_b = open_app("statistics.py", plans=path)
+    add_count(tab_b)                                    # B saves version 2
+    mine = PlanQuery("max-rows", "Max rows", MaxRows(0.9, 50, 4, (0.25,)), None)
+    tab_a.session_state[PLANS][key] = (Entry(mine), *tab_a.session_state[PLANS][key])
+    tab_a.run()                                         # A: a draw of its own, unsaved
+    assert conflict_told(tab_a)
+    tab_a.button(key="plan_conflict_reload").click().run()
+    no_problem(tab_a)
+    saved = library.get(plan.id).queries()
+    assert [q.id for q in saved] == ["max-rows", *queries(tab_b)]
+    assert saved[0].query.epsilons == (0.25,) and queries(tab_a) == [q.id for q in saved]
+
+    # B, now behind, drew nothing; the stored plan holds A's draw: B's copy keeps it
+    tab_b.button(key="stats_add_to_plan_second").click().run()
+    no_problem(tab_b)
+    assert conflict_told(tab_b)
+    tab_b.button(key="plan_conflict_copy").click().run()
+    no_problem(tab_b)
+    copy = next(p for p in library.plans(key) if p.name.endswith("(copy)"))
+    assert copy.queries()[0].query.epsilons == (0.25,)
+    assert [q.id for q in copy.queries()] == queries(tab_b)
