@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import datasets, person, plan_store, state
+from dashboard import datasets, person, plan_conflict, plan_store, state
 from dashboard.data import folder
 from dashboard.text import plain
 from engine import EngineError
@@ -180,6 +180,7 @@ def saved_plan_notices() -> None:
             pass   # plans of this upload are kept under its session key
     for notice in plan_store.sync(key):
         st.info(plain(notice, limit=300), icon=":material/sync:")
+    plan_conflict.conflict_section(key)   # another tab saved this plan: reload or copy
 
 
 def unit_caption(slot) -> None:

@@ -14,6 +14,7 @@ from dashboard import (
     charts,
     controls,
     person,
+    plan_bound,
     plan_store,
     plan_unit_panel,
     plans_panel,
@@ -57,8 +58,12 @@ def import_plan() -> None:
         ss[IMPORT_ERROR] = f"{upload.name} was not loaded: {exc}. The plan below is unchanged."
         return
     ss.pop(IMPORT_ERROR, None)
-    # the plan keeps the unit it was written for: it is shown and released under it
-    plan_store.replace_all(data_key, imported.queries, imported.privacy_unit)
+    # the plan keeps the unit it was written for: it is shown and released under it, and
+    # the declarations' versions it says it was built on (on this data)
+    now = plan_bound.built_on_now(loaded, data_key)
+    built = imported.dataset.declarations
+    plan_store.replace_all(data_key, imported.queries, imported.privacy_unit,
+                           None if built is None or now is None else (now[0], built))
     settings = {"plan_method": imported.accounting.method}
     notes = []
     if imported.budget is not None:
@@ -129,6 +134,7 @@ if not entries:
     st.stop()
 plan_unit_panel.unit_section(loaded, data_key, checked)
 plan_unit_panel.schema_section(loaded, data_key, checked, plan_store.declared(data_key))
+plan_bound.stale_section(loaded, data_key, checked.unit)
 
 settings = st.columns(2)
 method = controls.select("Accounting", list(ACCOUNTANTS), key="plan_method", default="pld",
@@ -157,8 +163,10 @@ for entry, exc in broken:
 if not good:
     st.stop()
 try:
+    built_on = plan_store.built_on(data_key)   # the declarations' versions, published too
     the_plan = rp.make_plan(loaded.name, data_key, [e.query for e in good], unit,
-                            method=method, delta=delta, budget=None)
+                            method=method, delta=delta, budget=None,
+                            declarations=None if built_on is None else built_on[1])
     built = build_plan(the_plan)
 except (model.PlanError, ValueError) as exc:
     st.error(f"The plan cannot be made: {plain(exc, limit=500)}", icon=":material/error:")
@@ -234,8 +242,9 @@ st.markdown(rp.accounting_sentence(acc))
 rounded_noted = not all(shown.is_shown_exactly(acc.totals.of(n).epsilon) for n in ACCOUNTANTS)
 if rounded_noted:   # the page says once what ↑ means
     st.caption(shown.ROUNDED_UP)
-if checked.held:   # nothing is released under a unit the plan was not built with
-    prepared, blocked = None, checked.held
+held = checked.held or plan_bound.refusal(data_key)   # nor on changed declarations
+if held:   # nothing released under a unit, or declarations, the plan was not built on
+    prepared, blocked = None, held
 needs = prepared.spent if prepared else acc.totals.of(method)   # what the ledger would record
 guard = budget_panel.budget_section(loaded, data_key, needs_epsilon=needs.epsilon,
                                     needs_delta=needs.delta if prepared else delta,

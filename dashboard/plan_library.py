@@ -1,11 +1,15 @@
 """Saved release plans: one SQLite store per server, plans named per dataset, each with a
-version counter (a later save wins; the tab whose version went stale is told).
+version counter: a save from a version that is no longer the stored one is refused
+(:class:`PlanConflict`), never written over another window's.
 
 Path: ``EPSILON_LAB_PLANS``, else ``plans.sqlite`` in the ledger's folder. A saved plan holds
 the published form of its queries only (no target computed from the data, none of the
 session-only context), the privacy unit it was built under (a plan is released under its
 own unit, never the session's) and the schema declared then (public and typed declarations
-only): no true value is ever written here.
+only): no true value is ever written here. A plan also keeps what it was built on: the
+dataset's content identity and the versions of its declarations (``release.declarations``),
+which the plan page compares with the store's to find a stale plan. Plans saved before any of
+this was kept read as not recording it.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from pathlib import Path
 
 from plan import model
 
-__all__ = ["PLANS_ENV", "PlanLibraryError", "SavedPlan", "PlanLibrary", "plans_path",
-           "queries_json", "queries_from_json", "unit_from_json"]
+__all__ = ["PLANS_ENV", "PlanLibraryError", "PlanConflict", "SavedPlan", "PlanLibrary",
+           "plans_path", "queries_json", "queries_from_json", "unit_from_json", "keep_drawn",
+           "what_changed"]
 
 #: The environment variable naming the plans file.
 PLANS_ENV = "EPSILON_LAB_PLANS"
@@ -50,6 +55,16 @@ class PlanLibraryError(RuntimeError):
     message says what is wrong. The session's plan is kept."""
 
 
+class PlanConflict(Exception):
+    """A save refused: the plan was saved from another window since the version this one
+    started from. ``stored``: the plan as it stands (nothing was written)."""
+
+    def __init__(self, stored: SavedPlan) -> None:
+        self.stored = stored
+        super().__init__(f"the plan {stored.name!r} was changed in another window at "
+                         f"{stored.updated_hhmm} (version {stored.version})")
+
+
 @dataclass(frozen=True)
 class SavedPlan:
     """One saved plan: its id, dataset key, name, queries (JSON), version and last save."""
@@ -73,6 +88,11 @@ class SavedPlan:
         """The declared schema (JSON) the plan was built on; None if not recorded."""
         raw = json.loads(self.plan_json).get("declared_schema")
         return None if raw is None else json.dumps(raw, ensure_ascii=False)
+
+    def built_on(self) -> tuple[str, model.BuiltOn] | None:
+        """The dataset's content identity and the versions of its declarations the plan was
+        built on; None for a plan saved before plans kept them (or an empty one)."""
+        return built_on_from_json(self.plan_json)
 
     @property
     def size(self) -> int:
@@ -111,15 +131,19 @@ def _published(query: model.PlanQuery) -> model.PlanQuery:
 
 
 def queries_json(queries: tuple[model.PlanQuery, ...],
-                 unit: model.PrivacyUnit | None = None, declared: str | None = None) -> str:
+                 unit: model.PrivacyUnit | None = None, declared: str | None = None,
+                 built_on: tuple[str, model.BuiltOn] | None = None) -> str:
     """The queries as a saved plan holds them: published (a target read off the data is
-    dropped), in order; with the privacy unit they were built under and the declared schema
-    (JSON, ``dashboard.plan_unit_panel.declared_schema``) when known."""
+    dropped), in order; with the privacy unit they were built under, the declared schema
+    (JSON, ``dashboard.plan_unit_panel.declared_schema``) and the dataset's identity and
+    declaration versions they were built on, when known."""
     data: dict = {"format": _PLAN_FORMAT}
     if unit is not None:
         data["privacy_unit"] = unit.to_dict()
     if declared is not None:
         data["declared_schema"] = json.loads(declared)
+    if built_on is not None:
+        data["built_on"] = {"dataset": built_on[0], **built_on[1].to_dict()}
     data["queries"] = [_published(q).to_dict() for q in queries]
     return json.dumps(data, ensure_ascii=False, allow_nan=False)
 
@@ -134,16 +158,66 @@ def unit_from_json(text: str) -> model.PrivacyUnit | None:
         raise PlanLibraryError(f"A saved plan's privacy unit cannot be read: {exc}") from None
 
 
-def _keep_drawn(stored: SavedPlan, queries: tuple[model.PlanQuery, ...]
-                ) -> tuple[model.PlanQuery, ...]:
-    """``queries``, with the stored version's max rows query first if they have none."""
-    if any(isinstance(q.query, model.MaxRows) for q in queries):
-        return queries
+def built_on_from_json(text: str) -> tuple[str, model.BuiltOn] | None:
+    """The identity and declaration versions of a saved plan's text (None: not recorded);
+    ``PlanLibraryError`` if they are there and unreadable."""
     try:
-        drawn = next((q for q in stored.queries() if isinstance(q.query, model.MaxRows)), None)
-    except PlanLibraryError:
-        return queries
-    return queries if drawn is None else (drawn, *queries)
+        raw = json.loads(text).get("built_on")
+        if raw is None:
+            return None
+        fields = model._Fields(raw, "built_on")
+        identity = fields.text("dataset")
+        return identity, model.BuiltOn.from_fields(fields)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise PlanLibraryError(f"What a saved plan was built on cannot be read: {exc}") \
+            from None
+
+
+def _max_rows(queries: tuple[model.PlanQuery, ...]) -> model.PlanQuery | None:
+    return next((q for q in queries if isinstance(q.query, model.MaxRows)), None)
+
+
+def keep_drawn(kept: tuple[model.PlanQuery, ...], dropped: tuple[model.PlanQuery, ...]
+               ) -> tuple[model.PlanQuery, ...]:
+    """``kept``, still charging every max rows draw ``dropped`` saw (a version set aside:
+    another window's, or this window's unsaved one). The planner saw those draws, so they
+    stay in the plan to be charged (``plan.kinds.max_rows``): ``dropped``'s max rows query
+    goes first when ``kept`` has none; when both have one, ``kept``'s keeps its drawn value
+    and also charges the draws of ``dropped``'s past their common first ones (charging a
+    draw twice is safe, leaving one out is not)."""
+    theirs = _max_rows(dropped)
+    if theirs is None:
+        return kept
+    mine = _max_rows(kept)
+    if mine is None:
+        return (theirs, *kept)
+    a, b = mine.query.epsilons, theirs.query.epsilons
+    common = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                  min(len(a), len(b)))
+    if common == len(b):   # every draw dropped saw is charged here already
+        return kept
+    merged = replace(mine, query=replace(mine.query, epsilons=(*a, *b[common:])))
+    return tuple(merged if q is mine else q for q in kept)
+
+
+def what_changed(before: tuple[model.PlanQuery, ...], after: tuple[model.PlanQuery, ...]
+                 ) -> str:
+    """What turned ``before`` into ``after``, in words: "added Count of rows; removed Mean of
+    age" (queries by their id and label; a query of the same id that differs is "changed")."""
+    old, new = {q.id: q for q in before}, {q.id: q for q in after}
+
+    def labels(ids) -> str:
+        names = [(new.get(i) or old[i]).label for i in ids]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4
+                                        else "")
+        return shown
+    parts = []
+    for verb, ids in (("added", [i for i in new if i not in old]),
+                      ("removed", [i for i in old if i not in new]),
+                      ("changed", [i for i in new if i in old and new[i] != old[i]])):
+        if ids:
+            parts.append(f"{verb} {labels(ids)}")
+    return "; ".join(parts)
 
 
 def queries_from_json(text: str) -> tuple[model.PlanQuery, ...]:
@@ -264,9 +338,9 @@ class PlanLibrary:
         return found[0] if found else None
 
     def create(self, dataset: str, name: str, queries: tuple[model.PlanQuery, ...],
-               unit: model.PrivacyUnit | None = None, declared: str | None = None
-               ) -> SavedPlan:
-        text, now = queries_json(queries, unit, declared), _now()
+               unit: model.PrivacyUnit | None = None, declared: str | None = None,
+               built_on: tuple[str, model.BuiltOn] | None = None) -> SavedPlan:
+        text, now = queries_json(queries, unit, declared, built_on), _now()
         with self._connection("saving a new plan", write=True) as c:
             cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, updated)"
                                " VALUES (?, ?, ?, 1, ?)", (dataset, name, text, now))
@@ -274,32 +348,30 @@ class PlanLibrary:
 
     def save(self, plan_id: int, queries: tuple[model.PlanQuery, ...], *, dataset: str,
              name: str, expected_version: int, unit: model.PrivacyUnit | None = None,
-             declared: str | None = None) -> tuple[SavedPlan, SavedPlan | None]:
-        """Save ``queries`` as the plan's next version (a later save wins). Returns the saved
-        plan and, when the stored version was not ``expected_version`` (another tab saved
-        it since), the version this save replaced. A plan deleted meanwhile is saved anew.
-
-        A later save never drops max rows drawn in another tab: the planner saw those draws,
-        so they stay in the plan to be charged (``plan.kinds.max_rows``). When the version
-        replaced holds a max rows query and ``queries`` none, it is kept first in the plan
-        (compare :meth:`SavedPlan.queries` of the result with ``queries``)."""
+             declared: str | None = None, built_on: tuple[str, model.BuiltOn] | None = None
+             ) -> SavedPlan:
+        """Save ``queries`` as the plan's next version, if the stored one is still
+        ``expected_version`` (the one this window started from). Otherwise another window
+        saved it since: nothing is written and :class:`PlanConflict` gives the stored plan
+        (the caller offers to reload it or to save its own as a copy; :func:`keep_drawn`
+        keeps the max rows draws of whichever version is set aside). A plan deleted
+        meanwhile is saved anew. The check and the write are one transaction."""
         now = _now()
+        text = queries_json(queries, unit, declared, built_on)
         with self._connection("saving the plan", write=True) as c:
             before = self._row(c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE id = ?",
                                          (int(plan_id),)).fetchone())
-            if before is not None and before.version != expected_version:
-                queries = _keep_drawn(before, queries)
-            text = queries_json(queries, unit, declared)
             if before is None:
                 cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, "
                                    "updated) VALUES (?, ?, ?, 1, ?)",
                                    (dataset, name, text, now))
-                return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now), None
+                return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now)
+            if before.version != expected_version:
+                raise PlanConflict(before)
             c.execute("UPDATE plans SET plan_json = ?, name = ?, version = ?, updated = ? "
                       "WHERE id = ?", (text, name, before.version + 1, now, before.id))
-            saved = replace(before, plan_json=text, name=name, version=before.version + 1,
-                            updated=now)
-            return saved, (before if before.version != expected_version else None)
+            return replace(before, plan_json=text, name=name, version=before.version + 1,
+                           updated=now)
 
     def rename(self, plan_id: int, name: str) -> SavedPlan | None:
         now = _now()
@@ -315,7 +387,7 @@ class PlanLibrary:
             return None
         return self.create(original.dataset, name or f"{original.name} (copy)",
                            queries_from_json(original.plan_json), original.unit(),
-                           original.declared())
+                           original.declared(), original.built_on())
 
     def delete(self, plan_id: int) -> None:
         with self._connection("deleting the plan", write=True) as c:

@@ -17,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import person, plan_store, state
+from dashboard import person, plan_bound, plan_store, state
 from dashboard.analysis.plan_entries import NotPlannable, plan_unit
 from dashboard.analysis.releasable import releasability
 from dashboard.analysis.release_plan import budget_text, target_text
@@ -56,7 +56,8 @@ def _add(data_key: str, query: PlanQuery, context: Mapping[str, Any] | None,
         return   # added meanwhile (another tab): the panel now offers replace or a second
     session_unit = person.current_unit(data_key)
     added = plan_store.add(data_key, query, context, unit=session_unit,
-                           schema_json=declared_schema(state.dataset(), session_unit))
+                           schema_json=declared_schema(state.dataset(), session_unit),
+                           built_on=plan_bound.built_on_now(state.dataset(), data_key))
     st.session_state[_ADDED] = added.label
 
 

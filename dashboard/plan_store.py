@@ -5,10 +5,13 @@ may be read off the data). Each query also keeps, in the session only, what the 
 needs from the data to judge its target (a selection's true counts): the plan file never
 holds it. A plan keeps the privacy unit it was built under (the session's unit when its first
 query was added, an imported plan's own): the plan page shows and releases the plan under it,
-never under whatever unit the session holds later. Every edit is also saved server-side
-(``dashboard.plan_library``, without the context, with the unit): a new session opens the
-dataset's most recently saved plan, and :func:`sync` tells a session whose plan was changed in
-another tab, and shows it that version.
+never under whatever unit the session holds later, and the versions of the dataset's
+declarations it was built on (``built_on``: the plan page marks it stale when they changed
+since). Every edit is also saved server-side (``dashboard.plan_library``, without the context,
+with the unit): a new session opens the dataset's most recently saved plan. A save from a
+version another tab saved over since is refused: the session keeps its plan, unsaved, and
+:func:`conflict` says so until the user reloads the saved plan (:func:`reload_saved`) or saves
+this session's as a copy (:func:`save_as_copy`); nothing is written over another tab's plan.
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear"
            "unit", "set_unit", "declared", "set_declared", "same_query", "replace_query",
            "PLAN_PAGE", "max_rows_query", "set_max_rows", "sync", "current", "saved_plans",
            "library_error", "open_plan", "new_plan", "duplicate_plan", "delete_plan", "rename",
-           "revision", "set_identity", "shown_count"]
+           "revision", "set_identity", "shown_count", "built_on", "bind", "Conflict", "conflict",
+           "reload_saved", "save_as_copy"]
 
 _KEY = "release_plan_by_dataset"
 _UNITS = "release_plan_unit_by_dataset"   # data key -> the unit the plan was built under
 _DECLARED = "release_plan_schema_by_dataset"   # data key -> the schema (JSON) it was built on
+_BUILT = "release_plan_built_on_by_dataset"    # data key -> (identity, BuiltOn) it was built on
 #: The plan page (the "Add to plan" panels link to it).
 PLAN_PAGE = "app_pages/plan.py"
 
@@ -65,11 +70,37 @@ def unit(data_key: str) -> model.PrivacyUnit | None:
     return _units().get(data_key)
 
 
-def set_unit(data_key: str, new: model.PrivacyUnit | None) -> None:
+def set_unit(data_key: str, new: model.PrivacyUnit | None, *,
+             built_on: tuple[str, model.BuiltOn] | None = None,
+             schema_json: str | None = None) -> None:
     """The plan is built under ``new`` from now on (saved with it): a user's choice on the
-    plan page ("Rebuild the plan under this dataset's unit")."""
+    plan page ("Rebuild the plan under this dataset's unit"); with ``built_on`` (and the
+    declared ``schema_json``), rebuilt under the dataset's current declarations too."""
     _refresh(data_key)
     _units()[data_key] = new
+    if built_on is not None:
+        _built()[data_key] = built_on
+        if schema_json is not None:
+            _declared()[data_key] = schema_json
+    _save(data_key)
+
+
+def _built() -> dict[str, tuple[str, model.BuiltOn] | None]:
+    return st.session_state.setdefault(_BUILT, {})
+
+
+def built_on(data_key: str) -> tuple[str, model.BuiltOn] | None:
+    """The dataset's content identity and the versions of its declarations the plan was
+    built on; None while the plan is empty, or for a plan saved before plans kept them."""
+    _attach(data_key)
+    return _built().get(data_key)
+
+
+def bind(data_key: str, new: tuple[str, model.BuiltOn]) -> None:
+    """The plan is bound to ``new`` from now on, as built (a steward's confirmation that it
+    may be released on declarations that changed since it was built; ``new`` records it)."""
+    _refresh(data_key)
+    _built()[data_key] = new
     _save(data_key)
 
 
@@ -113,12 +144,12 @@ def _fresh_id(label: str, taken: set[str]) -> str:
 
 
 def add(data_key: str, query: model.PlanQuery, context: Mapping[str, Any] | None = None, *,
-        unit: model.PrivacyUnit | None = None, schema_json: str | None = None
-        ) -> model.PlanQuery:
-    """Append ``query`` to the dataset's plan under a fresh id (from its label). ``unit`` and
-    ``schema_json``: the unit and the declared schema the page built it under; the first
-    query of an empty plan sets the plan's, a later one joins the plan under the plan's own
-    (never changes them)."""
+        unit: model.PrivacyUnit | None = None, schema_json: str | None = None,
+        built_on: tuple[str, model.BuiltOn] | None = None) -> model.PlanQuery:
+    """Append ``query`` to the dataset's plan under a fresh id (from its label). ``unit``,
+    ``schema_json`` and ``built_on``: the unit, the declared schema and the declarations'
+    versions the page built it under; the first query of an empty plan sets the plan's, a
+    later one joins the plan under the plan's own (never changes them)."""
     _refresh(data_key)
     current = entries(data_key)
     query = replace(query, id=_fresh_id(query.label, {e.query.id for e in current}))
@@ -126,6 +157,7 @@ def add(data_key: str, query: model.PlanQuery, context: Mapping[str, Any] | None
         _units()[data_key] = unit
     if all(isinstance(e.query.query, model.MaxRows) for e in current):   # the first query
         _declared()[data_key] = schema_json
+        _built()[data_key] = built_on
     _write(data_key, (*current, Entry(query, dict(context or {}))))
     return query
 
@@ -180,17 +212,20 @@ def set_max_rows(data_key: str, query: model.PlanQuery,
 
 
 def replace_all(data_key: str, queries: tuple[model.PlanQuery, ...],
-                unit: model.PrivacyUnit | None = None) -> None:
-    """The plan becomes these queries under ``unit`` (an imported plan: no context)."""
+                unit: model.PrivacyUnit | None = None,
+                built_on: tuple[str, model.BuiltOn] | None = None) -> None:
+    """The plan becomes these queries under ``unit`` (an imported plan: no context), built on
+    ``built_on`` (the file's own versions, if it has them)."""
     _attach(data_key)
     _units()[data_key] = unit
     _declared()[data_key] = None   # a plan file holds no schema: its queries' declarations
+    _built()[data_key] = built_on
     _write(data_key, tuple(Entry(q) for q in queries))
 
 
 def clear(data_key: str) -> None:
     _attach(data_key)
-    _units()[data_key] = _declared()[data_key] = None
+    _units()[data_key] = _declared()[data_key] = _built()[data_key] = None
     _write(data_key, ())
 
 
@@ -203,6 +238,7 @@ _NOTICES = "release_plan_notices"    # data key -> what to tell on the next run
 _ERROR = "release_plan_library_error"
 _PATH = "release_plan_library_path"  # fixed for the session at its first use
 _SHOWN = "release_plan_shown"        # how many times another saved version was shown
+_CONFLICT = "release_plan_conflict"  # data key -> the saved plan another tab saved since
 DEFAULT_NAME = "Untitled plan"
 
 
@@ -233,6 +269,7 @@ def library_error() -> str | None:
 
 def _remember(data_key: str, saved: plan_library.SavedPlan) -> None:
     st.session_state.setdefault(_SAVED, {})[data_key] = saved
+    st.session_state.setdefault(_CONFLICT, {}).pop(data_key, None)
     st.session_state.pop(_ERROR, None)
 
 
@@ -264,7 +301,8 @@ def _show(data_key: str, saved: plan_library.SavedPlan) -> None:
     try:
         queries = saved.queries()
         built_under = saved.unit()
-        built_on = saved.declared()
+        declared_on = saved.declared()
+        bound = saved.built_on()
     except plan_library.PlanLibraryError as exc:
         _failed(exc)
         return
@@ -273,7 +311,8 @@ def _show(data_key: str, saved: plan_library.SavedPlan) -> None:
         Entry(q, contexts[q.id].context if q.id in contexts and contexts[q.id].query.query
               == q.query else {}) for q in queries)
     _units()[data_key] = built_under
-    _declared()[data_key] = built_on
+    _declared()[data_key] = declared_on
+    _built()[data_key] = bound
     _remember(data_key, saved)
     _shown()
 
@@ -297,31 +336,31 @@ def _notify(data_key: str, text: str) -> None:
     st.session_state.setdefault(_NOTICES, {}).setdefault(data_key, []).append(text)
 
 
+def _mine(data_key: str) -> tuple[tuple[model.PlanQuery, ...], dict]:
+    """The session's plan: its queries, and what it is saved with."""
+    return (tuple(e.query for e in _plans().get(data_key, ())),
+            {"unit": _units().get(data_key), "declared": _declared().get(data_key),
+             "built_on": _built().get(data_key)})
+
+
 def _save(data_key: str) -> None:
     saved = st.session_state.get(_SAVED, {}).get(data_key)
-    queries = tuple(e.query for e in _plans().get(data_key, ()))
-    built_under, built_on = _units().get(data_key), _declared().get(data_key)
+    queries, kept_with = _mine(data_key)
     try:
         if saved is None:
             if not queries:
                 return
             _remember(data_key, _library().create(_dataset(data_key), DEFAULT_NAME, queries,
-                                                  built_under, built_on))
+                                                  **kept_with))
             return
-        new, replaced = _library().save(saved.id, queries, dataset=saved.dataset,
-                                        name=saved.name, expected_version=saved.version,
-                                        unit=built_under, declared=built_on)
+        new = _library().save(saved.id, queries, dataset=saved.dataset, name=saved.name,
+                              expected_version=saved.version, **kept_with)
+    except plan_library.PlanConflict as exc:   # never written over: the user chooses
+        st.session_state.setdefault(_CONFLICT, {})[data_key] = exc.stored
+        return
     except plan_library.PlanLibraryError as exc:
         _failed(exc)
         return
-    if replaced is not None:
-        _notify(data_key, f"This plan was also changed in another tab or window at "
-                          f"{replaced.updated_hhmm}; your change was saved over that version.")
-        kept = new.queries()
-        if len(kept) > len(queries):   # max rows drawn there stay, to be charged
-            _plans()[data_key] = (Entry(kept[0]), *_plans().get(data_key, ()))
-            _notify(data_key, "The max rows drawn in the other tab or window stay in this "
-                              "plan: every draw seen is charged when the plan is released.")
     _remember(data_key, new)
 
 
@@ -340,17 +379,99 @@ def _refresh(data_key: str) -> None:
         st.session_state[_SAVED].pop(data_key)
         _notify(data_key, f"The plan '{saved.name}' was deleted in another tab or window; "
                           "this tab keeps it and saves it anew on your next change.")
-    elif stored.version > saved.version:
-        _show(data_key, stored)
-        _notify(data_key, f"This plan was changed in another tab or window at "
-                          f"{stored.updated_hhmm}; you now see that version.")
+    elif stored.version > saved.version:   # shown only if the user says so (conflict)
+        st.session_state.setdefault(_CONFLICT, {})[data_key] = stored
 
 
 def sync(data_key: str) -> list[str]:
-    """At the start of a run: if another tab saved this plan since, show that version; return
-    what the session is to be told (once)."""
+    """At the start of a run: find whether another tab saved or deleted this plan since
+    (:func:`conflict` then says so); return what the session is to be told (once)."""
     _refresh(data_key)
     return st.session_state.get(_NOTICES, {}).pop(data_key, [])
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Another tab saved this session's plan since the version the session started from.
+
+    ``stored``: the plan as saved there; ``theirs``: what that tab changed, in words ("added
+    Count of rows; removed Mean of age", "" when only its name or settings changed);
+    ``unsaved``: this session's plan differs from the version it started from (its change
+    is not saved)."""
+
+    stored: plan_library.SavedPlan
+    theirs: str
+    unsaved: bool
+
+
+def conflict(data_key: str) -> Conflict | None:
+    """The conflict of the session's plan with the saved one, if there is one."""
+    stored = st.session_state.get(_CONFLICT, {}).get(data_key)
+    saved = st.session_state.get(_SAVED, {}).get(data_key)
+    if stored is None or saved is None:
+        return None
+    queries, kept_with = _mine(data_key)
+    try:
+        theirs = plan_library.what_changed(saved.queries(), stored.queries())
+    except plan_library.PlanLibraryError:
+        theirs = ""
+    mine = plan_library.queries_json(queries, **kept_with)
+    return Conflict(stored, theirs, mine != saved.plan_json)
+
+
+def _set_queries(data_key: str, queries: tuple[model.PlanQuery, ...]) -> None:
+    """The session's plan becomes ``queries``, each unchanged one keeping its context."""
+    current = _plans().get(data_key, ())
+    _plans()[data_key] = tuple(next((e for e in current if e.query == q), Entry(q))
+                               for q in queries)
+
+
+def reload_saved(data_key: str) -> None:
+    """Show the saved plan, dropping this session's unsaved change; max rows drawn in this
+    session stay in it, to be charged (``plan_library.keep_drawn``: saved at once)."""
+    stored = st.session_state.get(_CONFLICT, {}).get(data_key)
+    if stored is None:
+        return
+    mine, _ = _mine(data_key)
+    try:
+        stored = _library().get(stored.id) or stored
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    _plans()[data_key] = ()
+    _show(data_key, stored)
+    try:
+        theirs = stored.queries()
+    except plan_library.PlanLibraryError:
+        return
+    kept = plan_library.keep_drawn(theirs, mine)
+    if kept != theirs:
+        _set_queries(data_key, kept)
+        _save(data_key)
+        _notify(data_key, "The max rows drawn in this tab stay in the plan: every draw seen "
+                          "is charged when the plan is released.")
+
+
+def save_as_copy(data_key: str) -> None:
+    """Save this session's plan as a new saved plan ("… (copy)") and edit that one; the one
+    saved in the other tab stays as it is. Max rows drawn there stay in the copy too."""
+    stored = st.session_state.get(_CONFLICT, {}).get(data_key)
+    saved = st.session_state.get(_SAVED, {}).get(data_key)
+    if stored is None or saved is None:
+        return
+    mine, kept_with = _mine(data_key)
+    try:
+        kept = plan_library.keep_drawn(mine, stored.queries())
+        copy = _library().create(saved.dataset, f"{saved.name} (copy)", kept, **kept_with)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if kept != mine:
+        _set_queries(data_key, kept)
+        _notify(data_key, "The max rows drawn in the other tab stay in your copy: every "
+                          "draw seen is charged when the plan is released.")
+    _remember(data_key, copy)
+    _shown()
 
 
 def saved_plans(data_key: str) -> list[plan_library.SavedPlan]:
@@ -381,7 +502,7 @@ def new_plan(data_key: str, name: str = "New plan") -> None:
         _failed(exc)
         return
     _plans()[data_key] = ()
-    _units()[data_key] = _declared()[data_key] = None
+    _units()[data_key] = _declared()[data_key] = _built()[data_key] = None
     _remember(data_key, created)
     _shown()
 
@@ -407,8 +528,9 @@ def delete_plan(data_key: str, plan_id: int) -> None:
     saved = st.session_state.get(_SAVED, {}).get(data_key)
     if saved is not None and saved.id == plan_id:
         st.session_state[_SAVED].pop(data_key)
+        st.session_state.setdefault(_CONFLICT, {}).pop(data_key, None)
         _plans()[data_key] = ()
-        _units()[data_key] = _declared()[data_key] = None
+        _units()[data_key] = _declared()[data_key] = _built()[data_key] = None
         _shown()
 
 
@@ -418,13 +540,18 @@ def rename(data_key: str, name: str) -> None:
     saved = current(data_key)
     try:
         if saved is None:
-            _remember(data_key, _library().create(
-                _dataset(data_key), name, tuple(e.query for e in _plans().get(data_key, ())),
-                _units().get(data_key), _declared().get(data_key)))
+            queries, kept_with = _mine(data_key)
+            _remember(data_key, _library().create(_dataset(data_key), name, queries,
+                                                  **kept_with))
             return
         renamed = _library().rename(saved.id, name)
     except plan_library.PlanLibraryError as exc:
         _failed(exc)
         return
-    if renamed is not None:
+    if renamed is None:
+        return
+    if renamed.version == saved.version + 1 and data_key not in st.session_state.get(
+            _CONFLICT, {}):   # renamed from the version this session holds
         _remember(data_key, renamed)
+    else:   # another tab saved it meanwhile: its version, renamed, stands
+        st.session_state.setdefault(_CONFLICT, {})[data_key] = renamed

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import plan_store
+from dashboard import plan_bound, plan_store
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS
@@ -169,7 +169,9 @@ def prepared(plan: model.Plan) -> tuple[Any, str]:
 def unit_refusal(plan: model.Plan, data_key: str) -> str:
     """Why ``plan`` must not be released for ``data_key`` because of its privacy unit ("" if
     it may): a plan is released under the unit it was built under (``plan_store.unit``),
-    never another — not the session's when they differ, nor any when it is not recorded."""
+    never another — not the session's when they differ, nor any when it is not recorded;
+    and not while it is stale (``plan_bound.refusal``: the dataset's declarations changed
+    since it was built)."""
     built_under = plan_store.unit(data_key)
     if built_under is None:
         return ("the plan does not say which privacy unit it was built under: choose it on "
@@ -177,7 +179,8 @@ def unit_refusal(plan: model.Plan, data_key: str) -> str:
     if plan.privacy_unit != built_under:
         return (f"the plan was built under the privacy unit {built_under.describe()}, not "
                 f"{plan.privacy_unit.describe()}: a plan is released only under its own unit")
-    return ""
+    # nor on declarations that changed since it was built, until rebuilt or confirmed
+    return plan_bound.refusal(data_key)
 
 
 def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:

@@ -23,7 +23,7 @@ from dpcore.selection import NOISE_TYPES
 
 __all__ = [
     "FORMAT", "VERSION", "ORIGINS", "ACCOUNTING_METHODS", "PlanError",
-    "Dataset", "PrivacyUnit", "Accounting", "Budget", "Bounds", "Categories", "Grid",
+    "Dataset", "BuiltOn", "PrivacyUnit", "Accounting", "Budget", "Bounds", "Categories", "Grid",
     "UNIT_ORIGINS", "Noise", "SelectionNoise", "Threshold", "Target", "PlanQuery", "Plan",
     "NoiseSpec",
 ]
@@ -219,6 +219,58 @@ def _f(value: float | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class BuiltOn:
+    """The versions of the dataset's declarations a plan was built on (the numbered schema
+    and unit events of ``release.declarations``; 0: never declared). ``confirmed_from``: the
+    versions it had been built on when a steward confirmed it, as built, under these ones
+    (None: built or rebuilt under them). Public facts: a count of the steward's changes."""
+
+    schema: int = 0
+    unit: int = 0
+    confirmed_from: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("schema", "unit"):
+            _version(getattr(self, name), f"dataset.declarations.{name}")
+        if self.confirmed_from is not None:
+            if not isinstance(self.confirmed_from, tuple) or len(self.confirmed_from) != 2:
+                raise PlanError("dataset.declarations.confirmed_from",
+                                "must be the schema and unit versions")
+            for name, value in zip(("schema", "unit"), self.confirmed_from, strict=True):
+                _version(value, f"dataset.declarations.confirmed_from.{name}")
+
+    @property
+    def versions(self) -> dict[str, int]:
+        """As ``release.declarations.Declarations.versions`` gives them."""
+        return {"schema": self.schema, "unit": self.unit}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": self.schema, "unit": self.unit}
+        if self.confirmed_from is not None:
+            out["confirmed_from"] = {"schema": self.confirmed_from[0],
+                                     "unit": self.confirmed_from[1]}
+        return out
+
+    @staticmethod
+    def from_fields(f: _Fields) -> BuiltOn:
+        schema, unit = f.integer("schema"), f.integer("unit")
+        before = f.obj("confirmed_from", required=False)
+        confirmed = None
+        if before is not None:
+            confirmed = (before.integer("schema"), before.integer("unit"))
+            before.done()
+        f.done()
+        return BuiltOn(schema, unit, confirmed)
+
+
+def _version(value: object, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise PlanError(path, f"must be a whole number, got {_json_type(value)}")
+    if not 0 <= int(value) <= 10**9:
+        raise PlanError(path, f"must be between 0 and 10^9, got {value}")
+
+
+@dataclass(frozen=True)
 class Dataset:
     """The data a plan is for.
 
@@ -226,12 +278,15 @@ class Dataset:
     (``file:data/adult.csv.gz``, ``builtin:adult``, ``upload:visits.csv``,
     ``spark-table:db.visits``); ``content_hash`` (``sha256:…``, see :mod:`plan.identity`)
     pins the exact data: a release on other data is refused. None accepts any data under
-    this name (a plan run every month on the month's file).
+    this name (a plan run every month on the month's file). ``declarations``: the versions of
+    the dataset's declared schema and unit the plan was built on (None: not recorded, a plan
+    written before plans kept them; the JSON then has no such key).
     """
 
     name: str
     origin: str = ""
     content_hash: str | None = None
+    declarations: BuiltOn | None = None
 
     def __post_init__(self) -> None:
         _text(self.name, "dataset.name", empty=False)
@@ -240,14 +295,21 @@ class Dataset:
                 r"sha256:[0-9a-f]{64}", _text(self.content_hash, "dataset.content_hash")):
             raise PlanError("dataset.content_hash", "must be 'sha256:' and 64 hexadecimal "
                             f"digits, got {self.content_hash!r}")
+        if self.declarations is not None and not isinstance(self.declarations, BuiltOn):
+            raise PlanError("dataset.declarations", "must be a BuiltOn or None")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "origin": self.origin, "content_hash": self.content_hash}
+        out = {"name": self.name, "origin": self.origin, "content_hash": self.content_hash}
+        if self.declarations is not None:   # absent, not null: older plans stay byte for byte
+            out["declarations"] = self.declarations.to_dict()
+        return out
 
     @staticmethod
     def from_fields(f: _Fields) -> Dataset:
+        built = f.obj("declarations", required=False)
         out = Dataset(f.text("name"), f.text("origin", required=False),
-                      f.raw("content_hash", required=False))
+                      f.raw("content_hash", required=False),
+                      None if built is None else BuiltOn.from_fields(built))
         f.done()
         return out
 

@@ -7,13 +7,18 @@ Every file a release publishes (the package among them) is also kept with its le
 ``python -m release fetch N --ledger LEDGER.sqlite --out DIR`` writes release N's kept files
 into DIR, byte for byte (``release-N.zip`` is its package).
 
-Exit status: 0 released (or fetched); 1 refused (over budget, a map above the plan's figure, a
-mechanism OpenDP cannot sample, data that does not fit the plan); 2 a bad plan or bad
-arguments (fetch: no release N, or release N has no kept files); 3 data that cannot be read,
-or files that cannot be written; 4 a ledger that cannot be used (after a release: its files
-could not be kept in it — the release is recorded and its files written); 5 the draw failed
-after noise was drawn (its budget recorded as spent, nothing written). A refusal prints one
-line on stderr.
+A plan that records the versions of the data's declarations it was built on
+(``dataset.declarations``) is refused when the declarations store (``--declarations``, else
+``$EPSILON_LAB_DECLARATIONS``, else ``declarations.sqlite`` beside the ledger) holds later
+ones for that data; ``--confirm-stale`` releases it as built (recorded in the released plan).
+
+Exit status: 0 released (or fetched); 1 refused (over budget, a map above the plan's
+figure, a mechanism OpenDP cannot sample, data that does not fit the plan, a stale plan); 2 a
+bad plan or bad arguments (fetch: no release N, or release N has no kept files); 3 data that
+cannot be read, or files that cannot be written; 4 a ledger (or declarations file) that cannot
+be used (after a release: its files could not be kept in it — the release is recorded and its
+files written); 5 the draw failed after noise was drawn (its budget recorded as spent, nothing
+written). A refusal prints one line on stderr.
 """
 
 from __future__ import annotations
@@ -48,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--package", type=Path, default=None, metavar="OUT.zip",
                         help="also write the release package: the files, the plan, the "
                              "OpenDP program (script and notebook) and report.html")
+    parser.add_argument("--declarations", type=Path, default=None, metavar="FILE",
+                        help="the dataset declarations store (default "
+                             "$EPSILON_LAB_DECLARATIONS, else declarations.sqlite beside the "
+                             "ledger)")
+    parser.add_argument("--confirm-stale", action="store_true",
+                        help="release a plan built on declarations of the data that changed "
+                             "since, as built (the confirmation is recorded in its plan)")
     parser.add_argument("--example-plan", action="store_true",
                         help="print a plan for data/adult.csv.gz and exit")
     return parser
@@ -123,6 +135,18 @@ def fetch(argv: Sequence[str]) -> int:
     return 0
 
 
+def _declarations(args: argparse.Namespace):  # -> Path | None
+    """``--declarations``, else ``$EPSILON_LAB_DECLARATIONS``, else beside ``--ledger`` (None:
+    the store's own default, beside the default ledger)."""
+    import os
+
+    from release.declarations import DECLARATIONS_ENV
+
+    if args.declarations is not None or os.environ.get(DECLARATIONS_ENV, "").strip():
+        return args.declarations
+    return None if args.ledger is None else args.ledger.parent / "declarations.sqlite"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["fetch"]:
@@ -165,10 +189,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         ledger = Ledger(args.ledger)
     except LedgerError as exc:
         return _fail(BAD_LEDGER, "ledger", exc)
+    content_hash = None
+    if plan.dataset.declarations is not None:   # bound: refused while stale
+        from release.bound import checked_plan
+        from release.declarations import DeclarationsError
+        from release.run import dataset_identity
+
+        try:
+            content_hash = dataset_identity(plan, source).content_hash
+            plan, stale = checked_plan(plan, content_hash, _declarations(args),
+                                       confirm=args.confirm_stale)
+        except ReleaseRefused as exc:
+            return _fail(REFUSED, "refused", exc)
+        except DeclarationsError as exc:
+            return _fail(BAD_LEDGER, "declarations", exc)
+        except EngineError as exc:
+            return _fail(BAD_DATA, "unreadable data", exc)
+        if stale:
+            return _fail(REFUSED, "refused", f"{stale}: pass --confirm-stale to release it "
+                         "as built")
     try:
         with ledger:
             release = run(plan, source, ledger=ledger, budget=args.budget,
-                          budget_delta=args.budget_delta)
+                          budget_delta=args.budget_delta, content_hash=content_hash)
             status = ledger.status(release.dataset)
             # after the commit: one build of the files, kept with the entry and written below
             files, not_kept = keep_files(release, ledger)

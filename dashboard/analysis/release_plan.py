@@ -152,9 +152,11 @@ def synthesis_loss(part: Part) -> Loss:
 
 def make_plan(name: str, origin: str, queries: Sequence[model.PlanQuery],
               unit: model.PrivacyUnit, *, method: str, delta: float,
-              budget: float | None) -> model.Plan:
-    """The session's plan for one dataset (PlanError naming a bad field)."""
-    return model.Plan(model.Dataset(name, origin), tuple(queries), unit,
+              budget: float | None, declarations: model.BuiltOn | None = None) -> model.Plan:
+    """The session's plan for one dataset (PlanError naming a bad field), with the versions
+    of the dataset's declarations it was built on when known."""
+    return model.Plan(model.Dataset(name, origin, declarations=declarations), tuple(queries),
+                      unit,
                       model.Accounting(method, float(delta)),
                       None if budget is None else model.Budget(float(budget), float(delta)))
 

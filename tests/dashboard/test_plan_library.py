@@ -1,6 +1,7 @@
-"""Saved plans (dashboard.plan_library): save, load, list, duplicate, delete; a later save
-wins and reports the version it replaced; no true value is stored; a damaged, foreign or
-locked file gives a clear PlanLibraryError."""
+"""Saved plans (dashboard.plan_library): save, load, list, duplicate, delete; a save from a
+version another window saved over is refused (PlanConflict), nothing overwritten; what a plan
+was built on is kept; no true value is stored; a damaged, foreign or locked file gives a clear
+PlanLibraryError; a plans file written before plans kept their declarations still works."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from dataclasses import replace
 import pytest
 
 from dashboard import plan_library
-from dashboard.plan_library import PlanLibrary, PlanLibraryError
+from dashboard.plan_library import PlanConflict, PlanLibrary, PlanLibraryError
 from plan.examples import adult_plan
-from plan.model import Target
+from plan.model import BuiltOn, MaxRows, PlanQuery, Target
 
 #: A selection target "read off the data" with a value no query holds otherwise.
 PLANTED = 0.7342159
@@ -36,9 +37,9 @@ def test_save_load_list_duplicate_delete(library, queries):
     library.create("visits", "Elsewhere", queries[:1])
     assert [p.name for p in library.plans("adult")] == ["Means", "Census counts"]
     assert library.latest("adult").id == other.id
-    saved, replaced = library.save(first.id, queries, dataset="adult", name="Census counts",
-                                   expected_version=1)
-    assert (saved.version, replaced) == (2, None)
+    saved = library.save(first.id, queries, dataset="adult", name="Census counts",
+                         expected_version=1)
+    assert saved.version == 2
     assert library.get(first.id).queries() == queries
     assert library.latest("adult").id == first.id    # the most recently saved
     copy = library.duplicate(first.id)
@@ -56,24 +57,32 @@ def test_an_empty_plan_is_saved(library):
     assert library.get(empty.id).queries() == () and library.get(empty.id).size == 0
 
 
-def test_a_stale_save_still_saves_and_says_which_version_it_replaced(library, queries):
+def test_two_saves_from_the_same_version_the_second_is_refused(library, queries):
+    """Issue 32 item 6: two windows save from version 1; the first writes version 2, the
+    second is refused with the stored plan, and nothing of it is written (it was "a later
+    save wins" before)."""
     plan = library.create("adult", "Shared", queries[:1])
-    in_b, _ = library.save(plan.id, queries[:2], dataset="adult", name="Shared",
-                           expected_version=1)   # tab B saves version 2
-    in_a, replaced = library.save(plan.id, queries[:3], dataset="adult", name="Shared",
-                                  expected_version=1)   # tab A still had version 1
-    assert in_a.version == 3
-    assert replaced is not None and replaced.version == 2
-    assert replaced.queries() == queries[:2]
-    assert library.get(plan.id).queries() == queries[:3]   # the later save wins
+    in_b = library.save(plan.id, queries[:2], dataset="adult", name="Shared",
+                        expected_version=1)   # window B saves version 2
+    before = library.path.read_bytes()
+    with pytest.raises(PlanConflict) as refused:
+        library.save(plan.id, queries[:3], dataset="adult", name="Mine",
+                     expected_version=1)       # window A still had version 1
+    assert refused.value.stored == in_b and refused.value.stored.version == 2
+    stored = library.get(plan.id)
+    assert (stored.version, stored.name, stored.queries()) == (2, "Shared", queries[:2])
+    assert library.path.read_bytes() == before
+    again = library.save(plan.id, queries[:3], dataset="adult", name="Shared",
+                         expected_version=2)   # from the stored version: saved
+    assert again.version == 3 and library.get(plan.id).queries() == queries[:3]
 
 
 def test_a_plan_deleted_meanwhile_is_saved_anew(library, queries):
     plan = library.create("adult", "Gone", queries[:1])
     library.delete(plan.id)
-    again, replaced = library.save(plan.id, queries[:2], dataset="adult", name="Gone",
-                                   expected_version=1)
-    assert replaced is None and again.id != plan.id
+    again = library.save(plan.id, queries[:2], dataset="adult", name="Gone",
+                         expected_version=1)
+    assert again.id != plan.id
     assert library.get(again.id).queries() == queries[:2]
 
 
@@ -146,21 +155,62 @@ def test_a_file_removed_while_in_use_is_created_afresh(library, queries):
     assert library.create("adult", "After", queries[:1]).name == "After"
 
 
-def test_a_stale_save_keeps_max_rows_drawn_in_another_tab(library, queries):
-    """Tab A drew max rows (its draws were seen: they must be charged); tab B, still on the
-    version before, saves its edit over it. The later save wins, but the max rows query
-    stays, first, with every draw's ε (found by the privacy review: it was dropped)."""
-    from plan.model import MaxRows, PlanQuery
+def _max_rows(drawn: int, epsilons: tuple[float, ...]) -> PlanQuery:
+    return PlanQuery("max-rows", "Max rows", MaxRows(0.9, 50, drawn, epsilons), None)
 
-    drawn = PlanQuery("max-rows", "Max rows", MaxRows(0.9, 50, 4, (0.1, 0.2)), None)
-    first = library.create("adult", "Plan", queries[:2])
-    library.save(first.id, (drawn, *queries[:2]), dataset="adult", name="Plan",
-                 expected_version=first.version)                      # tab A
-    saved, replaced = library.save(first.id, queries[:1], dataset="adult", name="Plan",
-                                   expected_version=first.version)    # tab B, stale
-    assert replaced is not None
-    assert [q.id for q in saved.queries()] == ["max-rows", queries[0].id]
-    assert saved.queries()[0].query.epsilons == (0.1, 0.2)
-    again, _ = library.save(first.id, queries[:1], dataset="adult", name="Plan",
-                            expected_version=saved.version)           # not stale: as asked
-    assert [q.id for q in again.queries()] == [queries[0].id]
+
+def test_a_version_set_aside_keeps_its_max_rows_draws(queries):
+    """Tab A drew max rows (its draws were seen: they must be charged); tab B's version, from
+    before, is kept instead (saved as a copy, or A reloads B's): the draws stay charged."""
+    drawn = _max_rows(4, (0.1, 0.2))
+    kept = plan_library.keep_drawn(queries[:1], (drawn, *queries[:2]))
+    assert [q.id for q in kept] == ["max-rows", queries[0].id]
+    assert kept[0].query.epsilons == (0.1, 0.2)
+    assert plan_library.keep_drawn(queries[:1], queries[:2]) == queries[:1]   # nothing drawn
+    # both drew after a common first draw: the kept value, every draw charged
+    mine, theirs = _max_rows(5, (0.1, 0.3)), _max_rows(4, (0.1, 0.2, 0.4))
+    [merged] = plan_library.keep_drawn((mine,), (theirs,))
+    assert (merged.query.drawn, merged.query.epsilons) == (5, (0.1, 0.3, 0.2, 0.4))
+    # the kept one already charges every draw of the other: unchanged
+    assert plan_library.keep_drawn((theirs,), (_max_rows(4, (0.1, 0.2)),)) == (theirs,)
+
+
+def test_what_changed_in_words(queries):
+    a, b, c = queries[:3]
+    assert plan_library.what_changed((a, b), (a, c)) == f"added {c.label}; removed {b.label}"
+    edited = replace(b, target=Target("error", alpha=123.0, beta=0.05))
+    assert plan_library.what_changed((a, b), (a, edited)) == f"changed {b.label}"
+    assert plan_library.what_changed((a,), (a,)) == ""
+
+
+def test_what_a_plan_was_built_on_is_kept(library, queries):
+    built = ("sha256:" + "ab" * 32, BuiltOn(2, 1, (1, 1)))
+    saved = library.create("adult", "Bound", queries[:1], built_on=built)
+    assert library.get(saved.id).built_on() == built
+    again = library.save(saved.id, queries[:2], dataset="adult", name="Bound",
+                         expected_version=1, built_on=built)
+    assert library.get(again.id).built_on() == built
+    assert library.duplicate(saved.id).built_on() == built
+    assert library.create("adult", "Unbound", queries[:1]).built_on() is None
+
+
+def test_a_plans_file_of_before_opens_and_keeps_working(tmp_path, queries):
+    """A plans file as today's main writes it (no versions in its plans) opens; its plan has
+    no versions recorded, and it is saved on."""
+    path = tmp_path / "plans.sqlite"
+    text = ('{"format": "epsilon-lab-saved-plan", "privacy_unit": {"person_column": null, '
+            '"max_rows": 1, "max_groups": null, "bounds_origin": "typed"}, "queries": []}')
+    with sqlite3.connect(path) as c:
+        c.execute("CREATE TABLE plans_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        c.execute("CREATE TABLE plans (id INTEGER PRIMARY KEY AUTOINCREMENT, dataset TEXT "
+                  "NOT NULL, name TEXT NOT NULL, plan_json TEXT NOT NULL, version INTEGER "
+                  "NOT NULL, updated TEXT NOT NULL)")
+        c.execute("INSERT INTO plans_meta VALUES ('format', 'epsilon-lab-plans')")
+        c.execute("INSERT INTO plans (dataset, name, plan_json, version, updated) VALUES "
+                  "('adult', 'Old', ?, 3, '2026-11-01T10:00:00+00:00')", (text,))
+    library = PlanLibrary(path)
+    [old] = library.plans("adult")
+    assert (old.name, old.version, old.queries(), old.built_on()) == ("Old", 3, (), None)
+    saved = library.save(old.id, queries[:1], dataset="adult", name="Old",
+                         expected_version=3)
+    assert saved.version == 4 and library.get(old.id).queries() == queries[:1]

@@ -174,3 +174,29 @@ def test_objects_are_checked_as_json_is():
         Plan.from_dict(_set(BASE, "privacy_unit", {"person_column": None, "max_rows": 3}))
     with pytest.raises(PlanError, match=r"queries\[0\]\.mechanism"):
         Plan(Dataset("d"), (PlanQuery("c", "count", Count(), None),))
+
+
+def test_the_declarations_a_plan_was_built_on_are_optional_and_checked():
+    """Issue 32 item 5: ``dataset.declarations`` (schema and unit versions, and the ones a
+    steward confirmed it from) round-trips; a plan file without it reads as before and is
+    written back byte for byte; a bad version is named by its path."""
+    from plan.model import BuiltOn
+
+    assert "declarations" not in BASE["dataset"]
+    assert Plan.from_dict(BASE).dataset.declarations is None
+    assert Plan.from_dict(BASE).to_json() == json.dumps(BASE, indent=2, ensure_ascii=False)
+    bound = _set(BASE, "dataset.declarations",
+                 {"schema": 2, "unit": 1, "confirmed_from": {"schema": 1, "unit": 0}})
+    plan = Plan.from_dict(bound)
+    assert plan.dataset.declarations == BuiltOn(2, 1, (1, 0))
+    assert json.loads(plan.to_json()) == bound
+    assert plan.published().dataset.declarations == BuiltOn(2, 1, (1, 0))   # public facts
+    for path, value, field in (
+            ("dataset.declarations.schema", -1, r"dataset\.declarations\.schema"),
+            ("dataset.declarations.unit", 1.5, r"dataset\.declarations\.unit"),
+            ("dataset.declarations.unit", ..., r"dataset\.declarations\.unit"),
+            ("dataset.declarations.confirmed_from.unit", "1",
+             r"dataset\.declarations\.confirmed_from\.unit"),
+            ("dataset.declarations.when", 3, r"dataset\.declarations")):
+        with pytest.raises(PlanError, match=field):
+            Plan.from_dict(_set(bound, path, value))
