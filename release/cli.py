@@ -2,7 +2,9 @@
 --out DIR [--budget EPSILON]`` runs the release the app would run and writes its files;
 ``--package OUT.zip`` also writes the release package (``release.package``: the files, the
 published plan, the OpenDP program as a script and a notebook, report.html);
-``python -m release --example-plan`` prints a plan for the built-in Adult data.
+``python -m release --example-plan`` prints a plan for the built-in Adult data. A release
+records the data's names in the dataset declarations (beside the ledger) and prints which
+schema and unit versions are on record for it.
 
 Exit status: 0 released; 1 refused (over budget, a map above the plan's figure, a mechanism
 OpenDP cannot sample, data that does not fit the plan); 2 a bad plan or bad arguments; 3 data
@@ -70,6 +72,20 @@ def _source(path: Path):  # -> FileSource
                      "files")
 
 
+def _declarations(args: argparse.Namespace, plan, source) -> str:
+    """Record the data's names under its content identity in the dataset declarations (the
+    file beside the ledger) and say which of its declarations are on record (issue 32)."""
+    from engine import EngineError
+    from plan.identity import content_digest
+    from release.declarations import DeclarationsError, declarations_beside, on_record
+
+    try:   # the digest is cached: the release reads it again without a second scan
+        return on_record(declarations_beside(args.ledger), content_digest(source),
+                         (args.data.name, plan.dataset.name))
+    except (OSError, EngineError, DeclarationsError) as exc:
+        return f"declarations: not looked up ({_one_line(exc)})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.example_plan:
@@ -105,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = _source(args.data)
     except (OSError, ValueError, EngineError) as exc:
         return _fail(BAD_DATA, "unreadable data", exc)
+    declared = _declarations(args, plan, source)
     try:
         ledger = Ledger(args.ledger)
     except LedgerError as exc:
@@ -156,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{spent.epsilon:.6g}, δ = {spent.delta:.3g} ({spent.method} accounting); ledger "
           f"entry {release.record.id} in {ledger.path}; {budget}; files in {args.out}"
           + ("" if args.package is None else f"; package {args.package}"))
+    print(declared)
     for note in release.notes + tuple(n for q in release.queries for n in q.notes):
         print(f"note: {_one_line(note)}")
     return 0
