@@ -17,7 +17,6 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import (
     assert_no_exception,
     choose_dataset,
-    running_server,
     screenshot,
     wait_for_app,
 )
@@ -35,18 +34,6 @@ def panel_csv() -> str:
     year = np.tile(np.arange(1980, 1988), 30)
     wage = (nr % 7) + (year - 1980) / 4
     return pd.DataFrame({"nr": nr, "year": year, "wage": wage}).to_csv(index=False)
-
-
-@pytest.fixture
-def own_server(tmp_path, monkeypatch):
-    """A server whose stores are this test's own files (the shared server's tests never see
-    what this one declares)."""
-    for name, file in (("EPSILON_LAB_PLANS", "plans.sqlite"),
-                       ("EPSILON_LAB_DECLARATIONS", "declarations.sqlite"),
-                       ("EPSILON_LAB_LEDGER", "ledger.sqlite")):
-        monkeypatch.setenv(name, str(tmp_path / file))
-    with running_server() as url:
-        yield url
 
 
 def upload(page, path, rows: int) -> None:
