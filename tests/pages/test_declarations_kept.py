@@ -187,3 +187,23 @@ def test_nothing_is_kept_for_a_session_that_declares_nothing():
     at = uploaded("people.csv")
     assert not at.exception
     assert not os.path.exists(os.environ["EPSILON_LAB_DECLARATIONS"])
+
+
+def test_a_data_folder_files_unit_comes_back_for_the_same_content_under_another_name(
+        tmp_path, monkeypatch):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "people.csv").write_bytes(CSV)
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(folder))
+    plans = os.environ["EPSILON_LAB_PLANS"]
+    at = open_app("data.py", dataset="file:people.csv", plans=plans)
+    key = at.session_state["dataset"].key
+    at.selectbox(key=f"unit_person::{key}").select("pid").run()
+    at.number_input(key=f"unit_rows::{key}").set_value(2).run()
+    assert not at.exception
+    (folder / "people.csv").rename(folder / "renamed.csv")   # the same bytes, another name
+    again = open_app("data.py", dataset="file:renamed.csv", plans=plans)
+    key = again.session_state["dataset"].key
+    assert again.session_state["privacy_unit_by_dataset"][key] == PrivacyUnit("pid", 2)
+    assert f"Unit restored from {today()} (0 saved plans)." in words(again)
+    assert DeclarationStore().find("renamed.csv") == [the_data(tmp_path)]
