@@ -19,6 +19,7 @@ from dashboard import person, plan_store, state
 from dashboard.budget_panel import identity_of
 from dashboard.data import schema as sc
 from dashboard.text import plain
+from engine import EngineError
 from release import declarations as kept
 
 __all__ = ["opened", "notices", "finish", "restored_sentence", "Opening"]
@@ -57,7 +58,6 @@ def _identity(loaded, data_key: str, opening: Opening) -> str | None:
             opening.problem = (f"This data could not be identified by its content "
                                f"({type(exc).__name__}): its schema and unit are kept for this "
                                "session only.")
-            opening.said.append(("warning", opening.problem))
     return opening.identity
 
 
@@ -102,6 +102,7 @@ def opened(loaded, data_key: str) -> None:
             return
         identity = _identity(loaded, data_key, opening)
         if identity is None:
+            opening.said.append(("warning", opening.problem))
             return
         latest = _store().latest(identity)
         if latest is None or latest.empty:
@@ -111,7 +112,10 @@ def opened(loaded, data_key: str) -> None:
         opening.said.append(("warning", f"The schema and unit kept on the server could not "
                                         f"be read: {exc}"))
         return
-    columns = list(loaded.relation.columns)
+    try:
+        columns = list(loaded.relation.columns)
+    except EngineError:   # the caption below says why the data cannot be read
+        return
     restored = []
     schema_event, unit_event = latest.schema, latest.unit
     if schema_event is not None and schema_event.text is not None \
@@ -119,12 +123,19 @@ def opened(loaded, data_key: str) -> None:
         try:
             state.declare_schema(data_key, sc.from_json(schema_event.text, columns))
             restored.append(schema_event)
-        except sc.SchemaError as exc:
-            opening.said.append(("warning", _refused(schema_event, str(exc))))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:  # SchemaError included
+            opening.said.append(("warning", _refused(schema_event, str(exc) if isinstance(
+                exc, sc.SchemaError) else "it could not be read as a schema.")))
     if unit_event is not None and unit_event.text is not None \
             and data_key not in ss.get(state.UNITS, {}):
-        unit = unit_event.unit()
-        if unit.person_column is not None and unit.person_column not in columns:
+        try:
+            unit = unit_event.unit()
+        except (ValueError, TypeError, KeyError, AttributeError):
+            unit = None
+        if unit is None:
+            opening.said.append(("warning", _refused(unit_event, "it could not be read as a "
+                                                                 "privacy unit.")))
+        elif unit.person_column is not None and unit.person_column not in columns:
             opening.said.append(("warning", _refused(unit_event, (
                 f"its person-id column {unit.person_column!r} is not in the data."))))
         else:
@@ -164,7 +175,8 @@ def _sync() -> None:
     if now[1] != before[1]:
         changed[kept.UNIT] = now[1]
     identity = _identity(loaded, data_key, opening)
-    if identity is None:   # said once by _identity; kept for this session only
+    if identity is None:   # kept for this session only, and said
+        opening.said = [("warning", opening.problem)]
         synced[data_key] = now
         return
     try:
