@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import datasets, person, plan_conflict, plan_store, state
+from dashboard import datasets, declared, person, plan_conflict, plan_store, state
 from dashboard.data import folder
 from dashboard.text import plain
 from engine import EngineError
@@ -149,9 +149,11 @@ def sidebar():
                 state.remember("visits_rows")
             ss[state.DATASET] = state.builtin(choice, int(rows))
         loaded = ss[state.DATASET]
+        declared.opened(loaded, state.dataset_key())   # the schema and unit kept on the server
         if loaded.declared_unit is not None:   # the unit the data comes with, until changed
             person.start_with(state.dataset_key(), loaded.declared_unit)
         _dataset_caption(loaded)
+        declared.notices()   # saves what a callback declared; says what was restored
         for warning in loaded.warnings:
             st.warning(plain(warning, limit=400))
         state.remembered("seed_input", state.DEFAULT_SEED, parse=int)
@@ -205,5 +207,6 @@ except EngineError as exc:
     # place of the results; the controls drawn above keep their values.
     st.error(plain(exc, limit=600), icon=":material/error:")
 finally:
+    declared.finish()
     unit_caption(unit_slot)
     state.write_url(navigation.url_path)

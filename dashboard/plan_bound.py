@@ -74,7 +74,8 @@ def stale(data_key: str) -> Stale | None:
     dataset, recorded = bound
     store = DeclarationStore()
     now = store.latest(dataset)
-    if not is_stale(recorded, now):
+    if not is_stale(recorded, now, store=store, dataset=dataset,
+                    plan_unit=plan_store.unit(data_key)):
         return None
     return Stale(dataset, recorded, now, changes(store, dataset, recorded, now))
 
@@ -86,7 +87,7 @@ def refusal(data_key: str) -> str:
     if bound is None:
         return ""
     try:
-        return stale_reason(DeclarationStore(), *bound)
+        return stale_reason(DeclarationStore(), *bound, plan_store.unit(data_key))
     except DeclarationsError as exc:
         return (f"the dataset's declarations cannot be read to check what the plan was built "
                 f"on ({exc})")

@@ -26,13 +26,34 @@ _ASPECTS = (("role", ("role",)), ("bounds", ("lower", "upper", "integer")),
 _SHOWN = 5   # columns named per aspect before "and N more"
 
 
-def is_stale(recorded: BuiltOn | None, now: Declarations | None) -> bool:
+def is_stale(recorded: BuiltOn | None, now: Declarations | None, *,
+             store: DeclarationStore | None = None, dataset: str = "",
+             plan_unit: PrivacyUnit | None = None) -> bool:
     """Whether the store holds a later schema or unit than the plan was built on (a plan
-    that records nothing is not stale)."""
+    that records nothing is not stale). Given the ``store`` and ``dataset``, a later version
+    that declares what the plan was built on again is no change: a schema whose columns'
+    declarations are the same, a unit equal to the one it was built on or to the plan's own
+    ``plan_unit`` (a unit the plan page itself gave the dataset, e.g. max rows drawn for the
+    plan, is the plan's already)."""
     if recorded is None:
         return False
     current = {SCHEMA: 0, UNIT: 0} if now is None else now.versions
-    return current[SCHEMA] > recorded.schema or current[UNIT] > recorded.unit
+    newer = [what for what in (SCHEMA, UNIT) if current[what] > getattr(recorded, what)]
+    if store is None or not newer:
+        return bool(newer)
+    return any(not _same(store, dataset, what, getattr(recorded, what),
+                         now.schema if what == SCHEMA else now.unit, plan_unit)
+               for what in newer)
+
+
+def _same(store: DeclarationStore, dataset: str, what: str, since: int,
+          event: DeclarationEvent, plan_unit: PrivacyUnit | None) -> bool:
+    """Whether ``event`` declares what version ``since`` declared (0: nothing declared)."""
+    before = store.event(dataset, what, since) if since else None
+    if what == UNIT:
+        current = event.unit() or PrivacyUnit()
+        return current in {(before.unit() if before else None) or PrivacyUnit(), plan_unit}
+    return _columns(before) == _columns(event)
 
 
 def confirmed(recorded: BuiltOn, now: Declarations | None) -> BuiltOn:
@@ -104,14 +125,15 @@ def changes(store: DeclarationStore, dataset: str, recorded: BuiltOn,
     return text[0].upper() + text[1:]
 
 
-def stale_reason(store: DeclarationStore, dataset: str, recorded: BuiltOn | None) -> str:
-    """Why a plan built on ``recorded`` must not be released on ``dataset`` as it is ("" if
-    it may): the dataset's declarations changed since. ``StoreError`` if the store cannot be
-    read."""
+def stale_reason(store: DeclarationStore, dataset: str, recorded: BuiltOn | None,
+                 plan_unit: PrivacyUnit | None = None) -> str:
+    """Why a plan built on ``recorded`` (released under ``plan_unit``) must not be released
+    on ``dataset`` as it is ("" if it may): the dataset's declarations changed since
+    (:func:`is_stale`). ``StoreError`` if the store cannot be read."""
     if recorded is None:
         return ""
     now = store.latest(dataset)
-    if not is_stale(recorded, now):
+    if not is_stale(recorded, now, store=store, dataset=dataset, plan_unit=plan_unit):
         return ""
     return (f"the plan was built on schema v{recorded.schema} and unit v{recorded.unit} of "
             "this dataset's declarations, which changed since. "
@@ -133,7 +155,7 @@ def checked_plan(plan: Plan, dataset: str, path: str | os.PathLike | None, *,
     store = DeclarationStore(path)
     if not store.path.exists():   # never created: nothing was ever declared there
         return plan, ""
-    why = stale_reason(store, dataset, recorded)
+    why = stale_reason(store, dataset, recorded, plan.privacy_unit)
     if not why or not confirm:
         return plan, why
     bound = confirmed(recorded, store.latest(dataset))

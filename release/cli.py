@@ -6,6 +6,8 @@ published plan, the OpenDP program as a script and a notebook, report.html);
 Every file a release publishes (the package among them) is also kept with its ledger entry;
 ``python -m release fetch N --ledger LEDGER.sqlite --out DIR`` writes release N's kept files
 into DIR, byte for byte (``release-N.zip`` is its package).
+A release records the data's names in the dataset declarations and prints which schema
+and unit versions are on record for it.
 
 A plan that records the versions of the data's declarations it was built on
 (``dataset.declarations``) is refused when the declarations store (``--declarations``, else
@@ -147,6 +149,20 @@ def _declarations(args: argparse.Namespace):  # -> Path | None
     return None if args.ledger is None else args.ledger.parent / "declarations.sqlite"
 
 
+def _on_record(args: argparse.Namespace, plan, source) -> str:
+    """Record the data's names under its content identity in the dataset declarations (the
+    file of :func:`_declarations`) and say which of its declarations are on record (issue 32)."""
+    from engine import EngineError
+    from plan.identity import content_digest
+    from release.declarations import DeclarationsError, DeclarationStore, on_record
+
+    try:   # the digest is cached: the release reads it again without a second scan
+        return on_record(DeclarationStore(_declarations(args)), content_digest(source),
+                         (args.data.name, plan.dataset.name))
+    except (OSError, EngineError, DeclarationsError) as exc:
+        return f"declarations: not looked up ({_one_line(exc)})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["fetch"]:
@@ -185,6 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = _source(args.data)
     except (OSError, ValueError, EngineError) as exc:
         return _fail(BAD_DATA, "unreadable data", exc)
+    declared = _on_record(args, plan, source)
     try:
         ledger = Ledger(args.ledger)
     except LedgerError as exc:
@@ -255,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{spent.epsilon:.6g}, δ = {spent.delta:.3g} ({spent.method} accounting); ledger "
           f"entry {release.record.id} in {ledger.path}; {budget}; files in {args.out}"
           + ("" if args.package is None else f"; package {args.package}"))
+    print(declared)
     for note in release.notes + tuple(n for q in release.queries for n in q.notes):
         print(f"note: {_one_line(note)}")
     if not_kept:

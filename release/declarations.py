@@ -28,7 +28,8 @@ from dpcore.contributions import PrivacyUnit
 from release.store import SqliteStore, StoreError, store_path
 
 __all__ = ["DECLARATIONS_ENV", "DeclarationsError", "DeclarationEvent", "Declarations",
-           "DeclarationStore", "declarations_path", "KEEP", "SCHEMA", "UNIT"]
+           "DeclarationStore", "declarations_path", "on_record", "KEEP",
+           "SCHEMA", "UNIT"]
 
 #: The environment variable naming the declarations file.
 DECLARATIONS_ENV = "EPSILON_LAB_DECLARATIONS"
@@ -227,3 +228,18 @@ class DeclarationStore(SqliteStore):
                           (dataset, what, 1 if before is None else before.version + 1, now,
                            text, reason[:300], who))
             return self._state(c, dataset)
+
+
+def on_record(store: DeclarationStore, dataset: str, names: Iterable[str]) -> str:
+    """Record ``names`` for the data whose content identity is ``dataset``, and say in one
+    line which of its declarations are on record (versions and dates), or that none are."""
+    try:
+        state = store.declare(dataset, names=names)
+    except StoreError as exc:
+        return f"declarations: not read or recorded ({' '.join(str(exc).split())})"
+    kept = [e for e in (state.schema, state.unit) if e is not None]
+    said = " and ".join(f"{e.what} version {e.version} of {e.date}"
+                        + (" (back to the data's own)" if e.text is None else "")
+                        for e in kept)
+    return (f"declarations: {said or 'none'} on record for this data ({dataset[:19]}…) in "
+            f"{store.path}; a release uses the plan's own schema and unit")

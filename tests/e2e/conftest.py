@@ -168,3 +168,16 @@ def screenshot(page, name: str) -> Path:
     if size:
         page.set_viewport_size(size)
     return path
+
+
+@pytest.fixture
+def own_server(tmp_path, monkeypatch) -> Iterator[str]:
+    """A server of the test's own, with its own saved plans, dataset declarations and ledger
+    files: what it declares is not restored in the shared server's later sessions (issue 32:
+    the same data opened again gets its kept schema and unit back), nor the reverse."""
+    for name, file in (("EPSILON_LAB_PLANS", "plans.sqlite"),
+                       ("EPSILON_LAB_DECLARATIONS", "declarations.sqlite"),
+                       ("EPSILON_LAB_LEDGER", "ledger.sqlite")):
+        monkeypatch.setenv(name, str(tmp_path / file))
+    with running_server() as url:
+        yield url

@@ -39,11 +39,14 @@ def link(request, page) -> str:
     return request.param
 
 
-def test_unit_declared_on_the_data_page_is_kept(page, server_url, link):
-    """Each step waits for what only the run it asked for shows (``expect`` retries until it
+def test_unit_declared_on_the_data_page_is_kept(page, own_server, link):
+    """On a server of its own: the unit declared is kept on the server, so a later session
+    on a shared one would start from it, not from the shipped bound (issue 32, item 1).
+
+    Each step waits for what only the run it asked for shows (``expect`` retries until it
     does), not for a quiet app: right after a click or an Enter, the app is quiet until the
     server starts the run, which on a loaded machine can be later than any fixed delay."""
-    page.goto(server_url)
+    page.goto(own_server)
     wait_for_app(page)
     choose_dataset(page, VISITS)
     open_page(page, "Data")

@@ -142,3 +142,22 @@ def test_confirming_binds_to_the_current_versions(panel):
     # a declarations file never created: nothing declared, nothing stale
     assert checked_plan(plan, identity, data.parent / "none.sqlite") == (plan, "")
     assert not (data.parent / "none.sqlite").exists()
+
+
+def test_a_later_version_that_declares_the_same_again_is_not_stale(store):
+    """The plan page itself can change the dataset's unit to the plan's own (max rows drawn
+    for the plan, "use the plan's unit"); the app then saves it as a new version. A plan
+    built before that is not stale: it is built on exactly what stands."""
+    built = BuiltOn(**store.declare(ID, schema=schema(wage=WAGE)).versions)
+    now = store.declare(ID, unit=PANEL)                       # the plan page's unit
+    assert is_stale(built, now)                               # by version alone
+    assert not is_stale(built, now, store=store, dataset=ID, plan_unit=PANEL)
+    assert stale_reason(store, ID, built, PANEL) == ""
+    assert stale_reason(store, ID, built, PrivacyUnit("nr", max_rows=2)) != ""
+    # the schema written again with the same columns (another source text): no change
+    again = store.declare(ID, schema=json.dumps({"source": "re-typed",
+                                                 "columns": {"wage": WAGE}}))
+    assert again.versions["schema"] == 2
+    assert not is_stale(built, again, store=store, dataset=ID, plan_unit=PANEL)
+    changed = store.declare(ID, schema=schema(wage=WAGE | {"upper": 11}))
+    assert is_stale(built, changed, store=store, dataset=ID, plan_unit=PANEL)
