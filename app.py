@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import datasets, person, plan_store, state
+from dashboard import datasets, person, plan_store, state, workspace
 from dashboard.data import folder
 from dashboard.text import plain
 from engine import EngineError
@@ -28,7 +28,7 @@ PAGES = [
     st.Page("app_pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ]
 
-UPLOAD_CHOICE = "Upload your own CSV"
+UPLOAD_CHOICE = workspace.UPLOAD_CHOICE
 UPLOAD_TRIED = "upload_tried_id"   # file_id of the last upload read, whether it loaded or not
 UPLOAD_ERROR = "upload_error"
 UPLOAD_READING = "upload_reading"  # the file being read (state.UploadReading)
@@ -118,12 +118,15 @@ def sidebar():
                     st.caption(plain(problem, limit=400))
         if folder.is_file_choice(choice):
             _load_data_file(choice, listing)
+            workspace.remove_control()
         elif choice == UPLOAD_CHOICE:
             st.file_uploader(
                 "CSV, TSV or .csv.gz (first row = column names)",
                 type=["csv", "tsv", "gz", "txt"], key="upload_file",
                 help=f"Up to {datasets.MAX_UPLOAD_MB} MB. The file stays in this session's "
-                     "memory: it is never written to disk or shared with other users.",
+                     "memory, unless you keep it on the server (below): it is not written to "
+                     "disk or shared with other users. What you declare about it and the "
+                     "plans you save are kept on the server.",
             )
             _load_upload()
             if ss.get(UPLOAD_ERROR):
@@ -132,6 +135,7 @@ def sidebar():
                 ss[state.DATASET] = ss[state.UPLOADED]
             else:
                 st.info(f"Until a file loads, the pages use {plain(ss[state.DATASET].name)}.")
+            workspace.keep_control("upload_file")
         else:
             rows = 1000
             if choice == "Synthetic census":
@@ -168,16 +172,8 @@ def sidebar():
 def saved_plan_notices() -> None:
     """Plans are saved per dataset (an upload by its content); if another tab changed this
     session's plan since its last run, say so (the session now shows that version)."""
-    ss = st.session_state
     key = state.dataset_key()
-    if ss[state.DATASET] is ss.get(state.UPLOADED) and ss.get(state.UPLOADED) is not None:
-        from dashboard.budget_panel import identity_of
-
-        try:
-            plan_store.set_identity(key, "content:" + identity_of(ss[state.DATASET],
-                                                                  key).content_hash)
-        except Exception:  # noqa: BLE001 — e.g. DuckDB's expression limit on a very wide file
-            pass   # plans of this upload are kept under its session key
+    workspace.prepare_plans(key)   # an upload's plans under its content; the URL's plan
     for notice in plan_store.sync(key):
         st.info(plain(notice, limit=300), icon=":material/sync:")
 
@@ -197,6 +193,7 @@ state.init()
 navigation = st.navigation(PAGES, expanded=True)
 unit_slot = sidebar()
 saved_plan_notices()
+workspace.waiting_notice()
 try:
     navigation.run()
 except EngineError as exc:
@@ -205,4 +202,5 @@ except EngineError as exc:
     st.error(plain(exc, limit=600), icon=":material/error:")
 finally:
     unit_caption(unit_slot)
+    workspace.mirror_in_url(state.dataset_key())
     state.write_url(navigation.url_path)
