@@ -194,6 +194,9 @@ navigation = st.navigation(PAGES, expanded=True)
 unit_slot = sidebar()
 saved_plan_notices()
 workspace.waiting_notice()
+# Written now as well: a page that stops early (st.stop: nothing is sent after it) would
+# leave the URL without the dataset and the open plan, and a reload without them.
+workspace.write_url(navigation.url_path)
 try:
     navigation.run()
 except EngineError as exc:
@@ -202,5 +205,4 @@ except EngineError as exc:
     st.error(plain(exc, limit=600), icon=":material/error:")
 finally:
     unit_caption(unit_slot)
-    workspace.mirror_in_url(state.dataset_key())
-    state.write_url(navigation.url_path)
+    workspace.write_url(navigation.url_path)

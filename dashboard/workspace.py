@@ -26,8 +26,8 @@ from engine import DATA_ENV
 from engine.sources import data_folder
 
 __all__ = ["UPLOAD_CHOICE", "IDENTITY_PARAM", "PLAN_PARAM", "prepare_plans", "waiting_notice",
-           "waiting_words", "mirror_in_url", "keep_control", "remove_control", "KEEP_LABEL",
-           "REMOVE_LABEL"]
+           "waiting_words", "mirror_in_url", "write_url", "keep_control", "remove_control",
+           "KEEP_LABEL", "REMOVE_LABEL"]
 
 UPLOAD_CHOICE = "Upload your own CSV"   # the sidebar's choice of an upload
 IDENTITY_PARAM = "data"   # URL: the start of the content identity of the upload held/awaited
@@ -191,8 +191,15 @@ def waiting_notice() -> None:
             icon=":material/upload_file:")
 
 
+def write_url(page: str) -> None:
+    """The URL of ``page`` as this run left it so far (``state.write_url``), with the open
+    plan and the upload's identity."""
+    mirror_in_url(state.dataset_key())
+    state.write_url(page)
+
+
 def mirror_in_url(key: str) -> None:
-    """At the end of the run: the open plan and the upload's identity in the URL."""
+    """The open plan and the upload's identity, in the URL at the run's end."""
     _start()
     ss = st.session_state
     if not _waiting():   # while waiting, the plan open is the awaited upload's
@@ -235,9 +242,14 @@ def _keep(uploader_key: str) -> None:
     ss = st.session_state
     got = _upload_bytes(uploader_key)
     identity = _identity(ss[state.DATASET], state.dataset_key()) if _upload_in_use() else None
-    if got is None or identity is None:
-        ss[_MESSAGE] = (False, "This upload cannot be kept: upload the file again, then keep "
-                               "it.")
+    if got is None:
+        ss[_MESSAGE] = (False, "This upload is no longer in the uploader: upload the file "
+                               "again, then keep it.")
+        return
+    if identity is None:
+        ss[_MESSAGE] = (False, "This file cannot be identified by its content (too many "
+                               "columns?), so it cannot be kept: it stays in this session's "
+                               "memory.")
         return
     try:
         path = kept.keep_upload(got[1], got[0], identity)
