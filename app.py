@@ -118,7 +118,6 @@ def sidebar():
                     st.caption(plain(problem, limit=400))
         if folder.is_file_choice(choice):
             _load_data_file(choice, listing)
-            workspace.remove_control()
         elif choice == UPLOAD_CHOICE:
             st.file_uploader(
                 "CSV, TSV or .csv.gz (first row = column names)",
@@ -135,7 +134,6 @@ def sidebar():
                 ss[state.DATASET] = ss[state.UPLOADED]
             else:
                 st.info(f"Until a file loads, the pages use {plain(ss[state.DATASET].name)}.")
-            workspace.keep_control("upload_file")
         else:
             rows = 1000
             if choice == "Synthetic census":
@@ -158,6 +156,7 @@ def sidebar():
         _dataset_caption(loaded)
         for warning in loaded.warnings:
             st.warning(plain(warning, limit=400))
+        workspace.file_controls("upload_file")   # keep an upload on the server, or remove it
         state.remembered("seed_input", state.DEFAULT_SEED, parse=int)
         ss[state.SEED] = st.number_input(
             "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",

@@ -26,7 +26,8 @@ from engine import DATA_ENV
 from engine.sources import data_folder
 
 __all__ = ["UPLOAD_CHOICE", "IDENTITY_PARAM", "PLAN_PARAM", "prepare_plans", "waiting_notice",
-           "waiting_words", "mirror_in_url", "write_url", "keep_control", "remove_control",
+           "waiting_words", "mirror_in_url", "write_url", "file_controls", "keep_control",
+           "remove_control",
            "KEEP_LABEL", "REMOVE_LABEL"]
 
 UPLOAD_CHOICE = "Upload your own CSV"   # the sidebar's choice of an upload
@@ -264,9 +265,15 @@ def _keep(uploader_key: str) -> None:
                           "can choose it. Its declarations and saved plans follow it.")
 
 
-def keep_control(uploader_key: str) -> None:
-    """Under the uploader: keep the upload in use on the server (or why not)."""
+def file_controls(uploader_key: str) -> None:
+    """Under the dataset's caption: keep an upload on the server, or remove a file kept."""
     _say_done()
+    keep_control(uploader_key)
+    remove_control()
+
+
+def keep_control(uploader_key: str) -> None:
+    """Keep the upload in use on the server (or why not)."""
     if not _upload_in_use():
         return
     if data_folder() is None:
@@ -307,8 +314,7 @@ def _take_back(path: str, name: str) -> None:
 
 
 def remove_control() -> None:
-    """Under a data-folder file kept from an upload: remove it from the server, confirmed."""
-    _say_done()
+    """A data-folder file kept from an upload: remove it from the server, confirmed."""
     ss = st.session_state
     loaded = ss[state.DATASET]
     if loaded.file is None or not _is_kept(loaded, state.dataset_key()):
