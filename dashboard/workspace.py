@@ -20,10 +20,13 @@ import uuid
 import streamlit as st
 
 from dashboard import datasets, plan_store, state
+from dashboard.budget_panel import identity_of
 from dashboard.data import folder, kept
+from dashboard.plan_library import PlanLibrary, PlanLibraryError, plans_path
 from dashboard.text import plain
 from engine import DATA_ENV
 from engine.sources import data_folder
+from release.declarations import DeclarationsError, DeclarationStore
 
 __all__ = ["UPLOAD_CHOICE", "IDENTITY_PARAM", "PLAN_PARAM", "prepare_plans", "waiting_notice",
            "waiting_words", "mirror_in_url", "write_url", "file_controls", "keep_control",
@@ -74,8 +77,6 @@ def _waiting() -> bool:
 
 
 def _identity(loaded, key: str) -> str | None:
-    from dashboard.budget_panel import identity_of
-
     try:
         return identity_of(loaded, key).content_hash
     except Exception:  # noqa: BLE001 — e.g. DuckDB's expression limit on a very wide file
@@ -95,8 +96,6 @@ def _is_kept(loaded, key: str) -> bool:
 
 def _record_name(upload_id: str, identity: str, name: str) -> None:
     """The upload's name beside its identity (once per upload): what the notice names."""
-    from release.declarations import DeclarationsError, DeclarationStore
-
     named = st.session_state.setdefault(_NAMED, set())
     if upload_id in named:
         return
@@ -143,9 +142,6 @@ def waiting_words(name: str | None, *, schema: bool, unit: bool, plans: int) -> 
 
 def _awaited() -> tuple[str | None, bool, bool, int] | None:
     """(name, schema kept, unit kept, saved plans) of the upload the URL names, if known."""
-    from dashboard.plan_library import PlanLibrary, PlanLibraryError
-    from release.declarations import DeclarationsError, DeclarationStore
-
     short = st.session_state.get(_AWAITED)
     if not short:
         return None
@@ -171,8 +167,6 @@ def _awaited() -> tuple[str | None, bool, bool, int] | None:
 
 def plan_store_path() -> str:
     """The plans file this session saves to (fixed at its first use)."""
-    from dashboard.plan_library import plans_path
-
     return st.session_state.get("release_plan_library_path") or str(plans_path())
 
 

@@ -22,6 +22,9 @@ from pathlib import Path
 
 from engine import DATA_ENV
 from engine.sources import FileSource, data_folder
+from plan.identity import content_digest
+from release.declarations import DeclarationStore
+from release.store import StoreError
 
 __all__ = ["KeepError", "safe_name", "keep_upload", "kept_dataset", "remove_kept",
            "MAX_STEM"]
@@ -116,17 +119,11 @@ def _write_new(root: Path, name: str, data: bytes) -> Path:
             os.unlink(temporary)
 
 
-def _store(store):
-    if store is not None:
-        return store
-    from release.declarations import DeclarationStore
-
-    return DeclarationStore()
+def _store(store: DeclarationStore | None) -> DeclarationStore:
+    return DeclarationStore() if store is None else store
 
 
 def _digest(path: Path) -> str:
-    from plan.identity import content_digest
-
     return content_digest(FileSource(path, "csv"))
 
 
@@ -140,8 +137,6 @@ def keep_upload(data: bytes, name: str, dataset: str, *, folder=None, store=None
         No data folder, it cannot be written, the file would not read back as the same
         dataset, or the record cannot be written (then no file is left behind).
     """
-    from release.store import StoreError
-
     root = _root(folder)
     try:
         path = _write_new(root, safe_name(name, data), data)
@@ -173,8 +168,6 @@ def keep_upload(data: bytes, name: str, dataset: str, *, folder=None, store=None
 def kept_dataset(path: str | os.PathLike, *, store=None) -> str | None:
     """The content identity a file was kept with, if it was kept by this app (None: not, or
     the record cannot be read)."""
-    from release.store import StoreError
-
     try:
         with _store(store).connection("reading the kept files") as c:
             if c.execute("SELECT 1 FROM sqlite_master WHERE name = 'kept_files'").fetchone() \
@@ -197,8 +190,6 @@ def remove_kept(path: str | os.PathLike, *, store=None) -> bytes:
         The file was not kept by this app, or no longer holds what was kept (replaced by
         someone): nothing is deleted.
     """
-    from release.store import StoreError
-
     path = Path(path).absolute()
     dataset = kept_dataset(path, store=store)
     if dataset is None:
