@@ -22,7 +22,7 @@ FIRST_PAGE = ("pandas", "pyarrow.pandas_compat", "duckdb", "engine", "engine.duc
               "engine.spark_backend", "dashboard.datasets", "dashboard.person",
               "dashboard.plan_store", "dashboard.state", "dashboard.data.folder",
               "dashboard.data.relation", "dashboard.text", "dashboard.analysis.welcome",
-              "release.ledger")
+              "release.ledger", "dashboard.workspace")
 
 
 def preload() -> None:
