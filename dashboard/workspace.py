@@ -127,21 +127,26 @@ def prepare_plans(key: str) -> None:
         plan_store.open_first(key, ss[_PLAN])
 
 
-def waiting_words(name: str | None, *, schema: bool, unit: bool, plans: int) -> str:
-    """"Upload Males.csv again: its schema, its unit and 2 saved plans are waiting." """
+def waiting_words(name: str | None, *, schema: bool, unit: bool, plans: int,
+                  kept_as: str | None = None) -> str:
+    """"Upload Males.csv again: its schema, its unit and 2 saved plans are waiting." (``kept_as``:
+    the same content is a data-folder file of that name, kept since: choose it instead)."""
     parts = [words for words, there in (("its schema", schema), ("its unit", unit)) if there]
     if plans:
         parts.append(f"{plans} saved plan{'s' if plans != 1 else ''}")
     named = name or "the file you uploaded"
+    start = (f"{named} is kept on the server as {kept_as}: choose it in the sidebar's list"
+             if kept_as else f"Upload {named} again")
     if not parts:
-        return f"Upload {named} again to go on with it."
+        return f"{start} to go on with it."
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     verb = "is" if len(parts) == 1 and plans <= 1 else "are"
-    return f"Upload {named} again: {listed} {verb} waiting."
+    return f"{start}: {listed} {verb} waiting."
 
 
-def _awaited() -> tuple[str | None, bool, bool, int] | None:
-    """(name, schema kept, unit kept, saved plans) of the upload the URL names, if known."""
+def _awaited() -> tuple[str | None, bool, bool, int, str | None] | None:
+    """(name, schema kept, unit kept, saved plans, name of a kept copy) of the upload the URL
+    names, if known."""
     short = st.session_state.get(_AWAITED)
     if not short:
         return None
@@ -162,7 +167,13 @@ def _awaited() -> tuple[str | None, bool, bool, int] | None:
     names = [n for n in declared.names if not n.startswith(_NOT_NAMES)]
     return (names[-1] if names else None,
             declared.schema is not None and declared.schema.text is not None,
-            declared.unit is not None and declared.unit.text is not None, plans)
+            declared.unit is not None and declared.unit.text is not None, plans,
+            _kept_name(identity))
+
+
+def _kept_name(identity: str) -> str | None:
+    path = kept.find_kept(identity)
+    return None if path is None else path.name
 
 
 def plan_store_path() -> str:
@@ -179,11 +190,13 @@ def waiting_notice() -> None:
     found = _awaited()
     if found is None:
         return
-    name, schema, unit, plans = found
-    st.info(plain(waiting_words(name, schema=schema, unit=unit, plans=plans), limit=300)
-            + " Choose it in the sidebar: an upload stays in its session's memory only, so a "
-            "reload forgets the file (never what was declared or planned for it).",
-            icon=":material/upload_file:")
+    name, schema, unit, plans, kept_as = found
+    words = plain(waiting_words(name, schema=schema, unit=unit, plans=plans, kept_as=kept_as),
+                  limit=400)
+    if kept_as is None:
+        words += (" Choose it in the sidebar: an upload stays in its session's memory only, so "
+                  "a reload forgets the file (never what was declared or planned for it).")
+    st.info(words, icon=":material/upload_file:")
 
 
 def write_url(page: str) -> None:
@@ -246,15 +259,17 @@ def _keep(uploader_key: str) -> None:
                                "columns?), so it cannot be kept: it stays in this session's "
                                "memory.")
         return
+    path = kept.find_kept(identity)   # the same content kept before: not a second copy
+    said = "Already kept on the server as" if path is not None else "Kept on the server as"
     try:
-        path = kept.keep_upload(got[1], got[0], identity)
+        path = path or kept.keep_upload(got[1], got[0], identity)
     except kept.KeepError as exc:
         ss[_MESSAGE] = (False, str(exc))
         return
     ss["dataset_choice"] = folder.CHOICE_PREFIX + path.name
     for name in (state.UPLOADED, state.UPLOAD_ID, _HELD, _AWAITED):
         ss.pop(name, None)   # the data folder holds it now: no copy in this session
-    ss[_MESSAGE] = (True, f"Kept on the server as {path.name} in the data folder: it opens "
+    ss[_MESSAGE] = (True, f"{said} {path.name} in the data folder: it opens "
                           "again after a reload or a restart, and every user of this server "
                           "can choose it. Its declarations and saved plans follow it.")
 

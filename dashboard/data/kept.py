@@ -26,8 +26,8 @@ from plan.identity import content_digest
 from release.declarations import DeclarationStore
 from release.store import StoreError
 
-__all__ = ["KeepError", "safe_name", "keep_upload", "kept_dataset", "remove_kept",
-           "MAX_STEM"]
+__all__ = ["KeepError", "safe_name", "keep_upload", "kept_dataset", "find_kept",
+           "remove_kept", "MAX_STEM"]
 
 #: The longest file name kept, before its suffix and a " (n)" (well under any file system's
 #: 255 bytes, counted in characters of the restricted alphabet below: one byte each).
@@ -178,6 +178,28 @@ def kept_dataset(path: str | os.PathLike, *, store=None) -> str | None:
     except StoreError:
         return None
     return None if row is None else row[0]
+
+
+def find_kept(dataset: str, *, folder=None, store=None) -> Path | None:
+    """A file of the data folder kept with the content identity ``dataset`` that still holds
+    it (None: none; the same content is then not kept twice)."""
+    try:
+        root = _root(folder)
+        with _store(store).connection("reading the kept files") as c:
+            if c.execute("SELECT 1 FROM sqlite_master WHERE name = 'kept_files'").fetchone() \
+                    is None:
+                return None
+            paths = [Path(r[0]) for r in c.execute(
+                "SELECT path FROM kept_files WHERE dataset = ? ORDER BY kept", (dataset,))]
+    except (KeepError, StoreError):
+        return None
+    for path in paths:
+        try:
+            if path.parent == root and path.is_file() and _digest(path) == dataset:
+                return path
+        except Exception:  # noqa: BLE001 — unreadable now: not a copy to offer
+            continue
+    return None
 
 
 def remove_kept(path: str | os.PathLike, *, store=None) -> bytes:

@@ -136,3 +136,12 @@ def test_remove_refuses_a_kept_file_replaced_since(folder, store):
     with pytest.raises(kept.KeepError, match="changed since"):
         kept.remove_kept(path, store=store)
     assert path.exists()
+
+
+def test_find_kept_finds_the_copy_that_still_holds_the_content(folder, store):
+    assert kept.find_kept(identity(DATA), folder=folder, store=store) is None
+    path = kept.keep_upload(DATA, "mine.csv", identity(DATA), folder=folder, store=store)
+    assert kept.find_kept(identity(DATA), folder=folder, store=store) == path
+    assert kept.find_kept(identity(b"x\n1\n"), folder=folder, store=store) is None
+    path.write_bytes(b"someone,else\n1,2\n")        # replaced: not a copy any more
+    assert kept.find_kept(identity(DATA), folder=folder, store=store) is None

@@ -73,7 +73,8 @@ def upload(at, name: str, data: bytes) -> None:
 
 
 def notices(at) -> list[str]:
-    return [words(i.value) for i in at.info if "again" in i.value]
+    return [words(i.value) for i in at.info
+            if "again" in i.value or "kept on the server" in words(i.value)]
 
 
 # -- the open plan comes back -------------------------------------------------------------------
@@ -178,6 +179,21 @@ def test_the_words_of_the_notice():
         "Upload a.csv again: 1 saved plan is waiting.")
     assert workspace.waiting_words(None, schema=True, unit=False, plans=1) == (
         "Upload the file you uploaded again: its schema and 1 saved plan are waiting.")
+    assert workspace.waiting_words("a.csv", schema=False, unit=False, plans=3,
+                                   kept_as="a (2).csv") == (
+        "a.csv is kept on the server as a (2).csv: choose it in the sidebar's list: 3 saved "
+        "plans are waiting.")
+
+
+def test_the_notice_points_to_a_copy_kept_since(males_waiting, monkeypatch, tmp_path):
+    params, _, identity = males_waiting
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path))
+    from dashboard.data import kept
+
+    kept.keep_upload(MALES, "Males.csv", identity)
+    at = new_session(params)
+    assert any(n.startswith("Males.csv is kept on the server as Males.csv: choose it in the "
+                            "sidebar's list: its schema") for n in notices(at)), notices(at)
 
 
 # -- keep on the server, remove ----------------------------------------------------------------
@@ -243,3 +259,11 @@ def test_keep_then_remove(monkeypatch, tmp_path):
     at.button(key="workspace_keep").click().run()
     no_problem(at)
     assert (folder / "Males (2).csv").read_bytes() == MALES
+    # the same content uploaded again and kept: the copy already there, not a second one
+    upload(at, "again.csv", MALES)
+    at.button(key="workspace_keep").click().run()
+    no_problem(at)
+    assert sorted(p.name for p in folder.iterdir()) == ["Males (2).csv", "Males.csv"]
+    assert at.selectbox(key="dataset_choice").value == "file:Males (2).csv"
+    assert any("Already kept on the server as Males (2).csv" in words(s.value)
+               for s in at.sidebar.success)
