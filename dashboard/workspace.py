@@ -30,8 +30,7 @@ from release.declarations import DeclarationsError, DeclarationStore
 
 __all__ = ["UPLOAD_CHOICE", "IDENTITY_PARAM", "PLAN_PARAM", "prepare_plans", "waiting_notice",
            "waiting_words", "mirror_in_url", "write_url", "file_controls", "keep_control",
-           "remove_control",
-           "KEEP_LABEL", "REMOVE_LABEL"]
+           "remove_control", "KEEP_LABEL", "REMOVE_LABEL"]
 
 UPLOAD_CHOICE = "Upload your own CSV"   # the sidebar's choice of an upload
 IDENTITY_PARAM = "data"   # URL: the start of the content identity of the upload held/awaited
@@ -310,6 +309,7 @@ def _take_back(path: str, name: str) -> None:
     try:
         loaded = datasets.load_upload(data, name)
     except Exception:  # noqa: BLE001 — it was read before; if not now, ask for it again
+        ss[state.DATASET] = state.builtin(state.DEFAULT_DATASET)   # the file is gone
         ss[_MESSAGE] = (True, f"{name} was removed from the server. Upload it again to go on "
                               "with it.")
         return
