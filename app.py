@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import datasets, declared, person, plan_conflict, plan_store, state
+from dashboard import datasets, declared, person, plan_conflict, plan_store, state, workspace
 from dashboard.data import folder
 from dashboard.text import plain
 from engine import EngineError
@@ -28,7 +28,7 @@ PAGES = [
     st.Page("app_pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ]
 
-UPLOAD_CHOICE = "Upload your own CSV"
+UPLOAD_CHOICE = workspace.UPLOAD_CHOICE
 UPLOAD_TRIED = "upload_tried_id"   # file_id of the last upload read, whether it loaded or not
 UPLOAD_ERROR = "upload_error"
 UPLOAD_READING = "upload_reading"  # the file being read (state.UploadReading)
@@ -123,7 +123,9 @@ def sidebar():
                 "CSV, TSV or .csv.gz (first row = column names)",
                 type=["csv", "tsv", "gz", "txt"], key="upload_file",
                 help=f"Up to {datasets.MAX_UPLOAD_MB} MB. The file stays in this session's "
-                     "memory: it is never written to disk or shared with other users.",
+                     "memory, unless you keep it on the server (below): it is not written to "
+                     "disk or shared with other users. What you declare about it and the "
+                     "plans you save are kept on the server.",
             )
             _load_upload()
             if ss.get(UPLOAD_ERROR):
@@ -156,6 +158,7 @@ def sidebar():
         declared.notices()   # saves what a callback declared; says what was restored
         for warning in loaded.warnings:
             st.warning(plain(warning, limit=400))
+        workspace.file_controls("upload_file")   # keep an upload on the server, or remove it
         state.remembered("seed_input", state.DEFAULT_SEED, parse=int)
         ss[state.SEED] = st.number_input(
             "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",
@@ -170,16 +173,8 @@ def sidebar():
 def saved_plan_notices() -> None:
     """Plans are saved per dataset (an upload by its content); if another tab changed this
     session's plan since its last run, say so (the session now shows that version)."""
-    ss = st.session_state
     key = state.dataset_key()
-    if ss[state.DATASET] is ss.get(state.UPLOADED) and ss.get(state.UPLOADED) is not None:
-        from dashboard.budget_panel import identity_of
-
-        try:
-            plan_store.set_identity(key, "content:" + identity_of(ss[state.DATASET],
-                                                                  key).content_hash)
-        except Exception:  # noqa: BLE001 — e.g. DuckDB's expression limit on a very wide file
-            pass   # plans of this upload are kept under its session key
+    workspace.prepare_plans(key)   # an upload's plans under its content; the URL's plan
     for notice in plan_store.sync(key):
         st.info(plain(notice, limit=300), icon=":material/sync:")
     plan_conflict.conflict_section(key)   # another tab saved this plan: reload or copy
@@ -200,6 +195,10 @@ state.init()
 navigation = st.navigation(PAGES, expanded=True)
 unit_slot = sidebar()
 saved_plan_notices()
+workspace.waiting_notice()
+# Written now as well: a page that stops early (st.stop: nothing is sent after it) would
+# leave the URL without the dataset and the open plan, and a reload without them.
+workspace.write_url(navigation.url_path)
 try:
     navigation.run()
 except EngineError as exc:
@@ -209,4 +208,4 @@ except EngineError as exc:
 finally:
     declared.finish()
     unit_caption(unit_slot)
-    state.write_url(navigation.url_path)
+    workspace.write_url(navigation.url_path)

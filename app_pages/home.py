@@ -51,7 +51,10 @@ st.info(
     "bounds) is flagged where it is used."
 )
 st.caption("Pick a dataset in the sidebar (or upload a CSV) and a page above to begin. "
-           "Nothing you upload leaves this session's memory. The numbers on the query pages "
+           "An upload stays in this session's memory, unless you choose to keep it on the server "
+           "(the sidebar's **Keep this file on the server**: then every user of the server "
+           "can open it); what you declare about a dataset and the plans you save are kept "
+           "on the server. The numbers on the query pages "
            "are simulations from a seed (the seed can draw the same noise again: never "
            "publish them). A private release is made only by **Release** on the Release plan "
            "page: OpenDP draws its noise with fresh randomness, and the ledger records what "

@@ -31,7 +31,7 @@ __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear"
            "PLAN_PAGE", "max_rows_query", "set_max_rows", "sync", "current", "saved_plans",
            "library_error", "open_plan", "new_plan", "duplicate_plan", "delete_plan", "rename",
            "revision", "set_identity", "shown_count", "built_on", "bind", "Conflict", "conflict",
-           "reload_saved", "save_as_copy"]
+           "reload_saved", "save_as_copy", "open_first"]
 
 _KEY = "release_plan_by_dataset"
 _UNITS = "release_plan_unit_by_dataset"   # data key -> the unit the plan was built under
@@ -555,3 +555,23 @@ def rename(data_key: str, name: str) -> None:
         _remember(data_key, renamed)
     else:   # another tab saved it meanwhile: its version, renamed, stands
         st.session_state.setdefault(_CONFLICT, {})[data_key] = renamed
+
+
+def open_first(data_key: str, plan_id: int) -> bool:
+    """On the session's first look at the dataset's plan, open the saved plan ``plan_id``
+    (the one the URL of a reloaded page names, ``dashboard.workspace``) rather than the most
+    recently saved one, if it is this dataset's; whether it did."""
+    attached = st.session_state.setdefault(_ATTACHED, set())
+    if data_key in attached:
+        return False
+    try:
+        found = _library().get(int(plan_id))
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return False
+    if found is None or found.dataset != _dataset(data_key):
+        return False
+    attached.add(data_key)
+    _plans()[data_key] = ()
+    _show(data_key, found)
+    return True

@@ -26,6 +26,7 @@ SCHEMAS = "schema_by_dataset"  # the declarations made on the Data page, per dat
 UNITS = "privacy_unit_by_dataset"   # dashboard.person's privacy units, per dataset key
 URL_SOON = "_url_this_run"    # the values remember() mirrors in the URL at the run's end
 URL_OWNER = "_url_owner"      # the page whose run last mirrored each key in the URL
+URL_PAGE = "_url_page"        # the page whose run last wrote the URL
 DEFAULT_SEED = 2026
 DEFAULT_DATASET = datasets.BUILTIN_DATASETS[0]
 
@@ -167,7 +168,12 @@ def write_url(page: str) -> None:
     current = st.query_params.to_dict()
     wanted = {key: value for key, value in current.items() if owners.get(key, page) == page}
     wanted.update(soon)
-    if wanted != current:
+    # A page switch empties the browser's URL while the server's copy keeps the old page's
+    # values: equal to those, the new page's URL was never written (a reload of it lost the
+    # dataset and the open plan, issue 32 item 2).
+    moved = ss.get(URL_PAGE) != page
+    ss[URL_PAGE] = page
+    if wanted != current or moved:
         st.query_params.from_dict(wanted)
 
 

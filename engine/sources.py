@@ -58,7 +58,7 @@ def missing_spellings() -> list[str]:
 
 
 _SUFFIXES: tuple[tuple[str, Literal["csv", "parquet"]], ...] = (
-    (".csv.gz", "csv"), (".csv", "csv"), (".parquet", "parquet"),
+    (".csv.gz", "csv"), (".csv", "csv"), (".tsv", "csv"), (".parquet", "parquet"),
 )
 
 
@@ -329,7 +329,7 @@ def _root(folder: str | os.PathLike | None) -> Path | None:
 
 
 def list_data_folder(folder: str | os.PathLike | None = None) -> list[DataFile]:
-    """Every CSV, CSV.gz and Parquet file and Parquet folder directly in the data folder.
+    """Every CSV, CSV.gz, TSV and Parquet file and Parquet folder directly in the data folder.
 
     ``folder`` defaults to ``EPSILON_LAB_DATA`` (an empty list when that is not set). Sorted by
     name; hidden names (starting with a dot) and ``*.schema.json`` files are not datasets. An
