@@ -182,11 +182,14 @@ def test_data_that_cannot_be_identified_keeps_its_declarations_for_the_session(m
     assert "kept for this session only" in words(at)
 
 
-def test_nothing_is_kept_for_a_session_that_declares_nothing():
-    """(A guard, true on main too: opening data writes no file and scans nothing for it.)"""
+def test_nothing_is_declared_for_a_session_that_declares_nothing():
+    """Opening data declares nothing: the store holds the upload's name under its content
+    (what a reloaded page names when it asks for the file again) and no schema or unit."""
     at = uploaded("people.csv")
     assert not at.exception
-    assert not os.path.exists(os.environ["EPSILON_LAB_DECLARATIONS"])
+    store = DeclarationStore(os.environ["EPSILON_LAB_DECLARATIONS"])
+    (identity,) = store.find("people.csv")
+    assert store.latest(identity).empty and store.history(identity) == []
 
 
 def test_a_data_folder_files_unit_comes_back_for_the_same_content_under_another_name(
