@@ -20,9 +20,9 @@ from collections.abc import Sequence
 #: tests/test_imports.py checks that the first run imports none of these packages' modules.
 FIRST_PAGE = ("pandas", "pyarrow.pandas_compat", "duckdb", "engine", "engine.duckdb_backend",
               "engine.spark_backend", "dashboard.datasets", "dashboard.person",
-              "dashboard.plan_store", "dashboard.state", "dashboard.data.folder",
-              "dashboard.data.relation", "dashboard.text", "dashboard.analysis.welcome",
-              "release.ledger")
+              "dashboard.plan_store", "dashboard.signin", "dashboard.state",
+              "dashboard.data.folder", "dashboard.data.relation", "dashboard.text",
+              "dashboard.analysis.welcome", "release.ledger")
 
 
 def preload() -> None:
