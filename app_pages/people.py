@@ -37,7 +37,8 @@ st.dataframe([{"email": m.email, "role": m.role.value,
                "signed in": "yes" if m.signed_in else "not yet",
                "changed": m.changed, "by": m.changed_by} for m in members],
              hide_index=True, key="people_table")
-st.caption(f"Kept in `{plain(store.path, limit=300)}` (set `{roles.ROLES_ENV}` to use another). "
+# The path is the server's own setting, shown as code (as the Releases page shows the ledger's).
+st.caption(f"Kept in `{store.path}` (set `{roles.ROLES_ENV}` to use another). "
            "On the server: `python -m release.roles list`, `add EMAIL ROLE`, `set-role EMAIL "
            "ROLE`, `remove EMAIL`.")
 
