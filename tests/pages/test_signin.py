@@ -76,6 +76,19 @@ def can_open(at, page: str) -> bool:
     return True
 
 
+def test_the_readmes_example_has_every_setting_the_gate_asks_for():
+    import re
+    import tomllib
+
+    from dashboard.signin import REQUIRED_SETTINGS
+
+    readme = (ROOT / "README.md").read_text()
+    [example] = [b for b in re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+                 if b.startswith("[auth]")]
+    assert set(REQUIRED_SETTINGS) <= set(tomllib.loads(example)["auth"])
+    assert f"{access.AUTH_ENV}=oidc" in readme and "add-steward" in readme
+
+
 def test_off_by_default_nothing_changes(app, monkeypatch):
     monkeypatch.delenv(access.AUTH_ENV, raising=False)
     at = app()
