@@ -202,7 +202,7 @@ explores = visitor.may(Action.EXPLORE)
 state.init()
 # Every page listed: past twelve pages Streamlit would fold the last ones under "View more".
 navigation = st.navigation(signin.visible_pages(PAGES, visitor), expanded=True)
-# A viewer's pages read the ledger only: no dataset is loaded or shown for them.
+# A viewer's pages read the ledger only: no dataset is picked or shown for them.
 unit_slot = sidebar() if explores else None
 if explores:
     saved_plan_notices()

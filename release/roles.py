@@ -129,26 +129,34 @@ class Roles:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-            with self._transaction():
-                tables = {r[0] for r in self._db.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if tables and "roles_meta" not in tables:   # e.g. the ledger: never touch it
-                    found = None
-                else:
+            found = self._format()
+            if found is None and not self._tables():   # a new file: lay it out once
+                with self._transaction():
                     for statement in _SCHEMA:
                         self._db.execute(statement)
                     self._db.execute("INSERT OR IGNORE INTO roles_meta VALUES ('format', ?)",
                                      (_FORMAT,))
-                    found = self._db.execute(
-                        "SELECT value FROM roles_meta WHERE key = 'format'").fetchone()
+                found = self._format()
         except (OSError, sqlite3.Error) as exc:
             raise RolesError(f"The roles file {str(self.path)!r} cannot be used "
                              f"({type(exc).__name__}): check that its folder is writable and "
                              f"that it is a roles file, or set {ROLES_ENV}.") from None
-        if found is None or found[0] != _FORMAT:
+        if found != _FORMAT:
             self._db.close()
             raise RolesError(f"{str(self.path)!r} is not a roles file: set {ROLES_ENV} to "
                              "another path.")
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def _format(self) -> str | None:
+        """The file's format mark; None for a new file or another kind of file (the ledger:
+        never touched)."""
+        if "roles_meta" not in self._tables():
+            return None
+        row = self._db.execute("SELECT value FROM roles_meta WHERE key = 'format'").fetchone()
+        return None if row is None else row[0]
 
     def __enter__(self) -> Roles:
         return self
