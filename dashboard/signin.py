@@ -20,7 +20,7 @@ from dashboard.text import plain
 from release import access, roles
 from release.access import LOCAL, AccessError, Action, Person, Role
 
-__all__ = ["Visitor", "gate", "person_of", "visible_pages", "REQUIRED_SETTINGS"]
+__all__ = ["Visitor", "acting_person", "gate", "person_of", "visible_pages", "REQUIRED_SETTINGS"]
 
 #: What the ``[auth]`` section of ``.streamlit/secrets.toml`` must hold (README, Deployment).
 REQUIRED_SETTINGS = ("redirect_uri", "cookie_secret", "client_id", "client_secret",
@@ -99,6 +99,19 @@ def _no_role_page(person: Person) -> NoReturn:
     st.stop()
 
 
+def acting_person() -> Person | None:
+    """Who this session acts as, read from ``st.user`` now: :data:`LOCAL` while sign-in is
+    off, None when nobody (with a subject) is signed in. For code that runs before the gate
+    binds the person, such as a widget's callback, which Streamlit runs before the script."""
+    if not access.sign_in_on():
+        return LOCAL
+    user = st.user.to_dict()
+    if not user.get("is_logged_in"):
+        return None
+    person = person_of(user)
+    return person if person.issuer and person.subject else None
+
+
 def gate() -> Visitor:
     """Who this run is for: the local user (a steward) while sign-in is off; else the
     signed-in person with their role, read from the roles store now. Anyone else gets the
@@ -115,11 +128,10 @@ def gate() -> Visitor:
     problem = _configuration_problem()
     if problem:
         _closed(problem)
-    user = st.user.to_dict()
-    if not user.get("is_logged_in"):
-        _sign_in_page()
-    person = person_of(user)
-    if not person.issuer or not person.subject:
+    person = acting_person()
+    if person is None:
+        if not st.user.to_dict().get("is_logged_in"):
+            _sign_in_page()
         _closed("The sign-in provider did not say who you are (no `iss` or `sub` in its ID "
                 "token): ask the administrator to check the provider's configuration.")
     try:
@@ -129,7 +141,7 @@ def gate() -> Visitor:
                 store.recognise(person)
             st.session_state[_RECOGNISED] = True
     except roles.RolesError as exc:
-        _closed(f"The roles cannot be read: {exc}")
+        _closed(f"The roles cannot be read: {plain(exc, limit=600)}")
     if role is None:
         _no_role_page(person)
     access.bind(person)

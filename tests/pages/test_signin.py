@@ -215,3 +215,36 @@ def test_the_people_page_checks_on_its_own(signed_in_app):
     assert not at.exception
     assert [e.value for e in at.error] == ["Only a steward can manage people and roles."]
     assert not at.dataframe and not at.button
+
+
+def _callback_script() -> None:
+    import streamlit as st
+
+    from dashboard import signin
+
+    def clicked() -> None:   # runs before the script, so before the gate would bind anyone
+        st.session_state["acting"] = signin.acting_person()
+
+    st.button("Do", key="do", on_click=clicked)
+
+
+@pytest.mark.parametrize(("auth", "who", "expected"), [
+    ("oidc", user("bob"), "bob@example.org"), ("oidc", {}, None),
+    ("oidc", {"is_logged_in": True, "email": "x@example.org"}, None),   # no subject: nobody
+    ("off", {}, "local")])
+def test_a_callback_can_ask_who_acts(monkeypatch, auth, who, expected):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv(access.AUTH_ENV, auth)
+    monkeypatch.syspath_prepend(str(ROOT))
+    at = AppTest.from_function(_callback_script)
+    at.user = who
+    at.run()
+    at.button(key="do").click().run()
+    acting = at.session_state["acting"]
+    if expected is None:
+        assert acting is None
+    elif expected == "local":
+        assert acting == access.LOCAL
+    else:
+        assert (acting.email, acting.subject, acting.issuer) == (expected, "sub-bob", ISSUER)
