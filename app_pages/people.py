@@ -67,7 +67,8 @@ with add:
     role = controls.select("Role", ROLES, key="people_add_role", default="analyst",
                            in_url=False)
     if st.button("Add", key="people_add", type="primary"):
-        change(lambda s: s.add(email, role, by=who), f"Added {plain(email.strip())} as {role}.")
+        change(lambda s: s.add(email, role, by=who),
+               f"Added {plain(email.strip().lower())} as {role}.")
 if emails:
     with edit:
         st.subheader("Change a role")

@@ -138,6 +138,8 @@ class Roles:
                                      (_FORMAT,))
                 found = self._format()
         except (OSError, sqlite3.Error) as exc:
+            if hasattr(self, "_db"):
+                self._db.close()
             raise RolesError(f"The roles file {str(self.path)!r} cannot be used "
                              f"({type(exc).__name__}): check that its folder is writable and "
                              f"that it is a roles file, or set {ROLES_ENV}.") from None

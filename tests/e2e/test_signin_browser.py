@@ -57,19 +57,14 @@ def app_with_sign_in(tmp_path_factory):
             f'client_id = "{client_id}"\n'
             f'client_secret = "{client_secret}"\n'
             f'server_metadata_url = "{issuer}/.well-known/openid-configuration"\n'
-            # the provider's form every time (its default, select_account, it does not know)
+            # the provider's form every time (Streamlit's default prompt, select_account,
+            # is one oidc-provider refuses as unsupported)
             'client_kwargs = { prompt = "login" }\n')
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)   # the server inherits them (module scope: no monkeypatch)
-        try:
+        with pytest.MonkeyPatch.context() as patch:   # the server inherits them
+            for key, value in env.items():
+                patch.setenv(key, value)
             with running_server(port=port, options=["--secrets.files", str(secrets_file)]):
                 yield origin, folder / "roles.sqlite"
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 def main_text(page) -> str:
