@@ -7,10 +7,20 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import datasets, declared, person, plan_conflict, plan_store, state, workspace
+from dashboard import (
+    datasets,
+    declared,
+    person,
+    plan_conflict,
+    plan_store,
+    signin,
+    state,
+    workspace,
+)
 from dashboard.data import folder
 from dashboard.text import plain
 from engine import EngineError
+from release.access import Action
 
 PAGES = [
     st.Page("app_pages/home.py", title="Welcome", icon=":material/home:", default=True),
@@ -25,6 +35,8 @@ PAGES = [
     st.Page("app_pages/releases.py", title="Releases", icon=":material/history:"),
     st.Page("app_pages/learning.py", title="Private learning", icon=":material/model_training:"),
     st.Page("app_pages/synthetic.py", title="Synthetic data", icon=":material/dataset:"),
+    # Listed only while sign-in is on, for stewards (dashboard.signin.visible_pages).
+    st.Page("app_pages/people.py", title="People and roles", icon=":material/group:"),
     st.Page("app_pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
 ]
 
@@ -190,15 +202,21 @@ def unit_caption(slot) -> None:
 # An emoji icon is drawn in the page itself (a data: URL); a ":material/…:" page icon would be
 # fetched from a third-party font host on every page view.
 st.set_page_config(page_title="Epsilon Lab", page_icon="🔒", layout="wide")
+# Before anything else is drawn: with sign-in on, a session without a signed-in person with a
+# role sees the sign-in page and nothing else (the run stops inside).
+visitor = signin.gate()
+explores = visitor.may(Action.EXPLORE)
 state.init()
 # Every page listed: past twelve pages Streamlit would fold the last ones under "View more".
-navigation = st.navigation(PAGES, expanded=True)
-unit_slot = sidebar()
-saved_plan_notices()
-workspace.waiting_notice()
-# Written now as well: a page that stops early (st.stop: nothing is sent after it) would
-# leave the URL without the dataset and the open plan, and a reload without them.
-workspace.write_url(navigation.url_path)
+navigation = st.navigation(signin.visible_pages(PAGES, visitor), expanded=True)
+# A viewer's pages read the ledger only: no dataset is picked or shown for them.
+unit_slot = sidebar() if explores else None
+if explores:
+    saved_plan_notices()
+    workspace.waiting_notice()
+    # Written now as well: a page that stops early (st.stop: nothing is sent after it) would
+    # leave the URL without the dataset and the open plan, and a reload without them.
+    workspace.write_url(navigation.url_path)
 try:
     navigation.run()
 except EngineError as exc:
@@ -206,6 +224,9 @@ except EngineError as exc:
     # place of the results; the controls drawn above keep their values.
     st.error(plain(exc, limit=600), icon=":material/error:")
 finally:
-    declared.finish()
-    unit_caption(unit_slot)
-    workspace.write_url(navigation.url_path)
+    if explores:
+        declared.finish()
+        unit_caption(unit_slot)
+        workspace.write_url(navigation.url_path)
+    else:
+        state.write_url(navigation.url_path)

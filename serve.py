@@ -20,10 +20,10 @@ from collections.abc import Sequence
 #: tests/test_imports.py checks that the first run imports none of these packages' modules.
 FIRST_PAGE = ("pandas", "pyarrow.pandas_compat", "duckdb", "engine", "engine.duckdb_backend",
               "engine.spark_backend", "dashboard.datasets", "dashboard.person",
-              "dashboard.plan_store", "dashboard.plan_conflict", "dashboard.state",
-              "dashboard.data.folder",
-              "dashboard.data.relation", "dashboard.text", "dashboard.analysis.welcome",
-              "release.ledger", "dashboard.declared", "dashboard.workspace")
+              "dashboard.plan_store", "dashboard.plan_conflict", "dashboard.signin",
+              "dashboard.state", "dashboard.data.folder", "dashboard.data.relation",
+              "dashboard.text", "dashboard.analysis.welcome", "release.ledger",
+              "dashboard.declared", "dashboard.workspace")
 
 
 def preload() -> None:

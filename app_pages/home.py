@@ -37,6 +37,7 @@ st.markdown(
 | **Releases** | the ledger: every real release and each dataset's budget, spent and left |
 | **Private learning** | a differentially private naive Bayes classifier: accuracy against ε |
 | **Synthetic data** | synthetic rows from noisy marginals (AIM, MST), and how close they are |
+| **People and roles** | with sign-in on, for stewards: who is a steward, analyst or viewer |
 | **Glossary** | the words: ε, δ, ρ and zCDP, μ-GDP, PLD, sensitivity, privacy unit and more |
 """
 )

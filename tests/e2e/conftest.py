@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -52,7 +52,8 @@ def chromium_path() -> str:
 
 @contextlib.contextmanager
 def running_server(output: list[str] | None = None, *,
-                   settings_from_config_only: bool = False) -> Iterator[str]:
+                   settings_from_config_only: bool = False, port: int | None = None,
+                   options: Sequence[str] = ()) -> Iterator[str]:
     """Start the app as ``dev.py run`` does (``serve.py run app.py``: `streamlit run app.py`
     with the first page's modules imported first), headless on a free localhost port; stop
     it afterwards.
@@ -61,15 +62,17 @@ def running_server(output: list[str] | None = None, *,
     and, when ``output`` is given, appended to it line by line: complete once the block exits.
     Usage statistics are switched off by an environment variable too, unless
     ``settings_from_config_only``: then ``.streamlit/config.toml`` alone decides, as for a user.
+    ``port`` (default: a free one) and ``options`` (more ``--section.option value``) are for a
+    server whose address must be known before it starts (sign-in's redirect address).
     """
-    port = _free_port()
+    port = _free_port() if port is None else port
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
     if not settings_from_config_only:
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     proc = subprocess.Popen(
         [sys.executable, "serve.py", "run", "app.py", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port),
-         "--server.fileWatcherType", "none"],
+         "--server.fileWatcherType", "none", *options],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     lines = output if output is not None else []

@@ -1,0 +1,159 @@
+"""Sign-in end to end (issue 33): the app with ``EPSILON_LAB_AUTH=oidc`` and a real OpenID
+Connect provider (npm's oidc-provider, tests/e2e/oidc_provider.py) on the loopback address,
+signed into through the provider's own login form in Chromium.
+
+Signed out, a page shows the sign-in page only (no dataset name); a viewer sees the Releases
+page and the Glossary only; a steward sees the People page, changes a role there (read back
+from the roles file) and signs out, which ends the session.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+
+import pytest
+
+from release.roles import Roles
+from tests.e2e.conftest import (
+    _free_port,
+    assert_no_exception,
+    running_server,
+    screenshot,
+    wait_for_app,
+)
+from tests.e2e.oidc_provider import running_provider
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ACCOUNTS = {"ann": {"email": "ann@example.org", "name": "Ann Steward"},
+            "cy": {"email": "cy@example.org", "name": "Cy Viewer"}}
+DATASET = "Adult"   # the first built-in dataset: named in the sidebar of every page
+
+
+@pytest.fixture(scope="module")
+def app_with_sign_in(tmp_path_factory):
+    """The provider, a roles file made on the command line (a steward and a viewer), and the
+    app with sign-in on and its ``[auth]`` settings in a secrets file of its own."""
+    folder = tmp_path_factory.mktemp("signin")
+    port = _free_port()
+    origin = f"http://127.0.0.1:{port}"
+    client_id, client_secret = "epsilon-lab", secrets.token_urlsafe(24)
+    env = {"EPSILON_LAB_AUTH": "oidc", "EPSILON_LAB_ROLES": str(folder / "roles.sqlite"),
+           "EPSILON_LAB_PLANS": str(folder / "plans.sqlite")}
+    for command in (["add-steward", "ann@example.org"], ["add", "cy@example.org", "viewer"]):
+        done = subprocess.run([sys.executable, "-m", "release.roles", *command], cwd=ROOT,
+                              env={**os.environ, **env}, capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+    with running_provider(ACCOUNTS, client_id=client_id, client_secret=client_secret,
+                          redirect_uri=origin + "/oauth2callback") as issuer:
+        secrets_file = folder / "secrets.toml"
+        secrets_file.write_text(
+            "[auth]\n"
+            f'redirect_uri = "{origin}/oauth2callback"\n'
+            f'cookie_secret = "{secrets.token_urlsafe(32)}"\n'
+            f'client_id = "{client_id}"\n'
+            f'client_secret = "{client_secret}"\n'
+            f'server_metadata_url = "{issuer}/.well-known/openid-configuration"\n'
+            # the provider's form every time (Streamlit's default prompt, select_account,
+            # is one oidc-provider refuses as unsupported)
+            'client_kwargs = { prompt = "login" }\n')
+        with pytest.MonkeyPatch.context() as patch:   # the server inherits them
+            for key, value in env.items():
+                patch.setenv(key, value)
+            with running_server(port=port, options=["--secrets.files", str(secrets_file)]):
+                yield origin, folder / "roles.sqlite"
+
+
+def main_text(page) -> str:
+    return page.locator("[data-testid='stApp']").inner_text()
+
+
+def nav_titles(page) -> list[str]:
+    """The page titles in the sidebar's navigation (each link's last line: after its icon)."""
+    return [t.strip().splitlines()[-1] for t in
+            page.locator("[data-testid='stSidebarNavLink']").all_inner_texts()]
+
+
+def sign_in(page, origin: str, login: str) -> None:
+    """Press Sign in, fill the provider's own form, allow the app, land back on the app."""
+    page.goto(origin + "/")
+    wait_for_app(page)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector("input[name='login']", timeout=30_000)
+    page.fill("input[name='login']", login)
+    page.fill("input[name='password']", "any password")   # the development form takes any
+    page.get_by_role("button", name="Sign-in").click()
+    consent = page.get_by_role("button", name="Continue")
+    consent.wait_for(timeout=30_000)
+    consent.click()
+    page.wait_for_url(origin + "/**", timeout=30_000)
+    page.wait_for_selector("[data-testid='stSidebarNavLink']", timeout=60_000)
+    wait_for_app(page)
+
+
+def test_signed_out_a_page_shows_only_the_sign_in(app_with_sign_in, page):
+    origin, _ = app_with_sign_in
+    for path in ("/", "/releases", "/statistics"):
+        page.goto(origin + path)
+        wait_for_app(page)
+        assert page.get_by_role("button", name="Sign in").is_visible()
+        text = main_text(page)
+        assert DATASET not in text and "Iris" not in text, text
+        assert nav_titles(page) == []
+        assert page.locator(".st-key-dataset_choice").count() == 0
+        assert_no_exception(page)
+
+
+def test_a_viewer_sees_only_the_releases(app_with_sign_in, page):
+    origin, _ = app_with_sign_in
+    sign_in(page, origin, "cy")
+    assert_no_exception(page)
+    assert nav_titles(page) == ["Releases", "Glossary"]
+    assert page.get_by_role("heading", name="Releases").first.is_visible()
+    text = main_text(page)
+    assert "Cy Viewer" in text and "viewer" in text
+    assert DATASET not in text, text
+    page.goto(origin + "/statistics")   # a page not theirs, asked for by its address
+    wait_for_app(page)
+    assert "Noisy statistics" not in nav_titles(page)
+    assert DATASET not in main_text(page)
+    screenshot(page, "signin-viewer")
+
+
+def test_a_steward_changes_a_role_and_signs_out(app_with_sign_in, page):
+    origin, roles_file = app_with_sign_in
+    sign_in(page, origin, "ann")
+    assert_no_exception(page)
+    titles = nav_titles(page)
+    assert "People and roles" in titles and "Noisy statistics" in titles, titles
+    page.locator("[data-testid='stSidebarNavLink']", has_text="People and roles").click()
+    wait_for_app(page)
+    box = page.locator(".st-key-people_change_who [role='combobox']")
+    box.click()
+    page.get_by_role("option", name="cy@example.org", exact=True).click()
+    wait_for_app(page)
+    page.locator(".st-key-people_change_role [role='combobox']").click()
+    page.get_by_role("option", name="analyst", exact=True).click()
+    wait_for_app(page)
+    page.locator(".st-key-people_change button").click()
+    wait_for_app(page)
+    assert "is now analyst" in main_text(page)
+    assert_no_exception(page)
+    screenshot(page, "signin-steward-people")
+    with Roles(roles_file) as store:
+        assert {m.email: m.role.value for m in store.members()} == {
+            "ann@example.org": "steward", "cy@example.org": "analyst"}
+    page.get_by_role("button", name="Sign out").click()
+    # the provider asks to confirm its own sign-out, then sends the browser back to the app
+    confirm = page.get_by_role("button", name="Yes, sign me out")
+    confirm.wait_for(timeout=30_000)
+    confirm.click()
+    page.wait_for_url(origin + "/**", timeout=30_000)
+    page.get_by_role("button", name="Sign in").wait_for(timeout=60_000)
+    page.goto(origin + "/people")   # the session is gone: no page without signing in again
+    wait_for_app(page)
+    assert page.get_by_role("button", name="Sign in").is_visible()
+    assert DATASET not in main_text(page) and nav_titles(page) == []
