@@ -83,7 +83,15 @@ def with_origin(domain: ColumnDomain, origin: str, said: str = "") -> ColumnDoma
     """The domain with ``origin`` written into its flag and source."""
     if origin not in ORIGINS:
         raise SchemaError(f"origin must be one of {', '.join(ORIGINS)}, got {origin!r}")
-    text = said.strip()[:MAX_TEXT]
+    text = said.strip()
+    # A source read back from a schema file (to_json writes the whole source) already starts
+    # with this origin's words: written again, a file read back would not be the file saved
+    # (the kept declarations restored after a reload would differ from a plan's). Stripped
+    # as often as they repeat: files written before this fix heal when read.
+    prefix = {"data": FROM_DATA, "typed": TYPED}.get(origin)
+    while prefix and (text == prefix or text.startswith(prefix + ":")):
+        text = text[len(prefix) + 1:].strip()
+    text = text[:MAX_TEXT]
     if origin == "data":
         source = FROM_DATA + (f": {text}" if text else ": bounds or categories taken from the "
                               "data itself, not covered by the privacy guarantee")

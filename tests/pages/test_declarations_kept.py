@@ -105,6 +105,28 @@ def test_an_uploads_schema_and_unit_come_back_when_the_same_content_is_uploaded(
     assert any("restored from" in e.value for e in again.sidebar.info)
 
 
+def test_a_plan_built_on_restored_declarations_is_not_told_they_differ():
+    """The schema restored from the server is the one the plan was built on: the Release plan
+    page says nothing about it. (The restored typed bounds' source used to read "Typed by the
+    user: Typed by the user", and the page said the schema differed "for salary".)"""
+    plans = os.environ["EPSILON_LAB_PLANS"]
+    at = upload_schema(uploaded("people.csv", plans=plans), SCHEMA)
+    at.switch_page("app_pages/statistics.py")
+    at.run()
+    at.selectbox(key="stats_query").select("sum").run()
+    at.selectbox(key="stats_column").select("salary").run()
+    at.button(key="stats_add_to_plan").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    again = uploaded("people.csv", plans=plans)   # a new session: the same content
+    assert f"Schema and unit restored from {today()} (1 saved plan)." in words(again)
+    again.switch_page("app_pages/plan.py")
+    again.run()
+    assert not again.exception, [e.value for e in again.exception]
+    assert "The plan: 1 query" in " ".join(h.value for h in again.subheader)
+    assert "differs from the one this plan was built on" not in words(again)
+
+
 def test_a_builtins_unit_comes_back_in_a_new_session():
     plans = os.environ["EPSILON_LAB_PLANS"]
     at = open_app("data.py", dataset=VISITS, plans=plans)
