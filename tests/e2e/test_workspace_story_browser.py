@@ -33,6 +33,7 @@ SETTLED = 60_000
 PEOPLE, YEARS = 545, 8
 ROWS = PEOPLE * YEARS
 # the schema table's columns, left to right, and its rows (Males' columns, in the file's order)
+WAITING = "Upload Males.csv again: its schema, its unit and 1 saved plan are waiting."
 TABLE_COLUMNS = ("column", "type", "role", "categories", "lower", "upper")
 MALES_COLUMNS = ("nr", "year", "school", "exper", "union", "ethn", "maried", "health", "wage",
                  "industry", "occupation", "residence")
@@ -111,6 +112,28 @@ def declared_schema(page) -> dict:
     return json.loads(downloaded(page, button)[1])
 
 
+def the_plan(page) -> dict:
+    """On the Release plan page: its two queries, as the page's plan file gives them (with the
+    declarations' versions it was built on); and no word that the session's unit or schema
+    differs from the plan's, that it is stale, or that another tab changed it."""
+    open_page(page, "Release plan")
+    expect(page.locator("[data-testid='stMain']")).to_contain_text("The plan: 2 queries",
+                                                                   timeout=SETTLED)
+    for check in ("plan_unit_check", "plan_schema_check", "plan_stale", "plan_conflict"):
+        expect(page.locator(f".st-key-{check}")).to_have_count(0)
+    plan = json.loads(downloaded(
+        page, page.get_by_role("button", name="Download the plan (JSON)"))[1])
+    count, mean = plan["queries"]
+    assert (count["label"], count["query"]["kind"]) == ("Number of rows", "count")
+    assert (mean["label"], mean["query"]["kind"], mean["query"]["column"]) == (
+        "Mean of wage", "mean", "wage")
+    assert (mean["query"]["bounds"]["lower"], mean["query"]["bounds"]["upper"]) == (0, 5)
+    assert plan["privacy_unit"]["person_column"] == "nr"
+    assert plan["privacy_unit"]["max_rows"] == YEARS
+    # the dataset's origin names the session's upload (a new one after each upload): left out
+    return {**plan, "dataset": plan["dataset"]["declarations"]}
+
+
 def releases_package(page) -> tuple[str, bytes]:
     open_page(page, "Releases")
     page.get_by_text("A release's files").wait_for(timeout=SETTLED)
@@ -128,7 +151,7 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
         monkeypatch.setenv(variable, str(path))
     (tmp_path / "mine").mkdir()
     males = males_csv(tmp_path / "mine")
-    today = datetime.now(UTC).date().isoformat()
+    restored = f"Schema and unit restored from {datetime.now(UTC).date()} (1 saved plan)."
     context = browser.new_context(viewport={"width": 1400, "height": 1000},
                                   accept_downloads=True)
     page = context.new_page()
@@ -169,25 +192,22 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             # the plan: a count and the mean wage
             add_to_plan(page, "Count of rows")
             add_to_plan(page, "Mean of a column", "wage")
-            open_page(page, "Release plan")
-            expect(main).to_contain_text("The plan: 2 queries", timeout=SETTLED)
+            planned = the_plan(page)
             screenshot(page, "story_2_plan")
 
             # F5: the upload's bytes are gone; the same file brings everything back
             page.reload()
             wait_for_app(page)
-            expect(main).to_contain_text("Upload Males.csv again", timeout=SETTLED)
+            expect(main).to_contain_text(WAITING, timeout=SETTLED)
             screenshot(page, "story_3_reloaded")
             open_page(page, "Data")
             upload(page, males)
-            expect(sidebar).to_contain_text(
-                f"Schema and unit restored from {today} (1 saved plan).", timeout=SETTLED)
+            expect(sidebar).to_contain_text(restored, timeout=SETTLED)
             expect(sidebar).to_contain_text("at most 8 rows per person")
             wage = declared_schema(page)["columns"]["wage"]
             assert (wage["role"], wage["lower"], wage["upper"]) == ("numeric", 0, 5)
             screenshot(page, "story_4_restored")
-            open_page(page, "Release plan")
-            expect(main).to_contain_text("The plan: 2 queries", timeout=SETTLED)
+            assert the_plan(page) == planned
 
             # the release, its package right after
             page.locator(".st-key-plan_release_confirm label").click()
@@ -212,11 +232,11 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             assert releases_package(page) == (name, package)
             open_page(page, "Data")
             upload(page, males)
-            expect(sidebar).to_contain_text("at most 8 rows per person", timeout=SETTLED)
+            expect(sidebar).to_contain_text(restored, timeout=SETTLED)
+            expect(sidebar).to_contain_text("at most 8 rows per person")
             wage = declared_schema(page)["columns"]["wage"]
             assert (wage["lower"], wage["upper"]) == (0, 5)
-            open_page(page, "Release plan")
-            expect(main).to_contain_text("The plan: 2 queries", timeout=SETTLED)
+            assert the_plan(page) == planned
             screenshot(page, "story_7_restarted")
     finally:
         context.close()
