@@ -104,6 +104,11 @@ def binned_histogram(binned: tuple[ArrayLike, ArrayLike] | None, *, column: str,
     return finish(fig, title=f"Distribution of {name}", x_title=axis, y_title="rows (people)")
 
 
+#: Up to this many rows between the chart's ends, every whole number is labelled (plotly's own
+#: ticks are whole numbers above it).
+WHOLE_TICKS_SPAN = 20
+
+
 def rows_per_person(rows: ArrayLike, people: ArrayLike, *, person: str,
                     max_rows: int) -> go.Figure:
     """Bars of how many people have 1, 2, 3, … rows (log scale: the tail is long), with the
@@ -126,4 +131,8 @@ def rows_per_person(rows: ArrayLike, people: ArrayLike, *, person: str,
     # powers of ten only (1, 10, 100 …): plotly labels every minor tick of a short log range
     top = math.log10(max(int(people.max()), 1))
     fig.update_yaxes(type="log", dtick=1, tickformat=",d", range=[-0.1, top + 0.15])
+    # whole rows only: over a few values (a balanced panel has one bar) plotly ticks 7.6, 7.8 …
+    span = max(int(rows.max(initial=0)), max_rows + 1) - min(int(rows.min(initial=1)), max_rows)
+    if span <= WHOLE_TICKS_SPAN:
+        fig.update_xaxes(tick0=0, dtick=1)
     return fig

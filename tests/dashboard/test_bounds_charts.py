@@ -1,6 +1,6 @@
 """The bounds' figures (issue 21, item 11): the tuning curve's x-axis spans the candidates
 plotted (not 10 million when max rows ≤ 8) and labels 1, 2, 5, 10 …; the rows-per-person
-chart labels powers of ten only."""
+chart labels powers of ten only, and whole rows on a short range (Males: one bar at 8)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,19 @@ def test_the_rows_per_person_chart_labels_powers_of_ten_only():
     assert axis["type"] == "log" and axis["dtick"] == 1
     low, high = axis["range"]
     assert low < 0 < math.log10(545) < high < math.log10(545) + 0.5
+
+
+@pytest.mark.parametrize(("rows", "max_rows"), [([8], 8), ([1, 2, 3], 2), ([5, 9], 12)])
+def test_the_rows_per_person_chart_labels_whole_rows(rows, max_rows):
+    """A balanced panel (Males: 545 people with 8 rows each) has one bar: plotly's own ticks
+    read 7.6, 7.8, 8, 8.2, 8.4 rows of one person. Every whole number is labelled instead."""
+    axis = _layout(rows_per_person(rows, [545] * len(rows), person="nr",
+                                   max_rows=max_rows))["xaxis"]
+    assert (axis.get("tick0"), axis.get("dtick")) == (0, 1)
+
+
+def test_a_long_tail_of_rows_per_person_is_left_to_plotlys_ticks():
+    """Not 300 labels: plotly's own ticks over a long range are whole numbers."""
+    axis = _layout(rows_per_person(np.arange(1, 301), np.ones(300, dtype=int), person="nr",
+                                   max_rows=8))["xaxis"]
+    assert "dtick" not in axis
