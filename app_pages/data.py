@@ -85,7 +85,7 @@ st.caption(
     "documentation or general knowledge (its source is shown); the query pages use it. A "
     "domain marked \"read off the data\" has no documented bound: the pages flag it too. "
     + ("An uploaded file has no declared domains: declare its categories and bounds in the "
-       "declared schema below." if is_upload else ""))
+       "declared schema below." if is_upload and not loaded.domains else ""))
 
 privacy_unit_section(relation, state.dataset_key())
 schema_section(loaded, state.dataset_key())

@@ -127,6 +127,19 @@ def test_a_plan_built_on_restored_declarations_is_not_told_they_differ():
     assert "differs from the one this plan was built on" not in words(again)
 
 
+def test_the_data_page_does_not_say_a_restored_upload_has_no_declared_domains():
+    """The column profile's caption told every upload it had no declared domains, beside the
+    restored salary bounds in the same table."""
+    no_domains = "An uploaded file has no declared domains"
+    plans = os.environ["EPSILON_LAB_PLANS"]
+    fresh = uploaded("people.csv", plans=plans)
+    assert no_domains in " ".join(c.value for c in fresh.caption)
+    upload_schema(fresh, SCHEMA)
+    again = uploaded("people.csv", plans=plans)   # a new session: its schema restored
+    assert "salary" in again.session_state["schema_by_dataset"][upload_key(again)].domains
+    assert no_domains not in " ".join(c.value for c in again.caption)
+
+
 def test_a_builtins_unit_comes_back_in_a_new_session():
     plans = os.environ["EPSILON_LAB_PLANS"]
     at = open_app("data.py", dataset=VISITS, plans=plans)
