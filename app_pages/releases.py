@@ -13,6 +13,7 @@ from dashboard import controls
 from dashboard.analysis import releases as ra
 from dashboard.release_panel import release_downloads
 from dashboard.text import plain
+from release.cli import fetch_command
 from release.ledger import Ledger, LedgerError, ledger_path
 
 st.title("Releases")
@@ -77,8 +78,7 @@ if history:
     if files:
         st.caption(f"Release #{record.id} ({plain(record.dataset.name, limit=80)}, "
                    f"{record.time}): the files it published, exactly as they were offered "
-                   "then (also `python -m release fetch "
-                   f"{record.id} --out DIR`).")
+                   f"then (also `{fetch_command(record.id, path)}`).")
         try:
             labels = {q["id"]: q["label"] for q in json.loads(files.get("plan.json", b"{}"))
                       .get("queries", [])}

@@ -291,9 +291,12 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
         st.warning(f"**Files not kept:** {plain(outcome['not_kept'], limit=600)}",
                    icon=":material/warning:")
     else:
+        from release.cli import fetch_command
+        from release.ledger import ledger_path
+
         st.caption(f"These files are kept in the ledger with entry #{outcome['id']}: the "
-                   "Releases page (or `python -m release fetch "
-                   f"{outcome['id']}`) gives them again, byte for byte.")
+                   f"Releases page (or `{fetch_command(outcome['id'], ledger_path())}`) gives "
+                   "them again, byte for byte.")
     release_downloads(outcome["files"], outcome["id"], key="plan_release",
                       labels={q.id: q.label for q in outcome["release"].plan.queries},
                       every_file=False)

@@ -137,6 +137,20 @@ def fetch(argv: Sequence[str]) -> int:
     return 0
 
 
+def fetch_command(entry: int, ledger: str | Path) -> str:
+    """The ``fetch`` command a page quotes for release ``entry`` of ``ledger``, as it runs from
+    any shell: ``--out DIR`` (required), and ``--ledger`` unless ``ledger`` is the default one
+    (a server's EPSILON_LAB_LEDGER is not the shell's)."""
+    import shlex
+
+    from release.ledger import default_path
+
+    command = f"python -m release fetch {int(entry)}"
+    if Path(ledger).expanduser().absolute() != default_path().absolute():
+        command += f" --ledger {shlex.quote(str(ledger))}"
+    return command + " --out DIR"
+
+
 def _declarations(args: argparse.Namespace):  # -> Path | None
     """``--declarations``, else ``$EPSILON_LAB_DECLARATIONS``, else beside ``--ledger`` (None:
     the store's own default, beside the default ledger)."""

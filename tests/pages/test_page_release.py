@@ -6,12 +6,17 @@ and what is left per dataset."""
 from __future__ import annotations
 
 import math
+import os
+import re
+import shlex
+import subprocess
+import sys
 
 import pytest
 
 from dpcore.accounting import ACCOUNTANTS
 from release import Ledger
-from tests.conftest import open_app
+from tests.conftest import ROOT, open_app
 
 ADULT_ROWS = 48_842
 
@@ -347,3 +352,40 @@ def test_a_budget_lowered_below_what_was_spent_reads_over_budget_and_its_history
     assert budgets["Left ε"].tolist() == ["over budget by 1.5"]
     changes = next(d.value for d in at.dataframe if "Reason" in d.value.columns)
     assert changes["Change"].tolist() == ["set", "ε lowered"]
+
+
+def quoted_fetch(at) -> str:
+    """The ``python -m release fetch`` command a caption of the page quotes."""
+    [command] = [m for c in at.caption
+                 for m in re.findall(r"`(python -m release fetch [^`]*)`", c.value)]
+    return command
+
+
+def run_quoted(command: str, out, tmp_path) -> subprocess.CompletedProcess:
+    """``command`` as a user pastes it into a shell of their own: none of the server's
+    environment (no EPSILON_LAB_LEDGER), another home (no default ledger), DIR replaced."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EPSILON_LAB_")}
+    env |= {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "home")}
+    argv = shlex.split(command.replace(" DIR", " " + shlex.quote(str(out))))
+    assert argv[:2] == ["python", "-m"]
+    return subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.slow
+def test_the_fetch_commands_the_pages_quote_fetch_the_release(ledger_file, tmp_path):
+    """Run as quoted, from another shell: the Release plan page's command lacked the required
+    --out, and neither page's named the ledger, which a shell without the server's
+    EPSILON_LAB_LEDGER does not find."""
+    at = release(plan_of_two())
+    no_problem(at)
+    right_after = quoted_fetch(at)
+    at.switch_page("app_pages/releases.py").run()
+    no_problem(at)
+    for n, command in enumerate((right_after, quoted_fetch(at))):
+        out = tmp_path / f"fetched {n}"
+        done = run_quoted(command, out, tmp_path)
+        assert done.returncode == 0, (command, done.stderr)
+        with Ledger(ledger_file) as ledger:
+            kept = ledger.release_files(1)
+        assert kept and {p.name: p.read_bytes() for p in out.iterdir()} == kept

@@ -322,3 +322,17 @@ def test_the_release_command_is_unchanged_by_the_fetch_subcommand(capsys):
     assert main(["--plan", "p.json"]) == BAD_PLAN
     assert "give --data, --out" in capsys.readouterr().err
     assert cli_module.main(["--example-plan"]) == 0
+
+
+def test_the_fetch_command_a_page_quotes_names_the_ledger_unless_it_is_the_default(
+        tmp_path, monkeypatch):
+    """``--out DIR`` always (it is required); ``--ledger`` for any ledger but the default one,
+    quoted for a shell (a space in the path)."""
+    from release.cli import fetch_command
+    from release.ledger import default_path
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "home" / "data"))
+    assert fetch_command(3, default_path()) == "python -m release fetch 3 --out DIR"
+    mine = tmp_path / "my ledgers" / "ledger.sqlite"
+    assert fetch_command(3, mine) == f"python -m release fetch 3 --ledger '{mine}' --out DIR"
