@@ -96,7 +96,6 @@ def add_to_plan(page, query: str, column: str | None = None) -> None:
     wait_for_app(page)
     assert_no_exception(page)
     page.get_by_text("Added to the plan").wait_for(timeout=SETTLED)
-    screenshot(page, f"story_statistics_{query.split()[0].lower()}")
 
 
 def downloaded(page, locator) -> tuple[str, bytes]:
@@ -193,20 +192,19 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             add_to_plan(page, "Count of rows")
             add_to_plan(page, "Mean of a column", "wage")
             planned = the_plan(page)
-            screenshot(page, "story_2_plan")
 
             # F5: the upload's bytes are gone; the same file brings everything back
             page.reload()
             wait_for_app(page)
             expect(main).to_contain_text(WAITING, timeout=SETTLED)
-            screenshot(page, "story_3_reloaded")
+            screenshot(page, "story_2_reloaded")
             open_page(page, "Data")
             upload(page, males)
             expect(sidebar).to_contain_text(restored, timeout=SETTLED)
             expect(sidebar).to_contain_text("at most 8 rows per person")
             wage = declared_schema(page)["columns"]["wage"]
             assert (wage["role"], wage["lower"], wage["upper"]) == ("numeric", 0, 5)
-            screenshot(page, "story_4_restored")
+            screenshot(page, "story_3_restored")
             assert the_plan(page) == planned
 
             # the release, its package right after
@@ -216,7 +214,7 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             wait_for_app(page)
             assert_no_exception(page)
             page.get_by_text("Released and recorded").wait_for(timeout=SETTLED)
-            screenshot(page, "story_5_released")
+            screenshot(page, "story_4_released")
             name, package = downloaded(
                 page, page.locator(".st-key-plan_release_package button").first)
             assert name == "release-1.zip" and package.startswith(b"PK")
@@ -224,7 +222,7 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             page.reload()
             wait_for_app(page)
             assert releases_package(page) == (name, package)
-            screenshot(page, "story_6_releases")
+            screenshot(page, "story_5_releases")
 
         with running_server() as url:   # the server restarted on the same files
             page.goto(url)
@@ -237,7 +235,7 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             wage = declared_schema(page)["columns"]["wage"]
             assert (wage["lower"], wage["upper"]) == (0, 5)
             assert the_plan(page) == planned
-            screenshot(page, "story_7_restarted")
+            screenshot(page, "story_6_restarted")
     finally:
         context.close()
 
