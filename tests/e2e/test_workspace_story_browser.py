@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import (
@@ -82,8 +83,20 @@ def type_cell(page, grid, row: str, column: str, text: str) -> None:
 
 
 def choose(page, key: str, option: str) -> None:
-    page.locator(f".st-key-{key} [role='combobox']").click()
-    page.get_by_role("option", name=option, exact=True).click()
+    """Pick ``option`` in the selectbox ``key``. A run that redraws the page right after the
+    click closes the list before the option is there (a loaded machine): open it again."""
+    for attempt in range(3):
+        page.locator(f".st-key-{key} [role='combobox']").click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+            wait_for_app(page)
+    expect(page.locator(f".st-key-{key} [role='combobox']")).to_have_value(option,
+                                                                          timeout=SETTLED)
     wait_for_app(page)
 
 
