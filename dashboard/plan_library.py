@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from plan import model
+from release import roles
+from release.access import AccessDenied, Action
 
 __all__ = ["PLANS_ENV", "PlanLibraryError", "PlanConflict", "SavedPlan", "PlanLibrary",
            "plans_path", "queries_json", "queries_from_json", "unit_from_json", "keep_drawn",
@@ -53,6 +55,15 @@ _checked: set[Path] = set()   # files whose integrity and format were checked on
 class PlanLibraryError(RuntimeError):
     """The plans file cannot be used (corrupt, locked, not writable, not a plans file); the
     message says what is wrong. The session's plan is kept."""
+
+
+class PlanLibraryDenied(PlanLibraryError, AccessDenied):
+    """The person acting may not change saved plans (a viewer, or nobody signed in); the
+    message says who may. Nothing was written."""
+
+
+def _may_write() -> None:
+    roles.check(Action.SAVE_PLAN, PlanLibraryDenied)
 
 
 class PlanConflict(Exception):
@@ -340,6 +351,7 @@ class PlanLibrary:
     def create(self, dataset: str, name: str, queries: tuple[model.PlanQuery, ...],
                unit: model.PrivacyUnit | None = None, declared: str | None = None,
                built_on: tuple[str, model.BuiltOn] | None = None) -> SavedPlan:
+        _may_write()
         text, now = queries_json(queries, unit, declared, built_on), _now()
         with self._connection("saving a new plan", write=True) as c:
             cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, updated)"
@@ -356,6 +368,7 @@ class PlanLibrary:
         (the caller offers to reload it or to save its own as a copy; :func:`keep_drawn`
         keeps the max rows draws of whichever version is set aside). A plan deleted
         meanwhile is saved anew. The check and the write are one transaction."""
+        _may_write()
         now = _now()
         text = queries_json(queries, unit, declared, built_on)
         with self._connection("saving the plan", write=True) as c:
@@ -374,6 +387,7 @@ class PlanLibrary:
                            updated=now)
 
     def rename(self, plan_id: int, name: str) -> SavedPlan | None:
+        _may_write()
         now = _now()
         with self._connection("renaming the plan", write=True) as c:
             c.execute("UPDATE plans SET name = ?, version = version + 1, updated = ? "
@@ -382,6 +396,7 @@ class PlanLibrary:
                                        (int(plan_id),)).fetchone())
 
     def duplicate(self, plan_id: int, name: str | None = None) -> SavedPlan | None:
+        _may_write()
         original = self.get(plan_id)
         if original is None:
             return None
@@ -390,5 +405,6 @@ class PlanLibrary:
                            original.declared(), original.built_on())
 
     def delete(self, plan_id: int) -> None:
+        _may_write()
         with self._connection("deleting the plan", write=True) as c:
             c.execute("DELETE FROM plans WHERE id = ?", (int(plan_id),))

@@ -112,6 +112,19 @@ def acting_person() -> Person | None:
     return person if person.issuer and person.subject else None
 
 
+def _session_person() -> Person | None:
+    """:func:`acting_person` for :func:`release.access.current` when nobody is bound (a
+    widget's callback): None outside a Streamlit session or when ``st.user`` cannot say."""
+    try:
+        return acting_person()
+    except Exception:  # noqa: BLE001 — no session here, or no user: nobody acts
+        return None
+
+
+# what the stores ask when a callback writes before this run's gate has bound anyone
+access.resolve_with(_session_person)
+
+
 def gate() -> Visitor:
     """Who this run is for: the local user (a steward) while sign-in is off; else the
     signed-in person with their role, read from the roles store now. Anyone else gets the

@@ -23,6 +23,8 @@ from pathlib import Path
 from engine import DATA_ENV
 from engine.sources import FileSource, data_folder
 from plan.identity import content_digest
+from release import roles
+from release.access import AccessDenied, Action
 from release.declarations import DeclarationStore
 from release.store import StoreError
 
@@ -43,6 +45,11 @@ _TABLE = """CREATE TABLE IF NOT EXISTS kept_files (
 
 class KeepError(RuntimeError):
     """The file was not kept (or not removed); the message says why and what to do."""
+
+
+class KeepDenied(KeepError, AccessDenied):
+    """The person acting may not keep or remove data on the server (only a steward may); the
+    message says so. Nothing was written or removed."""
 
 
 def _suffix_for(name: str, data: bytes) -> str:
@@ -137,6 +144,7 @@ def keep_upload(data: bytes, name: str, dataset: str, *, folder=None, store=None
         No data folder, it cannot be written, the file would not read back as the same
         dataset, or the record cannot be written (then no file is left behind).
     """
+    roles.check(Action.KEEP_DATA, KeepDenied)
     root = _root(folder)
     try:
         path = _write_new(root, safe_name(name, data), data)
@@ -212,6 +220,7 @@ def remove_kept(path: str | os.PathLike, *, store=None) -> bytes:
         The file was not kept by this app, or no longer holds what was kept (replaced by
         someone): nothing is deleted.
     """
+    roles.check(Action.KEEP_DATA, KeepDenied)
     path = Path(path).absolute()
     dataset = kept_dataset(path, store=store)
     if dataset is None:
