@@ -8,6 +8,7 @@ declarations (item 5)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -126,7 +127,8 @@ ALL = ["ledger.set_budget", "ledger.record_release", "ledger.store_files",
 @pytest.mark.parametrize(("person", "may"), [(ANALYST, ANALYST_MAY), (VIEWER, VIEWER_MAY),
                                              (STRANGER, set()), (None, set())],
                          ids=["analyst", "viewer", "no role", "nobody"])
-def test_each_write_is_refused_to_a_role_that_may_not_and_allowed_to_one_that_may(server, name, person, may):
+def test_each_write_is_refused_to_a_role_that_may_not_and_allowed_to_one_that_may(
+        server, name, person, may):
     call, error = _writes(server)[name]
     if name in may:
         with access.acting_as(person):
@@ -300,3 +302,47 @@ def test_declarations_record_who_declared(server, monkeypatch):
     state = DeclarationStore().declare("d", schema=None)
     assert state.schema is None or state.schema.who == "local"
     assert DeclarationStore().history("d")[-1].who == "local"
+
+
+# --- published files name no person ----------------------------------------------------------
+
+
+def test_a_package_names_no_person_unless_an_organisation_is_set(server, monkeypatch):
+    """Released by a signed-in steward: the ledger records who; the package's bytes (the zip
+    and each file in it) hold neither their subject nor their email. With
+    EPSILON_LAB_RELEASED_BY set, release.json, card.json and the report name that
+    organisation, still no person."""
+    import io
+    import zipfile
+
+    from engine.sources import FrameSource
+    from release import run
+    from release.package import release_package
+    from tests.release.test_package import program_plan
+    from tests.release_fixtures import visits
+
+    def package(by: str | None) -> tuple[bytes, dict[str, bytes]]:
+        if by is None:
+            monkeypatch.delenv("EPSILON_LAB_RELEASED_BY", raising=False)
+        else:
+            monkeypatch.setenv("EPSILON_LAB_RELEASED_BY", by)
+        with access.acting_as(STEWARD), Ledger() as ledger:
+            released = run(program_plan(), FrameSource(visits()), ledger=ledger)
+            assert ledger.releases()[-1].by == "ann@example.org"
+        data = release_package(released)
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return data, {n: archive.read(n) for n in archive.namelist()}
+
+    for by in (None, "Statistics Office"):
+        data, members = package(by)
+        for blob in (data, *members.values()):
+            for secret in (b"sub-ann", b"ann@example.org"):
+                assert secret not in blob
+        record = json.loads(members["release.json"])
+        card = json.loads(members["card.json"])
+        if by is None:
+            assert "released_by" not in record and "released_by" not in card["product"]
+            assert b"Released by" not in members["report.html"]
+        else:
+            assert record["released_by"] == card["product"]["released_by"] == by
+            assert b"<th>Released by</th><td>Statistics Office</td>" in members["report.html"]
