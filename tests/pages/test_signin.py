@@ -248,3 +248,43 @@ def test_a_callback_can_ask_who_acts(monkeypatch, auth, who, expected):
         assert acting == access.LOCAL
     else:
         assert (acting.email, acting.subject, acting.issuer) == (expected, "sub-bob", ISSUER)
+
+
+def _plan_page(at):
+    """A Laplace count of Adult in the plan, and the plan page open."""
+    at.switch_page("app_pages/statistics.py").run()
+    at.selectbox(key="stats_query").select("count").run()
+    at.button(key="stats_add_to_plan").click().run()
+    at.switch_page("app_pages/plan.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_budget_panel_shows_each_role_what_it_may_do(signed_in_app, tmp_path,
+                                                          monkeypatch):
+    """Issue 33 item 4: an analyst reads "Only a steward can change the budget." and has no
+    control that sets it, nor an allotment until a steward gives one on the same panel; then
+    the analyst sees it, and a plan beyond it is refused before the Release button."""
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    bob = _plan_page(signed_in_app(user("bob")))
+    text = shown_text(bob)
+    assert "Only a steward can change the budget." in text
+    assert "You have no allotment of this dataset's budget" in text
+    assert not [b for b in bob.button if b.key in ("plan_set_budget", "plan_allot")]
+    assert bob.button(key="plan_release").disabled
+
+    ann = _plan_page(signed_in_app(user("ann")))
+    assert "Only a steward can change the budget." not in shown_text(ann)
+    assert ann.selectbox(key="plan_allot_analyst").options == ["bob@example.org"]
+    ann.number_input(key="plan_allot_epsilon").set_value(2.0).run()
+    ann.button(key="plan_allot").click().run()
+    assert not ann.exception, [e.value for e in ann.exception]
+    assert "bob@example.org now has an allotment of ε = 2" in shown_text(ann)
+    [table] = [d.value for d in ann.dataframe if "Analyst" in d.value.columns]
+    assert table[["Analyst", "ε", "Set by"]].values.tolist() == [
+        ["bob@example.org", 2.0, "ann@example.org"]]
+
+    bob = _plan_page(signed_in_app(user("bob")))
+    [mine] = [m for m in bob.metric if m.label == "Your allotment"]
+    assert mine.value == "ε = 2"
+    assert "You have no allotment" not in shown_text(bob)
