@@ -242,6 +242,25 @@ _CONFLICT = "release_plan_conflict"  # data key -> the saved plan another tab sa
 DEFAULT_NAME = "Untitled plan"
 
 
+#: Between an upload's content identity and its uploader, in the stores' keys (sign-in on).
+UPLOADER = "|uploader:"
+
+
+def scoped(identity: str) -> str:
+    """An upload's key in the plans and names stores: its content identity, followed while
+    sign-in is on by the uploader's issuer and subject, so that another user who uploads the
+    same content sees none of their plans or names (issue 33 item 6). A file kept on the
+    server, and a built-in, are shared: their keys are not scoped."""
+    from release import access
+
+    if not access.sign_in_on():
+        return identity
+    person = access.current()
+    if person is None or person.issuer in (access.LOCAL.issuer, access.OPERATOR.issuer):
+        return identity
+    return f"{identity}{UPLOADER}{person.issuer} {person.subject}"
+
+
 def _library() -> plan_library.PlanLibrary:
     ss = st.session_state
     if _PATH not in ss:

@@ -250,11 +250,12 @@ def test_a_callback_can_ask_who_acts(monkeypatch, auth, who, expected):
         assert (acting.email, acting.subject, acting.issuer) == (expected, "sub-bob", ISSUER)
 
 
-def _plan_page(at):
-    """A Laplace count of Adult in the plan, and the plan page open."""
+def _plan_page(at, *, add: bool = True):
+    """A Laplace count of the data in the plan (``add``), and the plan page open."""
     at.switch_page("app_pages/statistics.py").run()
     at.selectbox(key="stats_query").select("count").run()
-    at.button(key="stats_add_to_plan").click().run()
+    if add:
+        at.button(key="stats_add_to_plan").click().run()
     at.switch_page("app_pages/plan.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -288,3 +289,47 @@ def test_the_budget_panel_shows_each_role_what_it_may_do(signed_in_app, tmp_path
     [mine] = [m for m in bob.metric if m.label == "Your allotment"]
     assert mine.value == "ε = 2"
     assert "You have no allotment" not in shown_text(bob)
+
+
+UPLOADED = b"id,age,town\n" + b"".join(f"{i},{20 + i % 50},{'ab'[i % 2]}\n".encode()
+                                        for i in range(60))
+
+
+def test_an_uploads_plans_and_name_stay_with_its_uploader(signed_in_app, tmp_path,
+                                                         monkeypatch):
+    """Issue 33 item 6: with sign-in on, the plans saved for an upload (not kept on the
+    server) are its uploader's: another user who uploads the same content sees none of them
+    and is not told its name; the uploader, in a new session, gets theirs back."""
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard.plan_library import PlanLibrary
+    from tests.conftest import fresh_plans
+
+    plans = fresh_plans()
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    saved = "release_plan_saved"
+
+    def session(who: str, name: str):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.secrets["auth"] = dict(AUTH)
+        at.user = user(who)
+        at.run()
+        at.selectbox(key="dataset_choice").select("Upload your own CSV").run()
+        at.file_uploader(key="upload_file").set_value((name, UPLOADED, "text/csv")).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    def open_plans(at) -> list:
+        return list((at.session_state[saved] if saved in at.session_state else {}).values())
+
+    bob = _plan_page(session("bob", "towns-bob.csv"))
+    [mine] = open_plans(bob)
+    assert f"|uploader:{ISSUER} sub-bob" in mine.dataset
+    assert [p.name for p in PlanLibrary(plans).plans(mine.dataset)] == [mine.name]
+
+    ann = _plan_page(session("ann", "same.csv"))
+    assert all(p.dataset != mine.dataset for p in open_plans(ann))
+    assert "towns-bob.csv" not in shown_text(ann)
+
+    again = _plan_page(session("bob", "renamed.csv"), add=False)
+    assert [p.id for p in open_plans(again)] == [mine.id]
