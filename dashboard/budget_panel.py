@@ -138,7 +138,9 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
                "changed is new data with a budget of its own, even when it holds the same "
                "people, and their earlier releases are not counted against it. Releases add "
                "up by basic composition.")
-    role = _role()
+    from dashboard.signin import role_now
+
+    role = role_now()
     steward = role is Role.STEWARD
     if fits and role is Role.ANALYST:   # an analyst's release must fit their allotment too
         fits, reason = _allotment_section(identity, path, needs_epsilon, needs_delta)
@@ -157,16 +159,6 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
     else:
         st.info(denied_message(Action.SET_BUDGET), icon=":material/lock:")
     return Guard(left_eps, fits, reason)
-
-
-def _role():
-    """The acting person's role now (None: none, or the roles cannot be read)."""
-    from release import access, roles
-
-    try:
-        return roles.role_of(access.current())
-    except (access.AccessError, roles.RolesError):
-        return None
 
 
 def _allotment_section(identity, path, needs_epsilon: float, needs_delta: float

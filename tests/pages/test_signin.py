@@ -333,3 +333,40 @@ def test_an_uploads_plans_and_name_stay_with_its_uploader(signed_in_app, tmp_pat
 
     again = _plan_page(session("bob", "renamed.csv"), add=False)
     assert [p.id for p in open_plans(again)] == [mine.id]
+
+
+def test_an_analyst_submits_a_plan_and_a_steward_opens_it_to_release(signed_in_app,
+                                                                     tmp_path, monkeypatch):
+    """Issue 33 item 3: "Submit for a steward to release" marks the analyst's saved plan; the
+    steward sees it on the plan page, by whom, and opens it (then releases it below)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import fresh_plans
+
+    fresh_plans()
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+
+    def session(who: str):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.secrets["auth"] = dict(AUTH)
+        at.user = user(who)
+        at.run()
+        return at
+
+    bob = _plan_page(session("bob"))
+    bob.button(key="saved_plan_submit").click().run()
+    assert not bob.exception, [e.value for e in bob.exception]
+    assert "Submitted for a steward to release (" in shown_text(bob)
+    assert bob.button(key="saved_plan_submit").disabled
+
+    ann = session("ann")
+    ann.switch_page("app_pages/plan.py").run()
+    text = shown_text(ann)
+    assert "Submitted for release (1)" in text and "by bob@example.org (sub-bob)" in text
+    assert not [b for b in ann.button if b.key == "saved_plan_submit"]
+    ann.button(key="saved_plan_new").click().run()   # she is on a plan of her own
+    [opener] = [b for b in ann.button if b.key.startswith("submitted_plan_open_")]
+    assert not opener.disabled
+    opener.click().run()
+    assert not ann.exception, [e.value for e in ann.exception]
+    assert ann.button(key=opener.key).disabled   # open here now: the steward releases it

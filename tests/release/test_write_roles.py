@@ -105,6 +105,7 @@ def _writes(tmp_path):
         "plans.rename": (lambda: lib().rename(plan.id, "r"), plan_library.PlanLibraryError),
         "plans.duplicate": (lambda: lib().duplicate(plan.id), plan_library.PlanLibraryError),
         "plans.delete": (lambda: lib().delete(plan.id), plan_library.PlanLibraryError),
+        "plans.submit": (lambda: lib().submit(plan.id), plan_library.PlanLibraryError),
         "kept.keep_upload": (lambda: kept.keep_upload(b"id,age\n9,9\n", "n.csv",
                                                       _identity(b"id,age\n9,9\n")),
                              kept.KeepError),
@@ -114,12 +115,13 @@ def _writes(tmp_path):
 
 # What each role may write (a steward: everything).
 ANALYST_MAY = {"plans.create", "plans.save", "plans.rename", "plans.duplicate", "plans.delete",
+               "plans.submit",
                # the files of a release (checked against the values the ledger recorded)
                "ledger.store_files"}
 VIEWER_MAY: set[str] = set()
 ALL = ["ledger.set_budget", "ledger.record_release", "ledger.store_files",
        "ledger.set_allotment", "declarations.declare", "plans.create", "plans.save",
-       "plans.rename", "plans.duplicate", "plans.delete", "kept.keep_upload",
+       "plans.rename", "plans.duplicate", "plans.delete", "plans.submit", "kept.keep_upload",
        "kept.remove_kept"]
 
 
@@ -346,3 +348,40 @@ def test_a_package_names_no_person_unless_an_organisation_is_set(server, monkeyp
         else:
             assert record["released_by"] == card["product"]["released_by"] == by
             assert b"<th>Released by</th><td>Statistics Office</td>" in members["report.html"]
+
+
+# --- plans: who saved, submitted for a steward ----------------------------------------------
+
+
+def test_a_plan_records_who_saved_it_and_a_save_withdraws_its_submission(server):
+    lib = plan_library.PlanLibrary()
+    with access.acting_as(ANALYST):
+        plan = lib.create("d", "p", (QUERY,))
+        assert plan.saved_by == "bob@example.org (sub-bob)"
+        submitted = lib.submit(plan.id)
+        assert submitted.submitted_by == "bob@example.org (sub-bob)" and submitted.submitted
+        assert [p.id for p in lib.submitted("d")] == [plan.id] and lib.submitted("e") == []
+    with access.acting_as(STEWARD):
+        changed = lib.save(plan.id, (), dataset="d", name="p", expected_version=1)
+        assert changed.saved_by == "ann@example.org (sub-ann)" and not changed.submitted
+        assert lib.submitted("d") == [] and lib.get(plan.id).submitted_by == ""
+
+
+def test_an_older_plans_file_gets_the_new_columns_in_place(server):
+    path = server / "old-plans.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE plans_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    con.execute("INSERT INTO plans_meta VALUES ('format', 'epsilon-lab-plans')")
+    con.execute("CREATE TABLE plans (id INTEGER PRIMARY KEY AUTOINCREMENT, dataset TEXT NOT "
+                "NULL, name TEXT NOT NULL, plan_json TEXT NOT NULL, version INTEGER NOT NULL, "
+                "updated TEXT NOT NULL)")
+    text = plan_library.queries_json((QUERY,))
+    con.execute("INSERT INTO plans (dataset, name, plan_json, version, updated) VALUES "
+                "('d', 'old', ?, 3, '2026-01-01T00:00:00')", (text,))
+    con.commit()
+    con.close()
+    lib = plan_library.PlanLibrary(path)
+    [old] = lib.plans("d")
+    assert (old.name, old.version, old.saved_by, old.submitted_by) == ("old", 3, "", "")
+    with access.acting_as(ANALYST):
+        assert lib.submit(old.id).submitted_by.startswith("bob@example.org")
