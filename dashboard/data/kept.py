@@ -40,7 +40,8 @@ _KNOWN_SUFFIXES = (".csv.gz", ".tsv.gz", ".txt.gz", ".csv", ".tsv", ".txt", ".gz
 #: refuses *?[]{} in paths), no quote, no control character.
 _UNSAFE = re.compile(r"[^A-Za-z0-9 ._()+,=@-]+")
 _TABLE = """CREATE TABLE IF NOT EXISTS kept_files (
-    path TEXT PRIMARY KEY, dataset TEXT NOT NULL, name TEXT NOT NULL, kept TEXT NOT NULL)"""
+    path TEXT PRIMARY KEY, dataset TEXT NOT NULL, name TEXT NOT NULL, kept TEXT NOT NULL,
+    kept_by TEXT NOT NULL DEFAULT '')"""
 
 
 class KeepError(RuntimeError):
@@ -144,7 +145,7 @@ def keep_upload(data: bytes, name: str, dataset: str, *, folder=None, store=None
         No data folder, it cannot be written, the file would not read back as the same
         dataset, or the record cannot be written (then no file is left behind).
     """
-    roles.check(Action.KEEP_DATA, KeepDenied)
+    who = roles.who(roles.check(Action.KEEP_DATA, KeepDenied))
     root = _root(folder)
     try:
         path = _write_new(root, safe_name(name, data), data)
@@ -164,9 +165,13 @@ def keep_upload(data: bytes, name: str, dataset: str, *, folder=None, store=None
     try:
         with _store(store).connection("recording a kept file", write=True) as c:
             c.execute(_TABLE)
-            c.execute("INSERT OR REPLACE INTO kept_files VALUES (?, ?, ?, ?)",
+            if "kept_by" not in {r[1] for r in c.execute("PRAGMA table_info(kept_files)")}:
+                # who kept it (issue 33), added in place; files kept before: nobody recorded
+                c.execute("ALTER TABLE kept_files ADD COLUMN kept_by TEXT NOT NULL DEFAULT ''")
+            c.execute("INSERT OR REPLACE INTO kept_files (path, dataset, name, kept, kept_by) "
+                      "VALUES (?, ?, ?, ?, ?)",
                       (str(path), dataset, path.name,
-                       datetime.now(UTC).isoformat(timespec="seconds")))
+                       datetime.now(UTC).isoformat(timespec="seconds"), who))
     except StoreError as exc:
         path.unlink(missing_ok=True)
         raise KeepError(f"The file was not kept: {exc}") from None

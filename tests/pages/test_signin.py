@@ -370,3 +370,34 @@ def test_an_analyst_submits_a_plan_and_a_steward_opens_it_to_release(signed_in_a
     opener.click().run()
     assert not ann.exception, [e.value for e in ann.exception]
     assert ann.button(key=opener.key).disabled   # open here now: the steward releases it
+
+
+def test_the_releases_page_shows_a_steward_who_released_and_who_set_the_budget(
+        signed_in_app, tmp_path, monkeypatch):
+    """Issue 33 item 5: the ledger's who, on the Releases page for a steward (the viewer sees
+    the releases, not who made them); entries from before the ledger kept who say so."""
+    from plan.identity import DatasetIdentity
+    from release.access import Person
+    from release.ledger import Ledger
+
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    ann = Person(ISSUER, "sub-ann", "ann@example.org", "Ann", True)
+    data = DatasetIdentity("adult", "sha256:" + "a" * 64)
+    with access.acting_as(ann), Ledger() as ledger:
+        ledger.set_budget(data, 2.0, reason="agreed")
+        ledger.record_release(data, epsilon=0.5, delta=0.0, accounting="basic",
+                              values_hash="sha256:" + "b" * 64, plan_json="{}",
+                              implementation="test")
+    def tables(who: str) -> tuple:
+        at = signed_in_app(user(who))
+        at.switch_page("app_pages/releases.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        return (next(d.value for d in at.dataframe if "Values hash" in d.value.columns),
+                next(d.value for d in at.dataframe if "Reason" in d.value.columns))
+
+    releases, budgets = tables("ann")
+    assert releases["Released by"].tolist() == ["ann@example.org"]
+    assert budgets["Changed by"].tolist() == ["ann@example.org"]
+    releases, budgets = tables("cy")
+    assert len(releases) == 1 and "Released by" not in releases.columns
+    assert len(budgets) == 1 and "Changed by" not in budgets.columns

@@ -385,3 +385,16 @@ def test_an_older_plans_file_gets_the_new_columns_in_place(server):
     assert (old.name, old.version, old.saved_by, old.submitted_by) == ("old", 3, "", "")
     with access.acting_as(ANALYST):
         assert lib.submit(old.id).submitted_by.startswith("bob@example.org")
+
+
+def test_a_kept_file_records_who_kept_it_also_in_an_older_record_table(server):
+    store = DeclarationStore()
+    with store.connection("an older table", write=True) as c:   # before kept_by
+        c.execute("CREATE TABLE kept_files (path TEXT PRIMARY KEY, dataset TEXT NOT NULL, "
+                  "name TEXT NOT NULL, kept TEXT NOT NULL)")
+        c.execute("INSERT INTO kept_files VALUES ('/x/old.csv', 'd', 'old.csv', 't')")
+    with access.acting_as(STEWARD):
+        path = kept.keep_upload(DATA, "k.csv", _identity(DATA))
+    rows = store.read("reading", "SELECT name, kept_by FROM kept_files ORDER BY name")
+    assert rows == [("k.csv", "ann@example.org (sub-ann)"), ("old.csv", "")]
+    assert kept.kept_dataset(path) == _identity(DATA)
