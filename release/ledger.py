@@ -21,6 +21,14 @@ its ``release.json`` carries the values recorded in the entry), read back by
 Copying the ledger file copies every release with its files. A ledger of layout 1 (before
 releases kept their files) gets the table in place on its first open, in one transaction;
 its releases have no files (:data:`NOT_KEPT_BEFORE`).
+
+Who may write it (issue 33): every write asks the role of the person acting
+(:func:`release.access.current`): a steward sets budgets, gives allotments and releases; an
+analyst releases within their allotment of a dataset's budget (charged against both in the
+one transaction that records the release); a viewer writes nothing. Refusals are
+:class:`LedgerDenied` (a LedgerError and a PermissionError). Layout 3 records who made each
+entry (``by_subject``, ``by_email``, inside the entry's hash when set) and the allotments; an
+older ledger gets both in place on its first open (its entries: nobody recorded).
 """
 
 from __future__ import annotations
@@ -468,12 +476,13 @@ class Ledger:
             connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('files_from', '1')")
 
     def _upgrade(self, connection: sqlite3.Connection) -> None:
-        """Layout 1 → 2, in place and in one transaction: the ``release_files`` table and its
-        triggers, the layout recorded as 2, and ``files_from`` (the first entry that can have
-        files: the releases before it were recorded before releases kept their files). The
-        meta row's trigger is dropped and made again inside the transaction, so the layout
-        is the only row ever changed. Another process may have upgraded it meanwhile: the
-        layout is read again once the write lock is held."""
+        """Layout 1 or 2 → 3, in place and in one transaction: from 1, the ``release_files``
+        table and its triggers and ``files_from`` (the first entry that can have files: the
+        releases before it were recorded before releases kept their files); from both, who
+        made each entry (two columns, empty for the rows there) and the ``allotments`` table;
+        the layout recorded as 3. The meta row's trigger is dropped and made again inside the
+        transaction, so the layout is the only row ever changed. Another process may have
+        upgraded it meanwhile: the layout is read again once the write lock is held."""
         def layout() -> str | None:
             row = connection.execute("SELECT value FROM ledger_meta WHERE key = 'schema'"
                                      ).fetchone()

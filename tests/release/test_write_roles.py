@@ -398,3 +398,43 @@ def test_a_kept_file_records_who_kept_it_also_in_an_older_record_table(server):
     rows = store.read("reading", "SELECT name, kept_by FROM kept_files ORDER BY name")
     assert rows == [("k.csv", "ann@example.org (sub-ann)"), ("old.csv", "")]
     assert kept.kept_dataset(path) == _identity(DATA)
+
+
+# --- layout 2 → 3 --------------------------------------------------------------------------
+
+
+def test_a_layout_2_ledger_gets_who_and_allotments_in_place(server):
+    """ledger_layout2.sqlite was written by the ledger before this change (how:
+    make_ledger_layout2.py beside it): a budget of 2, a release of 0.5 with its files. It opens
+    upgraded in place: its rows unchanged with nobody recorded, its chain verifies, and new
+    entries record who; the layout is the only meta row changed, its trigger back."""
+    from pathlib import Path
+
+    path = server / "ledger.sqlite"
+    path.write_bytes((Path(__file__).parent / "data" / "ledger_layout2.sqlite").read_bytes())
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT value FROM ledger_meta WHERE key = 'schema'").fetchone() == ("2",)
+    entries = con.execute("SELECT * FROM entries ORDER BY id").fetchall()
+    meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
+    con.close()
+    with access.acting_as(STEWARD), Ledger(path) as ledger:
+        assert ledger.verify() == []
+        [old] = ledger.releases()
+        assert (old.epsilon, old.by) == (0.5, "") and ledger.file_names() == {
+            old.id: ("release.json",)}
+        assert [c.by for c in ledger.status(ADULT).history] == [""]
+        assert ledger.status(ADULT).remaining_epsilon == 1.5
+        ledger.set_allotment(ADULT, "bob@example.org", 1.0)
+        assert _release(ledger, 0.25) == old.id + 1
+        assert ledger.releases()[-1].by == "ann@example.org" and ledger.verify() == []
+    con = sqlite3.connect(path)
+    after = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
+    assert after == {**meta, "schema": "3"}
+    assert con.execute("SELECT * FROM entries ORDER BY id").fetchall()[:len(entries)] == [
+        (*row, "", "") for row in entries]
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        con.execute("UPDATE ledger_meta SET value = '2' WHERE key = 'schema'")
+    con.close()
+    with access.acting_as(ANALYST), Ledger(path) as ledger:   # opened again: nothing to do
+        _release(ledger, 0.5)
+        assert ledger.allotment(ADULT, "bob@example.org").spent_epsilon == 0.5
