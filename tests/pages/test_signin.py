@@ -293,6 +293,22 @@ def test_the_budget_panel_shows_each_role_what_it_may_do(signed_in_app, tmp_path
     assert mine.value == "ε = 2"
     assert "You have no allotment" not in shown_text(bob)
 
+    # the analyst releases within it: recorded as theirs, charged to their allotment
+    from plan.identity import DatasetIdentity
+    from release.access import Person
+    from release.ledger import Ledger
+
+    bob.checkbox(key="plan_release_confirm").check().run()
+    bob.button(key="plan_release").click().run()
+    assert not bob.exception, [e.value for e in bob.exception]
+    with access.acting_as(Person(ISSUER, "sub-ann", "ann@example.org")), Ledger() as ledger:
+        [record] = ledger.releases()
+        assert record.by == "bob@example.org" and record.epsilon == 1.0
+        given = ledger.allotment(DatasetIdentity("", record.dataset.content_hash),
+                                 "bob@example.org")
+        assert (given.spent_epsilon, given.remaining_epsilon) == (1.0, 1.0)
+        assert ledger.file_names()[record.id]   # the analyst's release kept its files
+
 
 UPLOADED = b"id,age,town\n" + b"".join(f"{i},{20 + i % 50},{'ab'[i % 2]}\n".encode()
                                         for i in range(60))
