@@ -279,12 +279,15 @@ def _history(status) -> None:
     if status is None or not status.history:
         return
     from dashboard.analysis.releases import budget_history_table
+    from dashboard.signin import role_now
 
     changes = len(status.history)
     with st.expander(f"Budget history ({changes} setting{'s' * (changes > 1)})",
                      icon=":material/history:"):
-        st.dataframe(budget_history_table([status]), hide_index=True,
-                     key="plan_budget_history")
+        table = budget_history_table([status])
+        if role_now() is not Role.STEWARD:   # who changed it: a steward's to see
+            table = table.drop(columns=["Changed by"])
+        st.dataframe(table, hide_index=True, key="plan_budget_history")
         st.caption("Every later release's card and report list these settings: a budget "
                    "raised, or a δ cap removed, after releases were made is visible to "
                    "whoever reads them.")
