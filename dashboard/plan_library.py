@@ -429,6 +429,14 @@ class PlanLibrary:
                            queries_from_json(original.plan_json), original.unit(),
                            original.declared(), original.built_on())
 
+    def move(self, dataset: str, to: str) -> int:
+        """Key every plan of ``dataset`` under ``to`` instead (an upload's own plans, once a
+        steward keeps it on the server, become the kept file's: shared); how many moved."""
+        _may_write()
+        with self._connection("moving plans", write=True) as c:
+            return c.execute("UPDATE plans SET dataset = ? WHERE dataset = ?",
+                             (to, dataset)).rowcount
+
     def submit(self, plan_id: int) -> SavedPlan | None:
         """Mark the plan, as it stands, as submitted for a steward to release (an analyst's
         way to release beyond their allotment); a later save withdraws it."""

@@ -275,6 +275,12 @@ def _keep(uploader_key: str) -> None:
     except kept.KeepError as exc:
         ss[_MESSAGE] = (False, str(exc))
         return
+    if scoped(identity) != identity:   # its uploader's plans become the kept file's (shared)
+        try:
+            PlanLibrary(plan_store_path()).move("content:" + scoped(identity),
+                                                "content:" + identity)
+        except PlanLibraryError:
+            pass   # kept all the same; the plans stay with their uploader
     ss["dataset_choice"] = folder.CHOICE_PREFIX + path.name
     for name in (state.UPLOADED, state.UPLOAD_ID, _HELD, _AWAITED):
         ss.pop(name, None)   # the data folder holds it now: no copy in this session

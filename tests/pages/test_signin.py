@@ -420,3 +420,39 @@ def test_the_releases_page_shows_a_steward_who_released_and_who_set_the_budget(
     releases, budgets = tables("cy")
     assert len(releases) == 1 and "Released by" not in releases.columns
     assert len(budgets) == 1 and "Changed by" not in budgets.columns
+
+
+def test_an_upload_a_steward_keeps_shares_its_plans(signed_in_app, tmp_path, monkeypatch):
+    """Issue 33 item 6: once a steward keeps an upload on the server, the plans saved for it
+    are the kept file's, which every user of the server opens."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import fresh_plans
+
+    fresh_plans()
+    (tmp_path / "data").mkdir()
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    saved = "release_plan_saved"
+
+    def session(who: str):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.secrets["auth"] = dict(AUTH)
+        at.user = user(who)
+        at.run()
+        return at
+
+    ann = session("ann")
+    ann.selectbox(key="dataset_choice").select("Upload your own CSV").run()
+    ann.file_uploader(key="upload_file").set_value(("towns.csv", UPLOADED, "text/csv")).run()
+    ann = _plan_page(ann)
+    [planned] = ann.session_state[saved].values()
+    assert "|uploader:" in planned.dataset
+    ann.button(key="workspace_keep").click().run()
+    assert not ann.exception, [e.value for e in ann.exception]
+
+    bob = session("bob")
+    bob.selectbox(key="dataset_choice").select("file:towns.csv").run()
+    bob.switch_page("app_pages/plan.py").run()
+    assert not bob.exception, [e.value for e in bob.exception]
+    assert [p.id for p in bob.session_state[saved].values()] == [planned.id]
