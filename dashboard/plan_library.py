@@ -431,8 +431,9 @@ class PlanLibrary:
 
     def move(self, dataset: str, to: str) -> int:
         """Key every plan of ``dataset`` under ``to`` instead (an upload's own plans, once a
-        steward keeps it on the server, become the kept file's: shared); how many moved."""
-        _may_write()
+        steward keeps it on the server, become the kept file's: shared); how many moved.
+        Part of keeping data on the server: a steward's."""
+        roles.check(Action.KEEP_DATA, PlanLibraryDenied)
         with self._connection("moving plans", write=True) as c:
             return c.execute("UPDATE plans SET dataset = ? WHERE dataset = ?",
                              (to, dataset)).rowcount

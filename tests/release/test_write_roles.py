@@ -106,6 +106,7 @@ def _writes(tmp_path):
         "plans.duplicate": (lambda: lib().duplicate(plan.id), plan_library.PlanLibraryError),
         "plans.delete": (lambda: lib().delete(plan.id), plan_library.PlanLibraryError),
         "plans.submit": (lambda: lib().submit(plan.id), plan_library.PlanLibraryError),
+        "plans.move": (lambda: lib().move("d", "e"), plan_library.PlanLibraryError),
         "kept.keep_upload": (lambda: kept.keep_upload(b"id,age\n9,9\n", "n.csv",
                                                       _identity(b"id,age\n9,9\n")),
                              kept.KeepError),
@@ -121,7 +122,8 @@ ANALYST_MAY = {"plans.create", "plans.save", "plans.rename", "plans.duplicate", 
 VIEWER_MAY: set[str] = set()
 ALL = ["ledger.set_budget", "ledger.record_release", "ledger.store_files",
        "ledger.set_allotment", "declarations.declare", "plans.create", "plans.save",
-       "plans.rename", "plans.duplicate", "plans.delete", "plans.submit", "kept.keep_upload",
+       "plans.rename", "plans.duplicate", "plans.delete", "plans.submit", "plans.move",
+       "kept.keep_upload",
        "kept.remove_kept"]
 
 
