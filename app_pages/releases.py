@@ -12,7 +12,9 @@ import streamlit as st
 from dashboard import controls
 from dashboard.analysis import releases as ra
 from dashboard.release_panel import release_downloads
+from dashboard.signin import role_now
 from dashboard.text import plain
+from release.access import Role
 from release.cli import fetch_command
 from release.ledger import Ledger, LedgerError, ledger_path
 
@@ -47,15 +49,21 @@ if problems:
 else:
     st.caption(f"{len(history):,} release(s); the chain of entry hashes checks out.")
 
+# who released and who changed a budget: a steward's to see (issue 33), named on no file
+steward = role_now() is Role.STEWARD
+WHO_COLUMNS = [] if steward else ["Released by", "Changed by"]
+
 st.subheader("Budget per dataset")
 st.dataframe(ra.datasets_table(datasets), hide_index=True, key="releases_datasets")
 if any(s.history for s in datasets):
     st.markdown("**Budget changes** — every setting of a dataset's budget, with its time and "
                 "reason; every later release's card and report list them.")
-    st.dataframe(ra.budget_history_table(datasets), hide_index=True,
-                 key="releases_budget_history")
+    st.dataframe(ra.budget_history_table(datasets).drop(columns=WHO_COLUMNS,
+                                                         errors="ignore"),
+                 hide_index=True, key="releases_budget_history")
 st.subheader("History")
-st.dataframe(ra.history_table(history, files_words), hide_index=True, key="releases_history")
+st.dataframe(ra.history_table(history, files_words).drop(columns=WHO_COLUMNS, errors="ignore"),
+             hide_index=True, key="releases_history")
 st.caption("Each released value comes with an interval for its true value at the level shown "
            "(the plan's α; 95 % by default), computed from the noise's law and public "
            "parameters only: `lower`, `upper` and `level` in the release's `release.csv`, "

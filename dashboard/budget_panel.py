@@ -19,6 +19,7 @@ from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.figures import lower as round_down
 from dpcore.figures import upper
+from release.access import Action, Role, denied_message
 
 __all__ = ["Guard", "identity_of", "budget_section", "SET_KEYS"]
 
@@ -137,15 +138,126 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
                "changed is new data with a budget of its own, even when it holds the same "
                "people, and their earlier releases are not counted against it. Releases add "
                "up by basic composition.")
+    from dashboard.signin import role_now
+
+    role = role_now()
+    steward = role is Role.STEWARD
+    if fits and role is Role.ANALYST:   # an analyst's release must fit their allotment too
+        fits, reason = _allotment_section(identity, path, needs_epsilon, needs_delta)
     if not fits:
         st.error(f"**This plan is refused:** {plain(reason, limit=300)}. Lower the queries' "
-                 "budgets, or raise the dataset's budget below.", icon=":material/block:")
+                 "budgets" + (", or raise the dataset's budget below." if steward else "."),
+                 icon=":material/block:")
     elif budget is None:
         st.warning("No total budget is set for this dataset: releases are recorded, but "
-                   "nothing stops them adding up. Set one below.", icon=":material/warning:")
+                   "nothing stops them adding up." + (" Set one below." if steward else ""),
+                   icon=":material/warning:")
     _history(status)
-    _set_control(identity, budget, spent_eps, suggested)
+    if steward:
+        _set_control(identity, budget, spent_eps, suggested)
+        _allotments_control(identity, path)
+    else:
+        st.info(denied_message(Action.SET_BUDGET), icon=":material/lock:")
     return Guard(left_eps, fits, reason)
+
+
+def _allotment_section(identity, path, needs_epsilon: float, needs_delta: float
+                       ) -> tuple[bool, str]:
+    """An analyst's allotment of this dataset and what is left of it; whether the plan fits
+    it (and why not)."""
+    from release import access
+    from release.ledger import Ledger, LedgerError, left_in_words
+
+    email = (access.current().email or "").strip().lower()
+    try:
+        allotment = None
+        if path.exists() and email:
+            with Ledger(path) as ledger:
+                allotment = ledger.allotment(identity, email)
+    except LedgerError as exc:
+        st.error(f"Your allotment cannot be read: {plain(exc, limit=400)}",
+                 icon=":material/error:")
+        return False, "your allotment cannot be read"
+    if allotment is None:
+        st.warning("You have no allotment of this dataset's budget: ask a steward for one, or "
+                   "save the plan and submit it for a steward to release.",
+                   icon=":material/lock:")
+        return False, "you have no allotment of this dataset's budget"
+    left = allotment.remaining_epsilon
+    st.metric("Your allotment", f"ε = {round_down(allotment.epsilon, 6)}"
+              + ("" if allotment.delta is None else f", δ = {allotment.delta:.3g}"),
+              delta=f"{left_in_words(left)}", delta_arrow="off", delta_color="off")
+    if needs_epsilon > left:
+        return False, (f"the plan would record ε = {upper(needs_epsilon, 6)} and your "
+                       f"allotment has {left_in_words(left)}")
+    left_delta = allotment.remaining_delta
+    if left_delta is not None and needs_delta > left_delta:
+        return False, (f"the plan would record δ = {upper(needs_delta, 3)} and your "
+                       f"allotment has {left_in_words(left_delta, 'δ', digits=3)}")
+    return True, ""
+
+
+ALLOT_DONE = "plan_allot_done"
+
+
+def _allot(identity, analyst: str, epsilon: float, delta: float) -> None:
+    """The allotment button's callback: record it (or say why not)."""
+    from release.ledger import Ledger, LedgerError
+
+    try:
+        with Ledger() as ledger:
+            ledger.set_allotment(identity, analyst, float(epsilon),
+                                 delta=float(delta) or None)
+        st.session_state[ALLOT_DONE] = (True, f"{analyst} now has an allotment of ε = "
+                                        f"{epsilon:g} of this dataset's budget.")
+    except (LedgerError, ValueError) as exc:
+        st.session_state[ALLOT_DONE] = (False, f"The allotment was not set: {exc}")
+
+
+def _allotments_control(identity, path) -> None:
+    """A steward's view of the analysts' allotments of this dataset, and the form that gives
+    one (shown only while sign-in is on: with it off there is no analyst)."""
+    import pandas as pd
+
+    from release import access, roles
+    from release.ledger import Ledger, LedgerError
+
+    if not access.sign_in_on():
+        return
+    done = st.session_state.pop(ALLOT_DONE, None)
+    with st.expander("Analysts' allotments", icon=":material/group:",
+                     expanded=done is not None):
+        try:
+            given = []
+            if path.exists():
+                with Ledger(path) as ledger:
+                    given = ledger.allotments(identity)
+            with roles.Roles() as store:
+                analysts = [m.email for m in store.members() if m.role is Role.ANALYST]
+        except (LedgerError, roles.RolesError) as exc:
+            st.error(f"The allotments cannot be read: {plain(exc, limit=400)}",
+                     icon=":material/error:")
+            return
+        if given:
+            st.dataframe(pd.DataFrame(
+                [{"Analyst": a.analyst, "ε": a.epsilon, "δ": a.delta,
+                  "Spent ε": upper(a.spent_epsilon, 6), "Set by": a.by, "Time": a.time}
+                 for a in given]), hide_index=True, key="plan_allotments")
+        else:
+            st.caption("No analyst has an allotment of this dataset's budget.")
+        if not analysts:
+            st.caption("Nobody has the analyst role: add people on the People page.")
+            return
+        left, middle, right = st.columns(3)
+        who = left.selectbox("Analyst", analysts, key="plan_allot_analyst")
+        epsilon = middle.number_input("ε", min_value=0.0, max_value=1e4, value=1.0,
+                                      step=0.1, key="plan_allot_epsilon")
+        delta = right.number_input("δ (0: none)", min_value=0.0, max_value=0.1, value=0.0,
+                                   step=1e-6, format="%g", key="plan_allot_delta")
+        st.button("Set the allotment", key="plan_allot", on_click=_allot,
+                  args=(identity, who, epsilon, delta))
+        if done is not None:
+            (st.success if done[0] else st.error)(plain(done[1], limit=400))
 
 
 def _left_figure(left_eps: float | None, left_delta: float | None) -> str:
@@ -167,12 +279,15 @@ def _history(status) -> None:
     if status is None or not status.history:
         return
     from dashboard.analysis.releases import budget_history_table
+    from dashboard.signin import role_now
 
     changes = len(status.history)
     with st.expander(f"Budget history ({changes} setting{'s' * (changes > 1)})",
                      icon=":material/history:"):
-        st.dataframe(budget_history_table([status]), hide_index=True,
-                     key="plan_budget_history")
+        table = budget_history_table([status])
+        if role_now() is not Role.STEWARD:   # who changed it: a steward's to see
+            table = table.drop(columns=["Changed by"])
+        st.dataframe(table, hide_index=True, key="plan_budget_history")
         st.caption("Every later release's card and report list these settings: a budget "
                    "raised, or a δ cap removed, after releases were made is visible to "
                    "whoever reads them.")

@@ -21,6 +21,7 @@ from dashboard.data import schema as sc
 from dashboard.text import plain
 from engine import EngineError
 from release import declarations as kept
+from release.access import AccessDenied
 
 __all__ = ["opened", "notices", "finish", "restored_sentence", "Opening"]
 
@@ -143,7 +144,7 @@ def opened(loaded, data_key: str) -> None:
             restored.append(unit_event)
     if restored:
         if data_key.startswith("upload:"):   # its plans are saved under its content
-            plan_store.set_identity(data_key, "content:" + identity)
+            plan_store.set_identity(data_key, "content:" + plan_store.scoped(identity))
         opening.said.insert(0, ("info", restored_sentence(
             restored, len(plan_store.saved_plans(data_key)))))
 
@@ -182,6 +183,12 @@ def _sync() -> None:
     try:
         _store().declare(identity, names=_names(loaded, data_key), reason="declared in the app",
                          **changed)
+    except AccessDenied as exc:   # not the role's to save: this session's only, said once
+        ss.setdefault(_PROBLEM, {})[data_key] = (
+            f"The {' and '.join(changed)} you declared {'are' if len(changed) > 1 else 'is'} "
+            f"used in this session only, not saved on the server: {exc}")
+        synced[data_key] = now
+        return
     except kept.DeclarationsError as exc:
         ss.setdefault(_PROBLEM, {})[data_key] = (
             f"The {' and '.join(changed)} you declared {'are' if len(changed) > 1 else 'is'} "

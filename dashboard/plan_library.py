@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from plan import model
+from release import roles
+from release.access import AccessDenied, Action
 
 __all__ = ["PLANS_ENV", "PlanLibraryError", "PlanConflict", "SavedPlan", "PlanLibrary",
            "plans_path", "queries_json", "queries_from_json", "unit_from_json", "keep_drawn",
@@ -55,6 +57,23 @@ class PlanLibraryError(RuntimeError):
     message says what is wrong. The session's plan is kept."""
 
 
+class PlanLibraryDenied(PlanLibraryError, AccessDenied):
+    """The person acting may not change saved plans (a viewer, or nobody signed in); the
+    message says who may. Nothing was written."""
+
+
+def _may_write() -> str:
+    """Who is writing (as the ``saved_by`` column names them), if they may save plans."""
+    return roles.who(roles.check(Action.SAVE_PLAN, PlanLibraryDenied))
+
+
+#: Columns added since the first layout: who saved the plan last, and who submitted it for a
+#: steward to release (and when; "" while it is not submitted). Added in place to older files.
+_ADDED_COLUMNS = {"saved_by": "TEXT NOT NULL DEFAULT ''",
+                  "submitted_by": "TEXT NOT NULL DEFAULT ''",
+                  "submitted": "TEXT NOT NULL DEFAULT ''"}
+
+
 class PlanConflict(Exception):
     """A save refused: the plan was saved from another window since the version this one
     started from. ``stored``: the plan as it stands (nothing was written)."""
@@ -75,6 +94,9 @@ class SavedPlan:
     plan_json: str
     version: int
     updated: str
+    saved_by: str = ""       # who saved it last ("" for a plan saved before this was kept)
+    submitted_by: str = ""   # who submitted it for a steward to release ("" while not)
+    submitted: str = ""      # when (a later save withdraws it: what is released is what was)
 
     def queries(self) -> tuple[model.PlanQuery, ...]:
         return queries_from_json(self.plan_json)
@@ -313,13 +335,24 @@ class PlanLibrary:
             connection.execute("INSERT OR IGNORE INTO plans_meta VALUES ('format', ?)",
                                (_FORMAT,))
             connection.execute("COMMIT")
+        # older files: the columns added since, in place (their plans: nobody recorded)
+        def missing() -> list[str]:
+            have = {row[1] for row in connection.execute("PRAGMA table_info(plans)")}
+            return [column for column in _ADDED_COLUMNS if column not in have]
+
+        if missing():
+            connection.execute("BEGIN IMMEDIATE")
+            for column in missing():   # read again under the lock: another may have added
+                connection.execute(f"ALTER TABLE plans ADD COLUMN {column} "
+                                   f"{_ADDED_COLUMNS[column]}")
+            connection.execute("COMMIT")
         _checked.add(self.path)
 
     @staticmethod
     def _row(row) -> SavedPlan | None:
         return None if row is None else SavedPlan(*row)
 
-    _COLUMNS = "id, dataset, name, plan_json, version, updated"
+    _COLUMNS = "id, dataset, name, plan_json, version, updated, saved_by, submitted_by, submitted"
 
     def get(self, plan_id: int) -> SavedPlan | None:
         with self._connection("reading a plan") as c:
@@ -340,11 +373,13 @@ class PlanLibrary:
     def create(self, dataset: str, name: str, queries: tuple[model.PlanQuery, ...],
                unit: model.PrivacyUnit | None = None, declared: str | None = None,
                built_on: tuple[str, model.BuiltOn] | None = None) -> SavedPlan:
+        who = _may_write()
         text, now = queries_json(queries, unit, declared, built_on), _now()
         with self._connection("saving a new plan", write=True) as c:
-            cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, updated)"
-                               " VALUES (?, ?, ?, 1, ?)", (dataset, name, text, now))
-            return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now)
+            cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, updated, "
+                               "saved_by) VALUES (?, ?, ?, 1, ?, ?)",
+                               (dataset, name, text, now, who))
+            return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now, who)
 
     def save(self, plan_id: int, queries: tuple[model.PlanQuery, ...], *, dataset: str,
              name: str, expected_version: int, unit: model.PrivacyUnit | None = None,
@@ -356,6 +391,7 @@ class PlanLibrary:
         (the caller offers to reload it or to save its own as a copy; :func:`keep_drawn`
         keeps the max rows draws of whichever version is set aside). A plan deleted
         meanwhile is saved anew. The check and the write are one transaction."""
+        who = _may_write()
         now = _now()
         text = queries_json(queries, unit, declared, built_on)
         with self._connection("saving the plan", write=True) as c:
@@ -363,25 +399,29 @@ class PlanLibrary:
                                          (int(plan_id),)).fetchone())
             if before is None:
                 cursor = c.execute("INSERT INTO plans (dataset, name, plan_json, version, "
-                                   "updated) VALUES (?, ?, ?, 1, ?)",
-                                   (dataset, name, text, now))
-                return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now)
+                                   "updated, saved_by) VALUES (?, ?, ?, 1, ?, ?)",
+                                   (dataset, name, text, now, who))
+                return SavedPlan(cursor.lastrowid, dataset, name, text, 1, now, who)
             if before.version != expected_version:
                 raise PlanConflict(before)
-            c.execute("UPDATE plans SET plan_json = ?, name = ?, version = ?, updated = ? "
-                      "WHERE id = ?", (text, name, before.version + 1, now, before.id))
+            # a changed plan is no longer the one submitted: it is submitted again if meant
+            c.execute("UPDATE plans SET plan_json = ?, name = ?, version = ?, updated = ?, "
+                      "saved_by = ?, submitted_by = '', submitted = '' WHERE id = ?",
+                      (text, name, before.version + 1, now, who, before.id))
             return replace(before, plan_json=text, name=name, version=before.version + 1,
-                           updated=now)
+                           updated=now, saved_by=who, submitted_by="", submitted="")
 
     def rename(self, plan_id: int, name: str) -> SavedPlan | None:
+        who = _may_write()
         now = _now()
         with self._connection("renaming the plan", write=True) as c:
-            c.execute("UPDATE plans SET name = ?, version = version + 1, updated = ? "
-                      "WHERE id = ?", (name, now, int(plan_id)))
+            c.execute("UPDATE plans SET name = ?, version = version + 1, updated = ?, "
+                      "saved_by = ? WHERE id = ?", (name, now, who, int(plan_id)))
             return self._row(c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE id = ?",
                                        (int(plan_id),)).fetchone())
 
     def duplicate(self, plan_id: int, name: str | None = None) -> SavedPlan | None:
+        _may_write()
         original = self.get(plan_id)
         if original is None:
             return None
@@ -389,6 +429,33 @@ class PlanLibrary:
                            queries_from_json(original.plan_json), original.unit(),
                            original.declared(), original.built_on())
 
+    def move(self, dataset: str, to: str) -> int:
+        """Key every plan of ``dataset`` under ``to`` instead (an upload's own plans, once a
+        steward keeps it on the server, become the kept file's: shared); how many moved.
+        Part of keeping data on the server: a steward's."""
+        roles.check(Action.KEEP_DATA, PlanLibraryDenied)
+        with self._connection("moving plans", write=True) as c:
+            return c.execute("UPDATE plans SET dataset = ? WHERE dataset = ?",
+                             (to, dataset)).rowcount
+
+    def submit(self, plan_id: int) -> SavedPlan | None:
+        """Mark the plan, as it stands, as submitted for a steward to release (an analyst's
+        way to release beyond their allotment); a later save withdraws it."""
+        person = roles.check(Action.SUBMIT_PLAN, PlanLibraryDenied)
+        with self._connection("submitting the plan", write=True) as c:
+            c.execute("UPDATE plans SET submitted_by = ?, submitted = ? WHERE id = ?",
+                      (roles.who(person), _now(), int(plan_id)))
+            return self._row(c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE id = ?",
+                                       (int(plan_id),)).fetchone())
+
+    def submitted(self, dataset: str) -> list[SavedPlan]:
+        """The dataset's plans submitted for a steward to release, the oldest first."""
+        with self._connection("listing submitted plans") as c:
+            rows = c.execute(f"SELECT {self._COLUMNS} FROM plans WHERE dataset = ? AND "
+                             "submitted != '' ORDER BY submitted, id", (dataset,)).fetchall()
+        return [SavedPlan(*row) for row in rows]
+
     def delete(self, plan_id: int) -> None:
+        _may_write()
         with self._connection("deleting the plan", write=True) as c:
             c.execute("DELETE FROM plans WHERE id = ?", (int(plan_id),))

@@ -29,7 +29,8 @@ from plan import model
 __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear", "count",
            "unit", "set_unit", "declared", "set_declared", "same_query", "replace_query",
            "PLAN_PAGE", "max_rows_query", "set_max_rows", "sync", "current", "saved_plans",
-           "library_error", "open_plan", "new_plan", "duplicate_plan", "delete_plan", "rename",
+           "library_error", "submit", "submitted_plans", "open_plan", "new_plan",
+           "duplicate_plan", "delete_plan", "rename",
            "revision", "set_identity", "shown_count", "built_on", "bind", "Conflict", "conflict",
            "reload_saved", "save_as_copy", "open_first"]
 
@@ -240,6 +241,25 @@ _PATH = "release_plan_library_path"  # fixed for the session at its first use
 _SHOWN = "release_plan_shown"        # how many times another saved version was shown
 _CONFLICT = "release_plan_conflict"  # data key -> the saved plan another tab saved since
 DEFAULT_NAME = "Untitled plan"
+
+
+#: Between an upload's content identity and its uploader, in the stores' keys (sign-in on).
+UPLOADER = "|uploader:"
+
+
+def scoped(identity: str) -> str:
+    """An upload's key in the plans and names stores: its content identity, followed while
+    sign-in is on by the uploader's issuer and subject, so that another user who uploads the
+    same content sees none of their plans or names (issue 33 item 6). A file kept on the
+    server, and a built-in, are shared: their keys are not scoped."""
+    from release import access
+
+    if not access.sign_in_on():
+        return identity
+    person = access.current()
+    if person is None or person.issuer in (access.LOCAL.issuer, access.OPERATOR.issuer):
+        return identity
+    return f"{identity}{UPLOADER}{person.issuer} {person.subject}"
 
 
 def _library() -> plan_library.PlanLibrary:
@@ -555,6 +575,32 @@ def rename(data_key: str, name: str) -> None:
         _remember(data_key, renamed)
     else:   # another tab saved it meanwhile: its version, renamed, stands
         st.session_state.setdefault(_CONFLICT, {})[data_key] = renamed
+
+
+def submit(data_key: str) -> None:
+    """Submit the session's plan, as saved, for a steward to release (saved first if it is
+    not yet)."""
+    if current(data_key) is None:
+        _save(data_key)
+    saved = current(data_key)
+    if saved is None:
+        return
+    try:
+        done = _library().submit(saved.id)
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return
+    if done is not None and done.version == saved.version:
+        _remember(data_key, done)
+
+
+def submitted_plans(data_key: str) -> list[plan_library.SavedPlan]:
+    """This dataset's plans submitted for a steward to release ([] if unavailable)."""
+    try:
+        return _library().submitted(_dataset(data_key))
+    except plan_library.PlanLibraryError as exc:
+        _failed(exc)
+        return []
 
 
 def open_first(data_key: str, plan_id: int) -> bool:

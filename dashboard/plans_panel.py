@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboard import plan_store
 from dashboard.text import plain
+from release.access import Role
 
 __all__ = ["saved_plans_section"]
 
@@ -49,6 +50,7 @@ def saved_plans_section(data_key: str) -> None:
                       on_change=_rename, args=(data_key, key))
         st.button("New plan", key="saved_plan_new", icon=":material/add:",
                   on_click=plan_store.new_plan, args=(data_key,))
+        _submission(data_key, current)
         for saved in plans:
             mine = current is not None and saved.id == current.id
             n = saved.size
@@ -71,3 +73,35 @@ def saved_plans_section(data_key: str) -> None:
                            on_click=_delete, args=(data_key, saved.id))
                 no.button("Cancel", key="saved_plan_delete_cancel",
                           on_click=lambda: st.session_state.pop(_CONFIRM, None))
+
+
+def _submission(data_key: str, current) -> None:
+    """An analyst submits the plan for a steward to release; a steward sees the dataset's
+    submitted plans and opens one to release it below."""
+    from dashboard.signin import role_now
+
+    role = role_now()
+    if role is Role.ANALYST:
+        if current is not None and current.submitted:
+            st.info(f"Submitted for a steward to release ({current.submitted[:16]} UTC). A "
+                    "change to the plan withdraws it: submit it again then.",
+                    icon=":material/outbox:")
+        st.button("Submit for a steward to release", key="saved_plan_submit",
+                  icon=":material/outbox:", on_click=plan_store.submit, args=(data_key,),
+                  disabled=current is not None and bool(current.submitted),
+                  help="A steward sees it on this page and can release it beyond your "
+                       "allotment.")
+    elif role is Role.STEWARD:
+        waiting = plan_store.submitted_plans(data_key)
+        if not waiting:
+            return
+        st.markdown(f"**Submitted for release** ({len(waiting)}): open one, check it, then "
+                    "release it below.")
+        for saved in waiting:
+            cols = st.columns([5, 1], vertical_alignment="center")
+            cols[0].markdown(f"{plain(saved.name, limit=120)} · by "
+                             f"{plain(saved.submitted_by, limit=200)} · "
+                             f"{saved.submitted[:16]} UTC")
+            cols[1].button("Open", key=f"submitted_plan_open_{saved.id}",
+                           disabled=current is not None and saved.id == current.id,
+                           on_click=plan_store.open_plan, args=(data_key, saved.id))

@@ -20,7 +20,8 @@ from dashboard.text import plain
 from release import access, roles
 from release.access import LOCAL, AccessError, Action, Person, Role
 
-__all__ = ["Visitor", "acting_person", "gate", "person_of", "visible_pages", "REQUIRED_SETTINGS"]
+__all__ = ["Visitor", "acting_person", "gate", "person_of", "role_now", "visible_pages",
+           "REQUIRED_SETTINGS"]
 
 #: What the ``[auth]`` section of ``.streamlit/secrets.toml`` must hold (README, Deployment).
 REQUIRED_SETTINGS = ("redirect_uri", "cookie_secret", "client_id", "client_secret",
@@ -110,6 +111,28 @@ def acting_person() -> Person | None:
         return None
     person = person_of(user)
     return person if person.issuer and person.subject else None
+
+
+def _session_person() -> Person | None:
+    """:func:`acting_person` for :func:`release.access.current` when nobody is bound (a
+    widget's callback): None outside a Streamlit session or when ``st.user`` cannot say."""
+    try:
+        return acting_person()
+    except Exception:  # noqa: BLE001 — no session here, or no user: nobody acts
+        return None
+
+
+# what the stores ask when a callback writes before this run's gate has bound anyone
+access.resolve_with(_session_person)
+
+
+def role_now() -> Role | None:
+    """The role of the person acting now (bound by the gate, or the session's user in a
+    callback); None when they have none or the roles cannot be read."""
+    try:
+        return roles.role_of(access.current())
+    except (AccessError, roles.RolesError):
+        return None
 
 
 def gate() -> Visitor:

@@ -23,9 +23,11 @@ from dashboard import datasets, plan_store, state
 from dashboard.budget_panel import identity_of
 from dashboard.data import folder, kept
 from dashboard.plan_library import PlanLibrary, PlanLibraryError, plans_path
+from dashboard.plan_store import UPLOADER, scoped
 from dashboard.text import plain
 from engine import DATA_ENV
 from engine.sources import data_folder
+from release.access import Action, denied_message
 from release.declarations import DeclarationsError, DeclarationStore
 
 __all__ = ["UPLOAD_CHOICE", "IDENTITY_PARAM", "PLAN_PARAM", "prepare_plans", "waiting_notice",
@@ -100,7 +102,7 @@ def _record_name(upload_id: str, identity: str, name: str) -> None:
         return
     named.add(upload_id)
     try:
-        DeclarationStore().declare(identity, names=[name])
+        DeclarationStore().declare(scoped(identity), names=[name])
     except (DeclarationsError, ValueError):
         pass   # the notice after a reload then says "the file you uploaded"
 
@@ -118,6 +120,7 @@ def prepare_plans(key: str) -> None:
         if identity is not None:
             ss[_AWAITED] = _short(identity)
             _record_name(ss.get(state.UPLOAD_ID) or key, identity, loaded.name)
+            identity = scoped(identity)   # an upload's plans are its uploader's
     elif _is_kept(loaded, key):
         identity = _identity(loaded, key)
     if identity is not None:
@@ -154,19 +157,26 @@ def _awaited() -> tuple[str | None, bool, bool, int, str | None] | None:
         found = store.read("looking an upload up", "SELECT DISTINCT dataset FROM names WHERE "
                            "dataset LIKE ? UNION SELECT DISTINCT dataset FROM events WHERE "
                            "dataset LIKE ?", (f"sha256:{short}%",) * 2)
-        if len(found) != 1:
+        # another uploader's key (sign-in on) is not theirs to see: only shared keys and own
+        bases = {d.split(UPLOADER)[0] for (d,) in found
+                 if UPLOADER not in d or d == scoped(d.split(UPLOADER)[0])}
+        if len(bases) != 1:
             return None
-        identity = found[0][0]
+        identity = bases.pop()
         declared = store.latest(identity)
-        plans = len(PlanLibrary(plan_store_path()).plans("content:" + identity))
+        own = store.latest(scoped(identity)) if scoped(identity) != identity else None
+        plans = len(PlanLibrary(plan_store_path()).plans("content:" + scoped(identity)))
     except (DeclarationsError, PlanLibraryError):
         return None
-    if declared is None:
+    if declared is None and own is None:
         return None
-    names = [n for n in declared.names if not n.startswith(_NOT_NAMES)]
+    names = [n for n in (*(declared.names if declared else ()), *(own.names if own else ()))
+             if not n.startswith(_NOT_NAMES)]
     return (names[-1] if names else None,
-            declared.schema is not None and declared.schema.text is not None,
-            declared.unit is not None and declared.unit.text is not None, plans,
+            declared is not None and declared.schema is not None
+            and declared.schema.text is not None,
+            declared is not None and declared.unit is not None
+            and declared.unit.text is not None, plans,
             _kept_name(identity))
 
 
@@ -265,12 +275,28 @@ def _keep(uploader_key: str) -> None:
     except kept.KeepError as exc:
         ss[_MESSAGE] = (False, str(exc))
         return
+    if scoped(identity) != identity:   # its uploader's plans become the kept file's (shared)
+        try:
+            PlanLibrary(plan_store_path()).move("content:" + scoped(identity),
+                                                "content:" + identity)
+        except PlanLibraryError:
+            pass   # kept all the same; the plans stay with their uploader
     ss["dataset_choice"] = folder.CHOICE_PREFIX + path.name
     for name in (state.UPLOADED, state.UPLOAD_ID, _HELD, _AWAITED):
         ss.pop(name, None)   # the data folder holds it now: no copy in this session
     ss[_MESSAGE] = (True, f"{said} {path.name} in the data folder: it opens "
                           "again after a reload or a restart, and every user of this server "
                           "can choose it. Its declarations and saved plans follow it.")
+
+
+def _may_keep() -> bool:
+    """Whether the person acting may keep data on the server (or remove it): a steward."""
+    from release import access, roles
+
+    try:
+        return roles.may(access.current(), Action.KEEP_DATA)
+    except (access.AccessError, roles.RolesError):
+        return False
 
 
 def file_controls(uploader_key: str) -> None:
@@ -283,6 +309,9 @@ def file_controls(uploader_key: str) -> None:
 def keep_control(uploader_key: str) -> None:
     """Keep the upload in use on the server (or why not)."""
     if not _upload_in_use():
+        return
+    if not _may_keep():
+        st.caption(denied_message(Action.KEEP_DATA) + " This upload stays in your session.")
         return
     if data_folder() is None:
         st.button(KEEP_LABEL, key="workspace_keep", disabled=True)
@@ -326,7 +355,7 @@ def remove_control() -> None:
     """A data-folder file kept from an upload: remove it from the server, confirmed."""
     ss = st.session_state
     loaded = ss[state.DATASET]
-    if loaded.file is None or not _is_kept(loaded, state.dataset_key()):
+    if loaded.file is None or not _is_kept(loaded, state.dataset_key()) or not _may_keep():
         return
     if not ss.get(_CONFIRM):
         st.button(REMOVE_LABEL, key="workspace_remove",

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import contextvars
 import enum
+import getpass
 import os
-from collections.abc import Iterator
+import socket
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 __all__ = ["AUTH_ENV", "Action", "AccessDenied", "AccessError", "Person", "Role", "LOCAL",
            "OPERATOR", "allowed", "bind", "current", "denied_message", "acting_as",
-           "sign_in_on"]
+           "recorded_as", "resolve_with", "sign_in_on"]
 
 #: The environment variable that turns sign-in on (``oidc``) or leaves it off (unset, ``off``).
 AUTH_ENV = "EPSILON_LAB_AUTH"
@@ -146,10 +148,40 @@ def acting_as(person: Person | None) -> Iterator[None]:
         _acting.reset(token)
 
 
+_resolver: Callable[[], Person | None] | None = None
+
+
+def resolve_with(resolver: Callable[[], Person | None] | None) -> None:
+    """Who acts when nobody is bound, while sign-in is on: the app registers a function that
+    reads the signed-in user of the session running now (a widget's callback runs before the
+    gate binds anyone). It must return None outside a session; the command line registers
+    nothing and binds :data:`OPERATOR`."""
+    global _resolver
+    _resolver = resolver
+
+
 def current() -> Person | None:
     """The person acting here: the one bound, else :data:`LOCAL` while sign-in is off, else
-    nobody (None: allowed nothing). A thread that was not handed a person acts as nobody."""
+    the session's signed-in user (:func:`resolve_with`), else nobody (None: allowed nothing).
+    A thread that was not handed a person and runs no session acts as nobody."""
     person = _acting.get()
     if person is not None:
         return person
-    return None if sign_in_on() else LOCAL
+    if not sign_in_on():
+        return LOCAL
+    return None if _resolver is None else _resolver()
+
+
+def recorded_as(person: Person) -> tuple[str, str]:
+    """(subject, email) a store records for who made an event: the provider's subject and
+    email for a signed-in person, ("local", "") for the single user while sign-in is off,
+    ("command line (user@host)", "") for the operator. Never published in a release's files."""
+    if person == LOCAL:
+        return "local", ""
+    if person == OPERATOR:
+        try:
+            user = getpass.getuser()
+        except (OSError, KeyError):   # no user name in this environment: the host still says
+            user = "unknown"
+        return f"command line ({user}@{socket.gethostname()})", ""
+    return person.subject, person.email

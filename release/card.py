@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from plan import model
-from release.files import _interval_record, _json_safe, release_level
+from release.files import _interval_record, _json_safe, release_level, released_by
 from release.measurements import OPENDP_VERSION
 from release.run import Release
 
@@ -102,6 +102,7 @@ def release_card(release: Release) -> dict[str, Any]:
             "name": f"{plan.dataset.name}: {len(plan.queries)} statistic(s)",
             "description": "; ".join(q.label for q in plan.queries),
             "released_at": release.record.time,
+            **({} if released_by() is None else {"released_by": released_by()}),
             "ledger_entry": release.record.id,
             "values_sha256": release.values_hash,
         },

@@ -178,6 +178,15 @@ def _on_record(args: argparse.Namespace, plan, source) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line as the server's operator (a steward: whoever runs it holds the
+    ledger's file anyway); what it records names them as ``command line (user@host)``."""
+    from release.access import OPERATOR, acting_as
+
+    with acting_as(OPERATOR):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["fetch"]:
         return fetch(argv[1:])

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from dpcore.contributions import PrivacyUnit
+from release import roles
+from release.access import AccessDenied, Action
 from release.store import SqliteStore, StoreError, store_path
 
 __all__ = ["DECLARATIONS_ENV", "DeclarationsError", "DeclarationEvent", "Declarations",
-           "DeclarationStore", "declarations_path", "on_record", "KEEP",
+           "DeclarationStore", "DeclarationsDenied", "declarations_path", "on_record", "KEEP",
            "SCHEMA", "UNIT"]
 
 #: The environment variable naming the declarations file.
@@ -37,6 +39,11 @@ SCHEMA, UNIT = "schema", "unit"
 #: ``declare``'s default: leave that declaration as it is.
 KEEP = object()
 DeclarationsError = StoreError
+
+
+class DeclarationsDenied(StoreError, AccessDenied):
+    """The person acting may not write this declaration (the message says who may); nothing
+    was saved."""
 
 
 def declarations_path(path: str | os.PathLike | None = None):
@@ -200,9 +207,16 @@ class DeclarationStore(SqliteStore):
         """Record the dataset's names, and its schema (JSON text, or None: back to what the
         data comes with) and unit (a PrivacyUnit, or None: one row is one person) where they
         differ from what stands: one dated event each, in one transaction. Returns what
-        stands after."""
+        stands after.
+
+        A schema or a unit is a steward's to declare; recording the names data was opened
+        under is anyone's who may load data (both refused with :class:`DeclarationsDenied`).
+        ``who`` defaults to the person acting (:func:`release.roles.who`)."""
         if not dataset:
             raise ValueError("a dataset's declarations need its content identity")
+        person = roles.check(Action.DECLARE if (schema is not KEEP or unit is not KEEP)
+                             else Action.EXPLORE, DeclarationsDenied)
+        who = who or roles.who(person)
         now = _now()
         wanted = {}
         if schema is not KEEP:

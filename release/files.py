@@ -153,6 +153,20 @@ def _value_record(group: tuple, value: Any, interval: tuple | None, level: float
     return out | {"lower": interval[0], "upper": interval[1], "level": level, "of": of}
 
 
+#: The setting naming the organisation a release's files say released it (unset: none).
+RELEASED_BY_ENV = "EPSILON_LAB_RELEASED_BY"
+RELEASED_BY_LIMIT = 120
+
+
+def released_by() -> str | None:
+    """The organisation the published files name as the releaser (``EPSILON_LAB_RELEASED_BY``,
+    one line, at most 120 characters), None when unset. The files never name the person who
+    released (the ledger records them; the Releases page shows them): this is the steward's
+    choice of a name to publish."""
+    text = " ".join(os.environ.get(RELEASED_BY_ENV, "").split())[:RELEASED_BY_LIMIT]
+    return text or None
+
+
 def release_record(release: Release) -> dict[str, Any]:
     """The release as a JSON-able dict: values, what they cost, and how to check them.
 
@@ -161,11 +175,13 @@ def release_record(release: Release) -> dict[str, Any]:
     (:meth:`plan.model.Plan.published`)."""
     spent = release.spent
     level = release_level(release)
+    by = released_by()
     return _json_safe({
         "format": "epsilon-lab-release",
         "version": 1,
         "private_release": True,
         "released_at": release.record.time,
+        **({} if by is None else {"released_by": by}),
         "ledger_entry": release.record.id,
         "dataset": {"name": release.dataset.name, "origin": release.plan.dataset.origin},
         "privacy_unit": release.plan.privacy_unit.describe(),

@@ -21,6 +21,14 @@ its ``release.json`` carries the values recorded in the entry), read back by
 Copying the ledger file copies every release with its files. A ledger of layout 1 (before
 releases kept their files) gets the table in place on its first open, in one transaction;
 its releases have no files (:data:`NOT_KEPT_BEFORE`).
+
+Who may write it (issue 33): every write asks the role of the person acting
+(:func:`release.access.current`): a steward sets budgets, gives allotments and releases; an
+analyst releases within their allotment of a dataset's budget (charged against both in the
+one transaction that records the release); a viewer writes nothing. Refusals are
+:class:`LedgerDenied` (a LedgerError and a PermissionError). Layout 3 records who made each
+entry (``by_subject``, ``by_email``, inside the entry's hash when set) and the allotments; an
+older ledger gets both in place on its first open (its entries: nobody recorded).
 """
 
 from __future__ import annotations
@@ -30,30 +38,39 @@ import json
 import os
 import re
 import sqlite3
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from dpcore.figures import lower, upper
 from plan.identity import DatasetIdentity
+from release.access import (
+    AccessDenied,
+    AccessError,
+    Action,
+    Person,
+    allowed,
+    denied_message,
+    recorded_as,
+)
+from release.access import current as acting_person
 from release.accounting import total_up
 from release.errors import OverBudget
+from release.paths import LEDGER_ENV, LedgerError, default_path, ledger_path
 
 __all__ = ["LEDGER_ENV", "LedgerError", "Ledger", "BudgetEvent", "BudgetChange",
            "ReleaseRecord", "DatasetStatus", "FAILED_DRAW", "default_path", "ledger_path",
            "SCHEMA_VERSION", "REASON_LIMIT", "budget_changes", "left_in_words", "standing",
-           "values_sha256", "NOT_KEPT_BEFORE", "NOT_KEPT_FAILED", "NOT_KEPT_LOST"]
+           "values_sha256", "Allotment", "LedgerDenied", "NOT_KEPT_BEFORE", "NOT_KEPT_FAILED",
+           "NOT_KEPT_LOST"]
 
-#: The environment variable naming the ledger file.
-LEDGER_ENV = "EPSILON_LAB_LEDGER"
 #: The layout of the tables this code reads and writes (2: releases keep their files in
-#: ``release_files``; a layout-1 ledger is upgraded in place when it is opened).
-SCHEMA_VERSION = 2
+#: ``release_files``; 3: every entry records who made it, and analysts' allotments; older
+#: ledgers are upgraded in place when they are opened).
+SCHEMA_VERSION = 3
 #: The values hash recorded for a release whose draw failed after noise was drawn: its budget
 #: is spent, nothing was published.
 FAILED_DRAW = "none: the draw failed, nothing was published"
@@ -71,12 +88,6 @@ _FORMAT = "epsilon-lab-ledger"
 #: and with datasets was written with byte-level hashes: those are looked up as aliases.
 _IDENTITY = "content-v1"
 _GENESIS = "0" * 64
-_REPOSITORY = Path(__file__).resolve().parent.parent
-
-
-class LedgerError(RuntimeError):
-    """The ledger cannot be used (corrupt, locked, not writable, not a ledger); the message
-    says what is wrong and what to do. Nothing was recorded or changed."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,7 @@ class BudgetEvent:
     epsilon: float
     delta: float | None
     reason: str
+    by: str = ""   # who set it (email, else subject; "" for events from before layout 3)
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,7 @@ class ReleaseRecord:
     plan_json: str
     implementation: str
     entry_hash: str
+    by: str = ""   # who released it (email, else subject; "" for releases from before)
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,7 @@ class BudgetChange:
     reason: str
     spent_epsilon: float
     spent_delta: float
+    by: str = ""   # who made it: shown on the pages, never published (not in to_dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ledger_entry": self.entry, "time": self.time, "change": self.change,
@@ -155,9 +169,43 @@ def budget_changes(events: list[BudgetEvent],
         out.append(BudgetChange(event.id, event.time, event.epsilon, event.delta,
                                 _change_words(before, event), event.reason,
                                 total_up([e for e, _ in earlier] or [0.0]),
-                                total_up([d for _, d in earlier] or [0.0])))
+                                total_up([d for _, d in earlier] or [0.0]), event.by))
         before = event
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Allotment:
+    """The part of a dataset's budget a steward gave an analyst (``analyst``: their email),
+    as set at ``time`` (the latest one holds), and what the analyst's releases have spent."""
+
+    id: int
+    analyst: str
+    time: str
+    epsilon: float
+    delta: float | None
+    reason: str
+    by: str
+    spent_epsilon: float = 0.0
+    spent_delta: float = 0.0
+
+    @property
+    def remaining_epsilon(self) -> float:
+        return float(Fraction(self.epsilon) - Fraction(self.spent_epsilon))
+
+    @property
+    def remaining_delta(self) -> float | None:
+        return None if self.delta is None else float(Fraction(self.delta)
+                                                      - Fraction(self.spent_delta))
+
+
+class LedgerDenied(LedgerError, AccessDenied):
+    """The person acting may not write this to the ledger; the message says who may.
+    Nothing was recorded."""
+
+
+def _shown(subject: str, email: str) -> str:
+    return email or subject
 
 
 @dataclass(frozen=True)
@@ -209,34 +257,6 @@ def standing(left: float, total: float, symbol: str = "ε", *, digits: int = 6) 
     return f"has {left_in_words(left, symbol, digits=digits)} of {total:g}"
 
 
-def default_path() -> Path:
-    """The ledger's default place: the user's data folder (XDG on Linux, Application Support
-    on macOS, LOCALAPPDATA on Windows), in ``epsilon-lab/ledger.sqlite``."""
-    home = Path.home()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share")
-    return base / "epsilon-lab" / "ledger.sqlite"
-
-
-def ledger_path(path: str | os.PathLike | None = None) -> Path:
-    """``path``, else ``EPSILON_LAB_LEDGER``, else :func:`default_path`; never inside the
-    repository (a ledger committed by mistake would publish every plan)."""
-    chosen = Path(path) if path is not None else (
-        Path(os.environ[LEDGER_ENV]) if os.environ.get(LEDGER_ENV, "").strip()
-        else default_path())
-    resolved = chosen.expanduser().absolute()
-    try:
-        resolved.resolve().relative_to(_REPOSITORY)
-    except ValueError:
-        return resolved
-    raise LedgerError(f"The ledger {str(resolved)!r} would be inside the repository "
-                      f"{str(_REPOSITORY)!r}: put it elsewhere (set {LEDGER_ENV}).")
-
-
 def values_sha256(values: list[dict[str, Any]]) -> str:
     """SHA-256 of a release's values in canonical JSON (each query's ``{"id", "rows": [[group,
     value], …]}``): the hash the ledger records, and what a stored ``release.json`` is checked
@@ -262,9 +282,12 @@ def _now() -> str:
 
 
 def _entry_hash(prev: str, kind: str, dataset: DatasetIdentity, time: str, epsilon: float,
-                delta: float | None, body: str) -> str:
-    text = "\x1f".join([prev, kind, dataset.name, dataset.content_hash, time, repr(epsilon),
-                        repr(delta), body])
+                delta: float | None, body: str, by: tuple[str, str] = ("", "")) -> str:
+    parts = [prev, kind, dataset.name, dataset.content_hash, time, repr(epsilon), repr(delta),
+             body]
+    if any(by):   # who made it is part of the chain; entries from before (no one) hash as then
+        parts += list(by)
+    text = "\x1f".join(parts)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -299,7 +322,7 @@ _FILES_SCHEMA = [
         bytes BLOB NOT NULL,
         PRIMARY KEY (release_id, name))""",
 ]
-_TABLES = ("ledger_meta", "datasets", "entries", "release_files")
+_TABLES = ("ledger_meta", "datasets", "entries", "release_files", "allotments")
 
 
 def _trigger(table: str, action: str) -> str:
@@ -310,6 +333,24 @@ def _trigger(table: str, action: str) -> str:
 
 _FILES_SCHEMA += [_trigger("release_files", a) for a in ("UPDATE", "DELETE")]
 _SCHEMA += [_trigger(t, a) for t in _TABLES[:3] for a in ("UPDATE", "DELETE")] + _FILES_SCHEMA
+#: Layout 3: who made each entry (the provider's subject and email; "local" while sign-in is
+#: off; "command line (user@host)"; empty for entries from before), and the allotments
+#: stewards give analysts of a dataset's budget (append-only events: the latest one per
+#: dataset and analyst holds). Added in place to older ledgers (:meth:`Ledger._upgrade`).
+_WHO_SCHEMA = [
+    "ALTER TABLE entries ADD COLUMN by_subject TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE entries ADD COLUMN by_email TEXT NOT NULL DEFAULT ''",
+    """CREATE TABLE IF NOT EXISTS allotments (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES datasets (id),
+        analyst TEXT NOT NULL,
+        time TEXT NOT NULL,
+        epsilon REAL NOT NULL CHECK (epsilon >= 0),
+        delta REAL CHECK (delta IS NULL OR (delta >= 0 AND delta < 1)),
+        reason TEXT NOT NULL,
+        by_subject TEXT NOT NULL,
+        by_email TEXT NOT NULL)""",
+] + [_trigger("allotments", a) for a in ("UPDATE", "DELETE")]
 #: A stored file's name: a plain file name (fetch writes it into a folder as it is).
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
@@ -424,7 +465,7 @@ class Ledger:
                               f"(tables {', '.join(sorted(names))}), not an Epsilon Lab "
                               "ledger: choose another file.")
         with self._transaction(connection, "creating its tables"):
-            for statement in _SCHEMA:
+            for statement in _SCHEMA + _WHO_SCHEMA:
                 connection.execute(statement)
             connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('format', ?)",
                                (_FORMAT,))
@@ -435,31 +476,35 @@ class Ledger:
             connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('files_from', '1')")
 
     def _upgrade(self, connection: sqlite3.Connection) -> None:
-        """Layout 1 → 2, in place and in one transaction: the ``release_files`` table and its
-        triggers, the layout recorded as 2, and ``files_from`` (the first entry that can have
-        files: the releases before it were recorded before releases kept their files). The
-        meta row's trigger is dropped and made again inside the transaction, so the layout
-        is the only row ever changed. Another process may have upgraded it meanwhile: the
-        layout is read again once the write lock is held."""
+        """Layout 1 or 2 → 3, in place and in one transaction: from 1, the ``release_files``
+        table and its triggers and ``files_from`` (the first entry that can have files: the
+        releases before it were recorded before releases kept their files); from both, who
+        made each entry (two columns, empty for the rows there) and the ``allotments`` table;
+        the layout recorded as 3. The meta row's trigger is dropped and made again inside the
+        transaction, so the layout is the only row ever changed. Another process may have
+        upgraded it meanwhile: the layout is read again once the write lock is held."""
         def layout() -> str | None:
             row = connection.execute("SELECT value FROM ledger_meta WHERE key = 'schema'"
                                      ).fetchone()
             return None if row is None else row[0]
 
-        if layout() != "1":
+        if layout() not in ("1", "2"):
             return
-        with self._transaction(connection, "upgrading it to keep releases' files"):
-            if layout() != "1":
+        with self._transaction(connection, "upgrading it to its current layout"):
+            before = layout()
+            if before not in ("1", "2"):
                 return
             after = connection.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
-            for statement in _FILES_SCHEMA:
+            # 1 → 2: releases keep their files; 2 → 3: who made each entry, and allotments
+            for statement in (_FILES_SCHEMA if before == "1" else []) + _WHO_SCHEMA:
                 connection.execute(statement)
             connection.execute("DROP TRIGGER ledger_meta_no_update")
             connection.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema'",
                                (str(SCHEMA_VERSION),))
             connection.execute(_trigger("ledger_meta", "UPDATE"))
-            connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('files_from', ?)",
-                               (str(int(after) + 1),))
+            if before == "1":
+                connection.execute("INSERT OR IGNORE INTO ledger_meta VALUES ('files_from', ?)",
+                                   (str(int(after) + 1),))
 
     def knows_legacy_identities(self) -> bool:
         """Whether this ledger holds datasets identified by the older byte-level hashes
@@ -555,12 +600,14 @@ class Ledger:
                        latest: bool = False) -> list[BudgetEvent]:
         """The dataset's budget events, oldest first (``latest``: the last one only). An
         event written without a reason (none ever was, but a body is JSON) reads ""."""
-        rows = con.execute("SELECT id, time, epsilon, delta, body FROM entries WHERE "
+        rows = con.execute("SELECT id, time, epsilon, delta, body, by_subject, by_email "
+                           "FROM entries WHERE "
                            f"dataset_id IN {self._in(tuple(ids))} AND kind = 'budget' "
                            "ORDER BY id DESC" + (" LIMIT 1" if latest else ""),
                            tuple(ids)).fetchall()
         return [BudgetEvent(int(r[0]), r[1], float(r[2]), None if r[3] is None else float(r[3]),
-                            str(json.loads(r[4]).get("reason") or "")) for r in reversed(rows)]
+                            str(json.loads(r[4]).get("reason") or ""), _shown(r[5], r[6]))
+                for r in reversed(rows)]
 
     def _spent(self, con: sqlite3.Connection, ids: list[int]
                ) -> tuple[list[float], list[float]]:
@@ -600,8 +647,8 @@ class Ledger:
     def releases(self, dataset: DatasetIdentity | None = None) -> list[ReleaseRecord]:
         """Recorded releases, oldest first (of one dataset, or of all)."""
         sql = ("SELECT e.id, d.name, d.content_hash, e.time, e.epsilon, e.delta, e.body, "
-               "e.entry_hash FROM entries e JOIN datasets d ON d.id = e.dataset_id "
-               "WHERE e.kind = 'release'")
+               "e.entry_hash, e.by_subject, e.by_email FROM entries e JOIN datasets d "
+               "ON d.id = e.dataset_id WHERE e.kind = 'release'")
         params: tuple = ()
         if dataset is not None:
             sql += f" AND d.content_hash IN {self._in(dataset.hashes)}"
@@ -613,7 +660,8 @@ class Ledger:
                                                                   row[2]), row[3],
                                      float(row[4]), float(row[5]), body["accounting"],
                                      body["values_hash"], body["plan"],
-                                     body["implementation"], row[7]))
+                                     body["implementation"], row[7],
+                                     _shown(row[8], row[9])))
         return out
 
     # -- the files of releases ------------------------------------------------------------
@@ -640,6 +688,7 @@ class Ledger:
         if bad or not all(isinstance(d, bytes) for d in files.values()):
             raise ValueError("files must map plain file names (letters, digits, '.', '_', "
                              "'-') to bytes")
+        self._acting(Action.RELEASE, Action.RELEASE_WITHIN_ALLOTMENT)
         where = f"release #{release_id}"
         if "release.json" not in files:
             raise LedgerError(f"{where}'s files were not kept: they hold no release.json, so "
@@ -714,16 +763,17 @@ class Ledger:
         problems = []
         prev = _GENESIS
         rows = self._read("SELECT e.id, e.kind, d.name, d.content_hash, e.time, e.epsilon, "
-                          "e.delta, e.body, e.prev_hash, e.entry_hash FROM "
-                          "entries e JOIN datasets d ON d.id = e.dataset_id ORDER BY e.id")
+                          "e.delta, e.body, e.prev_hash, e.entry_hash, e.by_subject, "
+                          "e.by_email FROM entries e JOIN datasets d ON d.id = e.dataset_id "
+                          "ORDER BY e.id")
         budgets: dict[str, Fraction | None] = {}
         spent: dict[str, Fraction] = {}
         for (entry, kind, name, digest, time, eps, delta, body, prev_hash,
-             entry_hash) in rows:
+             entry_hash, by_subject, by_email) in rows:
             if prev_hash != prev:
                 problems.append(f"entry {entry}: its link to the entry before is broken")
             if _entry_hash(prev_hash, kind, DatasetIdentity(name, digest), time, eps, delta,
-                           body) != entry_hash:
+                           body, (by_subject, by_email)) != entry_hash:
                 problems.append(f"entry {entry}: its content does not match its hash")
             prev = entry_hash
             if kind == "budget":
@@ -766,17 +816,117 @@ class Ledger:
 
     def _append(self, con: sqlite3.Connection, kind: str, dataset_id: int,
                 dataset: DatasetIdentity, epsilon: float, delta: float | None,
-                body: dict[str, Any]) -> tuple[int, str, str]:
+                body: dict[str, Any], by: tuple[str, str]) -> tuple[int, str, str]:
         row = con.execute("SELECT entry_hash FROM entries ORDER BY id DESC LIMIT 1").fetchone()
         prev = _GENESIS if row is None else row[0]
         time = _now()
         text = json.dumps(body, sort_keys=True, ensure_ascii=False, allow_nan=False)
-        digest = _entry_hash(prev, kind, dataset, time, epsilon, delta, text)
+        digest = _entry_hash(prev, kind, dataset, time, epsilon, delta, text, by)
         cursor = con.execute(
             "INSERT INTO entries (kind, dataset_id, time, epsilon, delta, body, prev_hash, "
-            "entry_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (kind, dataset_id, time, epsilon, delta, text, prev, digest))
+            "entry_hash, by_subject, by_email) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (kind, dataset_id, time, epsilon, delta, text, prev, digest, *by))
         return int(cursor.lastrowid), time, digest
+
+    # -- who may write ------------------------------------------------------------------------
+
+    @staticmethod
+    def _acting(*actions: Action) -> tuple[Person, Action]:
+        """The person acting now (:func:`release.access.current`) and the first of
+        ``actions`` their role allows; LedgerDenied (saying who may do the first) when none."""
+        # imported here: ``python -m release.roles`` imports the package, which imports this
+        # module; a module-level import would load release.roles twice
+        from release import roles
+
+        try:
+            person = acting_person()
+            role = roles.role_of(person)
+        except (AccessError, roles.RolesError) as exc:
+            raise LedgerDenied(f"Nothing was recorded: who may write the ledger cannot be "
+                               f"told ({exc})") from None
+        for action in actions:
+            if allowed(role, action):
+                return person, action
+        raise LedgerDenied(denied_message(actions[0]))
+
+    def _allotment(self, con: sqlite3.Connection, ids: list[int], analyst: str
+                   ) -> Allotment | None:
+        """``analyst``'s latest allotment of the dataset, with what their releases spent."""
+        row = con.execute(
+            "SELECT id, analyst, time, epsilon, delta, reason, by_subject, by_email FROM "
+            f"allotments WHERE dataset_id IN {self._in(tuple(ids))} AND analyst = ? "
+            "ORDER BY id DESC LIMIT 1", (*ids, analyst)).fetchone()
+        if row is None:
+            return None
+        spent = con.execute(
+            "SELECT epsilon, delta FROM entries WHERE kind = 'release' AND dataset_id IN "
+            f"{self._in(tuple(ids))} AND lower(by_email) = ?", (*ids, analyst)).fetchall()
+        return Allotment(int(row[0]), row[1], row[2], float(row[3]),
+                         None if row[4] is None else float(row[4]), row[5],
+                         _shown(row[6], row[7]),
+                         total_up([float(r[0]) for r in spent] or [0.0]),
+                         total_up([float(r[1]) for r in spent] or [0.0]))
+
+    def allotments(self, dataset: DatasetIdentity) -> list[Allotment]:
+        """Every analyst's allotment of the dataset as it stands, by email."""
+        try:
+            ids = [i for i, _ in self._dataset_rows(self._connection, dataset)]
+            if not ids:
+                return []
+            analysts = [r[0] for r in self._connection.execute(
+                f"SELECT DISTINCT analyst FROM allotments WHERE dataset_id IN "
+                f"{self._in(tuple(ids))} ORDER BY analyst", tuple(ids))]
+            return [a for a in (self._allotment(self._connection, ids, x) for x in analysts)
+                    if a is not None]
+        except sqlite3.Error as exc:
+            raise self._fail(exc, "reading it") from None
+
+    def allotment(self, dataset: DatasetIdentity, analyst: str) -> Allotment | None:
+        """``analyst``'s (email) allotment of the dataset, None when they have none."""
+        try:
+            ids = [i for i, _ in self._dataset_rows(self._connection, dataset)]
+            return self._allotment(self._connection, ids, analyst.strip().lower()) if ids \
+                else None
+        except sqlite3.Error as exc:
+            raise self._fail(exc, "reading it") from None
+
+    def set_allotment(self, dataset: DatasetIdentity, analyst: str, epsilon: float, *,
+                      delta: float | None = None, reason: str = "allotted") -> Allotment:
+        """Give ``analyst`` (their email) ``epsilon`` (and at most ``delta``) of the dataset's
+        budget, as an event of its own (the latest one holds; 0 takes it back). Their
+        releases count against it and against the dataset's budget. A steward's only."""
+        by = recorded_as(self._acting(Action.ALLOT)[0])
+        email = str(analyst).strip().lower()
+        if "@" not in email or any(c.isspace() for c in email):
+            raise ValueError("analyst must be an email address, such as name@example.org")
+        if not (isinstance(epsilon, int | float) and 0 <= epsilon < float("inf")):
+            raise ValueError(f"epsilon must be a finite number ≥ 0, got {epsilon!r}")
+        if delta is not None and not 0 <= delta < 1:
+            raise ValueError(f"delta must lie in [0, 1), got {delta!r}")
+        reason = " ".join(str(reason).split())[:REASON_LIMIT] or "allotted"
+        with self._transaction(doing="giving an allotment") as con:
+            ids = self._ensure_dataset(con, dataset)
+            con.execute("INSERT INTO allotments (dataset_id, analyst, time, epsilon, delta, "
+                        "reason, by_subject, by_email) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (ids[0], email, _now(), float(epsilon), delta, reason, *by))
+            return self._allotment(con, ids, email)
+
+    def check_may_release(self, dataset: DatasetIdentity, epsilon: float,
+                          delta: float) -> None:
+        """LedgerDenied unless the person acting may release ``epsilon``/``delta`` on the
+        dataset: a steward always, an analyst within what is left of their allotment (a
+        refusal made on public facts: roles, allotments, spends). Called before any noise is
+        drawn; :meth:`record_release` checks again in its transaction."""
+        person, action = self._acting(Action.RELEASE, Action.RELEASE_WITHIN_ALLOTMENT)
+        if action is Action.RELEASE:
+            return
+        try:
+            ids = [i for i, _ in self._dataset_rows(self._connection, dataset)]
+            _check_allotment(self._allotment(self._connection, ids,
+                                             person.email.strip().lower())
+                             if ids and person.email else None, epsilon, delta)
+        except sqlite3.Error as exc:
+            raise self._fail(exc, "reading it") from None
 
     def set_budget(self, dataset: DatasetIdentity, epsilon: float, *,
                    delta: float | None = None, reason: str = "set",
@@ -801,14 +951,15 @@ class Ledger:
         if len(reason) > REASON_LIMIT:
             raise ValueError(f"reason must be at most {REASON_LIMIT} characters, got "
                              f"{len(reason)}")
+        by = recorded_as(self._acting(Action.SET_BUDGET)[0])
         with self._transaction(doing="setting a budget") as con:
             ids = self._ensure_dataset(con, dataset)
             if only_if_new and self._budget(con, ids) is not None:
                 return None
             entry, time, _ = self._append(con, "budget", ids[0], self._row(con, ids[0]),
                                           float(epsilon), delta,
-                                          {"reason": reason, "name": dataset.name})
-        return BudgetEvent(entry, time, float(epsilon), delta, reason)
+                                          {"reason": reason, "name": dataset.name}, by)
+        return BudgetEvent(entry, time, float(epsilon), delta, reason, _shown(*by))
 
     def record_release(self, dataset: DatasetIdentity, *, epsilon: float, delta: float,
                        accounting: str, values_hash: str, plan_json: str,
@@ -827,18 +978,24 @@ class Ledger:
         """
         body = {"accounting": accounting, "values_hash": values_hash, "plan": plan_json,
                 "implementation": implementation, "name": dataset.name}
+        person, action = self._acting(Action.RELEASE, Action.RELEASE_WITHIN_ALLOTMENT)
+        by = recorded_as(person)
         with self._transaction(doing="recording a release") as con:
             ids = self._ensure_dataset(con, dataset)
             budget = self._budget(con, ids)
             epsilons, deltas = self._spent(con, ids)
             known = self._row(con, ids[0])
             if check_budget:
+                if action is Action.RELEASE_WITHIN_ALLOTMENT:   # the analyst's own share
+                    _check_allotment(self._allotment(
+                        con, ids, person.email.strip().lower()) if person.email else None,
+                        epsilon, delta)
                 _check_budget(dataset, budget, epsilons, deltas, epsilon, delta,
                               known_as=known.name)
             entry, time, digest = self._append(con, "release", ids[0], known,
-                                               float(epsilon), float(delta), body)
+                                               float(epsilon), float(delta), body, by)
         return ReleaseRecord(entry, dataset, time, float(epsilon), float(delta), accounting,
-                             values_hash, plan_json, implementation, digest)
+                             values_hash, plan_json, implementation, digest, _shown(*by))
 
 
 def _rollback(con: sqlite3.Connection) -> None:
@@ -848,6 +1005,28 @@ def _rollback(con: sqlite3.Connection) -> None:
             con.execute("ROLLBACK")
         except sqlite3.Error:
             pass
+
+
+def _check_allotment(allotment: Allotment | None, epsilon: float, delta: float) -> None:
+    """LedgerDenied when an analyst's release would take them past their allotment, exactly
+    (or they have none)."""
+    if allotment is None:
+        raise LedgerDenied("You have no allotment of this dataset's budget: ask a steward for "
+                           "one, or submit the plan for a steward to release. Nothing was "
+                           "recorded.")
+    if Fraction(allotment.spent_epsilon) + Fraction(epsilon) > Fraction(allotment.epsilon):
+        raise LedgerDenied(
+            f"Beyond your allotment: it has {left_in_words(allotment.remaining_epsilon)} of "
+            f"{allotment.epsilon:g} and this release needs ε = {epsilon:.6g}. Nothing was "
+            "recorded: lower the plan's budget, ask a steward for more, or submit the plan "
+            "for a steward to release.")
+    if allotment.delta is not None and (Fraction(allotment.spent_delta) + Fraction(delta)
+                                        > Fraction(allotment.delta)):
+        raise LedgerDenied(
+            f"Beyond your allotment: it has "
+            f"{left_in_words(allotment.remaining_delta, 'δ', digits=3)} of "
+            f"{allotment.delta:g} and this release needs δ = {delta:.3g}. Nothing was "
+            "recorded.")
 
 
 def _check_budget(dataset: DatasetIdentity, budget: BudgetEvent | None,

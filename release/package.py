@@ -425,6 +425,8 @@ def report_html(record: Mapping[str, Any], card: Mapping[str, Any], *,
             f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in (
                 ("Entry", f"#{record.get('ledger_entry')}"),
                 ("Recorded at", record.get("released_at", "")),
+                *((("Released by", record["released_by"]),) if record.get("released_by")
+                  else ()),
                 ("Values hash", record.get("values_sha256", "")),
                 ("Implementation", record.get("implementation", "")))) + "</table>")
     if simulation:

@@ -26,17 +26,20 @@ from release.access import (
     LOCAL,
     OPERATOR,
     AccessDenied,
+    AccessError,
     Action,
     Person,
     Role,
     allowed,
+    current,
     denied_message,
+    recorded_as,
     sign_in_on,
 )
-from release.ledger import LedgerError, ledger_path
+from release.paths import LedgerError, ledger_path
 
-__all__ = ["ROLES_ENV", "Member", "Roles", "RolesError", "may", "require", "role_of",
-           "roles_path", "main"]
+__all__ = ["ROLES_ENV", "Member", "Roles", "RolesError", "check", "may", "require", "role_of",
+           "who", "roles_path", "main"]
 
 #: The environment variable naming the roles file.
 ROLES_ENV = "EPSILON_LAB_ROLES"
@@ -311,6 +314,29 @@ def require(person: Person | None, action: Action,
     """Raise :class:`~release.access.AccessDenied` (saying who may) unless ``person`` may."""
     if not may(person, action, path):
         raise AccessDenied(denied_message(action))
+
+
+def check(action: Action, denied: type[AccessDenied] = AccessDenied) -> Person:
+    """The person acting now (:func:`release.access.current`) if their role allows
+    ``action``; else ``denied`` (an :class:`~release.access.AccessDenied`, usually also the
+    store's own error, so the pages show it as they show the store's other refusals) saying
+    who may. What every function that writes a store calls first."""
+    try:
+        person = current()
+        role = role_of(person)
+    except (AccessError, RolesError) as exc:
+        raise denied(f"Nothing was saved: who may do this cannot be told ({exc})") from None
+    if not allowed(role, action):
+        raise denied(denied_message(action))
+    return person
+
+
+def who(person: Person) -> str:
+    """How a store's ``who`` column names ``person``: "email (subject)" for a signed-in person
+    (the provider's stable id with the address it gave), "local" while sign-in is off,
+    "command line (user@host)" for the operator."""
+    subject, email = recorded_as(person)
+    return f"{email} ({subject})" if email else subject
 
 
 # Command line --------------------------------------------------------------------------------

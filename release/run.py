@@ -357,6 +357,9 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     if budget is not None:
         ledger.set_budget(identity, budget, delta=budget_delta, only_if_new=True,
                           reason="set by the first release's --budget")
+    # who may release (a steward; an analyst within their allotment) is checked before any
+    # noise is drawn, on public facts only; record_release checks it again when it records
+    ledger.check_may_release(identity, prepared.spent.epsilon, prepared.spent.delta)
     status = ledger.status(identity)
     known = ("" if not status.names or status.names[0] == identity.name else
              f" (the same data as {status.names[0]!r} in the ledger)")

@@ -48,15 +48,25 @@ def datasets_table(statuses: Sequence) -> pd.DataFrame:
 
 def budget_history_table(statuses: Sequence) -> pd.DataFrame:
     """Every budget event of every dataset, oldest first: when, what changed (set, raised,
-    lowered, δ cap removed), the budget it set, what had been spent then, and why."""
+    lowered, δ cap removed), the budget it set, what had been spent then, why, and who
+    changed it."""
     rows = [{"Dataset": ", ".join(s.names or (s.dataset.name,)), "Entry": c.entry,
              "Time": c.time, "Change": c.change, "Budget ε": lower(c.epsilon, 6),
              "δ cap": "no cap" if c.delta is None else f"{c.delta:.3g}",
              "Spent ε before": upper(c.spent_epsilon, 6),
-             "Reason": c.reason or "no reason recorded"}
+             "Reason": c.reason or "no reason recorded", "Changed by": _by(c.by)}
             for s in statuses for c in s.history]
     return pd.DataFrame(rows, columns=["Dataset", "Entry", "Time", "Change", "Budget ε",
-                                       "δ cap", "Spent ε before", "Reason"])
+                                       "δ cap", "Spent ε before", "Reason", "Changed by"])
+
+
+#: Who made an entry recorded before the ledger kept it (layout 3).
+NOT_RECORDED = "not recorded (before the ledger kept who)"
+
+
+def _by(who: str) -> str:
+    """Who made a ledger entry, for the pages only (never in a release's published files)."""
+    return who or NOT_RECORDED
 
 
 def _interval_level(plan: dict) -> str | None:
@@ -94,7 +104,7 @@ def history_table(records: Sequence, files: Mapping[int, str] | None = None) -> 
                      "Values hash": ("none: the draw failed (spent, nothing published)"
                                      if r.values_hash == FAILED_DRAW
                                      else _short(r.values_hash)),
-                     "Files": (files or {}).get(r.id)})
-    columns = ["Entry", "Time", "Dataset", "Queries", "ε", "δ", "Accounting",
+                     "Files": (files or {}).get(r.id), "Released by": _by(r.by)})
+    columns = ["Entry", "Time", "Dataset", "Released by", "Queries", "ε", "δ", "Accounting",
                "Interval level", "Values hash"] + ([] if files is None else ["Files"])
     return pd.DataFrame(rows, columns=columns)

@@ -23,6 +23,8 @@ from pathlib import Path
 from engine import DATA_ENV
 from engine.sources import FileSource, data_folder
 from plan.identity import content_digest
+from release import roles
+from release.access import AccessDenied, Action
 from release.declarations import DeclarationStore
 from release.store import StoreError
 
@@ -38,11 +40,17 @@ _KNOWN_SUFFIXES = (".csv.gz", ".tsv.gz", ".txt.gz", ".csv", ".tsv", ".txt", ".gz
 #: refuses *?[]{} in paths), no quote, no control character.
 _UNSAFE = re.compile(r"[^A-Za-z0-9 ._()+,=@-]+")
 _TABLE = """CREATE TABLE IF NOT EXISTS kept_files (
-    path TEXT PRIMARY KEY, dataset TEXT NOT NULL, name TEXT NOT NULL, kept TEXT NOT NULL)"""
+    path TEXT PRIMARY KEY, dataset TEXT NOT NULL, name TEXT NOT NULL, kept TEXT NOT NULL,
+    kept_by TEXT NOT NULL DEFAULT '')"""
 
 
 class KeepError(RuntimeError):
     """The file was not kept (or not removed); the message says why and what to do."""
+
+
+class KeepDenied(KeepError, AccessDenied):
+    """The person acting may not keep or remove data on the server (only a steward may); the
+    message says so. Nothing was written or removed."""
 
 
 def _suffix_for(name: str, data: bytes) -> str:
@@ -137,6 +145,7 @@ def keep_upload(data: bytes, name: str, dataset: str, *, folder=None, store=None
         No data folder, it cannot be written, the file would not read back as the same
         dataset, or the record cannot be written (then no file is left behind).
     """
+    who = roles.who(roles.check(Action.KEEP_DATA, KeepDenied))
     root = _root(folder)
     try:
         path = _write_new(root, safe_name(name, data), data)
@@ -156,9 +165,13 @@ def keep_upload(data: bytes, name: str, dataset: str, *, folder=None, store=None
     try:
         with _store(store).connection("recording a kept file", write=True) as c:
             c.execute(_TABLE)
-            c.execute("INSERT OR REPLACE INTO kept_files VALUES (?, ?, ?, ?)",
+            if "kept_by" not in {r[1] for r in c.execute("PRAGMA table_info(kept_files)")}:
+                # who kept it (issue 33), added in place; files kept before: nobody recorded
+                c.execute("ALTER TABLE kept_files ADD COLUMN kept_by TEXT NOT NULL DEFAULT ''")
+            c.execute("INSERT OR REPLACE INTO kept_files (path, dataset, name, kept, kept_by) "
+                      "VALUES (?, ?, ?, ?, ?)",
                       (str(path), dataset, path.name,
-                       datetime.now(UTC).isoformat(timespec="seconds")))
+                       datetime.now(UTC).isoformat(timespec="seconds"), who))
     except StoreError as exc:
         path.unlink(missing_ok=True)
         raise KeepError(f"The file was not kept: {exc}") from None
@@ -212,6 +225,7 @@ def remove_kept(path: str | os.PathLike, *, store=None) -> bytes:
         The file was not kept by this app, or no longer holds what was kept (replaced by
         someone): nothing is deleted.
     """
+    roles.check(Action.KEEP_DATA, KeepDenied)
     path = Path(path).absolute()
     dataset = kept_dataset(path, store=store)
     if dataset is None:

@@ -3,8 +3,9 @@ Connect provider (npm's oidc-provider, tests/e2e/oidc_provider.py) on the loopba
 signed into through the provider's own login form in Chromium.
 
 Signed out, a page shows the sign-in page only (no dataset name); a viewer sees the Releases
-page and the Glossary only; a steward sees the People page, changes a role there (read back
-from the roles file) and signs out, which ends the session.
+page and the Glossary only; an analyst reads that only a steward changes the budget; a
+steward sees the People page, changes a role there (read back from the roles file) and signs
+out, which ends the session.
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ from tests.e2e.oidc_provider import running_provider
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ACCOUNTS = {"ann": {"email": "ann@example.org", "name": "Ann Steward"},
+            "bob": {"email": "bob@example.org", "name": "Bob Analyst"},
             "cy": {"email": "cy@example.org", "name": "Cy Viewer"}}
 DATASET = "Adult"   # the first built-in dataset: named in the sidebar of every page
 
 
 @pytest.fixture(scope="module")
 def app_with_sign_in(tmp_path_factory):
-    """The provider, a roles file made on the command line (a steward and a viewer), and the
+    """The provider, a roles file made on the command line (a steward, an analyst and a
+    viewer), and the
     app with sign-in on and its ``[auth]`` settings in a secrets file of its own."""
     folder = tmp_path_factory.mktemp("signin")
     port = _free_port()
@@ -42,7 +45,8 @@ def app_with_sign_in(tmp_path_factory):
     client_id, client_secret = "epsilon-lab", secrets.token_urlsafe(24)
     env = {"EPSILON_LAB_AUTH": "oidc", "EPSILON_LAB_ROLES": str(folder / "roles.sqlite"),
            "EPSILON_LAB_PLANS": str(folder / "plans.sqlite")}
-    for command in (["add-steward", "ann@example.org"], ["add", "cy@example.org", "viewer"]):
+    for command in (["add-steward", "ann@example.org"], ["add", "cy@example.org", "viewer"],
+                    ["add", "bob@example.org", "analyst"]):
         done = subprocess.run([sys.executable, "-m", "release.roles", *command], cwd=ROOT,
                               env={**os.environ, **env}, capture_output=True, text=True,
                               timeout=120, check=False)
@@ -123,6 +127,28 @@ def test_a_viewer_sees_only_the_releases(app_with_sign_in, page):
     screenshot(page, "signin-viewer")
 
 
+def test_an_analyst_cannot_set_the_budget(app_with_sign_in, page):
+    """Issue 33 item 4: on the Release plan page an analyst reads that only a steward changes
+    the budget, has no control that sets it, and has no allotment yet."""
+    origin, _ = app_with_sign_in
+    sign_in(page, origin, "bob")
+    page.locator("[data-testid='stSidebarNavLink']", has_text="Noisy statistics").click()
+    wait_for_app(page)
+    page.locator(".st-key-stats_query [role='combobox']").click()
+    page.get_by_role("option", name="Count", exact=False).first.click()
+    wait_for_app(page)
+    page.get_by_role("button", name="Add to plan").click()
+    wait_for_app(page)
+    page.locator("[data-testid='stSidebarNavLink']", has_text="Release plan").click()
+    wait_for_app(page)
+    page.get_by_text("Only a steward can change the budget.").wait_for(timeout=60_000)
+    text = main_text(page)
+    assert "You have no allotment of this dataset's budget" in text
+    assert page.locator(".st-key-plan_set_budget").count() == 0
+    assert_no_exception(page)
+    screenshot(page, "signin-analyst-budget")
+
+
 def test_a_steward_changes_a_role_and_signs_out(app_with_sign_in, page):
     origin, roles_file = app_with_sign_in
     sign_in(page, origin, "ann")
@@ -145,7 +171,8 @@ def test_a_steward_changes_a_role_and_signs_out(app_with_sign_in, page):
     screenshot(page, "signin-steward-people")
     with Roles(roles_file) as store:
         assert {m.email: m.role.value for m in store.members()} == {
-            "ann@example.org": "steward", "cy@example.org": "analyst"}
+            "ann@example.org": "steward", "bob@example.org": "analyst",
+            "cy@example.org": "analyst"}
     page.get_by_role("button", name="Sign out").click()
     # the provider asks to confirm its own sign-out, then sends the browser back to the app
     confirm = page.get_by_role("button", name="Yes, sign me out")

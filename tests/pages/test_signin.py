@@ -144,7 +144,10 @@ def test_an_unverified_email_is_not_the_stewards(signed_in_app):
     assert at.warning and DATASET not in shown_text(at)
 
 
-def test_a_viewer_sees_the_releases_only(signed_in_app):
+def test_a_viewer_sees_the_releases_only(signed_in_app, tmp_path, monkeypatch):
+    # a ledger of its own: the session's may hold releases of the built-in dataset, which the
+    # Releases page names (a release's name is public; the dataset picker is what must not be)
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
     at = signed_in_app(user("cy"))
     assert [t.value for t in at.title] == ["Releases"]   # their first page
     text = shown_text(at)
@@ -248,3 +251,208 @@ def test_a_callback_can_ask_who_acts(monkeypatch, auth, who, expected):
         assert acting == access.LOCAL
     else:
         assert (acting.email, acting.subject, acting.issuer) == (expected, "sub-bob", ISSUER)
+
+
+def _plan_page(at, *, add: bool = True):
+    """A Laplace count of the data in the plan (``add``), and the plan page open."""
+    at.switch_page("app_pages/statistics.py").run()
+    at.selectbox(key="stats_query").select("count").run()
+    if add:
+        at.button(key="stats_add_to_plan").click().run()
+    at.switch_page("app_pages/plan.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_the_budget_panel_shows_each_role_what_it_may_do(signed_in_app, tmp_path,
+                                                          monkeypatch):
+    """Issue 33 item 4: an analyst reads "Only a steward can change the budget." and has no
+    control that sets it, nor an allotment until a steward gives one on the same panel; then
+    the analyst sees it, and a plan beyond it is refused before the Release button."""
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    bob = _plan_page(signed_in_app(user("bob")))
+    text = shown_text(bob)
+    assert "Only a steward can change the budget." in text
+    assert "You have no allotment of this dataset's budget" in text
+    assert not [b for b in bob.button if b.key in ("plan_set_budget", "plan_allot")]
+    assert bob.button(key="plan_release").disabled
+
+    ann = _plan_page(signed_in_app(user("ann")))
+    assert "Only a steward can change the budget." not in shown_text(ann)
+    assert ann.selectbox(key="plan_allot_analyst").options == ["bob@example.org"]
+    ann.number_input(key="plan_allot_epsilon").set_value(2.0).run()
+    ann.button(key="plan_allot").click().run()
+    assert not ann.exception, [e.value for e in ann.exception]
+    assert "bob@example.org now has an allotment of ε = 2" in shown_text(ann)
+    [table] = [d.value for d in ann.dataframe if "Analyst" in d.value.columns]
+    assert table[["Analyst", "ε", "Set by"]].values.tolist() == [
+        ["bob@example.org", 2.0, "ann@example.org"]]
+
+    bob = _plan_page(signed_in_app(user("bob")))
+    [mine] = [m for m in bob.metric if m.label == "Your allotment"]
+    assert mine.value == "ε = 2"
+    assert "You have no allotment" not in shown_text(bob)
+
+    # the analyst releases within it: recorded as theirs, charged to their allotment
+    from plan.identity import DatasetIdentity
+    from release.access import Person
+    from release.ledger import Ledger
+
+    bob.checkbox(key="plan_release_confirm").check().run()
+    bob.button(key="plan_release").click().run()
+    assert not bob.exception, [e.value for e in bob.exception]
+    with access.acting_as(Person(ISSUER, "sub-ann", "ann@example.org")), Ledger() as ledger:
+        [record] = ledger.releases()
+        assert record.by == "bob@example.org" and record.epsilon == 1.0
+        given = ledger.allotment(DatasetIdentity("", record.dataset.content_hash),
+                                 "bob@example.org")
+        assert (given.spent_epsilon, given.remaining_epsilon) == (1.0, 1.0)
+        assert ledger.file_names()[record.id]   # the analyst's release kept its files
+
+
+UPLOADED = b"id,age,town\n" + b"".join(f"{i},{20 + i % 50},{'ab'[i % 2]}\n".encode()
+                                        for i in range(60))
+
+
+def test_an_uploads_plans_and_name_stay_with_its_uploader(signed_in_app, tmp_path,
+                                                         monkeypatch):
+    """Issue 33 item 6: with sign-in on, the plans saved for an upload (not kept on the
+    server) are its uploader's: another user who uploads the same content sees none of them
+    and is not told its name; the uploader, in a new session, gets theirs back."""
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard.plan_library import PlanLibrary
+    from tests.conftest import fresh_plans
+
+    plans = fresh_plans()
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    saved = "release_plan_saved"
+
+    def session(who: str, name: str):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.secrets["auth"] = dict(AUTH)
+        at.user = user(who)
+        at.run()
+        at.selectbox(key="dataset_choice").select("Upload your own CSV").run()
+        at.file_uploader(key="upload_file").set_value((name, UPLOADED, "text/csv")).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    def open_plans(at) -> list:
+        return list((at.session_state[saved] if saved in at.session_state else {}).values())
+
+    bob = _plan_page(session("bob", "towns-bob.csv"))
+    [mine] = open_plans(bob)
+    assert f"|uploader:{ISSUER} sub-bob" in mine.dataset
+    assert [p.name for p in PlanLibrary(plans).plans(mine.dataset)] == [mine.name]
+
+    ann = _plan_page(session("ann", "same.csv"))
+    assert all(p.dataset != mine.dataset for p in open_plans(ann))
+    assert "towns-bob.csv" not in shown_text(ann)
+
+    again = _plan_page(session("bob", "renamed.csv"), add=False)
+    assert [p.id for p in open_plans(again)] == [mine.id]
+
+
+def test_an_analyst_submits_a_plan_and_a_steward_opens_it_to_release(signed_in_app,
+                                                                     tmp_path, monkeypatch):
+    """Issue 33 item 3: "Submit for a steward to release" marks the analyst's saved plan; the
+    steward sees it on the plan page, by whom, and opens it (then releases it below)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import fresh_plans
+
+    fresh_plans()
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+
+    def session(who: str):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.secrets["auth"] = dict(AUTH)
+        at.user = user(who)
+        at.run()
+        return at
+
+    bob = _plan_page(session("bob"))
+    bob.button(key="saved_plan_submit").click().run()
+    assert not bob.exception, [e.value for e in bob.exception]
+    assert "Submitted for a steward to release (" in shown_text(bob)
+    assert bob.button(key="saved_plan_submit").disabled
+
+    ann = session("ann")
+    ann.switch_page("app_pages/plan.py").run()
+    text = shown_text(ann)
+    assert "Submitted for release (1)" in text and "by bob@example.org (sub-bob)" in text
+    assert not [b for b in ann.button if b.key == "saved_plan_submit"]
+    ann.button(key="saved_plan_new").click().run()   # she is on a plan of her own
+    [opener] = [b for b in ann.button if b.key.startswith("submitted_plan_open_")]
+    assert not opener.disabled
+    opener.click().run()
+    assert not ann.exception, [e.value for e in ann.exception]
+    assert ann.button(key=opener.key).disabled   # open here now: the steward releases it
+
+
+def test_the_releases_page_shows_a_steward_who_released_and_who_set_the_budget(
+        signed_in_app, tmp_path, monkeypatch):
+    """Issue 33 item 5: the ledger's who, on the Releases page for a steward (the viewer sees
+    the releases, not who made them); entries from before the ledger kept who say so."""
+    from plan.identity import DatasetIdentity
+    from release.access import Person
+    from release.ledger import Ledger
+
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    ann = Person(ISSUER, "sub-ann", "ann@example.org", "Ann", True)
+    data = DatasetIdentity("adult", "sha256:" + "a" * 64)
+    with access.acting_as(ann), Ledger() as ledger:
+        ledger.set_budget(data, 2.0, reason="agreed")
+        ledger.record_release(data, epsilon=0.5, delta=0.0, accounting="basic",
+                              values_hash="sha256:" + "b" * 64, plan_json="{}",
+                              implementation="test")
+    def tables(who: str) -> tuple:
+        at = signed_in_app(user(who))
+        at.switch_page("app_pages/releases.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        return (next(d.value for d in at.dataframe if "Values hash" in d.value.columns),
+                next(d.value for d in at.dataframe if "Reason" in d.value.columns))
+
+    releases, budgets = tables("ann")
+    assert releases["Released by"].tolist() == ["ann@example.org"]
+    assert budgets["Changed by"].tolist() == ["ann@example.org"]
+    releases, budgets = tables("cy")
+    assert len(releases) == 1 and "Released by" not in releases.columns
+    assert len(budgets) == 1 and "Changed by" not in budgets.columns
+
+
+def test_an_upload_a_steward_keeps_shares_its_plans(signed_in_app, tmp_path, monkeypatch):
+    """Issue 33 item 6: once a steward keeps an upload on the server, the plans saved for it
+    are the kept file's, which every user of the server opens."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import fresh_plans
+
+    fresh_plans()
+    (tmp_path / "data").mkdir()
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("EPSILON_LAB_LEDGER", str(tmp_path / "ledger.sqlite"))
+    saved = "release_plan_saved"
+
+    def session(who: str):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.secrets["auth"] = dict(AUTH)
+        at.user = user(who)
+        at.run()
+        return at
+
+    ann = session("ann")
+    ann.selectbox(key="dataset_choice").select("Upload your own CSV").run()
+    ann.file_uploader(key="upload_file").set_value(("towns.csv", UPLOADED, "text/csv")).run()
+    ann = _plan_page(ann)
+    [planned] = ann.session_state[saved].values()
+    assert "|uploader:" in planned.dataset
+    ann.button(key="workspace_keep").click().run()
+    assert not ann.exception, [e.value for e in ann.exception]
+
+    bob = session("bob")
+    bob.selectbox(key="dataset_choice").select("file:towns.csv").run()
+    bob.switch_page("app_pages/plan.py").run()
+    assert not bob.exception, [e.value for e in bob.exception]
+    assert [p.id for p in bob.session_state[saved].values()] == [planned.id]

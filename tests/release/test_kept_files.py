@@ -21,7 +21,13 @@ from release import Ledger, LedgerError, run
 from release import cli as cli_module
 from release.cli import BAD_DATA, BAD_LEDGER, BAD_PLAN, main
 from release.files import release_json as published_json
-from release.ledger import FAILED_DRAW, NOT_KEPT_BEFORE, NOT_KEPT_FAILED, NOT_KEPT_LOST
+from release.ledger import (
+    FAILED_DRAW,
+    NOT_KEPT_BEFORE,
+    NOT_KEPT_FAILED,
+    NOT_KEPT_LOST,
+    SCHEMA_VERSION,
+)
 from release.package import keep_files, package_name, release_files
 from tests.release_fixtures import every_kind_plan, visits
 
@@ -183,8 +189,10 @@ def test_a_layout_1_ledger_from_main_is_upgraded_in_place_and_keeps_working(tmp_
         assert ledger.verify() == []
     con = sqlite3.connect(path)
     meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
-    assert meta["schema"] == "2" and meta["files_from"] == str(len(entries) + 1)
-    assert con.execute("SELECT * FROM entries ORDER BY id").fetchall()[:len(entries)] == entries
+    assert meta["schema"] == str(SCHEMA_VERSION) and meta["files_from"] == str(len(entries) + 1)
+    # the old rows are unchanged; the columns added since (who made them) are empty
+    assert [r[:-2] for r in con.execute("SELECT * FROM entries ORDER BY id").fetchall()
+            ][:len(entries)] == entries
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):   # its trigger is back
         con.execute("UPDATE ledger_meta SET value = '1' WHERE key = 'schema'")
     con.close()

@@ -15,6 +15,7 @@ import pytest
 from plan.identity import DatasetIdentity, content_digest
 from release import Ledger, LedgerError, OverBudget
 from release import ledger as ledger_module
+from release import paths as paths_module
 from release.ledger import LEDGER_ENV, default_path, ledger_path
 from tests.release_fixtures import RACE_EPSILON, race_worker
 
@@ -45,7 +46,8 @@ def test_the_api_has_no_way_to_change_or_remove_an_entry(tmp_path):
     public = {n for n in dir(Ledger) if not n.startswith("_")}
     assert public == {"close", "datasets", "releases", "status", "verify", "set_budget",
                       "record_release", "knows_legacy_identities", "store_files",
-                      "release_files", "file_names", "why_no_files"}
+                      "release_files", "file_names", "why_no_files", "allotments",
+                      "allotment", "set_allotment", "check_may_release"}
     with Ledger(tmp_path / "l.sqlite") as ledger:
         entry = record(ledger, 0.5)
         with pytest.raises(dataclasses.FrozenInstanceError):
@@ -211,7 +213,7 @@ def test_the_default_path_is_the_users_data_folder(monkeypatch, tmp_path):
     monkeypatch.delenv(LEDGER_ENV, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(ledger_module.sys, "platform", "linux")
+    monkeypatch.setattr(paths_module.sys, "platform", "linux")
     expected = tmp_path / "home" / ".local" / "share" / "epsilon-lab" / "ledger.sqlite"
     assert default_path() == expected == ledger_path()
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
@@ -235,7 +237,7 @@ def test_the_ledger_is_never_inside_the_repository(monkeypatch, tmp_path):
     monkeypatch.delenv(LEDGER_ENV)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("HOME", str(REPO / "home"))
-    monkeypatch.setattr(ledger_module.sys, "platform", "linux")
+    monkeypatch.setattr(paths_module.sys, "platform", "linux")
     with pytest.raises(LedgerError, match="inside the repository"):
         ledger_path()
     assert not (REPO / "home").exists() and not (REPO / "ledger.sqlite").exists()
