@@ -102,3 +102,29 @@ def test_a_release_in_a_new_process_does_not_read_an_unchanged_file_to_identify_
     assert counted == []
     assert second.dataset.content_hash == first.dataset.content_hash
     assert spent == pytest.approx(1.0)   # both releases charged to the same dataset
+
+
+def test_the_command_line_remembers_the_identity_beside_its_ledger(tmp_path, settled,
+                                                                   capsys):
+    from release.cli import main
+
+    data = tmp_path / "people.csv"
+    write_people(data, range(30))
+    plan = tmp_path / "plan.json"
+    plan.write_text(Plan(Dataset("people"), (PlanQuery(
+        "n", "People", Count(), Noise("laplace", "pure", epsilon=0.5)),),
+        PrivacyUnit()).to_json())
+    ledger = tmp_path / "cli" / "ledger.sqlite"
+    args = ["--plan", str(plan), "--data", str(data), "--ledger", str(ledger), "--budget", "5"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert (ledger.parent / "identities.sqlite").exists()
+
+    settled.setattr(identity, "_digest_cache", OrderedDict())   # the next command
+    counted = reads(settled)
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    assert counted == []
+    with Ledger(ledger) as kept:
+        first, second = kept.releases()
+    assert first.dataset.content_hash == second.dataset.content_hash == content_digest(
+        FileSource(data, "csv"))
