@@ -9,6 +9,10 @@ histogram and a clamped sum under a 5-rows-per-person unit (``release.run``, Duc
 the same three aggregates typed into DuckDB's SQL with one ``row_number()`` per person per
 aggregate, and against OpenDP's Polars Context on the same work (when polars is importable), on
 the CSV and the Parquet file; the figures go to ``bench/results/release_measured.txt``.
+Issue 37 adds the floor (one statement: each person's rows ranked once, one scan with
+``GROUPING SETS``), the identity digest alone, and a second release of the same file in a
+fresh process's state (its identity remembered beside the ledger: ``release.identities``);
+every line gives its ratio to the floor in CPU time.
 
 Run: ``.venv/bin/python bench/bench_release.py [--big] [--spark-rows N] [--measured ROWS]``.
 Every release goes to a ledger in a temporary folder. Wall-clock seconds (a release is one-off
@@ -152,19 +156,73 @@ def _duckdb_sql(path: Path) -> None:
         con.close()
 
 
-def _polars_context(path: Path) -> None:
-    """The same release with OpenDP's Polars Context (a count, the histogram with the 12
-    regions as keys, the clamped sum), each query truncated to 5 rows per person."""
+def _one_pass_sql(path: Path) -> None:
+    """The floor (issue 37): one statement, each person's rows ranked once by a hash and the
+    first 5 kept, then the count, the 12-region histogram and the clamped sum from one scan
+    (``GROUPING SETS``)."""
+    import duckdb
+
+    src = (f"read_parquet('{path}')" if path.suffix == ".parquet"
+           else f"read_csv('{path}', header = true)")
+    regions = ", ".join(f"'{r}'" for r in REGIONS)
+    with tempfile.TemporaryDirectory(prefix="bench-sql-") as spill:
+        con = duckdb.connect(config={"memory_limit": SQL_MEMORY, "temp_directory": spill})
+        con.execute(f"""
+            SELECT CASE WHEN region IN ({regions}) THEN region END AS cell, count(*),
+                   sum(greatest(least(coalesce(income, 0.0), 250000.0), 0.0))
+            FROM (SELECT region, income, row_number() OVER (PARTITION BY person ORDER BY
+                         hash(person, sex, region, income)) AS r
+                  FROM {src} WHERE person IS NOT NULL) t
+            WHERE r <= {MEASURED_K}
+            GROUP BY GROUPING SETS ((), (cell))""").fetchall()
+        con.close()
+
+
+def _identity_alone(path: Path, fmt: str) -> None:
+    """The dataset's identity digest read from every cell (nothing remembered)."""
+    from plan import identity
+
+    identity._digest_cache.clear()
+    identity.content_digest(FileSource(path, fmt))
+
+
+def _release_as_a_new_process(plan: model.Plan, path: Path, fmt: str, ledger_path: Path,
+                              engine) -> None:
+    """A release in a process that has identified nothing yet (the in-process cache emptied):
+    whatever it does not read again comes from the identities beside ``ledger_path``."""
+    from plan import identity
+
+    identity._digest_cache.clear()
+    with Ledger(ledger_path) as ledger:
+        run(plan, FileSource(path, fmt), ledger=ledger, engine=engine)
+
+
+def _settled(path: Path) -> None:
+    """Wait until the file is older than the identity's racy window (a file written moments
+    ago is never remembered: plan.identity.RACY_SECONDS)."""
+    from plan.identity import RACY_SECONDS
+
+    info = path.stat()
+    age = time.time() - max(info.st_mtime, info.st_ctime)
+    if age < RACY_SECONDS:
+        time.sleep(RACY_SECONDS - age + 0.1)
+
+
+def _polars_context(path: Path, rows: int) -> None:
+    """The same release with OpenDP's Polars Context at equal noise (issue 37, item 5): one id
+    per person and ``truncate_per_group(5)`` (count and histogram noise scale 10, sum 2.5e6,
+    as the release's; ``contributions=5`` read as five ids per person gave five times the
+    sensitivity), and a public ``max_length`` just above the table's ``rows`` (``10**9`` made
+    the float sum's scale 93,818 per unit of bound)."""
     import opendp.prelude as dp
     import polars as pl
 
     dp.enable_features("contrib")
     frame = pl.scan_parquet(path) if path.suffix == ".parquet" else pl.scan_csv(path)
     context = dp.Context.compositor(
-        data=frame, privacy_unit=dp.unit_of(contributions=MEASURED_K,
-                                            identifier=pl.col("person")),
+        data=frame, privacy_unit=dp.unit_of(contributions=1, identifier=pl.col("person")),
         privacy_loss=dp.loss_of(epsilon=1.5), split_evenly_over=3,
-        margins=[dp.polars.Margin(by=[], max_length=10**9)])
+        margins=[dp.polars.Margin(by=[], max_length=rows + rows // 100)])
     context.query().truncate_per_group(MEASURED_K).select(dp.len()).release().collect()
     context.query().truncate_per_group(MEASURED_K).group_by("region").agg(dp.len()).with_keys(
         pl.LazyFrame({"region": list(REGIONS)})).release().collect()
@@ -189,9 +247,12 @@ def _cpu(timed: str) -> float:
 
 def measured(folder: Path, sizes: list[int], out: Path,
              formats: tuple[str, ...] = ("csv", "parquet"),
-             methods: tuple[str, ...] = ("release", "sql", "polars")) -> None:
-    """Seconds of the measured release, DuckDB's SQL and the Polars Context, per file (the
-    ratios in CPU time), printed and appended to ``out`` as each is measured."""
+             methods: tuple[str, ...] = ("floor", "digest", "release", "known", "sql",
+                                         "polars")) -> None:
+    """Seconds of the measured release (a first one, then one whose file's identity is
+    remembered beside the ledger, each as a new process would run it), the identity digest
+    alone, the one-pass SQL floor, DuckDB's SQL per query and the Polars Context, per file
+    (the ratios in CPU time), printed and appended to ``out`` as each is measured."""
     import importlib.util
 
     import duckdb
@@ -215,21 +276,33 @@ def measured(folder: Path, sizes: list[int], out: Path,
             def record(what: str, timed: str, mine: str | None = None) -> None:
                 ratio = "" if mine is None else \
                     f": release.run/this {_cpu(mine) / _cpu(timed):.2f}x CPU"
-                line = f"{rows:.0e} rows {fmt:7} {what:15} {timed}{ratio}"  # noqa: B023
+                if floor is not None and "floor" not in what:  # noqa: B023
+                    ratio += f", this/floor {_cpu(timed) / _cpu(floor):.2f}x CPU"  # noqa: B023
+                line = f"{rows:.0e} rows {fmt:7} {what:22} {timed}{ratio}"  # noqa: B023
                 print(line, flush=True)
                 with open(out, "a", encoding="utf-8") as results:
                     results.write(f"{line}\n")
 
-            ours = None
+            _settled(path)
+            floor = ours = None
+            if "floor" in methods:
+                floor = _timed(_one_pass_sql, path)
+                record("one-pass SQL (floor)", floor)
+            if "digest" in methods:
+                record("identity digest alone", _timed(_identity_alone, path, fmt))
+            ledger_path = folder / f"measured-{rows}-{fmt}.sqlite"
             if "release" in methods:
-                with Ledger(folder / f"measured-{rows}-{fmt}.sqlite") as ledger:
-                    ours = _timed(run, plan, FileSource(path, fmt), ledger=ledger,
-                                  engine=Engine(DuckDBBackend()))
-                record("release.run", ours)
+                ours = _timed(_release_as_a_new_process, plan, path, fmt, ledger_path,
+                              Engine(DuckDBBackend()))
+                record("release.run (first)", ours)
+            if "known" in methods:
+                record("release.run (known)", _timed(
+                    _release_as_a_new_process, plan, path, fmt, ledger_path,
+                    Engine(DuckDBBackend())))
             if "sql" in methods:
                 record("DuckDB SQL", _timed(_duckdb_sql, path), ours)
             if polars and "polars" in methods:
-                record("Polars Context", _timed(_polars_context, path), ours)
+                record("Polars Context", _timed(_polars_context, path, rows), ours)
 
 
 def main(argv: list[str]) -> int:
@@ -239,7 +312,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--measured", help="row counts, e.g. 1e6,1e7: only issue 20's "
                         "measured release (see above)")
     parser.add_argument("--formats", default="csv,parquet", help="with --measured")
-    parser.add_argument("--methods", default="release,sql,polars", help="with --measured")
+    parser.add_argument("--methods", default="floor,digest,release,known,sql,polars",
+                        help="with --measured: floor (one-pass SQL), digest (the identity "
+                        "alone), release (a first release), known (a release of a file whose "
+                        "identity is remembered, in a fresh process's state), sql, polars")
     args = parser.parse_args(argv)
     if args.measured:
         sizes = [int(float(n)) for n in args.measured.split(",")]

@@ -48,13 +48,14 @@ class Guard:
 def _digest(_loaded: LoadedDataset, data_key: str) -> str:
     from dashboard.release_panel import content_hash_of, source_of
     from engine.sources import FrameSource
-    from plan.identity import content_digest
+    from release.identities import known_digest
 
     pinned = content_hash_of(_loaded)
     if pinned is not None:
         return pinned
     source = source_of(_loaded)
-    return content_digest(source.frame if isinstance(source, FrameSource) else source)
+    # a data-folder file's digest is remembered per file version beside the ledger
+    return known_digest(source.frame if isinstance(source, FrameSource) else source)
 
 
 def identity_of(loaded: LoadedDataset, data_key: str):

@@ -66,6 +66,7 @@ def content_hash_of(loaded: LoadedDataset) -> str | None:
     (``release.run`` digests it)."""
     from dashboard.data.builtins import DATA_DIR
     from plan.identity import content_digest
+    from release.identities import known_digest
 
     if loaded.file is None and loaded.cells is not None:
         # an upload: the digest of exactly the cells its release reads, the same function
@@ -75,7 +76,7 @@ def content_hash_of(loaded: LoadedDataset) -> str | None:
     name = BUILTIN_FILES.get(loaded.name)
     if name is None or loaded.file is not None or not loaded.key.startswith("builtin:"):
         return None
-    return content_digest(DATA_DIR / name)
+    return known_digest(DATA_DIR / name)   # remembered per file version beside the ledger
 
 
 #: The released values table's columns: the value; the interval for its true value (empty

@@ -9,6 +9,12 @@ reordering its columns or its rows keep the identity; changing one value changes
 
 The older byte-level hashes (:func:`file_hash`, :func:`frame_hash`) are kept for ledgers
 written before the content digest: they are looked up as aliases of the same data.
+
+A file's digest is remembered per file version (:func:`file_version`: its path, size,
+modification and change times in nanoseconds, inode and device, each Parquet part's too), in
+this process and, given a :class:`DigestMemo`, across processes (``release.identities``): an
+unchanged file is not read again. What a stat cannot see, and how it is guarded, is said at
+:data:`RACY_SECONDS`.
 """
 
 from __future__ import annotations
@@ -17,16 +23,19 @@ import hashlib
 import os
 import stat
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
 __all__ = ["DatasetIdentity", "file_hash", "bytes_hash", "frame_hash", "content_hash",
-           "content_digest", "CHUNK_BYTES", "FRAME_CHUNK_ROWS", "MISSING_TEXTS"]
+           "content_digest", "CHUNK_BYTES", "FRAME_CHUNK_ROWS", "MISSING_TEXTS", "DigestMemo",
+           "file_version", "RACY_SECONDS"]
 
 #: Bytes read at a time: memory stays bounded whatever the file's size.
 CHUNK_BYTES = 1 << 20
@@ -274,13 +283,65 @@ def _digest_of(connection, clause: str, params: dict, names: list[str]) -> str:
     return _digest(h)
 
 
-def content_digest(data: object) -> str:
+#: A file version whose newest time (modification or change) is less than this many seconds
+#: before the moment it is identified is never remembered, in this process or across
+#: processes. A stat sees a rewrite through its size, its times or (a file replaced by a new
+#: one) its inode; it cannot see a rewrite in place that keeps the size within one tick of
+#: the file system's clock (a few milliseconds on Linux, up to 2 s on FAT, 1 s on HFS+): the
+#: second write stamps the same times. Git's "racily clean" rule closes that gap: a version
+#: remembered only once its times are this old cannot be followed by a same-tick write that
+#: the stat would miss. The change time (ctime) is kept too, because tools that put a file's
+#: old modification time back (``touch -d``, ``cp -p``, ``rsync -t``, ``tar``) cannot set it.
+#: Left unseen: a write that bypasses the file system's times (a raw block device, a network
+#: file system that does not keep them, a clock set back by an administrator).
+RACY_SECONDS = 2.0
+
+
+class DigestMemo(Protocol):
+    """Where digests of file versions are kept across processes (``release.identities``):
+    ``recall`` gives the digest remembered for exactly this path and version, or None."""
+
+    def recall(self, path: str, version: str) -> str | None: ...
+
+    def remember(self, path: str, version: str, digest: str) -> None: ...
+
+
+def _stamp(info: os.stat_result) -> str:
+    return (f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}:"
+            f"{info.st_dev}")
+
+
+def file_version(path: Path, fmt: str) -> tuple[str, bool]:
+    """The version of the file or Parquet folder at ``path`` read as ``fmt``: a text naming
+    the digest's format, the reading and each file's size, times (ns), inode and device (a
+    folder's own entry and each part a release reads, by its relative path), and whether it
+    is too recent to be remembered (:data:`RACY_SECONDS`)."""
+    from engine.sources import parquet_parts
+
+    info = path.stat()
+    stamps = [_stamp(info)]
+    newest = max(info.st_mtime_ns, info.st_ctime_ns)
+    if stat.S_ISDIR(info.st_mode):
+        for part in parquet_parts(path):
+            part_info = part.stat()
+            stamps.append(f"{part.relative_to(path).as_posix()}={_stamp(part_info)}")
+            newest = max(newest, part_info.st_mtime_ns, part_info.st_ctime_ns)
+    version = (f"{_DIGEST_FORMAT.rstrip(bytes(1)).decode('ascii')}|{fmt}|"
+               + "|".join(stamps))
+    # a time in the future (another machine's clock) is as recent as can be
+    racy = time.time_ns() - newest < RACY_SECONDS * 1e9
+    return version, racy
+
+
+def content_digest(data: object, *, memo: DigestMemo | None = None) -> str:
     """The digest of a dataset's canonical table (see the module): ``sha256:`` and 64 hex.
 
     ``data``: a pandas frame, an ``engine.sources.FileSource`` (CSV, CSV.gz, Parquet file or
     folder) or a path to one. CSV files are read with every column as text, so no guess of
-    a column's type (which depends on all its values) enters the identity. Files are cached
-    by path, modification time, size and inode.
+    a column's type (which depends on all its values) enters the identity. A file's digest
+    is remembered per version (:func:`file_version`) in this process and in ``memo`` when
+    given, and read again only when the version changes or is too recent
+    (:data:`RACY_SECONDS`).
 
     Raises
     ------
@@ -306,12 +367,17 @@ def content_digest(data: object) -> str:
         if not isinstance(data, FileSource):
             raise TypeError(f"data must be a DataFrame or a FileSource, got "
                             f"{type(data).__name__}")
-        info = data.path.stat()
-        key = (str(data.path), info.st_mtime_ns, info.st_size, info.st_ino, data.format)
-        with _lock:
-            if key in _digest_cache:
-                _digest_cache.move_to_end(key)
-                return _digest_cache[key]
+        version, racy = file_version(data.path, data.format)
+        key = (str(data.path), version)
+        if not racy:
+            with _lock:
+                if key in _digest_cache:
+                    _digest_cache.move_to_end(key)
+                    return _digest_cache[key]
+            remembered = None if memo is None else memo.recall(*key)
+            if remembered is not None:
+                _remember(key, remembered)
+                return remembered
         try:
             if data.format == "csv":
                 # Exactly the cells a release reads (engine.cells' one reading, by DuckDB's
@@ -332,13 +398,20 @@ def content_digest(data: object) -> str:
             # DuckDB's message may quote a line number or a cell: say only what to do.
             raise OSError(f"{data.path.name} cannot be read to identify it: check that it is "
                           "a CSV or Parquet file the app can read") from None
-        after = data.path.stat()
-        if (after.st_mtime_ns, after.st_size) != (info.st_mtime_ns, info.st_size):
+        if file_version(data.path, data.format)[0] != version:
             raise OSError(f"{data.path} changed while it was being read; try again")
-        with _lock:
-            _digest_cache[key] = digest
-            while len(_digest_cache) > _CACHE_SIZE:
-                _digest_cache.popitem(last=False)
+        if not racy:
+            _remember(key, digest)
+            if memo is not None:
+                memo.remember(*key, digest)
         return digest
     finally:
         connection.close()
+
+
+def _remember(key: tuple[str, str], digest: str) -> None:
+    with _lock:
+        _digest_cache[key] = digest
+        _digest_cache.move_to_end(key)
+        while len(_digest_cache) > _CACHE_SIZE:
+            _digest_cache.popitem(last=False)

@@ -167,11 +167,12 @@ def _on_record(args: argparse.Namespace, plan, source) -> str:
     """Record the data's names under its content identity in the dataset declarations (the
     file of :func:`_declarations`) and say which of its declarations are on record (issue 32)."""
     from engine import EngineError
-    from plan.identity import content_digest
     from release.declarations import DeclarationsError, DeclarationStore, on_record
+    from release.identities import known_digest
 
-    try:   # the digest is cached: the release reads it again without a second scan
-        return on_record(DeclarationStore(_declarations(args)), content_digest(source),
+    try:   # the digest is remembered beside the ledger: the release does not read it again
+        return on_record(DeclarationStore(_declarations(args)),
+                         known_digest(source, ledger=args.ledger),
                          (args.data.name, plan.dataset.name))
     except (OSError, EngineError, DeclarationsError) as exc:
         return f"declarations: not looked up ({_one_line(exc)})"
@@ -236,7 +237,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from release.run import dataset_identity
 
         try:
-            content_hash = dataset_identity(plan, source).content_hash
+            content_hash = dataset_identity(plan, source, ledger_file=ledger.path).content_hash
             plan, stale = checked_plan(plan, content_hash, _declarations(args),
                                        confirm=args.confirm_stale)
         except ReleaseRefused as exc:

@@ -10,6 +10,7 @@ values only: no true value, no count of rows dropped or clamped.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -25,6 +26,7 @@ from plan.identity import DatasetIdentity, content_digest, file_hash, frame_hash
 from plan.model import Plan
 from release.accounting import Spent, certified_spent, privacy_spent
 from release.errors import DataMismatch, DrawFailed, OverBudget
+from release.identities import known_digest
 from release.ledger import (
     FAILED_DRAW,
     BudgetChange,
@@ -107,13 +109,16 @@ def values_hash(queries: Sequence[ReleasedQuery]) -> str:
 
 
 def dataset_identity(plan: Plan, source: Source, *, content_hash: str | None = None,
-                     legacy: bool = False) -> DatasetIdentity:
+                     legacy: bool = False, ledger_file: str | os.PathLike | None = None,
+                     ) -> DatasetIdentity:
     """The name the plan gives the data and the digest of its content.
 
     A file, a Parquet folder or a frame: :func:`plan.identity.content_digest` (the same for
     the same table whatever path it came by); ``content_hash`` when the caller has it (the
     app passes a built-in's file's digest). A Spark table is known by its name and the
-    version the caller gives. With ``legacy`` (a ledger written before the content digest)
+    version the caller gives. With ``ledger_file``, a file's digest is remembered per file
+    version beside that ledger (:func:`release.identities.known_digest`): an unchanged file
+    is not read again. With ``legacy`` (a ledger written before the content digest)
     the older byte-level hash is added as an alias. A plan pinned to a content hash refuses
     other data (:class:`~release.errors.DataMismatch`): the pin is the plan's own, public.
     """
@@ -121,8 +126,9 @@ def dataset_identity(plan: Plan, source: Source, *, content_hash: str | None = N
     try:
         if content_hash is None:
             if isinstance(source, FileSource | FrameSource):
-                content_hash = content_digest(
-                    source.frame if isinstance(source, FrameSource) else source)
+                data = source.frame if isinstance(source, FrameSource) else source
+                content_hash = content_digest(data) if ledger_file is None else \
+                    known_digest(data, ledger=ledger_file)
             elif isinstance(source, TableSource):
                 content_hash = f"table:{source.table}@{source.version}"
             else:
@@ -353,7 +359,8 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     """
     prepared = prepare(plan)
     identity = dataset_identity(plan, source, content_hash=content_hash,
-                                legacy=ledger.knows_legacy_identities())
+                                legacy=ledger.knows_legacy_identities(),
+                                ledger_file=ledger.path)
     if budget is not None:
         ledger.set_budget(identity, budget, delta=budget_delta, only_if_new=True,
                           reason="set by the first release's --budget")
