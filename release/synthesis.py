@@ -7,8 +7,15 @@ figure is the part's loss: what the release composes and the ledger records.
 Invoked on the engine's cells (``engine.JointAggregate``: the non-empty cells and their
 counts, never the raw rows), the measurement rebuilds one row of codes per counted row
 (``np.repeat``), lets OpenDP measure the marginals with its own samplers (OS entropy) and fit
-the model, then draws the synthetic rows from the model (post-processing: mbi's sampler,
-numpy's global generator, which no code here seeds).
+the model, then draws the synthetic rows from the model (post-processing:
+:func:`synthetic_rows`, with a generator of fresh OS entropy).
+
+:func:`synthetic_rows` is mbi's randomized rounding with one fix: mbi 1.1.0's
+``synthetic_data(method="round")`` gives a row its rank inside its parents' group by row order,
+so two columns drawn from the same parents come out co-monotone (a spurious association that
+grew with ε: issue 34). Here each rank is a uniformly random one, which keeps the rounding's
+stratification (each group's values within one row of their expected counts) and draws the
+columns independently given their parents, as the model says.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from plan.kinds.synthetic import MarginalSynthesis
 from plan.parts import Loss, Part
 from release.errors import MapCheckFailed, Unsupported
 
-__all__ = ["certify_synthesis", "certified_loss", "SynthesisMeasurement"]
+__all__ = ["certify_synthesis", "certified_loss", "SynthesisMeasurement", "synthetic_rows"]
 
 
 def _names(k: int) -> list[str]:
@@ -43,6 +50,14 @@ class SynthesisMeasurement:
         return self.measurement.map(d_in)
 
     def __call__(self, cells: Any) -> np.ndarray:
+        """The synthetic rows' codes: the model fitted to ``cells`` (:meth:`fit`), then
+        :func:`synthetic_rows` drawn with fresh OS entropy."""
+        return synthetic_rows(self.fit(cells), self.spec.shape, self.spec.rows,
+                              rng=np.random.default_rng())
+
+    def fit(self, cells: Any) -> Any:
+        """OpenDP's contingency table (noisy marginals and the model fitted to them) of
+        ``cells``: the part that spends the budget."""
         import polars as pl
 
         shape = self.spec.shape
@@ -53,11 +68,102 @@ class SynthesisMeasurement:
         records = np.repeat(codes, counts, axis=0)
         frame = pl.LazyFrame({n: pl.Series(n, records[:, i].astype(np.uint32),
                                            dtype=pl.UInt32) for i, n in enumerate(names)})
-        table = self.measurement(frame)
-        synthetic = table.synthesize(rows=self.spec.rows)
-        # the model's extra (null) key holds no declared cell: the missing-or-other code
-        return np.stack([synthetic[n].fill_null(s - 1).to_numpy().astype(np.int64)
-                         for n, s in zip(names, shape, strict=True)], axis=1)
+        return self.measurement(frame)
+
+
+def _rounded_counts(weights: np.ndarray, total: int, *, rng: np.random.Generator
+                    ) -> np.ndarray:
+    """``total`` split over cells in proportion to ``weights``: each cell gets its share's
+    integer part, and the rows left over go to distinct cells drawn with probability in
+    proportion to the fractional parts (mbi's rounding: every count within one of its
+    expectation, the sum exact)."""
+    weights = np.clip(np.asarray(weights, dtype=np.float64), 0.0, None)
+    mass = weights.sum()
+    share = weights * (total / mass) if mass > 0 else np.full(weights.shape,
+                                                               total / weights.size)
+    fraction, whole = np.modf(share)
+    counts = whole.astype(np.int64)
+    extra = min(int(total - counts.sum()), int(np.count_nonzero(fraction)))
+    if extra > 0:
+        chosen = rng.choice(weights.size, extra, replace=False, p=fraction / fraction.sum())
+        counts[chosen] += 1
+    # float rounding can leave the sum a row off either way: the largest cell absorbs it
+    counts[np.argmax(counts)] += total - counts.sum()
+    return counts
+
+
+def _random_ranks(groups: np.ndarray, sizes: np.ndarray, *, rng: np.random.Generator
+                  ) -> np.ndarray:
+    """Each row's rank inside its group, a uniformly random permutation of 0 … size − 1 in
+    each group (the fix: mbi ranks by row order)."""
+    order = np.lexsort((rng.random(len(groups)), groups))
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    ranks = np.empty(len(groups), dtype=np.int64)
+    ranks[order] = np.arange(len(groups)) - starts[groups[order]]
+    return ranks
+
+
+def _draw_given_parents(joint: np.ndarray, parents: np.ndarray, *,
+                        rng: np.random.Generator) -> np.ndarray:
+    """One column's codes, each row's drawn from ``joint`` (the model's marginal over the
+    parents then the column, parents flattened: shape (parent cells, values)) given its
+    parents' cell (``parents``): stratified inside each parents' group by a random rank, so
+    each group's values are within one row of their expected counts."""
+    cells, values = joint.shape
+    mass = joint.sum(axis=1, keepdims=True)
+    cdf = np.divide(np.cumsum(joint, axis=1), mass, out=np.zeros(joint.shape),
+                    where=mass > 0)
+    # cdf rows end at exactly 1 (or 0 for a group without mass), so the rows offset by their
+    # group's index make one sorted array that a single searchsorted reads
+    cdf = np.minimum(cdf, 1.0)
+    cdf[:, -1] = np.where(mass[:, 0] > 0, 1.0, 0.0)
+    sizes = np.bincount(parents, minlength=cells)
+    u = (_random_ranks(parents, sizes, rng=rng) + rng.random(len(parents))) / sizes[parents]
+    flat = (np.arange(cells)[:, None] + cdf).ravel()
+    index = np.searchsorted(flat, parents + u, side="right") - parents * values
+    # past a group's last value (float ties, or a group without mass): its last value, as mbi
+    return np.clip(index, 0, values - 1)
+
+
+def synthetic_rows(table: Any, shape: tuple[int, ...], rows: int, *,
+                   rng: np.random.Generator) -> np.ndarray:
+    """``rows`` synthetic rows (codes, one column per column of ``shape``) drawn from the
+    model of OpenDP's contingency table ``table`` (columns ``c0``, ``c1``, …), in random order.
+
+    mbi's randomized rounding: columns in the junction tree's order, the first rounded from
+    its marginal, each next one from its marginal given the columns already drawn that share
+    a clique with it, stratified inside each parents' group by a **random** rank (module
+    docstring); the model's extra (null) key, which holds no declared cell, is read as the
+    missing-or-other code (each column's last). Work and memory: O(rows × columns) plus the
+    model's own marginals.
+    """
+    from mbi import junction_tree, marginal_oracles
+
+    if not (isinstance(rows, int | np.integer) and rows >= 0):
+        raise ValueError("rows must be a non-negative integer")
+    model = table.model
+    names = _names(len(shape))
+    cliques = [set(c) for c in model.cliques]
+    tree, elimination = junction_tree.make_junction_tree(model.domain, cliques)
+    marginals = marginal_oracles.message_passing_stable(model.potentials.expand(
+        list(tree.nodes)))
+    drawn: dict[str, np.ndarray] = {}
+    for column in elimination[::-1]:
+        near = set().union(*(c for c in cliques if column in c))
+        parents = tuple(p for p in drawn if p in near)
+        joint = np.asarray(marginals.project(parents + (column,)).datavector(flatten=False),
+                           dtype=np.float64)
+        if not parents:
+            drawn[column] = np.repeat(np.arange(joint.size), _rounded_counts(
+                joint, rows, rng=rng))
+            continue
+        sizes = joint.shape[:-1]
+        cell = np.ravel_multi_index(tuple(drawn[p] for p in parents), sizes)
+        drawn[column] = _draw_given_parents(joint.reshape(-1, joint.shape[-1]), cell, rng=rng)
+    codes = np.stack([np.minimum(drawn[n], s - 1) for n, s in zip(names, shape, strict=True)],
+                     axis=1).astype(np.int64)
+    # the first column comes out sorted (np.repeat): rows in random order
+    return codes[rng.permutation(rows)]
 
 
 def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:

@@ -179,15 +179,11 @@ def _algorithm(dp, algorithm: Algorithm, marginals: MarginalChoice,
     return dp.mbi.AIM(estimator=estimator)
 
 
-def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
-             max_rows: int, algorithm: Algorithm, marginals: MarginalChoice = "auto",
-             pairs: list[tuple[int, int]] | None = None, rows: int = 1000,
-             iters: int = 300) -> NDArray[np.int64]:
-    """Synthetic rows (codes, one column per chosen column) drawn by OpenDP's mbi.
-
-    ``max_rows``: the rows one person may add after truncation (1: one row per person).
-    OpenDP draws its own noise (not seeded); the rows are sampled with numpy's global state.
-    """
+def fit(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
+        max_rows: int, algorithm: Algorithm, marginals: MarginalChoice = "auto",
+        pairs: list[tuple[int, int]] | None = None, iters: int = 300):
+    """OpenDP's contingency table (noisy marginals, the model fitted to them) of ``cells``:
+    what spends the budget. OpenDP draws its own noise (not seeded)."""
     import opendp.prelude as dp
     import polars as pl
 
@@ -207,14 +203,30 @@ def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure,
     if not cells.counts.sum():
         raise SynthesisError("The table is empty: there are no rows to learn from.")
     try:
-        table = query.contingency_table(keys={n: list(range(s)) for n, s in zip(
+        return query.contingency_table(keys={n: list(range(s)) for n, s in zip(
             names, shape, strict=True)}, algorithm=chosen).release()
-        synthetic = table.synthesize(rows=rows)
     except dp.OpenDPException as exc:
         raise SynthesisError(f"OpenDP refused: {str(exc).strip()[:300]}") from exc
-    # the model's extra (null) key holds no real row: read it as the missing-or-other code
-    return np.stack([synthetic[n].fill_null(s - 1).to_numpy().astype(np.int64)
-                     for n, s in zip(names, shape, strict=True)], axis=1)
+
+
+def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
+             max_rows: int, algorithm: Algorithm, marginals: MarginalChoice = "auto",
+             pairs: list[tuple[int, int]] | None = None, rows: int = 1000,
+             iters: int = 300, rng: np.random.Generator | None = None) -> NDArray[np.int64]:
+    """Synthetic rows (codes, one column per chosen column): the model :func:`fit` to the
+    cells, then ``rows`` rows drawn from it as a release draws them
+    (``release.synthesis.synthetic_rows``: a faithful sample of the model, in random order).
+
+    ``max_rows``: the rows one person may add after truncation (1: one row per person).
+    OpenDP draws its own noise (not seeded); the rows are drawn with ``rng`` (None: fresh OS
+    entropy, as a release).
+    """
+    from release.synthesis import synthetic_rows
+
+    table = fit(cells, shape, measure=measure, budget=budget, max_rows=max_rows,
+                algorithm=algorithm, marginals=marginals, pairs=pairs, iters=iters)
+    return synthetic_rows(table, shape, int(rows),
+                          rng=rng if rng is not None else np.random.default_rng())
 
 
 def synthetic_frame(codes: NDArray[np.int64], columns: Columns) -> pd.DataFrame:
