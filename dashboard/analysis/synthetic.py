@@ -187,6 +187,8 @@ def fit(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budg
     import opendp.prelude as dp
     import polars as pl
 
+    from release.synthesis import BUDGET_NUDGES, ROUNDING_FAILURE, opendp_failure_in_words
+
     dp.enable_features("contrib")
     if not budget > 0:
         raise SynthesisError("The budget must be positive.")
@@ -195,18 +197,26 @@ def fit(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budg
     records = np.repeat(cells.codes, cells.counts, axis=0).astype(np.uint32).reshape(-1, k)
     frame = pl.LazyFrame({n: pl.Series(n, records[:, i], dtype=pl.UInt32)
                           for i, n in enumerate(names)})
-    loss = dp.loss_of(epsilon=budget) if measure == "epsilon" else dp.loss_of(rho=budget)
-    context = dp.Context.compositor(data=frame, privacy_unit=dp.unit_of(contributions=max_rows),
-                                    privacy_loss=loss)
-    query = context.query(**{measure: budget})
     chosen = _algorithm(dp, algorithm, marginals, pairs or [], names, iters)
     if not cells.counts.sum():
         raise SynthesisError("The table is empty: there are no rows to learn from.")
-    try:
-        return query.contingency_table(keys={n: list(range(s)) for n, s in zip(
-            names, shape, strict=True)}, algorithm=chosen).release()
-    except dp.OpenDPException as exc:
-        raise SynthesisError(f"OpenDP refused: {str(exc).strip()[:300]}") from exc
+    failure = ""
+    # OpenDP's split of the budget can fail on a float rounding: a hair less, as a release
+    for nudge in BUDGET_NUDGES:
+        spent = budget * nudge
+        loss = dp.loss_of(epsilon=spent) if measure == "epsilon" else dp.loss_of(rho=spent)
+        context = dp.Context.compositor(
+            data=frame, privacy_unit=dp.unit_of(contributions=max_rows), privacy_loss=loss)
+        try:
+            return context.query(**{measure: spent}).contingency_table(
+                keys={n: list(range(s)) for n, s in zip(names, shape, strict=True)},
+                algorithm=chosen).release()
+        except dp.OpenDPException as exc:
+            failure = opendp_failure_in_words(exc)
+            if ROUNDING_FAILURE not in failure:
+                break
+    raise SynthesisError(f"OpenDP's {algorithm} could not fit this table ({failure}). Try "
+                         "another budget, fewer columns, or MST.")
 
 
 def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
