@@ -41,13 +41,6 @@ from plan.kinds.synthetic import Synthetic, SyntheticColumn
 MAX_SYNTHETIC_CATEGORIES = 100
 #: Mirror-descent iterations of the model fit (fewer: faster, rougher).
 DEFAULT_ITERS = 300
-#: Beside AIM under pure DP (the Synthetic data and Release plan pages): OpenDP 0.16's
-#: selection step can fail part-way (measured).
-AIM_PURE_NOTE = (
-    "**AIM under pure DP** can fail part-way on small tables in OpenDP 0.16: its selection "
-    "step tries a negative noise scale (at ε = 1 on three 3-category columns it failed every "
-    "time; on Adult's 8 columns it worked). A release that fails once noise is drawn still "
-    "spends its budget. MST, or AIM under ρ, does not have this problem.")
 #: The label of a column's extra code in the synthetic rows.
 OTHER = "(missing or other)"
 
@@ -165,6 +158,9 @@ def _algorithm(dp, algorithm: Algorithm, marginals: MarginalChoice,
                pairs: list[tuple[int, int]], names: list[str], iters: int):
     from mbi.estimation import mirror_descent
 
+    from release.synthesis import without_aim_dust
+
+    without_aim_dust()   # AIM as a release runs it
     estimator = functools.partial(mirror_descent, iters=iters)
     if marginals == "one-way":
         # AIM has nothing to select when its workload is the 1-way marginals it measures first

@@ -1,7 +1,8 @@
-"""A synthetic table whose fit fails for a reason of the plan alone (issue 34, item 2): OpenDP's
-rounding of the budget is worked around (a budget a hair lower, certified at its own figure);
-any other failure is found on a public table before the data is read, refused in one sentence
-(no traceback, no path) and charges nothing."""
+"""A synthetic table whose fit fails for a reason of the plan alone (issue 34, items 2 and 4):
+OpenDP's rounding of the budget is worked around (a budget a hair lower, certified at its own
+figure), AIM's last step of float dust is not taken; any other failure is found on a public
+table before the data is read, refused in one sentence (no traceback, no path) and charges
+nothing."""
 
 from __future__ import annotations
 
@@ -78,19 +79,53 @@ def test_mst_under_pure_dp_at_epsilon_3_releases_at_its_certified_figure(tmp_pat
     assert sum(count for _, count in release.queries[0].rows) == 50
 
 
-@pytest.mark.slow   # OpenDP builds AIM's measurement and fits on public rows
-def test_aim_under_pure_dp_that_fails_on_the_plan_is_refused_before_reading(tmp_path):
-    """AIM under pure DP at ε = 1 on 4 small columns fails in OpenDP 0.16 whatever the data
-    (a negative noise scale): refused before the data is read, in one sentence, with nothing
-    recorded (on main: the release failed while drawing, charged)."""
+@pytest.mark.slow   # OpenDP builds AIM's measurement, fits on public rows, then releases
+def test_aim_under_pure_dp_on_a_small_table_releases(tmp_path):
+    """AIM under pure DP at ε = 1 on 4 small columns: on main its last step was float dust
+    (5.6·10⁻¹⁷) and failed every time while drawing, charged; now AIM stops there."""
     plan = _plan((3, 2, 2, 3), "AIM", 1.0)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(plan, FrameSource(_frame((3, 2, 2, 3))), ledger=ledger,
+                      engine=Engine(DuckDBBackend(threads=1)))
+        [record] = ledger.releases()
+    assert 1.0 * (1 - 1e-9) < record.epsilon <= 1.0
+    assert sum(count for _, count in release.queries[0].rows) == 50
+
+
+@pytest.fixture
+def fresh_measurements():
+    """OpenDP's measurements built afresh (they are cached by the plan's spec)."""
+    from release.synthesis import _measurement
+
+    _measurement.cache_clear()
+    yield
+    _measurement.cache_clear()
+
+
+@pytest.mark.slow   # OpenDP builds MST's measurement
+def test_a_fit_that_fails_on_the_public_table_is_refused_before_the_data_is_read(
+        tmp_path, monkeypatch, fresh_measurements):
+    """Any failure of the fit on the public table (here a planted one, worded as OpenDP's
+    chained errors are) refuses in prepare(), from the plan alone, in one sentence; a release
+    of it records nothing."""
+    from release.synthesis import SynthesisMeasurement
+
+    class Failed(Exception):
+        message = CHAINED.replace("insufficient budget for query: 0.14999999999999988 > "
+                                  "0.14999999999999986", "scale (-0.5) must not be finite")
+
+    def fit(self, cells):
+        raise Failed()
+
+    monkeypatch.setattr(SynthesisMeasurement, "fit", fit)
+    plan = _plan((3, 2, 2), "MST", 1.0)
     with pytest.raises(ReleaseRefused) as refused:
         prepare(plan)   # the plan alone: no data at hand
     words = str(refused.value)
-    assert "before any data is read" in words and "scale" in words
-    assert "Traceback" not in words and "site-packages" not in words and "\n" not in words
+    assert "before any data is read" in words and "scale (-0.5)" in words
+    assert "Traceback" not in words and "/srv" not in words and "\n" not in words
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         with pytest.raises(ReleaseRefused):
-            run(plan, FrameSource(_frame((3, 2, 2, 3))), ledger=ledger,
+            run(plan, FrameSource(_frame((3, 2, 2))), ledger=ledger,
                 engine=Engine(DuckDBBackend(threads=1)))
         assert ledger.releases() == []
