@@ -24,7 +24,6 @@ from dashboard import (
 )
 from dashboard.analysis import release_plan as rp
 from dashboard.analysis.plan_entries import plan_unit
-from dashboard.analysis.synthetic import AIM_PURE_NOTE
 from dashboard.choices import DELTA_OPTIONS, fmt_number
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS, ACCOUNTANTS
@@ -218,9 +217,6 @@ if any(not kind_of(q.query).simulated for q in the_plan.queries):
                "fits a model, which numpy's draws cannot stand in for. Its ε or ρ is the one "
                "OpenDP's map certifies (what the ledger records); its utility is on the "
                "Synthetic data page, and a release writes its rows (rows-ID.csv).")
-if any(isinstance(q.query, model.Synthetic) and q.query.algorithm == "AIM"
-       and q.query.measure == "pure" for q in the_plan.queries):
-    st.warning(AIM_PURE_NOTE, icon=":material/warning:")
 pages = sorted({q.page for q in the_plan.queries if q.page in rp.PAGES})
 for col, page in zip(st.columns(max(1, len(pages))), pages, strict=False):
     col.page_link(rp.PAGES[page][0], label=f"Back to {rp.PAGES[page][1]}",

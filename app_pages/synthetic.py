@@ -70,8 +70,6 @@ budget = controls.number("ε" if measure == "epsilon" else "ρ", key="synthetic_
                          format="%g")
 algorithm = controls.radio("Algorithm", ["MST", "AIM"], key="synthetic_algorithm",
                            container=right)
-if algorithm == "AIM" and measure == "epsilon":
-    st.caption(sy.AIM_PURE_NOTE)
 marginal_labels = {"auto": "the algorithm's own selection", "one-way": "all 1-way marginals",
                    "pairs": "chosen 2-way marginals (AIM)"}
 options = ["auto", "one-way"] + (["pairs"] if algorithm == "AIM" else [])

@@ -7,8 +7,15 @@ figure is the part's loss: what the release composes and the ledger records.
 Invoked on the engine's cells (``engine.JointAggregate``: the non-empty cells and their
 counts, never the raw rows), the measurement rebuilds one row of codes per counted row
 (``np.repeat``), lets OpenDP measure the marginals with its own samplers (OS entropy) and fit
-the model, then draws the synthetic rows from the model (post-processing: mbi's sampler,
-numpy's global generator, which no code here seeds).
+the model, then draws the synthetic rows from the model (post-processing:
+:func:`synthetic_rows`, with a generator of fresh OS entropy).
+
+:func:`synthetic_rows` is mbi's randomized rounding with one fix: mbi 1.1.0's
+``synthetic_data(method="round")`` gives a row its rank inside its parents' group by row order,
+so two columns drawn from the same parents come out co-monotone (a spurious association that
+grew with ε: issue 34). Here each rank is a uniformly random one, which keeps the rounding's
+stratification (each group's values within one row of their expected counts) and draws the
+columns independently given their parents, as the model says.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from plan.kinds.synthetic import MarginalSynthesis
 from plan.parts import Loss, Part
 from release.errors import MapCheckFailed, Unsupported
 
-__all__ = ["certify_synthesis", "certified_loss", "SynthesisMeasurement"]
+__all__ = ["certify_synthesis", "certified_loss", "SynthesisMeasurement", "synthetic_rows"]
 
 
 def _names(k: int) -> list[str]:
@@ -43,6 +50,14 @@ class SynthesisMeasurement:
         return self.measurement.map(d_in)
 
     def __call__(self, cells: Any) -> np.ndarray:
+        """The synthetic rows' codes: the model fitted to ``cells`` (:meth:`fit`), then
+        :func:`synthetic_rows` drawn with fresh OS entropy."""
+        return synthetic_rows(self.fit(cells), self.spec.shape, self.spec.rows,
+                              rng=np.random.default_rng())
+
+    def fit(self, cells: Any) -> Any:
+        """OpenDP's contingency table (noisy marginals and the model fitted to them) of
+        ``cells``: the part that spends the budget."""
         import polars as pl
 
         shape = self.spec.shape
@@ -53,16 +68,141 @@ class SynthesisMeasurement:
         records = np.repeat(codes, counts, axis=0)
         frame = pl.LazyFrame({n: pl.Series(n, records[:, i].astype(np.uint32),
                                            dtype=pl.UInt32) for i, n in enumerate(names)})
-        table = self.measurement(frame)
-        synthetic = table.synthesize(rows=self.spec.rows)
-        # the model's extra (null) key holds no declared cell: the missing-or-other code
-        return np.stack([synthetic[n].fill_null(s - 1).to_numpy().astype(np.int64)
-                         for n, s in zip(names, shape, strict=True)], axis=1)
+        return self.measurement(frame)
+
+
+def _rounded_counts(weights: np.ndarray, total: int, *, rng: np.random.Generator
+                    ) -> np.ndarray:
+    """``total`` split over cells in proportion to ``weights``: each cell gets its share's
+    integer part, and the rows left over go to distinct cells drawn with probability in
+    proportion to the fractional parts (mbi's rounding: every count within one of its
+    expectation, the sum exact)."""
+    weights = np.clip(np.asarray(weights, dtype=np.float64), 0.0, None)
+    mass = weights.sum()
+    share = weights * (total / mass) if mass > 0 else np.full(weights.shape,
+                                                               total / weights.size)
+    fraction, whole = np.modf(share)
+    counts = whole.astype(np.int64)
+    extra = min(int(total - counts.sum()), int(np.count_nonzero(fraction)))
+    if extra > 0:
+        chosen = rng.choice(weights.size, extra, replace=False, p=fraction / fraction.sum())
+        counts[chosen] += 1
+    # float rounding can leave the sum a row off either way: the largest cell absorbs it
+    counts[np.argmax(counts)] += total - counts.sum()
+    return counts
+
+
+def _random_ranks(groups: np.ndarray, sizes: np.ndarray, *, rng: np.random.Generator
+                  ) -> np.ndarray:
+    """Each row's rank inside its group, a uniformly random permutation of 0 … size − 1 in
+    each group (the fix: mbi ranks by row order)."""
+    order = np.lexsort((rng.random(len(groups)), groups))
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    ranks = np.empty(len(groups), dtype=np.int64)
+    ranks[order] = np.arange(len(groups)) - starts[groups[order]]
+    return ranks
+
+
+def _draw_given_parents(joint: np.ndarray, parents: np.ndarray, *,
+                        rng: np.random.Generator) -> np.ndarray:
+    """One column's codes, each row's drawn from ``joint`` (the model's marginal over the
+    parents then the column, parents flattened: shape (parent cells, values)) given its
+    parents' cell (``parents``): stratified inside each parents' group by a random rank, so
+    each group's values are within one row of their expected counts."""
+    cells, values = joint.shape
+    mass = joint.sum(axis=1, keepdims=True)
+    cdf = np.divide(np.cumsum(joint, axis=1), mass, out=np.zeros(joint.shape),
+                    where=mass > 0)
+    # cdf rows end at exactly 1 (or 0 for a group without mass), so the rows offset by their
+    # group's index make one sorted array that a single searchsorted reads
+    cdf = np.minimum(cdf, 1.0)
+    cdf[:, -1] = np.where(mass[:, 0] > 0, 1.0, 0.0)
+    sizes = np.bincount(parents, minlength=cells)
+    u = (_random_ranks(parents, sizes, rng=rng) + rng.random(len(parents))) / sizes[parents]
+    flat = (np.arange(cells)[:, None] + cdf).ravel()
+    index = np.searchsorted(flat, parents + u, side="right") - parents * values
+    # past a group's last value (float ties, or a group without mass): its last value, as mbi
+    return np.clip(index, 0, values - 1)
+
+
+def synthetic_rows(table: Any, shape: tuple[int, ...], rows: int, *,
+                   rng: np.random.Generator) -> np.ndarray:
+    """``rows`` synthetic rows (codes, one column per column of ``shape``) drawn from the
+    model of OpenDP's contingency table ``table`` (columns ``c0``, ``c1``, …), in random order.
+
+    mbi's randomized rounding: columns in the junction tree's order, the first rounded from
+    its marginal, each next one from its marginal given the columns already drawn that share
+    a clique with it, stratified inside each parents' group by a **random** rank (module
+    docstring); the model's extra (null) key, which holds no declared cell, is read as the
+    missing-or-other code (each column's last). Work and memory: O(rows × columns) plus the
+    model's own marginals.
+    """
+    from mbi import junction_tree, marginal_oracles
+
+    if not (isinstance(rows, int | np.integer) and rows >= 0):
+        raise ValueError("rows must be a non-negative integer")
+    model = table.model
+    names = _names(len(shape))
+    cliques = [set(c) for c in model.cliques]
+    tree, elimination = junction_tree.make_junction_tree(model.domain, cliques)
+    marginals = marginal_oracles.message_passing_stable(model.potentials.expand(
+        list(tree.nodes)))
+    drawn: dict[str, np.ndarray] = {}
+    for column in elimination[::-1]:
+        near = set().union(*(c for c in cliques if column in c))
+        parents = tuple(p for p in drawn if p in near)
+        joint = np.asarray(marginals.project(parents + (column,)).datavector(flatten=False),
+                           dtype=np.float64)
+        if not parents:
+            drawn[column] = np.repeat(np.arange(joint.size), _rounded_counts(
+                joint, rows, rng=rng))
+            continue
+        sizes = joint.shape[:-1]
+        cell = np.ravel_multi_index(tuple(drawn[p] for p in parents), sizes)
+        drawn[column] = _draw_given_parents(joint.reshape(-1, joint.shape[-1]), cell, rng=rng)
+    codes = np.stack([np.minimum(drawn[n], s - 1) for n, s in zip(names, shape, strict=True)],
+                     axis=1).astype(np.int64)
+    # the first column comes out sorted (np.repeat): rows in random order
+    return codes[rng.permutation(rows)]
+
+
+#: A step of AIM's budget below this (ε or ρ) is float dust, not a step (issue 34, item 4).
+AIM_DUST = 1e-12
+
+
+def without_aim_dust() -> None:
+    """Make OpenDP 0.16's AIM stop instead of taking a step of float dust.
+
+    AIM spends its budget in growing steps and ends with the remainder, ``prior(d_out −
+    d_spent)``; the float sum of the steps can leave 5.6·10⁻¹⁷ there, and calibrating a step
+    that small fails ("scale (-0.5) must not be finite and non-negative"): under pure DP at
+    ε = 1 on three or four small columns it failed every time, once the data had been read.
+    A step below :data:`AIM_DUST` now ends AIM the way OpenDP's own code ends it when no
+    marginal fits (its step builder returns None). Stopping early spends less, never more:
+    the privacy filter OpenDP composes the steps under still certifies the whole budget, which
+    is what the release records. Idempotent; OpenDP's AIM module is patched once per process.
+    """
+    import opendp.extras.mbi._aim as aim
+
+    step = aim._make_aim_marginal
+    if getattr(step, "without_dust", False):
+        return
+
+    @functools.wraps(step)
+    def step_or_stop(*args, **kwargs):
+        d_out = kwargs["d_out"] if "d_out" in kwargs else args[4]
+        if not d_out >= AIM_DUST:
+            return None
+        return step(*args, **kwargs)
+
+    step_or_stop.without_dust = True
+    aim._make_aim_marginal = step_or_stop
 
 
 def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
     from mbi.estimation import mirror_descent
 
+    without_aim_dust()
     estimator = functools.partial(mirror_descent, iters=spec.iters)
     if spec.marginals == "one-way":
         return dp.mbi.Fixed(queries=[dp.mbi.Count((n,)) for n in names], estimator=estimator)
@@ -74,14 +214,42 @@ def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
     return dp.mbi.AIM(estimator=estimator)
 
 
-@functools.lru_cache(maxsize=32)
-def _measurement(spec: MarginalSynthesis) -> tuple[Any, float] | str:
-    """OpenDP's measurement of ``spec`` (the stable lazyframe, then mbi's contingency table)
-    and its privacy map at ``max_rows`` rows per person, or OpenDP's refusal in words. Built
-    from the plan alone, which takes OpenDP seconds (it calibrates every step), so both are
-    cached by the public spec: a page asks on every rerun. Invoking the measurement draws
-    afresh each time (OpenDP's samplers, fresh entropy), so a cached one releases as a new one
-    would."""
+#: What OpenDP 0.16's mbi raises when its split of the budget comes out a hair above the part
+#: it was split for (MST under pure DP at ε = 3 on 7 columns: "0.14999999999999988 >
+#: 0.14999999999999986"): a float rounding of the budget, not a property of the plan.
+ROUNDING_FAILURE = "insufficient budget for query"
+#: The budgets tried, as fractions of the plan's, while OpenDP fails on that rounding: the
+#: measurement that runs is certified at its own figure (a hair below the plan's), which the
+#: release composes and the ledger records.
+BUDGET_NUDGES = (1.0, 1 - 1e-9, 1 - 1e-6, 1 - 1e-4)
+
+
+def opendp_failure_in_words(exc: BaseException) -> str:
+    """OpenDP's failure in one line: the innermost message of its chained error (an error in
+    mbi's own Python code comes back wrapped in tracebacks with the server's paths), without
+    a traceback or a path."""
+    import re
+
+    text = str(getattr(exc, "message", None) or exc)
+    inner = re.findall(r'\b[A-Z][A-Za-z]*\("([^"\n]*)"\)', text)
+    words = inner[-1] if inner else (text.strip().splitlines() or [type(exc).__name__])[-1]
+    words = re.sub(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-]+){2,}", "…", words)
+    return words.strip()[:200] or type(exc).__name__
+
+
+def public_cells(shape: tuple[int, ...]) -> Any:
+    """A public table of the plan's columns (no data): ``max(shape)`` rows, row i holding code
+    i mod s in each column of s codes, so every code of every column occurs."""
+    from engine import JointAggregate
+
+    count = max(shape)
+    codes = np.stack([np.arange(count) % s for s in shape], axis=1).astype(np.int64)
+    return JointAggregate(codes, np.ones(count, dtype=np.int64))
+
+
+def _build(spec: MarginalSynthesis, budget: float) -> tuple[Any, float]:
+    """OpenDP's measurement of ``spec`` at ``budget`` and its map at ``max_rows``; raises
+    OpenDP's refusal."""
     import polars as pl
 
     # OpenDP through release.measurements' lazy prelude: its first use turns the contrib
@@ -101,16 +269,50 @@ def _measurement(spec: MarginalSynthesis) -> tuple[Any, float] | str:
     measure = dp.max_divergence() if spec.measure == "pure" else (
         dp.zero_concentrated_divergence())
     d_in = spec.max_rows
-    try:
-        table, _, _ = dp.mbi.make_contingency_table(
-            stable.output_domain, stable.output_metric, measure, stable.map(d_in),
-            float(spec.budget), keys={n: list(range(s)) for n, s in zip(
-                names, spec.shape, strict=True)},
-            algorithm=_algorithm(dp, spec, names))
-        measurement = stable >> table
-        return measurement, float(measurement.map(d_in))
-    except (dp.OpenDPException, ValueError) as exc:
-        return str(exc).strip()[:300]
+    table, _, _ = dp.mbi.make_contingency_table(
+        stable.output_domain, stable.output_metric, measure, stable.map(d_in),
+        float(budget), keys={n: list(range(s)) for n, s in zip(
+            names, spec.shape, strict=True)},
+        algorithm=_algorithm(dp, spec, names))
+    measurement = stable >> table
+    return measurement, float(measurement.map(d_in))
+
+
+@functools.lru_cache(maxsize=32)
+def _measurement(spec: MarginalSynthesis) -> tuple[Any, float] | str:
+    """OpenDP's measurement of ``spec`` (the stable lazyframe, then mbi's contingency table)
+    and its privacy map at ``max_rows`` rows per person, or OpenDP's refusal in words.
+
+    Built from the plan alone, then **run once on a public table** (:func:`public_cells`):
+    a failure that depends only on the plan (the schema, the budget, the algorithm) shows
+    there, before any data is read and with nothing charged, instead of in a release that is
+    charged for it (issue 34). While the failure is OpenDP's rounding of the budget
+    (:data:`ROUNDING_FAILURE`), the budget is lowered by a hair (:data:`BUDGET_NUDGES`).
+    A failure that depends on what the data holds can still happen in a release (AIM's
+    rounds follow the data): a release records that as spent.
+
+    Seconds to minutes of OpenDP's work (it calibrates every step, then fits), so cached by
+    the public spec: a page asks on every rerun. Invoking the measurement draws afresh each
+    time (OpenDP's samplers, fresh entropy), so a cached one releases as a new one would."""
+    from release.measurements import dp
+
+    failure = ""
+    for nudge in BUDGET_NUDGES:
+        try:
+            measurement, value = _build(spec, spec.budget * nudge)
+        except (dp.OpenDPException, ValueError) as exc:
+            return opendp_failure_in_words(exc)
+        try:
+            SynthesisMeasurement(measurement, spec).fit(public_cells(spec.shape))
+        except Exception as exc:   # any failure on public data refuses the plan
+            failure = opendp_failure_in_words(exc)
+            if ROUNDING_FAILURE in failure:
+                continue
+            break
+        else:
+            return measurement, value
+    return (f"it fails on a public table of the same columns, before any data is read "
+            f"(nothing is spent): {failure}")
 
 
 def certify_synthesis(query_id: str, part: Part) -> Any:

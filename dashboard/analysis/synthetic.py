@@ -41,13 +41,6 @@ from plan.kinds.synthetic import Synthetic, SyntheticColumn
 MAX_SYNTHETIC_CATEGORIES = 100
 #: Mirror-descent iterations of the model fit (fewer: faster, rougher).
 DEFAULT_ITERS = 300
-#: Beside AIM under pure DP (the Synthetic data and Release plan pages): OpenDP 0.16's
-#: selection step can fail part-way (measured).
-AIM_PURE_NOTE = (
-    "**AIM under pure DP** can fail part-way on small tables in OpenDP 0.16: its selection "
-    "step tries a negative noise scale (at ε = 1 on three 3-category columns it failed every "
-    "time; on Adult's 8 columns it worked). A release that fails once noise is drawn still "
-    "spends its budget. MST, or AIM under ρ, does not have this problem.")
 #: The label of a column's extra code in the synthetic rows.
 OTHER = "(missing or other)"
 
@@ -165,6 +158,9 @@ def _algorithm(dp, algorithm: Algorithm, marginals: MarginalChoice,
                pairs: list[tuple[int, int]], names: list[str], iters: int):
     from mbi.estimation import mirror_descent
 
+    from release.synthesis import without_aim_dust
+
+    without_aim_dust()   # AIM as a release runs it
     estimator = functools.partial(mirror_descent, iters=iters)
     if marginals == "one-way":
         # AIM has nothing to select when its workload is the 1-way marginals it measures first
@@ -179,17 +175,15 @@ def _algorithm(dp, algorithm: Algorithm, marginals: MarginalChoice,
     return dp.mbi.AIM(estimator=estimator)
 
 
-def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
-             max_rows: int, algorithm: Algorithm, marginals: MarginalChoice = "auto",
-             pairs: list[tuple[int, int]] | None = None, rows: int = 1000,
-             iters: int = 300) -> NDArray[np.int64]:
-    """Synthetic rows (codes, one column per chosen column) drawn by OpenDP's mbi.
-
-    ``max_rows``: the rows one person may add after truncation (1: one row per person).
-    OpenDP draws its own noise (not seeded); the rows are sampled with numpy's global state.
-    """
+def fit(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
+        max_rows: int, algorithm: Algorithm, marginals: MarginalChoice = "auto",
+        pairs: list[tuple[int, int]] | None = None, iters: int = 300):
+    """OpenDP's contingency table (noisy marginals, the model fitted to them) of ``cells``:
+    what spends the budget. OpenDP draws its own noise (not seeded)."""
     import opendp.prelude as dp
     import polars as pl
+
+    from release.synthesis import BUDGET_NUDGES, ROUNDING_FAILURE, opendp_failure_in_words
 
     dp.enable_features("contrib")
     if not budget > 0:
@@ -199,22 +193,46 @@ def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure,
     records = np.repeat(cells.codes, cells.counts, axis=0).astype(np.uint32).reshape(-1, k)
     frame = pl.LazyFrame({n: pl.Series(n, records[:, i], dtype=pl.UInt32)
                           for i, n in enumerate(names)})
-    loss = dp.loss_of(epsilon=budget) if measure == "epsilon" else dp.loss_of(rho=budget)
-    context = dp.Context.compositor(data=frame, privacy_unit=dp.unit_of(contributions=max_rows),
-                                    privacy_loss=loss)
-    query = context.query(**{measure: budget})
     chosen = _algorithm(dp, algorithm, marginals, pairs or [], names, iters)
     if not cells.counts.sum():
         raise SynthesisError("The table is empty: there are no rows to learn from.")
-    try:
-        table = query.contingency_table(keys={n: list(range(s)) for n, s in zip(
-            names, shape, strict=True)}, algorithm=chosen).release()
-        synthetic = table.synthesize(rows=rows)
-    except dp.OpenDPException as exc:
-        raise SynthesisError(f"OpenDP refused: {str(exc).strip()[:300]}") from exc
-    # the model's extra (null) key holds no real row: read it as the missing-or-other code
-    return np.stack([synthetic[n].fill_null(s - 1).to_numpy().astype(np.int64)
-                     for n, s in zip(names, shape, strict=True)], axis=1)
+    failure = ""
+    # OpenDP's split of the budget can fail on a float rounding: a hair less, as a release
+    for nudge in BUDGET_NUDGES:
+        spent = budget * nudge
+        loss = dp.loss_of(epsilon=spent) if measure == "epsilon" else dp.loss_of(rho=spent)
+        context = dp.Context.compositor(
+            data=frame, privacy_unit=dp.unit_of(contributions=max_rows), privacy_loss=loss)
+        try:
+            return context.query(**{measure: spent}).contingency_table(
+                keys={n: list(range(s)) for n, s in zip(names, shape, strict=True)},
+                algorithm=chosen).release()
+        except dp.OpenDPException as exc:
+            failure = opendp_failure_in_words(exc)
+            if ROUNDING_FAILURE not in failure:
+                break
+    raise SynthesisError(f"OpenDP's {algorithm} could not fit this table ({failure}). Try "
+                         "another budget, fewer columns, or MST.")
+
+
+def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
+             max_rows: int, algorithm: Algorithm, marginals: MarginalChoice = "auto",
+             pairs: list[tuple[int, int]] | None = None, rows: int = 1000,
+             iters: int = 300, rng: np.random.Generator | None = None) -> NDArray[np.int64]:
+    """Synthetic rows (codes, one column per chosen column): the model :func:`fit` to the
+    cells, then ``rows`` rows drawn from it as a release draws them
+    (``release.synthesis.synthetic_rows``: a faithful sample of the model, in random order).
+
+    ``max_rows``: the rows one person may add after truncation (1: one row per person).
+    OpenDP draws its own noise (not seeded); the rows are drawn with ``rng`` (None: fresh OS
+    entropy, as a release).
+    """
+    from release.synthesis import synthetic_rows
+
+    table = fit(cells, shape, measure=measure, budget=budget, max_rows=max_rows,
+                algorithm=algorithm, marginals=marginals, pairs=pairs, iters=iters)
+    return synthetic_rows(table, shape, int(rows),
+                          rng=rng if rng is not None else np.random.default_rng())
 
 
 def synthetic_frame(codes: NDArray[np.int64], columns: Columns) -> pd.DataFrame:

@@ -314,17 +314,30 @@ class SyntheticKind(QueryKind):
                 + ("" if not spec.pairs else ": " + ", ".join(
                     f"{a!r} × {b!r}" for a, b in spec.pairs))
                 + f") measures noisy marginals of those cells and fits a model; {spec.rows:,} "
-                "synthetic rows are drawn from the model (post-processing, numpy's sampler)"]
+                "synthetic rows are drawn from the model (post-processing: mbi's randomized "
+                "rounding with a random rank inside each group, numpy's generator with fresh "
+                "entropy) and written in a shuffled order"]
 
     def microdata(self, spec: Synthetic, rows) -> tuple[tuple[str, ...], np.ndarray]:
         """The synthetic rows, one record per row drawn (each distinct row repeated its
-        count): an array of labels, one column per column."""
+        count), in a shuffled order: an array of labels, one column per column.
+
+        The released rows are a multiset (distinct rows, sorted, with their counts); written
+        out in that order the file's first lines would all be one row (issue 34), so a reader
+        taking its head would get a biased sample. The order is a permutation seeded by the
+        released rows themselves (post-processing of released values: the same file every
+        time it is written, in the package as on disk)."""
+        import hashlib
+
         k = len(spec.columns)
         if not rows:
             return spec.names, np.empty((0, k), dtype=object)
         groups = np.array([group for group, _ in rows], dtype=object).reshape(len(rows), k)
         counts = np.asarray([count for _, count in rows], dtype=np.int64)
-        return spec.names, np.repeat(groups, counts, axis=0)
+        records = np.repeat(groups, counts, axis=0)
+        seed = hashlib.sha256(repr(tuple(rows)).encode("utf-8")).digest()
+        order = np.random.default_rng(list(seed)).permutation(len(records))
+        return spec.names, records[order]
 
     def opendp_program_reason(self, spec: Synthetic) -> str:
         return ("the exported OpenDP program has no synthetic tables; release it here or with "
