@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dashboard import teaching
 from dashboard.analysis import welcome
 
 st.title("Epsilon Lab")
@@ -13,6 +14,11 @@ st.markdown(
     "[ε](./glossary#epsilon) by looking at it. Each term is explained on the "
     "[Glossary](./glossary) page."
 )
+
+teaching.look_here("")
+st.page_link("app_pages/attacker.py", icon=":material/casino:",
+             label="Play the attacker: guess whether one person is in the data, against the "
+                   "best test there is")
 
 st.subheader("What ε = 1 means")
 st.markdown(welcome.epsilon_in_words(1.0))
@@ -32,6 +38,7 @@ st.markdown(
 | **Groups** | counts, sums and means per group, binned histograms, groups found privately |
 | **Quantiles** | the median and other quantiles, with their exact accuracy |
 | **Selection** | picking the most common category privately: how often is the answer right? |
+| **Play the attacker** | guess whether one person is in the data: no guess beats the ε-DP curve |
 | **Choose epsilon** | error against ε, the smallest ε meeting an accuracy target, attacker risk |
 | **Release plan** | all queries in one plan: accounted, split to meet every target, released |
 | **Releases** | the ledger: every real release and each dataset's budget, spent and left |

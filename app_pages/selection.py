@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import audit_panel, charts, controls, person, plan_panel, state
+from dashboard import audit_panel, charts, controls, person, plan_panel, state, teaching
 from dashboard.analysis import plan_entries
 from dashboard.analysis import selection as sel
 from dashboard.analysis.stats_query import neighbours_of
@@ -89,6 +89,7 @@ st.markdown("Which category is most common? Which price earns most? A private an
             "max](./glossary#report-noisy-max)). The question "
             "here is not how far off a number is, but **how often the right candidate is "
             "picked**.")
+teaching.look_here("selection")
 left, right = st.columns(2, gap="large")
 with left:
     source = controls.select("Scores", list(sel.SOURCES), key="sel_source",

@@ -10,7 +10,16 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import audit_panel, bounds_panel, charts, controls, person, plan_panel, state
+from dashboard import (
+    audit_panel,
+    bounds_panel,
+    charts,
+    controls,
+    person,
+    plan_panel,
+    state,
+    teaching,
+)
 from dashboard.analysis import plan_entries
 from dashboard.analysis import statistics as stats
 from dashboard.choices import label
@@ -33,6 +42,7 @@ st.caption("Ask one question of the data, release the answer with noise (scaled 
            "[sensitivity](./glossary#sensitivity) and to [ε](./glossary#epsilon)), and see "
            "how far the "
            "noisy answer lands from the truth: once, and over many simulated releases.")
+teaching.look_here("statistics")
 loaded = state.dataset()
 frame, data_key = loaded.relation, state.dataset_key()
 upload = data_key.startswith("upload:")   # nothing suggested from its values enters the URL

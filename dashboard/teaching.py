@@ -43,9 +43,10 @@ LOOK_AT = {
         "and the smallest ε that meets the target: on a village, ε = 1 still leaves an error "
         "you can read on the chart."),
     ("selection", teaching.RACE): (
-        "**Look at:** the candidates are 4 votes apart (131, 127, 124, 118 of 500). At ε = 1 "
-        "the private pick is the true winner only some of the time: the chart of how often "
-        "each candidate is picked shows it. Raise ε until the winner is picked almost always."),
+        "**Look at:** the candidates are one vote apart (126, 125, 125, 124 of 500). At "
+        "ε = 1 the private pick is the true winner only about 2 times in 3: the chart of "
+        "how often each candidate is picked shows it. Raise ε until the winner is picked "
+        "almost always; on Adult, HS-grad wins every time unless ε is near 0.001."),
     ("attacker", teaching.CLASS): (
         "**Look at:** your hits and false alarms (the dot) never get above the curve: at the "
         "ε on screen, no way of guessing can do better, however clever."),

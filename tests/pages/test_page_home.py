@@ -45,8 +45,9 @@ def test_the_attacker_sentence_is_computed_and_rounds_up(welcome):
 
 
 def test_it_points_to_where_to_see_it(welcome):
-    [link] = welcome.main.get("page_link")
-    assert link.proto.page == "choose_epsilon" and "attacker" in link.proto.label
+    links = {link.proto.page: link.proto.label for link in welcome.main.get("page_link")}
+    assert "attacker" in links["choose_epsilon"]
+    assert "Play the attacker" in links["attacker"]   # the game (issue 35)
 
 
 def test_bounds_wording_is_true(welcome):
