@@ -25,8 +25,8 @@ st.title("Play the attacker")
 st.caption("A [membership test](./glossary#membership-test), played by hand. The app holds two "
            "[neighbouring](./glossary#neighbouring-datasets) versions of the data: everyone, "
            "and everyone but one person. Each round it flips a coin for which one to use and "
-           "releases a noisy answer at the ε below. You know everything else; guess whether "
-           "the person is in.")
+           "releases a noisy answer at the [ε](./glossary#epsilon) below. You know everything "
+           "else; guess whether the person is in.")
 teaching.look_here("attacker")
 loaded = state.dataset()
 people = int(loaded.relation.shape[0])
