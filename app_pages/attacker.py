@@ -42,16 +42,19 @@ with left:
         st.markdown(f"**Round {len(played) + 1}.** {plain(loaded.name)}: with the person, "
                     f"{game.count_with:,} people; without, {game.count_without:,}. "
                     f"The app releases: {attacker.answer_text(game, answer)}.")
+        st.markdown("Is the person in the data?")
         inside, outside = st.columns(2)
-        inside.button("The person is in", key="attack_guess_in", on_click=attacker.guess,
+        inside.button("In", key="attack_guess_in", on_click=attacker.guess,
                       args=(game, state.seed(), True), use_container_width=True)
-        outside.button("The person is out", key="attack_guess_out", on_click=attacker.guess,
+        outside.button("Out", key="attack_guess_out", on_click=attacker.guess,
                        args=(game, state.seed(), False), use_container_width=True)
     if played:
         last = played[-1]
         st.markdown(f"Last round the person was **{'in' if last.person_in else 'out'}**: you "
                     f"said {'in' if last.you_said_in else 'out'}, the computer said "
                     f"{'in' if last.computer_said_in else 'out'}.")
+        st.caption("Your dot (and the computer's on the same rounds) appears once rounds "
+                   "with and without the person have both come up.")
     if game.delta:
         st.caption(f"The Gaussian is (ε, δ)-DP with δ = {fmt_number(game.delta)}: noise σ = "
                    f"{game.scale:.2f} people.")
@@ -60,9 +63,10 @@ with right:
     fpr = np.linspace(0.0, 1.0, 401)
     limit_label = (f"ε = {fmt_number(epsilon)}" if not game.delta
                    else f"ε = {fmt_number(epsilon)}, δ = {fmt_number(game.delta)}")
+    rounds_text = f"{len(played)} round" + ("" if len(played) == 1 else "s")
     st.plotly_chart(charts.attack_chart(
         fpr, attack_game.limit_curve(game, fpr), attack_game.exact_curve(game, fpr), scores,
-        title=f"Hits against false alarms after {len(played)} rounds", limit_label=limit_label),
+        title=f"Hits against false alarms after {rounds_text}", limit_label=limit_label),
         key="attack_chart")
     st.markdown("Above the red line is out of reach: there, a guess would tell the two "
                 "datasets apart better than ε allows. The dashed line is the best anyone can do "

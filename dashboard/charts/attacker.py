@@ -79,6 +79,5 @@ def attack_chart(fpr: ArrayLike, limit: ArrayLike, exact: ArrayLike, players: Se
     fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.18,
                               "xanchor": "left", "x": 0.0})
     fig.update_xaxes(range=[0, 1], tickformat=".0%", dtick=0.2)
-    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", dtick=0.2, scaleanchor="x",
-                     scaleratio=1)
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%", dtick=0.2)
     return fig
