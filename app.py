@@ -13,6 +13,7 @@ from dashboard import (
     person,
     plan_conflict,
     plan_store,
+    presenting,
     signin,
     state,
     teaching,
@@ -180,6 +181,7 @@ def sidebar(page: str):
             "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",
             help="Simulations are reproducible: the same seed gives the same noisy results.")
         state.remember("seed_input")
+        presenting.toggle()
         st.page_link(PAGES[-1], label="Glossary of terms",
                      icon=":material/menu_book:")
         state.history_per_page()

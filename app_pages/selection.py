@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import audit_panel, charts, controls, person, plan_panel, state, teaching
+from dashboard import (
+    audit_panel,
+    charts,
+    controls,
+    person,
+    plan_panel,
+    presenting,
+    state,
+    teaching,
+)
 from dashboard.analysis import plan_entries
 from dashboard.analysis import selection as sel
 from dashboard.analysis.stats_query import neighbours_of
@@ -187,7 +196,7 @@ release = sel.private_release(summary, source=source, dataset=loaded.name, candi
 st.markdown(release.sentence)
 st.caption(sel.shortfall_sentence(mechanism, len(scores), source=source))
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
-if source == "data":   # a pick among the dataset's categories is a query of its plan
+if source == "data" and not presenting.on():   # a pick of the dataset's is a plan query
     plan_panel.add_to_plan(dataset_key, lambda: plan_entries.selection_query(
         loaded, person.current_unit(dataset_key), column=picked, labels=labels,
         declared=domain is not None and domain.categories is not None, noise=noise,
@@ -211,5 +220,6 @@ if k > 1:
         key="sel_top_k")
     st.caption(sel.top_k_caption(curves, summary))
 
-audit_panel.selection_audit(noise=noise, measure=measure, level=level, seed=state.seed(), k=k,
-                            sensitivity=sensitivity, monotonic=monotonic)
+if not presenting.on():   # for a projector: the results only, none of the technical panels
+    audit_panel.selection_audit(noise=noise, measure=measure, level=level, seed=state.seed(), k=k,
+                                sensitivity=sensitivity, monotonic=monotonic)

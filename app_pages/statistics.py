@@ -17,6 +17,7 @@ from dashboard import (
     controls,
     person,
     plan_panel,
+    presenting,
     state,
     teaching,
 )
@@ -186,12 +187,13 @@ st.markdown("**Metrics side by side**")
 st.dataframe(stats.metrics_table(runs, confidence))
 st.caption(stats.metrics_note(runs))
 
-plan_panel.add_to_plan(data_key, lambda: plan_entries.statistics_query(
-    loaded, person.current_unit(data_key), query=query, column=column, lower=lower, upper=upper,
-    categories=categories if categories is not None else runs[0].labels, choice=choice,
-    sum_share=sum_share, answer_range=answer_range), key="stats")
+if not presenting.on():   # for a projector: the results only, none of the technical panels
+    plan_panel.add_to_plan(data_key, lambda: plan_entries.statistics_query(
+        loaded, person.current_unit(data_key), query=query, column=column, lower=lower, upper=upper,
+        categories=categories if categories is not None else runs[0].labels, choice=choice,
+        sum_share=sum_share, answer_range=answer_range), key="stats")
 
-bounds_panel.bounds_section(loaded, data_key, spec, choice, answer_range=answer_range,
-                            seed=state.seed(), prefix="stats")
-audit_panel.statistics_audit(frame, data_key, spec, choice, answer_range=answer_range,
-                             sum_share=sum_share, seed=state.seed())
+    bounds_panel.bounds_section(loaded, data_key, spec, choice, answer_range=answer_range,
+                                seed=state.seed(), prefix="stats")
+    audit_panel.statistics_audit(frame, data_key, spec, choice, answer_range=answer_range,
+                                 sum_share=sum_share, seed=state.seed())

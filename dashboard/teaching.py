@@ -35,9 +35,10 @@ LOOK_AT = {
         "part of each bar. Then play the attacker, who tries to tell whether one pupil is in "
         "the class."),
     ("statistics", teaching.CLASS): (
-        "**Look at:** the grey bars (the true counts: 3 to 9 pupils) against the noisy ones. "
-        "At ε = 1 a count moves by about ±1.4 pupils on average: enough to swap Music and "
-        "Art. Move ε to 0.1 and the noise is larger than the bars; to 10 and it almost goes."),
+        "**Look at:** the black marks (the true counts: 3 to 9 pupils) against the blue noisy "
+        "bars. At ε = 1 a count moves by 1 pupil on average, often 2 or 3: enough to swap "
+        "Music and Art. Move ε to 0.1 and the noise is larger than the bars; to 10 and it "
+        "almost goes."),
     ("choose_epsilon", teaching.VILLAGE): (
         "**Look at:** how the error of a village statistic (400 people) falls as ε grows, "
         "and the smallest ε that meets the target: on a village, ε = 1 still leaves an error "

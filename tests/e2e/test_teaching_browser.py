@@ -52,3 +52,21 @@ def test_a_round_of_the_attacker_game_on_the_class(page, teaching_server):
     wait_for_app(page)
     assert_no_exception(page)
     assert chosen_dataset(page) == "Adult (UCI census income)"
+
+
+@pytest.mark.parametrize("path", ["", "statistics", "selection", "choose_epsilon", "attacker"])
+def test_presentation_mode_per_teaching_page(page, teaching_server, path):
+    page.goto(f"{teaching_server}/{path}?present=True")
+    wait_for_app(page)
+    assert_no_exception(page)
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg, h1", timeout=30_000)
+    # the technical notes are hidden and the text is large (polled: the style may land a
+    # moment after the run ends)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=\"stMain\"] "
+        "[data-testid=\"stCaptionContainer\"]')].every(e => e.offsetParent === null)",
+        timeout=10_000)
+    page.wait_for_function(
+        "() => parseFloat(getComputedStyle(document.querySelector('[data-testid=\"stMain\"] "
+        "[data-testid=\"stMarkdownContainer\"] p')).fontSize) >= 22", timeout=10_000)
+    screenshot(page, f"presenting_{path or 'welcome'}")

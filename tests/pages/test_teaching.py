@@ -123,3 +123,24 @@ def test_a_new_epsilon_starts_a_new_score(monkeypatch):
     assert not at.exception
     title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
     assert "0 rounds" in title
+
+
+def test_presentation_mode_from_the_url_hides_the_technical_panels(monkeypatch):
+    monkeypatch.delenv(teaching.DEFAULT_ENV, raising=False)
+    fresh_plans()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["present"] = "True"
+    at.switch_page("app_pages/statistics.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.toggle(key="present").value is True
+    styles = [h.proto.body for h in at.get("html")]
+    assert any("font-size: 1.45rem" in s and "stCaptionContainer" in s for s in styles)
+    assert at.get("plotly_chart")                             # the results are shown
+    assert not [b for b in at.button if b.key and "plan" in b.key]   # the plan panel is not
+    assert not [s for s in at.subheader if s.value == "Check the claim"]   # nor the audit
+    # switched off: the panels are back, the style is gone
+    at.toggle(key="present").set_value(False).run()
+    assert not [h for h in at.get("html") if "1.45rem" in h.proto.body]
+    assert [s for s in at.subheader if s.value == "Check the claim"]
+    assert [b for b in at.button if b.key and "plan" in b.key]
