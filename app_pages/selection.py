@@ -48,7 +48,9 @@ def column_scores() -> tuple:
     if (note := left_out_note(loaded, column)) is not None:
         st.warning(note, icon=":material/report:")
     # the sensitivity is the plan's (sel.data_mechanism): None here
-    return (labels, scores, None, None, f"Category of {column}", "True count (people)",
+    unit = person.current_unit(dataset_key)
+    counted = "people" if unit.person_column is None else "rows"   # rows under a person id
+    return (labels, scores, None, None, f"Category of {column}", f"True count ({counted})",
             sel.categories_origin(declared is not None))
 
 
@@ -179,7 +181,7 @@ if tie and source == "data" and summary.best.all():   # ε changes nothing: offe
 m1, m2, m3 = st.columns(3)
 m1.metric("P(best picked), exact", sel.fmt_share(summary.p_correct))
 m2.metric(f"Expected {'revenue' if prices else 'score'} lost (best − picked)",
-          sel.fmt_value(summary.expected_gap))
+          sel.fmt_loss(summary.expected_gap))
 m3.metric("Noise scale b", sel.fmt_value(summary.scale))
 
 first = "the first pick" if k > 1 else "picked"

@@ -148,9 +148,11 @@ for run in runs:
     st.caption(run.explanation)
 
 if kind.per_cell:
+    # under a person id a histogram counts rows (visits, say), not people
+    counted = "people" if person.current_unit(data_key).person_column is None else "rows"
     st.plotly_chart(charts.noisy_bars(runs, confidence=confidence, x_title=column,
                                       title=f"True counts of {column} and noisy release "
-                                            f"{release:,}"),
+                                            f"{release:,}", counted=counted),
                     key="stats_bars")
     st.caption(stats.bars_note(confidence))
     st.dataframe(stats.release_table(runs, confidence), hide_index=True)
