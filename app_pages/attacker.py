@@ -15,12 +15,6 @@ from dashboard.choices import fmt_number
 from dashboard.text import plain
 from dpcore import attack_game
 
-MECHANISM_LABELS = {
-    "randomized response": "Randomized response (answers “is this person in?”)",
-    "laplace": "Laplace noise on the count of people",
-    "gaussian": "Gaussian noise on the count of people",
-}
-
 st.title("Play the attacker")
 st.caption("A [membership test](./glossary#membership-test), played by hand. The app holds two "
            "[neighbouring](./glossary#neighbouring-datasets) versions of the data: everyone, "
@@ -33,7 +27,7 @@ people = int(loaded.relation.shape[0])
 left, right = st.columns([1, 2], gap="large")
 with left:
     mechanism = controls.select("How the answer is released", list(attack_game.MECHANISMS),
-                                key="attack_mechanism", format_func=MECHANISM_LABELS.get)
+                                key="attack_mechanism", format_func=attack_game.LABELS.get)
     epsilon = controls.epsilon_slider(key="attack_epsilon")
     game = attack_game.new_game(mechanism, epsilon, people=people)
     played = attacker.rounds((state.dataset_key(), mechanism, epsilon, state.seed()))

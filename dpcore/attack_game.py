@@ -26,6 +26,12 @@ __all__ = ["MECHANISMS", "GAUSSIAN_DELTA", "Game", "new_game", "release", "best_
 
 #: The mechanisms the game offers, in menu order.
 MECHANISMS = ("randomized response", "laplace", "gaussian")
+#: How the game's page names each mechanism.
+LABELS = {
+    "randomized response": "Randomized response (answers “is this person in?”)",
+    "laplace": "Laplace noise on the count of people",
+    "gaussian": "Gaussian noise on the count of people",
+}
 #: The Gaussian mechanism's δ in the game: (ε, δ)-DP at the ε on screen.
 GAUSSIAN_DELTA = 1e-5
 #: Most rounds one call simulates (the computer's long run): bounds memory at 16 MB.
