@@ -13,8 +13,10 @@ from dashboard import (
     person,
     plan_conflict,
     plan_store,
+    presenting,
     signin,
     state,
+    teaching,
     workspace,
 )
 from dashboard.data import folder
@@ -31,6 +33,7 @@ PAGES = [
     st.Page("app_pages/quantiles.py", title="Quantiles", icon=":material/percent:"),
     st.Page("app_pages/selection.py", title="Selection", icon=":material/how_to_vote:"),
     st.Page("app_pages/choose_epsilon.py", title="Choose epsilon", icon=":material/tune:"),
+    st.Page("app_pages/attacker.py", title="Play the attacker", icon=":material/casino:"),
     st.Page("app_pages/plan.py", title="Release plan", icon=":material/checklist:"),
     st.Page("app_pages/releases.py", title="Releases", icon=":material/history:"),
     st.Page("app_pages/learning.py", title="Private learning", icon=":material/model_training:"),
@@ -105,20 +108,22 @@ def _dataset_caption(loaded: datasets.LoadedDataset) -> None:
                f"{plain(loaded.source, limit=300)}")
 
 
-def sidebar():
+def sidebar(page: str):
     """Dataset and seed pickers, shared by every page; returns the sidebar slot of the
-    privacy unit's caption."""
+    privacy unit's caption. A new session starts on the teaching dataset of ``page`` (its URL
+    path) when it is a teaching page."""
     ss = st.session_state
     with st.sidebar:
         listing = folder.listing()
-        choices = [*datasets.BUILTIN_DATASETS, *map(folder.choice_of, listing.files),
+        choices = [*datasets.BUILTIN_DATASETS, *datasets.TEACHING_DATASETS,
+                   *map(folder.choice_of, listing.files),
                    UPLOAD_CHOICE]
         gone = ss.get("dataset_choice")
         if folder.is_file_choice(gone) and gone not in choices:
             st.error(f"{plain(gone[len(folder.CHOICE_PREFIX):])} is no longer in the data "
                      "folder (moved, removed or unreadable): choose another dataset. The "
                      "pages now use the first built-in dataset.", icon=":material/error:")
-        state.remembered("dataset_choice", state.DEFAULT_DATASET, options=choices)
+        state.remembered("dataset_choice", teaching.opening_dataset(page), options=choices)
         choice = st.selectbox("Dataset", choices, key="dataset_choice",
                               format_func=folder.shown_name)
         state.remember("dataset_choice")
@@ -176,6 +181,7 @@ def sidebar():
             "Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed_input",
             help="Simulations are reproducible: the same seed gives the same noisy results.")
         state.remember("seed_input")
+        presenting.toggle()
         st.page_link(PAGES[-1], label="Glossary of terms",
                      icon=":material/menu_book:")
         state.history_per_page()
@@ -210,7 +216,7 @@ state.init()
 # Every page listed: past twelve pages Streamlit would fold the last ones under "View more".
 navigation = st.navigation(signin.visible_pages(PAGES, visitor), expanded=True)
 # A viewer's pages read the ledger only: no dataset is picked or shown for them.
-unit_slot = sidebar() if explores else None
+unit_slot = sidebar(navigation.url_path) if explores else None
 if explores:
     saved_plan_notices()
     workspace.waiting_notice()

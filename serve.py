@@ -23,7 +23,8 @@ FIRST_PAGE = ("pandas", "pyarrow.pandas_compat", "duckdb", "engine", "engine.duc
               "dashboard.plan_store", "dashboard.plan_conflict", "dashboard.signin",
               "dashboard.state", "dashboard.data.folder", "dashboard.data.relation",
               "dashboard.text", "dashboard.analysis.welcome", "release.ledger",
-              "dashboard.declared", "dashboard.workspace")
+              "dashboard.declared", "dashboard.workspace", "dashboard.teaching",
+              "dashboard.presenting")
 
 
 def preload() -> None:

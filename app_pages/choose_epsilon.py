@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import charts, choices, controls, person, state
+from dashboard import charts, choices, controls, person, state, teaching
 from dashboard.analysis import epsilon as ana
 from dashboard.analysis import selection as sel
 from dashboard.text import plain
@@ -22,6 +22,7 @@ st.title("Choose epsilon")
 st.caption("Pick [ε](./glossary#epsilon) by looking at it: how the error of your query "
            "shrinks as ε grows, the smallest ε that meets your accuracy target, and what that "
            "ε lets an attacker learn.")
+teaching.look_here("choose_epsilon")
 state.remembered("choose_source", "statistics", options=list(ana.SOURCES))
 unit = person.current_unit(data_key)   # the pages' privacy unit, as they apply it
 source = st.radio("Query", list(ana.SOURCES), key="choose_source", horizontal=True,

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dashboard import teaching
 from dashboard.analysis import welcome
 
 st.title("Epsilon Lab")
@@ -13,6 +14,11 @@ st.markdown(
     "[ε](./glossary#epsilon) by looking at it. Each term is explained on the "
     "[Glossary](./glossary) page."
 )
+
+teaching.look_here("")
+st.page_link("app_pages/attacker.py", icon=":material/casino:",
+             label="Play the attacker: guess whether one person is in the data, against the "
+                   "best test there is")
 
 st.subheader("What ε = 1 means")
 st.markdown(welcome.epsilon_in_words(1.0))
@@ -32,6 +38,7 @@ st.markdown(
 | **Groups** | counts, sums and means per group, binned histograms, groups found privately |
 | **Quantiles** | the median and other quantiles, with their exact accuracy |
 | **Selection** | picking the most common category privately: how often is the answer right? |
+| **Play the attacker** | guess whether one person is in the data: no guess beats the ε-DP curve |
 | **Choose epsilon** | error against ε, the smallest ε meeting an accuracy target, attacker risk |
 | **Release plan** | all queries in one plan: accounted, split to meet every target, released |
 | **Releases** | the ledger: every real release and each dataset's budget, spent and left |
@@ -54,8 +61,13 @@ st.info(
 st.caption("Pick a dataset in the sidebar (or upload a CSV) and a page above to begin. "
            "An upload stays in this session's memory, unless you choose to keep it on the server "
            "(the sidebar's **Keep this file on the server**: then every user of the server "
-           "can open it); what you declare about a dataset and the plans you save are kept "
-           "on the server. The numbers on the query pages "
+           "can open it). What is kept on the server even then: what you declare about a "
+           "dataset (its column names, each column's role, bounds, categories and bins — "
+           "those read off the data too — and the privacy unit), the file's name and a "
+           "fingerprint of its content (to recognise it when uploaded again), the plans you "
+           "save (the same column names and declarations, each query's settings) and, for a "
+           "release, its published values in the ledger; never the rows. The numbers on the "
+           "query pages "
            "are simulations from a seed (the seed can draw the same noise again: never "
            "publish them). A private release is made only by **Release** on the Release plan "
            "page: OpenDP draws its noise with fresh randomness, and the ledger records what "

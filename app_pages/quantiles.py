@@ -22,7 +22,8 @@ problem = None   # what keeps the results from being computed: shown in their pl
 
 st.title("Quantiles")
 st.caption("The median, quartiles or any percentile of a numeric column: each candidate of a "
-           "public grid gets its rank error plus noise, and the smallest is released — more "
+           "public grid gets its [rank error](./glossary#rank-error) plus noise, and the "
+           "smallest is released — more "
            "likely the closer that candidate's rank is to the quantile's "
            "([report noisy max](./glossary#report-noisy-max)): "
            f"{qa.NOISES['exponential']} or {qa.NOISES['gumbel']}. The chance of each "

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import audit_panel, charts, controls, person, plan_panel, state
+from dashboard import (
+    audit_panel,
+    charts,
+    controls,
+    person,
+    plan_panel,
+    presenting,
+    state,
+    teaching,
+)
 from dashboard.analysis import plan_entries
 from dashboard.analysis import selection as sel
 from dashboard.analysis.stats_query import neighbours_of
@@ -39,7 +48,9 @@ def column_scores() -> tuple:
     if (note := left_out_note(loaded, column)) is not None:
         st.warning(note, icon=":material/report:")
     # the sensitivity is the plan's (sel.data_mechanism): None here
-    return (labels, scores, None, None, f"Category of {column}", "True count (people)",
+    unit = person.current_unit(dataset_key)
+    counted = "people" if unit.person_column is None else "rows"   # rows under a person id
+    return (labels, scores, None, None, f"Category of {column}", f"True count ({counted})",
             sel.categories_origin(declared is not None))
 
 
@@ -89,6 +100,7 @@ st.markdown("Which category is most common? Which price earns most? A private an
             "max](./glossary#report-noisy-max)). The question "
             "here is not how far off a number is, but **how often the right candidate is "
             "picked**.")
+teaching.look_here("selection")
 left, right = st.columns(2, gap="large")
 with left:
     source = controls.select("Scores", list(sel.SOURCES), key="sel_source",
@@ -169,7 +181,7 @@ if tie and source == "data" and summary.best.all():   # ε changes nothing: offe
 m1, m2, m3 = st.columns(3)
 m1.metric("P(best picked), exact", sel.fmt_share(summary.p_correct))
 m2.metric(f"Expected {'revenue' if prices else 'score'} lost (best − picked)",
-          sel.fmt_value(summary.expected_gap))
+          sel.fmt_loss(summary.expected_gap))
 m3.metric("Noise scale b", sel.fmt_value(summary.scale))
 
 first = "the first pick" if k > 1 else "picked"
@@ -186,7 +198,7 @@ release = sel.private_release(summary, source=source, dataset=loaded.name, candi
 st.markdown(release.sentence)
 st.caption(sel.shortfall_sentence(mechanism, len(scores), source=source))
 controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
-if source == "data":   # a pick among the dataset's categories is a query of its plan
+if source == "data" and not presenting.on():   # a pick of the dataset's is a plan query
     plan_panel.add_to_plan(dataset_key, lambda: plan_entries.selection_query(
         loaded, person.current_unit(dataset_key), column=picked, labels=labels,
         declared=domain is not None and domain.categories is not None, noise=noise,
@@ -210,5 +222,6 @@ if k > 1:
         key="sel_top_k")
     st.caption(sel.top_k_caption(curves, summary))
 
-audit_panel.selection_audit(noise=noise, measure=measure, level=level, seed=state.seed(), k=k,
-                            sensitivity=sensitivity, monotonic=monotonic)
+if not presenting.on():   # for a projector: the results only, none of the technical panels
+    audit_panel.selection_audit(noise=noise, measure=measure, level=level, seed=state.seed(), k=k,
+                                sensitivity=sensitivity, monotonic=monotonic)

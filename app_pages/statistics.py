@@ -10,7 +10,17 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import audit_panel, bounds_panel, charts, controls, person, plan_panel, state
+from dashboard import (
+    audit_panel,
+    bounds_panel,
+    charts,
+    controls,
+    person,
+    plan_panel,
+    presenting,
+    state,
+    teaching,
+)
 from dashboard.analysis import plan_entries
 from dashboard.analysis import statistics as stats
 from dashboard.choices import label
@@ -33,6 +43,7 @@ st.caption("Ask one question of the data, release the answer with noise (scaled 
            "[sensitivity](./glossary#sensitivity) and to [ε](./glossary#epsilon)), and see "
            "how far the "
            "noisy answer lands from the truth: once, and over many simulated releases.")
+teaching.look_here("statistics")
 loaded = state.dataset()
 frame, data_key = loaded.relation, state.dataset_key()
 upload = data_key.startswith("upload:")   # nothing suggested from its values enters the URL
@@ -137,9 +148,11 @@ for run in runs:
     st.caption(run.explanation)
 
 if kind.per_cell:
+    # under a person id a histogram counts rows (visits, say), not people
+    counted = "people" if person.current_unit(data_key).person_column is None else "rows"
     st.plotly_chart(charts.noisy_bars(runs, confidence=confidence, x_title=column,
                                       title=f"True counts of {column} and noisy release "
-                                            f"{release:,}"),
+                                            f"{release:,}", counted=counted),
                     key="stats_bars")
     st.caption(stats.bars_note(confidence))
     st.dataframe(stats.release_table(runs, confidence), hide_index=True)
@@ -176,12 +189,13 @@ st.markdown("**Metrics side by side**")
 st.dataframe(stats.metrics_table(runs, confidence))
 st.caption(stats.metrics_note(runs))
 
-plan_panel.add_to_plan(data_key, lambda: plan_entries.statistics_query(
-    loaded, person.current_unit(data_key), query=query, column=column, lower=lower, upper=upper,
-    categories=categories if categories is not None else runs[0].labels, choice=choice,
-    sum_share=sum_share, answer_range=answer_range), key="stats")
+if not presenting.on():   # for a projector: the results only, none of the technical panels
+    plan_panel.add_to_plan(data_key, lambda: plan_entries.statistics_query(
+        loaded, person.current_unit(data_key), query=query, column=column, lower=lower, upper=upper,
+        categories=categories if categories is not None else runs[0].labels, choice=choice,
+        sum_share=sum_share, answer_range=answer_range), key="stats")
 
-bounds_panel.bounds_section(loaded, data_key, spec, choice, answer_range=answer_range,
-                            seed=state.seed(), prefix="stats")
-audit_panel.statistics_audit(frame, data_key, spec, choice, answer_range=answer_range,
-                             sum_share=sum_share, seed=state.seed())
+    bounds_panel.bounds_section(loaded, data_key, spec, choice, answer_range=answer_range,
+                                seed=state.seed(), prefix="stats")
+    audit_panel.statistics_audit(frame, data_key, spec, choice, answer_range=answer_range,
+                                 sum_share=sum_share, seed=state.seed())

@@ -31,7 +31,8 @@ unit = person.current_unit(dataset_key)
 
 st.title("Synthetic data")
 st.markdown(
-    "Rows that look like the data, drawn from a model fitted to **noisy marginals** "
+    "Rows that look like the data, drawn from a model fitted to "
+    "**[noisy marginals](./glossary#aim-mst-marginals)** "
     "([differentially private](./glossary#differential-privacy) counts of one, two or three "
     "columns at a time) with OpenDP's marginal-based inference: "
     "**AIM** picks the marginals worth measuring one at a time, **MST** measures a tree of "

@@ -13,6 +13,7 @@ from dashboard.data.builtins import (  # noqa: F401
     MAX_SYNTHETIC_ROWS,
     MAX_VISITS_ROWS,
     PERSON_IDS,
+    TEACHING_DATASETS,
     VISITS_DEFAULT_MAX_ROWS,
     load_builtin,
     synthetic_census,

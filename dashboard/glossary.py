@@ -112,6 +112,115 @@ TERMS: dict[str, Term] = {
         "candidate is reported. With Gumbel noise this is exactly the exponential mechanism, "
         "with exponential noise permute-and-flip; neither releases the scores.",
         r"report noisy max|exponential mechanism|permute-and-flip"),
+    "neighbouring-datasets": Term(
+        "Neighbouring datasets",
+        "Two datasets that differ by one privacy unit: one person's rows added or removed. "
+        "Differential privacy compares what a release does on every such pair; the attacker "
+        "game holds one pair and asks you which one a noisy answer came from.",
+        r"neighbou?ring"),
+    "laplace-mechanism": Term(
+        "Laplace mechanism",
+        "Adds noise from the Laplace (double exponential) distribution of scale b = Δ₁/ε to "
+        "an answer of L1 sensitivity Δ₁: pure ε-DP. Its typical error is b (mean absolute "
+        "error), its standard deviation √2·b, and it is unbiased.",
+        r"\bLaplace\b"),
+    "gaussian-mechanism": Term(
+        "Gaussian mechanism",
+        "Adds normal noise of standard deviation σ to an answer of L2 sensitivity Δ₂. It is "
+        "(ε, δ)-DP (never pure ε-DP), ρ-zCDP with ρ = Δ₂²/(2σ²) and μ-GDP with μ = Δ₂/σ; for "
+        "many answers at once it needs less noise than Laplace.",
+        r"\bGaussian\b(?! naive)"),
+    "geometric-mechanism": Term(
+        "Geometric mechanism (discrete Laplace)",
+        "The Laplace mechanism for whole numbers: adds an integer drawn with probability "
+        "proportional to e^(−ε|k|/Δ₁). The release is still a whole number and the guarantee "
+        "is the same pure ε-DP, with no floating-point pitfalls.",
+        r"\bgeometric\b|discrete Laplace"),
+    "noise-scale": Term(
+        "Noise scale",
+        "How wide the noise is: Laplace's scale b (the mean absolute error) or the Gaussian's "
+        "standard deviation σ. It grows with the sensitivity and shrinks as ε grows: halving "
+        "ε doubles it.",
+        r"noise scale|\bscale b\b"),
+    "rmse-bias": Term(
+        "RMSE and bias",
+        "The root-mean-square error is √(mean of (noisy − true)²) over many releases: a "
+        "typical size of the error. The bias is the mean of (noisy − true): zero for plain "
+        "noise, not zero once answers are clamped, rounded or clipped at 0. RMSE² = variance "
+        "+ bias².",
+        r"\bRMSE\b|\bbias(?:ed)?\b"),
+    "membership-test": Term(
+        "Membership test (true and false positive rates)",
+        "An attacker's guess, from a release, of whether one person is in the data. Its true-"
+        "positive rate (TPR) is the share of releases with the person that it flags, its "
+        "false-positive rate (FPR) the share without the person that it flags. ε-DP limits "
+        "every test to TPR ≤ e^ε·FPR + δ.",
+        r"membership (?:test|attack)|true.positive|false.positive|\bTPR\b|\bFPR\b"),
+    "tradeoff-curve": Term(
+        "Trade-off curve",
+        "The highest true-positive rate any membership test can reach at each false-positive "
+        "rate. For ε-DP it is min(e^ε·α, 1 − e^−ε·(1 − α)) at FPR α; no guess gets above it.",
+        r"trade-?off curve"),
+    "likelihood-ratio-test": Term(
+        "Likelihood-ratio test",
+        "The best membership test there is (Neyman–Pearson): say “in” when the release is more "
+        "likely with the person than without, by a chosen ratio. It reaches the trade-off "
+        "curve; no other test does better.",
+        r"likelihood.ratio"),
+    "randomized-response": Term(
+        "Randomized response",
+        "Answer a yes/no question truthfully with probability e^ε/(1 + e^ε), else lie. It is "
+        "exactly ε-DP, and the best test against it lands on the ε-DP trade-off curve: the "
+        "worst case the guarantee allows.",
+        r"randomi[sz]ed response"),
+    "prior-posterior": Term(
+        "Prior and posterior belief",
+        "An attacker's belief that a person is in the data before seeing a release (prior) "
+        "and after (posterior). With ε-DP the odds can grow by at most e^ε: from 50 %, "
+        "at most 73.2 % at ε = 1.",
+        r"\bprior\b|\bposterior\b"),
+    "clamping-bounds": Term(
+        "Clamping and bounds",
+        "A sum or mean needs public bounds [L, U]: every value is clamped into them before the "
+        "noise, so one person moves the answer by at most the bounds' width. Bounds must come "
+        "from public knowledge; bounds read off the data leak and are flagged.",
+        r"\bclamp(?:ing|ed)?\b|\bbounds?\b"),
+    "max-rows": Term(
+        "Max rows (contribution bound)",
+        "When a person can have many rows, each person keeps at most this many rows (chosen by "
+        "a hash over that person's own rows) before anything is computed, so one person "
+        "changes a count by at most max rows. Rows beyond it are dropped.",
+        r"max(?:imum)? rows|contribution bound"),
+    "basic-advanced-composition": Term(
+        "Basic and advanced composition",
+        "Two ways to total the loss of k releases. Basic composition adds them: k·ε. Advanced "
+        "composition gives about ε·√(2k·ln(1/δ′)) + k·ε·(e^ε − 1) at an extra δ′, smaller "
+        "for many small releases.",
+        r"(?:basic|advanced) composition"),
+    "aim-mst-marginals": Term(
+        "AIM, MST and marginals",
+        "A marginal is a count table over a few columns (age × sex, say). MST and AIM measure "
+        "chosen marginals with noise and fit a model that agrees with them; synthetic rows are "
+        "sampled from the model. MST measures pairs along a tree; AIM picks marginals "
+        "adaptively.",
+        r"\bAIM\b|\bMST\b|\bmarginals?\b"),
+    "total-variation": Term(
+        "Total-variation distance",
+        "How far two distributions over the same categories are: half the sum of the absolute "
+        "differences of their shares, from 0 (the same) to 1 (nothing in common). It compares "
+        "synthetic data with the real data, column by column.",
+        r"total.variation"),
+    "cramers-v": Term(
+        "Cramér's V",
+        "How strongly two categorical columns go together, from 0 (independent) to 1 (one "
+        "determines the other): √(χ²/(n·(k − 1))) with k the smaller number of categories.",
+        r"Cram[ée]r"),
+    "rank-error": Term(
+        "Rank error",
+        "For a private quantile or selection: how many places the released value is from the "
+        "right one in the sorted data (the median of 101 values released as the 55th is off "
+        "by 4 ranks), whatever the values' units.",
+        r"rank error|\branks?\b"),
 }
 
 

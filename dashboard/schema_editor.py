@@ -164,7 +164,8 @@ def _on_apply(data_key: str, current: sc.Schema, unit: person.PrivacyUnit,
     if stored is None:
         return
     _, base, table_key = stored
-    table, problems = tab.with_implied_roles(_edited(base, ss.get(table_key)), base)
+    edited = tab.with_hand_edits(_edited(base, ss.get(table_key)), base)
+    table, problems = tab.with_implied_roles(edited, base)
     declared, more = tab.from_table(table, max_rows=unit.max_rows, max_groups=unit.max_groups)
     problems += more
     if problems:

@@ -167,6 +167,14 @@ def _a_ledger_of_the_test_session(tmp_path_factory):
     os.environ["EPSILON_LAB_LEDGER"] = str(tmp_path_factory.mktemp("ledger") / "ledger.sqlite")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sessions_open_on_adult():
+    """The tests written before the teaching defaults (issue 35) read Adult's figures: every
+    new session of the test run (AppTest and the app servers it starts) opens on Adult, as a
+    server with ``EPSILON_LAB_DEFAULT_DATASET`` does. The teaching tests unset it."""
+    os.environ["EPSILON_LAB_DEFAULT_DATASET"] = "Adult (UCI census income)"
+
+
 def _scan_installed_components_once() -> None:
     """Every new AppTest scans the metadata of every installed package for Streamlit
     components (a quarter of a CPU second per AppTest here). The installed packages do not

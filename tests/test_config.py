@@ -3,6 +3,7 @@ limit that matches the limit the code checks again."""
 
 from __future__ import annotations
 
+import ast
 import tomllib
 
 from dashboard.datasets import MAX_UPLOAD_MB
@@ -35,6 +36,11 @@ def test_the_start_looks_up_no_address():
         "Streamlit no longer skips the address look-up for a set browser.serverAddress"
 
 
+#: The one raw HTML allowed, and why: presentation mode's style sheet (issue 35), a module
+#: constant (checked below): nothing from a user's file or a widget reaches it.
+HTML_ALLOWED = {"dashboard/presenting.py": "STYLE"}
+
+
 def test_no_html_rendering_anywhere():
     """No page renders raw HTML, so nothing from a user's file can become markup."""
     sources = [*ROOT.glob("app.py"), *(ROOT / "app_pages").glob("*.py"),
@@ -43,7 +49,18 @@ def test_no_html_rendering_anywhere():
     for path in sources:
         text = path.read_text()
         assert "unsafe_allow_html=True" not in text, path
-        assert "st.html(" not in text, path
+        allowed = HTML_ALLOWED.get(path.relative_to(ROOT).as_posix())
+        if allowed is None:
+            assert "st.html(" not in text, path
+            continue
+        tree = ast.parse(text)
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and ast.unparse(n.func) == "st.html"]
+        assert calls and all(ast.unparse(c) == f"st.html({allowed})" for c in calls), path
+        [constant] = [n for n in tree.body if isinstance(n, ast.Assign)
+                      and [ast.unparse(t) for t in n.targets] == [allowed]]
+        assert isinstance(constant.value, ast.Constant) and isinstance(constant.value.value,
+                                                                      str), path
 
 
 def test_page_icon_is_not_fetched_from_a_font_host():

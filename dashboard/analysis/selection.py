@@ -438,6 +438,21 @@ def fmt_value(x: float) -> str:
     return f"{x:.4g}"
 
 
+#: Below this an expected loss reads "< 0.0001": a figure like 3.75e-28 is exact but reads as a
+#: loss to someone who does not parse the exponent (issue 35).
+SMALLEST_LOSS_SHOWN = 1e-4
+
+
+def fmt_loss(x: float) -> str:
+    """An expected loss (score, revenue): '0', '< 0.0001', else as :func:`fmt_value`."""
+    x = float(x)
+    if x == 0.0:
+        return "0"
+    if 0.0 < x < SMALLEST_LOSS_SHOWN:
+        return f"< {SMALLEST_LOSS_SHOWN:g}"
+    return fmt_value(x)
+
+
 def fmt_share(p: float) -> str:
     """A probability as a percentage that rounds a near-certainty to 100% only when it is one
     to six decimals (quadrature leaves ~1e-15 below 1 where the exact value is 1 − 1e-2000)."""

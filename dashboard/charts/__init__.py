@@ -3,6 +3,7 @@
 One template for the whole app (``base``); one module per page area, re-exported here.
 """
 
+from dashboard.charts.attacker import attack_chart  # noqa: F401
 from dashboard.charts.base import PALETTE, TEMPLATE, finish  # noqa: F401
 from dashboard.charts.data import (  # noqa: F401
     binned_histogram,

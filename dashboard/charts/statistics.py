@@ -100,10 +100,11 @@ def error_spread(runs: Sequence[MechanismErrors], *, confidence: float, title: s
 
 
 def noisy_bars(runs: Sequence[MechanismErrors], *, confidence: float, title: str,
-               x_title: str) -> go.Figure:
+               x_title: str, counted: str = "people") -> go.Figure:
     """True counts next to one noisy release per mechanism, with ±alpha error bars; below, on
     a scale of its own, each bar's error (noisy − true) and its ±alpha band: beside counts in
-    the thousands, an error of a few people cannot be seen in the bars."""
+    the thousands, an error of a few people cannot be seen in the bars. ``counted`` says what
+    a count counts: people when a row is a person, rows (visits, say) under a person id."""
     first = runs[0]
     labels = [svg_text(c) for c in (first.labels or ())]
     truth = np.asarray(first.true_value, dtype=np.float64)
@@ -130,8 +131,8 @@ def noisy_bars(runs: Sequence[MechanismErrors], *, confidence: float, title: str
         errors.add_error_row(fig, labels, truth, run.release, alpha, name=name,
                              colour=_colour(i), group=i, confidence=confidence)
     return errors.finish_two_rows(fig, title=svg_text(title), x_title=svg_text(x_title),
-                                  y_title="Count (people)",
-                                  error_title="Error: noisy − true (people)")
+                                  y_title=f"Count ({counted})",
+                                  error_title=f"Error: noisy − true ({counted})")
 
 
 def category_errors(runs: Sequence[MechanismErrors], *, title: str, x_title: str) -> go.Figure:

@@ -150,6 +150,37 @@ def _typed(column: pd.Series) -> np.ndarray:
     return (text != "").to_numpy()
 
 
+#: The cells that make a declaration: editing one by hand makes the row's declaration typed.
+DECLARING = ("categories", "lower", "upper", "bins")
+HAND_EDITED = "typed on the Data page (it was read off the data)"
+
+
+def _differs(now: pd.Series, then: pd.Series) -> np.ndarray:
+    """Which cells changed, NaN equal to NaN and empty text (numbers compared as numbers)."""
+    def shown(column: pd.Series) -> pd.Series:
+        numbers = pd.to_numeric(column, errors="coerce")
+        text = column.astype(object).where(column.notna(), "").astype(str).str.strip()
+        return numbers.map(repr).where(numbers.notna(), text)
+    return (shown(now.reset_index(drop=True)) != shown(then.reset_index(drop=True))).to_numpy()
+
+
+def with_hand_edits(table: pd.DataFrame, before: pd.DataFrame) -> pd.DataFrame:
+    """The edited ``table`` with origin "typed" on each row whose origin was "data" and whose
+    bounds, categories or bin edges were edited by hand (a number typed over one read off the
+    data is the user's, not the data's), unless the origin or source was edited too.
+    ``before`` is the table as drawn, row for row."""
+    out = table.copy()
+    edited = np.zeros(len(out), dtype=bool)
+    for cell in DECLARING:
+        edited |= _differs(out[cell], before[cell])
+    was_data = (before["origin"].to_numpy() == "data") & (out["origin"].to_numpy() == "data")
+    said_again = _differs(out["source"], before["source"])
+    retyped = edited & was_data & ~said_again
+    out.loc[retyped, "origin"] = "typed"
+    out.loc[retyped, "source"] = HAND_EDITED
+    return out
+
+
 def with_implied_roles(table: pd.DataFrame, before: pd.DataFrame) -> tuple[pd.DataFrame,
                                                                            list[str]]:
     """The edited ``table`` with a role for each row that was and still is "not declared" but

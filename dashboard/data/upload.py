@@ -593,7 +593,8 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
         warnings.append(f"{_count(int(page_empty.sum()), 'row')} with every cell empty or "
                         f"missing {_verb(int(page_empty.sum()), 'was/were')} left out of the "
                         "pages' view.")
-    said = missing_cells_warning(int(frame.isna().to_numpy().sum()))
+    said = missing_cells_warning(int(frame.isna().to_numpy().sum()),
+                                 said_above=any("set to missing" in w for w in warnings))
     if said is not None:
         warnings.append(said)
     # An all-integer column may have held NaN only in the rows just dropped.
@@ -606,13 +607,17 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
     return frame, release_cells
 
 
-def missing_cells_warning(missing: int) -> str | None:
+def missing_cells_warning(missing: int, *, said_above: bool = False) -> str | None:
     """The warning for ``missing`` cells with no value (None when there are none): an
-    upload's, and a data-folder file's from the engine's count (``facts.missing_warning``)."""
+    upload's, and a data-folder file's from the engine's count (``facts.missing_warning``).
+    ``said_above``: an earlier warning said that some cells were set to missing (only then
+    does this one point to it)."""
     if not missing:
         return None
-    return (f"{_count(missing, 'cell', 'is/are')} missing (empty, NA, NaN, NULL or set to "
-            "missing as said above); queries treat them as missing.")
+    how = "empty, NA, NaN, NULL or set to missing as said above" if said_above else \
+        "empty, NA, NaN or NULL"
+    return (f"{_count(missing, 'cell', 'is/are')} missing ({how}); queries treat them as "
+            "missing.")
 
 
 def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,

@@ -63,8 +63,9 @@ def test_the_same_missing_cells_warning(both):
     uploaded, from_csv, from_parquet = both
     frame = pd.read_csv(pd.io.common.BytesIO(csv_bytes()))
     missing = int(frame.isna().to_numpy().sum())
-    expected = (f"{missing:,} cells are missing (empty, NA, NaN, NULL or set to missing as "
-                "said above); queries treat them as missing.")
+    # nothing was set to missing: no "as said above" pointing at nothing (issue 35 item 4)
+    expected = (f"{missing:,} cells are missing (empty, NA, NaN or NULL); queries treat them "
+                "as missing.")
     assert expected in uploaded.warnings
     assert facts.missing_warning(from_csv.relation) == expected
     assert facts.missing_warning(from_parquet.relation) == expected
@@ -113,3 +114,13 @@ def test_the_sum_breakdown_is_the_sum_of_the_kept_rows(both):
     assert cost.breakdown.clamping_bias[0] == pytest.approx(
         rows["value"].clip(0, 50).sum() - rows["value"].sum())
     assert cost.left_out == len(frame) - len(rows)
+
+
+def test_the_missing_cells_warning_points_above_only_when_something_was_said_there():
+    # 40 numbers and one "unknown": the column is read as numbers, that cell set to missing
+    data = ("x,y\n" + "".join(f"{i},a\n" for i in range(40)) + "unknown,b\n").encode()
+    warnings = datasets.load_upload(data, "odd.csv").warnings
+    said = [w for w in warnings if "set to missing" in w and "as said above" not in w]
+    assert said, warnings
+    last = next(w for w in warnings if "missing (" in w)
+    assert "as said above" in last and warnings.index(said[0]) < warnings.index(last)

@@ -208,3 +208,26 @@ def test_declared_categories_that_are_one_key_are_said():
     assert same_key_note("code", ["012", "1.50", "1.5", "a", " a"]) is not None
     assert same_key_note("code", ["012", "1.50", "1.5", "a", "A"]) is None
     assert same_key_note("code", []) is None
+
+
+def test_a_bound_read_off_the_data_and_edited_by_hand_is_typed():
+    """Issue 35 item 4: a bound edited by hand kept origin "data" and "read off the data"."""
+    read = sc.Schema({
+        "age": sc.with_origin(ColumnDomain("numeric", 17, 90), "data", "the file's maximum"),
+        "team": sc.with_origin(ColumnDomain("categorical", categories=("a", "b")), "data"),
+        "score": sc.with_origin(ColumnDomain("numeric", 0, 1), "data")})
+    before = tab.to_table(read, COLUMNS, KINDS)
+    table = edit(before, "age", upper=100.0)
+    table = edit(table, "team", categories="a, b, c")
+    table = edit(table, "score", upper=2.0, source="the exam's rules")   # said by the user
+    table, problems = tab.with_implied_roles(tab.with_hand_edits(table, before), before)
+    declared, more = tab.from_table(table)
+    assert problems == [] and more == []
+    assert sc.origin_of(declared.domains["age"]) == "typed"
+    assert sc.FROM_DATA not in declared.domains["age"].source
+    assert sc.origin_of(declared.domains["team"]) == "typed"
+    assert sc.origin_of(declared.domains["score"]) == "data"   # its own source typed: kept
+    # untouched rows keep their origin, whatever the table's dtypes make of them
+    untouched, _ = tab.from_table(tab.with_hand_edits(before.copy(), before))
+    assert {c: sc.origin_of(d) for c, d in untouched.domains.items()} == {
+        "age": "data", "team": "data", "score": "data"}

@@ -45,8 +45,9 @@ def test_the_attacker_sentence_is_computed_and_rounds_up(welcome):
 
 
 def test_it_points_to_where_to_see_it(welcome):
-    [link] = welcome.main.get("page_link")
-    assert link.proto.page == "choose_epsilon" and "attacker" in link.proto.label
+    links = {link.proto.page: link.proto.label for link in welcome.main.get("page_link")}
+    assert "attacker" in links["choose_epsilon"]
+    assert "Play the attacker" in links["attacker"]   # the game (issue 35)
 
 
 def test_bounds_wording_is_true(welcome):
@@ -73,3 +74,12 @@ def test_the_footer_says_where_a_private_release_is_made(welcome):
     footer = " ".join(c.value for c in welcome.caption)
     assert "nothing on these pages is a private release" not in footer
     assert "**Release** on the Release plan page" in footer and "ledger" in footer
+
+
+def test_the_footer_says_exactly_what_is_kept_on_the_server(welcome):
+    """Issue 35 item 4: 'uploads never leave the session' while saved plans (column names,
+    categories read off the data) are written to the server: the page says what is kept."""
+    footer = " ".join(c.value for c in welcome.caption)
+    for kept in ("column names", "categories", "read off the data", "privacy unit",
+                 "fingerprint of its content", "the plans you save", "never the rows"):
+        assert kept in footer, kept

@@ -72,7 +72,8 @@ def sessions():
 
 # Pages in an order where Choose epsilon comes after the pages it reads its query from.
 ORDER = ["home.py", "data.py", "statistics.py", "tables.py", "groups.py", "quantiles.py",
-         "selection.py", "choose_epsilon.py", "plan.py", "releases.py", "learning.py",
+         "selection.py", "choose_epsilon.py", "attacker.py", "plan.py", "releases.py",
+         "learning.py",
          "synthetic.py",
          "glossary.py"]
 
