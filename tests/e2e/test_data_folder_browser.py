@@ -13,6 +13,7 @@ import os
 
 import pytest
 
+from datasets_synthetic.teaching import NAMES as TEACHING
 from tests.e2e.conftest import (
     ROOT,
     assert_no_exception,
@@ -49,7 +50,9 @@ def test_data_folder_files_are_datasets(page, folder_server):
     options = page.get_by_role("option").all_inner_texts()
     assert options[:4] == ["Adult (UCI census income)", "Iris", "Synthetic census",
                            "Clinic visits (synthetic)"]
-    assert options[4:7] == ["survey_2024.parquet · data folder",
+    # the teaching datasets (issue 35) come next, then the data folder's files
+    assert options[4:7] == list(TEACHING)
+    assert options[7:10] == ["survey_2024.parquet · data folder",
                             "survey_2024_extract.csv.gz · data folder",
                             "to_remove.csv · data folder"]
     page.keyboard.press("Escape")
