@@ -201,6 +201,13 @@ def test_an_analyst_cannot_spend_beyond_the_allotment(app_with_sign_in, page):
     allotment = page.locator("[data-testid='stMetric']", has_text="Your allotment")
     allotment.wait_for(timeout=60_000)
     assert allotment.get_by_test_id("stMetricValue").inner_text().strip() == "ε = 0.5"
+    # the dataset's own "Left" judges its budget only, and says so beside the allotment's
+    assert allotment.get_by_test_id("stMetricDelta").inner_text().strip() == (
+        "ε = 0.5 left: the plan does not fit your allotment")
+    left = page.get_by_test_id("stMetric").filter(
+        has=page.get_by_test_id("stMetricLabel").get_by_text("Left", exact=True))
+    assert left.get_by_test_id("stMetricDelta").inner_text().strip() == (
+        "the plan fits this budget")
     assert ("This plan is refused: the plan would record ε = 1 and your allotment has "
             "ε = 0.5 left. Lower the queries' budgets.") in shown(page)
     assert release_controls_disabled(page)
@@ -227,7 +234,7 @@ def test_an_analyst_cannot_spend_beyond_the_allotment(app_with_sign_in, page):
     assert f"ε = 1; ε = {BUDGET - 1:g} left for this dataset." in text, text
     assert (allotment.get_by_test_id("stMetricValue").inner_text().strip(),
             allotment.get_by_test_id("stMetricDelta").inner_text().strip()) == (
-        "ε = 1.5", "ε = 0.5 left")
+        "ε = 1.5", "ε = 0.5 left: the plan does not fit your allotment")
     assert ("This plan is refused: the plan would record ε = 1 and your allotment has "
             "ε = 0.5 left.") in text
     assert release_controls_disabled(page)
