@@ -129,7 +129,8 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
                                   if left_delta < 0 else f"only δ = {left_delta:.3g} is left"))
     rest.metric("Left", _left_figure(left_eps, left_delta),
                 delta=None if left_eps is None else (
-                    "the plan fits" if fits else "the plan does not fit"),
+                    "the plan fits this budget" if fits else
+                    "the plan does not fit this budget"),
                 delta_color="green" if fits else "red", delta_arrow="off")
     names = ", ".join(f"“{plain(n)}”" for n in known)
     st.caption(f"The ledger knows this data by its content ({identity.content_hash[:19]}…), "
@@ -184,18 +185,21 @@ def _allotment_section(identity, path, needs_epsilon: float, needs_delta: float
                    "save the plan and submit it for a steward to release.",
                    icon=":material/lock:")
         return False, "you have no allotment of this dataset's budget"
-    left = allotment.remaining_epsilon
+    left, left_delta = allotment.remaining_epsilon, allotment.remaining_delta
+    why = ""
+    if needs_epsilon > left:
+        why = (f"the plan would record ε = {upper(needs_epsilon, 6)} and your allotment has "
+               f"{left_in_words(left)}")
+    elif left_delta is not None and needs_delta > left_delta:
+        why = (f"the plan would record δ = {upper(needs_delta, 3)} and your allotment has "
+               f"{left_in_words(left_delta, 'δ', digits=3)}")
+    # said beside the dataset's "Left", which judges the dataset's budget only
     st.metric("Your allotment", f"ε = {round_down(allotment.epsilon, 6)}"
               + ("" if allotment.delta is None else f", δ = {allotment.delta:.3g}"),
-              delta=f"{left_in_words(left)}", delta_arrow="off", delta_color="off")
-    if needs_epsilon > left:
-        return False, (f"the plan would record ε = {upper(needs_epsilon, 6)} and your "
-                       f"allotment has {left_in_words(left)}")
-    left_delta = allotment.remaining_delta
-    if left_delta is not None and needs_delta > left_delta:
-        return False, (f"the plan would record δ = {upper(needs_delta, 3)} and your "
-                       f"allotment has {left_in_words(left_delta, 'δ', digits=3)}")
-    return True, ""
+              delta=f"{left_in_words(left)}: the plan "
+                    + ("does not fit your allotment" if why else "fits your allotment"),
+              delta_arrow="off", delta_color="red" if why else "green")
+    return not why, why
 
 
 ALLOT_DONE = "plan_allot_done"

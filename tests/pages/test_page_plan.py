@@ -190,7 +190,7 @@ def test_budget_guard_reads_the_ledger_and_refuses_a_plan_over_what_is_left(four
     no_problem(at)
     left = next(m for m in at.metric if m.label == "Left")
     assert float(left.value.split("=")[1]) == 100.0     # nothing released yet
-    assert left.delta == "the plan fits"
+    assert left.delta == "the plan fits this budget"
     assert not at.get("download_button")[0].proto.disabled
 
 
@@ -417,6 +417,6 @@ def test_the_page_promises_the_figure_the_ledger_records_and_the_guard_reads_it(
     assert recorded <= shown <= recorded * (1 + 1e-3)   # the same figure, 4 digits, up
     set_budget(at, 1.65)
     no_problem(at)
-    assert next(m for m in at.metric if m.label == "Left").delta == "the plan fits"
+    assert next(m for m in at.metric if m.label == "Left").delta == "the plan fits this budget"
     assert not any("This plan is refused" in e.value for e in at.error)
     assert not at.get("download_button")[0].proto.disabled

@@ -291,6 +291,8 @@ def test_the_budget_panel_shows_each_role_what_it_may_do(signed_in_app, tmp_path
     bob = _plan_page(signed_in_app(user("bob")))
     [mine] = [m for m in bob.metric if m.label == "Your allotment"]
     assert mine.value == "ε = 2"
+    # beside the dataset's "Left" (its budget only), the allotment says whether the plan fits it
+    assert mine.delta == "ε = 2 left: the plan fits your allotment"
     assert "You have no allotment" not in shown_text(bob)
 
     # the analyst releases within it: recorded as theirs, charged to their allotment
