@@ -124,7 +124,7 @@ def laplace_tradeoff(epsilon: float, fpr: ArrayLike) -> NDArray[np.float64]:
     epsilon = check_positive("epsilon", epsilon)
     alpha = np.clip(np.asarray(fpr, dtype=np.float64), 0.0, 1.0)
     low = math.exp(-epsilon) / 2.0
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):   # α → 0: e^-ε/(4α) → inf
         middle = math.exp(-epsilon) / (4.0 * alpha)
     type_two = np.where(alpha < low, 1.0 - math.exp(epsilon) * alpha,
                         np.where(alpha <= 0.5, middle, math.exp(-epsilon) * (1.0 - alpha)))
@@ -172,7 +172,9 @@ def rate_interval(hits: int, rounds: int) -> tuple[float, float]:
     centre = (share + z * z / (2 * rounds)) / (1 + z * z / rounds)
     half = z * math.sqrt(share * (1 - share) / rounds + z * z / (4 * rounds**2)) / (
         1 + z * z / rounds)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # clamped to hold the estimate itself: with no hits (all hits) the lower (upper) end is
+    # 0 (1) exactly, where rounding left 2e-19
+    return max(0.0, min(centre - half, share)), min(1.0, max(centre + half, share))
 
 
 def best_rates(game: Game) -> tuple[float, float]:

@@ -226,9 +226,9 @@ def test_laplace_tradeoff_closed_form(epsilon, fpr):
 
 
 @covers("attack_game.laplace_tradeoff")
-@pytest.mark.xfail(strict=True, raises=RuntimeWarning, reason="found by the property above: "
-                   "a subnormal α overflows e^-ε/(4α) (np.errstate ignores divide, not over)")
+@covers("attack_game.laplace_tradeoff")
 def test_laplace_tradeoff_tiny_fpr_without_warnings():
+    """Found by the property above: a subnormal α overflowed e^-ε/(4α) with a warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert attack_game.laplace_tradeoff(1.0, [5e-324])[0] == pytest.approx(math.e * 5e-324)
@@ -289,9 +289,9 @@ def test_rate_interval_is_wilson(data, rounds):
 
 
 @covers("attack_game.rate_interval")
-@pytest.mark.xfail(strict=True, reason="found by the property above: with no hits the Wilson "
-                   "lower end rounds to 2e-19 > 0, so the interval misses the estimate 0")
+@covers("attack_game.rate_interval")
 def test_rate_interval_with_no_hits_starts_at_zero():
+    """Found by the property above: with no hits the Wilson lower end rounded to 2e-19."""
     low, high = attack_game.rate_interval(0, 1075)
     assert low <= 0.0 < high
 
