@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dashboard.plan_library import PlanLibrary
 from tests.e2e.conftest import assert_no_exception, choose_dataset, running_server, wait_for_app
@@ -44,6 +45,31 @@ def main(page) -> str:
     return page.locator("[data-testid='stMain']").inner_text()
 
 
+def open_saved(page, plan_id: int, shown: str, wanted: str) -> None:
+    """In the Saved plans section (its title names the plan ``shown``), open the plan
+    ``plan_id`` named ``wanted``. The page is let finish its run first; an Open click that a
+    redraw of the page swallows (a loaded machine: the full run lost it once, the URL still
+    naming the latest plan) is made again, and the page's text is said if it never opens."""
+    title = page.get_by_text(f"Saved plans: {shown}")
+    title.wait_for(timeout=30_000)
+    wait_for_app(page)
+    opened = page.get_by_text(f"Saved plans: {wanted}")
+    for attempt in range(3):
+        button = page.locator(f".st-key-saved_plan_open_{plan_id} button")
+        if not button.is_visible():
+            title.click()                                       # the section's expander
+        button.click()
+        wait_for_app(page)
+        assert_no_exception(page)
+        try:
+            opened.wait_for(timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise AssertionError(f"'{wanted}' did not open; URL {page.url}; page:\n"
+                                     f"{main(page)[:3000]}") from None
+
+
 def reload(page) -> None:
     page.reload()
     wait_for_app(page)
@@ -62,10 +88,7 @@ def test_a_reload_keeps_page_dataset_and_plan_and_names_the_upload(page, own_fil
         wait_for_app(page)
         choose_dataset(page, "Iris")
         open_page(page, "Release plan")
-        page.get_by_text("Saved plans: Latest plan").click()     # opened first: the latest
-        page.locator(f".st-key-saved_plan_open_{wanted.id} button").click()
-        wait_for_app(page)
-        page.get_by_text("Saved plans: Petal counts").wait_for(timeout=30_000)
+        open_saved(page, wanted.id, "Latest plan", "Petal counts")   # the latest opens first
 
         reload(page)                                             # F5
         assert "/plan" in page.url
