@@ -20,7 +20,10 @@ The rule, in short:
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
    (:func:`cell_number`); NaN is missing, ±inf is a number (a bound clamps it);
-   nothing else is a number.
+   nothing else is a number. A column declared numeric is read so whatever its other cells
+   hold (its guessed type is never asked): a cell that is not a number (``unknown``, and
+   ``12,500``, whose thousands separator no path reads) is missing for every query
+   (:func:`cell_numbers`; the owner sees those cells, :func:`not_numbers`).
 5. A person id or group key is one canonical text (:func:`cell_key`): a whole number within
    ±2^53 as its integer's decimal text (``12``, ``012``, ``12.0``, ``1.2e1``, `` 12`` → ``12``),
    anything else as written without its surrounding white space; missing is no key.
@@ -102,6 +105,35 @@ def cell_number(text: object) -> float | None:
         return None
     x = _cast_double(text.strip(SPACE_SEPARATORS))
     return None if x is None or math.isnan(x) else x
+
+
+def cell_numbers(values: pd.Series | np.ndarray | list) -> np.ndarray:
+    """:func:`cell_number` of every cell as a float array, NaN where a cell is missing or not
+    a number (rule 4), computed once per distinct value and mapped back."""
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        np.asarray(values, dtype=object), dtype=object)
+    codes, uniques = pd.factorize(series.astype(object), use_na_sentinel=True)
+    read = [cell_number(v) for v in uniques]
+    numbers = np.array([math.nan if x is None else x for x in read] + [math.nan],
+                       dtype=np.float64)
+    return numbers[codes]
+
+
+def not_numbers(values: pd.Series | np.ndarray | list) -> pd.Series:
+    """The cells that are neither missing (rule 3) nor a number (rule 4): how many of each
+    text there are (white space around it removed), most frequent first, then by text.
+    For the data owner's eyes only (the Data page): never a message, never published."""
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        np.asarray(values, dtype=object), dtype=object)
+    codes, uniques = pd.factorize(series.astype(object), use_na_sentinel=True)
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    bad = np.array([not is_missing(v) and cell_number(v) is None for v in uniques],
+                   dtype=bool)
+    texts = [strip_text(str(v)) for v in uniques[bad]] if bad.any() else []
+    out = pd.Series(counts[bad], index=pd.Index(texts, dtype=object), dtype=np.int64)
+    out = out.groupby(level=0, sort=False).sum()
+    order = np.lexsort((out.index.astype(str), -out.to_numpy()))
+    return out.iloc[order]
 
 
 def _whole_key(x: float) -> str | None:

@@ -205,16 +205,24 @@ def profile(frame: pd.DataFrame) -> pd.DataFrame:
                        "max": np.float64})
 
 
+def declared_numeric(ds: LoadedDataset) -> set[str]:
+    """The columns the dataset's declarations say are numeric (role numeric, with bounds)."""
+    return {c for c, d in ds.domains.items() if d.kind == "numeric"}
+
+
 def numeric_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
     """Columns that numeric queries (sum, mean, …) can use: int or float dtype.
 
-    For a LoadedDataset, the engine's column kinds (any dataset, files too); for a frame,
-    its pandas dtypes (the tests' reference).
+    For a LoadedDataset, the engine's column kinds (any dataset, files too), and every column
+    declared numeric whatever its cells hold: each cell is read by the one rule
+    (``engine.cells``, rule 4: a cell that is not a number is missing), as a release reads
+    it; for a frame, its pandas dtypes (the tests' reference).
     """
     if isinstance(ds, LoadedDataset):
         from dashboard.data import facts
 
-        return [c for c in facts.numeric_columns(ds.relation) if c not in ds.hidden]
+        numeric = set(facts.numeric_columns(ds.relation)) | declared_numeric(ds)
+        return [c for c in ds.relation.columns if c in numeric and c not in ds.hidden]
     frame = _frame_of(ds)
     return [str(c) for c in frame.columns if _is_numeric(frame[c])]
 
@@ -230,8 +238,9 @@ def categorical_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
         from dashboard.data import facts
 
         declared = tuple(c for c, d in ds.domains.items() if d.kind == "categorical")
+        numbers = declared_numeric(ds)   # a text column declared numeric is numbers now
         return [c for c in facts.categorical_columns(ds.relation, declared)
-                if c not in ds.hidden]
+                if c not in ds.hidden and c not in numbers]
     frame = _frame_of(ds)
     return [str(c) for c in frame.columns
             if isinstance(frame[c].dtype, pd.CategoricalDtype)

@@ -1,0 +1,65 @@
+"""The Data page's "Cells that are not numbers": for each column with a few of them, the
+cells themselves (the owner's eyes only) and, for a text column that is mostly numbers, a
+button that declares it numeric, those cells missing (``dashboard.data.number_cells``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import person, state
+from dashboard.data import number_cells as nc
+from dashboard.data import schema as sc
+from dashboard.text import plain
+
+#: At most this many different non-numbers are listed per column (the most frequent).
+SHOWN = 50
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _found(_loaded, data_key: str, declared: tuple[str, ...]) -> list[nc.NumberCells]:
+    return nc.number_cells(_loaded)
+
+
+def _declare(data_key: str, found: nc.NumberCells) -> None:
+    loaded = state.dataset()
+    unit = person.current_unit(data_key)
+    state.declare_schema(data_key, nc.declared_numeric_schema(sc.of_dataset(loaded, unit),
+                                                              found))
+    st.session_state[f"numbers_declared::{data_key}"] = found.column
+
+
+def number_cells_section(loaded, data_key: str) -> None:
+    """Draw the section (nothing when every column reads cleanly)."""
+    declared = tuple(sorted(c for c, d in loaded.domains.items() if d.kind == "numeric"))
+    found = _found(loaded, data_key, declared)
+    if not found:
+        return
+    st.subheader("Cells that are not numbers")
+    st.caption(
+        "Every path reads a cell of a numeric column by one rule: a number as written "
+        "(1500, 1.5e3, -2), else missing. So these cells count as missing in every query and "
+        "release: \"unknown\", and \"12,500\" too (no path reads thousands separators; write "
+        "12500 in the file to count it). Shown for your eyes only: never published.")
+    just = st.session_state.pop(f"numbers_declared::{data_key}", None)
+    if just is not None:
+        st.success(f"{plain(just)} is declared numeric: its cells that are not numbers are "
+                   "missing. Its bounds were read off the data (flagged): type public bounds "
+                   "in the declared schema below.", icon=":material/check_circle:")
+    for item in found:
+        share = item.numbers / (item.numbers + item.not_numbers)
+        what = "is numeric" if item.declared else (
+            f"is read as text, but {share:.0%} of its cells are numbers")
+        st.markdown(f"**{plain(item.column)}** {what}: {item.not_numbers:,} "
+                    f"cell{'s' if item.not_numbers != 1 else ''} "
+                    f"{'are' if item.not_numbers != 1 else 'is'} not a number "
+                    f"({len(item.others):,} different).")
+        table = pd.DataFrame({"cell": [str(t) for t in item.others.index[:SHOWN]],
+                              "rows": item.others.to_numpy()[:SHOWN]})
+        st.dataframe(table, hide_index=True)
+        if not item.declared:
+            st.button(f"Declare {plain(item.column)} numeric (these cells missing)",
+                      key=f"numbers_declare::{data_key}::{item.column}",
+                      on_click=_declare, args=(data_key, item),
+                      help="Offers it to sums, means and quantiles; bounds are read off the "
+                           "data and flagged until you type public ones.")
