@@ -26,6 +26,9 @@ CATEGORIES_HELP = ('Every category (empty ones too), separated by commas. One th
                    'Laborers is two categories.')
 
 
+BOUND_HELP = "A number: -2, 0.5, 1e6 (a minus sign − or – is read as -)."
+
+
 def _kinds(relation) -> dict[str, str]:
     return {c.name: c.kind for c in relation.column_info()}
 
@@ -66,8 +69,10 @@ def schema_section(loaded, data_key: str) -> None:
                                                      required=True, help=ROLE_HELP),
             "categories": st.column_config.TextColumn(
                 "categories", help=CATEGORIES_HELP),
-            "lower": st.column_config.NumberColumn("lower"),
-            "upper": st.column_config.NumberColumn("upper"),
+            # text cells read by schema_table.read_bound: a number cell drops a typed or
+            # pasted minus sign it does not know (U+2212), and −2 became 2
+            "lower": st.column_config.TextColumn("lower", help=BOUND_HELP),
+            "upper": st.column_config.TextColumn("upper", help=BOUND_HELP),
             "bins": st.column_config.TextColumn("bin edges",
                                                 help="Numbers separated by commas."),
             "origin": st.column_config.SelectboxColumn(
@@ -200,6 +205,21 @@ def _fill(loaded, data_key: str, edited) -> None:
     st.rerun()
 
 
+def uploaded_summary(name: str, declared: sc.Schema) -> str:
+    """What an uploaded schema file declares, in one line: how many columns, by role, how
+    many with bounds, and the person id with its bounds."""
+    roles = [declared.role(c) for c in (*declared.domains, *declared.ignored)]
+    if declared.person is not None:
+        roles.append("person id")
+    by_role = ", ".join(f"{roles.count(r)} {r}" for r in sc.ROLES if roles.count(r))
+    bounded = sum(1 for d in declared.domains.values() if d.kind == "numeric")
+    unit = "" if declared.person is None else (
+        f"; the person id with at most {declared.unit.max_rows} row"
+        f"{'s' if declared.unit.max_rows != 1 else ''} per person")
+    return (f"the schema file {name}: {len(roles)} column{'s' if len(roles) != 1 else ''} "
+            f"declared ({by_role or 'none'}), {bounded} with bounds{unit}")
+
+
 def _upload(loaded, data_key: str, unit: person.PrivacyUnit) -> None:
     ss = st.session_state
     uploaded = st.file_uploader("Upload a schema (JSON)", type=["json"],
@@ -217,7 +237,12 @@ def _upload(loaded, data_key: str, unit: person.PrivacyUnit) -> None:
             ss[f"schema_upload_error::{data_key}"] = str(exc)
         else:
             ss.pop(f"schema_upload_error::{data_key}", None)
+            current = sc.of_dataset(loaded, unit)
             _apply(data_key, declared, unit)
+            # said as Apply's confirmation is (issue 35 item 4: an upload confirmed nothing)
+            ss[f"schema_applied::{data_key}"] = (None, [
+                uploaded_summary(uploaded.name, declared),
+                *tab.changes(current, declared, loaded.relation.columns)])
             st.rerun()   # the declarations changed: the table is drawn again from them
     problem = ss.get(f"schema_upload_error::{data_key}")
     if problem:

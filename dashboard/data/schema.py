@@ -189,6 +189,8 @@ def parse_categories(text: str, column: str = "column") -> tuple[str, ...]:
 
 def parse_bins(text: str, column: str = "column") -> tuple[float, ...] | None:
     """Bin edges typed as numbers separated by commas (empty: no bins)."""
+    # a typographic minus (U+2212, a dash) is a minus sign, as in a typed bound
+    text = text.translate(str.maketrans({c: "-" for c in "\u2212\u2012\u2013\u2014\ufe63\uff0d"}))
     parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
     if not parts:
         return None

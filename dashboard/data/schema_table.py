@@ -48,19 +48,20 @@ def to_table(declared: Schema, columns: list[str], kinds: dict[str, str]) -> pd.
         domain = declared.domains.get(column)
         role = declared.role(column) or NOT_DECLARED
         row = {"column": column, "type": kinds.get(column, ""), "role": role, "categories": "",
-               "lower": np.nan, "upper": np.nan, "integer": False, "unit": "", "bins": "",
+               "lower": "", "upper": "", "integer": False, "unit": "", "bins": "",
                "origin": "typed", "source": ""}
         if domain is not None:
             row |= {"origin": origin_of(domain), "source": _source_text(domain)}
             if domain.kind == "categorical":
                 row["categories"] = format_categories(domain.categories)
             else:
-                row |= {"lower": domain.lower, "upper": domain.upper,
+                row |= {"lower": bound_text(domain.lower), "upper": bound_text(domain.upper),
                         "integer": domain.integer, "unit": domain.unit,
                         "bins": "" if domain.bins is None else
                         ", ".join(f"{e:g}" for e in domain.bins)}
         rows.append(row)
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    # bounds are text cells holding what was typed (a number set by code too): object
+    return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"lower": object, "upper": object})
 
 
 def _text(value: object) -> str:
@@ -68,11 +69,34 @@ def _text(value: object) -> str:
         else str(value)
 
 
-def _bound(value: object, what: str) -> float:
+#: Minus signs a bound may be typed or pasted with (a typographic minus U+2212 from a
+#: codebook, dashes, full-width forms): read as "-". The editor's number cells dropped
+#: them, so a pasted "−2" became 2 (issue 35 item 4): the bounds are text cells read here.
+MINUS_SIGNS = str.maketrans({c: "-" for c in "\u2212\u2012\u2013\u2014\ufe63\uff0d"})
+
+
+def bound_text(value: float) -> str:
+    """A bound as its cell shows it: a whole number without ".0", any other as Python
+    writes it (read back to the same double)."""
+    number = float(value)
+    if not math.isfinite(number):
+        return ""
+    return str(int(number)) if number.is_integer() and abs(number) < 1e15 else repr(number)
+
+
+def read_bound(value: object) -> float:
+    """A bound typed in a cell (text or a number), NaN when it is none: spaces removed, any
+    minus sign read as one (``MINUS_SIGNS``)."""
+    if isinstance(value, str):
+        value = value.strip().translate(MINUS_SIGNS).replace(" ", "")
     try:
-        number = float(value)
+        return float(value)
     except (TypeError, ValueError):
-        number = math.nan
+        return math.nan
+
+
+def _bound(value: object, what: str) -> float:
+    number = read_bound(value)
     if not math.isfinite(number):
         raise SchemaError(f"{what}: type a number")
     return number
@@ -136,8 +160,9 @@ def filled_from_data(table: pd.DataFrame, profile: pd.DataFrame,
                                                   format_categories(categories[column])]
         elif column in facts.index and math.isfinite(facts.loc[column, "min"]) and \
                 facts.loc[column, "max"] > facts.loc[column, "min"]:
-            out.loc[i, ["role", "lower", "upper"]] = ["numeric", facts.loc[column, "min"],
-                                                      facts.loc[column, "max"]]
+            out.loc[i, ["role", "lower", "upper"]] = ["numeric",
+                                                      bound_text(facts.loc[column, "min"]),
+                                                      bound_text(facts.loc[column, "max"])]
         else:
             continue
         out.loc[i, ["origin", "source"]] = ["data", "filled in from the data on the Data page"]

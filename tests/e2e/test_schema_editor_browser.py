@@ -75,6 +75,33 @@ def test_typed_cells_are_all_applied_and_confirmed(page, server_url, tmp_path):
     assert "pid" not in saved
 
 
+def test_a_bound_typed_with_a_minus_sign_keeps_it(page, server_url, tmp_path):
+    """Issue 35 item 4: a typed −2 became 2 (the number cell dropped the minus sign U+2212,
+    as a codebook writes it): the bound cells are text, read with any minus sign."""
+    data = tmp_path / "people.csv"
+    data.write_text(CSV)
+    page.goto(server_url)
+    wait_for_app(page)
+    choose_dataset(page, "Upload your own CSV")
+    page.locator(".st-key-upload_file input[type='file']").set_input_files(str(data))
+    page.wait_for_selector("[data-testid='stSidebar'] :text('people.csv: 4 rows')",
+                           timeout=30_000)
+    wait_for_app(page)
+    page.locator("[data-testid='stSidebarNav'] a", has_text="Data").first.click()
+    wait_for_app(page)
+    grid = page.locator("[class*='st-key-schema_table'] [data-testid='stDataFrameResizable']")
+    grid.scroll_into_view_if_needed()
+    type_cell(page, grid, "age", "upper", "90")
+    type_cell(page, grid, "age", "lower", "\u22122")
+    wait_for_app(page)
+    page.get_by_role("button", name="Apply the declarations").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    done = page.locator("[data-testid='stAlertContentSuccess']").filter(has_text="Applied")
+    done.wait_for(timeout=30_000)
+    assert "age: numeric from -2 to 90" in done.inner_text(), done.inner_text()
+
+
 # Issue 31, item 6: a value holding a comma, filled from the data, applied, downloaded.
 MALES = ('pid,occupation,team\n1,"Craftsmen, Foremen_and_kindred",x\n2,Laborers,y\n'
          '3,"Craftsmen, Foremen_and_kindred",x\n4,"say ""hi""",y\n')

@@ -346,3 +346,32 @@ def test_declared_categories_that_are_one_key_are_said_on_the_data_page():
     said = [w.value.replace("\\", "") for w in at.warning
             if "one key as the data is read" in w.value]
     assert len(said) == 1 and "012 and 12" in said[0], said
+
+
+def test_an_uploaded_schema_says_what_it_applied():
+    """Issue 35 item 4: uploading a schema file confirmed nothing."""
+    at = upload_schema(uploaded(), SCHEMA)
+    said = " ".join(s.value for s in at.success).replace("\\", "")   # markdown escapes
+    assert said.startswith("Applied: the schema file people.schema.json: 3 columns declared "
+                           "(1 categorical, 1 numeric, 1 person id), 1 with bounds; the person "
+                           "id with at most 2 rows per person"), said
+    assert "salary: numeric from 0 to 100000, bin edges 0, 20000, 50000, 100000" in said
+    assert "flag: categories 0, 1, 2" in said and "pid: the person id" in said
+
+
+def test_a_bound_typed_with_a_typographic_minus_keeps_its_sign():
+    """Issue 35 item 4: a typed −2 became 2 (the editor's number cells drop a minus sign they
+    do not know, U+2212 pasted from a codebook); the bounds are text cells read here."""
+    at = uploaded()
+    key = f"upload:{at.session_state['upload_file_id']}"
+    _, base, table_key = at.session_state[f"schema_base::{key}"]
+    row = int(np.flatnonzero(base["column"].to_numpy() == "salary")[0])
+    at.session_state[table_key] = {"edited_rows": {row: {"lower": "\u22122", "upper": "5e4"}},
+                                   "added_rows": [], "deleted_rows": []}
+    at.button(key=f"schema_apply::{key}").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    profile = next(d.value for d in at.dataframe if "public domain" in d.value.columns)
+    shown = dict(zip(profile["column"], profile["public domain"], strict=True))
+    assert shown["salary"] == "[-2, 50000]", shown
+    assert tab.read_bound(" \u2013 3.5 ") == -3.5 and tab.bound_text(-2.0) == "-2"
+    assert sc.parse_bins("\u22122, 0, 2") == (-2.0, 0.0, 2.0)
