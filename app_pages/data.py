@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import charts, controls, datasets, state
 from dashboard.data import facts
 from dashboard.data.schema import format_categories
-from dashboard.number_panel import number_cells_section
+from dashboard.number_panel import formula_cells_section, number_cells_section
 from dashboard.schema_editor import schema_section
 from dashboard.text import plain
 from dashboard.unit_panel import privacy_unit_section
@@ -89,6 +89,7 @@ st.caption(
        "declared schema below." if is_upload and not loaded.domains else ""))
 
 number_cells_section(loaded, state.dataset_key())
+formula_cells_section(loaded)
 privacy_unit_section(relation, state.dataset_key())
 schema_section(loaded, state.dataset_key())
 

@@ -1,6 +1,7 @@
-"""The Data page's "Cells that are not numbers": for each column with a few of them, the
-cells themselves (the owner's eyes only) and, for a text column that is mostly numbers, a
-button that declares it numeric, those cells missing (``dashboard.data.number_cells``)."""
+"""The Data page's cells to check, for the owner's eyes only: "Cells that are not numbers"
+(each column's, and for a text column that is mostly numbers a button that declares it
+numeric, those cells missing: ``dashboard.data.number_cells``), and the cells that could run
+as formulas in a spreadsheet (``dashboard.data.formula_cells``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import streamlit as st
 from dashboard import person, state
 from dashboard.data import number_cells as nc
 from dashboard.data import schema as sc
+from dashboard.data.formula_cells import formula_cells
 from dashboard.text import plain
 
 #: At most this many different non-numbers are listed per column (the most frequent).
@@ -27,6 +29,22 @@ def _declare(data_key: str, found: nc.NumberCells) -> None:
     state.declare_schema(data_key, nc.declared_numeric_schema(sc.of_dataset(loaded, unit),
                                                               found))
     st.session_state[f"numbers_declared::{data_key}"] = found.column
+
+
+def formula_cells_section(loaded) -> None:
+    """The cells the upload's formula warning counts, listed per column (nothing when
+    none)."""
+    found = formula_cells(loaded)
+    if not found:
+        return
+    with st.expander("Cells that could run as formulas in a spreadsheet", expanded=False):
+        st.caption("Kept as text on every page and in every release; every download writes "
+                   "them escaped (a leading ') so a spreadsheet shows them, never runs them. "
+                   "For your eyes only: never published.")
+        for column, cells in found.items():
+            st.markdown(f"**{plain(column)}**: {int(cells.sum()):,} cells")
+            st.dataframe(pd.DataFrame({"cell": [str(t) for t in cells.index[:SHOWN]],
+                                       "rows": cells.to_numpy()[:SHOWN]}), hide_index=True)
 
 
 def number_cells_section(loaded, data_key: str) -> None:

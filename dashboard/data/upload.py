@@ -761,10 +761,15 @@ def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
         warnings.append(f"{_count(total, 'infinite value')} (inf) {_verb(total, 'was/were')} "
                         f"set to missing in {where}.")
     if report.formulas:
+        # the columns are said as columns, and the cells are listed on the Data page (the
+        # owner's eyes): "(… 'cmd')" after "formulas" read as if 'cmd' were the cell
+        where = ("column " if len(report.formula_columns) == 1 else "columns ") + _list(
+            report.formula_columns, quote=True)
         warnings.append(
-            f"{_count(report.formulas, 'cell', 'starts/start')} with =, +, - or @ and could run as "
-            f"formulas in a spreadsheet ({_list(report.formula_columns, quote=True)}). They "
-            "are kept as text; exports escape them.")
+            f"{_count(report.formulas, 'cell')} in {where} "
+            f"{_verb(report.formulas, 'starts/start')} with =, +, - or @ and could run as a "
+            "formula in a spreadsheet: kept as text here, and every download escapes it. The "
+            "Data page lists these cells, for your eyes only.")
     if report.text_columns:
         warnings.append(
             f"{_list(report.text_columns, quote=True)} "

@@ -327,7 +327,7 @@ LOADS = {
     "html_columns.csv": Loads((1, 4), "HTML", {"<script>alert(1)</script>": [2]}),
     "markdown_columns.csv": Loads((1, 4), "Markdown", {"[link](http://example.com)": [2],
                                                         ":red[colour]": [4]}),
-    "formula_cells.csv": Loads((5, 2), "4 cells start with =, +, - or @",
+    "formula_cells.csv": Loads((5, 2), "4 cells in column 'cmd' start with =, +, - or @",
                                {"cmd": ["=1+2", "@SUM(A1)", "+cmd", "-2+3", "plain"]}),
     "formula_names.csv": Loads((1, 3), "2 column names start with =, +, - or @",
                                {'=HYPERLINK("http://x")': [1], "@cmd": [2]}),
