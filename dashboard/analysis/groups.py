@@ -42,7 +42,7 @@ from dpcore.contributions import count_sensitivity
 from dpcore.mechanisms import spec_of
 from dpcore.partition import keep_probability, release_partitions
 from dpcore.quantiles import MAX_BINS, bin_labels
-from engine import Binned, CategoryCounts, CategoryTable, GroupedSum
+from engine import Binned, CategoryCounts, CategoryTable, DistinctValues, GroupedSum
 from plan import model
 from plan.build import Built, Part, PartitionThreshold, build
 from plan.kinds import KINDS
@@ -57,6 +57,10 @@ NOISES = {"laplace": "Laplace (ε: pure DP on the counts)",
 STATISTICS = {"count": "Count per group", "sum": "Sum per group", "mean": "Mean per group"}
 #: Most groups the page lists (keys of two columns multiply).
 MAX_GROUPS = 10_000
+#: Most groups of one column whose keys are found privately (partition selection) the page
+#: simulates: a column of 20,000 postcodes is offered (issue 35 item 4), as a release reads
+#: every key (``plan.kinds.group_by``: ``DistinctValues(limit=None)``).
+MAX_FOUND_GROUPS = 200_000
 #: Most groups the noisy-against-true chart draws (the largest, in the table's order).
 MAX_CHART_GROUPS = 40
 #: How often a release lands within the chart's ±α band.
@@ -80,10 +84,32 @@ def of_a_column(statistic: str) -> bool:
 
 
 def group_columns(loaded: LoadedDataset) -> list[str]:
-    """Categorical columns, then numeric ones counted per bin (named with ``BINNED``)."""
+    """Categorical columns, then text columns with too many values to be categories (their
+    keys found by partition selection, never listed: issue 35 item 4, a column of 20,000
+    values was not offered at all), then numeric ones counted per bin (named with
+    ``BINNED``)."""
     categorical = categorical_columns(loaded)
-    return [*categorical, *(c + BINNED for c in numeric_columns(loaded)
-                            if c not in categorical)]
+    return [*categorical, *many_keyed_columns(loaded, categorical),
+            *(c + BINNED for c in numeric_columns(loaded) if c not in categorical)]
+
+
+def many_keyed_columns(loaded: LoadedDataset, categorical: list[str]) -> list[str]:
+    """Text columns that are not categorical (more than ``MAX_CATEGORIES`` values) and not
+    declared numeric or hidden: grouped by keys found privately."""
+    numeric = set(numeric_columns(loaded))
+    return [c.name for c in loaded.relation.column_info()
+            if c.kind == "text" and c.name not in categorical and c.name not in numeric
+            and c.name not in loaded.hidden]
+
+
+def found_keys(relation, column: str) -> tuple[object, ...]:
+    """The keys a column holds, as a release's partition selection reads them (every one;
+    read only to simulate it: the release path drops what the threshold does not clear): a
+    Categorical's own list, else the engine's distinct values."""
+    cats = facts.frame_categories(relation, column)
+    if cats is not None:
+        return cats
+    return tuple(relation.answer(DistinctValues(column, limit=None)).values)
 
 
 def binned_column(choice: str) -> str | None:
@@ -291,9 +317,10 @@ def groups_release(_loaded: LoadedDataset, data_key: str, spec: GroupsSpec,
         declared = declared_keys(_loaded, column)
         # without public keys the observed ones are read only to simulate: the release
         # path is partition selection, which drops what the threshold does not clear
-        keys.append(declared if spec.public else facts.data_categories(relation, column))
-    if math.prod(len(k) for k in keys) > MAX_GROUPS:
-        raise ValueError(f"more than {MAX_GROUPS:,} groups: pick columns with fewer values")
+        keys.append(declared if spec.public else found_keys(relation, column))
+    most = MAX_GROUPS if spec.public or len(spec.by) > 1 else MAX_FOUND_GROUPS
+    if math.prod(len(k) for k in keys) > most:
+        raise ValueError(f"more than {most:,} groups: pick columns with fewer values")
     labels, counts, totals = _true_groups(relation, spec, keys, bound)
     if not spec.public:   # groups with no (kept) row do not exist in the data
         present = counts > 0

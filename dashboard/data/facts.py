@@ -63,7 +63,7 @@ def numeric_columns(relation: Relation) -> list[str]:
     return [c.name for c in relation.column_info() if c.kind in ("integer", "float")]
 
 
-def _frame_categories(relation: Relation, column: str) -> tuple[str, ...] | None:
+def frame_categories(relation: Relation, column: str) -> tuple[str, ...] | None:
     """A pandas Categorical's own categories (a built-in's or an upload's), or None."""
     frame = getattr(relation.source, "frame", None)
     if frame is not None and column in frame.columns:
@@ -87,7 +87,7 @@ def categorical_columns(relation: Relation, declared: tuple[str, ...] = ()) -> l
             if info.name in declared and info.kind in ("integer", "float", "boolean"):
                 out.append(info.name)
             continue
-        cats = _frame_categories(relation, info.name)
+        cats = frame_categories(relation, info.name)
         if cats is not None:
             if len(cats) <= MAX_CATEGORIES:
                 out.append(info.name)
@@ -121,7 +121,7 @@ def data_categories(relation: Relation, column: str) -> tuple[str, ...]:
     """A column's categories read off the data (this leaks which values occur: callers
     flag it): a Categorical's own list, else the sorted distinct values (at most
     ``MAX_CATEGORIES``)."""
-    cats = _frame_categories(relation, column)
+    cats = frame_categories(relation, column)
     if cats is not None:
         return cats
     found = relation.answer(DistinctValues(column, limit=MAX_CATEGORIES))
@@ -171,8 +171,8 @@ def category_distribution(relation: Relation, column: str,
     """Rows per category (declared categories with no rows kept), by label."""
     if categories:
         cats = engine_categories(relation, column, tuple(categories))
-    elif _frame_categories(relation, column) is not None:
-        cats = _frame_categories(relation, column)
+    elif frame_categories(relation, column) is not None:
+        cats = frame_categories(relation, column)
     else:   # the values as the engine holds them (booleans stay booleans)
         found = relation.answer(DistinctValues(column, limit=MAX_CATEGORIES))
         if found.more:
