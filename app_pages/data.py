@@ -118,7 +118,8 @@ for i, column in enumerate(picked):
             bounds = {"unit": domain.unit, "lower": domain.lower, "upper": domain.upper} \
                 if domain is not None and domain.kind == "numeric" else {}
             st.plotly_chart(charts.binned_histogram(
-                facts.numeric_distribution(relation, column), column=column, **bounds),
+                facts.numeric_distribution(relation, column, (bounds["lower"], bounds["upper"])
+                                           if bounds else None), column=column, **bounds),
                 key=f"data_chart_{i}")
             st.caption(f"How many rows have each value of {plain(column)}"
                        + (" (dashed lines: the public bounds)." if bounds else "."))

@@ -147,12 +147,20 @@ def first_rows(relation: Relation, n: int) -> pd.DataFrame:
     return relation.answer(FirstRows(n)).frame
 
 
-def numeric_distribution(relation: Relation,
-                         column: str) -> tuple[np.ndarray, np.ndarray] | None:
+def numeric_distribution(relation: Relation, column: str,
+                         declared: tuple[float, float] | None = None
+                         ) -> tuple[np.ndarray, np.ndarray] | None:
     """(bin edges, counts) of a numeric column, as the Data page draws it: one bar per whole
     number over a short range, else ``HISTOGRAM_BINS`` equal bins from the minimum to the
-    maximum. None when the column has no value or an infinite one (no finite range to bin)."""
+    maximum. None when the column has no value or an infinite one (no finite range to bin).
+    ``declared``: the bounds of a text column declared numeric (the engine's profile has no
+    minimum for text), binned between them, each cell read as a number on its own."""
     info = _column(relation, column)
+    if info.minimum is None and declared is not None and info.kind == "text":
+        edges = np.linspace(declared[0], declared[1], HISTOGRAM_BINS + 1)
+        agg = relation.answer(NumericBins(column, float(edges[0]), float(edges[-1]),
+                                          HISTOGRAM_BINS))
+        return edges, np.asarray(agg.counts)
     if info.minimum is None or not (math.isfinite(info.minimum)
                                     and math.isfinite(info.maximum)):
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import open_app
+from tests.pages.test_page_data import array
 
 #: 14 wages 10, 20, …, 140 (sum 1,050, mean 75), four "unknown", one "12,500" (a thousands
 #: separator: not a number on any path), one "N/A" (missing); 14 of 19 non-missing cells are
@@ -61,6 +62,11 @@ def test_the_data_page_lists_the_cells_that_are_not_numbers_and_declares_the_col
     profile = next(d.value for d in at.dataframe if "public domain" in d.value.columns)
     shown = dict(zip(profile["column"], profile["public domain"], strict=True))
     assert shown["wage"] == "[10, 140] (read off the data)"
+    # its distribution: the 14 numbers between the bounds read off them, [10, 140]
+    at.multiselect(key="data_columns").set_value(["wage"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    bars = json.loads(at.get("plotly_chart")[-1].proto.spec)["data"]
+    assert array(bars[0]["y"]).sum() == 14
     assert "wage" in mean_columns(at)
     assert true_mean(at) == "75"          # (10 + … + 140) / 14: the five non-numbers missing
 
