@@ -84,3 +84,16 @@ def test_a_schema_files_role_numeric_reads_the_column_by_the_same_rule():
     # a declared column is numbers: not offered as categories any more
     at.selectbox(key="stats_query").select("histogram").run()
     assert "wage" not in at.selectbox(key="stats_column").options
+
+
+def test_a_data_folder_file_declared_numeric_beside_it_is_read_by_the_same_rule(
+        tmp_path, monkeypatch):
+    """The same file in the server's data folder, its schema beside it declaring wage
+    numeric: offered for a mean, whose true answer is the 14 numbers' mean."""
+    (tmp_path / "wages.csv").write_bytes(CSV)
+    (tmp_path / "wages.schema.json").write_text(json.dumps({"columns": {"wage": {
+        "role": "numeric", "lower": 0, "upper": 200, "origin": "public"}}}))
+    monkeypatch.setenv("EPSILON_LAB_DATA", str(tmp_path))
+    at = open_app(dataset="file:wages.csv")
+    assert "wage" in mean_columns(at)
+    assert true_mean(at) == "75"
