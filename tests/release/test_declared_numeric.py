@@ -54,3 +54,17 @@ def test_the_exported_program_sums_the_numbers_only(tmp_path):
     program = load(opendp_program(wage_plan()), "wages_program", tmp_path)
     drawn = true_inputs(program, CSV, tmp_path, 0)
     assert float(np.asarray(drawn[("wage", 0)]).sum()) == SUM
+
+
+def test_spark_reads_the_file_by_the_same_rule(shared_spark, tmp_path):
+    """Spark, reading the file as a release on a cluster does: 14 numbers summed, the five
+    other cells missing (DuckDB, the page's and the command line's engine, alike)."""
+    from engine import BoundedSum, FileSource
+    from engine.duckdb_backend import DuckDBBackend
+    from engine.spark_backend import SparkBackend
+
+    data = tmp_path / "wages.csv"
+    data.write_bytes(CSV)
+    for backend in (SparkBackend(session=shared_spark), DuckDBBackend(threads=1)):
+        agg = backend.run(FileSource(data, "csv"), BoundedSum("wage", 0, 200))
+        assert (agg.total, agg.rows, agg.missing) == (SUM, 14, 6), type(backend).__name__
