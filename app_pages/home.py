@@ -24,7 +24,7 @@ st.page_link("app_pages/attacker.py", icon=":material/casino:",
 
 st.subheader("What ε = 1 means")
 with presenting.step("welcome_belief", (
-        "**Look at:** the red line. An attacker 50 % sure that one person is in the data is "
+        "**Look at:** the red line. An attacker 50% sure that one person is in the data is "
         f"at most {figures.percent_upper(welcome.attacker_belief(1.0))} sure after a release "
         "at ε = 1: never certain, whatever they knew before.")):
     if not presenting.on():

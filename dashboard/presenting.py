@@ -33,6 +33,8 @@ STYLE = """
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] li { font-size: 1.45rem; }
 [data-testid="stMain"] h1 { font-size: 3.2rem; }
+[data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"] p {
+  font-size: 1.1rem; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
 [data-testid="stMain"] [data-testid="stExpander"] { display: none; }
 [data-testid="stMain"] [data-testid="stDataFrame"] { display: none; }
@@ -46,7 +48,7 @@ SVG_TITLE = "Download plot as an SVG"
 #: Chart text for a projector (the template's is 14 px, titles 17 px).
 PRESENTING_FONT = 20
 PRESENTING_TITLE_FONT = 26
-PRESENTING_MIN_HEIGHT = 520
+PRESENTING_MIN_HEIGHT = 660
 
 #: The script that adds the SVG button. Guarded, so the next run's copy installs nothing; a
 #: MutationObserver puts the button back whenever Plotly redraws a toolbar. The element it
@@ -138,9 +140,23 @@ def image_config(key: str) -> dict[str, Any]:
 
 
 def _for_a_projector(fig: go.Figure) -> go.Figure:
+    # Each axis, legend and note by name: Streamlit's chart theme sets their sizes in its
+    # template, which the figure-wide font alone would not override.
+    small = PRESENTING_FONT - 2
+    # A legend above the plot (the template's) grows upwards with its text: the title is
+    # pinned to the top and the plot moves down, so the two never overlap.
+    legend_y = fig.layout.legend.y
+    top = 150 if legend_y is None or legend_y >= 1 else 80
     fig.update_layout(font={"size": PRESENTING_FONT},
-                      title={"font": {"size": PRESENTING_TITLE_FONT}},
+                      title={"font": {"size": PRESENTING_TITLE_FONT}, "yref": "container",
+                             "y": 0.99, "yanchor": "top"},
+                      legend={"font": {"size": small}}, margin={"t": top},
                       height=max(fig.layout.height or 0, PRESENTING_MIN_HEIGHT))
+    # axis titles can be long ("Hits: share of rounds with the person guessed in (TPR)"):
+    # the ticks' size, so they still fit the plot
+    fig.update_xaxes(tickfont={"size": small}, title_font={"size": small}, automargin=True)
+    fig.update_yaxes(tickfont={"size": small}, title_font={"size": small}, automargin=True)
+    fig.update_annotations(font_size=small)
     return fig
 
 

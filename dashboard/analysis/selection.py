@@ -640,7 +640,7 @@ def look_at_curve(summary: SelectionSummary, *, measure: str, level: float) -> s
     symbol = LEVEL_SYMBOL[measure]
     return (f"**Look at:** the marked point — at {symbol} = {fmt_number(level)} the best is "
             f"picked {fmt_share(summary.p_correct)} of the time — and how the line climbs "
-            f"towards 100 % as {symbol} grows: more {symbol}, less privacy, fewer wrong picks.")
+            f"towards 100% as {symbol} grows: more {symbol}, less privacy, fewer wrong picks.")
 
 
 def tie_note(summary: SelectionSummary, *, negate: bool, source: str) -> str | None:

@@ -210,8 +210,8 @@ def clamped_note(run: MechanismRun) -> str:
 def look_at_bars(run: MechanismRun, confidence: float) -> str:
     """Presentation mode's one sentence over the bars: where the noise shows."""
     alpha, _ = run.alpha_at(confidence)
-    return (f"**Look at:** each bar (one noisy release) against its black mark (the true "
-            f"count): the gap is the noise, within ±{up(alpha)} in {confidence:.0%} of "
+    return (f"**Look at:** the coloured bars (one noisy release) against the black ones (the "
+            f"true counts): the gap is the noise, within ±{up(alpha)} in {confidence:.0%} of "
             "releases.")
 
 

@@ -77,6 +77,9 @@ def test_presentation_mode_draws_one_chart_and_one_sentence_per_step(page, monke
     for chart in charts_in(at.main):
         layout = json.loads(chart.proto.spec)["layout"]
         assert layout["font"]["size"] == presenting.PRESENTING_FONT
+        # each axis by name: Streamlit's theme sets tick sizes the figure's font does not reach
+        assert layout["xaxis"]["tickfont"]["size"] > 14
+        assert layout["yaxis"]["title"]["font"]["size"] > 14
         assert layout["height"] >= presenting.PRESENTING_MIN_HEIGHT
 
 
