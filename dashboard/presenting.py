@@ -42,7 +42,7 @@ STYLE = """
 """
 
 #: The title of the SVG button in each chart's toolbar (Plotly's own reads "Download plot as
-#: a PNG").
+#: a PNG"); the script below spells it out (a constant, tests/test_config.py).
 SVG_TITLE = "Download plot as an SVG"
 
 #: Chart text for a projector (the template's is 14 px, titles 17 px).
@@ -62,7 +62,7 @@ SVG_BUTTON = """<span id="epsilon-lab-svg-downloads"></span>
 (() => {
   if (window.epsilonLabSvgDownloads) return;
   window.epsilonLabSvgDownloads = true;
-  const TITLE = "__TITLE__";
+  const TITLE = "Download plot as an SVG";
   const SVG = "http://www.w3.org/2000/svg";
   const icon = () => {
     const drawing = document.createElementNS(SVG, "svg");
@@ -105,7 +105,7 @@ SVG_BUTTON = """<span id="epsilon-lab-svg-downloads"></span>
   }).observe(document.body, {childList: true, subtree: true});
   scan();
 })();
-</script>""".replace("__TITLE__", SVG_TITLE)
+</script>"""
 
 
 def _parse(raw: str) -> bool:

@@ -60,7 +60,7 @@ def downloaded(page, chart, title: str) -> tuple[str, bytes]:
         return download.suggested_filename, file.read()
 
 
-@pytest.mark.parametrize("path", ["statistics", "selection", "choose_epsilon", "attacker"])
+@pytest.mark.parametrize("path", ["", "statistics", "selection", "choose_epsilon", "attacker"])
 def test_every_chart_offers_svg_and_png(offline_page, teaching_server, path):
     page, refused = offline_page
     page.goto(f"{teaching_server}/{path}")
