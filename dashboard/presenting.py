@@ -171,8 +171,8 @@ def chart(fig: go.Figure, *, key: str, extra: bool = False, place: Any = None, *
     presenting = on()
     if presenting and extra:
         return None
-    if presenting:
-        _for_a_projector(fig)
+    if presenting:   # on a copy: a page may draw a figure it keeps (st.cache_resource)
+        fig = _for_a_projector(go.Figure(fig))
     return (place or st).plotly_chart(fig, key=key, config=image_config(key), **kwargs)
 
 

@@ -118,3 +118,17 @@ def test_the_svg_script_survives_streamlits_sanitizer():
     script = re.search(r"<script>(.*)</script>", presenting.SVG_BUTTON, re.S).group(1)
     assert "Plotly.downloadImage" in script and 'format: "svg"' in script
     assert not re.search(r"<[/\w!]", script)
+
+
+def test_presenting_enlarges_a_copy_of_a_kept_figure(monkeypatch):
+    """Welcome keeps its figure for every session (st.cache_resource): presentation mode
+    enlarges a copy, so the next session's normal page is drawn at the normal size."""
+    at = opened("", monkeypatch, present=True)
+    [chart] = charts_in(at.main)
+    assert json.loads(chart.proto.spec)["layout"]["font"]["size"] == presenting.PRESENTING_FONT
+    at.toggle(key=presenting.KEY).set_value(False).run()
+    assert not at.exception
+    [chart] = charts_in(at.main)
+    layout = json.loads(chart.proto.spec)["layout"]
+    assert layout.get("font", {}).get("size") != presenting.PRESENTING_FONT
+    assert layout["height"] < presenting.PRESENTING_MIN_HEIGHT
