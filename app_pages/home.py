@@ -25,8 +25,8 @@ st.page_link("app_pages/attacker.py", icon=":material/casino:",
 
 @st.cache_resource
 def belief_figure():
-    """The same figure for every session (presenting.chart enlarges a copy): built once, not
-    on each first page (about 50 ms)."""
+    """The same figure for every session (presenting.chart enlarges a copy): built once
+    (about 50 ms)."""
     prior, posterior = welcome.belief_curve(1.0)
     return belief_chart(prior, [("ε = 1", posterior)],
                         title="How sure an attacker can be after one release at ε = 1")
@@ -37,10 +37,11 @@ with presenting.step("welcome_belief", (
         "**Look at:** the red line. An attacker 50% sure that one person is in the data is "
         f"at most {figures.percent_upper(welcome.attacker_belief(1.0))} sure after a release "
         "at ε = 1: never certain, whatever they knew before.")):
-    if not presenting.on():
+    if presenting.on():
+        presenting.chart(belief_figure(), key="welcome_belief")
+    else:   # the same in words: no chart, so the first page need not load plotly.js (4.7 MB)
         st.markdown(welcome.epsilon_in_words(1.0))
         st.markdown(welcome.attacker_in_words(1.0))
-    presenting.chart(belief_figure(), key="welcome_belief")
 st.page_link("app_pages/choose_epsilon.py", icon=":material/tune:",
              label="See it for any ε, for (ε, δ) and zCDP, and the best test an attacker can "
                    "run: Choose epsilon, “What an attacker can learn”")
