@@ -24,7 +24,7 @@ FIRST_PAGE = ("pandas", "pyarrow.pandas_compat", "duckdb", "engine", "engine.duc
               "dashboard.state", "dashboard.data.folder", "dashboard.data.relation",
               "dashboard.text", "dashboard.analysis.welcome", "release.ledger",
               "dashboard.declared", "dashboard.workspace", "dashboard.teaching",
-              "dashboard.presenting")
+              "dashboard.presenting", "dashboard.charts.welcome")
 
 
 def preload() -> None:

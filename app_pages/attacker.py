@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dashboard import charts, controls, state, teaching
+from dashboard import charts, controls, presenting, state, teaching
 from dashboard.analysis import attacker
 from dashboard.choices import fmt_number
 from dashboard.text import plain
@@ -52,18 +52,22 @@ with left:
     if game.delta:
         st.caption(f"The Gaussian is (ε, δ)-DP with δ = {fmt_number(game.delta)}: noise σ = "
                    f"{game.scale:.2f} people.")
-with right:
+limit_label = (f"ε = {fmt_number(epsilon)}" if not game.delta
+               else f"ε = {fmt_number(epsilon)}, δ = {fmt_number(game.delta)}")
+rounds_text = f"{len(played)} round" + ("" if len(played) == 1 else "s")
+with right, presenting.step("attack", (
+        f"**Look at:** your dot (hits against false alarms after {rounds_text}) and the red "
+        f"line: at {limit_label} no way of guessing gets above it but by luck (the dot's "
+        "bars); the computer's best test lands on the dashed line.")):
     scores = attacker.scores(game, played, state.seed())
     fpr = np.linspace(0.0, 1.0, 401)
-    limit_label = (f"ε = {fmt_number(epsilon)}" if not game.delta
-                   else f"ε = {fmt_number(epsilon)}, δ = {fmt_number(game.delta)}")
-    rounds_text = f"{len(played)} round" + ("" if len(played) == 1 else "s")
-    st.plotly_chart(charts.attack_chart(
+    presenting.chart(charts.attack_chart(
         fpr, attack_game.limit_curve(game, fpr), attack_game.exact_curve(game, fpr), scores,
         title=f"Hits against false alarms after {rounds_text}", limit_label=limit_label),
         key="attack_chart")
-    st.markdown("Above the red line is out of reach: there, a guess would tell the two "
-                "datasets apart better than ε allows. The dashed line is the best anyone can do "
-                "against this mechanism — the computer's [likelihood-ratio "
-                "test](./glossary#likelihood-ratio-test) lands on it; bars show how far luck "
-                "moves a rate after few rounds.")
+    if not presenting.on():   # in presentation mode the step's sentence says it
+        st.markdown("Above the red line is out of reach: there, a guess would tell the two "
+                    "datasets apart better than ε allows. The dashed line is the best anyone "
+                    "can do against this mechanism — the computer's [likelihood-ratio "
+                    "test](./glossary#likelihood-ratio-test) lands on it; bars show how far "
+                    "luck moves a rate after few rounds.")

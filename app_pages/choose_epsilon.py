@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard import charts, choices, controls, person, state, teaching
+from dashboard import charts, choices, controls, person, presenting, state, teaching
 from dashboard.analysis import epsilon as ana
 from dashboard.analysis import selection as sel
 from dashboard.text import plain
@@ -123,21 +123,24 @@ with st.spinner("Sweeping ε and solving for the target…"):
 if not view.curves:
     st.stop()
 
-st.plotly_chart(charts.utility_curves(
-    view.curves, title=view.title, y_title=view.y_title, measure_label=view.measure_label,
-    band_label=view.band_label, current_epsilon=epsilon, target=view.target,
-    smallest=view.smallest, log_y=view.log_y, round_values=view.round_values),
-    key="choose_curve")
-st.caption(view.caption)
-controls.downloads(*download, key="choose_download", file_stem="privacy-utility-curve",
-                   csv_label="Download the curves (CSV)")
-for sentence, use in zip(view.sentences, view.uses, strict=True):
-    said, act = st.columns([4, 1], vertical_alignment="center")
-    said.success(sentence)
-    if act.button(f"Use ε = {use.text}", key=f"choose_use_{use.kind}", help=use.help,
-                  disabled=use.problem is not None, icon=":material/arrow_forward:"):
-        controls.set_for_another_page(use.settings)
-        st.switch_page(use.page)
+presenting_now = presenting.on()   # for a projector: one chart and one sentence per step
+with presenting.step("choose_curve", ana.look_at_curve(view)):
+    presenting.chart(charts.utility_curves(
+        view.curves, title=view.title, y_title=view.y_title, measure_label=view.measure_label,
+        band_label=view.band_label, current_epsilon=epsilon, target=view.target,
+        smallest=view.smallest, log_y=view.log_y, round_values=view.round_values),
+        key="choose_curve")
+    st.caption(view.caption)
+if not presenting_now:
+    controls.downloads(*download, key="choose_download", file_stem="privacy-utility-curve",
+                       csv_label="Download the curves (CSV)")
+    for sentence, use in zip(view.sentences, view.uses, strict=True):
+        said, act = st.columns([4, 1], vertical_alignment="center")
+        said.success(sentence)
+        if act.button(f"Use ε = {use.text}", key=f"choose_use_{use.kind}", help=use.help,
+                      disabled=use.problem is not None, icon=":material/arrow_forward:"):
+            controls.set_for_another_page(use.settings)
+            st.switch_page(use.page)
 for problem in view.problems:
     st.warning(plain(problem, limit=400))
 
@@ -155,13 +158,15 @@ gaussian = any(map(choices.needs_delta, mechanisms))
 summary = ana.cached_risk(epsilon, delta if gaussian else None,
                           question is not None or not all(map(choices.needs_delta, mechanisms)),
                           rho)
-st.dataframe(summary.posteriors, hide_index=True, key="choose_posteriors", width="stretch")
-st.caption("An attacker who knows every other row starts with a belief (prior) that Alice is "
-           "in the data; after the release it is at most the value shown, except with the "
-           "probability in the last column. Beliefs and probabilities are rounded up.")
-chart_col, text_col = st.columns([3, 2], gap="large")
-with chart_col:
-    st.plotly_chart(charts.tradeoff_chart(
+if not presenting_now:
+    st.dataframe(summary.posteriors, hide_index=True, key="choose_posteriors", width="stretch")
+    st.caption("An attacker who knows every other row starts with a belief (prior) that Alice "
+               "is in the data; after the release it is at most the value shown, except with "
+               "the probability in the last column. Beliefs and probabilities are rounded up.")
+chart_col, text_col = (st.columns([3, 2], gap="large") if not presenting_now
+                      else (st.container(), None))
+with chart_col, presenting.step("choose_attacker", f"**Look at:** {summary.sentences[0]}"):
+    presenting.chart(charts.tradeoff_chart(
         summary.fpr, summary.curves,
         title=f"Membership tests against a release at ε = {figures.upper(epsilon, 6)}"),
         key="choose_tradeoff")
@@ -169,6 +174,7 @@ with chart_col:
                "line is possible, above it is ruled out. The diagonal is a blind guess.")
     if gaussian:
         st.caption(ana.GDP_NOTE)
-with text_col:
-    for sentence in summary.sentences:
-        st.info(sentence)
+if text_col is not None:
+    with text_col:
+        for sentence in summary.sentences:
+            st.info(sentence)

@@ -9,7 +9,7 @@ import ast
 
 import streamlit as st
 
-from dashboard import charts, controls, datasets, state
+from dashboard import charts, controls, datasets, presenting, state
 from dashboard.data import facts
 from dashboard.data.schema import format_categories
 from dashboard.number_panel import formula_cells_section, number_cells_section
@@ -117,7 +117,7 @@ for i, column in enumerate(picked):
         if column in numeric:
             bounds = {"unit": domain.unit, "lower": domain.lower, "upper": domain.upper} \
                 if domain is not None and domain.kind == "numeric" else {}
-            st.plotly_chart(charts.binned_histogram(
+            presenting.chart(charts.binned_histogram(
                 facts.numeric_distribution(relation, column, (bounds["lower"], bounds["upper"])
                                            if bounds else None), column=column, **bounds),
                 key=f"data_chart_{i}")
@@ -130,7 +130,7 @@ for i, column in enumerate(picked):
             except (ValueError, datasets.EngineError) as exc:   # too many values, dates…
                 st.info(plain(exc, limit=300))
                 continue
-            st.plotly_chart(charts.counted_bars(counts, column=column), key=f"data_chart_{i}")
+            presenting.chart(charts.counted_bars(counts, column=column), key=f"data_chart_{i}")
             st.caption(f"How many rows fall in each category of {plain(column)}; declared "
                        "categories with no rows show as empty bars.")
 if not picked:

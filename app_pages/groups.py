@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import controls, datasets, person, plan_panel, state
+from dashboard import controls, datasets, person, plan_panel, presenting, state
 from dashboard.analysis import groups as ga
 from dashboard.analysis import plan_entries
 from dashboard.charts.groups import keep_curve, noisy_against_true
@@ -123,17 +123,17 @@ shown.metric("Released (simulated)", f"{int(release.kept.sum()):,}")
 dropped.metric("Dropped by the threshold", f"{int((~release.kept).sum()):,}")
 if not public:
     sizes, chance = ga.keep_curve(release)
-    st.plotly_chart(keep_curve(sizes, chance, release.counts, release.kept,
-                               threshold=release.threshold,
-                               title="Chance that a group is released, by its size (exact)"),
-                    key="groups_keep_curve")
+    presenting.chart(keep_curve(sizes, chance, release.counts, release.kept,
+                                threshold=release.threshold,
+                                title="Chance that a group is released, by its size (exact)"),
+                     key="groups_keep_curve")
     st.caption("Exact probabilities P(n + noise ≥ threshold), not a simulation. Ticks: the "
                "data's groups, kept (top) or dropped (bottom) in this simulated release. The "
                "groups are read off the data only for this simulation; a release never lists "
                "a dropped group.")
 chart = ga.chart_values(release, spec)
 st.markdown(ga.accuracy_sentence(chart, spec))
-st.plotly_chart(noisy_against_true(
+presenting.chart(noisy_against_true(
     chart.labels, chart.truth, chart.noisy, chart.alpha, confidence=ga.CONFIDENCE,
     title=f"True and noisy {chart.what} per group, with ±α", x_title=" · ".join(by),
     y_title=chart.what.capitalize()), key="groups_chart")

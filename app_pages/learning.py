@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, controls, state
+from dashboard import charts, controls, presenting, state
 from dashboard.analysis import learning
 from dashboard.choices import fmt_number
 from dashboard.shown import ROUNDED_UP, UP_MARK, loss
@@ -63,7 +63,7 @@ first = curves["laplace"]
 
 marked = controls.log_slider("Look closer at ε", learning.EPSILONS, key="learning_epsilon",
                              default=1.0, help="One of the ε values the chart was computed at.")
-st.plotly_chart(charts.accuracy_against_epsilon(
+presenting.chart(charts.accuracy_against_epsilon(
     first.epsilon,
     {learning.NOISES[n]: (c.median, c.p05, c.p95) for n, c in curves.items()},
     baseline=first.baseline, majority=first.majority, repetitions=repetitions,

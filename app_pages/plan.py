@@ -18,6 +18,7 @@ from dashboard import (
     plan_store,
     plan_unit_panel,
     plans_panel,
+    presenting,
     release_panel,
     shown,
     state,
@@ -287,9 +288,9 @@ with st.spinner("Reading the plan's risk…"):
     risk = rp.plan_risk(the_plan, built)
 chart_col, text_col = st.columns([3, 2], gap="large")
 with chart_col:
-    st.plotly_chart(charts.tradeoff_chart(risk.fpr, risk.curves,
-                                          title="Membership tests against the whole plan"),
-                    key="plan_tradeoff")
+    presenting.chart(charts.tradeoff_chart(risk.fpr, risk.curves,
+                                           title="Membership tests against the whole plan"),
+                     key="plan_tradeoff")
     st.caption("Each line is the best any test for 'is Alice in the data?' can do, from the "
                "composed privacy-loss distribution (exact for Gaussian noise only). The "
                "diagonal is a blind guess.")

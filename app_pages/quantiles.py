@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import controls, datasets, person, plan_panel, state
+from dashboard import controls, datasets, person, plan_panel, presenting, state
 from dashboard.analysis import quantiles as qa
 from dashboard.charts.quantiles import quantile_distribution
 from dashboard.choices import RHO_GRID
@@ -138,7 +138,7 @@ st.caption(f"Simulated release (seed {state.seed()}): one draw of the mechanism 
            "error rounds up.")
 if bound := qa.rank_bound_sentence(release):
     st.caption(bound)
-st.plotly_chart(quantile_distribution(
+presenting.chart(quantile_distribution(
     release.grid, [x.probabilities for x in release.results],
     [qa.level_name(x.q) for x in release.results], [x.true_value for x in release.results],
     alpha=release.alpha, x_title=f"Candidate value of {column}",

@@ -169,8 +169,12 @@ except (ValueError, TypeError) as exc:
     st.error(f"Could not compute the selection: {plain(exc, limit=400)}. Check the settings.")
     st.stop()
 
-st.markdown(summary.map_text)
-st.markdown(sel.pick_sentence(summary, measure=measure, level=level, negate=negate, k=k))
+presenting_now = presenting.on()   # for a projector: one chart and one sentence per step
+if not presenting_now:
+    st.markdown(summary.map_text)
+pick_sentence = sel.pick_sentence(summary, measure=measure, level=level, negate=negate, k=k)
+if not presenting_now:
+    st.markdown(pick_sentence)
 tie = sel.tie_note(summary, negate=negate, source=source)
 if tie:
     st.info(tie, icon=":material/balance:")
@@ -178,27 +182,31 @@ if tie and source == "data" and summary.best.all():   # ε changes nothing: offe
     st.button("Show a case where ε matters (scores typed in)", key="sel_show_untied",
               on_click=lambda: st.session_state.update(sel_source="typed"),
               icon=":material/swap_horiz:")
-m1, m2, m3 = st.columns(3)
-m1.metric("P(best picked), exact", sel.fmt_share(summary.p_correct))
-m2.metric(f"Expected {'revenue' if prices else 'score'} lost (best − picked)",
-          sel.fmt_loss(summary.expected_gap))
-m3.metric("Noise scale b", sel.fmt_value(summary.scale))
+if not presenting_now:
+    m1, m2, m3 = st.columns(3)
+    m1.metric("P(best picked), exact", sel.fmt_share(summary.p_correct))
+    m2.metric(f"Expected {'revenue' if prices else 'score'} lost (best − picked)",
+              sel.fmt_loss(summary.expected_gap))
+    m3.metric("Noise scale b", sel.fmt_value(summary.scale))
 
 first = "the first pick" if k > 1 else "picked"
-st.plotly_chart(charts.selection_chart(
-    summary.labels, summary.scores, summary.exact, summary.empirical, summary.half_width,
-    trials=summary.trials, inclusion=summary.inclusion, k=k, prices=prices,
-    title=(f"Which price is {first}, and the revenue it earns" if prices else
-           f"How often each candidate is {first}"),
-    x_title=x_title, score_title=score_title), key="sel_chart")
-st.caption(sel.chart_caption(summary, lines=prices is not None))
+with presenting.step("sel_picks", f"**Look at:** {pick_sentence}"):
+    presenting.chart(charts.selection_chart(
+        summary.labels, summary.scores, summary.exact, summary.empirical, summary.half_width,
+        trials=summary.trials, inclusion=summary.inclusion, k=k, prices=prices,
+        title=(f"Which price is {first}, and the revenue it earns" if prices else
+               f"How often each candidate is {first}"),
+        x_title=x_title, score_title=score_title), key="sel_chart")
+    st.caption(sel.chart_caption(summary, lines=prices is not None))
 release = sel.private_release(summary, source=source, dataset=loaded.name, candidates=x_title,
                               level=level, seed=state.seed(), categories_from=categories_from,
                               release=release, neighbours=neighbours)
-st.markdown(release.sentence)
-st.caption(sel.shortfall_sentence(mechanism, len(scores), source=source))
-controls.downloads(release.values, release.parameters, key="sel_download", file_stem="selection")
-if source == "data" and not presenting.on():   # a pick of the dataset's is a plan query
+if not presenting_now:
+    st.markdown(release.sentence)
+    st.caption(sel.shortfall_sentence(mechanism, len(scores), source=source))
+    controls.downloads(release.values, release.parameters, key="sel_download",
+                       file_stem="selection")
+if source == "data" and not presenting_now:   # a pick of the dataset's is a plan query
     plan_panel.add_to_plan(dataset_key, lambda: plan_entries.selection_query(
         loaded, person.current_unit(dataset_key), column=picked, labels=labels,
         declared=domain is not None and domain.categories is not None, noise=noise,
@@ -208,20 +216,22 @@ if source == "data" and not presenting.on():   # a pick of the dataset's is a pl
 symbol = sel.LEVEL_SYMBOL[measure]
 common = {"noise_names": sel.NOISE_NAMES, "current_noise": noise, "current_level": level,
           "level_title": sel.LEVEL_AXIS[measure], "level_symbol": symbol}
-st.plotly_chart(charts.correctness_chart(
-    curves.levels, curves.p_correct, current_value=summary.p_correct, chance=curves.chance,
-    y_title="P(best candidate picked)" + (" first" if k > 1 else ""),
-    title=f"How often the best is {first}, by privacy level", **common), key="sel_curve")
-st.caption(sel.curve_caption(curves, noise=noise, measure=measure))
+with presenting.step("sel_curve", sel.look_at_curve(summary, measure=measure, level=level)):
+    presenting.chart(charts.correctness_chart(
+        curves.levels, curves.p_correct, current_value=summary.p_correct, chance=curves.chance,
+        y_title="P(best candidate picked)" + (" first" if k > 1 else ""),
+        title=f"How often the best is {first}, by privacy level", **common), key="sel_curve")
+    st.caption(sel.curve_caption(curves, noise=noise, measure=measure))
 
 if k > 1:
-    st.plotly_chart(charts.correctness_chart(
-        curves.top_k_levels, curves.top_k, current_value=summary.top_k,
-        standard_error=sel.top_k_standard_error(curves), y_title=f"P(true top {k} recovered)",
-        title=f"How often the {k} picks are exactly a true top {k}, by privacy level", **common),
-        key="sel_top_k")
-    st.caption(sel.top_k_caption(curves, summary))
+    if presenting.chart(charts.correctness_chart(
+            curves.top_k_levels, curves.top_k, current_value=summary.top_k,
+            standard_error=sel.top_k_standard_error(curves),
+            y_title=f"P(true top {k} recovered)",
+            title=f"How often the {k} picks are exactly a true top {k}, by privacy level",
+            **common), key="sel_top_k", extra=True) is not None:
+        st.caption(sel.top_k_caption(curves, summary))
 
-if not presenting.on():   # for a projector: the results only, none of the technical panels
+if not presenting_now:   # for a projector: the results only, none of the technical panels
     audit_panel.selection_audit(noise=noise, measure=measure, level=level, seed=state.seed(), k=k,
                                 sensitivity=sensitivity, monotonic=monotonic)

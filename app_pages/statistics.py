@@ -141,21 +141,25 @@ if problem:
 
 what = spec.describe()
 unit = stats.answer_unit(loaded, spec)
+presenting_now = presenting.on()   # for a projector: one chart and one sentence per step
 st.subheader(f"The {plain(what)}")
-for run in runs:
-    st.markdown(f"**{run.label}** · sensitivity **{run.sensitivity}** "
-                f"{plain(stats.unit_note(spec.contribution))} · noise scale **{run.scale}**")
-    st.caption(run.explanation)
+if not presenting_now:
+    for run in runs:
+        st.markdown(f"**{run.label}** · sensitivity **{run.sensitivity}** "
+                    f"{plain(stats.unit_note(spec.contribution))} · noise scale **{run.scale}**")
+        st.caption(run.explanation)
 
 if kind.per_cell:
     # under a person id a histogram counts rows (visits, say), not people
     counted = "people" if person.current_unit(data_key).person_column is None else "rows"
-    st.plotly_chart(charts.noisy_bars(runs, confidence=confidence, x_title=column,
-                                      title=f"True counts of {column} and noisy release "
-                                            f"{release:,}", counted=counted),
-                    key="stats_bars")
-    st.caption(stats.bars_note(confidence))
-    st.dataframe(stats.release_table(runs, confidence), hide_index=True)
+    with presenting.step("stats_answer", stats.look_at_bars(runs[0], confidence)):
+        presenting.chart(charts.noisy_bars(runs, confidence=confidence, x_title=column,
+                                           title=f"True counts of {column} and noisy release "
+                                                 f"{release:,}", counted=counted),
+                         key="stats_bars")
+        st.caption(stats.bars_note(confidence))
+    if not presenting_now:
+        st.dataframe(stats.release_table(runs, confidence), hide_index=True)
 else:
     for i, run in enumerate(runs):
         truth, *cells = st.columns(4)
@@ -165,31 +169,36 @@ else:
             col.metric(name, value)
         if sentence := stats.interval_sentence(run, confidence):
             st.caption(sentence)
-controls.downloads(stats.release_values(runs, spec), stats.release_parameters(
-    frame, data_key, spec, tuple(choices), dataset=loaded.name, answer_range=answer_range,
-    sum_share=sum_share, trials=trials, release=release, origins=stats.declaration_origins(
-        loaded, spec, answer_range=answer_range, upload=upload)),
-    key="stats_download", file_stem="noisy-statistics")
+if not presenting_now:
+    controls.downloads(stats.release_values(runs, spec), stats.release_parameters(
+        frame, data_key, spec, tuple(choices), dataset=loaded.name, answer_range=answer_range,
+        sum_share=sum_share, trials=trials, release=release, origins=stats.declaration_origins(
+            loaded, spec, answer_range=answer_range, upload=upload)),
+        key="stats_download", file_stem="noisy-statistics")
 
-for run in runs:
-    st.markdown(f"**{stats.accuracy_sentence(run, confidence)}**")
-st.plotly_chart(charts.error_spread(runs, confidence=confidence,
-                                    x_title=f"Error: noisy − true ({unit})",
-                                    title=f"Error of the noisy {what} over {trials:,} releases"),
-                key="stats_errors")
-st.caption(stats.error_chart_note(runs, confidence))
+with presenting.step("stats_error", stats.look_at_errors(runs[0], confidence)):
+    if not presenting_now:
+        for run in runs:
+            st.markdown(f"**{stats.accuracy_sentence(run, confidence)}**")
+    presenting.chart(charts.error_spread(runs, confidence=confidence,
+                                         x_title=f"Error: noisy − true ({unit})",
+                                         title=f"Error of the noisy {what} over {trials:,} "
+                                               "releases"),
+                     key="stats_errors")
+    st.caption(stats.error_chart_note(runs, confidence))
 
 if kind.per_cell:
-    st.plotly_chart(charts.category_errors(runs, x_title=column,
-                                           title=f"Typical error per category of {column}"),
-                    key="stats_categories")
-    st.caption(stats.CATEGORY_ERRORS_NOTE)
+    if presenting.chart(charts.category_errors(runs, x_title=column,
+                                               title=f"Typical error per category of {column}"),
+                        key="stats_categories", extra=True) is not None:
+        st.caption(stats.CATEGORY_ERRORS_NOTE)
 
-st.markdown("**Metrics side by side**")
-st.dataframe(stats.metrics_table(runs, confidence))
-st.caption(stats.metrics_note(runs))
+if not presenting_now:
+    st.markdown("**Metrics side by side**")
+    st.dataframe(stats.metrics_table(runs, confidence))
+    st.caption(stats.metrics_note(runs))
 
-if not presenting.on():   # for a projector: the results only, none of the technical panels
+if not presenting_now:   # for a projector: the results only, none of the technical panels
     plan_panel.add_to_plan(data_key, lambda: plan_entries.statistics_query(
         loaded, person.current_unit(data_key), query=query, column=column, lower=lower, upper=upper,
         categories=categories if categories is not None else runs[0].labels, choice=choice,

@@ -13,7 +13,16 @@ import itertools
 import numpy as np
 import streamlit as st
 
-from dashboard import charts, controls, exports, person, plan_panel, state, synthetic_panel
+from dashboard import (
+    charts,
+    controls,
+    exports,
+    person,
+    plan_panel,
+    presenting,
+    state,
+    synthetic_panel,
+)
 from dashboard.analysis import synthetic as sy
 from dashboard.text import plain
 
@@ -138,7 +147,7 @@ st.dataframe(tv, hide_index=True, key="synthetic_tv_table",
              column_config={"TV distance": st.column_config.NumberColumn(format="%.3f")})
 st.caption("Total-variation distance of each marginal (0: the same proportions, 1: disjoint).")
 matrix = sy.tv_pairs(tv, columns)
-st.plotly_chart(charts.tables.table_heatmap(
+presenting.chart(charts.tables.table_heatmap(
     matrix.to_numpy(), list(chosen), list(chosen), title="TV distance per pair (diagonal: "
     "1-way)", value_name="TV", row_title="column", column_title="column",
     value_format=".2f", zmin=0.0), key="synthetic_tv_heatmap")
@@ -147,10 +156,10 @@ synth_v = sy.association(codes, None, columns)
 vl, vr = st.columns(2)
 for place, title, v, key in ((vl, "Cramér's V, real", real_v, "synthetic_v_real"),
                              (vr, "Cramér's V, synthetic", synth_v, "synthetic_v_synth")):
-    place.plotly_chart(charts.tables.table_heatmap(
+    presenting.chart(charts.tables.table_heatmap(
         v.to_numpy(), list(chosen), list(chosen), title=title, value_name="V",
         row_title="column", column_title="column", value_format=".2f", zmin=0.0, zmax=1.0),
-        key=key)
+        key=key, place=place)
 if len(chosen) >= 3:
     w = sy.workload(cells, codes, columns.shape, measure=measure, budget=budget,
                     max_rows=unit.max_rows, rng=state.rng(23))

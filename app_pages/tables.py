@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, choices, controls, person, plan_panel, state
+from dashboard import charts, choices, controls, person, plan_panel, presenting, state
 from dashboard.analysis import plan_entries, tables
 from dashboard.data.left_out import left_out_note
 from dashboard.text import plain
@@ -120,7 +120,7 @@ state.remember("tables_view")
 for tab, (name, view) in zip(tabs, views.items(), strict=True):
     with tab:
         if tab.open:
-            st.plotly_chart(charts.table_heatmap(
+            presenting.chart(charts.table_heatmap(
                 view.values, release.row_labels, release.column_labels,
                 title=f"{name}: {row} by {column}", value_name=view.value_name, row_title=row,
                 column_title=column, zmin=view.zmin, zmax=view.zmax,
@@ -148,7 +148,7 @@ plan_panel.add_to_plan(dataset_key, lambda: plan_entries.tables_query(
 st.subheader("The error over many releases")
 chosen = next(label for label, c, r, s in tables.STEPS if (c, r, s) == (clip or rescale, round_,
                                                                          rescale))
-st.plotly_chart(charts.l1_error_histograms(
+presenting.chart(charts.l1_error_histograms(
     release.histogram_edges, release.histogram_before, release.histogram_after,
     median_before=release.before.quantiles[0.5], median_after=release.after.quantiles[0.5],
     trials=release.trials, after_label=chosen.lower()), key="tables_l1_histogram")

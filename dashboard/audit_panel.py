@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from dashboard import controls
+from dashboard import controls, presenting
 from dashboard.analysis import audit as aud
 from dashboard.charts.audit import claim_check
 from dashboard.text import plain
@@ -93,7 +93,7 @@ def _show(outcomes: list[aud.AuditOutcome], notes: list[str], *, key: str) -> No
     bounds_shown = [aud.shown_figures(o.result.epsilon_lower_bound, o.claimed_epsilon)
                     for o in outcomes]
     rows = [o.row for o in outcomes]
-    st.plotly_chart(claim_check(
+    presenting.chart(claim_check(
         rows, [o.result.epsilon_lower_bound for o in outcomes],
         [o.claimed_epsilon for o in outcomes], confidence=aud.CONFIDENCE,
         bound_texts=[b for b, _ in bounds_shown], claim_texts=[c for _, c in bounds_shown],

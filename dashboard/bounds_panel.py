@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import controls, person
+from dashboard import controls, person, presenting
 from dashboard.analysis import bounds_cost as bc
 from dashboard.analysis.stats_query import QuerySpec
 from dashboard.charts.bounds_cost import private_choice_bars, tuning_curve
@@ -83,8 +83,8 @@ def bounds_section(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
                "mechanism's. Total error = √(bias² + spread² + noise²), exact (no sampling)."
                + (f" {cost.left_out:,} rows without a person id or a value are left out."
                   if cost.left_out else ""))
-    st.plotly_chart(tuning_curve(cost.sweep, current=cost.max_rows),
-                    key=f"{prefix}_tuning_curve")
+    presenting.chart(tuning_curve(cost.sweep, current=cost.max_rows),
+                     key=f"{prefix}_tuning_curve")
     st.caption("Larger max rows: less bias (fewer rows dropped), more noise (each person can "
                "change the answer more). The noise is assumed to grow in proportion to the "
                "sensitivity, as Laplace, Gaussian and geometric noise do. The star is the best "
@@ -110,9 +110,9 @@ def _private_route(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
         except (ValueError, TypeError, EngineError) as exc:
             st.error(f"{plain(exc, limit=300)}. Change the settings above.")
             return
-        st.plotly_chart(private_choice_bars(chosen.candidates, chosen.probabilities,
-                                            drawn=chosen.drawn, q=q, epsilon=epsilon),
-                        key=f"{prefix}_private_rows")
+        presenting.chart(private_choice_bars(chosen.candidates, chosen.probabilities,
+                                             drawn=chosen.drawn, q=q, epsilon=epsilon),
+                         key=f"{prefix}_private_rows")
         st.markdown(f"Each person adds one value (their number of rows), so this quantile has "
                     f"sensitivity max(q, 1 − q) whatever the bounds. Candidates the quantile "
                     "cannot tell apart (all above everyone's rows, say) would be equally "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dashboard import controls
+from dashboard import controls, presenting
 from dashboard.analysis import synthetic as sy
 from dashboard.charts.synthetic import against_budget
 from dashboard.text import plain
@@ -104,23 +104,23 @@ def sweep_section(cells: JointAggregate, columns: sy.Columns, *, target: int, me
 
 
 def _curves(result: sy.Sweep, columns: sy.Columns, target: int, symbol: str) -> None:
-    st.plotly_chart(against_budget(
+    presenting.chart(against_budget(
         result.budgets, {"1-way marginals": result.one_way_tv,
-                         "2-way marginals": result.two_way_tv},
+                          "2-way marginals": result.two_way_tv},
         symbol=symbol, title="Mean TV distance of the synthetic rows' marginals",
         y_title="mean TV distance (0: same proportions)"), key="synthetic_sweep_tv")
     if np.isfinite(result.workload_synthetic).any():
         direct = ("marginals measured directly (Laplace)" if symbol == "ε"
                   else "marginals measured directly (Gaussian)")
-        st.plotly_chart(against_budget(
+        presenting.chart(against_budget(
             result.budgets, {"synthetic rows": result.workload_synthetic,
-                             direct: result.workload_direct},
+                              direct: result.workload_direct},
             symbol=symbol, title="Random 3-way counting queries: mean absolute error",
             y_title="mean absolute error (share of the rows)"), key="synthetic_sweep_workload")
-    st.plotly_chart(against_budget(
+    presenting.chart(against_budget(
         result.budgets, {"trained on synthetic rows": result.train_on_synthetic},
         references={"trained on the real training rows": result.train_on_real,
-                    "always the commonest value": result.majority},
+                     "always the commonest value": result.majority},
         symbol=symbol, title=f"Accuracy predicting {columns.names[target]} (naive Bayes)",
         y_title="share of the held-out real rows predicted right", percent=True),
         key="synthetic_sweep_accuracy")

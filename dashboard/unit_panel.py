@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from dashboard import charts, person
+from dashboard import charts, person, presenting
 from dashboard.text import plain
 from engine import EngineError, RowsPerPerson
 
@@ -134,8 +134,8 @@ def _rows_per_person(relation, unit: person.PrivacyUnit) -> None:
     if counts.total_people == 0:
         st.warning(f"No row has a value in {plain(unit.person_column)}: choose another column.")
         return
-    st.plotly_chart(charts.rows_per_person(counts.rows, counts.people, person=unit.person_column,
-                                           max_rows=unit.max_rows), key="data_rows_per_person")
+    presenting.chart(charts.rows_per_person(counts.rows, counts.people, person=unit.person_column,
+                                            max_rows=unit.max_rows), key="data_rows_per_person")
     kept = counts.kept_rows(unit.max_rows)
     total = int((counts.rows * counts.people).sum())
     over = int(counts.people[counts.rows > unit.max_rows].sum())

@@ -727,6 +727,15 @@ class CurveView:
     uses: list[UseEpsilon] = field(default_factory=list)
 
 
+def look_at_curve(view: CurveView) -> str:
+    """Presentation mode's one sentence over the privacy–utility chart: the first mechanism's
+    smallest ε meeting the target, when there is one."""
+    if view.sentences:
+        return f"**Look at:** where the line crosses the target. {view.sentences[0]}"
+    return ("**Look at:** how the line falls as ε grows: to the right, less privacy and "
+            "less noise.")
+
+
 def error_view(query: ErrorQuery, results: Mapping[str, MechanismCurves],
                answers: Mapping[str, utility.SmallestEpsilon | str], *, measure: str,
                relative: bool, beta: float, delta: float, target_value: float,

@@ -635,6 +635,14 @@ def pick_sentence(summary: SelectionSummary, *, measure: str, level: float, nega
     return sentence + " (exact probabilities)."
 
 
+def look_at_curve(summary: SelectionSummary, *, measure: str, level: float) -> str:
+    """Presentation mode's one sentence over the curve of P(best picked) against the level."""
+    symbol = LEVEL_SYMBOL[measure]
+    return (f"**Look at:** the marked point — at {symbol} = {fmt_number(level)} the best is "
+            f"picked {fmt_share(summary.p_correct)} of the time — and how the line climbs "
+            f"towards 100% as {symbol} grows: more {symbol}, less privacy, fewer wrong picks.")
+
+
 def tie_note(summary: SelectionSummary, *, negate: bool, source: str) -> str | None:
     """When the true answer is a tie, say so plainly: any of the tied counts as right, and if
     every candidate ties, P(best picked) is 100% at every privacy level. None without a tie."""

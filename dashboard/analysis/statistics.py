@@ -94,6 +94,8 @@ from dashboard.analysis.stats_wording import (  # noqa: F401
     error_chart_note,
     fmt_value,
     interval_sentence,
+    look_at_bars,
+    look_at_errors,
     metrics_note,
     metrics_table,
     release_summary,

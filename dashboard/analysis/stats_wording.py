@@ -207,6 +207,22 @@ def clamped_note(run: MechanismRun) -> str:
             f"{upper:g}){spikes}.")
 
 
+def look_at_bars(run: MechanismRun, confidence: float) -> str:
+    """Presentation mode's one sentence over the bars: where the noise shows."""
+    alpha, _ = run.alpha_at(confidence)
+    return (f"**Look at:** the coloured bars (one noisy release) against the black ones (the "
+            f"true counts): the gap is the noise, within ±{up(alpha)} in {confidence:.0%} of "
+            "releases.")
+
+
+def look_at_errors(run: MechanismRun, confidence: float) -> str:
+    """Presentation mode's one sentence over the error chart: how wide the noise spreads."""
+    alpha, _ = run.alpha_at(confidence)
+    return (f"**Look at:** the spread of the errors over {run.summary.releases:,} releases: "
+            f"{confidence:.0%} land within ±{up(alpha)} of the true "
+            f"{KINDS[run.query].value_noun}, the shaded band.")
+
+
 def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
     """The plain-language caption under the error chart."""
     outside = max(run.summary.share_outside for run in runs)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from dashboard.choices import fmt_number
 from dashboard.shown import up
 from dpcore.measures import PureDP
@@ -14,7 +16,8 @@ from dpcore.risk import ATTACKER_PRIOR, OTHER_EPSILONS, attacker_in_words, max_p
 #: The prior of the Welcome page's attacker: a coin flip on "is Alice in the data?".
 COIN_FLIP = ATTACKER_PRIOR
 
-__all__ = ["attacker_belief", "attacker_in_words", "epsilon_in_words", "OTHER_EPSILONS"]
+__all__ = ["attacker_belief", "attacker_in_words", "belief_curve", "epsilon_in_words",
+           "OTHER_EPSILONS"]
 
 
 def attacker_belief(epsilon: float, prior: float = COIN_FLIP) -> float:
@@ -31,3 +34,9 @@ def epsilon_in_words(epsilon: float = 1.0) -> str:
         f"is published only a little**. ε says how little: at ε = {eps}, every possible "
         f"result is at most {up(math.exp(epsilon), 3)} times (e^ε) as likely with you in the "
         f"data as without you, and the other way round (pure ε-DP).")
+
+
+def belief_curve(epsilon: float, points: int = 99) -> tuple[np.ndarray, np.ndarray]:
+    """Beliefs before (1 % to 99 %) and the most each can be after one ε-DP release."""
+    prior = np.linspace(0.01, 0.99, points)
+    return prior, np.asarray(max_posterior(PureDP(epsilon), prior).posterior)
