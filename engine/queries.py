@@ -111,21 +111,27 @@ class Contribution:
     """Bounds on what one person adds, applied before anything is computed.
 
     Rows with the same value in ``person`` belong to one person; rows whose person id is
-    missing are left out (``missing_person_rows`` in the aggregate). For a count or a sum each
-    person keeps at most ``max_rows`` rows. For a histogram or a crosstab, without
-    ``max_groups`` each person keeps at most ``max_rows`` rows; with it, at most
-    ``max_groups`` cells and at most ``max_rows`` rows in each kept cell.
+    missing are left out (``missing_person_rows`` in the aggregate).
 
-    Which rows and cells are kept is random per person and fixed by ``seed``: cells are
-    ranked within a person by ``md5(seed | group | person id | cell text)`` and rows by
-    ``md5(seed | row | person id | position)``, the position among the person's rows sorted
-    by value (a count, a sum, or within a kept cell) or by cell text then value (a grouped
-    query without ``max_groups``). A cell's text is a pure function of its own value, never
-    of its position among the categories (which, for keys found in the data, other people's
-    keys change): ``text:`` and a string as a JSON literal (ASCII); ``number:`` and a number
-    (a whole number within ±2^63 as an integer, any other as ``repr`` of its float);
-    ``bool:true`` or ``bool:false``; ``row text|column text`` for a crosstab's cell; a binned
-    cell's interval (``below:number:0``, ``bin:[number:0,number:5)``, ``equal:number:5``,
+    The unit's truncation is one per plan: each person's rows are ranked once, and every
+    query under the same bounds reads the same kept rows — the person's rows of rank at most
+    ``max_rows`` — whatever it reads of them (a sum then adds those that have a value, a
+    histogram counts those in a declared cell), as OpenDP's and Tumult's truncation do. A
+    person's rows are sorted by their own content, every column in order (a number column
+    by its value, an integer's exact value next; a text by the number it reads as, then by
+    its canonical key, ``engine.cells.cell_key``; a boolean as 0 or 1; missing first;
+    columns of other types left out), and the positions ranked by ``md5(seed | row |
+    person id | position)``. With ``max_groups`` (histograms, crosstabs, sums by group) the
+    groups' rule comes on top: a person keeps at most ``max_groups`` cells, ranked by
+    ``md5(seed | group | person id | cell text)``, and in each kept cell at most
+    ``max_rows`` rows, those of lowest rank.
+
+    A cell's text is a pure function of its own value, never of its position among the
+    categories (which, for keys found in the data, other people's keys change): ``text:``
+    and a string as a JSON literal (ASCII); ``number:`` and a number (a whole number within
+    ±2^63 as an integer, any other as ``repr`` of its float); ``bool:true`` or
+    ``bool:false``; ``row text|column text`` for a crosstab's cell; a binned cell's
+    interval (``below:number:0``, ``bin:[number:0,number:5)``, ``equal:number:5``,
     ``between:number:0,number:5``). The choice depends on one person's rows only (and the
     seed), and DuckDB and Spark make the same choice for integer and text person ids.
     """
