@@ -36,6 +36,11 @@ def one_person() -> pd.DataFrame:
                          "c": ["a", "b", "b", "b", "a"]})
 
 
+def cells_of(joint) -> dict:
+    """A joint aggregate's non-empty cells, in no order: {codes: count}."""
+    return dict(zip(map(tuple, joint.codes.tolist()), joint.counts.tolist(), strict=True))
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_every_query_reads_the_same_kept_row(duck, seed) -> None:
     frame = one_person()
@@ -95,3 +100,37 @@ def test_a_csv_read_as_text_keeps_the_rows_its_frame_keeps(duck, tmp_path, seed)
                       GroupedSum("k", (0, 1, 2, 3), "x", 0.0, 3.0, unit),
                       Binned("x", (0.0, 1.0, 2.0, 4.0), contribution=unit)):
             ref.assert_same(query, duck.run(FrameSource(frame), query), duck.run(csv, query))
+
+
+def test_spark_keeps_the_rows_duckdb_and_the_reference_keep(shared_spark, duck, tmp_path):
+    """Spark's one truncation is DuckDB's: on the one person of four rows (every seed here
+    keeps a different row of it somewhere), and on a CSV of text cells (numbers written
+    1.50, " a" beside "a", -0.0 beside 0.0)."""
+    from engine.spark_backend import SparkBackend
+
+    spark = SparkBackend(session=shared_spark)
+    frame = one_person()
+    for seed in range(4):
+        unit = Contribution("p", 1, seed=seed)
+        for query in (BoundedSum("x", 0.0, 100.0, unit), CategoryCounts("c", ("a", "b"), unit),
+                      GroupedSum("c", ("a", "b"), "x", 0.0, 100.0, unit)):
+            ref.assert_same(query, spark.run(FrameSource(frame), query),
+                            duck.run(FrameSource(frame), query))
+        joint = JointCells(("c",), (("a", "b"),), (False,), unit)
+        assert cells_of(spark.run(FrameSource(frame), joint)) == cells_of(
+            duck.run(FrameSource(frame), joint))
+    rng = np.random.default_rng(5)
+    n = 300
+    cells = pd.DataFrame({"p": rng.integers(0, 40, size=n).astype(str),
+                          "x": rng.choice(["0.5", "1.50", "1.5", "2", "-0.0", "0.0", "", "w"],
+                                          size=n),
+                          "c": rng.choice(["a", "b", " a", "z"], size=n)})
+    path = tmp_path / "cells.csv"
+    cells.to_csv(path, index=False)
+    csv = FileSource(path, "csv")
+    for k, groups in ((1, None), (2, 2)):
+        unit = Contribution("p", k, groups, 3)
+        for query in (BoundedSum("x", 0.0, 3.0, Contribution("p", k, seed=3)),
+                      CategoryCounts("c", ("a", "b"), unit),
+                      GroupedSum("c", ("a", "b"), "x", 0.0, 3.0, unit)):
+            ref.assert_same(query, spark.run(csv, query), duck.run(csv, query))
