@@ -211,40 +211,47 @@ def _row_key(seed: str, person: str, position: str, tag: str) -> str:
 
 
 def _row_order(columns: Sequence[ColumnInfo]) -> str:
-    """ORDER BY terms sorting a person's rows by their own content, every column in order
-    (``engine.queries.Contribution``): a number column by its value (an integer's exact
-    value next), a text by the number it reads as (``_number``) then by its canonical key
-    (``_key``), a boolean as 0 or 1; missing first. Columns of other types (dates, lists)
-    are read by no query and left out. Rows tied on every term are alike in whatever a
-    query reads, and a CSV's text cells sort as the same file's typed values do (a page's
-    frame and the release's cells keep the same rows)."""
-    terms = []
+    """ORDER BY terms sorting a person's rows by their own content
+    (``engine.queries.Contribution``): first every column's value as a number, in order (a
+    number or a boolean as itself, a text as the number it reads as, ``_number``; missing
+    or not a number first), then every integer column's exact value and every text that
+    reads as no number as written, then every text that reads as a number as written, in
+    order. Columns of other types (dates, lists) are read by no query and left out. Rows
+    tied on every term are alike in whatever a query reads, and a CSV's text cells sort as
+    the same file's typed values do (a page's frame and the release's cells keep the same
+    rows): how a number is written ("1.50", "-0.0") only breaks ties the typed values
+    leave."""
+    numbers, then, last = [], [], []
     for i, info in enumerate(columns):
         x = _col(i)
         if info.kind == "other":
             continue
         if info.kind == "boolean":
-            terms.append(f"CAST({x} AS DOUBLE)")
+            numbers.append(f"CAST({x} AS DOUBLE)")
             continue
         value, missing = _number(x, info)
-        terms.append(f"(CASE WHEN {missing} THEN NULL ELSE {value} END)")
+        number = f"(CASE WHEN {missing} THEN NULL ELSE {value} END)"
+        numbers.append(number)
         if info.kind == "integer":
-            terms.append(f"CAST({x} AS HUGEINT)")
+            then.append(f"CAST({x} AS HUGEINT)")
         elif info.kind == "text":
-            terms.append(_key(x, info))
-    return ", ".join(f"{t} ASC NULLS FIRST" for t in terms) or "pid"
+            then.append(f"(CASE WHEN {number} IS NULL THEN CAST({x} AS VARCHAR) END)")
+            last.append(f"(CASE WHEN {number} IS NOT NULL THEN CAST({x} AS VARCHAR) END)")
+    return ", ".join(f"{t} ASC NULLS FIRST" for t in numbers + then + last) or "pid"
 
 
-def _kept(person: int, columns: Sequence[ColumnInfo]) -> str:
+def _kept(person: int, columns: Sequence[ColumnInfo], derived: str = "") -> str:
     """The unit's one truncation, as CTEs ending in ``kr``: every row with a person id (its
     columns ``c0 …``, ``pid``) and its rank ``r`` among its person's rows; every query under
     the unit keeps the rows with ``r <= $k``, so all of a plan's queries read the same kept
     rows. A person's rows are sorted by their content (``_row_order``: position r0) and
     ranked by ``md5(seed | row | person | r0)``; a person with at most ``$k`` rows keeps
-    them all (all rank 1: no sorting needed). Depends on that person's rows only."""
+    them all (all rank 1: no sorting needed). Depends on that person's rows only.
+    ``derived``: columns a query computes from each row (``, expr AS name``), computed once
+    before the ranking (a cell's canonical key after it cost eight times as much)."""
     p, p_missing = _person(person, columns)
     return (
-        f"b AS (SELECT {p} AS pid, * FROM {_SRC} WHERE NOT {p_missing}), "
+        f"b AS (SELECT {p} AS pid, *{derived} FROM {_SRC} WHERE NOT {p_missing}), "
         "c AS (SELECT pid, count(*) AS n FROM b GROUP BY pid), "
         "bn AS (SELECT b.*, c.n FROM b JOIN c ON b.pid = c.pid), "
         "ro AS (SELECT *, row_number() OVER (PARTITION BY pid ORDER BY "
@@ -313,8 +320,8 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
 
     _, p_missing = _person(person, columns)
     bounded = (
-        f"WITH {_kept(person, columns)}, e AS (SELECT r, {value} AS v FROM kr "
-        f"WHERE NOT {missing}) "
+        f"WITH {_kept(person, columns, f', {value} AS v, {missing} AS vm')}, "
+        "e AS (SELECT r, v FROM kr WHERE NOT vm) "
         f"SELECT {total_fn.format(_moment('greatest(least(v, $hi), $lo)', query))} "
         "FILTER (WHERE r <= $k), "
         "count(*) FILTER (WHERE r <= $k), "
@@ -369,8 +376,8 @@ def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
     params |= {"k": contribution.max_rows, "seed": str(contribution.seed)}
     if contribution.max_groups is None:
         # the unit's kept rows (one truncation for every query), then those in a cell
-        sql = (f"WITH {_kept(person, columns)}, s AS (SELECT {cell} AS idx, r FROM kr) "
-               "SELECT idx, count(*) FILTER (WHERE r <= $k), count(*) FROM s WHERE idx > 0 "
+        sql = (f"WITH {_kept(person, columns, f', {cell} AS idx')} "
+               "SELECT idx, count(*) FILTER (WHERE r <= $k), count(*) FROM kr WHERE idx > 0 "
                "GROUP BY idx")
     else:
         sql = (f"WITH {base}, d AS (SELECT pid, idx, count(*) AS n FROM m WHERE idx > 0 "
@@ -528,7 +535,8 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
     _, p_missing = _person(person, columns)
     params |= {"k": query.contribution.max_rows, "seed": str(query.contribution.seed)}
     # the unit's kept rows (one truncation for every query)
-    sql = (f"WITH {_kept(person, columns)}, s AS (SELECT {', '.join(codes)}, r FROM kr) "
+    sql = (f"WITH {_kept(person, columns, ', ' + ', '.join(codes))}, s AS (SELECT {keys}, r "
+           "FROM kr) "
            f"SELECT {keys}, count(*) FILTER (WHERE r <= $k), count(*) FROM s "
            f"GROUP BY {keys}")
     person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"
@@ -568,12 +576,13 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
     text, keys = _cell_text(query)
     params |= keys | {"k": contribution.max_rows, "seed": str(contribution.seed)}
     clamp = "greatest(least(v, $hi), $lo)"
+    derived = f", {cell} AS idx, {value} AS v, {missing} AS vm"
     if contribution.max_groups is None:
         # the unit's kept rows (one truncation for every query), then those with a declared
         # key and a value
         bounded = (
-            f"WITH {_kept(person, columns)}, s AS (SELECT {cell} AS idx, {value} AS v, r "
-            f"FROM kr WHERE NOT {missing}) "
+            f"WITH {_kept(person, columns, derived)}, s AS (SELECT idx, v, r FROM kr "
+            "WHERE NOT vm) "
             f"SELECT idx, {total_fn.format(clamp)} FILTER (WHERE r <= $k), "
             "count(*) FILTER (WHERE r <= $k), "
             "count(*) FILTER (WHERE r <= $k AND (v < $lo OR v > $hi)), count(*) "
@@ -582,8 +591,8 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
         # groups on top of the unit's ranking: at most $g of a person's cells (by the md5
         # of their text), in each the $k rows of lowest rank
         bounded = (
-            f"WITH {_kept(person, columns)}, m AS (SELECT pid, {cell} AS idx, {value} AS v, "
-            f"r FROM kr WHERE NOT {missing}), "
+            f"WITH {_kept(person, columns, derived)}, m AS (SELECT pid, idx, v, r FROM kr "
+            "WHERE NOT vm), "
             f"d AS (SELECT pid, idx, {text('idx')} AS key FROM m WHERE idx > 0 "
             "GROUP BY pid, idx), "
             "gs AS (SELECT pid, idx, row_number() OVER (PARTITION BY pid ORDER BY "

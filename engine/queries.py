@@ -117,14 +117,15 @@ class Contribution:
     query under the same bounds reads the same kept rows — the person's rows of rank at most
     ``max_rows`` — whatever it reads of them (a sum then adds those that have a value, a
     histogram counts those in a declared cell), as OpenDP's and Tumult's truncation do. A
-    person's rows are sorted by their own content, every column in order (a number column
-    by its value, an integer's exact value next; a text by the number it reads as, then by
-    its canonical key, ``engine.cells.cell_key``; a boolean as 0 or 1; missing first;
-    columns of other types left out), and the positions ranked by ``md5(seed | row |
-    person id | position)``. With ``max_groups`` (histograms, crosstabs, sums by group) the
-    groups' rule comes on top: a person keeps at most ``max_groups`` cells, ranked by
-    ``md5(seed | group | person id | cell text)``, and in each kept cell at most
-    ``max_rows`` rows, those of lowest rank.
+    person's rows are sorted by their own content — first every column's value as a number,
+    in order (a number or a boolean as itself, a text as the number it reads as, rule 4 of
+    ``engine.cells``; missing or not a number first), then every integer column's exact
+    value and every text that reads as no number as written, then every text that reads as
+    a number as written, in order; columns of other types left out — and the positions
+    ranked by ``md5(seed | row | person id | position)``. With
+    ``max_groups`` (histograms, crosstabs, sums by group) the groups' rule comes on top: a
+    person keeps at most ``max_groups`` cells, ranked by ``md5(seed | group | person id |
+    cell text)``, and in each kept cell at most ``max_rows`` rows, those of lowest rank.
 
     A cell's text is a pure function of its own value, never of its position among the
     categories (which, for keys found in the data, other people's keys change): ``text:``

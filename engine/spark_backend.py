@@ -333,27 +333,29 @@ def _row_key(contribution: Contribution, person: str, position: str, tag: str) -
 
 
 def _row_order(columns: Sequence[ColumnInfo]) -> list[Any]:
-    """The sort keys of a person's rows by their own content: DuckDB's ``_row_order`` (a
-    number column by its value, an integer's exact value next; a text by the number it
-    reads as, then by its canonical key; a boolean as 0 or 1; missing first; other types
-    left out)."""
+    """The sort keys of a person's rows by their own content: DuckDB's ``_row_order`` (every
+    column's value as a number, then every integer's exact value and every text that reads
+    as no number, then every text that reads as a number; missing first; other types left
+    out)."""
     from pyspark.sql import functions as F
 
-    keys = []
+    numbers, then, last = [], [], []
     for i, info in enumerate(columns):
         x = F.col(_col(i))
         if info.kind == "other":
             continue
         if info.kind == "boolean":
-            keys.append(x.cast("double"))
+            numbers.append(x.cast("double"))
             continue
         value, missing = _number(x, info)
-        keys.append(F.when(~missing, value))
+        number = F.when(~missing, value)
+        numbers.append(number)
         if info.kind == "integer":
-            keys.append(x.cast("decimal(38,0)"))
+            then.append(x.cast("decimal(38,0)"))
         elif info.kind == "text":
-            keys.append(_person_text(x, info))
-    return [key.asc_nulls_first() for key in keys]
+            then.append(F.when(number.isNull(), x.cast("string")))
+            last.append(F.when(number.isNotNull(), x.cast("string")))
+    return [key.asc_nulls_first() for key in numbers + then + last]
 
 
 def _kept(df: Any, person: int, columns: Sequence[ColumnInfo],

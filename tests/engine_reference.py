@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from engine.cells import cell_key, cell_number  # the one reading's rule (issue 31)
+from engine.cells import cell_number  # the one reading's rule (issue 31)
 
 #: Column names a CSV header may legally hold.
 ODD = '"; drop table x; --'
@@ -245,20 +245,36 @@ def _slot(value: object) -> tuple:
     return (0,) if value is None else (1, value)
 
 
-def _cell_content(value: object, kind: str) -> tuple:
-    """A cell's place in its person's order (``engine.queries.Contribution``): a number
-    column by its value (an integer's exact value next), a text by the number it reads as
-    (``engine.cells.cell_number``) then by its canonical key (``engine.cells.cell_key``),
-    a boolean as 0 or 1; missing first."""
+def _cell_number(value: object, kind: str) -> tuple:
+    """A cell's value as a number (``engine.queries.Contribution``): a number or a boolean
+    as itself, a text as the number it reads as (``engine.cells.cell_number``); missing or
+    not a number first."""
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return _slot(None) * (2 if kind in ("integer", "text") else 1)
-    if kind == "boolean":
-        return _slot(float(value))
+        return _slot(None)
+    if kind == "text":
+        return _slot(cell_number(str(value)))
+    return _slot(float(value))
+
+
+def _cell_then(value: object, kind: str) -> tuple:
+    """What sorts rows of equal numbers next: an integer's exact value, a text that reads as
+    no number as written."""
+    if kind not in ("integer", "text"):
+        return ()
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return _slot(None)
     if kind == "integer":
-        return _slot(float(value)) + _slot(int(value))
-    if kind == "float":
-        return _slot(float(value))
-    return _slot(cell_number(str(value))) + _slot(cell_key(str(value)))
+        return _slot(int(value))
+    return _slot(str(value) if cell_number(str(value)) is None else None)
+
+
+def _cell_last(value: object, kind: str) -> tuple:
+    """What sorts them last: a text that reads as a number as written ("1.50", "-0.0")."""
+    if kind != "text":
+        return ()
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return _slot(None)
+    return _slot(None if cell_number(str(value)) is None else str(value))
 
 
 def _column_kind(series: pd.Series) -> str:
@@ -274,11 +290,14 @@ def _column_kind(series: pd.Series) -> str:
 def row_ranks(frame: pd.DataFrame, person: str, seed: int) -> np.ndarray:
     """Each row's rank among its person's rows (0: no person id), as documented in
     ``engine.queries.Contribution``: the person's rows sorted by their whole content (every
-    column, in order, :func:`_cell_content`), the positions ranked by
+    column as a number, :func:`_cell_number`, then :func:`_cell_then`, then
+    :func:`_cell_last`), the positions ranked by
     ``md5(seed | row | person | position)``. Every query under that unit keeps the rows of
     rank <= max rows (one truncation per plan)."""
     columns = [(frame[c].tolist(), _column_kind(frame[c])) for c in frame.columns]
-    content = [tuple(part for values, kind in columns for part in _cell_content(values[i], kind))
+    content = [tuple(part for values, kind in columns for part in _cell_number(values[i], kind))
+               + tuple(part for values, kind in columns for part in _cell_then(values[i], kind))
+               + tuple(part for values, kind in columns for part in _cell_last(values[i], kind))
                for i in range(len(frame))]
     ranks = np.zeros(len(frame), dtype=np.int64)
     for pid, rows in _people(frame, person).items():
