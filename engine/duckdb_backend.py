@@ -627,28 +627,31 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
                           where: str) -> CompiledQuery:
     p, i, kind = _plan.person_cells_parts(query, columns, where)
     x, x_missing = _person(p, columns)
-    keep = f"NOT {x_missing}"
+    read = "true"           # the rows the query reads: all, those in a cell, with a value
     group, value, params = "1", "CAST(1 AS DOUBLE)", {}
     if i is not None and kind is not None:      # a histogram: rows per category
         group = _cell(_col(i), columns[i], kind, "cats")
-        keep += f" AND {group} >= 1"
+        read = f"{group} >= 1"
         if kind != "never":
             params["cats"] = _plan.category_values(kind, query.categories)
     elif i is not None:                         # a sum: the values, read row by row
         value, missing = _number(_col(i), columns[i])
-        keep += f" AND NOT {missing}"
+        read = f"NOT {missing}"
     clamped = "v" if query.lower is None else "greatest(least(v, $hi), $lo)"
     if query.lower is not None:
         params |= {"lo": query.lower, "hi": query.upper}
-    cells = (f"WITH r AS (SELECT {x} AS p, {group} AS g, {value} AS v FROM {_SRC} "
-             f"WHERE {keep}), "
+    # Every row with a person id is in its person's rows (nn): under the unit's one
+    # truncation a row the query does not read (g = 0) still takes one of the kept slots.
+    cells = (f"WITH r AS (SELECT {x} AS p, CASE WHEN {read} THEN {group} ELSE 0 END AS g, "
+             f"CASE WHEN {read} THEN {value} END AS v FROM {_SRC} WHERE NOT {x_missing}), "
              f"pairs AS (SELECT p, g, count(*) AS n, sum({clamped}) AS c, "
              f"sum({clamped} * {clamped}) AS q, sum(v) AS raw FROM r GROUP BY p, g), "
              "pp AS (SELECT g, n, c, q, raw, sum(n) OVER (PARTITION BY p) AS nn, "
-             "count(*) OVER (PARTITION BY p) AS gg FROM pairs) "
+             "count(*) FILTER (WHERE g >= 1) OVER (PARTITION BY p) AS gg FROM pairs) "
              "SELECT g, n, nn, gg, count(*), sum(c), sum(c * c), sum(q), sum(raw) "
-             "FROM pp GROUP BY g, n, nn, gg")
-    left_out = f"SELECT count(*) - count(*) FILTER (WHERE {keep}) FROM {_SRC}"
+             "FROM pp WHERE g >= 1 GROUP BY g, n, nn, gg")
+    left_out = (f"SELECT count(*) - count(*) FILTER (WHERE NOT {x_missing} AND {read}) "
+                f"FROM {_SRC}")
     return CompiledQuery((cells, left_out), params,
                          lambda r: _plan.cells_aggregate(r[0], r[1][0][0]))
 

@@ -411,11 +411,13 @@ class PersonCells:
     """Who contributes how much, for choosing bounds (``dpcore.contributions.ContributionCells``):
     per person (and category), the rows and the sum of the clamped values, gathered in cells.
 
-    Rows without a person id are left out; so are, with ``column``, rows without a value (a
-    value is read row by row as a number) and, with ``categories``, rows outside them. Without
-    ``column`` each row counts 1 (a count); with ``categories`` the rows of ``column`` are
-    counted per category (a histogram); otherwise ``column``'s values are summed, clamped to
-    [``lower``, ``upper``] when given (a sum).
+    Rows without a person id are left out; so are, from the cells, with ``column``, rows
+    without a value (a value is read row by row as a number) and, with ``categories``, rows
+    outside them; but every row with a person id counts in its person's rows (``person_rows``):
+    the unit's one truncation ranks all of a person's rows, and those a query does not read
+    take kept slots too. Without ``column`` each row counts 1 (a count); with ``categories``
+    the rows of ``column`` are counted per category (a histogram); otherwise ``column``'s
+    values are summed, clamped to [``lower``, ``upper``] when given (a sum).
     """
 
     person: str
@@ -678,9 +680,10 @@ class CellsAggregate:
     """The cells of :class:`PersonCells`, sorted by (group, rows, person_rows, person_groups):
     ``persons[i]`` (person, group) pairs with ``rows[i]`` rows in ``group[i]`` (the 0-based
     position in the query's categories; 0 without them), whose persons have ``person_rows[i]``
-    rows in ``person_groups[i]`` groups in all; the sum over those pairs of each pair's
-    clamped sum, of its square, of the pair's sum of squared clamped values and of its sum
-    before clamping. ``left_out``: rows without a person id, a value or a category."""
+    rows in all (those the query does not read too) and rows in ``person_groups[i]`` groups;
+    the sum over those pairs of each pair's clamped sum, of its square, of the pair's sum of
+    squared clamped values and of its sum before clamping. ``left_out``: rows without a
+    person id, a value or a category (in no cell)."""
 
     group: NDArray[np.int64]
     rows: NDArray[np.int64]

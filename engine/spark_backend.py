@@ -686,17 +686,22 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        keep = ~_person_missing(F.col(_col(p)), columns[p])
+        has_id = ~_person_missing(F.col(_col(p)), columns[p])
+        read = F.lit(True)   # the rows the query reads: all, those in a cell, with a value
         group, value = F.lit(1), F.lit(1.0).cast("double")
         if i is not None and kind is not None:
             group = _cell(F.col(_col(i)), columns[i], kind, query.categories)
-            keep = keep & (group >= 1)
+            read = group >= 1
         elif i is not None:
             value, missing = _number(F.col(_col(i)), columns[i])
-            keep = keep & ~missing
-        rows = df.where(keep).select(_person_text(F.col(_col(p)), columns[p]).alias("p"),
-                                     group.alias("g"),
-                                     value.alias("v"))
+            read = ~missing
+        read = F.coalesce(read, F.lit(False))
+        # Every row with a person id is in its person's rows (nn): under the unit's one
+        # truncation a row the query does not read (g = 0) still takes one of the kept slots.
+        rows = df.where(has_id).select(
+            _person_text(F.col(_col(p)), columns[p]).alias("p"),
+            F.when(read, group).otherwise(F.lit(0)).alias("g"),
+            F.when(read, value).alias("v"))
         c = F.col("v") if query.lower is None else F.greatest(
             F.least(F.col("v"), F.lit(float(query.upper))), F.lit(float(query.lower)))
         pairs = rows.groupBy("p", "g").agg(
@@ -704,11 +709,11 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
             F.sum("v").alias("raw"))
         person = Window.partitionBy("p")
         pairs = pairs.select("g", "n", "c", "q", "raw", F.sum("n").over(person).alias("nn"),
-                             F.count(F.lit(1)).over(person).alias("gg"))
-        cells = pairs.groupBy("g", "n", "nn", "gg").agg(
+                             F.sum((F.col("g") >= 1).cast("long")).over(person).alias("gg"))
+        cells = pairs.where(F.col("g") >= 1).groupBy("g", "n", "nn", "gg").agg(
             F.count(F.lit(1)), F.sum("c"), F.sum(F.col("c") * F.col("c")), F.sum("q"),
             F.sum("raw"))
-        left_out = _rows(df.agg(_count_if(~keep)))[0][0]
+        left_out = _rows(df.agg(_count_if(~(has_id & read))))[0][0]
         return _plan.cells_aggregate(_rows(cells), left_out)
 
     return plan
