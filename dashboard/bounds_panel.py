@@ -81,7 +81,8 @@ def bounds_section(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
                "of the released value minus that answer (dropped rows and clamping); spread: "
                "how much the answer moves with the random choice of rows kept; noise: the "
                "mechanism's. Total error = √(bias² + spread² + noise²), exact (no sampling)."
-               + (f" {cost.left_out:,} rows without a person id or a value are left out."
+               + (f" {cost.left_out:,} rows without a person id, a value or a category add "
+                  "nothing; those with a person id still take one of their person's max rows."
                   if cost.left_out else ""))
     presenting.chart(tuning_curve(cost.sweep, current=cost.max_rows),
                      key=f"{prefix}_tuning_curve")

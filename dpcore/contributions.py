@@ -341,11 +341,14 @@ class ContributionCells:
 
     One cell gathers the (person, group) pairs that share the group, the pair's row count n, the
     person's total row count N and the person's group count G; a query without groups has one
-    group (0) and N = n, G = 1. An engine returns it with one GROUP BY. For each cell:
+    group (0) and G = 1, and N = n unless the person has rows the query does not read (no
+    value, no declared category), which take kept slots too. An engine returns it with one
+    GROUP BY. For each cell:
 
     - ``group``: the group's index (0, 1, ...);
     - ``rows``: n, the rows each pair has (>= 1);
-    - ``person_rows``: N, the rows each of those persons has in all groups (>= n);
+    - ``person_rows``: N, the rows each of those persons has in all (>= n): in every group,
+      and those the query does not read (the unit's one truncation ranks all of them);
     - ``person_groups``: G, the groups each of those persons has rows in (1 <= G <= N);
     - ``persons``: how many pairs fall in the cell (>= 1);
     - ``value_sum``: the sum over the cell's pairs of the pair's clamped values, S = Σ C;
@@ -436,6 +439,15 @@ def _codes(name: str, labels: object) -> tuple[NDArray[np.int64], int]:
     return codes.astype(np.int64), len(uniques)
 
 
+def _rows_read(name: str, column: ArrayLike, read: NDArray[np.bool_]) -> NDArray:
+    """``column``'s entries on the rows ``read`` marks (one entry per row required)."""
+    arr = column.to_numpy() if isinstance(column, pd.Series) else np.asarray(column)
+    if arr.shape != read.shape:
+        raise ValueError(f"{name} must have one entry per row ({read.size}), got shape "
+                         f"{arr.shape}")
+    return arr[read]
+
+
 def contribution_cells(
     persons: ArrayLike,
     *,
@@ -443,12 +455,16 @@ def contribution_cells(
     values: ArrayLike | None = None,
     lower: float | None = None,
     upper: float | None = None,
+    read: ArrayLike | None = None,
 ) -> ContributionCells:
     """The :class:`ContributionCells` of a table given as columns (one entry per row).
 
     What the engine computes in SQL, for small frames and tests. Groups are numbered in the
     sorted order of their labels. Without ``values`` the cells describe a count; with them, a
     sum of the values clamped to [lower, upper] (both or neither; neither: no clamping).
+    ``read`` marks the rows the query reads (a value, a declared category); the others add
+    to no cell but still count among their person's rows N, since the unit's one truncation
+    ranks all of a person's rows and they take kept slots too.
 
     Parameters
     ----------
@@ -460,15 +476,28 @@ def contribution_cells(
         Finite numbers to sum.
     lower, upper : float, optional
         Clamping bounds.
+    read : array_like of bool, shape (rows,), optional
+        True where the query reads the row (default: every row). ``groups`` and ``values``
+        are looked at only there (elsewhere they may be missing).
 
     Returns
     -------
     ContributionCells
     """
     person, _ = _codes("persons", persons)
-    n_rows = person.size
-    if n_rows == 0:
+    if person.size == 0:
         raise ValueError("persons must hold at least one row")
+    all_person_rows = np.bincount(person).astype(np.float64)
+    if read is not None:
+        mask = np.asarray(read)
+        if mask.dtype != np.bool_ or mask.shape != person.shape:
+            raise ValueError(f"read must be one boolean per row ({person.size})")
+        if not mask.any():
+            raise ValueError("read must keep at least one row")
+        person = person[mask]
+        groups = None if groups is None else _rows_read("groups", groups, mask)
+        values = None if values is None else _rows_read("values", values, mask)
+    n_rows = person.size
     if groups is None:
         group, n_groups = np.zeros(n_rows, dtype=np.int64), 1
     else:
@@ -504,7 +533,7 @@ def contribution_cells(
     if not all(np.all(np.isfinite(a)) for a in (c, q, raw_sum, c2)):
         raise ValueError("values are too large: their squares and sums overflow float64; "
                          "rescale them (e.g. thousands instead of units)")
-    person_rows = np.bincount(person).astype(np.float64)[pair_person]
+    person_rows = all_person_rows[pair_person]
     person_groups = np.bincount(pair_person).astype(np.float64)[pair_person]
     # cells: pairs sharing (group, n, N, G)
     keys = np.stack([pair_group.astype(np.float64), n, person_rows, person_groups], axis=1)

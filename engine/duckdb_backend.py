@@ -210,21 +210,55 @@ def _row_key(seed: str, person: str, position: str, tag: str) -> str:
             f"CAST({position} AS VARCHAR)))")
 
 
-def _ranked(kept: str, order: str, tag: str) -> str:
-    """SQL (CTEs ``c``, ``en``, ``r``, ``s``) giving each of a person's rows in ``e`` (``pid``
-    and the column ``kept``) its rank ``r``: the rows of a person with at most ``$k`` rows all
-    rank 1 (all kept, no ranking needed); the others are sorted by ``order`` (position r0,
-    ties in any order: tied rows are alike in what is kept) and ranked by
-    ``md5(seed | tag | person | r0)``. The rows with ``r <= $k`` are the same as ranking
-    every person's rows: a person with at most ``$k`` rows keeps them all either way."""
+def _row_order(columns: Sequence[ColumnInfo]) -> str:
+    """ORDER BY terms sorting a person's rows by their own content
+    (``engine.queries.Contribution``): first every column's value as a number, in order (a
+    number or a boolean as itself, a text as the number it reads as, ``_number``; missing
+    or not a number first), then every integer column's exact value and every text that
+    reads as no number as written, then every text that reads as a number as written, in
+    order. Columns of other types (dates, lists) are read by no query and left out. Rows
+    tied on every term are alike in whatever a query reads, and a CSV's text cells sort as
+    the same file's typed values do (a page's frame and the release's cells keep the same
+    rows): how a number is written ("1.50", "-0.0") only breaks ties the typed values
+    leave."""
+    numbers, then, last = [], [], []
+    for i, info in enumerate(columns):
+        x = _col(i)
+        if info.kind == "other":
+            continue
+        if info.kind == "boolean":
+            numbers.append(f"CAST({x} AS DOUBLE)")
+            continue
+        value, missing = _number(x, info)
+        number = f"(CASE WHEN {missing} THEN NULL ELSE {value} END)"
+        numbers.append(number)
+        if info.kind == "integer":
+            then.append(f"CAST({x} AS HUGEINT)")
+        elif info.kind == "text":
+            then.append(f"(CASE WHEN {number} IS NULL THEN CAST({x} AS VARCHAR) END)")
+            last.append(f"(CASE WHEN {number} IS NOT NULL THEN CAST({x} AS VARCHAR) END)")
+    return ", ".join(f"{t} ASC NULLS FIRST" for t in numbers + then + last) or "pid"
+
+
+def _kept(person: int, columns: Sequence[ColumnInfo], derived: str = "") -> str:
+    """The unit's one truncation, as CTEs ending in ``kr``: every row with a person id (its
+    columns ``c0 …``, ``pid``) and its rank ``r`` among its person's rows; every query under
+    the unit keeps the rows with ``r <= $k``, so all of a plan's queries read the same kept
+    rows. A person's rows are sorted by their content (``_row_order``: position r0) and
+    ranked by ``md5(seed | row | person | r0)``; a person with at most ``$k`` rows keeps
+    them all (all rank 1: no sorting needed). Depends on that person's rows only.
+    ``derived``: columns a query computes from each row (``, expr AS name``), computed once
+    before the ranking (a cell's canonical key after it cost eight times as much)."""
+    p, p_missing = _person(person, columns)
     return (
-        "c AS (SELECT pid, count(*) AS n FROM e GROUP BY pid), "
-        f"en AS (SELECT e.pid, e.{kept}, c.n FROM e JOIN c ON e.pid = c.pid), "
-        f"r AS (SELECT pid, {kept}, row_number() OVER (PARTITION BY pid ORDER BY {order}) "
-        "AS r0 FROM en WHERE n > $k), "
-        f"s AS (SELECT {kept}, 1 AS r FROM en WHERE n <= $k UNION ALL SELECT {kept}, "
-        f"row_number() OVER (PARTITION BY pid ORDER BY {_row_key('seed', 'pid', 'r0', tag)}, "
-        "r0) AS r FROM r)")
+        f"b AS (SELECT {p} AS pid, *{derived} FROM {_SRC} WHERE NOT {p_missing}), "
+        "c AS (SELECT pid, count(*) AS n FROM b GROUP BY pid), "
+        "bn AS (SELECT b.*, c.n FROM b JOIN c ON b.pid = c.pid), "
+        "ro AS (SELECT *, row_number() OVER (PARTITION BY pid ORDER BY "
+        f"{_row_order(columns)}) AS r0 FROM bn WHERE n > $k), "
+        "kr AS (SELECT * EXCLUDE (n), 1 AS r FROM bn WHERE n <= $k UNION ALL "
+        "SELECT * EXCLUDE (n, r0), row_number() OVER (PARTITION BY pid ORDER BY "
+        f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM ro)")
 
 
 @dataclass(frozen=True)
@@ -284,15 +318,14 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
 
         return CompiledQuery((rows, stats), params, finish)
 
-    p, p_missing = _person(person, columns)
+    _, p_missing = _person(person, columns)
     bounded = (
-        f"WITH e AS (SELECT {p} AS pid, {value} AS v "
-        f"FROM {_SRC} WHERE NOT {missing} AND NOT {p_missing}), "
-        f"{_ranked('v', 'v', 'row')} "
+        f"WITH {_kept(person, columns, f', {value} AS v, {missing} AS vm')}, "
+        "e AS (SELECT r, v FROM kr WHERE NOT vm) "
         f"SELECT {total_fn.format(_moment('greatest(least(v, $hi), $lo)', query))} "
         "FILTER (WHERE r <= $k), "
         "count(*) FILTER (WHERE r <= $k), "
-        "count(*) FILTER (WHERE r <= $k AND (v < $lo OR v > $hi)), count(*) FROM s")
+        "count(*) FILTER (WHERE r <= $k AND (v < $lo OR v > $hi)), count(*) FROM e")
     # The rows, those with a value and those with no person in one scan (the unbounded
     # total is not needed): two scans of the data instead of four.
     counts = (f"SELECT count(*), count(*) FILTER (WHERE NOT {missing}), "
@@ -331,10 +364,10 @@ def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
                    ) -> tuple[str, str, dict[str, object]]:
     """SQL for the kept counts per cell, (cell, kept, eligible), and the missing-id count.
 
-    A person's rows are ordered by their cell's canonical text (never by its position in the
-    list of cells, which other people's data can change); kept cells are ranked by
-    ``md5(seed | group | person | cell text)``, kept rows by ``md5(seed | row | person |
-    position)``.
+    Without ``max_groups`` the rows are the unit's kept rows (``_kept``); with it, a
+    person's cells are ranked by ``md5(seed | group | person | cell text)`` (the text, never
+    the cell's position in the list of cells, which other people's data can change) and
+    each kept cell counts at most ``$k`` rows.
     """
     contribution = query.contribution
     p, p_missing = _person(person, columns)
@@ -342,9 +375,10 @@ def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
     base = f"m AS (SELECT {p} AS pid, {cell} AS idx FROM {_SRC} WHERE NOT {p_missing})"
     params |= {"k": contribution.max_rows, "seed": str(contribution.seed)}
     if contribution.max_groups is None:
-        sql = (f"WITH {base}, e AS (SELECT pid, idx FROM m WHERE idx > 0), "
-               f"{_ranked('idx', text('idx'), 'row')} "
-               "SELECT idx, count(*) FILTER (WHERE r <= $k), count(*) FROM s GROUP BY idx")
+        # the unit's kept rows (one truncation for every query), then those in a cell
+        sql = (f"WITH {_kept(person, columns, f', {cell} AS idx')} "
+               "SELECT idx, count(*) FILTER (WHERE r <= $k), count(*) FROM kr WHERE idx > 0 "
+               "GROUP BY idx")
     else:
         sql = (f"WITH {base}, d AS (SELECT pid, idx, count(*) AS n FROM m WHERE idx > 0 "
                f"GROUP BY pid, idx), t AS (SELECT pid, idx, n, {text('idx')} AS key FROM d), "
@@ -498,15 +532,13 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
         sql = (f"WITH c AS (SELECT {', '.join(codes)} FROM {_SRC}) "
                f"SELECT {keys}, count(*) FROM c GROUP BY ALL")
         return CompiledQuery((sql,), params, lambda r: _plan.joint_aggregate(r[0], k))
-    p, p_missing = _person(person, columns)
-    text = "concat_ws(',', " + ", ".join(f"CAST(k{j} AS VARCHAR)" for j in range(k)) + ")"
+    _, p_missing = _person(person, columns)
     params |= {"k": query.contribution.max_rows, "seed": str(query.contribution.seed)}
-    sql = (f"WITH c AS (SELECT {p} AS pid, {', '.join(codes)} FROM {_SRC} "
-           f"WHERE NOT {p_missing}), t AS (SELECT *, {text} AS key FROM c), "
-           "r AS (SELECT *, row_number() OVER (PARTITION BY pid ORDER BY key) AS r0 FROM t), "
-           "s AS (SELECT *, row_number() OVER (PARTITION BY pid ORDER BY "
-           f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
-           f"SELECT {keys}, count(*) FILTER (WHERE r <= $k), count(*) FROM s GROUP BY ALL")
+    # the unit's kept rows (one truncation for every query)
+    sql = (f"WITH {_kept(person, columns, ', ' + ', '.join(codes))}, s AS (SELECT {keys}, r "
+           "FROM kr) "
+           f"SELECT {keys}, count(*) FILTER (WHERE r <= $k), count(*) FROM s "
+           f"GROUP BY {keys}")
     person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"
     return CompiledQuery((sql, person_stats), params,
                          lambda r: _plan.joint_aggregate(r[0], k, kept=True,
@@ -540,34 +572,33 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
         return CompiledQuery((sql,), params,
                              lambda r: _plan.grouped_sum_aggregate(r[0], cells, exact))
     contribution = query.contribution
-    p, p_missing = _person(person, columns)
-    base = (f"m AS (SELECT {p} AS pid, {cell} AS idx, {value} AS v FROM {_SRC} "
-            f"WHERE NOT {p_missing} AND NOT {missing})")
+    _, p_missing = _person(person, columns)
     text, keys = _cell_text(query)
     params |= keys | {"k": contribution.max_rows, "seed": str(contribution.seed)}
     clamp = "greatest(least(v, $hi), $lo)"
+    derived = f", {cell} AS idx, {value} AS v, {missing} AS vm"
     if contribution.max_groups is None:
+        # the unit's kept rows (one truncation for every query), then those with a declared
+        # key and a value
         bounded = (
-            f"WITH {base}, t AS (SELECT pid, idx, v, {text('idx')} AS key FROM m "
-            "WHERE idx > 0), r AS (SELECT pid, idx, v, row_number() OVER (PARTITION BY pid "
-            "ORDER BY key, v) AS r0 FROM t), "
-            "s AS (SELECT idx, v, row_number() OVER (PARTITION BY pid ORDER BY "
-            f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM r) "
+            f"WITH {_kept(person, columns, derived)}, s AS (SELECT idx, v, r FROM kr "
+            "WHERE NOT vm) "
             f"SELECT idx, {total_fn.format(clamp)} FILTER (WHERE r <= $k), "
             "count(*) FILTER (WHERE r <= $k), "
             "count(*) FILTER (WHERE r <= $k AND (v < $lo OR v > $hi)), count(*) "
-            "FROM s GROUP BY idx")
+            "FROM s WHERE idx > 0 GROUP BY idx")
     else:
+        # groups on top of the unit's ranking: at most $g of a person's cells (by the md5
+        # of their text), in each the $k rows of lowest rank
         bounded = (
-            f"WITH {base}, d AS (SELECT pid, idx, {text('idx')} AS key FROM m WHERE idx > 0 "
+            f"WITH {_kept(person, columns, derived)}, m AS (SELECT pid, idx, v, r FROM kr "
+            "WHERE NOT vm), "
+            f"d AS (SELECT pid, idx, {text('idx')} AS key FROM m WHERE idx > 0 "
             "GROUP BY pid, idx), "
             "gs AS (SELECT pid, idx, row_number() OVER (PARTITION BY pid ORDER BY "
             f"{_row_key('seed', 'pid', 'key', 'group')}, key) AS g FROM d), "
-            "r AS (SELECT pid, idx, v, row_number() OVER (PARTITION BY pid, idx ORDER BY v) "
-            "AS r0 FROM m WHERE idx > 0), "
-            "s AS (SELECT r.idx, r.v, gs.g, row_number() OVER (PARTITION BY r.pid, r.idx "
-            f"ORDER BY {_row_key('seed', 'r.pid', 'r.r0', 'row')}, r.r0) AS rr "
-            "FROM r JOIN gs ON r.pid = gs.pid AND r.idx = gs.idx) "
+            "s AS (SELECT m.idx, m.v, gs.g, row_number() OVER (PARTITION BY m.pid, m.idx "
+            "ORDER BY m.r) AS rr FROM m JOIN gs ON m.pid = gs.pid AND m.idx = gs.idx) "
             f"SELECT idx, {total_fn.format(clamp)} FILTER (WHERE rr <= $k AND g <= $g), "
             "count(*) FILTER (WHERE rr <= $k AND g <= $g), "
             "count(*) FILTER (WHERE rr <= $k AND g <= $g AND (v < $lo OR v > $hi)), "
@@ -596,28 +627,31 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
                           where: str) -> CompiledQuery:
     p, i, kind = _plan.person_cells_parts(query, columns, where)
     x, x_missing = _person(p, columns)
-    keep = f"NOT {x_missing}"
+    read = "true"           # the rows the query reads: all, those in a cell, with a value
     group, value, params = "1", "CAST(1 AS DOUBLE)", {}
     if i is not None and kind is not None:      # a histogram: rows per category
         group = _cell(_col(i), columns[i], kind, "cats")
-        keep += f" AND {group} >= 1"
+        read = f"{group} >= 1"
         if kind != "never":
             params["cats"] = _plan.category_values(kind, query.categories)
     elif i is not None:                         # a sum: the values, read row by row
         value, missing = _number(_col(i), columns[i])
-        keep += f" AND NOT {missing}"
+        read = f"NOT {missing}"
     clamped = "v" if query.lower is None else "greatest(least(v, $hi), $lo)"
     if query.lower is not None:
         params |= {"lo": query.lower, "hi": query.upper}
-    cells = (f"WITH r AS (SELECT {x} AS p, {group} AS g, {value} AS v FROM {_SRC} "
-             f"WHERE {keep}), "
+    # Every row with a person id is in its person's rows (nn): under the unit's one
+    # truncation a row the query does not read (g = 0) still takes one of the kept slots.
+    cells = (f"WITH r AS (SELECT {x} AS p, CASE WHEN {read} THEN {group} ELSE 0 END AS g, "
+             f"CASE WHEN {read} THEN {value} END AS v FROM {_SRC} WHERE NOT {x_missing}), "
              f"pairs AS (SELECT p, g, count(*) AS n, sum({clamped}) AS c, "
              f"sum({clamped} * {clamped}) AS q, sum(v) AS raw FROM r GROUP BY p, g), "
              "pp AS (SELECT g, n, c, q, raw, sum(n) OVER (PARTITION BY p) AS nn, "
-             "count(*) OVER (PARTITION BY p) AS gg FROM pairs) "
+             "count(*) FILTER (WHERE g >= 1) OVER (PARTITION BY p) AS gg FROM pairs) "
              "SELECT g, n, nn, gg, count(*), sum(c), sum(c * c), sum(q), sum(raw) "
-             "FROM pp GROUP BY g, n, nn, gg")
-    left_out = f"SELECT count(*) - count(*) FILTER (WHERE {keep}) FROM {_SRC}"
+             "FROM pp WHERE g >= 1 GROUP BY g, n, nn, gg")
+    left_out = (f"SELECT count(*) - count(*) FILTER (WHERE NOT {x_missing} AND {read}) "
+                f"FROM {_SRC}")
     return CompiledQuery((cells, left_out), params,
                          lambda r: _plan.cells_aggregate(r[0], r[1][0][0]))
 

@@ -111,21 +111,28 @@ class Contribution:
     """Bounds on what one person adds, applied before anything is computed.
 
     Rows with the same value in ``person`` belong to one person; rows whose person id is
-    missing are left out (``missing_person_rows`` in the aggregate). For a count or a sum each
-    person keeps at most ``max_rows`` rows. For a histogram or a crosstab, without
-    ``max_groups`` each person keeps at most ``max_rows`` rows; with it, at most
-    ``max_groups`` cells and at most ``max_rows`` rows in each kept cell.
+    missing are left out (``missing_person_rows`` in the aggregate).
 
-    Which rows and cells are kept is random per person and fixed by ``seed``: cells are
-    ranked within a person by ``md5(seed | group | person id | cell text)`` and rows by
-    ``md5(seed | row | person id | position)``, the position among the person's rows sorted
-    by value (a count, a sum, or within a kept cell) or by cell text then value (a grouped
-    query without ``max_groups``). A cell's text is a pure function of its own value, never
-    of its position among the categories (which, for keys found in the data, other people's
-    keys change): ``text:`` and a string as a JSON literal (ASCII); ``number:`` and a number
-    (a whole number within ±2^63 as an integer, any other as ``repr`` of its float);
-    ``bool:true`` or ``bool:false``; ``row text|column text`` for a crosstab's cell; a binned
-    cell's interval (``below:number:0``, ``bin:[number:0,number:5)``, ``equal:number:5``,
+    The unit's truncation is one per plan: each person's rows are ranked once, and every
+    query under the same bounds reads the same kept rows — the person's rows of rank at most
+    ``max_rows`` — whatever it reads of them (a sum then adds those that have a value, a
+    histogram counts those in a declared cell), as OpenDP's and Tumult's truncation do. A
+    person's rows are sorted by their own content — first every column's value as a number,
+    in order (a number or a boolean as itself, a text as the number it reads as, rule 4 of
+    ``engine.cells``; missing or not a number first), then every integer column's exact
+    value and every text that reads as no number as written, then every text that reads as
+    a number as written, in order; columns of other types left out — and the positions
+    ranked by ``md5(seed | row | person id | position)``. With
+    ``max_groups`` (histograms, crosstabs, sums by group) the groups' rule comes on top: a
+    person keeps at most ``max_groups`` cells, ranked by ``md5(seed | group | person id |
+    cell text)``, and in each kept cell at most ``max_rows`` rows, those of lowest rank.
+
+    A cell's text is a pure function of its own value, never of its position among the
+    categories (which, for keys found in the data, other people's keys change): ``text:``
+    and a string as a JSON literal (ASCII); ``number:`` and a number (a whole number within
+    ±2^63 as an integer, any other as ``repr`` of its float); ``bool:true`` or
+    ``bool:false``; ``row text|column text`` for a crosstab's cell; a binned cell's
+    interval (``below:number:0``, ``bin:[number:0,number:5)``, ``equal:number:5``,
     ``between:number:0,number:5``). The choice depends on one person's rows only (and the
     seed), and DuckDB and Spark make the same choice for integer and text person ids.
     """
@@ -404,11 +411,13 @@ class PersonCells:
     """Who contributes how much, for choosing bounds (``dpcore.contributions.ContributionCells``):
     per person (and category), the rows and the sum of the clamped values, gathered in cells.
 
-    Rows without a person id are left out; so are, with ``column``, rows without a value (a
-    value is read row by row as a number) and, with ``categories``, rows outside them. Without
-    ``column`` each row counts 1 (a count); with ``categories`` the rows of ``column`` are
-    counted per category (a histogram); otherwise ``column``'s values are summed, clamped to
-    [``lower``, ``upper``] when given (a sum).
+    Rows without a person id are left out; so are, from the cells, with ``column``, rows
+    without a value (a value is read row by row as a number) and, with ``categories``, rows
+    outside them; but every row with a person id counts in its person's rows (``person_rows``):
+    the unit's one truncation ranks all of a person's rows, and those a query does not read
+    take kept slots too. Without ``column`` each row counts 1 (a count); with ``categories``
+    the rows of ``column`` are counted per category (a histogram); otherwise ``column``'s
+    values are summed, clamped to [``lower``, ``upper``] when given (a sum).
     """
 
     person: str
@@ -671,9 +680,10 @@ class CellsAggregate:
     """The cells of :class:`PersonCells`, sorted by (group, rows, person_rows, person_groups):
     ``persons[i]`` (person, group) pairs with ``rows[i]`` rows in ``group[i]`` (the 0-based
     position in the query's categories; 0 without them), whose persons have ``person_rows[i]``
-    rows in ``person_groups[i]`` groups in all; the sum over those pairs of each pair's
-    clamped sum, of its square, of the pair's sum of squared clamped values and of its sum
-    before clamping. ``left_out``: rows without a person id, a value or a category."""
+    rows in all (those the query does not read too) and rows in ``person_groups[i]`` groups;
+    the sum over those pairs of each pair's clamped sum, of its square, of the pair's sum of
+    squared clamped values and of its sum before clamping. ``left_out``: rows without a
+    person id, a value or a category (in no cell)."""
 
     group: NDArray[np.int64]
     rows: NDArray[np.int64]

@@ -332,6 +332,50 @@ def _row_key(contribution: Contribution, person: str, position: str, tag: str) -
                              F.col(person).cast("string"), F.col(position).cast("string")))
 
 
+def _row_order(columns: Sequence[ColumnInfo]) -> list[Any]:
+    """The sort keys of a person's rows by their own content: DuckDB's ``_row_order`` (every
+    column's value as a number, then every integer's exact value and every text that reads
+    as no number, then every text that reads as a number; missing first; other types left
+    out)."""
+    from pyspark.sql import functions as F
+
+    numbers, then, last = [], [], []
+    for i, info in enumerate(columns):
+        x = F.col(_col(i))
+        if info.kind == "other":
+            continue
+        if info.kind == "boolean":
+            numbers.append(x.cast("double"))
+            continue
+        value, missing = _number(x, info)
+        number = F.when(~missing, value)
+        numbers.append(number)
+        if info.kind == "integer":
+            then.append(x.cast("decimal(38,0)"))
+        elif info.kind == "text":
+            then.append(F.when(number.isNull(), x.cast("string")))
+            last.append(F.when(number.isNotNull(), x.cast("string")))
+    return [key.asc_nulls_first() for key in numbers + then + last]
+
+
+def _kept(df: Any, person: int, columns: Sequence[ColumnInfo],
+          contribution: Contribution) -> Any:
+    """The unit's one truncation (DuckDB's ``_kept``): every row with a person id, with
+    ``pid`` and its rank ``r`` among its person's rows (sorted by ``_row_order``, the
+    positions ranked by ``md5(seed | row | person | position)``); every query under the
+    unit keeps the rows with ``r <= max_rows``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    p = F.col(_col(person))
+    b = df.where(~_person_missing(p, columns[person])).withColumn(
+        "pid", _person_text(p, columns[person]))
+    order = _row_order(columns) or [F.col("pid")]
+    r = b.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy(*order)))
+    return r.withColumn("r", F.row_number().over(Window.partitionBy("pid").orderBy(
+        _row_key(contribution, "pid", "r0", "row"), F.col("r0")))).drop("r0")
+
+
 def _count_if(condition: Any) -> Any:
     from pyspark.sql import functions as F
 
@@ -366,7 +410,6 @@ def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) 
 
 
 def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -> Plan:
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     i = _plan.numeric_column(columns, query.column, where)
@@ -395,14 +438,10 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
             return SumAggregate(_plan.to_float(answer), int(present), int(n_missing),
                                 int(clamped), exact)
         contribution = query.contribution
-        p = F.col(_col(person))
-        p_missing = _person_missing(p, columns[person])
-        r = (df.where(~missing & ~p_missing)
-             .select(_person_text(p, columns[person]).alias("pid"), value.alias("v"))
-             .withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("v"))))
-        order = Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "r0", "row"),
-                                                   F.col("r0"))
-        s = r.withColumn("r", F.row_number().over(order))
+        p_missing = _person_missing(F.col(_col(person)), columns[person])
+        # the unit's kept rows (one truncation for every query), then those with a value
+        s = _kept(df, person, columns, contribution).where(~missing).select(
+            value.alias("v"), "r")
         kept = F.col("r") <= contribution.max_rows
         v = F.col("v")
         answer, n_kept, clamped, eligible = _rows(s.agg(
@@ -434,8 +473,9 @@ def _cell_text(query: CategoryCounts | CategoryTable | Binned | GroupedSum) -> C
 
 def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo],
                    query: CategoryCounts | CategoryTable | Binned) -> tuple[list[tuple], int]:
-    """(cell, kept, eligible) rows under the contribution bounds, and the missing-id rows;
-    rows ordered and cells ranked by their canonical text, as in DuckDB."""
+    """(cell, kept, eligible) rows under the contribution bounds, and the missing-id rows:
+    the unit's kept rows (``_kept``), or with ``max_groups`` the cells ranked by their
+    canonical text and at most ``max_rows`` rows in each, as in DuckDB."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -443,17 +483,15 @@ def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo
     text = _cell_text(query)
     p = F.col(_col(person))
     p_missing = _person_missing(p, columns[person])
-    m = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"),
-                                     cell.alias("idx")).where(F.col("idx") > 0))
     k = contribution.max_rows
     if contribution.max_groups is None:
-        m = m.withColumn("key", text(F.col("idx")))
-        r = m.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("key")))
-        order = Window.partitionBy("pid").orderBy(_row_key(contribution, "pid", "r0", "row"),
-                                                   F.col("r0"))
-        s = r.withColumn("r", F.row_number().over(order))
+        # the unit's kept rows (one truncation for every query), then those in a cell
+        s = _kept(df, person, columns, contribution).select(cell.alias("idx"), "r").where(
+            F.col("idx") > 0)
         kept = s.groupBy("idx").agg(_count_if(F.col("r") <= k), F.count(F.lit(1)))
     else:
+        m = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"),
+                                         cell.alias("idx")).where(F.col("idx") > 0))
         d = m.groupBy("pid", "idx").agg(F.count(F.lit(1)).alias("n"))
         d = d.withColumn("key", text(F.col("idx")))
         order = Window.partitionBy("pid").orderBy(
@@ -595,28 +633,24 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
         contribution = query.contribution
         p = F.col(_col(person))
         p_missing = _person_missing(p, columns[person])
-        m = (df.where(~p_missing & ~missing)
-             .select(_person_text(p, columns[person]).alias("pid"), cell.alias("idx"),
-                     value.alias("v"))
+        # the unit's kept rows (one truncation for every query), then those with a declared
+        # key and a value; with max_groups, the groups' rule on top (cells by the md5 of
+        # their text, in each the rows of lowest rank)
+        m = (_kept(df, person, columns, contribution).where(~missing)
+             .select("pid", cell.alias("idx"), value.alias("v"), "r")
              .where(F.col("idx") > 0))
         k = contribution.max_rows
         text = _cell_text(query)
         if contribution.max_groups is None:
-            r = m.withColumn("key", text(F.col("idx"))).withColumn("r0", F.row_number().over(
-                Window.partitionBy("pid").orderBy("key", "v")))
-            s = r.withColumn("r", F.row_number().over(Window.partitionBy("pid").orderBy(
-                _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))
+            s = m
             kept = F.col("r") <= k
         else:
             gs = (m.select("pid", "idx").distinct().withColumn("key", text(F.col("idx")))
                   .withColumn("g", F.row_number().over(Window.partitionBy("pid").orderBy(
                       _row_key(contribution, "pid", "key", "group"), F.col("key"))))
                   .drop("key"))
-            r = m.withColumn("r0", F.row_number().over(
-                Window.partitionBy("pid", "idx").orderBy("v")))
-            s = r.join(gs, ["pid", "idx"]).withColumn("rr", F.row_number().over(
-                Window.partitionBy("pid", "idx").orderBy(
-                    _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))
+            s = m.join(gs, ["pid", "idx"]).withColumn("rr", F.row_number().over(
+                Window.partitionBy("pid", "idx").orderBy("r")))
             kept = (F.col("rr") <= k) & (F.col("g") <= contribution.max_groups)
         bounded = _rows(s.groupBy("idx").agg(
             total(kept, v), _count_if(kept), _count_if(kept & ((v < lo) | (v > hi))),
@@ -652,17 +686,22 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        keep = ~_person_missing(F.col(_col(p)), columns[p])
+        has_id = ~_person_missing(F.col(_col(p)), columns[p])
+        read = F.lit(True)   # the rows the query reads: all, those in a cell, with a value
         group, value = F.lit(1), F.lit(1.0).cast("double")
         if i is not None and kind is not None:
             group = _cell(F.col(_col(i)), columns[i], kind, query.categories)
-            keep = keep & (group >= 1)
+            read = group >= 1
         elif i is not None:
             value, missing = _number(F.col(_col(i)), columns[i])
-            keep = keep & ~missing
-        rows = df.where(keep).select(_person_text(F.col(_col(p)), columns[p]).alias("p"),
-                                     group.alias("g"),
-                                     value.alias("v"))
+            read = ~missing
+        read = F.coalesce(read, F.lit(False))
+        # Every row with a person id is in its person's rows (nn): under the unit's one
+        # truncation a row the query does not read (g = 0) still takes one of the kept slots.
+        rows = df.where(has_id).select(
+            _person_text(F.col(_col(p)), columns[p]).alias("p"),
+            F.when(read, group).otherwise(F.lit(0)).alias("g"),
+            F.when(read, value).alias("v"))
         c = F.col("v") if query.lower is None else F.greatest(
             F.least(F.col("v"), F.lit(float(query.upper))), F.lit(float(query.lower)))
         pairs = rows.groupBy("p", "g").agg(
@@ -670,11 +709,11 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
             F.sum("v").alias("raw"))
         person = Window.partitionBy("p")
         pairs = pairs.select("g", "n", "c", "q", "raw", F.sum("n").over(person).alias("nn"),
-                             F.count(F.lit(1)).over(person).alias("gg"))
-        cells = pairs.groupBy("g", "n", "nn", "gg").agg(
+                             F.sum((F.col("g") >= 1).cast("long")).over(person).alias("gg"))
+        cells = pairs.where(F.col("g") >= 1).groupBy("g", "n", "nn", "gg").agg(
             F.count(F.lit(1)), F.sum("c"), F.sum(F.col("c") * F.col("c")), F.sum("q"),
             F.sum("raw"))
-        left_out = _rows(df.agg(_count_if(~keep)))[0][0]
+        left_out = _rows(df.agg(_count_if(~(has_id & read))))[0][0]
         return _plan.cells_aggregate(_rows(cells), left_out)
 
     return plan
@@ -780,8 +819,7 @@ def _joint_code(column: Any, info: ColumnInfo, query: JointCells, j: int,
 
 def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str) -> Plan:
     """As DuckDB's ``_compile_joint``: each row's codes, then the non-empty cells and their
-    counts; with a person id, each person's rows sorted by the text of their codes and the
-    first ``max_rows`` kept by ``md5(seed | row | person | position)``."""
+    counts; with a person id, the unit's kept rows (``_kept``)."""
     indices = [_plan.numeric_column(columns, c, where) if b
                else _plan.column_index(columns, c, "column", where)
                for c, b in zip(query.columns, query.binned, strict=True)]
@@ -792,7 +830,6 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str)
     keys = [f"k{j}" for j in range(k)]
 
     def plan(df: Any) -> Aggregate:
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         codes = [_joint_code(F.col(_col(i)), columns[i], query, j, kinds[j]).alias(keys[j])
@@ -802,12 +839,8 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str)
         contribution = query.contribution
         p = F.col(_col(person))
         p_missing = _person_missing(p, columns[person])
-        text = F.concat_ws(",", *[F.col(key).cast("string") for key in keys])
-        c = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"), *codes)
-             .withColumn("key", text))
-        r = c.withColumn("r0", F.row_number().over(Window.partitionBy("pid").orderBy("key")))
-        s = r.withColumn("r", F.row_number().over(Window.partitionBy("pid").orderBy(
-            _row_key(contribution, "pid", "r0", "row"), F.col("r0"))))
+        # the unit's kept rows (one truncation for every query)
+        s = _kept(df, person, columns, contribution).select(*codes, "r")
         rows = _rows(s.groupBy(*keys).agg(_count_if(F.col("r") <= contribution.max_rows),
                                           F.count(F.lit(1))))
         missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])

@@ -192,9 +192,9 @@ def opendp_program(plan: Plan) -> str:
     top-level ``"privacy_spent"``: the plan's total under its accounting
     (:func:`release.accounting.privacy_spent` of what OpenDP certifies). It imports only
     opendp, numpy and pandas. A variance is its three parts (the count of the values that
-    read as numbers, their sum of deviations from the bounds' midpoint and of squared
-    deviations, each person's rows bounded as for every query), each measured by OpenDP at
-    the plan's scale, combined as ``plan.kinds.variance.variance_of``.
+    read as numbers among each person's kept rows, their sum of deviations from the bounds'
+    midpoint and of squared deviations; the rows kept once for every query), each measured
+    by OpenDP at the plan's scale, combined as ``plan.kinds.variance.variance_of``.
 
     Raises
     ------

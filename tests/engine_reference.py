@@ -15,6 +15,8 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
+from engine.cells import cell_number  # the one reading's rule (issue 31)
+
 #: Column names a CSV header may legally hold.
 ODD = '"; drop table x; --'
 QUOTED = 'naïve ☃ "quoted"'
@@ -238,11 +240,73 @@ def _people(frame: pd.DataFrame, person: str) -> dict:
     return groups
 
 
-def _keep_rows(values: list, seed: int, pid: object, k: int) -> list:
-    """Sort one person's values, rank positions by md5 key, keep the first k."""
-    ordered = sorted(values)
-    ranked = sorted(range(1, len(ordered) + 1), key=lambda r: (_key(seed, "row", pid, r), r))
-    return [ordered[r - 1] for r in ranked[:k]]
+def _slot(value: object) -> tuple:
+    """One sort key, missing first (SQL's NULLS FIRST)."""
+    return (0,) if value is None else (1, value)
+
+
+def _cell_number(value: object, kind: str) -> tuple:
+    """A cell's value as a number (``engine.queries.Contribution``): a number or a boolean
+    as itself, a text as the number it reads as (``engine.cells.cell_number``); missing or
+    not a number first."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return _slot(None)
+    if kind == "text":
+        return _slot(cell_number(str(value)))
+    return _slot(float(value))
+
+
+def _cell_then(value: object, kind: str) -> tuple:
+    """What sorts rows of equal numbers next: an integer's exact value, a text that reads as
+    no number as written."""
+    if kind not in ("integer", "text"):
+        return ()
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return _slot(None)
+    if kind == "integer":
+        return _slot(int(value))
+    return _slot(str(value) if cell_number(str(value)) is None else None)
+
+
+def _cell_last(value: object, kind: str) -> tuple:
+    """What sorts them last: a text that reads as a number as written ("1.50", "-0.0")."""
+    if kind != "text":
+        return ()
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return _slot(None)
+    return _slot(None if cell_number(str(value)) is None else str(value))
+
+
+def _column_kind(series: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(series):
+        return "boolean"
+    if pd.api.types.is_integer_dtype(series):
+        return "integer"
+    if pd.api.types.is_float_dtype(series):
+        return "float"
+    return "text"
+
+
+def row_ranks(frame: pd.DataFrame, person: str, seed: int) -> np.ndarray:
+    """Each row's rank among its person's rows (0: no person id), as documented in
+    ``engine.queries.Contribution``: the person's rows sorted by their whole content (every
+    column as a number, :func:`_cell_number`, then :func:`_cell_then`, then
+    :func:`_cell_last`), the positions ranked by
+    ``md5(seed | row | person | position)``. Every query under that unit keeps the rows of
+    rank <= max rows (one truncation per plan)."""
+    columns = [(frame[c].tolist(), _column_kind(frame[c])) for c in frame.columns]
+    content = [tuple(part for values, kind in columns for part in _cell_number(values[i], kind))
+               + tuple(part for values, kind in columns for part in _cell_then(values[i], kind))
+               + tuple(part for values, kind in columns for part in _cell_last(values[i], kind))
+               for i in range(len(frame))]
+    ranks = np.zeros(len(frame), dtype=np.int64)
+    for pid, rows in _people(frame, person).items():
+        ordered = sorted(rows, key=lambda i: content[i])
+        positions = sorted(range(1, len(ordered) + 1),
+                           key=lambda r, pid=pid: (_key(seed, "row", pid, r), r))
+        for rank, position in enumerate(positions, start=1):
+            ranks[ordered[position - 1]] = rank
+    return ranks
 
 
 def bounded_count(frame: pd.DataFrame, person: str, k: int) -> int:
@@ -251,28 +315,27 @@ def bounded_count(frame: pd.DataFrame, person: str, k: int) -> int:
 
 def bounded_sum_per_person(frame: pd.DataFrame, column: str, lower: float, upper: float,
                            person: str, k: int, seed: int) -> dict:
+    """The person's kept rows (:func:`row_ranks` <= k), then those with a value."""
     values = frame[column].tolist()  # Python numbers: numpy int64 would overflow in sums
     missing = _missing(frame[column])
-    kept: list = []
-    for pid, rows in _people(frame, person).items():
-        present = [values[i] for i in rows if not missing[i]]
-        kept += _keep_rows(present, seed, pid, k)
+    ranks = row_ranks(frame, person, seed)
+    kept = [values[i] for i in range(len(frame)) if 0 < ranks[i] <= k and not missing[i]]
     return {"total": exact_sum(kept, lower, upper), "rows": len(kept),
             "clamped": sum(1 for v in kept if v < lower or v > upper)}
 
 
 def bounded_cells(codes: np.ndarray, frame: pd.DataFrame, person: str, cells: int, k: int,
                   groups: int | None, seed: int, texts: list[str]) -> np.ndarray:
-    """Per person: without ``groups``, the rows sorted by their cell's text and k positions
-    kept by md5 rank; with it, ``groups`` cells kept by the md5 of their text, k rows in each."""
+    """Per person: without ``groups``, the kept rows (:func:`row_ranks` <= k) counted in
+    their cells; with it, ``groups`` cells kept by the md5 of their text, k rows in each."""
     counts = np.zeros(cells, dtype=np.int64)
     cell_of = {texts[c]: c + 1 for c in range(cells)}
+    if groups is None:
+        ranks = row_ranks(frame, person, seed)
+        kept = (ranks > 0) & (ranks <= k) & (codes > 0)
+        return np.bincount(codes[kept] - 1, minlength=cells).astype(np.int64)
     for pid, rows in _people(frame, person).items():
         mine = [int(codes[i]) for i in rows if codes[i] > 0]
-        if groups is None:
-            for text in _keep_rows([texts[c - 1] for c in mine], seed, pid, k):
-                counts[cell_of[text] - 1] += 1
-            continue
         distinct = sorted({texts[c - 1] for c in mine},
                           key=lambda t, pid=pid: (_key(seed, "group", pid, t), t))
         for text in distinct[:groups]:
@@ -283,27 +346,28 @@ def bounded_cells(codes: np.ndarray, frame: pd.DataFrame, person: str, cells: in
 def bounded_grouped_sum(frame: pd.DataFrame, key: str, categories: tuple, column: str,
                         lower: float, upper: float, person: str, k: int, groups: int | None,
                         seed: int) -> dict:
-    """Per person: without ``groups``, the values (of declared keys) sorted by (key text,
-    value) and k positions kept by md5 rank; with it, ``groups`` cells kept by the md5 of
-    their text and in each the values sorted and k positions kept by md5 rank."""
+    """Per person: without ``groups``, the kept rows (:func:`row_ranks` <= k) with a declared
+    key and a value; with it, ``groups`` cells (of the rows with a declared key and a value)
+    kept by the md5 of their text and in each the k rows of lowest rank."""
     codes = cell_codes(frame[key], categories)
     values = frame[column].tolist()
     missing = _missing(frame[column])
     text = texts(categories)
+    ranks = row_ranks(frame, person, seed)
     kept: dict[int, list] = {c: [] for c in range(1, len(categories) + 1)}
     for pid, rows in _people(frame, person).items():
-        mine = sorted(((text[codes[i] - 1], int(codes[i]), values[i]) for i in rows
-                       if codes[i] > 0 and not missing[i]), key=lambda t: (t[0], t[2]))
+        mine = sorted((ranks[i], int(codes[i]), values[i]) for i in rows
+                      if codes[i] > 0 and not missing[i])
         if groups is None:
-            ranked = sorted(range(1, len(mine) + 1),
-                            key=lambda r, pid=pid: (_key(seed, "row", pid, r), r))
-            for r in ranked[:k]:
-                kept[mine[r - 1][1]].append(mine[r - 1][2])
+            for rank, cell, value in mine:
+                if rank <= k:
+                    kept[cell].append(value)
             continue
-        cells = sorted({(t, c) for t, c, _ in mine},
-                       key=lambda tc, pid=pid: (_key(seed, "group", pid, tc[0]), tc[0]))
-        for _, cell in cells[:groups]:
-            kept[cell] += _keep_rows([v for _, c, v in mine if c == cell], seed, pid, k)
+        cells = sorted({text[c - 1] for _, c, _ in mine},
+                       key=lambda t, pid=pid: (_key(seed, "group", pid, t), t))
+        for t in cells[:groups]:
+            cell = text.index(t) + 1
+            kept[cell] += [v for _, c, v in mine if c == cell][:k]
     totals = [exact_sum(kept[c], lower, upper) for c in sorted(kept)]
     return {"totals": np.array(totals), "rows": np.array([len(kept[c]) for c in sorted(kept)]),
             "clamped": sum(1 for c in kept for v in kept[c] if v < lower or v > upper)}
@@ -464,19 +528,16 @@ def joint_codes(frame: pd.DataFrame, columns: tuple, domains: tuple,
 def joint(frame: pd.DataFrame, columns: tuple, domains: tuple, binned: tuple,
           person: str | None = None, k: int = 1, seed: int = 0) -> dict:
     """The dense table of counts (shape: each column's codes), the rows with no person and
-    the rows dropped: with a person, each person's rows sorted by the text of their codes
-    ("2,0,4") and k positions kept by md5 rank."""
+    the rows dropped: with a person, the rows of rank <= k (:func:`row_ranks`)."""
     codes = joint_codes(frame, columns, domains, binned)
     shape = tuple(len(d) if b else len(d) + 1 for d, b in zip(domains, binned, strict=True))
     table = np.zeros(shape, dtype=np.int64)
     if person is None:
         np.add.at(table, tuple(codes.T), 1)
         return {"table": table, "missing_person_rows": 0, "dropped_rows": 0}
-    texts = [",".join(str(c) for c in row) for row in codes.tolist()]
-    kept = [text for pid, rows in _people(frame, person).items()
-            for text in _keep_rows([texts[i] for i in rows], seed, pid, k)]
-    kept_codes = np.array([[int(c) for c in t.split(",")] for t in kept],
-                          dtype=np.int64).reshape(len(kept), len(columns))
+    ranks = row_ranks(frame, person, seed)
+    kept_codes = codes[(ranks > 0) & (ranks <= k)]
+    kept = kept_codes
     np.add.at(table, tuple(kept_codes.T), 1)
     missing = int(_missing(frame[person]).sum())
     return {"table": table, "missing_person_rows": missing,

@@ -52,7 +52,7 @@ class BoundsCost:
     sweep: MaxRowsSweep
     max_rows: int
     labels: tuple[str, ...] | None
-    left_out: int   # rows without a person id or a value: not in the breakdown
+    left_out: int   # rows without a person id, a value or a category: add to no answer
 
     def table(self) -> pd.DataFrame:
         """One row per answer (one for a count or sum, one per category of a histogram)."""
@@ -89,8 +89,9 @@ def _engine_cells(relation, spec: QuerySpec, categories: tuple[object, ...] | No
                   ) -> tuple[ContributionCells, int, tuple[str, ...] | None]:
     """A sum's or a histogram's cells from the engine's per-person aggregates (any source,
     any size), and a histogram's labels: the categories with rows, sorted as text (the
-    groups are numbered in that order). Rows without a person id, or without a value or
-    category, are left out (they change no answer)."""
+    groups are numbered in that order). Rows without a person id are left out; rows without
+    a value or category add to no answer but count among their person's rows (the unit's
+    one truncation ranks them too, so they take kept slots)."""
     person, per_cell = spec.contribution.person, KINDS[spec.query].per_cell
     if not per_cell:   # a sum's values
         agg = relation.answer(PersonCells(person, spec.column, spec.lower, spec.upper))

@@ -171,23 +171,20 @@ def cell_codes(frame, query):
     return codes, [[str(c)] for c in query["categories"]]
 
 
-def bounded(frame, codes=None, rng=None):
-    """The rows kept under the privacy unit: each person keeps at most MAX_ROWS rows (in each
-    of at most MAX_GROUPS cells of a grouped query), chosen uniformly at random: the cells
-    by an independent random priority per (person, cell), whatever their numbers of rows,
-    and the rows of a kept cell by a random priority. A person is a person id's canonical
-    key (``keys_of``); a row with no person id is no one's and is left out. Each priority
-    is a hash, keyed by a secret drawn for each query (from ``rng`` when given), of the
-    person's key and that row's own cells (or that cell), so what a person keeps depends on
-    that person's rows only: never on other people's rows or the file's order. With one
-    row per person, every row. ``codes``: each row's cell (-1: in none, dropped)."""
-    if codes is not None:
-        frame = frame.assign(__cell__=codes)
-        frame = frame[frame["__cell__"].to_numpy() >= 0]
+def ranked(frame, rng=None):
+    """The unit's one truncation, drawn once per release: each row with a person id and its
+    rank (``__rank__``, from 0) among its person's rows, in the order of a random priority;
+    every query keeps the rows of rank < MAX_ROWS (``bounded``), so all of the plan's
+    queries read the same kept rows. A person is a person id's canonical key (``keys_of``,
+    in ``__person__``); a row with no person id is no one's and is left out. The priority
+    is a hash, keyed by a secret drawn for the release (from ``rng`` when given), of the
+    person's key and that row's own cells, so what a person keeps depends on that person's
+    rows only: never on other people's rows or the file's order. With one row per person,
+    every row (rank 0)."""
     if PERSON_COLUMN is None:
-        return frame
+        return frame.assign(__rank__=np.zeros(len(frame), dtype=np.int64))
     rng = np.random.default_rng() if rng is None else rng
-    row_secret, cell_secret = rng.bytes(8).hex(), rng.bytes(8).hex()   # 16 characters each
+    row_secret = rng.bytes(8).hex()   # 16 characters
     person = keys_of(frame[PERSON_COLUMN])
     known = pd.notna(person)
     frame, person = frame[known], pd.Series(person[known], dtype=object)
@@ -195,10 +192,30 @@ def bounded(frame, codes=None, rng=None):
     priority = pd.util.hash_pandas_object(keyed, index=False, hash_key=row_secret).to_numpy()
     order = np.argsort(priority, kind="stable")
     frame, person = frame.iloc[order], person.iloc[order].to_numpy()
-    if codes is None or MAX_GROUPS is None:
-        rank = pd.Series(person).groupby(person, sort=False).cumcount().to_numpy()
-        return frame[rank < MAX_ROWS]
-    cell = frame["__cell__"].to_numpy()
+    rank = pd.Series(person).groupby(person, sort=False).cumcount().to_numpy()
+    return frame.assign(__person__=person, __rank__=rank)
+
+
+def bounded(frame, codes=None, rng=None):
+    """The rows kept under the privacy unit: each person's rows of rank < MAX_ROWS
+    (``ranked``: the same rows for every query of the plan), then, with ``codes``, those in
+    a declared cell (``codes``: each row's cell, -1: in none). A grouped query with
+    MAX_GROUPS keeps, on top, at most MAX_GROUPS cells of each person, chosen uniformly at
+    random by an independent random priority per (person, cell) whatever their numbers of
+    rows, and in each kept cell the MAX_ROWS rows of lowest rank. ``frame`` not yet ranked
+    is ranked here (one draw for this query alone)."""
+    if codes is not None:
+        frame = frame.assign(__cell__=codes)
+    if "__rank__" not in frame.columns:
+        frame = ranked(frame, rng)
+    if codes is None or MAX_GROUPS is None or PERSON_COLUMN is None:
+        kept = frame[frame["__rank__"].to_numpy() < MAX_ROWS]
+        return kept if codes is None else kept[kept["__cell__"].to_numpy() >= 0]
+    rng = np.random.default_rng() if rng is None else rng
+    cell_secret = rng.bytes(8).hex()
+    frame = frame[frame["__cell__"].to_numpy() >= 0]
+    frame = frame.iloc[np.argsort(frame["__rank__"].to_numpy(), kind="stable")]
+    person, cell = frame["__person__"].to_numpy(), frame["__cell__"].to_numpy()
     rank = pd.DataFrame({"p": person, "c": cell}).groupby(
         ["p", "c"], sort=False).cumcount().to_numpy()
     frame, person, cell = frame[rank < MAX_ROWS], person[rank < MAX_ROWS], cell[rank < MAX_ROWS]

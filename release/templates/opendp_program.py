@@ -69,6 +69,7 @@ from release.templates.common import (  # noqa: E402
     numbers,
     plain,
     present,
+    ranked,
     read_frame,
     select_columns,
     variance_of,
@@ -189,8 +190,9 @@ def release_query(query, measurements, frame, rng=None):
         noisy_count = measurements[1](as_input(parts[1], len(rows)))
         return [[[], mean_of(noisy_sum, noisy_count, query["lower"], query["upper"])]]
     if kind == "variance":
-        # values that read as numbers, then each person's rows bounded (as the app does)
-        rows = bounded(frame[present(frame[query["column"]])], rng=rng)
+        # each person's kept rows, then the values that read as numbers (as the app does)
+        rows = bounded(frame, rng=rng)
+        rows = rows[present(rows[query["column"]])]
         y = deviations(rows[query["column"]], query["lower"], query["upper"])
         moments = (len(rows), float(np.sum(y)), float(np.sum(y * y)))
         noisy = [m(as_input(p, v)) for m, p, v in zip(measurements, parts, moments, strict=True)]
@@ -229,7 +231,8 @@ def release(frame, measurements=None, rng=None):
     report = None
     if measurements is None:
         measurements, report = checked_measurements()
-    frame = select_columns(frame)
+    # the unit's one truncation, drawn once: every query reads the same kept rows
+    frame = ranked(select_columns(frame), rng)
     queries = [{"id": q["id"], "label": q["label"], "statistic": q["kind"],
                 "rows": release_query(q, m, frame, rng)}
                for q, m in zip(QUERIES, measurements, strict=True)]

@@ -66,6 +66,7 @@ QUERIES: list[dict] = []
 from engine.cells import column_names, header_layout  # noqa: E402
 from release.templates.common import (  # noqa: E402
     Refused,
+    bounded,
     cell_codes,
     check_plan,
     deviations,
@@ -75,6 +76,7 @@ from release.templates.common import (  # noqa: E402
     needed_columns,
     numbers,
     present,
+    ranked,
     variance_of,
 )
 
@@ -109,19 +111,59 @@ def bounds_params(grouped):
     return {"max_contributions": MAX_ROWS}
 
 
-def spark_rows(frame_rdd, query):
-    """(privacy id, cell, value) for each row of the query (cell -1: in no declared cell)."""
+def ranked_rdd(frame_rdd, seed=None):
+    """The unit's one truncation on Spark, drawn once per release (``ranked`` of the shared
+    code): each person's rows brought to one partition (by the md5 of their canonical key)
+    and ranked there by a random priority keyed by one secret for the whole release (from
+    ``seed``, else drawn from the OS); each row gains its person's key and its rank, and
+    every query reads the rows of rank < MAX_ROWS (``spark_rows``). Rows with no person id
+    are left out."""
+    names = needed_columns()
+    seed = int.from_bytes(os.urandom(8), "big") if seed is None else seed
+
+    def keyed(rows):
+        frame = pd.DataFrame(list(rows), columns=names)
+        ids = keys_of(frame[PERSON_COLUMN])
+        known = pd.notna(ids)
+        return list(zip(ids[known].tolist(),
+                        frame[known].itertuples(index=False, name=None), strict=True))
+
+    def rank(pairs):
+        frame = pd.DataFrame([row for _, row in pairs], columns=names)
+        if frame.empty:
+            return []
+        out = ranked(frame, np.random.default_rng(seed))   # the same secret everywhere
+        out = out.assign(__rank__=out["__rank__"].astype(int))
+        return list(out[[*names, "__person__", "__rank__"]].itertuples(index=False, name=None))
+
+    def partition(key):
+        return int(hashlib.md5(key.encode("utf-8")).hexdigest()[:8], 16)
+
+    return (frame_rdd.mapPartitions(keyed)
+            .partitionBy(frame_rdd.getNumPartitions(), partitionFunc=partition)
+            .mapPartitions(rank, preservesPartitioning=True))
+
+
+def spark_rows(frame_rdd, query, ranked=False):
+    """(privacy id, cell, value) for each row of the query (cell -1: in no declared cell).
+    ``ranked``: the rows come from ``ranked_rdd`` and only the unit's kept rows are read
+    (the same rows for every query; PipelineDP's own bounds then keep them all, and choose
+    at most MAX_GROUPS cells of a grouped query)."""
     kind = query["kind"]
+    grouped = kind not in ("count", "sum", "mean", "variance")
+    columns = [*needed_columns(), "__person__", "__rank__"] if ranked else needed_columns()
 
     def convert(index_and_rows):
         index, rows = index_and_rows
-        frame = pd.DataFrame(list(rows), columns=needed_columns())
+        frame = pd.DataFrame(list(rows), columns=columns)
+        codes = cell_codes(frame, query)[0] if grouped else np.zeros(len(frame), np.int64)
+        if ranked:   # this query's kept rows of the plan's one truncation
+            frame = bounded(frame, codes if grouped else None)
+            codes = (frame["__cell__"].to_numpy() if grouped
+                     else np.zeros(len(frame), dtype=np.int64))
         if kind == "variance":  # the values that read as numbers only (as the app reads them)
-            frame = frame[present(frame[query["column"]])]
-        if kind in ("count", "sum", "mean", "variance"):
-            codes = np.zeros(len(frame), dtype=np.int64)
-        else:
-            codes = cell_codes(frame, query)[0]
+            keep = present(frame[query["column"]])
+            frame, codes = frame[keep], codes[keep]
         if kind == "variance":  # deviations from the bounds' midpoint, in [-h, h]
             values = deviations(frame[query["column"]], query["lower"], query["upper"])
         elif query.get("lower") is not None:
@@ -196,8 +238,8 @@ def variance_part(rows, part, query):
     raise Refused(f"query {query['id']!r}: no variance part {part['part']!r}")
 
 
-def release_query(sc, frame_rdd, query):
-    rows = spark_rows(frame_rdd, query).cache()
+def release_query(sc, frame_rdd, query, ranked=False):
+    rows = spark_rows(frame_rdd, query, ranked).cache()
     size, labels = cells_of(query)
     grouped = query["kind"] not in ("count", "sum", "mean", "variance")
     statistic = query.get("statistic", query["kind"])
@@ -283,10 +325,14 @@ def read_spark(spark, path):
 
 def release(spark, path):
     check_plan()
-    frame_rdd = read_spark(spark, path).cache()
+    frame_rdd = read_spark(spark, path)
+    one_truncation = PERSON_COLUMN is not None
+    if one_truncation:   # each person's rows kept once: every query reads the same rows
+        frame_rdd = ranked_rdd(frame_rdd)
+    frame_rdd = frame_rdd.cache()
     queries, parts = [], []
     for query in QUERIES:
-        rows, report = release_query(spark.sparkContext, frame_rdd, query)
+        rows, report = release_query(spark.sparkContext, frame_rdd, query, one_truncation)
         queries.append({"id": query["id"], "label": query["label"],
                         "statistic": query["kind"], "rows": rows})
         parts.extend(report)

@@ -1,6 +1,7 @@
 """What the bounds cost (issue 12, item 3): the breakdown against brute force on a small frame
 (every subset of kept rows enumerated), the engine's seeded truncation against the exact mean,
-and the page's section under a person-id unit."""
+the breakdown on rows without a value against the pandas reference's one truncation averaged
+over seeds, and the page's section under a person-id unit."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from dashboard.data.model import LoadedDataset
 from dashboard.data.relation import Relation
 from dashboard.person import PrivacyUnit, contribution
 from tests.conftest import open_app
+from tests.engine_reference import row_ranks
 
 VALUES = pd.DataFrame({"pid": [1, 1, 1, 1, 2, 3, 3],
                        "kind": ["a", "a", "b", "c", "a", "b", "b"],
@@ -86,6 +88,68 @@ def test_the_engines_truncation_averages_to_the_exact_mean():
     # 300 seeds: the mean within 4 standard errors of the exact one
     assert float(np.mean(answers)) == pytest.approx(mean, abs=4 * math.sqrt(var / 300))
     assert float(np.var(answers)) == pytest.approx(var, rel=0.35)
+
+
+#: Rows without a value (value) or outside the categories (kind "d" or none): under the unit's
+#: one truncation they take kept slots like any other row (issue 37).
+GAPS = pd.DataFrame({"pid": [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4],
+                     "kind": ["a", "a", "b", "d", None, "a", "b", "d", "b", "b", "a"],
+                     "value": [10.0, 20.0, np.nan, 40.0, np.nan, 5.0, np.nan, 7.0, 1.0, 2.0,
+                               3.0]})
+
+
+def enumerated_sum_mean(frame: pd.DataFrame, r: int, lower: float, upper: float) -> float:
+    """Exact mean of the truncated clamped sum when each person keeps a uniformly random
+    min(r, n) of ALL their n rows (a row without a value adds 0): every subset enumerated."""
+    mean = 0.0
+    for _, rows in frame.groupby("pid"):
+        v = rows["value"].clip(lower, upper).fillna(0.0).to_numpy()
+        m = min(r, len(v))
+        mean += np.mean([v[list(c)].sum() for c in itertools.combinations(range(len(v)), m)])
+    return mean
+
+
+def test_rows_without_a_value_take_kept_slots_in_the_breakdown():
+    """The predicted bias of dropped rows is what the one truncation really drops: the pandas
+    reference's kept rows (``row_ranks`` <= max rows, then those with a value or in a
+    category), averaged over 2,000 seeds, within 4 standard errors, and the enumeration of
+    every kept subset of each person's rows exactly. Before, a person's rows counted only
+    those with a value (or in a category): person 1 kept 2 of their 3 values (bias −18.3 for
+    the sum instead of −37)."""
+    r, lower, upper, categories = 2, 0.0, 25.0, ("a", "b", "c")
+    data = loaded(GAPS, "k-gaps-sum")
+    sum_cost = bc.bounds_cost(data, "k-gaps-sum",
+                              spec("sum", r, column="value", lower=lower, upper=upper),
+                              LAPLACE, None).breakdown
+    data = loaded(GAPS, "k-gaps-hist")
+    hist = bc.bounds_cost(data, "k-gaps-hist",
+                          spec("histogram", 1, column="kind", categories=categories),
+                          LAPLACE, None)
+    assert hist.labels == ("a", "b")                      # "c" has no row
+    clamped = GAPS["value"].clip(lower, upper)
+    has_value = GAPS["value"].notna().to_numpy()
+    cells = [(GAPS["kind"] == c).to_numpy() for c in hist.labels]
+    seeds = 2000
+    kept_sums, kept_counts = np.empty(seeds), np.empty((seeds, len(cells)))
+    for seed in range(seeds):
+        ranks = row_ranks(GAPS, "pid", seed)
+        kept = (ranks > 0) & (ranks <= r)
+        kept_sums[seed] = clamped[kept & has_value].sum()
+        one = (ranks > 0) & (ranks <= 1)                   # the histogram's max rows = 1
+        kept_counts[seed] = [np.sum(one & c) for c in cells]
+    dropped_sum = kept_sums - clamped.sum()
+    se = dropped_sum.std() / math.sqrt(seeds)
+    assert abs(sum_cost.truncation_bias[0] - dropped_sum.mean()) < 4 * se
+    assert sum_cost.truncation_bias[0] == pytest.approx(
+        enumerated_sum_mean(GAPS, r, lower, upper) - clamped.sum())
+    # by hand: persons keep 2/5 of 55, 2/3 of 12, then 3 and 3: 36 kept of 73
+    assert sum_cost.truncation_bias[0] == pytest.approx(36 - 73)
+    dropped_counts = kept_counts - np.array([c.sum() for c in cells])
+    se = dropped_counts.std(axis=0) / math.sqrt(seeds)
+    assert np.all(np.abs(hist.breakdown.truncation_bias - dropped_counts.mean(axis=0)) < 4 * se)
+    # by hand: a: 2/5 + 1/3 + 1 of 4 rows, b: 1/5 + 1/3 + 1 of 4
+    assert hist.breakdown.truncation_bias == pytest.approx(
+        [2 / 5 + 1 / 3 + 1 - 4, 1 / 5 + 1 / 3 + 1 - 4])
 
 
 def test_the_sweep_marks_the_smallest_total_error():

@@ -338,6 +338,36 @@ def test_truncation_moments_match_exhaustive_enumeration(seed, r, k):
     np.testing.assert_allclose(var, exact_var, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("r", [1, 2, 4])
+def test_rows_the_query_does_not_read_take_kept_slots(seed, r):
+    """Under the unit's one truncation a person keeps min(r, N) of ALL their N rows, and rows
+    without a value (or outside the categories) add nothing: the moments of the cells built
+    with ``read`` match the enumeration where those rows are kept like any other, with
+    value 0. Without ``read`` (the rows dropped first) a person's N would be too small."""
+    frame = small_frame(seed)
+    read = np.random.default_rng(seed).random(len(frame)) < 0.6
+    read[0] = True
+    lower, upper = -1.0, 6.0
+    groups = frame["group"].astype(object).where(read, None)      # missing where not read
+    values = frame["value"].where(read, np.nan)
+    cells = contribution_cells(frame["person"], groups=groups, values=values, lower=lower,
+                               upper=upper, read=read)
+    _, code = np.unique(frame["group"][read], return_inverse=True)
+    padded = frame.assign(group=0, value=0.0)          # unread rows: kept slots adding 0
+    padded.loc[read, "group"] = code
+    padded.loc[read, "value"] = frame["value"][read]
+    n_groups = int(code.max()) + 1
+    mean, var = truncation_moments(cells, max_rows=r)
+    exact_mean, exact_var = enumerate_truncation(padded, r, None, lower, upper, n_groups)
+    np.testing.assert_allclose(mean, exact_mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(var, exact_var, rtol=1e-10, atol=1e-10)
+    with pytest.raises(ValueError, match="read"):
+        contribution_cells(frame["person"], read=read[:-1])
+    with pytest.raises(ValueError, match="values"):
+        contribution_cells(frame["person"], values=values[:-1], read=read)
+
+
 def ranks_within(block: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """For each run (row of ``keys``), each item's rank among the items of its block when the
     items are ordered by their random key: items with rank < r are the r kept."""

@@ -1,5 +1,6 @@
 """Who contributes how much (``PersonCells``), computed by the engine with per-person
-aggregates, against ``dpcore.contributions.contribution_cells`` on the rows kept (numpy); the
+aggregates, against ``dpcore.contributions.contribution_cells`` on the rows read (numpy; a
+person's rows are all their rows, those without a value or category too); the
 same cells from a frame, a CSV file and a Parquet file. And how a data-folder CSV is read: the
 same column kinds as an upload of the same bytes (yes/no, true/false and dates are text).
 """
@@ -52,22 +53,23 @@ QUERIES = {
 
 
 def expected_cells(frame: pd.DataFrame, name: str):
-    """numpy on the rows the query keeps (an independent reference)."""
-    keep = frame["pid"].notna()
+    """numpy on the rows the query reads (an independent reference), every row with a
+    person id counted among its person's rows (the unit's one truncation ranks them all)."""
+    rows = frame[frame["pid"].notna()]
+    read = np.ones(len(rows), dtype=bool)
     if name in ("sum", "unclamped sum"):
-        keep &= frame["value"].notna()
+        read = rows["value"].notna().to_numpy()
     if name == "histogram":
-        keep &= frame["kind"].isin(CATEGORIES)
-    rows = frame[keep]
-    persons = rows["pid"].to_numpy()
+        read = rows["kind"].isin(CATEGORIES).to_numpy()
+    persons, left_out = rows["pid"].to_numpy(), len(frame) - int(read.sum())
     if name == "count":
-        return contribution_cells(persons), int((~keep).sum())
+        return contribution_cells(persons), left_out
     if name == "histogram":
-        return contribution_cells(persons, groups=rows["kind"].to_numpy(str)), \
-            int((~keep).sum())
+        return contribution_cells(persons, groups=rows["kind"].to_numpy(object),
+                                  read=read), left_out
     bounds = {"lower": 0.0, "upper": 30.0} if name == "sum" else {}
-    return contribution_cells(persons, values=rows["value"].to_numpy(float), **bounds), \
-        int((~keep).sum())
+    return contribution_cells(persons, values=rows["value"].to_numpy(float), read=read,
+                              **bounds), left_out
 
 
 @pytest.mark.parametrize("name", list(QUERIES))
@@ -93,6 +95,7 @@ def test_a_text_value_is_read_row_by_row(duck):
     frame = pd.DataFrame({"pid": [1, 1, 2, 2], "x": ["1", " 2.5 ", "oops", "4"]})
     agg = duck.run(FrameSource(frame), PersonCells("pid", "x", 0.0, 3.0))
     np.testing.assert_array_equal(agg.rows, [1, 2])                # pid 2: "oops" is missing
+    np.testing.assert_array_equal(agg.person_rows, [2, 2])         # ... but still pid 2's row
     np.testing.assert_allclose(agg.raw_value_sum, [4.0, 3.5])
     np.testing.assert_allclose(agg.value_sum, [3.0, 3.5])          # 4 clamped to 3
     assert agg.left_out == 1

@@ -36,7 +36,7 @@ def test_the_bounds_cost_of_a_sum_on_a_data_folder_file(small_csv):
     table = next(d.value for d in at.dataframe if "Bias: dropped rows" in d.value.columns)
     # every row with a person id and a value, unclamped
     assert table["True answer (all rows, unclamped)"].iloc[0] == pytest.approx(108.0)
-    assert "1 rows without a person id or a value are left out" in words
+    assert "1 rows without a person id, a value or a category add nothing" in words
 
 
 def test_the_data_page_warns_about_missing_cells(small_csv):
