@@ -345,9 +345,6 @@ def measured(folder: Path, sizes: list[int], out: Path,
     side by side."""
     import importlib.util
 
-    from engine import Engine
-    from engine.duckdb_backend import DuckDBBackend
-
     polars = importlib.util.find_spec("polars") is not None
     plan = measured_plan()
     goals: list[tuple[str, int, str, dict[str, float]]] = []
@@ -357,6 +354,17 @@ def measured(folder: Path, sizes: list[int], out: Path,
         with open(out, "a", encoding="utf-8") as results:
             results.write(f"{line}\n")
 
+    try:
+        _measure(folder, sizes, formats, methods, tables, plan, polars, goals, write)
+    finally:  # what was measured, even when a later line fails (DuckDB's SQL out of memory)
+        write(_goals_table(goals))
+
+
+def _measure(folder, sizes, formats, methods, tables, plan, polars, goals, write) -> None:
+    """The body of :func:`measured`: each line measured, written, and kept in ``goals``."""
+    from engine import Engine
+    from engine.duckdb_backend import DuckDBBackend
+
     for rows in sizes:
         for table in tables:
             csv, parquet = table_files(table, rows)
@@ -364,6 +372,7 @@ def measured(folder: Path, sizes: list[int], out: Path,
                 if fmt not in formats:
                     continue
                 cpu: dict[str, float] = {}
+                goals.append((table, rows, fmt, cpu))  # filled as each line is measured
 
                 def record(what: str, timed: str, mine: str | None = None) -> None:
                     cpu[what] = _cpu(timed)  # noqa: B023
@@ -395,8 +404,6 @@ def measured(folder: Path, sizes: list[int], out: Path,
                     write(f"{rows:.0e} rows {table:7} {fmt:7} noise scales (release / "
                           f"Polars): {_equal_noise(path, rows)}")
                     record("Polars Context", _timed(_polars_context, path, rows), ours)
-                goals.append((table, rows, fmt, cpu))
-    write(_goals_table(goals))
 
 
 def _goals_table(goals: list[tuple[str, int, str, dict[str, float]]]) -> str:
