@@ -295,8 +295,10 @@ def _polars_context(path: Path, rows: int) -> None:
 
 
 #: How far OpenDP's Polars sum's scale may sit above the release's: its float sum is
-#: accounted with the rounding of ``max_length`` additions (2.5002e6 for 2.5e6 at 10^6 rows).
-SCALE_SLACK = 1e-3
+#: accounted with the rounding of ``max_length`` additions, an allowance that grows with the
+#: table (2.50023e6 for the release's 2.5e6 at 10^6 rows, 2.52265e6 at 10^7). The count's and
+#: the histogram's scales are equal.
+SCALE_SLACK = 0.02
 
 
 def _equal_noise(path: Path, rows: int) -> str:
