@@ -301,12 +301,15 @@ with text_col:
 
 st.subheader("Take the plan away")
 refused = not guard.fits
+# A plan is public (queries, budgets, declarations): always offered, also once a release has
+# spent the budget. A release of it is refused where the budget is checked: here and by
+# python -m release, both against the ledger.
 st.download_button("Download the plan (JSON)", the_plan.to_json().encode("utf-8"),
                    file_name="release-plan.json", mime="application/json",
-                   key="plan_download", on_click="ignore", disabled=refused,
-                   help="Refused while the plan does not fit the dataset's budget." if refused
-                   else
-                   "Import it here later, or release it with python -m release.")
+                   key="plan_download", on_click="ignore",
+                   help="Import it here later, or release it with python -m release"
+                   + (" (which refuses it too while it does not fit the budget)."
+                      if refused else "."))
 release_panel.programs_section(the_plan)
 saved = plan_store.current(data_key)
 if checked.held:   # a simulation reads the data under the plan's unit too
