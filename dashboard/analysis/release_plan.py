@@ -589,4 +589,5 @@ def plan_risk(plan: model.Plan, built: Sequence[Built]) -> Risk:
               (f"Its riskiest query alone: {plan.queries[single].label}",
                np.asarray(plan_tradeoff(alone, fpr), dtype=float))]
     return Risk(fpr, curves, pd.DataFrame(rows), describe_plan_risk(releases, 0.5),
-                describe_plan_risk(alone, 0.5), plan.queries[single].label)
+                describe_plan_risk(alone, 0.5, after="that query alone"),
+                plan.queries[single].label)

@@ -5,6 +5,7 @@ the whole plan's."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -38,3 +39,14 @@ def test_the_plan_can_still_be_downloaded_once_a_release_spent_the_budget(
     at.run()   # and on the page's next run
     assert not at.exception, [e.value for e in at.exception]
     assert not at.download_button(key="plan_download").disabled
+
+
+def test_the_riskiest_query_alone_is_not_described_as_the_whole_plan(ledger_file):
+    at = plan_of_two()   # a count and a table of Adult, pure ε = 1 each
+    whole = next(i.value for i in at.info if "an attacker who knows" in i.value)
+    alone = next(c.value for c in at.caption if c.value.startswith("For comparison"))
+    assert whole.startswith("After the whole plan, an attacker")
+    assert "After the whole plan" not in alone
+    assert "After that query alone, an attacker who knows everyone else's data" in alone
+    # one ε = 1 query from a coin flip: at most e/(1 + e) = 73.106 %, shown rounded up
+    assert f"at most {math.ceil(1000 * math.e / (1 + math.e)) / 10}% certainty" in alone
