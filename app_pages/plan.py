@@ -180,25 +180,29 @@ number = st.column_config.NumberColumn
 edited = st.data_editor(
     # VERSION grows with each edit made here, shown_count with each plan shown from the store
     frame, key=f"plan_editor_{ss[VERSION] + plan_store.shown_count()}", hide_index=True,
-    width="stretch",
+    width="stretch", column_order=rp.SHOWN_COLUMNS,   # Remove and the accuracy in view
     disabled=[c for c in rp.ROW_COLUMNS if c not in rp.EDITABLE],
     column_config={
-        rp.QUERY: st.column_config.TextColumn("Query", width="medium", max_chars=200),
+        rp.REMOVE: st.column_config.CheckboxColumn("Remove", width=85, pinned=True,
+                                                   help="Tick to take the query out of the "
+                                                        "plan."),
+        rp.QUERY: st.column_config.TextColumn("Query", width="medium", max_chars=200,
+                                              pinned=True),
+        rp.NOW: st.column_config.TextColumn("Accuracy now", width=130),
+        rp.MET: st.column_config.TextColumn("Meets target", width=100),
         rp.MECH: st.column_config.TextColumn("Mechanism and budget", width="large"),
-        rp.EPS: number("ε", format="%g", min_value=0.0, help="The query's ε (pure or "
-                       "approximate DP, a selection, a threshold with Laplace noise)."),
-        rp.DELTA: number("δ", format="%.1e", min_value=0.0, max_value=0.5,
+        rp.EPS: number("ε", format="%g", min_value=0.0, width=60, help="The query's ε (pure "
+                       "or approximate DP, a selection, a threshold with Laplace noise)."),
+        rp.DELTA: number("δ", format="%.1e", min_value=0.0, max_value=0.5, width=75,
                          help="Approximate DP's δ; a threshold's δ."),
-        rp.RHO: number("ρ", format="%g", min_value=0.0, help="zCDP queries."),
-        rp.ALPHA: number("Target ±α", format="%g", min_value=0.0,
+        rp.RHO: number("ρ", format="%g", min_value=0.0, width=60, help="zCDP queries."),
+        rp.ALPHA: number("Target ±α", format="%g", min_value=0.0, width=95,
                          help="Accuracy target: within ±α of the truth (ranks for a "
                               "quantile)…"),
-        rp.BETA: number("Target β", format="%g", min_value=0.0, max_value=1.0,
+        rp.BETA: number("Target β", format="%g", min_value=0.0, max_value=1.0, width=85,
                         help="…except with probability β (0.05: 95% of releases)."),
         rp.PROB: number("Target P(correct)", format="%g", min_value=0.0, max_value=1.0,
                         help="A selection: the true most common picked with this probability."),
-        rp.REMOVE: st.column_config.CheckboxColumn("Remove", help="Tick to take the query "
-                                                   "out of the plan."),
     })
 editable = list(rp.EDITABLE)
 if not edited[editable].equals(frame[editable]):
@@ -210,9 +214,9 @@ if not edited[editable].equals(frame[editable]):
     st.rerun()
 for problem in ss.pop(PROBLEMS, []):
     st.error(plain(problem, limit=500), icon=":material/error:")
-st.caption("Edit ε, δ, ρ or a target in the table; tick Remove to take a query out. 'Accuracy "
-           "now' is at the query's budget (closed form); 'Meets target' compares it with the "
-           "target. Queries without a closed form show —.")
+st.caption("Edit ε, δ, ρ or a target in the table; tick Remove (first column) to take a query "
+           "out. 'Accuracy now' is at the query's budget (closed form); 'Meets target' "
+           "compares it with the target. Queries without a closed form show —.")
 if any(not kind_of(q.query).simulated for q in the_plan.queries):
     st.caption("A synthetic table is not simulated here: OpenDP measures its marginals and "
                "fits a model, which numpy's draws cannot stand in for. Its ε or ρ is the one "
@@ -302,12 +306,15 @@ with text_col:
 
 st.subheader("Take the plan away")
 refused = not guard.fits
+# A plan is public (queries, budgets, declarations): always offered, also once a release has
+# spent the budget. A release of it is refused where the budget is checked: here and by
+# python -m release, both against the ledger.
 st.download_button("Download the plan (JSON)", the_plan.to_json().encode("utf-8"),
                    file_name="release-plan.json", mime="application/json",
-                   key="plan_download", on_click="ignore", disabled=refused,
-                   help="Refused while the plan does not fit the dataset's budget." if refused
-                   else
-                   "Import it here later, or release it with python -m release.")
+                   key="plan_download", on_click="ignore",
+                   help="Import it here later, or release it with python -m release"
+                   + (" (which refuses it too while it does not fit the budget)."
+                      if refused else "."))
 release_panel.programs_section(the_plan)
 saved = plan_store.current(data_key)
 if checked.held:   # a simulation reads the data under the plan's unit too

@@ -218,16 +218,19 @@ def plan_max_posterior(releases: Iterable[object], prior: ArrayLike, *,
 
 
 def describe_plan_risk(releases: Iterable[object], prior: float = 0.5, *,
-                       failure: float = DEFAULT_FAILURE) -> str:
+                       failure: float = DEFAULT_FAILURE, after: str = "the whole plan") -> str:
     """One plain sentence on what the whole plan lets an attacker learn about one person.
 
     The belief bound of :func:`plan_max_posterior`, rounded up, with its failure probability
-    (rounded up) when there is one.
+    (rounded up) when there is one. ``after`` names what ``releases`` are, as the sentence
+    starts ("After the whole plan, …"; "After that query alone, …" for one query of a plan).
     """
     if np.ndim(_probability_array("prior", prior, open_interval=True)) != 0:
         raise TypeError("prior must be a single number for a sentence")
+    if not isinstance(after, str) or not after.strip():
+        raise TypeError("after must be a non-empty string naming what is released")
     bound = plan_max_posterior(releases, prior, failure=failure)
-    start = (f"After the whole plan, an attacker who knows everyone else's data and starts at "
+    start = (f"After {after}, an attacker who knows everyone else's data and starts at "
              f"{percent(float(prior))} ")
     if math.isinf(bound.epsilon) or float(expit(-(logit(float(prior)) + bound.epsilon))) < 1e-12:
         return start + "can become essentially certain that Alice is in the data."

@@ -143,11 +143,89 @@ def _fmt(value: float | None, rounding: str = "nearest") -> str:
     return f"-{text}" if whole < 0 else text
 
 
-def _short(text: str, limit: int = 30) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 _WIDTH, _LABEL, _ROW, _RIGHT = 640, 190, 24, 90
+#: The label column grows from _LABEL up to this for long labels; past it a label wraps onto a
+#: second line (a row then is _ROW + _LINE high), and past two lines it is cut with "…" and
+#: kept whole in its tooltip (and in the table below the chart).
+_MAX_LABEL, _LINE, _GAP = 300, 14, 6
+_FONT_PX = 12   # svg text's font-size in _CSS
+
+#: Advance widths in em, rounded up from DejaVu Sans (what system-ui falls back to on Linux,
+#: and wider than Segoe UI, Roboto or Arial): a label measured with these is never wider on
+#: screen than measured, so it is never cut at the chart's left edge (issue 35:
+#: "ofessional_and_Related Serv…" drawn from x = -11). Anything unlisted counts a full em.
+_NARROW, _SLIM, _WIDE = set("ilj|!.,:;'"), set("fIrt()[] -_/\\\""), set("mwMW")
+
+
+def _char_em(c: str) -> float:
+    if c in _NARROW:
+        return 0.40
+    if c in _SLIM:
+        return 0.52
+    if c in _WIDE:
+        return 1.0
+    if c.islower() or c.isdigit() and c.isascii():
+        return 0.65
+    if c.isupper():
+        return 0.8
+    return 1.0   # symbols (× … — # +), CJK and the like
+
+
+def _text_px(text: str) -> float:
+    """An upper bound of ``text``'s width in pixels at the charts' font size."""
+    return _FONT_PX * sum(_char_em(c) for c in text)
+
+
+def _fit(text: str, room: float) -> int:
+    """How many of ``text``'s first characters fit in ``room`` pixels."""
+    used = 0.0
+    for i, c in enumerate(text):
+        used += _FONT_PX * _char_em(c)
+        if used > room:
+            return i
+    return len(text)
+
+
+def _label_lines(label: str) -> tuple[tuple[str, ...], bool]:
+    """A label as one line, or two that break after a space, underscore or hyphen where one
+    fits (else mid-word), the second cut with "…" when even two lines cannot hold it; and
+    whether it was cut."""
+    room = _MAX_LABEL - 2 * _GAP
+    if _text_px(label) <= room:
+        return (label,), False
+    fits = _fit(label, room)
+    breaks = [i + 1 for i, c in enumerate(label[:fits]) if c in " _-/"]
+    first = label[:breaks[-1] if breaks and breaks[-1] > fits // 3 else fits]
+    rest = label[len(first):].lstrip(" ")
+    cut = _text_px(rest) > room
+    if cut:
+        rest = rest[:_fit(rest, room - _text_px("…"))] + "…"
+    return (first.rstrip(" "), rest), cut
+
+
+def _labels(rows: Sequence[Mapping[str, Any]]
+            ) -> tuple[list[tuple[str, tuple[str, ...], bool]], float, int]:
+    """Each row's label (its groups) with its lines and whether it was cut, the label
+    column's width (the widest line and its margins, at least _LABEL, at most _MAX_LABEL)
+    and the rows' height (a line more if any label wraps)."""
+    labels = [" × ".join(str(g) for g in row.get("group", [])) or "value" for row in rows]
+    laid = [(label, *_label_lines(label)) for label in labels]
+    widest = max((_text_px(line) for _, lines, _ in laid for line in lines), default=0.0)
+    column = min(float(_MAX_LABEL), max(float(_LABEL), math.ceil(widest) + 2 * _GAP))
+    height = _ROW + _LINE * (max((len(lines) for _, lines, _ in laid), default=1) - 1)
+    return laid, column, height
+
+
+def _label_svg(laid: tuple[str, tuple[str, ...], bool], column: float, y: float,
+               row_height: int) -> str:
+    """A row's label, right-aligned against the bars; the whole label on hover when cut."""
+    label, lines, cut = laid
+    x = f"{column - _GAP:g}"
+    spans = "".join(f'<tspan x="{x}" dy="{0 if i == 0 else _LINE}">{_e(line)}</tspan>'
+                    for i, line in enumerate(lines))
+    title = f"<title>{_e(label)}</title>" if cut else ""
+    top = y + 15 + (row_height - _ROW - _LINE * (len(lines) - 1)) / 2   # centred in its row
+    return f'<text class="label" x="{x}" y="{top:g}" text-anchor="end">{title}{spans}</text>'
 
 
 def _of_value(row: Mapping[str, Any]) -> bool:
@@ -177,53 +255,56 @@ def _bar_chart(rows: Sequence[Mapping[str, Any]], title: str) -> str:
     lo, hi = min([0.0, *seen]), max([0.0, *seen])
     if hi == lo:
         hi = lo + 1.0
-    plot = _WIDTH - _LABEL - _RIGHT
+    laid, column, row_height = _labels(rows)
+    plot = _WIDTH - column - _RIGHT
 
     def x(v: float) -> float:
-        return _LABEL + (v - lo) / (hi - lo) * plot
+        return column + (v - lo) / (hi - lo) * plot
 
-    height = _ROW * len(rows) + 28
+    height = row_height * len(rows) + 28
     parts = [f'<svg class="chart" role="img" '
              f'viewBox="0 0 {_WIDTH} {height}" width="{_WIDTH}" height="{height}">',
              f"<title>{_e(title)}</title>",
              f'<line class="axis" x1="{x(0):.1f}" x2="{x(0):.1f}" y1="4" '
              f'y2="{height - 22}"/>']
-    for i, (row, v, a, b) in enumerate(zip(rows, values, lowers, uppers, strict=True)):
-        y = 6 + i * _ROW
-        group = " × ".join(str(g) for g in row.get("group", [])) or "value"
-        parts.append(f'<text class="label" x="{_LABEL - 6}" y="{y + 15}" text-anchor="end">'
-                     f"{_e(_short(group))}</text>")
+    for i, (label, v, a, b) in enumerate(zip(laid, values, lowers, uppers, strict=True)):
+        y = 6 + i * row_height
+        parts.append(_label_svg(label, column, y, row_height))
         if v is not None:
             left, right = sorted((x(0), x(v)))
             parts.append(f'<rect class="bar" x="{left:.1f}" y="{y + 3}" '
-                         f'width="{max(right - left, 1.0):.1f}" height="{_ROW - 8}"/>')
+                         f'width="{max(right - left, 1.0):.1f}" height="{row_height - 8}"/>')
         if a is not None and b is not None:
-            mid = y + _ROW / 2 - 1
+            mid = y + row_height / 2 - 1
             parts.append(f'<path class="interval" d="M{x(a):.1f} {mid}H{x(b):.1f}'
                          f'M{x(a):.1f} {mid - 5}V{mid + 5}M{x(b):.1f} {mid - 5}V{mid + 5}"/>')
-        parts.append(f'<text class="value" x="{_WIDTH - _RIGHT + 6}" y="{y + 15}">'
-                     f"{_e(_fmt(v))}</text>")
-    parts.append(f'<text class="tick" x="{_LABEL}" y="{height - 6}">{_e(_fmt(lo))}</text>'
-                 f'<text class="tick" x="{_LABEL + plot}" y="{height - 6}" text-anchor="end">'
-                 f"{_e(_fmt(hi))}</text></svg>")
+        parts.append(f'<text class="value" x="{_WIDTH - _RIGHT + 6}" '
+                     f'y="{y + row_height // 2 + 3}">{_e(_fmt(v))}</text>')
+    parts.append(f'<text class="tick" x="{column:g}" y="{height - 6}">{_e(_fmt(lo))}</text>'
+                 f'<text class="tick" x="{column + plot:g}" y="{height - 6}" '
+                 f'text-anchor="end">{_e(_fmt(hi))}</text></svg>')
     return "".join(parts)
 
 
 def _list_chart(rows: Sequence[Mapping[str, Any]], title: str) -> str:
     """Released values that are not numbers (a selection's categories): one marked row each."""
-    height = _ROW * len(rows) + 8
+    laid, column, row_height = _labels(rows)
+    height = row_height * len(rows) + 8
     parts = [f'<svg class="chart" role="img" '
              f'viewBox="0 0 {_WIDTH} {height}" width="{_WIDTH}" height="{height}">',
              f"<title>{_e(title)}</title>"]
-    for i, row in enumerate(rows):
-        y = 6 + i * _ROW
-        group = " × ".join(str(g) for g in row.get("group", [])) or "value"
-        parts.append(f'<text class="label" x="{_LABEL - 6}" y="{y + 15}" text-anchor="end">'
-                     f"{_e(_short(group))}</text>"
-                     f'<rect class="bar" x="{_LABEL}" y="{y + 3}" width="8" '
-                     f'height="{_ROW - 8}"/>'
-                     f'<text class="value" x="{_LABEL + 16}" y="{y + 15}">'
-                     f"{_e(_short(str(row.get('value')), 60))}</text>")
+    for i, (label, row) in enumerate(zip(laid, rows, strict=True)):
+        y = 6 + i * row_height
+        value = str(row.get("value"))
+        room = _WIDTH - column - 16 - _GAP
+        shown = value if _text_px(value) <= room else value[:_fit(value, room - _text_px(
+            "…"))] + "…"
+        parts.append(_label_svg(label, column, y, row_height)
+                     + f'<rect class="bar" x="{column:g}" y="{y + 3}" width="8" '
+                     f'height="{row_height - 8}"/>'
+                     f'<text class="value" x="{column + 16:g}" y="{y + 15}">'
+                     + (f"<title>{_e(value)}</title>" if shown != value else "")
+                     + f"{_e(shown)}</text>")
     parts.append("</svg>")
     return "".join(parts)
 

@@ -114,3 +114,13 @@ def test_sentence_rounds_the_right_way():
         describe_plan_risk(MIXED, [0.1, 0.2])
     with pytest.raises(ValueError, match="failure"):
         plan_loss_tail(MIXED, failure=1e-15)
+
+
+def test_sentence_names_what_was_released():
+    # one query of a plan, described alone, is not "the whole plan" (issue 35 item 4)
+    one = describe_plan_risk([PureDP(1.0)], 0.5, after="that query alone")
+    assert one == ("After that query alone, an attacker who knows everyone else's data and "
+                   "starts at 50% can reach at most 73.2% certainty that Alice is in the data.")
+    for bad in ("", "  ", None, 3):
+        with pytest.raises(TypeError, match="after"):
+            describe_plan_risk([PureDP(1.0)], 0.5, after=bad)

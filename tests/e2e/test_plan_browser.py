@@ -61,9 +61,9 @@ def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):
     grid = page.locator(".st-key-plan_editor_0 [data-testid='stDataFrameResizable']")
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
-    page.mouse.click(box["x"] + 60, box["y"] + 35 + 17)   # first row, Query cell
+    page.mouse.click(box["x"] + 85 + 60, box["y"] + 35 + 17)   # first row, Query cell
     page.wait_for_timeout(300)
-    for _ in range(3):   # Query → Page → Mechanism → ε
+    for _ in range(3):   # (Remove →) Query → Accuracy now → Meets target → ε
         page.keyboard.press("ArrowRight")
     page.keyboard.type("2")
     page.wait_for_timeout(300)

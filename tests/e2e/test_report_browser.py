@@ -13,7 +13,14 @@ import pytest
 from engine.sources import FrameSource
 from release import Ledger, run
 from release.package import SIMULATION_LABEL, release_package, simulation_report
+from tests.e2e.conftest import screenshot
 from tests.release.test_package import program_plan
+from tests.release.test_report_labels import (
+    MANAGEMENT,
+    PROFESSIONAL,
+    long_label_frame,
+    long_label_plan,
+)
 from tests.release_fixtures import visits
 
 pytestmark = pytest.mark.e2e
@@ -87,6 +94,38 @@ def test_a_simulation_report_shows_its_label_on_every_printed_page(browser, tmp_
         assert stamp.is_visible()
         pdf = page.pdf(format="A4")
         assert pdf.startswith(b"%PDF") and media_boxes(pdf)
+        assert requests == []
+    finally:
+        context.close()
+
+
+def test_long_labels_are_drawn_whole_inside_the_chart_left_of_the_bars(browser, tmp_path):
+    """Issue 35 item 4: "ofessional_and_Related Serv…". Each label as Chromium lays it out
+    starts at x >= 0 and ends before its chart's bars; the values end inside the chart."""
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        release = run(long_label_plan(), FrameSource(long_label_frame()), ledger=ledger)
+    with zipfile.ZipFile(io.BytesIO(release_package(release))) as archive:
+        archive.extract("report.html", tmp_path)
+    context, page, requests = opened(browser, tmp_path / "report.html")
+    try:
+        boxes = page.evaluate("""() => [...document.querySelectorAll('svg.chart')].map(svg => {
+            const box = el => { const b = el.getBBox(); return [b.x, b.x + b.width]; };
+            const bars = [...svg.querySelectorAll('rect.bar')].map(r => r.getBBox().x);
+            return {width: svg.viewBox.baseVal.width, bars: Math.min(...bars),
+                    labels: [...svg.querySelectorAll('text.label')].map(box),
+                    values: [...svg.querySelectorAll('text.value')].map(box),
+                    text: [...svg.querySelectorAll('text.label')].map(t => [...t.childNodes]
+                        .filter(n => n.nodeName !== 'title').map(n => n.textContent)
+                        .join(' '))};
+        })""")
+        histogram, choice = boxes
+        assert PROFESSIONAL in histogram["text"] and MANAGEMENT in histogram["text"]
+        for chart in boxes:
+            for left, right in chart["labels"]:
+                assert left >= 0 and right <= chart["bars"], (left, right, chart["bars"])
+            for _, right in chart["values"]:
+                assert right <= chart["width"], (right, chart["width"])
+        screenshot(page, "report_long_labels")
         assert requests == []
     finally:
         context.close()
