@@ -171,8 +171,8 @@ def make_cells_table(shape: tuple[int, ...], measure: Any, d_out: float, algorit
         d_multiway = float(prior(prior(d_out - d_oneway)))
         d_mids = [d_oneway, d_multiway]
         oneway = [(n,) for n in names]
-        t_oneway = _utilities.make_stable_marginals(index_domain, index_metric,
-                                         get_associated_metric(measure), oneway)
+        t_oneway = _utilities.make_stable_marginals(
+            index_domain, index_metric, get_associated_metric(measure), oneway)
         m_oneway = binary_search_chain(
             lambda s: t_oneway >> make_noise_marginals(*t_oneway.output_space, measure,
                                                        oneway, scale=s),
