@@ -3,7 +3,7 @@ the marginals of a cell frame are the rows' marginals (against numpy on the expa
 OpenDP's own function on the rows), the certified ε or ρ equals OpenDP's own
 ``make_contingency_table`` map for the same configuration and the closed form of its budget
 split, the 1-way noise is OpenDP's scale, and a fit's memory does not grow with the rows (a
-release of 10⁷ rows in four cells: on main the rows were rebuilt, 160 MB of codes).
+release of 10⁷ rows in four cells: on main the rows were rebuilt, 916 MB traced).
 """
 
 from __future__ import annotations
@@ -153,8 +153,9 @@ def test_the_one_way_marginals_are_measured_at_opendps_scale(dp, measure):
 @pytest.mark.slow   # one small fit of OpenDP's MST
 def test_a_fit_of_ten_million_rows_in_four_cells_stays_small():
     """The release's measurement fits 10⁷ rows held in 4 cells with a few MB of Python and
-    numpy memory (traced): memory follows the cells, not the rows. Before (main), the fit
-    rebuilt one row of codes per counted row: 2 × 10⁷ int64 codes, 160 MB, then polars'."""
+    numpy memory (traced): memory follows the cells, not the rows. Before (main at 506915c),
+    the fit rebuilt one row of codes per counted row (2 × 10⁷ int64 codes, then their copies
+    for polars): 916 MB traced, this test's failure there."""
     from plan.kinds.synthetic import MarginalSynthesis
     from release.synthesis import SynthesisMeasurement, _measurement
 
