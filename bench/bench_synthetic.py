@@ -1,17 +1,24 @@
-"""Synthetic data (issue 23): generation time, peak memory and utility of OpenDP's mbi (AIM,
-MST) on Adult's first 8 declared columns, from the built-in Adult table and from a 10^7-row
-Parquet file through DuckDB, and the 3-way workload's error of the synthetic rows against the
-same marginals measured directly, at several budgets.
+"""Synthetic data (issues 23 and 34): generation time, peak memory and utility of OpenDP's mbi
+(AIM, MST) on Adult's first 8 declared columns, from the built-in Adult table and from 10^6-
+and 10^7-row Parquet files through DuckDB, and the 3-way workload's error of the synthetic rows
+against the same marginals measured directly, at several budgets.
+
+Two paths, in one run (``--paths``): "cells", what the page and a release run now (OpenDP's
+algorithms reading the engine's cell counts, ``release.mbi_cells``: memory bounded by the
+cells), and "rows", what they ran before issue 34 item 3 (the cells expanded back into one row
+of codes per counted row, ``np.repeat``, then OpenDP's own ``contingency_table`` on that
+LazyFrame). On Adult itself the "rows" path is OpenDP's own AIM/MST on the same data and ε:
+the utility columns compare the two algorithms' behaviour over ``--fits`` fits.
 
 Each fit runs in a fresh Python process (``--one``), so its peak memory (``ru_maxrss``) and
-CPU time are its own; the driver prints one line per fit and writes them to
-``bench/results/synthetic.txt``.
+CPU time are its own; the driver prints one line per fit, writes them to
+``bench/results/synthetic_cells.txt`` (a rerun keeps the fits recorded) and ends with a table.
 
-Run: ``.venv/bin/python bench/bench_synthetic.py [--epsilons 0.3,1,3] [--big-rows 1e7]
-[--algorithms MST,AIM]``. The Adult fits run at every ε; the big file's at ε = 1 only (its
-noise is negligible against 10^7 rows: what it measures is the counting and the memory).
-Wall and CPU seconds with the load average: the fit (jax on CPU) dominates and is the same
-work for 5·10^4 and 10^7 rows, since it sees the contingency cells only.
+Run: ``.venv/bin/python bench/bench_synthetic.py [--epsilons 0.3,1,3] [--fits 2]
+[--big-rows 1e6,1e7] [--algorithms MST,AIM] [--paths cells,rows]``. The Adult fits run at
+every ε; the big files' at ε = 1 only (its noise is negligible against 10^7 rows: what it
+measures is the counting and the memory). Wall and CPU seconds with the load average (the
+machine is shared: CPU seconds are the steadier figure).
 """
 
 from __future__ import annotations
@@ -54,7 +61,37 @@ def big_file(rows: int) -> Path:
     return path
 
 
-def one(algorithm: str, epsilon: float, big: int) -> dict:
+def fit_from_rows(cells, shape, *, epsilon: float, algorithm: str, iters: int):
+    """The fit before issue 34 item 3 (main at 506915c, ``dashboard.analysis.synthetic.fit``):
+    one row of codes per counted row, then OpenDP's own contingency table of that LazyFrame
+    (its AIM float-dust patch on, as then)."""
+    import functools
+
+    import numpy as np
+    import opendp.prelude as dp
+    import polars as pl
+    from mbi.estimation import mirror_descent
+
+    from release.synthesis import without_aim_dust
+
+    dp.enable_features("contrib")
+    without_aim_dust()
+    k = len(shape)
+    names = [f"c{i}" for i in range(k)]
+    records = np.repeat(cells.codes, cells.counts, axis=0).astype(np.uint32).reshape(-1, k)
+    frame = pl.LazyFrame({n: pl.Series(n, records[:, i], dtype=pl.UInt32)
+                          for i, n in enumerate(names)})
+    estimator = functools.partial(mirror_descent, iters=iters)
+    chosen = dp.mbi.MST(estimator=estimator) if algorithm == "MST" else dp.mbi.AIM(
+        estimator=estimator)
+    context = dp.Context.compositor(data=frame, privacy_unit=dp.unit_of(contributions=1),
+                                    privacy_loss=dp.loss_of(epsilon=epsilon))
+    return context.query(epsilon=epsilon).contingency_table(
+        keys={n: list(range(s)) for n, s in zip(names, shape, strict=True)},
+        algorithm=chosen).release()
+
+
+def one(algorithm: str, epsilon: float, big: int, path: str) -> dict:
     """One fit in this process: count the cells, generate 10^4 rows, measure utility."""
     import numpy as np
 
@@ -63,6 +100,7 @@ def one(algorithm: str, epsilon: float, big: int) -> dict:
     from dpcore.contributions import PrivacyUnit
     from engine import engine_from_env
     from engine.sources import FileSource
+    from release.synthesis import synthetic_rows
 
     loaded = load_builtin(BUILTIN_DATASETS[0])
     columns = sy.choose_columns(loaded, list(COLUMNS), PrivacyUnit())
@@ -73,13 +111,20 @@ def one(algorithm: str, epsilon: float, big: int) -> dict:
         cells = sy.joint_cells(loaded, columns)
     count_s, count_cpu = time.perf_counter() - start, time.process_time() - cpu
     start, cpu = time.perf_counter(), time.process_time()
-    codes = sy.generate(cells, columns.shape, measure="epsilon", budget=epsilon, max_rows=1,
-                        algorithm=algorithm, rows=10_000, iters=sy.DEFAULT_ITERS)
+    if path == "cells":
+        codes = sy.generate(cells, columns.shape, measure="epsilon", budget=epsilon,
+                            max_rows=1, algorithm=algorithm, rows=10_000,
+                            iters=sy.DEFAULT_ITERS)
+    else:
+        table = fit_from_rows(cells, columns.shape, epsilon=epsilon, algorithm=algorithm,
+                              iters=sy.DEFAULT_ITERS)
+        codes = synthetic_rows(table, columns.shape, 10_000, rng=np.random.default_rng())
     fit_s, fit_cpu = time.perf_counter() - start, time.process_time() - cpu
     tv = sy.tv_table(cells, codes, columns)
     w = sy.workload(cells, codes, columns.shape, measure="epsilon", budget=epsilon,
                     max_rows=1, rng=np.random.default_rng(23))
-    return {"algorithm": algorithm, "epsilon": epsilon, "rows": int(cells.counts.sum()),
+    return {"algorithm": algorithm, "epsilon": epsilon, "path": path,
+            "rows": int(cells.counts.sum()),
             "cells": len(cells.counts), "count_s": round(count_s, 1),
             "count_cpu": round(count_cpu, 1), "fit_s": round(fit_s, 1),
             "fit_cpu": round(fit_cpu, 1),
@@ -91,43 +136,77 @@ def one(algorithm: str, epsilon: float, big: int) -> dict:
             "load": round(os.getloadavg()[0], 1)}
 
 
+def table(records: list[dict]) -> str:
+    """The runs as a markdown table, one line per (source, algorithm, ε, path), figures the
+    median over its fits (times and memory) or their mean (utility)."""
+    import statistics
+
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["big"], r["algorithm"], r["epsilon"], r["path"]), []).append(r)
+    lines = ["| rows | algorithm | ε | path | fits | fit s (CPU s) | peak GB | TV 1-way | "
+             "TV 2-way | workload error synthetic | direct |", "|---" * 11 + "|"]
+    for (_big, algorithm, epsilon, path), rs in sorted(groups.items()):
+        def med(key, rs=rs):
+            return statistics.median(r[key] for r in rs)
+
+        def mean(key, rs=rs):
+            return statistics.fmean(r[key] for r in rs)
+
+        lines.append(f"| {rs[0]['rows']:,} | {algorithm} | {epsilon:g} | {path} | {len(rs)} | "
+                     f"{med('fit_s'):.0f} ({med('fit_cpu'):.0f}) | {med('peak_gb'):.2f} | "
+                     f"{mean('tv1'):.4f} | {mean('tv2'):.4f} | "
+                     f"{mean('workload_synthetic'):.5f} | {mean('workload_direct'):.5f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilons", default="0.3,1,3")
     parser.add_argument("--algorithms", default="MST,AIM")
-    parser.add_argument("--big-rows", default="1e7", help="0: skip the big file")
-    parser.add_argument("--one", help=argparse.SUPPRESS)   # ALGORITHM,EPSILON,BIG_ROWS
+    parser.add_argument("--paths", default="cells,rows")
+    parser.add_argument("--fits", type=int, default=2, help="fits per Adult configuration")
+    parser.add_argument("--big-rows", default="1e6,1e7", help="0: skip the big files")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" /
+                                             "synthetic_cells.txt"))
+    parser.add_argument("--one", help=argparse.SUPPRESS)   # ALGORITHM,EPSILON,BIG_ROWS,PATH
     args = parser.parse_args(argv)
     if args.one:
-        algorithm, epsilon, big = args.one.split(",")
-        print(json.dumps(one(algorithm, float(epsilon), int(big))))
+        algorithm, epsilon, big, path = args.one.split(",")
+        print(json.dumps(one(algorithm, float(epsilon), int(big), path)))
         return 0
-    big = int(float(args.big_rows))
-    runs = [(a, float(e), 0) for a in args.algorithms.split(",")
-            for e in args.epsilons.split(",")]
-    if big:
+    paths = args.paths.split(",")
+    algorithms = args.algorithms.split(",")
+    runs = [(a, float(e), 0, p, f) for a in algorithms for e in args.epsilons.split(",")
+            for p in paths for f in range(args.fits)]
+    for big in (int(float(b)) for b in args.big_rows.split(",") if float(b)):
         big_file(big)
-        runs += [(a, 1.0, big) for a in args.algorithms.split(",")]
-    out = ROOT / "bench" / "results" / "synthetic.txt"
+        runs += [(a, 1.0, big, p, 0) for a in algorithms for p in paths]
+    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # a rerun keeps the fits already recorded (each takes minutes)
     lines = out.read_text().splitlines() if out.exists() else []
-    done = {(r["algorithm"], r["epsilon"], r["big"]) for r in map(json.loads, lines)}
-    for algorithm, epsilon, rows in runs:
-        if (algorithm, epsilon, rows) in done:
+    records = [json.loads(line) for line in lines]
+    done = {(r["algorithm"], r["epsilon"], r["big"], r["path"], r["fit"]) for r in records}
+    for algorithm, epsilon, rows, path, fit in runs:
+        if (algorithm, epsilon, rows, path, fit) in done:
             continue
         result = subprocess.run([sys.executable, __file__, "--one",
-                                 f"{algorithm},{epsilon},{rows}"], cwd=ROOT,
+                                 f"{algorithm},{epsilon},{rows},{path}"], cwd=ROOT,
                                 capture_output=True, text=True)
         if result.returncode:
-            raise SystemExit(result.stderr[-2000:])
+            print(f"{algorithm} ε={epsilon:g} rows={rows} {path}: failed "
+                  f"({result.stderr.strip().splitlines()[-1:]})", flush=True)
+            continue
         record = json.loads(result.stdout.strip().splitlines()[-1])
-        record["big"] = rows
-        record["source"] = f"Parquet {rows:.0e} rows" if rows else "Adult (built-in)"
+        record.update(big=rows, fit=fit,
+                      source=f"Parquet {rows:.0e} rows" if rows else "Adult (built-in)")
         line = json.dumps(record)
         print(line, flush=True)
         lines.append(line)
+        records.append(record)
         out.write_text("\n".join(lines) + "\n")
+    print(table(records))
     return 0
 
 

@@ -9,8 +9,8 @@ race and income (3, 6, 3); CPS1985's 7 categorical columns (4, 3, 3, 7, 4, 3, 3)
 8 declared columns, age through sex (7, 9, 17, 8, 15, 7, 6, 3; as bench_synthetic.py).
 
 Run: ``.venv/bin/python bench/bench_synthetic_offered.py [--budgets 0.1,0.3,1,3,10]
-[--measures pure,zcdp] [--schemas small,cps,adult8] [--iters 30]`` (seconds to minutes per
-line; the budget under zCDP is read as ρ).
+[--measures pure,zcdp] [--schemas small,cps,adult8] [--algorithms MST,AIM] [--iters 30]``
+(seconds to minutes per line; the budget under zCDP is read as ρ).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--measures", default="pure,zcdp")
     parser.add_argument("--schemas", default="small,cps,adult8")
     parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--algorithms", default="MST,AIM")
     args = parser.parse_args(argv)
     print("| schema | algorithm | marginals | measure | budget | result | seconds |")
     print("|---|---|---|---|---|---|---|")
@@ -46,6 +47,8 @@ def main(argv: list[str]) -> int:
     for schema in args.schemas.split(","):
         shape = SCHEMAS[schema]
         for algorithm, marginals in OFFERED:
+            if algorithm not in args.algorithms.split(","):
+                continue
             pairs = ((0, 1),) if marginals == "pairs" else ()
             for measure in args.measures.split(","):
                 for budget in map(float, args.budgets.split(",")):

@@ -1,14 +1,16 @@
 """A synthetic table's part (``plan.kinds.synthetic.MarginalSynthesis``) as OpenDP's
-measurement: ``opendp.extras.mbi.make_contingency_table`` over columns of small integer codes
-(named ``c0``, ``c1``, …: no user's name reaches polars or OpenDP), built from the plan alone
-and its privacy map read at the privacy unit's distance (``max_rows`` rows). That certified
-figure is the part's loss: what the release composes and the ledger records.
+measurement: OpenDP's mbi contingency table (its AIM, MST or fixed workload) over columns of
+small integer codes (named ``c0``, ``c1``, …: no user's name reaches polars or OpenDP), built
+from the plan alone and its privacy map read at the privacy unit's distance (``max_rows``
+rows). That certified figure is the part's loss: what the release composes and the ledger
+records.
 
 Invoked on the engine's cells (``engine.JointAggregate``: the non-empty cells and their
-counts, never the raw rows), the measurement rebuilds one row of codes per counted row
-(``np.repeat``), lets OpenDP measure the marginals with its own samplers (OS entropy) and fit
-the model, then draws the synthetic rows from the model (post-processing:
-:func:`synthetic_rows`, with a generator of fresh OS entropy).
+counts, never the raw rows), the measurement reads the cells themselves
+(:mod:`release.mbi_cells`: OpenDP's algorithms measure each marginal as a sum over the cells,
+so memory is bounded by the cells, not the rows — issue 34, item 3), measures with OpenDP's
+own samplers (OS entropy) and fits the model, then draws the synthetic rows from the model
+(post-processing: :func:`synthetic_rows`, with a generator of fresh OS entropy).
 
 :func:`synthetic_rows` is mbi's randomized rounding with one fix: mbi 1.1.0's
 ``synthetic_data(method="round")`` gives a row its rank inside its parents' group by row order,
@@ -31,7 +33,8 @@ from plan.kinds.synthetic import MarginalSynthesis
 from plan.parts import Loss, Part
 from release.errors import MapCheckFailed, Unsupported
 
-__all__ = ["certify_synthesis", "certified_loss", "SynthesisMeasurement", "synthetic_rows"]
+__all__ = ["certify_synthesis", "certified_loss", "fit_cells", "SynthesisMeasurement",
+           "synthetic_rows"]
 
 
 def _names(k: int) -> list[str]:
@@ -58,17 +61,10 @@ class SynthesisMeasurement:
     def fit(self, cells: Any) -> Any:
         """OpenDP's contingency table (noisy marginals and the model fitted to them) of
         ``cells``: the part that spends the budget."""
-        import polars as pl
+        from release.mbi_cells import cell_frame
 
-        shape = self.spec.shape
-        k = len(shape)
-        names = _names(k)
-        codes = np.asarray(cells.codes, dtype=np.int64).reshape(-1, k)
-        counts = np.asarray(cells.counts, dtype=np.int64)
-        records = np.repeat(codes, counts, axis=0)
-        frame = pl.LazyFrame({n: pl.Series(n, records[:, i].astype(np.uint32),
-                                           dtype=pl.UInt32) for i, n in enumerate(names)})
-        return self.measurement(frame)
+        names = _names(len(self.spec.shape))
+        return self.measurement(cell_frame(cells.codes, cells.counts, names))
 
 
 def _rounded_counts(weights: np.ndarray, total: int, *, rng: np.random.Generator
@@ -248,40 +244,48 @@ def public_cells(shape: tuple[int, ...]) -> Any:
 
 
 def _build(spec: MarginalSynthesis, budget: float) -> tuple[Any, float]:
-    """OpenDP's measurement of ``spec`` at ``budget`` and its map at ``max_rows``; raises
+    """OpenDP's measurement of ``spec`` at ``budget``, taking the cells
+    (:func:`release.mbi_cells.make_cells_table`), and its map at ``max_rows``; raises
     OpenDP's refusal."""
-    import polars as pl
-
     # OpenDP through release.measurements' lazy prelude: its first use turns the contrib
-    # features on (mbi and make_stable_lazyframe need them), whether or not another part of
-    # the release used OpenDP before
+    # features on (mbi needs them), whether or not another part of the release used OpenDP
+    from release.mbi_cells import make_cells_table
     from release.measurements import dp
 
     dp.enable_features("contrib")
-    from opendp.extras.polars import make_stable_lazyframe
-
     names = _names(len(spec.shape))
-    domain = dp.lazyframe_domain([dp.series_domain(n, dp.atom_domain(T="u32"))
-                                  for n in names])
-    stable = make_stable_lazyframe(domain, dp.symmetric_distance(),
-                                   lazyframe=pl.LazyFrame(schema={n: pl.UInt32 for n in names}),
-                                   MO="FrameDistance<SymmetricDistance>")
     measure = dp.max_divergence() if spec.measure == "pure" else (
         dp.zero_concentrated_divergence())
-    d_in = spec.max_rows
-    table, _, _ = dp.mbi.make_contingency_table(
-        stable.output_domain, stable.output_metric, measure, stable.map(d_in),
-        float(budget), keys={n: list(range(s)) for n, s in zip(
-            names, spec.shape, strict=True)},
-        algorithm=_algorithm(dp, spec, names))
-    measurement = stable >> table
-    return measurement, float(measurement.map(d_in))
+    measurement = make_cells_table(spec.shape, measure, float(budget),
+                                   _algorithm(dp, spec, names), max_rows=spec.max_rows)
+    return measurement, float(measurement.map(spec.max_rows))
+
+
+def fit_cells(spec: MarginalSynthesis, cells: Any) -> Any:
+    """OpenDP's contingency table of ``cells`` by the measurement a release of ``spec`` runs
+    (:func:`_build`): the Synthetic data page's fit, on the same code path. No trial on a
+    public table (the page shows OpenDP's failure instead of charging anything); while OpenDP
+    fails on its rounding of the budget (:data:`ROUNDING_FAILURE`), a hair less
+    (:data:`BUDGET_NUDGES`), as a release. Raises ``ValueError`` with OpenDP's failure in
+    words."""
+    from release.measurements import dp
+
+    failure = ""
+    for nudge in BUDGET_NUDGES:
+        try:
+            measurement, _ = _build(spec, spec.budget * nudge)
+            return SynthesisMeasurement(measurement, spec).fit(cells)
+        except (dp.OpenDPException, ValueError) as exc:
+            failure = opendp_failure_in_words(exc)
+            if ROUNDING_FAILURE not in failure:
+                break
+    raise ValueError(failure)
 
 
 @functools.lru_cache(maxsize=32)
 def _measurement(spec: MarginalSynthesis) -> tuple[Any, float] | str:
-    """OpenDP's measurement of ``spec`` (the stable lazyframe, then mbi's contingency table)
-    and its privacy map at ``max_rows`` rows per person, or OpenDP's refusal in words.
+    """OpenDP's measurement of ``spec`` (mbi's contingency table, reading the cells) and its
+    privacy map at ``max_rows`` rows per person, or OpenDP's refusal in words.
 
     Built from the plan alone, then **run once on a public table** (:func:`public_cells`):
     a failure that depends only on the plan (the schema, the budget, the algorithm) shows

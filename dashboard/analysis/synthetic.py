@@ -3,9 +3,8 @@
 The engine counts the full contingency table of the chosen columns (``engine.JointCells``:
 categories as declared, numeric columns through their declared bin edges, each column with
 one more code for a missing or undeclared value, under the privacy unit's truncation); the raw
-rows never reach pandas. OpenDP's ``opendp.extras.mbi`` (imported here only, lazily) needs a
-polars LazyFrame of rows, so it gets the smallest form it accepts: one row of small integer
-codes per counted row, rebuilt from the cells with ``np.repeat`` (no values, no ids).
+rows never reach pandas. The fit is a release's (``release.synthesis``): OpenDP's mbi
+algorithms reading those cells (no row is rebuilt: memory bounded by the cells).
 
 Utility (for the steward's eyes, not private: it reads the real table) compares the synthetic
 rows with the real cells: every 1-way and 2-way marginal's total-variation distance, Cramér's
@@ -21,7 +20,6 @@ rows; and the sweep of these figures over a few budgets and several generations 
 
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass
 from typing import Literal
@@ -154,65 +152,32 @@ def joint_cells(loaded: LoadedDataset, columns: Columns) -> JointAggregate:
 # Generation
 
 
-def _algorithm(dp, algorithm: Algorithm, marginals: MarginalChoice,
-               pairs: list[tuple[int, int]], names: list[str], iters: int):
-    from mbi.estimation import mirror_descent
-
-    from release.synthesis import without_aim_dust
-
-    without_aim_dust()   # AIM as a release runs it
-    estimator = functools.partial(mirror_descent, iters=iters)
-    if marginals == "one-way":
-        # AIM has nothing to select when its workload is the 1-way marginals it measures first
-        return dp.mbi.Fixed(queries=[dp.mbi.Count((n,)) for n in names], estimator=estimator)
-    if algorithm == "MST":
-        return dp.mbi.MST(estimator=estimator)
-    if marginals == "pairs":
-        if not pairs:
-            raise SynthesisError("Choose at least one pair of columns to preserve.")
-        return dp.mbi.AIM(queries=[dp.mbi.Count((names[a], names[b])) for a, b in pairs],
-                          estimator=estimator)
-    return dp.mbi.AIM(estimator=estimator)
-
-
 def fit(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
         max_rows: int, algorithm: Algorithm, marginals: MarginalChoice = "auto",
         pairs: list[tuple[int, int]] | None = None, iters: int = 300):
     """OpenDP's contingency table (noisy marginals, the model fitted to them) of ``cells``:
-    what spends the budget. OpenDP draws its own noise (not seeded)."""
-    import opendp.prelude as dp
-    import polars as pl
+    what spends the budget, by the measurement a release runs (``release.synthesis``: OpenDP's
+    algorithms reading the cells, not rows). OpenDP draws its own noise (not seeded)."""
+    from plan.kinds.synthetic import MarginalSynthesis
+    from release.synthesis import fit_cells
 
-    from release.synthesis import BUDGET_NUDGES, ROUNDING_FAILURE, opendp_failure_in_words
-
-    dp.enable_features("contrib")
     if not budget > 0:
         raise SynthesisError("The budget must be positive.")
-    k = len(shape)
-    names = [f"c{i}" for i in range(k)]   # the user's names never reach polars or OpenDP
-    records = np.repeat(cells.codes, cells.counts, axis=0).astype(np.uint32).reshape(-1, k)
-    frame = pl.LazyFrame({n: pl.Series(n, records[:, i], dtype=pl.UInt32)
-                          for i, n in enumerate(names)})
-    chosen = _algorithm(dp, algorithm, marginals, pairs or [], names, iters)
+    if marginals == "pairs" and algorithm == "AIM" and not pairs:
+        raise SynthesisError("Choose at least one pair of columns to preserve.")
     if not cells.counts.sum():
         raise SynthesisError("The table is empty: there are no rows to learn from.")
-    failure = ""
-    # OpenDP's split of the budget can fail on a float rounding: a hair less, as a release
-    for nudge in BUDGET_NUDGES:
-        spent = budget * nudge
-        loss = dp.loss_of(epsilon=spent) if measure == "epsilon" else dp.loss_of(rho=spent)
-        context = dp.Context.compositor(
-            data=frame, privacy_unit=dp.unit_of(contributions=max_rows), privacy_loss=loss)
-        try:
-            return context.query(**{measure: spent}).contingency_table(
-                keys={n: list(range(s)) for n, s in zip(names, shape, strict=True)},
-                algorithm=chosen).release()
-        except dp.OpenDPException as exc:
-            failure = opendp_failure_in_words(exc)
-            if ROUNDING_FAILURE not in failure:
-                break
-    raise SynthesisError(f"OpenDP's {algorithm} could not fit this table ({failure}). Try "
-                         "another budget, fewer columns, or MST.")
+    # the pairs are AIM's workload (the page offers them for AIM only)
+    chosen = marginals if marginals != "pairs" or algorithm == "AIM" else "auto"
+    spec = MarginalSynthesis(algorithm, chosen, tuple(int(s) for s in shape),
+                             "pure" if measure == "epsilon" else "zcdp", float(budget),
+                             int(max_rows), 0, int(iters),
+                             tuple(pairs or ()) if chosen == "pairs" else ())
+    try:
+        return fit_cells(spec, cells)
+    except ValueError as exc:
+        raise SynthesisError(f"OpenDP's {algorithm} could not fit this table ({exc}). Try "
+                             "another budget, fewer columns, or MST.") from None
 
 
 def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budget: float,
