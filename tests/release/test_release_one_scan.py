@@ -68,3 +68,25 @@ def test_one_query_at_a_time_ranks_for_each(rankings) -> None:
         for query in built.engine_queries:
             engine.answer(source, query)
     assert len(rankings) == 4
+
+
+def test_the_noisy_statistics_page_reads_a_variance_once(rankings) -> None:
+    """The page's true inputs of a variance (two sums under the unit: of the deviations and
+    of their squares) come from one ranking, and equal each sum read alone."""
+    from dashboard import person
+    from dashboard.analysis import statistics as stats
+    from dashboard.analysis.stats_parts import parts_release
+    from dashboard.choices import PrivacyChoice
+
+    frame = visits()
+    spec = stats.QuerySpec("variance", "age", 0.0, 90.0, None,
+                           stats.contribution_for(person.PrivacyUnit("pid", 2), "variance", 3))
+    shown = parts_release(frame, spec, PrivacyChoice("pure", "laplace", epsilon=0.5))
+    assert len(shown.built.engine_queries) == 2
+    assert len(rankings) == 1
+    duck = DuckDBBackend(threads=1)
+    alone = tuple(duck.run(FrameSource(frame), replace(q, contribution=spec.contribution))
+                  for q in shown.built.engine_queries)
+    assert len(rankings) == 3   # each alone ranks again
+    expected = [float(v) for v in shown.built.kind.part_values(shown.built, alone)]
+    assert list(shown.values) == pytest.approx(expected, rel=1e-13)
