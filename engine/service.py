@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Protocol
 
 from engine.errors import EngineError
@@ -82,6 +83,43 @@ class Engine:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return result
+
+    def answer_many(self, source: Source, queries: Sequence[Query]) -> list[Aggregate]:
+        """``answer`` for each query, those not cached computed together: a backend with
+        ``run_many`` (DuckDB) ranks each person's rows once for all the queries under the
+        same unit (issue 37, item 3); any other answers them one by one.
+
+        Raises
+        ------
+        EngineError
+            As ``answer``.
+        """
+        keys = [source.cache_key(query) for query in queries]
+        found: dict[str, Aggregate] = {}
+        with self._lock:
+            for key in keys:
+                if key in self._cache:
+                    self._cache.move_to_end(key)
+                    found[key] = self._cache[key]
+        todo: dict[str, Query] = {}
+        for key, query in zip(keys, queries, strict=True):
+            if key not in found:
+                todo.setdefault(key, query)
+        if todo:
+            backend = self._backend_for(source)
+            run_many = getattr(backend, "run_many", None)
+            if run_many is not None and len(todo) > 1:
+                computed = run_many(source, list(todo.values()))
+            else:
+                computed = [backend.run(source, query) for query in todo.values()]
+            with self._lock:
+                for key, result in zip(todo, computed, strict=True):
+                    self.scans += 1
+                    self._cache[key] = result
+                    found[key] = result
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return [found[key] for key in keys]
 
     def cached(self, source: Source, query: Query) -> bool:
         """Whether ``answer`` would come from the cache (no scan)."""

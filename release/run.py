@@ -218,6 +218,20 @@ def _aggregates(built: Built, engine: Engine, source: Source) -> tuple[Any, tupl
     return tuple(_answer(engine, source, query) for query in built.engine_queries), ()
 
 
+def _plan_aggregates(built: Sequence[Built], engine: Engine, source: Source) -> list:
+    """``_aggregates`` of every query of the plan. The queries known before any read (all
+    but those keyed by the groups found) are answered together first (``answer_many``: one
+    ranking of each person's rows for all the queries under the same unit, issue 37 item
+    3), so that each query's own call then reads the engine's cache."""
+    known = [query for b in built if not b.finds_groups for query in b.engine_queries]
+    if len(known) > 1 and hasattr(engine, "answer_many"):
+        try:
+            engine.answer_many(source, known)
+        except EngineError as exc:
+            raise DataMismatch(str(exc)) from None
+    return [_aggregates(b, engine, source) for b in built]
+
+
 def _groupable(values: Sequence[Any]) -> tuple:
     """The keys found that can name a group, by a rule on each value alone (never a refusal,
     which would say what the data holds): a decimal as its float (keys whose floats are
@@ -385,7 +399,7 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     engine = engine if engine is not None else engine_from_env()
     # every read before the first draw: a file the engine cannot read refuses with no noise
     # drawn, so nothing is spent
-    inputs = [_aggregates(built, engine, source) for built in prepared.built]
+    inputs = _plan_aggregates(prepared.built, engine, source)
     released = []
     try:
         for built, certified, (aggs, keys) in zip(prepared.built, prepared.certified, inputs,

@@ -101,13 +101,15 @@ def simulate_plan(plan: Plan, source: Source, *, seed: int, engine: Engine | Non
     the same draw (a float sum's last digits follow the engine's order of addition); the true
     aggregates go no further than the draw."""
     # the release's own true aggregates (that module imports OpenDP; nothing here calls it)
-    from release.run import _aggregates
+    from release.run import _plan_aggregates
 
     engine = engine if engine is not None else engine_from_env()
     rng = np.random.default_rng(seed)
     values: dict[str, Sequence[tuple[Sequence[Any], Any]]] = {}
-    for built in build_plan(plan):
-        aggs, keys = _aggregates(built, engine, source)
+    plan_built = build_plan(plan)
+    # all read first, as a release does (one ranking of each person's rows per unit)
+    inputs = _plan_aggregates(plan_built, engine, source)
+    for built, (aggs, keys) in zip(plan_built, inputs, strict=True):
         _, rows = built.kind.draw(built, simulated_parts(built, rng), aggs, keys)
         del aggs
         values[built.query.id] = rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -78,6 +79,22 @@ class Relation:
             return eng.answer(self.source, query)
         with st.spinner(f"Scanning {self.source.describe()} ({_what(query)})…"):
             return eng.answer(self.source, query)
+
+    def answer_many(self, queries: Sequence[Query]) -> list[Aggregate]:
+        """The aggregates for ``queries``, read together (``Engine.answer_many``: one ranking
+        of each person's rows for the queries under the same unit), as a release reads a
+        plan's.
+
+        Raises
+        ------
+        EngineError
+            As :meth:`answer`.
+        """
+        eng = engine()
+        if self.in_memory or all(eng.cached(self.source, q) for q in queries):
+            return eng.answer_many(self.source, queries)
+        with st.spinner(f"Scanning {self.source.describe()} ({_what(queries[0])})…"):
+            return eng.answer_many(self.source, queries)
 
     def column_info(self) -> tuple[ColumnInfo, ...]:
         return engine().columns(self.source)

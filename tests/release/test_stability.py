@@ -1,7 +1,7 @@
 """Stability of what a release computes before the noise: one person added or removed moves
 the true aggregates by at most the sensitivity the plan claims, for every query kind.
 
-The aggregates are the release path's own (``release.run._aggregates``: the plan's engine
+The aggregates are the release path's own (``release.run._plan_aggregates``: the plan's engine
 queries with the privacy unit's contribution bounds, and for partition selection the keyed
 queries over the keys found), on DuckDB over random person-level data (each person removed in
 turn, and a newcomer whose keys sort before every other key added) and on Spark over a few
@@ -49,7 +49,7 @@ from plan.model import (
     Threshold,
 )
 from release.measurements import certify, quantile_scores
-from release.run import _aggregates
+from release.run import _plan_aggregates
 
 PERSON, KEY, COLOUR, VALUE = "pid", "key", "colour", "x"
 #: Keys the random people hold; "a-first" and "k00" (a newcomer's) sort before all of them.
@@ -244,8 +244,10 @@ def release_statistics(plan: Plan, engine: Engine, frame: pd.DataFrame) -> dict:
     """Every query's statistics as the release computes them on ``frame``."""
     source = FrameSource(frame)
     out = {}
-    for built in build_plan(plan):
-        aggs, keys = _aggregates(built, engine, source)
+    plan_built = build_plan(plan)
+    # the plan's queries answered together, as a release does (one ranking per unit)
+    for built, (aggs, keys) in zip(plan_built, _plan_aggregates(plan_built, engine, source),
+                                   strict=True):
         out[built.query.id] = statistics(built, aggs, keys)
     return out
 
