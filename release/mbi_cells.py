@@ -79,9 +79,12 @@ def _reading_cells(original):
     def make_stable_marginals(input_domain, input_metric, output_inner_metric, cliques):
         rows = original(input_domain, input_metric, output_inner_metric, cliques)
         cardinalities = get_cardinalities(input_domain)
+        # a cell frame's count is never a column of the domain it is measured under; where
+        # the domain declares a column of that name it is data (one row each, as OpenDP reads)
+        cells = COUNT not in input_domain.columns
 
         def function(data):
-            if COUNT in data.collect_schema().names():
+            if cells and COUNT in data.collect_schema().names():
                 return marginals_of_cells(data, list(cliques), cardinalities)
             return rows(data)
 

@@ -96,6 +96,29 @@ def test_a_cell_frames_marginals_are_the_rows_marginals(dp):
     assert marginals.map([Bound(per_group=3)]) == {c: 3 for c in cliques}
 
 
+def test_a_column_of_the_data_named_like_the_cells_count_is_read_as_data(dp):
+    """Found in review: once the wrapper is in place, OpenDP's own mbi path (any user of OpenDP
+    in the process) on data whose domain declares a column named like the cell frame's count
+    read that column as weights (one row counted 99 times under a stability map of 1 a row).
+    A column the domain declares is data: the marginal counts the row once."""
+    import polars as pl
+    from opendp.extras.mbi import _utilities
+    from opendp.extras.polars import Bound
+
+    from release.mbi_cells import COUNT, reading_cells
+
+    reading_cells()
+    domain = dp.lazyframe_domain([dp.series_domain("a", dp.atom_domain(bounds=(0, 3), T="u32")),
+                                  dp.series_domain(COUNT, dp.atom_domain(bounds=(0, 100),
+                                                                         T="u32"))])
+    marginals = _utilities.make_stable_marginals(
+        domain, dp.frame_distance(dp.symmetric_distance()), dp.l1_distance(T="u32"), [("a",)])
+    one_row = pl.LazyFrame({"a": pl.Series([1], dtype=pl.UInt32),
+                            COUNT: pl.Series([99], dtype=pl.UInt32)})
+    np.testing.assert_array_equal(marginals(one_row)[("a",)], [0, 1, 0, 0])
+    assert marginals.map([Bound(per_group=1)]) == {("a",): 1}
+
+
 @pytest.mark.parametrize("algorithm", ["MST", "AIM", "Fixed"])
 @pytest.mark.parametrize("measure,d_out,max_rows", [("pure", 3.0, 4), ("zcdp", 0.5, 1)])
 def test_the_certified_privacy_is_opendps_own_map(dp, algorithm, measure, d_out, max_rows):
