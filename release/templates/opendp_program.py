@@ -187,7 +187,10 @@ def release_query(query, measurements, frame, rng=None):
         noisy_sum = measurements[0](as_input(parts[0], total))
         if kind == "sum":
             return [[[], plain(noisy_sum)]]
-        noisy_count = measurements[1](as_input(parts[1], len(rows)))
+        # the values summed, as the app counts a mean's rows (a kept row with no number
+        # adds nothing to the sum and nothing to the count)
+        summed = int(np.sum(present(rows[query["column"]])))
+        noisy_count = measurements[1](as_input(parts[1], summed))
         return [[[], mean_of(noisy_sum, noisy_count, query["lower"], query["upper"])]]
     if kind == "variance":
         # each person's kept rows, then the values that read as numbers (as the app does)
@@ -220,7 +223,9 @@ def release_query(query, measurements, frame, rng=None):
     noisy_sums = measurements[0](as_input(parts[0], sums))
     if query["statistic"] == "sum":
         return [[g, plain(v)] for g, v in zip(labels, noisy_sums, strict=True)]
-    noisy_counts = measurements[1](as_input(parts[1], counts))
+    summed = np.bincount(cell[np.asarray(present(rows[query["column"]]), dtype=bool)],
+                         minlength=size).tolist()
+    noisy_counts = measurements[1](as_input(parts[1], summed))
     return [[g, mean_of(s, c, query["lower"], query["upper"])]
             for g, s, c in zip(labels, noisy_sums, noisy_counts, strict=True)]
 

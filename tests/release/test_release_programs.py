@@ -235,6 +235,29 @@ def test_every_query_of_the_spark_program_reads_the_same_kept_rows(shared_spark,
     assert seen == {True, False}
 
 
+def test_a_means_count_in_the_program_is_the_values_summed(tmp_path):
+    """Found in review: the program's mean (and mean by group) counted every kept row, where
+    the app and the release count the kept rows that have a value (SumAggregate.rows,
+    GroupedSumAggregate.rows), so its means were pulled towards 0 on data with missing
+    values. Person 1's two rows (max rows 5: both kept), one without a value; person 3 has
+    none: the sum is 20 over 2 values, in group "a" 10 over 1 and in "b" 10 over 1."""
+    from tests.release.test_program_stability import recorders
+
+    laplace = Noise("laplace", "pure", epsilon=1.0)
+    bounds = Bounds(0.0, 100.0, "public")
+    plan = Plan(Dataset("v"), (
+        PlanQuery("m", "Mean", Mean("x", bounds), laplace),
+        PlanQuery("g", "Mean by group", GroupBy("c", "mean", "x", bounds, cats("a", "b")),
+                  laplace)), PrivacyUnit("p", 5))
+    program = load(opendp_program(plan), "mean_count", tmp_path)
+    frame = pd.DataFrame({"p": ["1", "1", "2", "3"], "x": ["10", "", "10", ""],
+                          "c": ["a", "b", "b", "a"]})
+    drawn: dict = {}
+    program.release(frame, recorders(program, drawn), rng=np.random.default_rng(0))
+    assert drawn[("m", 0)] == 20.0 and drawn[("m", 1)] == 2
+    assert list(drawn[("g", 0)]) == [10.0, 10.0] and list(drawn[("g", 1)]) == [1, 1]
+
+
 def test_a_persons_kept_groups_are_uniform_whatever_their_sizes(tmp_path):
     """Each person keeps max_groups of their groups uniformly at random, not the groups
     whose rows come first after a shuffle (which favours large groups), and rows uniformly
