@@ -58,7 +58,11 @@ def test_use_this_epsilon_survives_the_page_change(page, server_url):
     page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=30_000)
     assert_no_exception(page)
     assert page.url.split("?")[0].endswith("/statistics")
-    assert "stats_query=count" in page.url   # the query the ε was found for
+    # the query the ε was found for; the URL is rewritten at the end of the page's run, which
+    # can come a moment after its chart is drawn (a full run once read the URL in between)
+    page.wait_for_function("() => location.href.includes('stats_query=count')",
+                           timeout=30_000)
+    assert "stats_query=count" in page.url
     assert exact_box(page, "stats_epsilon").input_value() == "0.3"
     assert thumb_value(page, "stats_epsilon") == 0.3
     sentence = re.compile(r"95% of releases are within ±([\d,.]+) of the true count")
