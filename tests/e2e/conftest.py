@@ -149,6 +149,22 @@ def choose_dataset(page, label: str) -> None:
     wait_for_app(page)
 
 
+def open_options(page, combobox, timeout: float = 10_000) -> None:
+    """Open a selectbox's list of options, clicking again if the first click found the
+    widget between two runs of the script (its list then never opens)."""
+    option = page.get_by_role("option").first
+    for attempt in range(3):
+        combobox.click()
+        try:
+            option.wait_for(timeout=timeout)
+            return
+        except Exception:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+            wait_for_app(page)
+
+
 def assert_no_exception(page) -> None:
     errors = page.locator("[data-testid='stException']")
     assert errors.count() == 0, errors.first.inner_text()

@@ -15,6 +15,7 @@ from tests import hostile
 from tests.e2e.conftest import (
     assert_no_exception,
     choose_dataset,
+    open_options,
     running_server,
     screenshot,
     wait_for_app,
@@ -71,8 +72,8 @@ def test_hostile_names_show_verbatim_and_link_nowhere(page, hostile_server):
     person = page.locator("[data-testid='stSelectbox']", has_text="Person-id column")
     person.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
-    person.locator("[role='combobox']").click()
-    page.get_by_role("option").first.wait_for(timeout=10_000)
+    wait_for_app(page)
+    open_options(page, person.locator("[role='combobox']"))
     options = page.get_by_role("option").all_inner_texts()
     assert options == ["One row = one person", *hostile.frame().columns]
     page.get_by_role("option", name="patient_id", exact=True).click()
