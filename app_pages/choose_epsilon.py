@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import charts, choices, controls, person, presenting, state, teaching
 from dashboard.analysis import epsilon as ana
-from dashboard.analysis import selection as sel
+from dashboard.analysis import selection_choices as sel
 from dashboard.text import plain
 from dpcore import figures
 

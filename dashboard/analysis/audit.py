@@ -164,7 +164,7 @@ class SelectionSetting:
     @property
     def scale(self) -> float:
         """The noise scale the page uses (``noisy_max_scale`` at the chosen level)."""
-        from dashboard.analysis.selection import privacy_of
+        from dashboard.analysis.selection_privacy import privacy_of
 
         return noisy_max_scale(privacy_of(self.measure, self.level),
                                sensitivity=self.sensitivity, noise=self.noise,

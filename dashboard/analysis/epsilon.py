@@ -17,9 +17,19 @@ import streamlit as st
 from numpy.typing import NDArray
 
 from dashboard import choices, person
-from dashboard.analysis import selection as sel
+from dashboard.analysis import selection_choices as sel
 from dashboard.analysis import statistics as stats
 from dashboard.analysis import tables
+from dashboard.analysis.selection_pricing import (
+    EXAMPLE_BIDS,
+    parse_bids,
+    price_grid,
+    revenue_curve,
+    simulated_bids,
+)
+from dashboard.analysis.selection_privacy import data_mechanism, teaching_mechanism
+from dashboard.analysis.selection_scores import column_scores, parse_numbers
+from dashboard.analysis.selection_wording import categories_origin
 from dashboard.analysis.stats_parts import page_built
 from dashboard.charts.epsilon import Curve
 from dashboard.choices import EPSILON_GRID, MECHANISMS, RHO_GRID, PrivacyChoice
@@ -286,7 +296,7 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     origins = stats.declaration_origins(loaded, spec, answer_range=answer_range, upload=upload)
     labels = None
     if kind.per_cell:
-        origins["categories_from"] = sel.categories_origin(categories is not None)
+        origins["categories_from"] = categories_origin(categories is not None)
         if categories is None:   # the categories the page finds (as its make_plan)
             labels = tuple(stats.answer_query(loaded.relation, spec).labels)
     what = (f"count of each {column} category" if kind.per_cell else
@@ -343,7 +353,7 @@ def tables_query(loaded: LoadedDataset, saved: Mapping, *,
         note=f"{note}: **{escape(row)} × {escape(column)}**, "
              f"{len(row_cats) * len(col_cats):,} cells, before post-processing "
              f"(clipping negatives can only bring a cell closer to the truth).{split}",
-        origins=(("categories_from", sel.categories_origin(
+        origins=(("categories_from", categories_origin(
             not (row_from_data or col_from_data))),))
 
 
@@ -382,21 +392,21 @@ def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, s
     negate = page.negate is True
     if source in ("typed", "pricing"):
         if source == "typed":
-            scores = sel.parse_numbers(str(_or(page.scores_text, "0, 2, 4, 6")))
+            scores = parse_numbers(str(_or(page.scores_text, "0, 2, 4, 6")))
             sensitivity = float(_or(page.sensitivity, 1.0))
             what = "the lowest score" if negate else "the highest score"
         else:
             highest = float(_or(page.highest, 4.0))
-            prices = sel.price_grid(highest, float(_or(page.step, 0.01)))
-            bids = (sel.simulated_bids(highest, seed) if page.simulated_bids is True
-                    else sel.parse_bids(str(_or(page.bids_text, sel.EXAMPLE_BIDS))))
-            scores = sel.revenue_curve(bids, prices)
+            prices = price_grid(highest, float(_or(page.step, 0.01)))
+            bids = (simulated_bids(highest, seed) if page.simulated_bids is True
+                    else parse_bids(str(_or(page.bids_text, EXAMPLE_BIDS))))
+            scores = revenue_curve(bids, prices)
             sensitivity = float(prices[-1])
             what = "the worst price" if negate else "the best price"
 
         def teaching(noise: str, **settings) -> NoisyMax:
-            return sel.teaching_mechanism(noise=noise, measure="pure", level=1.0,
-                                          sensitivity=sensitivity, **settings)
+            return teaching_mechanism(noise=noise, measure="pure", level=1.0,
+                                      sensitivity=sensitivity, **settings)
 
         return tuple(float(v) for v in scores), teaching, what, ()
     columns = categorical_columns(loaded)
@@ -405,17 +415,17 @@ def _selection_scores(loaded: LoadedDataset, saved: Mapping, dataset_key: str, s
         column = "education" if "education" in columns else columns[0]
     domain = loaded.domains.get(column)
     declared = domain.categories if domain is not None else None
-    labels, counts = sel.column_scores(loaded.relation, dataset_key, column, declared,
-                                       person.contribution(unit, seed=seed))[:2]
+    labels, counts = column_scores(loaded.relation, dataset_key, column, declared,
+                                   person.contribution(unit, seed=seed))[:2]
 
     def from_plan(noise: str, **settings) -> NoisyMax:   # the release's part
-        return sel.data_mechanism(loaded, unit, column=column, labels=labels,
-                                  declared=declared is not None, noise=noise, measure="pure",
-                                  level=1.0, **settings)
+        return data_mechanism(loaded, unit, column=column, labels=labels,
+                              declared=declared is not None, noise=noise, measure="pure",
+                              level=1.0, **settings)
 
     what = f"the {'least' if negate else 'most'} common {column}"
     return (counts, from_plan, what,
-            (("categories_from", sel.categories_origin(declared is not None)),))
+            (("categories_from", categories_origin(declared is not None)),))
 
 
 def selection_question(loaded: LoadedDataset, saved: Mapping, dataset_key: str, seed: int, *,

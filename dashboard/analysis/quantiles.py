@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from dashboard import shown
 from dashboard.analysis import plan_entries
-from dashboard.analysis import selection as sel
+from dashboard.analysis import selection_choices as sel
 from dashboard.analysis.intervals import kind_intervals
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset

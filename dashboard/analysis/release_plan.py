@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from dashboard.analysis.selection import NOISES as SELECTION_NOISES
+from dashboard.analysis.selection_choices import NOISES as SELECTION_NOISES
 from dashboard.shown import loss
 from dpcore import allocation
 from dpcore.accounting import (

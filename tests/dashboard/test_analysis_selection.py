@@ -11,7 +11,45 @@ import re
 import numpy as np
 import pytest
 
-from dashboard.analysis import selection as sel
+from dashboard.analysis import selection_choices
+from dashboard.analysis.selection_choices import DEFAULT_LEVEL, EPSILON_GRID, RHO_GRID, fmt_share
+from dashboard.analysis.selection_maths import (
+    CURVE_MAX_POINTS,
+    MAX_DRAWS,
+    TOP_K_CURVE_POINTS,
+    CorrectnessCurves,
+    binomial_half_width,
+    compute_curves,
+    curve_levels,
+    level_reaching,
+    p_correct_curve,
+    simulate_picks,
+    simulated_trials,
+    summarise_selection,
+)
+from dashboard.analysis.selection_pricing import (
+    SIMULATED_BIDS,
+    parse_bids,
+    price_grid,
+    revenue_curve,
+    simulated_bids,
+)
+from dashboard.analysis.selection_privacy import (
+    noise_scale,
+    privacy_map_text,
+    privacy_of,
+    teaching_mechanism,
+)
+from dashboard.analysis.selection_scores import (
+    MAX_CANDIDATES,
+    MAX_SCORE,
+    category_counts,
+    numbered_labels,
+    parse_numbers,
+    parse_score_file,
+)
+from dashboard.analysis.selection_wording import curve_caption, pick_sentence
+from dpcore.selection import NOISE_TYPES
 
 NOISES = ("laplace", "exponential", "gumbel")
 
@@ -19,11 +57,11 @@ NOISES = ("laplace", "exponential", "gumbel")
 def _summarise(scores, labels, *, sensitivity, noise, measure, level, monotonic, negate, k,
                trials, seed):
     """The page's summary for scores typed in at these settings."""
-    mechanism = sel.teaching_mechanism(noise=noise, measure=measure, level=level,
-                                       sensitivity=sensitivity, monotonic=monotonic, k=k,
-                                       negate=negate)
-    return sel.summarise_selection(scores, labels, mechanism=mechanism, level=level,
-                                   trials=trials, seed=seed)
+    mechanism = teaching_mechanism(noise=noise, measure=measure, level=level,
+                                   sensitivity=sensitivity, monotonic=monotonic, k=k,
+                                   negate=negate)
+    return summarise_selection(scores, labels, mechanism=mechanism, level=level,
+                               trials=trials, seed=seed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -31,9 +69,9 @@ def _summarise(scores, labels, *, sensitivity, noise, measure, level, monotonic,
 
 
 def test_parse_numbers_reads_comma_separated_scores():
-    np.testing.assert_array_equal(sel.parse_numbers("0, 2, 4, 6"), [0.0, 2.0, 4.0, 6.0])
-    np.testing.assert_array_equal(sel.parse_numbers("0,2,4,6"), [0.0, 2.0, 4.0, 6.0])
-    np.testing.assert_array_equal(sel.parse_numbers(" -1.5, 3e2 , 7,"), [-1.5, 300.0, 7.0])
+    np.testing.assert_array_equal(parse_numbers("0, 2, 4, 6"), [0.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(parse_numbers("0,2,4,6"), [0.0, 2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(parse_numbers(" -1.5, 3e2 , 7,"), [-1.5, 300.0, 7.0])
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -43,13 +81,13 @@ def test_parse_numbers_reads_comma_separated_scores():
     ("1.5; 2.5", [1.5, 2.5]),                      # points still work between semicolons
 ])
 def test_parse_numbers_reads_decimal_commas_between_semicolons(text, expected):
-    np.testing.assert_array_equal(sel.parse_numbers(text), expected)
+    np.testing.assert_array_equal(parse_numbers(text), expected)
 
 
 @pytest.mark.parametrize("text", ["1,5, 2,5, 3,5", "0,5, 1"])
 def test_parse_numbers_refuses_commas_that_may_be_decimal_commas(text):
     with pytest.raises(ValueError, match=r"decimal commas.*semicolons.*1,5; 2,5; 3,5"):
-        sel.parse_numbers(text)
+        parse_numbers(text)
 
 
 @pytest.mark.parametrize("text, which", [
@@ -59,9 +97,9 @@ def test_parse_numbers_refuses_commas_that_may_be_decimal_commas(text):
 def test_parse_numbers_refuses_scores_too_large_naming_them(text, which):
     """±1e308 overflowed inside the selection, whose message blamed "the settings"."""
     with pytest.raises(ValueError, match=re.escape(f"the score {which} is too large")) as raised:
-        sel.parse_numbers(text)
+        parse_numbers(text)
     assert "Divide every score and the sensitivity by the same number" in str(raised.value)
-    assert sel.parse_numbers(f"0, {sel.MAX_SCORE:.0f}")[1] == sel.MAX_SCORE   # the limit holds
+    assert parse_numbers(f"0, {MAX_SCORE:.0f}")[1] == MAX_SCORE   # the limit holds
 
 
 @pytest.mark.slow
@@ -69,23 +107,23 @@ def test_scores_at_the_limit_work_for_every_noise_and_measure():
     """The largest scores allowed go through the page's computations without overflow."""
     import warnings
 
-    scores = (sel.MAX_SCORE, 0.0, -sel.MAX_SCORE)
+    scores = (MAX_SCORE, 0.0, -MAX_SCORE)
     with warnings.catch_warnings():
         warnings.simplefilter("error")   # an overflow warning fails the test
         for noise, measure, sensitivity in (("laplace", "pure", 1e-6), ("gumbel", "zcdp", 1e9),
                                             ("exponential", "pure", 1.0)):
             summary = _summarise(
-                scores, sel.numbered_labels(3), sensitivity=sensitivity, noise=noise,
-                measure=measure, level=sel.DEFAULT_LEVEL[measure], monotonic=False,
+                scores, numbered_labels(3), sensitivity=sensitivity, noise=noise,
+                measure=measure, level=DEFAULT_LEVEL[measure], monotonic=False,
                 negate=False, k=1, trials=1000, seed=1)
-            curves = sel.compute_curves(scores, measure=measure, sensitivity=sensitivity,
-                                        monotonic=False, negate=False, k=1, seed=1)
+            curves = compute_curves(scores, measure=measure, sensitivity=sensitivity,
+                                    monotonic=False, negate=False, k=1, seed=1)
             assert 0 <= summary.p_correct <= 1
             assert all(np.all(np.isfinite(c)) for c in curves.p_correct.values())
 
 
 def test_bids_may_be_large():
-    np.testing.assert_array_equal(sel.parse_bids("1e308, 2"), [1e308, 2.0])
+    np.testing.assert_array_equal(parse_bids("1e308, 2"), [1e308, 2.0])
 
 
 @pytest.mark.parametrize("text, message", [
@@ -95,32 +133,32 @@ def test_bids_may_be_large():
     ("1, 1e400", "not a finite number"),
     ("5", "^1 score given: type at least 2"),
     ("", "0 scores given"),
-    (", ".join(["1"] * (sel.MAX_CANDIDATES + 1)), f"more than the {sel.MAX_CANDIDATES}"),
+    (", ".join(["1"] * (MAX_CANDIDATES + 1)), f"more than the {MAX_CANDIDATES}"),
 ])
 def test_parse_numbers_rejects_bad_text_with_a_clear_message(text, message):
     with pytest.raises(ValueError, match=message):
-        sel.parse_numbers(text)
+        parse_numbers(text)
 
 
 def test_parse_numbers_rejects_non_text():
     with pytest.raises(TypeError):
-        sel.parse_numbers(None)  # type: ignore[arg-type]
+        parse_numbers(None)  # type: ignore[arg-type]
 
 
 def test_score_file_with_header_and_labels():
-    labels, scores = sel.parse_score_file(b"name,score\nalpha,3\nbeta,1.5\n\n,2\nalpha,4\n")
+    labels, scores = parse_score_file(b"name,score\nalpha,3\nbeta,1.5\n\n,2\nalpha,4\n")
     np.testing.assert_array_equal(scores, [3.0, 1.5, 2.0, 4.0])
     # A missing or repeated label becomes the candidate's number.
     assert labels == ("alpha", "beta", "#3", "#4")
 
 
 def test_score_file_of_bare_numbers_with_semicolons_or_one_column():
-    labels, scores = sel.parse_score_file("\ufeff1\n2\n3\n".encode())
+    labels, scores = parse_score_file("\ufeff1\n2\n3\n".encode())
     np.testing.assert_array_equal(scores, [1.0, 2.0, 3.0])
     assert labels == ("#1", "#2", "#3")
-    _, scores = sel.parse_score_file(b"a;1\nb;2\n")
+    _, scores = parse_score_file(b"a;1\nb;2\n")
     np.testing.assert_array_equal(scores, [1.0, 2.0])
-    _, scores = sel.parse_score_file(b"a;1,5\nb;2,5\n")   # decimal commas, as the uploader
+    _, scores = parse_score_file(b"a;1,5\nb;2,5\n")   # decimal commas, as the uploader
     np.testing.assert_array_equal(scores, [1.5, 2.5])
 
 
@@ -134,7 +172,7 @@ def test_score_file_of_bare_numbers_with_semicolons_or_one_column():
 ])
 def test_score_file_errors_name_the_problem(data, message):
     with pytest.raises(ValueError, match=message):
-        sel.parse_score_file(data)
+        parse_score_file(data)
 
 
 def test_category_counts_cover_declared_categories_most_common_first():
@@ -142,7 +180,7 @@ def test_category_counts_cover_declared_categories_most_common_first():
 
     frame = pd.DataFrame({"c": pd.Categorical(["b", "a", "b", None, "b", "a"],
                                               categories=["a", "b"])})
-    labels, counts, missing = sel.category_counts(frame, "c", ("a", "b", "z"))
+    labels, counts, missing = category_counts(frame, "c", ("a", "b", "z"))
     assert labels == ("b", "a", "z")
     np.testing.assert_array_equal(counts, [3.0, 2.0, 0.0])
     assert missing == 1
@@ -154,15 +192,15 @@ def test_category_counts_cover_declared_categories_most_common_first():
 
 def test_revenue_curve_by_hand_small_bid_list():
     # Bids 2, 5, 5 at prices 1..5: buyers 3, 3, 2, 2, 2 → revenue 3, 6, 6, 8, 10.
-    prices = sel.price_grid(5.0, 1.0)
+    prices = price_grid(5.0, 1.0)
     np.testing.assert_array_equal(prices, [1.0, 2.0, 3.0, 4.0, 5.0])
-    np.testing.assert_allclose(sel.revenue_curve([5, 2, 5], prices), [3, 6, 6, 8, 10])
+    np.testing.assert_allclose(revenue_curve([5, 2, 5], prices), [3, 6, 6, 8, 10])
 
 
 def test_revenue_curve_of_the_classic_example_keeps_the_cliff_at_3_01():
-    prices = sel.price_grid(4.0, 0.01)
+    prices = price_grid(4.0, 0.01)
     assert prices.size == 400
-    revenue = dict(zip(prices.tolist(), sel.revenue_curve([1, 1, 1, 3.01], prices).tolist(),
+    revenue = dict(zip(prices.tolist(), revenue_curve([1, 1, 1, 3.01], prices).tolist(),
                        strict=True))
     # 0.01 × 301 is 3.0100000000000002 in floating point: without rounding the grid, the
     # bid of exactly 3.01 would not buy at "3.01" and the revenue there would read 0.
@@ -180,16 +218,16 @@ def test_revenue_curve_of_the_classic_example_keeps_the_cliff_at_3_01():
 ])
 def test_price_grid_limits(highest, step, message):
     with pytest.raises(ValueError, match=message):
-        sel.price_grid(highest, step)
+        price_grid(highest, step)
 
 
 def test_simulated_bids_are_reproducible_and_in_range():
-    a, b = sel.simulated_bids(4.0, 7), sel.simulated_bids(4.0, 7)
+    a, b = simulated_bids(4.0, 7), simulated_bids(4.0, 7)
     np.testing.assert_array_equal(a, b)
-    assert a.size == sel.SIMULATED_BIDS and a.min() >= 0 and a.max() <= 4.0
-    assert not np.array_equal(a, sel.simulated_bids(4.0, 8))
+    assert a.size == SIMULATED_BIDS and a.min() >= 0 and a.max() <= 4.0
+    assert not np.array_equal(a, simulated_bids(4.0, 8))
     with pytest.raises(ValueError, match="negative"):
-        sel.parse_bids("1, -2")
+        parse_bids("1, -2")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,24 +240,24 @@ def test_noise_scale_matches_the_privacy_map_formulas(noise, monotonic):
     c = 1 if monotonic else 2
     delta, k = 3.0, 2
     kw = {"noise": noise, "sensitivity": delta, "monotonic": monotonic, "k": k}
-    assert sel.noise_scale("pure", 0.5, **kw) == pytest.approx(k * c * delta / 0.5)
+    assert noise_scale("pure", 0.5, **kw) == pytest.approx(k * c * delta / 0.5)
     rho = 0.02
     if noise == "gumbel":   # ε-bounded range: ρ = k (cΔ/b)² / 8
         expected = c * delta * math.sqrt(k / (8 * rho))
     else:                   # only via pure DP: ρ = k (cΔ/b)² / 2
         expected = c * delta / math.sqrt(2 * rho / k)
-    assert sel.noise_scale("zcdp", rho, **kw) == pytest.approx(expected)
+    assert noise_scale("zcdp", rho, **kw) == pytest.approx(expected)
 
 
 def test_privacy_map_text_shows_the_numbers_and_the_check():
-    text = sel.privacy_map_text(noise="exponential", measure="pure", level=0.5, sensitivity=2,
-                                monotonic=True, k=1, scale=4.0)
+    text = privacy_map_text(noise="exponential", measure="pure", level=0.5, sensitivity=2,
+                            monotonic=True, k=1, scale=4.0)
     assert "ε = Δ/b" in text and "**4**" in text and "ε = 0.5 (pure DP)" in text
-    text = sel.privacy_map_text(noise="laplace", measure="zcdp", level=0.5, sensitivity=1,
-                                monotonic=False, k=1, scale=2.0)
+    text = privacy_map_text(noise="laplace", measure="zcdp", level=0.5, sensitivity=1,
+                            monotonic=False, k=1, scale=2.0)
     assert "ρ = ε²/2" in text and "half this scale" in text and "ρ = 0.5 (zCDP)" in text
     with pytest.raises(ValueError, match="measure"):
-        sel.privacy_of("approx", 1.0)
+        privacy_of("approx", 1.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,7 +270,7 @@ SCORES = (10.0, 12.0, 9.0, 13.0, 11.5, 4.0)
 @pytest.mark.parametrize("noise", NOISES)
 @pytest.mark.parametrize("negate", [False, True])
 def test_exact_probabilities_sum_to_one_and_simulation_agrees_within_5_se(noise, negate):
-    labels = sel.numbered_labels(len(SCORES))
+    labels = numbered_labels(len(SCORES))
     summary = _summarise(SCORES, labels, sensitivity=1.0, noise=noise,
                         measure="pure", level=0.5, monotonic=True, negate=negate,
                         k=1, trials=40_000, seed=11)
@@ -263,7 +301,7 @@ def test_simulation_detects_a_wrong_scale():
 
 
 def test_gumbel_exact_is_the_softmax_closed_form():
-    summary = _summarise(SCORES, sel.numbered_labels(6), sensitivity=2.0,
+    summary = _summarise(SCORES, numbered_labels(6), sensitivity=2.0,
                         noise="gumbel", measure="pure", level=1.0,
                         monotonic=False, negate=False, k=1, trials=1_000, seed=0)
     b = 2 * 2.0 / 1.0
@@ -274,27 +312,27 @@ def test_gumbel_exact_is_the_softmax_closed_form():
 
 def test_top_k_simulation_counts():
     rng = np.random.default_rng(5)
-    first, included, recovered = sel.simulate_picks(SCORES, scale=1e-3, noise="laplace",
-                                                    negate=False, k=3, trials=500, rng=rng)
+    first, included, recovered = simulate_picks(SCORES, scale=1e-3, noise="laplace",
+                                                negate=False, k=3, trials=500, rng=rng)
     # Almost no noise: always 13 first, always {13, 12, 11.5}.
     assert recovered == 1.0
     assert first.tolist() == [0, 0, 0, 500, 0, 0]
     assert included.tolist() == [0, 500, 0, 500, 500, 0]
-    first, included, recovered = sel.simulate_picks(SCORES, scale=1e6, noise="gumbel",
-                                                    negate=True, k=2, trials=20_000, rng=rng)
+    first, included, recovered = simulate_picks(SCORES, scale=1e6, noise="gumbel",
+                                                negate=True, k=2, trials=20_000, rng=rng)
     assert included.sum() == 2 * 20_000
     # Huge noise: any of the C(6, 2) = 15 pairs equally likely, so P(recovered) = 1/15.
     assert recovered == pytest.approx(1 / 15, abs=5 * math.sqrt((1 / 15) * (14 / 15) / 20_000))
 
 
 def test_simulated_trials_cap_the_work():
-    assert sel.simulated_trials(10_000, 16) == 10_000
-    assert sel.simulated_trials(1_000_000, 400) == sel.MAX_DRAWS // 400
-    assert sel.simulated_trials(1_000_000, 10**6, k=10) == 1_000
+    assert simulated_trials(10_000, 16) == 10_000
+    assert simulated_trials(1_000_000, 400) == MAX_DRAWS // 400
+    assert simulated_trials(1_000_000, 10**6, k=10) == 1_000
 
 
 def test_binomial_half_width_formula():
-    np.testing.assert_allclose(sel.binomial_half_width([0.5, 0.0, 0.1], 100),
+    np.testing.assert_allclose(binomial_half_width([0.5, 0.0, 0.1], 100),
                                [1.96 * 0.05, 0.0, 1.96 * 0.03], rtol=1e-3)
 
 
@@ -306,11 +344,11 @@ def test_binomial_half_width_formula():
 @pytest.mark.parametrize("measure", ["pure", "zcdp"])
 def test_p_correct_curves_increase_from_chance_to_certainty(measure):
     scores = (0.0, 2.0, 4.0, 6.0)
-    curves = sel.compute_curves(scores, measure=measure, sensitivity=1.0, monotonic=True,
-                                negate=False, k=1, seed=0)
+    curves = compute_curves(scores, measure=measure, sensitivity=1.0, monotonic=True,
+                            negate=False, k=1, seed=0)
     levels = curves.levels
     assert np.all(np.diff(levels) > 0)
-    grid = sel.EPSILON_GRID if measure == "pure" else sel.RHO_GRID
+    grid = EPSILON_GRID if measure == "pure" else RHO_GRID
     assert levels[0] <= grid[0] and levels[-1] >= grid[-1]   # the slider's range is covered
     assert curves.chance == 0.25
     for noise in NOISES:
@@ -328,20 +366,20 @@ def test_p_correct_curve_matches_two_candidate_closed_form():
     # Two candidates, gap g, Gumbel noise of scale b: P(best) = 1 / (1 + e^{-g/b}); with
     # pure DP, monotonic, Δ = 1: b = 1/ε.
     levels = np.array([0.1, 1.0, 3.0])
-    p = sel.p_correct_curve((0.0, 2.0), levels, noise="gumbel", measure="pure",
-                            sensitivity=1.0, monotonic=True, negate=False)
+    p = p_correct_curve((0.0, 2.0), levels, noise="gumbel", measure="pure",
+                        sensitivity=1.0, monotonic=True, negate=False)
     np.testing.assert_allclose(p, 1 / (1 + np.exp(-2.0 * levels)), rtol=1e-12)
     # Exponential noise: P(best) = 1 − e^{-g/b}/2 (permute-and-flip with two candidates).
-    p = sel.p_correct_curve((0.0, 2.0), levels, noise="exponential", measure="pure",
-                            sensitivity=1.0, monotonic=True, negate=False)
+    p = p_correct_curve((0.0, 2.0), levels, noise="exponential", measure="pure",
+                        sensitivity=1.0, monotonic=True, negate=False)
     np.testing.assert_allclose(p, 1 - np.exp(-2.0 * levels) / 2, rtol=1e-9)
 
 
 @pytest.mark.slow
 def test_top_k_curves_and_levels_for_k_above_one():
-    curves = sel.compute_curves(SCORES, measure="pure", sensitivity=1.0, monotonic=True,
-                                negate=False, k=2, seed=1)
-    assert curves.top_k is not None and curves.top_k_levels.size <= sel.TOP_K_CURVE_POINTS
+    curves = compute_curves(SCORES, measure="pure", sensitivity=1.0, monotonic=True,
+                            negate=False, k=2, seed=1)
+    assert curves.top_k is not None and curves.top_k_levels.size <= TOP_K_CURVE_POINTS
     for noise in NOISES:
         p = curves.top_k[noise]
         assert p[0] < 0.2 and p[-1] > 0.98   # 1/15 by chance, certain with little noise
@@ -351,19 +389,19 @@ def test_top_k_curves_and_levels_for_k_above_one():
 def test_curve_levels_reach_the_climb_of_large_counts():
     # Counts in the thousands: picked right at every slider ε, so the axis extends below it.
     scores = (15_784.0, 10_878.0, 8_025.0, 83.0)
-    levels = sel.curve_levels(scores, measure="pure", sensitivity=1.0, monotonic=True,
-                              negate=False, k=1)
-    assert levels[0] < 1e-5 and levels.size <= sel.CURVE_MAX_POINTS
-    p = sel.p_correct_curve(scores, levels, noise="laplace", measure="pure", sensitivity=1.0,
-                            monotonic=True, negate=False)
+    levels = curve_levels(scores, measure="pure", sensitivity=1.0, monotonic=True,
+                          negate=False, k=1)
+    assert levels[0] < 1e-5 and levels.size <= CURVE_MAX_POINTS
+    p = p_correct_curve(scores, levels, noise="laplace", measure="pure", sensitivity=1.0,
+                        monotonic=True, negate=False)
     assert p[0] < 0.3 and p[-1] == pytest.approx(1.0)
 
 
 def test_level_reaching():
     levels = [0.1, 1.0, 10.0, 100.0]
-    assert sel.level_reaching(levels, [0.2, 0.95, 0.85, 0.99], 0.9) == 100.0
-    assert sel.level_reaching(levels, [0.95, 0.96, 0.97, 0.99], 0.9) == 0.1
-    assert sel.level_reaching(levels, [0.2, 0.3, 0.4, 0.5], 0.9) is None
+    assert level_reaching(levels, [0.2, 0.95, 0.85, 0.99], 0.9) == 100.0
+    assert level_reaching(levels, [0.95, 0.96, 0.97, 0.99], 0.9) == 0.1
+    assert level_reaching(levels, [0.2, 0.3, 0.4, 0.5], 0.9) is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,7 +413,7 @@ def test_pick_sentence_escapes_labels_and_names_the_runner_up():
     summary = _summarise((5.0, 1.0, 0.0), labels, sensitivity=1.0, noise="gumbel",
                         measure="pure", level=1.0, monotonic=True, negate=False,
                         k=1, trials=1_000, seed=0)
-    sentence = sel.pick_sentence(summary, measure="pure", level=1.0, negate=False, k=1)
+    sentence = pick_sentence(summary, measure="pure", level=1.0, negate=False, k=1)
     p = math.exp(5) / (math.exp(5) + math.exp(1) + 1)
     assert sentence.startswith(r"At ε = 1, **\*bold\***")
     assert f"is picked {p:.1%} of the time" in sentence
@@ -386,7 +424,7 @@ def test_pick_sentence_for_ties_and_minimum():
     summary = _summarise((1.0, 1.0, 3.0), ("a", "b", "c"), sensitivity=1.0,
                         noise="gumbel", measure="zcdp", level=0.5, monotonic=True,
                         negate=True, k=1, trials=1_000, seed=0)
-    sentence = sel.pick_sentence(summary, measure="zcdp", level=0.5, negate=True, k=1)
+    sentence = pick_sentence(summary, measure="zcdp", level=0.5, negate=True, k=1)
     assert "At ρ = 0.5, one of the 2 candidates tied for the lowest score" in sentence
 
 
@@ -395,16 +433,16 @@ def test_pick_sentence_for_ties_and_minimum():
     (0.0004, "less than 0.1%"), (1e-9, "0%"), (0.0, "0%"),
 ])
 def test_fmt_share(p, text):
-    assert sel.fmt_share(p) == text
+    assert fmt_share(p) == text
 
 
 def test_curve_caption_rounds_the_level_up():
     """The curve reaches 90% at ε = 0.01449 on its grid: shown as "0.014" (two digits, to
     nearest) the claim would hold from a level where it does not; it must read 0.015."""
     levels = np.array([0.01, 0.012, 0.01449, 0.02])
-    p_correct = {n: np.array([0.5, 0.8, 0.9, 0.95]) for n in sel.NOISE_TYPES}
-    curves = sel.CorrectnessCurves(levels, p_correct, chance=0.25)
-    caption = sel.curve_caption(curves, noise="laplace", measure="pure")
+    p_correct = {n: np.array([0.5, 0.8, 0.9, 0.95]) for n in NOISE_TYPES}
+    curves = CorrectnessCurves(levels, p_correct, chance=0.25)
+    caption = curve_caption(curves, noise="laplace", measure="pure")
     assert "from ε ≈ 0.015 upwards" in caption
 
 
@@ -419,7 +457,7 @@ def test_one_name_per_selection_noise_everywhere():
     from plan import model
     from plan.kinds.quantiles import Quantiles
 
-    assert sel.NOISES == NOISE_LABELS
+    assert selection_choices.NOISES == NOISE_LABELS
     assert qa.NOISES == {k: NOISE_LABELS[k] for k in ("exponential", "gumbel")}
     assert NOISE_LABELS["exponential"] == "Permute-and-flip (exponential noise)"
     assert NOISE_LABELS["gumbel"] == "Exponential mechanism (Gumbel noise)"

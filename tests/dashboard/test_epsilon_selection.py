@@ -16,7 +16,7 @@ import pytest
 from dashboard import datasets, person
 from dashboard.analysis import epsilon as ana
 from dashboard.analysis import plan_entries
-from dashboard.analysis import selection as sel
+from dashboard.analysis.selection_choices import NOISES
 from plan.build import build
 
 TEAMS = ("red", "blue", "green", "gold")
@@ -49,7 +49,7 @@ def released_part(loaded, unit, *, noise: str, epsilon: float, k: int):
 
 @pytest.mark.parametrize("unit_name", list(UNITS))
 @pytest.mark.parametrize("k", [1, 2])
-@pytest.mark.parametrize("noise", sel.NOISES)
+@pytest.mark.parametrize("noise", NOISES)
 def test_the_curve_sweeps_the_releases_part(loaded, unit_name, k, noise):
     unit, max_rows = UNITS[unit_name]
     saved = {"sel_source": "data", "sel_column": "team", "sel_noise": noise, "sel_k": k}

@@ -16,7 +16,13 @@ import pytest
 
 from dashboard import datasets, person
 from dashboard.analysis import plan_entries
-from dashboard.analysis import selection as sel
+from dashboard.analysis.selection_choices import NOISES
+from dashboard.analysis.selection_maths import shortfall_bounds, summarise_selection
+from dashboard.analysis.selection_privacy import data_mechanism, teaching_mechanism
+from dashboard.analysis.selection_scores import numbered_labels
+from dashboard.analysis.selection_wording import shortfall_sentence
+from dashboard.shown import up
+from dpcore.selection import noisy_top_k, report_noisy_max
 from plan.build import build
 from plan.parts import NoisyMax
 
@@ -49,15 +55,15 @@ def expected_scale(noise: str, measure: str, level: float, delta: float, k: int,
 
 def shown(loaded, unit, *, noise="exponential", measure="pure", level=1.0, k=1, negate=False,
           monotonic=True) -> NoisyMax:
-    return sel.data_mechanism(loaded, unit, column="team", labels=TEAMS, declared=False,
-                              noise=noise, measure=measure, level=level, k=k, negate=negate,
-                              monotonic=monotonic)
+    return data_mechanism(loaded, unit, column="team", labels=TEAMS, declared=False,
+                          noise=noise, measure=measure, level=level, k=k, negate=negate,
+                          monotonic=monotonic)
 
 
 @pytest.mark.parametrize("unit_name", list(UNITS))
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("measure, level", [("pure", 0.7), ("zcdp", 0.02)])
-@pytest.mark.parametrize("noise", sel.NOISES)
+@pytest.mark.parametrize("noise", NOISES)
 def test_the_page_draws_the_part_add_to_plan_enters(loaded, noise, measure, level, k,
                                                     unit_name):
     unit, delta = UNITS[unit_name]
@@ -97,9 +103,9 @@ def test_a_query_the_plan_cannot_build_says_why(loaded):
 
 
 def _first_pick_frequencies(scores, mechanism, *, trials, seed):
-    summary = sel.summarise_selection(scores, sel.numbered_labels(len(scores)),
-                                      mechanism=mechanism, level=1.0, trials=trials,
-                                      seed=seed)
+    summary = summarise_selection(scores, numbered_labels(len(scores)),
+                                  mechanism=mechanism, level=1.0, trials=trials,
+                                  seed=seed)
     assert summary.trials == trials and summary.mechanism is mechanism
     return summary
 
@@ -176,7 +182,7 @@ def shortfalls_over(scores, chosen, negate):
 
 
 @pytest.mark.parametrize("k", [1, 3])
-@pytest.mark.parametrize("noise", sel.NOISES)
+@pytest.mark.parametrize("noise", NOISES)
 def test_a_picks_shortfall_bound_is_the_kinds_and_the_closed_form(loaded, noise, k):
     """A pick among the 4 teams' counts, 3 rows per person at ε = 1: b = 3k; rank r's bound
     over the 4 − r + 1 candidates left, as the selection kind's release computes it."""
@@ -184,7 +190,7 @@ def test_a_picks_shortfall_bound_is_the_kinds_and_the_closed_form(loaded, noise,
 
     unit, delta = UNITS["3 rows per person"]
     mechanism = shown(loaded, unit, noise=noise, k=k)
-    bounds = sel.shortfall_bounds(mechanism, len(TEAMS))
+    bounds = shortfall_bounds(mechanism, len(TEAMS))
     b = expected_scale(noise, "pure", 1.0, delta, k)
     want = [closed_shortfall(noise, b, len(TEAMS) - r, 0.05) for r in range(k)]
     np.testing.assert_allclose(bounds, want, rtol=1e-9)
@@ -199,7 +205,7 @@ def test_a_picks_shortfall_bound_is_the_kinds_and_the_closed_form(loaded, noise,
 
 @pytest.mark.parametrize("negate", [False, True])
 @pytest.mark.parametrize("k", [1, 2])
-@pytest.mark.parametrize("noise", sel.NOISES)
+@pytest.mark.parametrize("noise", NOISES)
 def test_simulated_picks_fall_short_by_more_than_the_bound_at_most_alpha(loaded, noise, k,
                                                                           negate):
     """20,000 fixed-seed picks by the page's sampler (its scale, k and direction) among
@@ -208,15 +214,15 @@ def test_simulated_picks_fall_short_by_more_than_the_bound_at_most_alpha(loaded,
     unit, _ = UNITS["2 rows in 2 groups"]
     scores = (8.0, 6.0, 5.0, 1.0, 7.0)
     mechanism = shown(loaded, unit, noise=noise, k=k, negate=negate)
-    bounds = sel.shortfall_bounds(mechanism, len(scores))
+    bounds = shortfall_bounds(mechanism, len(scores))
     rng = np.random.default_rng(2211)
     trials = 20_000
     if k == 1:
-        chosen = sel.report_noisy_max(scores, scale=mechanism.scale, noise=noise,
-                                      negate=negate, trials=trials, rng=rng)
+        chosen = report_noisy_max(scores, scale=mechanism.scale, noise=noise,
+                                  negate=negate, trials=trials, rng=rng)
     else:
-        chosen = sel.noisy_top_k(scores, k, scale=mechanism.scale, noise=noise,
-                                 negate=negate, trials=trials, rng=rng)
+        chosen = noisy_top_k(scores, k, scale=mechanism.scale, noise=noise,
+                             negate=negate, trials=trials, rng=rng)
     short = shortfalls_over(scores, chosen, negate)
     assert np.all(short.max(axis=0) > 0)
     margin = 4 * math.sqrt(0.05 * 0.95 / trials)
@@ -224,19 +230,19 @@ def test_simulated_picks_fall_short_by_more_than_the_bound_at_most_alpha(loaded,
 
 
 def test_the_shortfall_sentence_says_the_bound_per_rank():
-    mechanism = sel.teaching_mechanism(noise="gumbel", measure="pure", level=1.0,
-                                       sensitivity=1.0, monotonic=True, k=2, negate=True)
-    said = sel.shortfall_sentence(mechanism, 4, source="typed")
+    mechanism = teaching_mechanism(noise="gumbel", measure="pure", level=1.0,
+                                   sensitivity=1.0, monotonic=True, k=2, negate=True)
+    said = shortfall_sentence(mechanism, 4, source="typed")
     b = 2.0   # k·Δ/ε
-    first, second = (sel.up(closed_shortfall("gumbel", b, m, 0.05)) for m in (4, 3))
+    first, second = (up(closed_shortfall("gumbel", b, m, 0.05)) for m in (4, 3))
     assert said.startswith("With 95 % for each rank on its own, the candidate picked at "
                            "each rank has a true score within E of the smallest true score")
     assert f"rank 1 within {first}, rank 2 within {second}" in said
     assert "A release drawing this noise at this scale states the same bound." in said
-    one = sel.teaching_mechanism(noise="laplace", measure="pure", level=1.0, sensitivity=1.0,
-                                 monotonic=True, k=1, negate=False)
-    said = sel.shortfall_sentence(one, 4, source="data")
+    one = teaching_mechanism(noise="laplace", measure="pure", level=1.0, sensitivity=1.0,
+                             monotonic=True, k=1, negate=False)
+    said = shortfall_sentence(one, 4, source="data")
     assert said.startswith(f"With 95 %, the chosen category's true count is within "
-                           f"{sel.up(closed_shortfall('laplace', 1.0, 4, 0.05))} of the top "
+                           f"{up(closed_shortfall('laplace', 1.0, 4, 0.05))} of the top "
                            "true count")
     assert "A release drawing this noise at this scale states the same bound." in said

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from dashboard.analysis import selection as sel
 from dashboard.analysis import statistics as stats
+from dashboard.analysis.selection_downloads import one_release, release_stream
 from dashboard.controls import PrivacyChoice
 from dpcore.selection import selection_probabilities
 from tests.conftest import open_app
@@ -105,7 +105,7 @@ def test_a_release_number_out_of_range_is_refused(release):
     with pytest.raises((ValueError, TypeError), match="release"):
         stats.release_stream(release)
     with pytest.raises((ValueError, TypeError), match="release"):
-        sel.release_stream(release)
+        release_stream(release)
 
 
 # -- Selection -------------------------------------------------------------------------------------
@@ -132,8 +132,8 @@ def test_selection_releases_follow_the_exact_probabilities():
     """Releases 1..2000 of one seed pick each candidate as often as the exact probabilities
     say (chi-square test)."""
     scores = np.array([0.0, 1.0, 2.0, 2.5])
-    picks = np.array([sel.one_release(scores, scale=1.0, noise="laplace", negate=False, k=1,
-                                      seed=SEED, release=n)[0] for n in range(1, RELEASES + 1)])
+    picks = np.array([one_release(scores, scale=1.0, noise="laplace", negate=False, k=1,
+                                  seed=SEED, release=n)[0] for n in range(1, RELEASES + 1)])
     observed = np.bincount(picks, minlength=scores.size)
     expected = RELEASES * selection_probabilities(scores, scale=1.0, noise="laplace")
     assert scipy_stats.chisquare(observed, expected).pvalue > 1e-3

@@ -282,8 +282,14 @@ def test_selection_curves_overlay_the_noises(page):
 def test_selection_question_reads_the_selection_pages_settings():
     """Typed scores are monotonic only when declared so on their own toggle (the counts'
     toggle says nothing about them); simulated bids are the ones the Selection page used."""
-    from dashboard.analysis import selection as sel
     from dashboard.analysis.epsilon import selection_question
+    from dashboard.analysis.selection_pricing import (
+        EXAMPLE_BIDS,
+        parse_bids,
+        price_grid,
+        revenue_curve,
+        simulated_bids,
+    )
 
     loaded = load_builtin(ADULT)
     typed = {"sel_source": "typed", "sel_scores_text": "1, 5, 2", "sel_monotonic": True}
@@ -295,10 +301,10 @@ def test_selection_question_reads_the_selection_pages_settings():
     assert selection_question(loaded, {}, "builtin:Adult", 0).monotonic is True  # counts
     pricing = {"sel_source": "pricing", "sel_highest": 4.0, "sel_step": 0.5,
                "sel_simulated_bids": True}
-    revenue = sel.revenue_curve(sel.simulated_bids(4.0, 7), sel.price_grid(4.0, 0.5))
+    revenue = revenue_curve(simulated_bids(4.0, 7), price_grid(4.0, 0.5))
     question = selection_question(loaded, pricing, "builtin:Adult", 7)
     np.testing.assert_allclose(question.scores, revenue)
-    typed_bids = sel.revenue_curve(sel.parse_bids(sel.EXAMPLE_BIDS), sel.price_grid(4.0, 0.5))
+    typed_bids = revenue_curve(parse_bids(EXAMPLE_BIDS), price_grid(4.0, 0.5))
     assert not np.allclose(revenue, typed_bids)  # the two sources really differ
 
 

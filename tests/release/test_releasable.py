@@ -395,7 +395,7 @@ def test_one_name_per_noise_on_the_pages_and_in_the_release(tmp_path):
     """The Selection and Quantiles pages name each noise as a release describes the part it
     drew ("report noisy max, exponential noise (permute-and-flip)")."""
     from dashboard.analysis import quantiles as qa
-    from dashboard.analysis import selection as sel
+    from dashboard.analysis.selection_choices import NOISES
 
     frame = pd.DataFrame({"dx": ["a", "b", "b", "c"] * 50})
     for noise, measure, budget in (("exponential", "pure", {"epsilon": 1.0}),
@@ -409,5 +409,5 @@ def test_one_name_per_noise_on_the_pages_and_in_the_release(tmp_path):
             out = run(plan, FrameSource(frame), ledger=book,
                       engine=Engine(DuckDBBackend(threads=1)))
         described = out.queries[0].parts[0]["mechanism"]
-        assert sel.NOISES[noise].lower() in described.lower(), described
-        assert qa.NOISES[noise] == sel.NOISES[noise]
+        assert NOISES[noise].lower() in described.lower(), described
+        assert qa.NOISES[noise] == NOISES[noise]
