@@ -108,7 +108,7 @@ def test_no_release_or_plan_code_names_a_kind():
 QUERY_ALLOWED = {
     # Choose epsilon's "Query" radio: the Selection page as a source (a page, not a kind)
     ("app_pages/choose_epsilon.py", "selection"),
-    ("dashboard/analysis/epsilon.py", "selection"),
+    ("dashboard/analysis/epsilon_use.py", "selection"),
 }
 
 

@@ -15,7 +15,15 @@ import pandas as pd
 import pytest
 
 from dashboard import datasets
-from dashboard.analysis import epsilon as ana
+from dashboard.analysis.epsilon_question import statistics_query, tables_query
+from dashboard.analysis.epsilon_sweep import (
+    GRID,
+    mechanism_curves,
+    query_numbers,
+    release_part,
+    smallest_for,
+)
+from dashboard.analysis.epsilon_view import target_sentence
 from dpcore import figures
 from dpcore.contributions import PrivacyUnit
 
@@ -40,8 +48,8 @@ def loaded():
 def statistics(loaded, unit=None, **saved):
     keys = {"query": "stats_query", "column": "stats_column", "lower": "stats_lower",
             "upper": "stats_upper", "mechanism": "stats_mechanism", "share": "stats_share"}
-    return ana.statistics_query(loaded, {keys[k]: v for k, v in saved.items()}, KEY, unit=unit,
-                                seed=SEED)
+    return statistics_query(loaded, {keys[k]: v for k, v in saved.items()}, KEY, unit=unit,
+                            seed=SEED)
 
 
 def clamped(loaded, lower: float, upper: float) -> pd.Series:
@@ -51,18 +59,18 @@ def clamped(loaded, lower: float, upper: float) -> pd.Series:
 def test_count_sensitivity_scale_and_smallest_epsilon(loaded):
     query = statistics(loaded, query="count", mechanism="laplace")
     assert query.kind == "count" and not query.per_cell and not query.relative_by_default
-    numbers = ana.query_numbers(loaded.relation, query)
+    numbers = query_numbers(loaded.relation, query)
     assert (numbers.l1, numbers.l2, float(numbers.true_value)) == (1.0, 1.0, 800.0)
-    curves = ana.mechanism_curves(loaded.relation, query, "laplace", beta=BETA, delta=DELTA,
-                                  seed=SEED)
-    np.testing.assert_allclose(curves.exact["scale"], 1 / np.array(ana.GRID), rtol=1e-12)
+    curves = mechanism_curves(loaded.relation, query, "laplace", beta=BETA, delta=DELTA,
+                              seed=SEED)
+    np.testing.assert_allclose(curves.exact["scale"], 1 / np.array(GRID), rtol=1e-12)
     # P(|Laplace(1/ε)| > α) = exp(-αε) = β
     alpha = 10.0
-    found = ana.smallest_for(loaded.relation, query, "laplace", alpha=alpha, beta=BETA,
-                             delta=DELTA)
+    found = smallest_for(loaded.relation, query, "laplace", alpha=alpha, beta=BETA,
+                         delta=DELTA)
     assert found.epsilon == pytest.approx(math.log(1 / BETA) / alpha, rel=1e-6)
-    sentence = ana.target_sentence(query, "laplace", found, beta=BETA, delta=DELTA,
-                                   target_value=alpha, relative=False, true_value=800.0)
+    sentence = target_sentence(query, "laplace", found, beta=BETA, delta=DELTA,
+                               target_value=alpha, relative=False, true_value=800.0)
     assert f"ε ≥ {figures.upper(found.epsilon)} keeps the count within ±10" in sentence
     # the release's mechanism at that ε (plan.build's part), drawn with a fixed seed
     for factor, share in ((1.0, (0.947, 0.953)), (0.9, (0.92, 0.94))):
@@ -78,12 +86,12 @@ def test_sum_sensitivity_is_the_plans_under_the_privacy_unit(loaded, unit, rows)
     query = statistics(loaded, unit, query="sum", column="age", lower=0.0, upper=100.0,
                        mechanism="laplace")
     assert query.kind == "sum" and query.relative_by_default
-    numbers = ana.query_numbers(loaded.relation, query)
+    numbers = query_numbers(loaded.relation, query)
     assert numbers.l1 == 100.0 * rows   # each person moves the sum by at most rows × 100
-    assert ana.release_part(query, "laplace", DELTA).sensitivity == 100.0 * rows
-    curves = ana.mechanism_curves(loaded.relation, query, "laplace", beta=BETA, delta=DELTA,
-                                  seed=SEED)
-    np.testing.assert_allclose(curves.exact["scale"], 100.0 * rows / np.array(ana.GRID),
+    assert release_part(query, "laplace", DELTA).sensitivity == 100.0 * rows
+    curves = mechanism_curves(loaded.relation, query, "laplace", beta=BETA, delta=DELTA,
+                              seed=SEED)
+    np.testing.assert_allclose(curves.exact["scale"], 100.0 * rows / np.array(GRID),
                                rtol=1e-12)
 
 
@@ -95,13 +103,13 @@ def test_whole_number_noise_is_calibrated_to_the_whole_sensitivity_a_release_use
     query = statistics(loaded, unit, query="histogram", column="team",
                        mechanism="discrete_gaussian")
     assert query.per_cell and "discrete_gaussian" in query.mechanisms
-    numbers = ana.query_numbers(loaded.relation, query)
+    numbers = query_numbers(loaded.relation, query)
     assert (numbers.l1, numbers.l2) == pytest.approx((2.0, math.sqrt(2)))
-    assert ana.release_part(query, "discrete_gaussian", DELTA).sensitivity == 2.0
-    curves = ana.mechanism_curves(loaded.relation, query, "discrete_gaussian", beta=BETA,
-                                  delta=DELTA, seed=SEED)
+    assert release_part(query, "discrete_gaussian", DELTA).sensitivity == 2.0
+    curves = mechanism_curves(loaded.relation, query, "discrete_gaussian", beta=BETA,
+                              delta=DELTA, seed=SEED)
     at = [0, 20, 40]
-    scales = [query.built("discrete_gaussian", ana.GRID[i], DELTA).parts[0].scale for i in at]
+    scales = [query.built("discrete_gaussian", GRID[i], DELTA).parts[0].scale for i in at]
     np.testing.assert_allclose(curves.exact["scale"][at], scales, rtol=1e-9)
 
 
@@ -115,15 +123,15 @@ def test_mean_parts_and_smallest_epsilon_against_a_simulation(loaded):
     assert count_part.scale == pytest.approx(1.0 / (0.7 * eps), rel=1e-9)
     ages = clamped(loaded, 0.0, 100.0)
     total, count, truth = float(ages.sum()), float(ages.size), float(ages.mean())
-    numbers = ana.query_numbers(loaded.relation, query)
+    numbers = query_numbers(loaded.relation, query)
     assert float(numbers.true_value) == pytest.approx(truth, rel=1e-12)
     alpha = 2.0
-    curves = ana.mechanism_curves(loaded.relation, query, "laplace", beta=BETA, delta=DELTA,
-                                  seed=SEED)
-    found = ana.smallest_for(loaded.relation, query, "laplace", alpha=alpha, beta=BETA,
-                             delta=DELTA, curves=curves)
-    sentence = ana.target_sentence(query, "laplace", found, beta=BETA, delta=DELTA,
-                                   target_value=alpha, relative=False, true_value=truth)
+    curves = mechanism_curves(loaded.relation, query, "laplace", beta=BETA, delta=DELTA,
+                              seed=SEED)
+    found = smallest_for(loaded.relation, query, "laplace", alpha=alpha, beta=BETA,
+                         delta=DELTA, curves=curves)
+    sentence = target_sentence(query, "laplace", found, beta=BETA, delta=DELTA,
+                               target_value=alpha, relative=False, true_value=truth)
     assert f"ε ≥ ≈ {figures.upper(found.epsilon)} keeps the mean of age within ±2" in sentence
     # the release's law, written here: noisy sum / noisy count (floored at 1), clamped
     rng = np.random.default_rng(12)
@@ -145,7 +153,7 @@ def test_variance_parts_are_the_plans(loaded):
     assert [p.sensitivity for p in parts] == [1.0, 40.0, 1600.0]
     np.testing.assert_allclose([p.scale for p in parts],
                                [3 / eps, 40 * 3 / eps, 1600 * 3 / eps], rtol=1e-9)
-    numbers = ana.query_numbers(loaded.relation, query)
+    numbers = query_numbers(loaded.relation, query)
     assert float(numbers.true_value) == pytest.approx(float(np.var(clamped(loaded, 10, 90))),
                                                       rel=1e-9)
 
@@ -156,18 +164,18 @@ def test_table_scale_is_the_plans_at_the_cells_share(loaded, separate, cells_sha
     if separate:
         saved |= {"tables_rescale": True, "tables_total_source": "separate",
                   "tables_total_share": 0.2}
-    query = ana.tables_query(loaded, saved)
+    query = tables_query(loaded, saved)
     assert query.kind == "crosstab" and query.per_cell and not query.made_of_parts
-    numbers = ana.query_numbers(loaded.relation, query)
+    numbers = query_numbers(loaded.relation, query)
     assert (numbers.l1, numbers.l2, numbers.true_value.size) == (1.0, 1.0, 12)
-    assert ana.release_part(query, "laplace", DELTA).sensitivity == 1.0
-    curves = ana.mechanism_curves(loaded.relation, query, "laplace", beta=BETA, delta=DELTA,
-                                  seed=SEED)
+    assert release_part(query, "laplace", DELTA).sensitivity == 1.0
+    curves = mechanism_curves(loaded.relation, query, "laplace", beta=BETA, delta=DELTA,
+                              seed=SEED)
     np.testing.assert_allclose(curves.exact["scale"],
-                               1 / (cells_share * np.array(ana.GRID)), rtol=1e-9)
+                               1 / (cells_share * np.array(GRID)), rtol=1e-9)
     # a per-cell ±α: exp(-α ε_cells) = β, ε_cells = cells_share × the total ε
-    found = ana.smallest_for(loaded.relation, query, "laplace", alpha=5.0, beta=BETA,
-                             delta=DELTA)
+    found = smallest_for(loaded.relation, query, "laplace", alpha=5.0, beta=BETA,
+                         delta=DELTA)
     assert found.epsilon == pytest.approx(math.log(1 / BETA) / 5.0 / cells_share, rel=1e-9)
 
 
@@ -179,4 +187,4 @@ def test_a_query_the_plan_refuses_falls_back_to_the_count(loaded):
     query = statistics(loaded, query="variance", column="age", lower=-1e308, upper=1e308,
                        mechanism="laplace")
     assert query.kind == "count" and "no query set up" in query.note
-    assert ana.query_numbers(loaded.relation, query).l1 == 1.0
+    assert query_numbers(loaded.relation, query).l1 == 1.0

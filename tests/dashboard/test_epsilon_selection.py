@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 from dashboard import datasets, person
-from dashboard.analysis import epsilon as ana
 from dashboard.analysis import plan_entries
+from dashboard.analysis.epsilon_question import selection_question
+from dashboard.analysis.epsilon_sweep import SELECTION_GRID, selection_curve
 from dashboard.analysis.selection_choices import NOISES
 from plan.build import build
 
@@ -53,12 +54,12 @@ def released_part(loaded, unit, *, noise: str, epsilon: float, k: int):
 def test_the_curve_sweeps_the_releases_part(loaded, unit_name, k, noise):
     unit, max_rows = UNITS[unit_name]
     saved = {"sel_source": "data", "sel_column": "team", "sel_noise": noise, "sel_k": k}
-    question = ana.selection_question(loaded, saved, KEY, 0, unit=unit)
+    question = selection_question(loaded, saved, KEY, 0, unit=unit)
     assert (question.noise, question.k) == (noise, k)
     # counts are monotonic; one person moves a count by at most max rows per person
     assert question.sensitivity == max_rows
-    sweep, _ = ana.selection_curve(question, 0.9, seed=0)
-    epsilons = np.asarray(ana.SELECTION_GRID)
+    sweep, _ = selection_curve(question, 0.9, seed=0)
+    epsilons = np.asarray(SELECTION_GRID)
     np.testing.assert_allclose(sweep["epsilon"], epsilons)
     np.testing.assert_allclose(sweep["scale"], k * max_rows / epsilons, rtol=1e-12)
     for i in (0, 25, 50):
@@ -71,11 +72,11 @@ def test_the_curve_sweeps_the_releases_part(loaded, unit_name, k, noise):
 def test_typed_scores_take_the_declared_sensitivity(loaded):
     saved = {"sel_source": "typed", "sel_scores_text": "1, 5, 2", "sel_sensitivity": 2.5,
              "sel_noise": "laplace"}
-    question = ana.selection_question(loaded, saved, KEY, 0, unit=UNITS["3 rows per person"][0])
+    question = selection_question(loaded, saved, KEY, 0, unit=UNITS["3 rows per person"][0])
     assert question.sensitivity == 2.5 and question.monotonic is False
-    sweep, _ = ana.selection_curve(question, 0.9, seed=0)
+    sweep, _ = selection_curve(question, 0.9, seed=0)
     # scores that may move in opposite directions: b = 2Δ/ε
-    np.testing.assert_allclose(sweep["scale"], 2 * 2.5 / np.asarray(ana.SELECTION_GRID),
+    np.testing.assert_allclose(sweep["scale"], 2 * 2.5 / np.asarray(SELECTION_GRID),
                                rtol=1e-12)
 
 
@@ -83,8 +84,8 @@ def test_typed_scores_take_the_declared_sensitivity(loaded):
 def test_p_correct_is_that_of_the_releases_part(loaded, teams):
     unit, max_rows = UNITS["3 rows per person"]
     saved = {"sel_source": "data", "sel_column": "team", "sel_noise": "laplace"}
-    question = ana.selection_question(loaded, saved, KEY, 0, unit=unit)
-    sweep, _ = ana.selection_curve(question, 0.9, seed=0)
+    question = selection_question(loaded, saved, KEY, 0, unit=unit)
+    sweep, _ = selection_curve(question, 0.9, seed=0)
     i = int(np.flatnonzero((sweep["p_correct"] > 0.3) & (sweep["p_correct"] < 0.9))[0])
     epsilon = float(sweep["epsilon"][i])
     part = released_part(loaded, unit, noise="laplace", epsilon=epsilon, k=1)

@@ -154,10 +154,10 @@ def test_the_statistics_page_shows_every_column_literally(choices):
 
 
 def test_choose_epsilon_shows_hostile_names_literally_for_every_source(choices):
-    from dashboard.analysis import epsilon as ana
+    from dashboard.analysis.epsilon_question import SOURCES
 
     at = open_app("choose_epsilon.py", dataset=choices[0])
-    for source in ana.SOURCES:
+    for source in SOURCES:
         at.radio(key="choose_source").set_value(source).run()
         assert not at.exception, [e.value for e in at.exception]
         found = problems(at)

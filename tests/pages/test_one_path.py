@@ -141,22 +141,24 @@ def test_choose_epsilon_sweeps_the_variance_set_up_on_noisy_statistics(loaded):
     """The variance set up on Noisy statistics: Choose epsilon sweeps it (simulated, as the
     page simulates it: from the plan's parts), and its smallest ε for a target is where the
     page's own simulation at that ε meets it."""
-    from dashboard.analysis import epsilon
+    from dashboard.analysis.epsilon_question import statistics_query
+    from dashboard.analysis.epsilon_sweep import mechanism_curves, query_numbers, smallest_for
+    from dashboard.analysis.epsilon_view import sensitivity_note
 
     saved = {"stats_query": "variance", "stats_column": "age", "stats_lower": 10.0,
              "stats_upper": 90.0}
-    shown = epsilon.statistics_query(loaded, saved, loaded.key)
+    shown = statistics_query(loaded, saved, loaded.key)
     assert (shown.kind, shown.what) == ("variance", "variance of age")
     assert set(shown.mechanisms) == {"laplace", "gaussian", "staircase"}
-    numbers = epsilon.query_numbers(loaded.relation, shown)
+    numbers = query_numbers(loaded.relation, shown)
     ages = loaded.frame["age"].dropna().clip(10, 90)
     assert float(numbers.true_value) == pytest.approx(float(np.var(ages)), rel=1e-9)
-    assert "count 1, deviations 40, squares 1,600" in epsilon.sensitivity_note(shown, numbers)
+    assert "count 1, deviations 40, squares 1,600" in sensitivity_note(shown, numbers)
     beta, alpha = 0.05, 20.0
-    curves = epsilon.mechanism_curves(loaded.relation, shown, "laplace", beta=beta,
-                                      delta=1e-6, seed=SEED)
-    found = epsilon.smallest_for(loaded.relation, shown, "laplace", alpha=alpha, beta=beta,
-                                 delta=1e-6, curves=curves)
+    curves = mechanism_curves(loaded.relation, shown, "laplace", beta=beta,
+                              delta=1e-6, seed=SEED)
+    found = smallest_for(loaded.relation, shown, "laplace", alpha=alpha, beta=beta,
+                         delta=1e-6, curves=curves)
     # the page at that ε (a little above, a little below): its own 95 % error against α
     spec = stats.QuerySpec("variance", "age", 10.0, 90.0)
     for factor, meets in ((1.15, True), (0.85, False)):

@@ -282,7 +282,7 @@ def test_selection_curves_overlay_the_noises(page):
 def test_selection_question_reads_the_selection_pages_settings():
     """Typed scores are monotonic only when declared so on their own toggle (the counts'
     toggle says nothing about them); simulated bids are the ones the Selection page used."""
-    from dashboard.analysis.epsilon import selection_question
+    from dashboard.analysis.epsilon_question import selection_question
     from dashboard.analysis.selection_pricing import (
         EXAMPLE_BIDS,
         parse_bids,
@@ -333,7 +333,7 @@ def test_shown_epsilon_is_rounded_up_and_urls_are_never_evaluated():
 
 
 def test_posterior_table_never_rounds_a_bound_to_certainty():
-    from dashboard.analysis.epsilon import risk_summary
+    from dashboard.analysis.epsilon_risk import risk_summary
 
     table = risk_summary(8.2, delta=None, pure=True).posteriors
     # prior 50%: posterior odds e^8.2, so 1 − p = 1/(1 + e^8.2) ≈ 2.7e-4 — not certainty

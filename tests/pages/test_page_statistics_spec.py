@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from dashboard import state
-from dashboard.analysis import epsilon as ana
 from dashboard.analysis import statistics as stats
+from dashboard.analysis.epsilon_question import statistics_query
 from dashboard.person import PrivacyUnit
 from engine.queries import Contribution
 from tests.conftest import open_app
@@ -68,6 +68,6 @@ def test_the_page_and_choose_epsilon_build_the_same_query(small_file, monkeypatc
         expected = stats.QuerySpec(query, col, lower, upper, None, Contribution(
             "pid", 2, 1 if grouped else None, seed))
         assert shown == expected
-        swept = ana.statistics_query(loaded, at.session_state[state.SAVED], data_key,
-                                     unit=UNIT, seed=seed)
+        swept = statistics_query(loaded, at.session_state[state.SAVED], data_key,
+                                 unit=UNIT, seed=seed)
         assert swept.kind == query and swept.spec == shown
