@@ -7,7 +7,7 @@ the system's temporary folder, outside the repository) and are reused.
 
 Prints, per query (histogram, bounded sum, crosstab, rows per person): the engine's time, the
 same question typed as plain SQL into DuckDB, and their ratio (target <= 1.2); pandas
-(``dpcore.queries``) on 3·10^7 rows for the record; the process's peak memory after the
+(``tests/queries_reference.py``) on 3·10^7 rows for the record; the process's peak memory after the
 DuckDB part; Spark local mode on 10^7 rows, seconds per query.
 
 ``--pages`` adds (``--pages-only``: only) the dashboard's figure: an AppTest of Noisy
@@ -151,14 +151,14 @@ def bench_duckdb(path: Path, repeats: int) -> None:
 def bench_pandas(path: Path, rows: int) -> None:
     import pandas as pd
 
-    from dpcore import queries as reference
+    from tests import queries_reference as reference
 
     con = duckdb.connect(config={"memory_limit": "4GB"})
     p = str(path).replace("'", "''")
     frame = con.execute(f"SELECT * FROM read_parquet('{p}') LIMIT {rows}").df()
     frame["region"] = pd.Categorical(frame["region"], categories=list(REGIONS))
     frame["sex"] = pd.Categorical(frame["sex"], categories=list(SEXES))
-    print(f"\npandas {pd.__version__} (dpcore.queries) on {len(frame):,} rows in memory, "
+    print(f"\npandas {pd.__version__} (queries_reference) on {len(frame):,} rows in memory, "
           "seconds, one run")
     runs = {
         "histogram": lambda: reference.histogram(frame, "region", categories=list(REGIONS)),

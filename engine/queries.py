@@ -2,10 +2,10 @@
 
 A query names columns by the user's names and carries its declarations (bounds, categories,
 contribution bounds); a backend compiles it once and returns an aggregate — a few numbers or
-short numpy arrays, never rows. The semantics are those of ``dpcore.queries`` (the pandas
-reference): a missing value is NULL or NaN; ±inf is a value (clamped like any other); every
-declared category keeps its cell, zeros included; values outside the declared categories are
-counted, not dropped silently.
+short numpy arrays, never rows. The semantics are those of the pandas reference
+(``tests/queries_reference.py``): a missing value is NULL or NaN; ±inf is a value (clamped like
+any other); every declared category keeps its cell, zeros included; values outside the declared
+categories are counted, not dropped silently.
 """
 
 from __future__ import annotations

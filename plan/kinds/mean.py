@@ -22,7 +22,7 @@ MEAN_RULE = ("the mean is released as noisy sum / max(noisy count, 1), clamped t
 @dataclass(frozen=True)
 class Mean(BoundedColumn):
     """The mean of ``column`` clamped to ``bounds``: a noisy sum over a noisy count, the sum
-    getting ``sum_share`` of the budget (``dpcore.queries.NoisyMean``)."""
+    getting ``sum_share`` of the budget (``tests/queries_reference.NoisyMean``)."""
 
     sum_share: float = 0.5
     kind: Literal["mean"] = field(default="mean", init=False)

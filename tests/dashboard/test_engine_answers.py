@@ -1,5 +1,5 @@
-"""dashboard.data.answers gives the QueryAnswer dpcore.queries gives on the same frame, field
-by field."""
+"""dashboard.data.answers gives the QueryAnswer the pandas reference (tests/queries_reference.py)
+gives on the same frame, field by field."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 
 from dashboard.data import answers
 from dashboard.datasets import load_builtin
-from dpcore import queries as dp
 from engine import Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from tests import engine_reference as ref
+from tests import queries_reference as dp
 
 FIELDS = ("l1_sensitivity", "l2_sensitivity", "integer_valued", "labels", "column_labels",
           "description", "clamped_rows", "missing_rows", "lower", "upper")

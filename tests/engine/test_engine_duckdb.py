@@ -1,5 +1,5 @@
-"""DuckDB backend: equal to a plain pandas/Python reference and to dpcore.queries, on frames
-and files; no user text in SQL; clear errors; aggregates cached by data version."""
+"""DuckDB backend: equal to a plain pandas/Python reference and to the tests' queries_reference,
+on frames and files; no user text in SQL; clear errors; aggregates cached by data version."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpcore import queries as dp
 from engine import (
     BoundedSum,
     CategoryCounts,
@@ -29,6 +28,7 @@ from engine import (
 )
 from engine.duckdb_backend import DuckDBBackend
 from tests import engine_reference as ref
+from tests import queries_reference as dp
 
 
 @pytest.fixture(scope="module")

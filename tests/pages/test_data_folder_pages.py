@@ -1,6 +1,6 @@
 """Every page on files of a temporary EPSILON_LAB_DATA folder (CSV, CSV.gz, Parquet, a
-Parquet folder): the same true answers as the pandas reference (dpcore.queries on the frame
-the files were written from), public declarations from NAME.schema.json, a bad file that
+Parquet folder): the same true answers as the pandas reference (tests/queries_reference.py on
+the frame the files were written from), public declarations from NAME.schema.json, a bad file that
 says so and keeps the page usable, and no way out of the folder.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore import queries as reference
+from tests import queries_reference as reference
 from tests.conftest import PAGE_FILES, open_app
 from tests.pages.test_page_statistics import figures, values
 

@@ -17,10 +17,11 @@ import pytest
 from scipy.stats import norm
 
 from dashboard.datasets import BUILTIN_DATASETS, load_builtin
-from dpcore import Gaussian, queries
+from dpcore import Gaussian
 from dpcore.measures import PureDP
 from dpcore.selection import noisy_max_scale, prob_best_selected
 from dpcore.utility import smallest_epsilon, smallest_epsilon_for_selection
+from tests import queries_reference as queries
 
 PAGE = "choose_epsilon.py"
 ADULT = BUILTIN_DATASETS[0]

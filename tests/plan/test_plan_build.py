@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.queries import NoisyMean, bounded_mean_parts
 from engine.queries import (
     Binned,
     BoundedSum,
@@ -36,6 +35,7 @@ from plan.model import (
     PrivacyUnit,
     Sum,
 )
+from tests.queries_reference import NoisyMean, bounded_mean_parts
 from tests.release_fixtures import every_kind_plan
 
 UNIT = PrivacyUnit("pid", 3, 2)  # r = 3 rows per person (per group), k = 2 groups
