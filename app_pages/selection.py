@@ -28,7 +28,7 @@ from dashboard.analysis import selection_wording as wording
 from dashboard.analysis.stats_query import neighbours_of
 from dashboard.data.left_out import left_out_note
 from dashboard.datasets import categorical_columns
-from dashboard.saved import SelectionQuery
+from dashboard.page_settings import SelectionQuery
 from dashboard.text import plain
 
 loaded = state.dataset()

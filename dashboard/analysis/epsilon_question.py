@@ -25,7 +25,7 @@ from dashboard.analysis.selection_wording import categories_origin
 from dashboard.analysis.stats_parts import page_built
 from dashboard.choices import EPSILON_GRID, MECHANISMS, RHO_GRID
 from dashboard.datasets import LoadedDataset, categorical_columns
-from dashboard.saved import SelectionQuery, StatisticsQuery, TablesQuery
+from dashboard.page_settings import SelectionQuery, StatisticsQuery, TablesQuery
 from engine.queries import Contribution
 from plan.build import Built
 from plan.kinds import KINDS, QueryKind

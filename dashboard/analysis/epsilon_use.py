@@ -10,7 +10,7 @@ from dashboard import choices
 from dashboard.analysis import selection_choices as sel
 from dashboard.analysis.epsilon_sweep import mechanism_name
 from dashboard.choices import EPSILON_GRID
-from dashboard.saved import SelectionQuery, StatisticsQuery, TablesQuery
+from dashboard.page_settings import SelectionQuery, StatisticsQuery, TablesQuery
 from dpcore import figures, utility
 
 #: Where each query is set up: (page file, page title), for "use this ε".

@@ -1,5 +1,5 @@
-"""The typed records of the query pages' saved settings (dashboard.saved) name the very keys the
-pages' controls use, and Choose epsilon reads the other pages only through them."""
+"""The typed records of the query pages' saved settings (dashboard.page_settings) name the very
+keys the pages' controls use, and Choose epsilon reads the other pages only through them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import pytest
 
-from dashboard.saved import SelectionQuery, StatisticsQuery, TablesQuery
+from dashboard.page_settings import SelectionQuery, StatisticsQuery, TablesQuery
 from tests.conftest import ROOT
 
 #: Each record, its page, and the prefix of its ``controls.privacy_controls`` keys (if any).
