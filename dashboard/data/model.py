@@ -141,12 +141,17 @@ class LoadedDataset:
     def relation(self) -> Any:
         """The engine relation every true answer and column fact comes from
         (``dashboard.data.relation.Relation``): the frame, registered in DuckDB and scanned
-        in place, or the data-folder file, scanned out of core."""
+        in place, or the data-folder file, scanned out of core. An upload's true answers
+        read its cells, as its release does (``FrameSource.cells``: each cell by the one
+        rule of ``engine.cells``); its typed frame says only what the columns are."""
         from dashboard.data.relation import Relation
 
         if self.file is not None:
             return Relation(self.file, self.key)
-        return Relation.of_frame(self.frame, self.name, key=self.key or None)
+        cells = None
+        if self.cells is not None:
+            cells = self.cells[list(self.frame.columns)]   # the frame drops empty columns
+        return Relation.of_frame(self.frame, self.name, key=self.key or None, cells=cells)
 
 
 
