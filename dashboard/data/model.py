@@ -120,10 +120,11 @@ class LoadedDataset:
         The privacy unit the data comes with (a built-in's or a schema file's): the session
         starts from it.
     cells : pandas.DataFrame, optional
-        An upload's cells as a release reads them (``dashboard.release_panel.source_of``):
-        every column of the file, each cell its own text (None when missing; a number
-        written with separators as the plain number it reads as), so that no cell's value
-        depends on the column's guessed type, which every cell of it decides.
+        An upload's cells, which its release (``dashboard.release_panel.source_of``) and its
+        true answers on the pages (``relation``) read: every column and every record of the
+        file, each cell its own text as written (None when missing), so that no cell's value
+        depends on the column's guessed type, which every cell of it decides. ``frame``
+        holds the same rows, each cell typed by the same rule (``engine.cells``).
     """
 
     name: str
