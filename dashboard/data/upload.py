@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
-from engine.cells import cell_key, cell_numbers, is_missing, sniff_delimiter, strip_text
+from engine.cells import cell_key, cell_numbers, sniff_delimiter, strip_text
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
@@ -631,9 +631,11 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     """
     codes, uniques = pd.factorize(raw)
     counts = np.bincount(codes, minlength=len(uniques))
-    present = np.array([not is_missing(text) for text in uniques], dtype=bool)   # rule 3
+    stripped = np.array([strip_text(str(text)) for text in uniques], dtype=object)
+    # rule 3 (engine.cells.is_missing of a text: its stripped text a marker)
+    present = np.array([text.lower() not in MISSING_MARKERS for text in stripped], dtype=bool)
     n_present = int(counts[present].sum())
-    texts = _release_texts(uniques)[codes]
+    texts = _release_texts(uniques, present)[codes]
     if n_present == 0:
         report.empty_columns.append(name)
         return None, np.full(raw.shape, None, dtype=object)
@@ -641,7 +643,6 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     numbers = cell_numbers(uniques)           # rule 4 (NaN: missing or not a number)
     parsed = present & ~np.isnan(numbers)
     failed = present & ~parsed
-    stripped = np.array([strip_text(str(text)) for text in uniques], dtype=object)
     if any(_SEPARATED_NUMBER.fullmatch(text) for text in stripped[failed]):
         report.separated.append(name)
     if counts[parsed].sum() >= NUMERIC_SHARE * n_present:
@@ -682,12 +683,15 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     return pd.array(values, dtype="str"), texts
 
 
-def _release_texts(uniques: NDArray[np.object_]) -> NDArray[np.object_]:
+def _release_texts(uniques: NDArray[np.object_], present: NDArray[np.bool_]
+                   ) -> NDArray[np.object_]:
     """Each distinct cell as a release reads it (``engine.cells``, the reading of every
-    path): its text as written, None when missing. Nothing is converted here ("1,500" stays
-    the text "1,500", not a number for a query, as in the same file on the command line); the
-    engine reads numbers and keys from it row by row."""
-    return np.array([None if is_missing(text) else str(text) for text in uniques],
+    path): its text as written, None when missing (``present``: not missing, rule 3).
+    Nothing is converted here ("1,500" stays the text "1,500", not a number for a query, as
+    in the same file on the command line); the engine reads numbers and keys from it row by
+    row."""
+    return np.array([str(text) if keep else None for text, keep in zip(uniques, present,
+                                                                        strict=True)],
                     dtype=object)
 
 
