@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
-from engine.cells import cell_key, cell_numbers, sniff_delimiter, strip_text
+from engine.cells import cell_numbers, sniff_delimiter, strip_text
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
@@ -112,9 +112,9 @@ def load_upload(data: bytes, filename: str, *,
     ``MAX_UPLOAD_COLUMNS`` columns or ``MAX_UPLOAD_ROWS`` rows (the rest dropped), empty
     columns (dropped) and empty rows (kept: a count counts them), numbers written with
     thousands separators or a decimal comma (not numbers, on any path), a few non-numbers in a
-    numeric column (missing; a column is numeric when at least 95 % of its cells are numbers),
-    whole numbers in a text column (read as their key: 012 is 12) and text columns with more
-    than ``MAX_CATEGORIES`` distinct values (kept, but not offered as categorical columns).
+    numeric column (missing; a column is numeric when at least 95 % of its cells are numbers)
+    and text columns with more than ``MAX_CATEGORIES`` distinct values (kept, but not offered
+    as categorical columns).
 
     Parameters
     ----------
@@ -557,7 +557,6 @@ class _ColumnReport:
     text_columns: list[str]                     # too many distinct values for categories
     empty_columns: list[str]
     trimmed: int
-    keyed: int                                  # text cells read as another key ("012": 12)
 
 
 def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: str,
@@ -568,7 +567,7 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
     Both hold every record of the file, row for row: the frame is the cells typed by the one
     reading (``engine.cells``), so what the Data page shows about a column is what a query of
     it reads (a page's true answers and a release read the cells themselves)."""
-    report = _ColumnReport([], [], [], 0, [], [], [], 0, 0)
+    report = _ColumnReport([], [], [], 0, [], [], [], 0)
     columns: dict[str, object] = {}
     texts: dict[str, NDArray[np.object_]] = {}
     for j, name in enumerate(names):
@@ -623,7 +622,8 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
 
     Every cell is read on its own by the one rule of every path (``engine.cells``): missing
     by rule 3, a number by rule 4 (DuckDB's cast: "1,500" and "1,5" are no numbers, ±inf
-    is one), a key by rule 5 ("012", "12.0" and " 12" are the key 12). Only which columns
+    is one), a text without the white space around it (a category as written: "012" stays
+    "012", which every query matches by its key, 12). Only which columns
     the pages offer as numbers depends on the column's other cells (at least
     ``NUMERIC_SHARE`` of them numbers), as a data-folder CSV's guessed type does; no cell's
     value does. All the string work happens once per distinct cell text, then maps back
@@ -660,15 +660,12 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
 
     changed = np.array([a != b for a, b in zip(stripped, uniques, strict=True)], dtype=bool)
     report.trimmed += int(counts[present & changed].sum())
-    keys = np.array([cell_key(text) for text in uniques], dtype=object)   # rule 5
-    keyed = present & (keys != stripped)
-    report.keyed += int(counts[keyed].sum())
     starts = np.array([text.startswith(_FORMULA_START) for text in stripped], dtype=bool)
     formula = failed & starts
     if formula.any():
         report.formulas += int(counts[formula].sum())
         report.formula_columns.append(name)
-    category_codes, categories = pd.factorize(np.where(present, keys, None))
+    category_codes, categories = pd.factorize(np.where(present, stripped, None))
     categories = np.asarray(categories, dtype=object)
     order = np.argsort(categories.astype(str), kind="stable")
     rank = np.empty_like(order)
@@ -737,7 +734,3 @@ def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
             "different values: kept as text, but not offered for categorical queries.")
     if report.trimmed:
         warnings.append(f"Spaces around {_count(report.trimmed, 'text cell')} were removed.")
-    if report.keyed:
-        warnings.append(f"{_count(report.keyed, 'text cell')} written as a whole number "
-                        f"(like 012 or 12.0) {_verb(report.keyed, 'is/are')} read as that "
-                        "number's key (12), as every page and release reads a key.")
