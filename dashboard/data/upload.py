@@ -623,11 +623,10 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     Every cell is read on its own by the one rule of every path (``engine.cells``): missing
     by rule 3, a number by rule 4 (DuckDB's cast: "1,500" and "1,5" are no numbers, ±inf
     is one), a text without the white space around it (a category as written: "012" stays
-    "012", which every query matches by its key, 12). Only which columns
-    the pages offer as numbers depends on the column's other cells (at least
-    ``NUMERIC_SHARE`` of them numbers), as a data-folder CSV's guessed type does; no cell's
-    value does. All the string work happens once per distinct cell text, then maps back
-    through codes.
+    "012", which every query matches by its key, 12). Only which columns the pages offer as
+    numbers depends on the column's other cells (at least ``NUMERIC_SHARE`` of them
+    numbers), as a data-folder CSV's guessed type does; no cell's value does. All the string
+    work happens once per distinct cell text, then maps back through codes.
     """
     codes, uniques = pd.factorize(raw)
     counts = np.bincount(codes, minlength=len(uniques))
