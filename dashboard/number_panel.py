@@ -57,10 +57,9 @@ def number_cells_section(loaded, data_key: str) -> None:
     st.caption(
         "Every release reads a cell of a numeric column by one rule: a number as written "
         "(1500, 1.5e3, -2), else missing; so does every query of a column declared numeric. "
-        "These cells are missing there: \"unknown\", and \"12,500\" too (no release reads "
-        "thousands separators, though the pages' view of an upload read as numbers shows "
-        "it as 12500: write 12500 in the file to count it). Shown for your eyes only: never "
-        "published.")
+        "These cells are missing there: \"unknown\", and \"12,500\" too (no page and no "
+        "release reads thousands separators: write 12500 in the file to count it). Shown "
+        "for your eyes only: never published.")
     just = st.session_state.pop(f"numbers_declared::{data_key}", None)
     if just is not None:
         st.success(f"{plain(just)} is declared numeric: its cells that are not numbers are "

@@ -63,7 +63,8 @@ def column_index(columns: Sequence[ColumnInfo], name: str, role: str, where: str
 
 
 def reads_text(source: object, query: object) -> bool:
-    """Whether ``query`` reads a CSV file's cells as text, each row's value on its own.
+    """Whether ``query`` reads a CSV file's cells as text, each row's value on its own (an
+    upload's too: a ``FrameSource`` with ``cells``, the file's cells a release reads).
 
     A CSV column's guessed type depends on every value in it (one person's "x" turns a column
     of codes from numbers to text; a value past the type sniffer's sample fails the read), so
@@ -72,9 +73,10 @@ def reads_text(source: object, query: object) -> bool:
     categories matched against each row's own text. Only what the pages show about the
     columns (their profile, bins, first rows, and examples of values) reads the guessed
     types. Parquet files and tables carry their own types, which no row changes."""
-    from engine.sources import FileSource
+    from engine.sources import FileSource, FrameSource
 
-    if not (isinstance(source, FileSource) and source.format == "csv"):
+    if not ((isinstance(source, FileSource) and source.format == "csv")
+            or (isinstance(source, FrameSource) and source.cells is not None)):
         return False
     if isinstance(query, DistinctValues):
         return query.limit is None       # every key, as partition selection reads them

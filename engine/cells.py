@@ -113,10 +113,26 @@ def cell_numbers(values: pd.Series | np.ndarray | list) -> np.ndarray:
     series = values if isinstance(values, pd.Series) else pd.Series(
         np.asarray(values, dtype=object), dtype=object)
     codes, uniques = pd.factorize(series.astype(object), use_na_sentinel=True)
-    read = [cell_number(v) for v in uniques]
-    numbers = np.array([math.nan if x is None else x for x in read] + [math.nan],
-                       dtype=np.float64)
+    numbers = np.full(len(uniques) + 1, math.nan, dtype=np.float64)
+    # Plain decimals (ASCII digits, at most one point, a leading minus: most cells of a
+    # number column) are read by float() in C, as DuckDB's cast reads them (both correctly
+    # rounded); every other value by cell_number. An upload of 10^6 distinct numbers spent
+    # seconds in cell_number alone.
+    plain = [isinstance(v, str) and _is_plain_decimal(v) for v in uniques]
+    at = np.flatnonzero(plain)
+    if at.size:
+        numbers[at] = np.fromiter(map(float, uniques[at]), dtype=np.float64, count=at.size)
+    for i in np.flatnonzero(~np.asarray(plain, dtype=bool)):
+        x = cell_number(uniques[i])
+        numbers[i] = math.nan if x is None else x
     return numbers[codes]
+
+
+def _is_plain_decimal(text: str) -> bool:
+    """Digits with at most one point and a leading minus, nothing else ("-12.5", "007",
+    "5.", ".5"): a text float() and DuckDB's cast read alike."""
+    core = text.removeprefix("-").replace(".", "", 1)
+    return core.isascii() and core.isdigit()
 
 
 def not_numbers(values: pd.Series | np.ndarray | list) -> pd.Series:

@@ -847,8 +847,9 @@ class DuckDBBackend:
             " AS t(" + ", ".join(_col(i) for i in range(columns)) + ")")
         if isinstance(source, FrameSource):
             view = f"frame_{uuid.uuid4().hex}"
-            frame = source.frame.set_axis([f"c{i}" for i in range(source.frame.shape[1])],
-                                          axis=1)
+            # an upload's cells as text: what a release reads (``FrameSource.cells``)
+            read = source.cells if text and source.cells is not None else source.frame
+            frame = read.set_axis([f"c{i}" for i in range(read.shape[1])], axis=1)
             cursor.register(view, frame)
             return quote(view), {}
         if isinstance(source, FileSource):

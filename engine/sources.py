@@ -73,15 +73,27 @@ class FrameSource:
     DuckDB scans it in place (never written to disk). ``key`` names this frame's content: a
     built-in's name and parameters, or an upload's id; two frames with the same key must hold
     the same rows. Left out, every FrameSource gets a fresh random key.
+
+    ``cells``: an upload's cells as text (``LoadedDataset.cells``, the same columns in the
+    same order, every record of the file): then every query whose answer a release uses
+    reads them, each cell by the one rule, as a CSV file of the data folder is read
+    (``_plan.reads_text``), and ``frame`` (typed) is only what the pages show about the
+    columns (their kinds, profile, first rows).
     """
 
     frame: pd.DataFrame
     name: str = "data"
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    cells: pd.DataFrame | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.frame, pd.DataFrame):
             raise TypeError(f"frame must be a pandas DataFrame, got {type(self.frame).__name__}")
+        if self.cells is not None and (
+                not isinstance(self.cells, pd.DataFrame)
+                or list(self.cells.columns) != list(self.frame.columns)):
+            raise ValueError("cells must be a pandas DataFrame with the frame's columns, in "
+                             "the same order")
 
     @property
     def identity(self) -> str:

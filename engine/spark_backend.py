@@ -940,7 +940,9 @@ class SparkBackend:
                 return cached
         session = self.session
         if isinstance(source, FrameSource):
-            df = session.createDataFrame(_frame_to_arrow(source.frame))
+            # an upload's cells as text: what a release reads (``FrameSource.cells``)
+            read = source.cells if text and source.cells is not None else source.frame
+            df = session.createDataFrame(_frame_to_arrow(read))
             names = [str(c) for c in source.frame.columns]
         else:
             if isinstance(source, FileSource):

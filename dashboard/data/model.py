@@ -120,10 +120,11 @@ class LoadedDataset:
         The privacy unit the data comes with (a built-in's or a schema file's): the session
         starts from it.
     cells : pandas.DataFrame, optional
-        An upload's cells as a release reads them (``dashboard.release_panel.source_of``):
-        every column of the file, each cell its own text (None when missing; a number
-        written with separators as the plain number it reads as), so that no cell's value
-        depends on the column's guessed type, which every cell of it decides.
+        An upload's cells, which its release (``dashboard.release_panel.source_of``) and its
+        true answers on the pages (``relation``) read: every column and every record of the
+        file, each cell its own text as written (None when missing), so that no cell's value
+        depends on the column's guessed type, which every cell of it decides. ``frame``
+        holds the same rows, each cell typed by the same rule (``engine.cells``).
     """
 
     name: str
@@ -141,12 +142,17 @@ class LoadedDataset:
     def relation(self) -> Any:
         """The engine relation every true answer and column fact comes from
         (``dashboard.data.relation.Relation``): the frame, registered in DuckDB and scanned
-        in place, or the data-folder file, scanned out of core."""
+        in place, or the data-folder file, scanned out of core. An upload's true answers
+        read its cells, as its release does (``FrameSource.cells``: each cell by the one
+        rule of ``engine.cells``); its typed frame says only what the columns are."""
         from dashboard.data.relation import Relation
 
         if self.file is not None:
             return Relation(self.file, self.key)
-        return Relation.of_frame(self.frame, self.name, key=self.key or None)
+        cells = None
+        if self.cells is not None:
+            cells = self.cells[list(self.frame.columns)]   # the frame drops empty columns
+        return Relation.of_frame(self.frame, self.name, key=self.key or None, cells=cells)
 
 
 

@@ -57,10 +57,13 @@ class Relation:
     key: str = field(default_factory=lambda: f"memory:{uuid.uuid4().hex}")
 
     @classmethod
-    def of_frame(cls, frame, name: str = "data", key: str | None = None) -> Relation:
-        """An in-memory frame (a built-in or an upload): DuckDB scans it in place."""
+    def of_frame(cls, frame, name: str = "data", key: str | None = None,
+                 cells=None) -> Relation:
+        """An in-memory frame (a built-in or an upload): DuckDB scans it in place.
+        ``cells``: an upload's cells as text, which its true answers read
+        (``engine.sources.FrameSource``)."""
         key = key or f"memory:{uuid.uuid4().hex}"
-        return cls(FrameSource(frame, name, key=key), key)
+        return cls(FrameSource(frame, name, key=key, cells=cells), key)
 
     @property
     def in_memory(self) -> bool:

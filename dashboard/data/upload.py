@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
-from engine.cells import is_missing, sniff_delimiter
+from engine.cells import cell_numbers, sniff_delimiter, strip_text
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
@@ -83,14 +83,11 @@ _NAME_BREAKS = re.compile("[\t\n\r\u2028\u2029]+")
 # none is interpreted (the UI renders names as plain text), but say so.
 _MARKUP = re.compile(r"<[^>]*>|&#?\w+;|\*\*|__\w+__|\[[^\]]*\]\([^)]*\)|^\s*#|`|:\w+\[")
 _FORMULA_START = ("=", "+", "-", "@")
-_US_GROUPED = re.compile(r"[+-]?\d{1,3}(?P<sep>[, \u00a0\u202f'_])\d{3}(?:(?P=sep)\d{3})*"
-                         r"(?:\.\d+)?")
-_EU_NUMBER = re.compile(r"[+-]?\d{1,3}(?P<sep>[. \u00a0\u202f'])\d{3}(?:(?P=sep)\d{3})*"
-                        r"(?:,\d+)?|[+-]?\d+(?:,\d+)?")
-_GROUP_SEPARATORS = re.compile("[, \u00a0\u202f'_]")
-_EU_GROUP_SEPARATORS = re.compile("[. \u00a0\u202f']")
-#: How a cell was read as a number (``_read_numbers``).
-_NOT_READ, _PLAIN, _GROUPED, _DECIMAL_COMMA = 0, 1, 2, 3
+#: A number written with thousands separators (1,234; 1 234; 1.234,5) or a decimal comma (1,5):
+#: no path reads it as a number (``engine.cells`` rule 4), and the upload says so.
+_SEPARATED_NUMBER = re.compile(
+    r"[+-]?\d{1,3}(?P<sep>[,. \u00a0\u202f'])\d{3}(?:(?P=sep)\d{3})*(?:[.,]\d+)?"
+    r"|[+-]?\d+,\d+")
 _EXCEL_SEP_LINE = re.compile(r"\A[ \t]*sep=(.)[ \t]*\n", re.IGNORECASE)
 
 
@@ -104,15 +101,20 @@ def load_upload(data: bytes, filename: str, *,
     a row holding bytes that are not UTF-8 is left out (the malformed-record rule of
     ``engine.cells``, which every reader follows). The first row must hold the column names.
 
+    Every cell is read on its own by the one rule of every path (``engine.cells``), so the
+    frame the pages show holds what every query reads (a page's true answers and a release
+    read ``cells``, the file's cells as text, themselves).
+
     Odd content loads with a warning saying what was changed (never naming a row or a cell):
     ragged rows (short rows padded with missing values, the extra fields of long rows dropped),
-    infinite numbers (set to missing), duplicate or empty column names (renamed), markup-looking
-    names (kept as text), formula-looking cells (kept as text), more than ``MAX_UPLOAD_COLUMNS``
-    columns or ``MAX_UPLOAD_ROWS`` rows (the rest dropped), empty columns and empty rows
-    (dropped), numbers written with thousands separators or a decimal comma (read as numbers), a
-    few non-numbers in a numeric column (set to missing when at least 95 % of the cells are
-    numbers) and text columns with more than ``MAX_CATEGORIES`` distinct values (kept, but not
-    offered as categorical columns).
+    infinite numbers (numbers, which bounds clamp), duplicate or empty column names (renamed),
+    markup-looking names (kept as text), formula-looking cells (kept as text), more than
+    ``MAX_UPLOAD_COLUMNS`` columns or ``MAX_UPLOAD_ROWS`` rows (the rest dropped), empty
+    columns (dropped) and empty rows (kept: a count counts them), numbers written with
+    thousands separators or a decimal comma (not numbers, on any path), a few non-numbers in a
+    numeric column (missing; a column is numeric when at least 95 % of its cells are numbers)
+    and text columns with more than ``MAX_CATEGORIES`` distinct values (kept, but not offered
+    as categorical columns).
 
     Parameters
     ----------
@@ -549,8 +551,7 @@ def _list(items: list[object], *, quote: bool = False, limit: int = 5) -> str:
 class _ColumnReport:
     not_numbers: list[tuple[str, int, int]]     # (column, how many, first row)
     infinite: list[tuple[str, int]]
-    grouped: list[str]                          # read with thousands separators
-    decimal_comma: list[str]
+    separated: list[str]                        # numbers written with separators: not read
     formulas: int
     formula_columns: list[str]
     text_columns: list[str]                     # too many distinct values for categories
@@ -561,8 +562,12 @@ class _ColumnReport:
 def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: str,
                      rows: NDArray[np.int64], warnings: list[str]
                      ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the frame the pages read, the cells a release reads: ``LoadedDataset.cells``)."""
-    report = _ColumnReport([], [], [], [], 0, [], [], [], 0)
+    """(the frame the pages show, the cells every query reads: ``LoadedDataset.cells``).
+
+    Both hold every record of the file, row for row: the frame is the cells typed by the one
+    reading (``engine.cells``), so what the Data page shows about a column is what a query of
+    it reads (a page's true answers and a release read the cells themselves)."""
+    report = _ColumnReport([], [], [], 0, [], [], [], 0)
     columns: dict[str, object] = {}
     texts: dict[str, NDArray[np.object_]] = {}
     for j, name in enumerate(names):
@@ -576,34 +581,23 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
                            "upload the file again.")
     frame = pd.DataFrame(columns)
     release_cells = pd.DataFrame(texts, dtype=object)
-    # A row is empty when its own cells are: a non-number in a column read as numbers is
-    # missing in the frame, but whether the column is read as numbers depends on its other
-    # cells, so it must not decide whether this row exists.
+    # A row is empty when its own cells are, whatever the other rows hold.
     empty_rows = release_cells.isna().all(axis=1).to_numpy()
     if empty_rows.all():
         raise DatasetError("Every row is empty or holds only missing markers (NA, NaN, "
                            "NULL…), so there is nothing to analyse. Fill in some values and "
                            "upload the file again.")
-    # The pages' frame leaves out a row with nothing in it (an "inf" in a column of numbers
-    # is nothing there too); a release keeps every record, one of missing cells included,
-    # as the same file on the command line reads it (engine.cells: every record is a row).
-    page_empty = empty_rows | frame.isna().all(axis=1).to_numpy()
-    if page_empty.any():
-        frame = frame.loc[~page_empty].reset_index(drop=True)
-        warnings.append(f"{_count(int(page_empty.sum()), 'row')} with every cell empty or "
-                        f"missing {_verb(int(page_empty.sum()), 'was/were')} left out of the "
-                        "pages' view.")
+    if empty_rows.any():
+        # kept, as every path keeps them (engine.cells: every record is a row): a count
+        # counts them, every other query finds their cells missing
+        n = int(empty_rows.sum())
+        warnings.append(f"{_count(n, 'row')} {_verb(n, 'has/have')} every cell empty or "
+                        f"missing: kept (a count of rows counts {_verb(n, 'it/them')}, as "
+                        "every release does).")
     said = missing_cells_warning(int(frame.isna().to_numpy().sum()),
                                  said_above=any("set to missing" in w for w in warnings))
     if said is not None:
         warnings.append(said)
-    # An all-integer column may have held NaN only in the rows just dropped.
-    for name in frame.columns:
-        col = frame[name]
-        if col.dtype == np.float64 and not col.isna().any():
-            values = col.to_numpy()
-            if np.all(values == np.rint(values)) and np.all(np.abs(values) < 2**53):
-                frame[name] = values.astype(np.int64)
     return frame, release_cells
 
 
@@ -626,49 +620,47 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     """One column as numbers (int64/float64) or categories or text (None if it is empty),
     and its cells as a release reads them (``_release_texts``).
 
-    All the string work happens once per distinct cell text, then maps back through codes
-    (plain list comprehensions: cheaper than pandas string methods on small sets, and no
-    slower on large ones).
+    Every cell is read on its own by the one rule of every path (``engine.cells``): missing
+    by rule 3, a number by rule 4 (DuckDB's cast: "1,500" and "1,5" are no numbers, ±inf
+    is one), a text without the white space around it (a category as written: "012" stays
+    "012", which every query matches by its key, 12). Only which columns the pages offer as
+    numbers depends on the column's other cells (at least ``NUMERIC_SHARE`` of them
+    numbers), as a data-folder CSV's guessed type does; no cell's value does. All the string
+    work happens once per distinct cell text, then maps back through codes.
     """
     codes, uniques = pd.factorize(raw)
     counts = np.bincount(codes, minlength=len(uniques))
-    stripped = np.array([str(text).strip() for text in uniques], dtype=object)
+    stripped = np.array([strip_text(str(text)) for text in uniques], dtype=object)
+    # rule 3 (engine.cells.is_missing of a text: its stripped text a marker)
     present = np.array([text.lower() not in MISSING_MARKERS for text in stripped], dtype=bool)
     n_present = int(counts[present].sum())
+    texts = _release_texts(uniques, present)[codes]
     if n_present == 0:
         report.empty_columns.append(name)
         return None, np.full(raw.shape, None, dtype=object)
 
-    numbers, how = _read_numbers(stripped, present, delimiter)
-    texts = _release_texts(uniques)[codes]
+    numbers = cell_numbers(uniques)           # rule 4 (NaN: missing or not a number)
     parsed = present & ~np.isnan(numbers)
+    failed = present & ~parsed
+    if any(_SEPARATED_NUMBER.fullmatch(text) for text in stripped[failed]):
+        report.separated.append(name)
     if counts[parsed].sum() >= NUMERIC_SHARE * n_present:
-        failed = present & ~parsed
         if failed.any():
             first = int(rows[np.flatnonzero(failed[codes])[0]])
             report.not_numbers.append((name, int(counts[failed].sum()), first))
         infinite = np.isinf(numbers)
         if infinite.any():
             report.infinite.append((name, int(counts[infinite].sum())))
-            numbers = np.where(infinite, np.nan, numbers)
-        if (how[parsed] == _GROUPED).any():
-            report.grouped.append(name)
-        if (how[parsed] == _DECIMAL_COMMA).any():
-            report.decimal_comma.append(name)
         values = numbers[codes]
-        finite = values[~np.isnan(values)]
-        if finite.size == 0:  # nothing but infinities and non-numbers
-            report.empty_columns.append(name)
-            return None, texts
-        if (finite.size == values.size and np.all(finite == np.rint(finite))
-                and np.all(np.abs(finite) < 2**53)):
+        if (np.all(np.isfinite(values)) and np.all(values == np.rint(values))
+                and np.all(np.abs(values) < 2**53)):
             return values.astype(np.int64), texts
         return values, texts
 
     changed = np.array([a != b for a, b in zip(stripped, uniques, strict=True)], dtype=bool)
     report.trimmed += int(counts[present & changed].sum())
     starts = np.array([text.startswith(_FORMULA_START) for text in stripped], dtype=bool)
-    formula = present & np.isnan(numbers) & starts
+    formula = failed & starts
     if formula.any():
         report.formulas += int(counts[formula].sum())
         report.formula_columns.append(name)
@@ -687,53 +679,16 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     return pd.array(values, dtype="str"), texts
 
 
-def _release_texts(uniques: NDArray[np.object_]) -> NDArray[np.object_]:
+def _release_texts(uniques: NDArray[np.object_], present: NDArray[np.bool_]
+                   ) -> NDArray[np.object_]:
     """Each distinct cell as a release reads it (``engine.cells``, the reading of every
-    path): its text as written, None when missing. Nothing is converted here ("1,500" stays
-    the text "1,500", not a number for a query, as in the same file on the command line); the
-    engine reads numbers and keys from it row by row."""
-    return np.array([None if is_missing(text) else str(text) for text in uniques],
+    path): its text as written, None when missing (``present``: not missing, rule 3).
+    Nothing is converted here ("1,500" stays the text "1,500", not a number for a query, as
+    in the same file on the command line); the engine reads numbers and keys from it row by
+    row."""
+    return np.array([str(text) if keep else None for text, keep in zip(uniques, present,
+                                                                        strict=True)],
                     dtype=object)
-
-
-def _to_numbers(texts: NDArray[np.object_]) -> NDArray[np.float64]:
-    if texts.size == 0:
-        return np.empty(0)
-    return np.asarray(pd.to_numeric(texts, errors="coerce"), dtype=np.float64)
-
-
-def _read_numbers(stripped: NDArray[np.object_], present: NDArray[np.bool_],
-                  delimiter: str) -> tuple[NDArray[np.float64], NDArray[np.int8]]:
-    """Each distinct cell text as a number (NaN when it is not one), and how each was read
-    (``_PLAIN``, ``_GROUPED``, ``_DECIMAL_COMMA``; ``_NOT_READ`` for NaN).
-
-    Every cell is read on its own, by a rule that depends on the file's delimiter only —
-    never on the other cells: a majority vote over a column's cells let one row (say "2,5"
-    added to a column of "1,500") turn every other row's value from 1500 to 1.5, which no
-    privacy unit's bounds cover. A plain number first; then, in a semicolon file, a decimal
-    comma (1.234,5 and 1,5: the European habit); elsewhere thousands separators (1,234 and
-    1 234), and, outside comma files, a comma with other than three digits after it as a
-    decimal comma (1,5).
-    """
-    numbers = _to_numbers(np.where(present, stripped, None))
-    how = np.where(np.isnan(numbers), _NOT_READ, _PLAIN).astype(np.int8)
-    failed_at = np.flatnonzero(present & np.isnan(numbers))
-    if not failed_at.size:
-        return numbers, how
-    readings = ([(_EU_NUMBER, _EU_GROUP_SEPARATORS, _DECIMAL_COMMA)] if delimiter == ";" else
-                [(_US_GROUPED, _GROUP_SEPARATORS, _GROUPED)]
-                + ([(_EU_NUMBER, _EU_GROUP_SEPARATORS, _DECIMAL_COMMA)]
-                   if delimiter != "," else []))
-    for pattern, separators, style in readings:
-        at = [i for i in failed_at if np.isnan(numbers[i]) and pattern.fullmatch(stripped[i])]
-        if not at:
-            continue
-        cleaned = [separators.sub("", stripped[i]) for i in at]
-        if style == _DECIMAL_COMMA:
-            cleaned = [c.replace(",", ".") for c in cleaned]
-        numbers[at] = _to_numbers(np.array(cleaned, dtype=object))
-        how[at] = np.where(np.isnan(numbers[at]), _NOT_READ, style)
-    return numbers, how
 
 
 def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
@@ -741,16 +696,16 @@ def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
         n = len(report.empty_columns)
         warnings.append(f"{_count(n, 'column')} with no values {_verb(n, 'was/were')} dropped: "
                         f"{_list(report.empty_columns, quote=True)}.")
-    if report.grouped:
-        warnings.append(f"Numbers with thousands separators (like 1,234) were read as numbers "
-                        f"in {_list(report.grouped, quote=True)}.")
-    if report.decimal_comma:
-        warnings.append(f"Numbers with a decimal comma (like 1,5 = 1.5) were read as numbers "
-                        f"in {_list(report.decimal_comma, quote=True)}.")
+    if report.separated:
+        warnings.append(
+            f"Numbers written with thousands separators or a decimal comma (like 1,234 or "
+            f"1,5) are not read as numbers in {_list(report.separated, quote=True)}: no page "
+            "and no release reads them so (each cell is read on its own). Write them plainly "
+            "(1234, 1.5) and upload the file again to count them.")
     for name, n, _row in report.not_numbers[:5]:
         warnings.append(f"Column '{_plain_name(name, 60)}' is numeric, but "
-                        f"{_count(n, 'cell', 'is/are')} not a number: set to missing on the "
-                        "pages (a release reads each cell on its own).")
+                        f"{_count(n, 'cell', 'is/are')} not a number: set to missing on every "
+                        "page and in every release.")
     if len(report.not_numbers) > 5:
         more = [name for name, _, _ in report.not_numbers[5:]]
         warnings.append(f"More numeric columns had cells that are not numbers, set to missing: "
@@ -758,8 +713,9 @@ def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
     if report.infinite:
         total = sum(n for _, n in report.infinite)
         where = _list([name for name, _ in report.infinite], quote=True)
-        warnings.append(f"{_count(total, 'infinite value')} (inf) {_verb(total, 'was/were')} "
-                        f"set to missing in {where}.")
+        warnings.append(f"{_count(total, 'infinite value')} (inf) in {where}: "
+                        f"{_verb(total, 'it is/they are')} a number, which a query's bounds "
+                        "clamp.")
     if report.formulas:
         # the columns are said as columns, and the cells are listed on the Data page (the
         # owner's eyes): "(… 'cmd')" after "formulas" read as if 'cmd' were the cell
@@ -777,5 +733,3 @@ def _report_columns(report: _ColumnReport, warnings: list[str]) -> None:
             "different values: kept as text, but not offered for categorical queries.")
     if report.trimmed:
         warnings.append(f"Spaces around {_count(report.trimmed, 'text cell')} were removed.")
-
-

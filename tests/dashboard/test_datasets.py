@@ -306,8 +306,9 @@ NAN = float("nan")
 LOADS = {
     "utf8_bom.csv": Loads((3, 3), None, CLEAN),
     "utf16.csv": Loads((3, 3), "UTF-16", CLEAN),
-    "semicolon.csv": Loads((3, 3), "decimal comma",
-                           {"temp": [3.5, 15.25, 19.0], "rain": [120, 80, 5]}),
+    # engine.cells rule 4: a decimal comma is no number on any path (2 of 3 cells: text)
+    "semicolon.csv": Loads((3, 3), "decimal comma (like 1,234 or 1,5) are not read",
+                           {"temp": ["3,5", "15,25", "19"], "rain": [120, 80, 5]}),
     "tab.tsv": Loads((2, 3), None, {"note": ["likes tea, coffee", "no, thanks"]}),
     "pipe.csv": Loads((2, 3), None, {"age": [34, 29]}),
     "gzipped.csv.gz": Loads((3, 3), None, CLEAN),
@@ -320,8 +321,9 @@ LOADS = {
     "trailing_delimiter.csv": Loads((3, 2), None, {"a": [1, 3, 5], "b": [2, 4, 6]}),
     "harmless_extra_comma.csv": Loads((3, 2), None, {"a": [1, 3, 5], "b": [2, 4, 6]}),
     "short_header.csv": Loads((3, 3), "'column 3'", {"column 3": [2, 4, 6]}),
-    "inf_nan.csv": Loads((6, 2), "2 infinite values (inf) were set to missing",
-                         {"x": [1, 2, 3, 4, 5, 6], "y": [NAN, NAN, NAN, 5, NAN, 7.5]}),
+    "inf_nan.csv": Loads((6, 2), "2 infinite values (inf) in 'y': they are a number",
+                         {"x": [1, 2, 3, 4, 5, 6],
+                          "y": [float("inf"), -float("inf"), NAN, 5, NAN, 7.5]}),
     "duplicate_columns.csv": Loads((2, 4), "Duplicate column names",
                                    {"a": [1, 5], "a (2)": [2, 6], "b": [3, 7], "a (3)": [4, 8]}),
     "html_columns.csv": Loads((1, 4), "HTML", {"<script>alert(1)</script>": [2]}),
@@ -334,8 +336,10 @@ LOADS = {
     "very_wide.csv": Loads((3, 500), "100 dropped", {"c500": [1, 1, 1]}),
     "one_column.csv": Loads((3, 1), None, {"value": [1, 2, 3]}),
     "all_empty_column.csv": Loads((3, 2), "dropped: 'b'", {"a": [1, 2, 3]}),
-    "thousands_separators.csv": Loads((4, 2), "thousands separators",
-                                      {"income": [1234, 12_345_678, 999, 1000.5]}),
+    # rule 4: no thousands separator is read on any path (1 number of 4 cells: text)
+    "thousands_separators.csv": Loads((4, 2), "thousands separators or a decimal comma",
+                                      {"income": ["1,234", "12,345,678", "999",
+                                                  "1,000.50"]}),
     "mixed_types.csv": Loads((40, 2), "1 cell is not a number: set to missing",
                              {"mostly_numbers": [*map(float, range(39)), NAN]}),
     "quoted_newlines.csv": Loads((2, 2), None,
@@ -347,7 +351,9 @@ LOADS = {
     "control_chars_names.csv": Loads((1, 2), "Control characters", {"ab": [1], "cd": [2]}),
     "long_name.csv": Loads((1, 2), "longer than 200 characters", {"short": [2]}),
     "high_cardinality.csv": Loads((1200, 2), "more than 1,000 different values"),
-    "blank_rows.csv": Loads((2, 2), "1 row with every cell empty", {"a": [1, 3], "b": [2, 4]}),
+    # a record of empty cells is a row on every path (engine.cells): kept, and said
+    "blank_rows.csv": Loads((3, 2), "1 row has every cell empty or missing: kept",
+                            {"a": [1, NAN, 3], "b": [2, NAN, 4]}),
     "sep_line.csv": Loads((2, 2), None, {"a": [1, 3], "b": [2, 4]}),
     "unicode_names.csv": Loads((2, 3), None, {"名前": ["x", "y"], "😀": [2, 4]}),
     "spaces_in_cells.csv": Loads((2, 2), "Spaces around 2 text cells",
@@ -613,24 +619,34 @@ def test_capital_loss_upper_bound_is_flagged_as_read_off_the_data(adult):
 
 @pytest.mark.parametrize("newcomer", ["2,5", "3,25", "x"])
 def test_a_cell_reads_the_same_whatever_the_other_cells_hold(newcomer: str) -> None:
-    """Tab-separated amounts "1,500": thousands separators (1500) whatever else the column
-    holds. The parser used to pick one reading for the whole column by which parsed more
-    cells, so one "2,5" (a decimal comma only) turned every 1500 into 1.5."""
+    """Tab-separated amounts "1,500": the parser used to pick one reading for the whole
+    column by which parsed more cells, so one "2,5" (a decimal comma only) turned every 1500
+    into 1.5. Each cell is now read by the one rule of every path (``engine.cells`` rule 4:
+    no thousands separator is a number), whatever the other cells hold."""
     rows = [f"p{i}\t1,500" for i in range(10)]
     alone = load_upload(("pid\tamount\n" + "\n".join(rows) + "\n").encode(), "a.tsv")
     joined = load_upload(("pid\tamount\n" + "\n".join([*rows, f"q\t{newcomer}"])
                           + "\n").encode(), "b.tsv")
-    assert alone.frame["amount"].tolist() == [1500] * 10
+    assert alone.frame["amount"].tolist() == ["1,500"] * 10
+    assert joined.frame["amount"].tolist() == ["1,500"] * 10 + [newcomer]
     assert joined.cells["amount"].tolist()[:10] == alone.cells["amount"].tolist()
     assert alone.cells["amount"].tolist() == ["1,500"] * 10   # each cell its text (issue 31)
-    if newcomer != "x":      # with "x", 10 of 11 cells are numbers: the column is text
-        assert joined.frame["amount"].tolist()[:10] == [1500.0] * 10
-        assert joined.frame["amount"].tolist()[10] == float(newcomer.replace(",", "."))
 
 
-def test_semicolon_files_read_a_comma_as_the_decimal_mark_cell_by_cell() -> None:
-    data = b"id;v\na;1,5\nb;1.234,5\nc;2\nd;7,125\n"
-    assert load_upload(data, "eu.csv").frame["v"].tolist() == [1.5, 1234.5, 2.0, 7.125]
+def test_a_decimal_comma_is_no_number_on_the_page_as_in_a_release() -> None:
+    """A semicolon file's "1,5" used to be 1.5 on the pages and missing in its release (and
+    on the command line): now missing on both. 20 plain numbers 0 … 19 and one "1,5": the
+    column is numeric (20 of 21), its page sum 0 + … + 19 = 190 over 20 values, as the
+    release's."""
+    from dashboard.data import truth
+
+    data = ("id;v\n" + "".join(f"p{i};{i}\n" for i in range(20)) + "q;1,5\n").encode()
+    loaded = load_upload(data, "eu.csv")
+    assert loaded.frame["v"].tolist()[:20] == [float(i) for i in range(20)]
+    assert np.isnan(loaded.frame["v"].iloc[20])
+    total, count = truth.bounded_mean_parts(loaded.relation, "v", lower=0.0, upper=100.0)
+    assert (float(total.true_value), float(count.true_value)) == (190.0, 20.0)
+    assert any("decimal comma" in w and "not read as numbers" in w for w in loaded.warnings)
 
 
 def test_an_uploads_cells_are_kept_for_a_release_as_each_cell_reads() -> None:

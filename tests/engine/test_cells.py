@@ -99,6 +99,23 @@ def test_cell_number_is_duckdbs_cast():
         assert cells.cell_number(text) == expected, text
 
 
+def test_cell_numbers_is_duckdbs_cast_on_its_fast_path_too():
+    """``cell_numbers`` reads plain decimals with float() (its fast path, for an upload's
+    10^6 distinct numbers): each text as DuckDB casts it, the tricky ones beside plain ones
+    (digits with a leading zero or a point at either end, a minus, long digit runs, and
+    Unicode digits, which isdigit() accepts and DuckDB does not)."""
+    texts = NUMBER_TEXTS + ["-12.5", "007", "5.", "-.5", "0.1", "1" * 400, "-" + "9" * 30,
+                            "9007199254740993", "0.30000000000000004", "-0", "٣", "²",
+                            "１２", "-", "-.", "1.5.", "--5"]
+    con = duckdb.connect()
+    read = cells.cell_numbers(texts)
+    for text, got in zip(texts, read, strict=True):
+        (ref,), = con.execute("SELECT TRY_CAST(trim($t) AS DOUBLE)", {"t": text}).fetchall()
+        expected = math.nan if ref is None or math.isnan(ref) else ref
+        assert got == expected or (math.isnan(got) and math.isnan(expected)), text
+        assert math.copysign(1, got) == math.copysign(1, expected) or math.isnan(got), text
+
+
 def test_cell_number_of_typed_values():
     assert cells.cell_number(3) == 3.0
     assert cells.cell_number(float("inf")) == float("inf")   # clamped by a query's bounds

@@ -389,3 +389,21 @@ def test_spark_and_duckdb_read_the_same_parquet_files(spark, tmp_path):
     pd.DataFrame({"x": [9] * 5}).to_parquet(folder / "_extra.parquet")
     source = FileSource(folder, "parquet")
     assert spark.run(source, CountRows()).rows == DuckDBBackend().run(source, CountRows()).rows == 3
+
+
+def test_spark_reads_an_uploads_cells_as_duckdb(spark, duck):
+    """An upload's relation (``FrameSource`` with ``cells``, what the pages' true answers
+    read) on Spark: each query a release uses reads the cells, as on DuckDB and as the rule
+    says (``test_one_reading.ODD``: 45 records, a clamped sum of 21780, red 41 and blue 2)."""
+    from dashboard.data.upload import load_upload
+    from engine.queries import BoundedSum, CountRows
+    from tests.release.test_one_reading import ODD
+
+    source = load_upload(ODD.encode(), "odd.csv").relation.source
+    checks = [CountRows(), BoundedSum("amount", 0.0, 20000.0),
+              CategoryCounts("team", ("red", "blue"))]
+    answers = [spark.run(source, query) for query in checks]
+    assert (answers[0].rows, answers[1].total) == (45, 21780.0)
+    assert answers[2].counts.tolist() == [41, 2]
+    for query, answer in zip(checks, answers, strict=True):
+        ref.assert_same(query, answer, duck.run(source, query))

@@ -8,6 +8,7 @@ Expected values are written by hand from the rule, never produced by the code un
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from engine.queries import (
     DistinctValues,
     RowsPerPerson,
 )
+from plan.build import build_plan
 from plan.identity import content_digest
 from plan.model import (
     Categories,
@@ -238,3 +240,100 @@ def test_a_parquet_folder_is_the_files_spark_reads(tmp_path, duck) -> None:
     source = FileSource(folder, "parquet")
     assert duck.run(source, CountRows()).rows == 3
     assert content_digest(source) == before
+
+
+# --------------------------------------------------------------------------------------------
+# Every query kind: an upload's page answers are its release's (the review's "trust" item)
+
+#: An upload whose cells its typed frame read otherwise than its release did: " 12,500" (no
+#: number by rule 4; the upload read its thousands separator), "1e3" (1000 either way),
+#: "inf" (a number a bound clamps; the frame set it to missing), "unknown" (missing), padded
+#: " blue " and "red " (the keys "blue" and "red"), "N/A" (missing), and a record of empty
+#: cells (a row of the release; the frame left it out).
+ODD = ("pid,amount,team,band\n"
+       + "".join(f"p{i},{i},red,{'ab'[i % 2]}\n" for i in range(40))
+       + 'q1," 12,500", blue , a\nq2,1e3,blue,b \nq3,inf,N/A,a\nq4,unknown,red ,N/A\n,,,\n')
+
+
+@pytest.fixture()
+def odd(tmp_path):
+    """(the upload through the page's own reader, the same bytes as a data-folder file)."""
+    path = tmp_path / "odd.csv"
+    path.write_text(ODD)
+    return load_upload(ODD.encode(), "odd.csv"), FileSource(path, "csv")
+
+
+def test_an_uploads_page_answers_are_the_rules(odd) -> None:
+    """The pages' true answers (``dashboard.data.truth``, over the upload's relation), written
+    by hand from the cells by the rule of ``engine.cells``: 45 records; amount clamped to
+    [0, 20000] is 0 + … + 39 = 780, 1e3 = 1000 and inf → 20000 (21780 over 42 values;
+    " 12,500", "unknown" and the empty cell missing); team red 41, blue 2 (N/A and empty
+    missing); team × band red/a 20, red/b 20, blue/a 1, blue/b 1. Before, the page read the
+    typed frame: 44 rows and a sum of 14280 (12,500 read as a number, inf as missing)."""
+    from dashboard.data import truth
+
+    loaded, _ = odd
+    relation = loaded.relation
+    assert float(truth.count(relation).true_value) == 45
+    total = truth.bounded_sum(relation, "amount", lower=0.0, upper=20000.0)
+    assert float(total.true_value) == 21780 and total.missing_rows == 3
+    mean_sum, mean_count = truth.bounded_mean_parts(relation, "amount", lower=0.0,
+                                                    upper=20000.0)
+    assert (float(mean_sum.true_value), float(mean_count.true_value)) == (21780, 42)
+    counts = truth.histogram(relation, "team", categories=("red", "blue"))
+    assert counts.true_value.tolist() == [41, 2] and counts.missing_rows == 2
+    table = truth.crosstab(relation, "team", "band", row_categories=("red", "blue"),
+                           column_categories=("a", "b"))
+    assert table.true_value.tolist() == [[20, 20], [1, 1]]
+
+
+def _every_kind_aggregates(source, unit) -> list:
+    from release.run import _plan_aggregates
+    from tests.release.test_stability import every_kind_plan
+
+    return _plan_aggregates(build_plan(every_kind_plan(unit)),
+                            Engine(DuckDBBackend(threads=1)), source)
+
+
+@pytest.fixture()
+def odd_people(tmp_path):
+    """``test_stability.people(0)`` (the columns and keys of its every-kind plan) written as
+    a CSV with odd cells, uploaded through the page's reader and kept as a file."""
+    from tests.release.test_stability import people
+
+    frame = people(0).astype(object)
+    odd = {"x": ["1e1", " 12,500", "inf", "unknown", " 3 ", "-inf", "N/A", "7.5"],
+           "key": [" k03", "k04 ", "N/A", "K05", "k06", "", "k07", "k08"],
+           "colour": [" red", "blue ", "NA", "red", "green", "red", "", "blue"]}
+    for column, cells in odd.items():
+        frame.loc[: len(cells) - 1, column] = cells
+    text = frame.to_csv(index=False)
+    path = tmp_path / "people.csv"
+    path.write_text(text)
+    return load_upload(text.encode(), "people.csv"), FileSource(path, "csv")
+
+
+@pytest.mark.parametrize("unit", [PrivacyUnit(), PrivacyUnit("pid", 2, 2)],
+                         ids=["one row per person", "person id"])
+def test_every_kind_reads_an_upload_on_the_page_as_its_release_and_the_file(odd_people,
+                                                                             unit) -> None:
+    """Every query kind a plan holds (``test_stability.every_kind_plan``: the engine queries
+    a release answers, the ones the pages simulate) gives the same aggregates on the page's
+    relation of the upload, on the upload's release (its cells) and on the same bytes as a
+    data-folder file or on the command line."""
+    loaded, file = odd_people
+    page = _every_kind_aggregates(loaded.relation.source, unit)
+    for path, source in (("upload release", source_of(loaded)),
+                         ("data folder / command line", file)):
+        other = _every_kind_aggregates(source, unit)
+        for mine, theirs in zip(page, other, strict=True):
+            np.testing.assert_equal(_plain(mine), _plain(theirs), err_msg=path)
+
+
+def _plain(value: Any) -> Any:
+    """Aggregates as nested dicts, lists and arrays (``assert_equal`` compares those)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value

@@ -240,9 +240,11 @@ def statistics(built: Built, aggs: tuple, keys: tuple
     return out
 
 
-def release_statistics(plan: Plan, engine: Engine, frame: pd.DataFrame) -> dict:
-    """Every query's statistics as the release computes them on ``frame``."""
-    source = FrameSource(frame)
+def release_statistics(plan: Plan, engine: Engine, frame: pd.DataFrame,
+                       read: Callable[[pd.DataFrame], Any] = FrameSource) -> dict:
+    """Every query's statistics as the release computes them on ``frame`` (``read``: the
+    engine source the frame is read through)."""
+    source = read(frame)
     out = {}
     plan_built = build_plan(plan)
     # the plan's queries answered together, as a release does (one ranking per unit)
@@ -278,11 +280,12 @@ def moves(before: dict, after: dict) -> list[str]:
 
 def check_every_neighbour(plan: Plan, engine: Engine, frame: pd.DataFrame,
                           persons: list[int] | None = None,
-                          also: Callable[[dict, pd.DataFrame], None] | None = None) -> None:
-    base = release_statistics(plan, engine, frame)
+                          also: Callable[[dict, pd.DataFrame], None] | None = None,
+                          read: Callable[[pd.DataFrame], Any] = FrameSource) -> None:
+    base = release_statistics(plan, engine, frame, read)
     failures = []
     for what, other in neighbours(frame, persons):
-        stats = release_statistics(plan, engine, other)
+        stats = release_statistics(plan, engine, other, read)
         failures += [f"{what}: {line}" for line in moves(base, stats)]
         if also is not None:
             also(stats, other)
@@ -537,3 +540,55 @@ def test_a_newcomer_cannot_make_other_uploaded_rows_appear(tmp_path, monkeypatch
                                  query=Count(), unit=PrivacyUnit())
     assert before == 1052.0
     assert after - before == 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# AN UPLOAD ON THE PAGES: the true answers a page shows and simulates read the upload as its
+# release does (the review's "trust" item), so its neighbours are the release's
+
+
+def _uploaded(frame: pd.DataFrame) -> Any:
+    """The page's source of ``frame`` written as a CSV and uploaded through the page's own
+    reader (``load_upload`` → ``LoadedDataset.relation``)."""
+    from dashboard.data.upload import load_upload
+
+    return load_upload(frame.to_csv(index=False).encode(), "people.csv").relation.source
+
+
+def odd_people(seed: int) -> pd.DataFrame:
+    """``people(seed)`` with odd cells, each held by one person: values that are no number
+    ("1,5", "unknown"), an infinite one, padded and re-spelled keys and colours."""
+    frame = people(seed).astype(object)
+    odd = {VALUE: ["1,5", "unknown", "inf", " 3 ", "1e1", "N/A"],
+           KEY: [" k03", "k04 ", "N/A", "k05", "", "k06"],
+           COLOUR: [" red", "blue ", "NA", "red", "green", ""]}
+    for column, cells in odd.items():
+        frame.loc[: len(cells) - 1, column] = cells
+    return frame
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", UNITS[1:2], ids=lambda u: f"r{u.max_rows}-k{u.max_groups}")
+def test_no_neighbour_moves_an_uploads_page_answers_more_than_its_sensitivity(duck,
+                                                                             unit) -> None:
+    """Every query kind, through the page's reading of an upload (each neighbour written as
+    a CSV and uploaded again): each person removed in turn and a newcomer added."""
+    check_every_neighbour(every_kind_plan(unit), duck, odd_people(0), read=_uploaded)
+
+
+def test_a_newcomer_cannot_move_an_uploads_page_sum_by_turning_the_column_to_text() -> None:
+    """The page's side of the case above: 20 amounts written "1,500" and one "x" were 95 %
+    numbers by the upload's own reading, so the page summed 20 × 1500 (clamped to [0, 2000]:
+    30000); a newcomer's "y" turned the column to text and the page's sum fell to 0, though
+    the newcomer's own row adds nothing. The page now reads the cells as the release does:
+    "1,500" is no number (rule 4), so the sum is 0 with or without the newcomer."""
+    from dashboard.data import truth
+    from dashboard.data.upload import load_upload
+
+    rows = [f'p{i},"1,500"' for i in range(20)] + ["px,x"]
+    first = "\n".join(["pid,amount", *rows]).encode() + b"\n"
+    second = "\n".join(["pid,amount", *rows, "newcomer,y"]).encode() + b"\n"
+    sums = [float(truth.bounded_sum(load_upload(data, "amounts.csv").relation, "amount",
+                                    lower=0.0, upper=2000.0).true_value)
+            for data in (first, second)]
+    assert sums == [0.0, 0.0]
