@@ -271,7 +271,8 @@ Release = (Composable | Loss | PartitionPrivacy | StatesItsLosses | StatesItsNoi
 
 
 def _losses_of(release: Release, depth: int) -> tuple[Composable, ...]:
-    # read by what the release states, never by its class: a new part type states its losses
+    # the accountants' own events by type; any other release by what it states, never by its
+    # class: a new part type states its losses()
     if isinstance(release, _LOSS_TYPES):
         return (release,)
     if isinstance(release, Loss):

@@ -5,7 +5,8 @@ the kinds share to build them.
 
 A kind (``plan.kinds``) says which parts its query has; a part carries what a release needs
 to draw it (its mechanism, sensitivity, size, whether its input is whole numbers), so that
-``release`` never branches on a query's kind.
+``release`` never branches on a query's kind; and each type of mechanism answers for itself
+(:class:`PartMechanism`: its losses, name, simulation), so that nothing branches on its type.
 """
 
 from __future__ import annotations
