@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from scipy.special import expit
@@ -20,7 +20,7 @@ from scipy.special import expit
 from dpcore.checks import check_choice, check_delta, check_positive
 from dpcore.figures import lower, upper
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
-from dpcore.mechanisms.base import AdditiveMechanism, _loss_up, _rho_up
+from dpcore.mechanisms.base import _loss_up, _rho_up
 from dpcore.mechanisms.discrete_gaussian import DiscreteGaussian
 from dpcore.mechanisms.gaussian import Gaussian
 from dpcore.partition import PartitionPrivacy, partition_privacy
@@ -37,6 +37,7 @@ __all__ = [
     "AccountedTotal",
     "PlanAccounting",
     "BudgetCheck",
+    "Release",
     "privacy_losses",
     "partition_losses",
     "noise_law",
@@ -229,32 +230,73 @@ _LOSS_TYPES = (NoiseLoss, ThresholdLoss, PureDP, ApproxDP, ZCDP)
 _MEASURES = (PureDP, ApproxDP, ZCDP, PartitionPrivacy)
 
 
-def _losses_of(release: object, depth: int) -> tuple[Composable, ...]:
+@runtime_checkable
+class StatesItsLosses(Protocol):
+    """A release that says how the accountants compose it (a plan's part: report noisy max
+    as its guarantee, partition selection as its noise and its threshold's δ)."""
+
+    def losses(self) -> tuple[Composable, ...]: ...
+
+
+@runtime_checkable
+class StatesItsNoise(Protocol):
+    """Additive noise that states its law (``pld_noise``, one of :data:`NOISES`, or None when
+    only its guarantee ``privacy`` is known) at its ``scale`` and ``sensitivity``: a catalogue
+    mechanism. (``privacy`` is read only when there is no law: it may take a computation.)"""
+
+    pld_noise: str | None
+    scale: float
+    sensitivity: float
+
+
+@runtime_checkable
+class MadeOfParts(Protocol):
+    """A release of several noisy parts (a :class:`~dpcore.queries.NoisyMean`)."""
+
+    parts: tuple[Release, ...]
+
+
+@runtime_checkable
+class HasPrivacy(Protocol):
+    """A release known by its guarantee alone."""
+
+    privacy: PureDP | ApproxDP | ZCDP | PartitionPrivacy
+
+
+#: What :func:`privacy_losses` reads: a loss the accountants compose, a plan's :class:`Loss`,
+#: a partition selection's guarantee, or a release that states its losses, its noise, its
+#: parts or its guarantee.
+Release = (Composable | Loss | PartitionPrivacy | StatesItsLosses | StatesItsNoise
+           | MadeOfParts | HasPrivacy)
+
+
+def _losses_of(release: Release, depth: int) -> tuple[Composable, ...]:
+    # the accountants' own events by type; any other release by what it states, never by its
+    # class: a new part type states its losses()
     if isinstance(release, _LOSS_TYPES):
         return (release,)
     if isinstance(release, Loss):
         return release.measures()
-        return (release,)
     if isinstance(release, PartitionPrivacy):
         extra = (ThresholdLoss(release.delta),) if release.delta > 0 else ()
         return (release.measure, *extra)
-    if isinstance(release, AdditiveMechanism):
-        noise = type(release).pld_noise
-        if noise is not None:
-            return (NoiseLoss(noise, release.scale, release.sensitivity),)
+    if isinstance(release, StatesItsLosses):
+        return release.losses()
+    if isinstance(release, StatesItsNoise):
+        if release.pld_noise is not None:
+            return (NoiseLoss(release.pld_noise, release.scale, release.sensitivity),)
         return (release.privacy,)
-    parts = getattr(release, "parts", None)
-    if isinstance(parts, tuple) and parts and depth < 4:  # a noisy mean: its sum and count
-        return tuple(loss for part in parts for loss in _losses_of(part, depth + 1))
-    privacy = getattr(release, "privacy", None)
-    if isinstance(privacy, _MEASURES):
-        return _losses_of(privacy, depth + 1)
+    if isinstance(release, MadeOfParts) and isinstance(release.parts, tuple) and (
+            release.parts and depth < 4):  # a noisy mean: its sum and count
+        return tuple(loss for part in release.parts for loss in _losses_of(part, depth + 1))
+    if isinstance(release, HasPrivacy) and isinstance(release.privacy, _MEASURES):
+        return _losses_of(release.privacy, depth + 1)
     raise TypeError(f"releases must hold catalogue mechanisms, noisy means, privacy measures "
                     f"(PureDP, ApproxDP, ZCDP, PartitionPrivacy) or privacy losses; got "
                     f"{type(release).__name__}")
 
 
-def privacy_losses(releases: Iterable[object]) -> tuple[Composable, ...]:
+def privacy_losses(releases: Iterable[Release]) -> tuple[Composable, ...]:
     """The privacy losses of a plan's releases, as the accountants compose them.
 
     A catalogue mechanism whose class names its ``pld_noise`` (Laplace, clamped Laplace,
@@ -263,8 +305,9 @@ def privacy_losses(releases: Iterable[object]) -> tuple[Composable, ...]:
     :class:`~dpcore.queries.NoisyMean`) counts as its parts; a :class:`PureDP` (a selection, a
     quantile), :class:`ApproxDP` or :class:`ZCDP` guarantee as itself; a
     :class:`~dpcore.partition.PartitionPrivacy` as its noise's guarantee plus a
-    :class:`ThresholdLoss` of its δ; a :class:`Loss` as its :meth:`Loss.measures`; anything
-    else with such a ``privacy`` as that.
+    :class:`ThresholdLoss` of its δ; a :class:`Loss` as its :meth:`Loss.measures`; a release
+    that states its ``losses()`` (a plan's part: ``plan.parts``) as those; anything else with
+    such a ``privacy`` as that.
     """
     if isinstance(releases, (str, bytes, dict)) or not isinstance(releases, Iterable):
         raise TypeError(f"releases must be a sequence of releases, got "

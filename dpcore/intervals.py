@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpcore.checks import check_int, check_probability_open, finite_array
-from dpcore.mechanisms.base import AdditiveMechanism
+from dpcore.mechanisms.base import AdditiveMechanism, check_mechanism
 
 __all__ = ["DEFAULT_ALPHA", "METHODS", "INTERVAL_OF", "CHOICE_ERROR", "noise_half_width",
            "noise_interval", "table_interval", "mean_interval", "ratio_interval",
@@ -79,13 +79,6 @@ CHOICE_ERROR = {
 }
 
 
-def _check_mechanism(mechanism: object) -> AdditiveMechanism:
-    if not isinstance(mechanism, AdditiveMechanism):
-        raise TypeError(f"mechanism must be a catalogue mechanism, got "
-                        f"{type(mechanism).__name__}")
-    return mechanism
-
-
 def noise_half_width(mechanism: AdditiveMechanism, alpha: float = DEFAULT_ALPHA) -> float:
     """The smallest a (whole for whole-number noise) with P(|noise| > a) <= ``alpha`` for
     every true value the mechanism accepts: a (1 − alpha) bound on the error, read off the
@@ -96,7 +89,7 @@ def noise_half_width(mechanism: AdditiveMechanism, alpha: float = DEFAULT_ALPHA)
     discrete Gaussian: their whole quantile; staircase: its exact tail. The bounded Laplace,
     whose noise depends on the true value, gets a bound that holds for all of them.
     """
-    mechanism = _check_mechanism(mechanism)
+    mechanism = check_mechanism("mechanism", mechanism)
     alpha = check_probability_open("alpha", alpha)
     return float(mechanism._interval_half_width(alpha))
 
@@ -110,7 +103,7 @@ def noise_interval(mechanism: AdditiveMechanism, released: ArrayLike,
     A mechanism with an answer range intersects the interval with what its range says (an
     end at ±inf where a clamped value says only "at or beyond the bound").
     """
-    mechanism = _check_mechanism(mechanism)
+    mechanism = check_mechanism("mechanism", mechanism)
     values = finite_array("released", released)
     half = noise_half_width(mechanism, alpha)
     return mechanism._interval_around(values, half)

@@ -5,7 +5,8 @@ the kinds share to build them.
 
 A kind (``plan.kinds``) says which parts its query has; a part carries what a release needs
 to draw it (its mechanism, sensitivity, size, whether its input is whole numbers), so that
-``release`` never branches on a query's kind.
+``release`` never branches on a query's kind; and each type of mechanism answers for itself
+(:class:`PartMechanism`: its losses, name, simulation), so that nothing branches on its type.
 """
 
 from __future__ import annotations
@@ -14,27 +15,73 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from dpcore.accounting import Loss
+import numpy as np
+
+from dpcore.accounting import Composable, Loss, partition_losses
 from dpcore.contributions import ContributionBounds, Sensitivity, count_sensitivity
 from dpcore.measures import ZCDP, PureDP, split_budget
-from dpcore.mechanisms import CATALOGUE, AdditiveMechanism, make_mechanism
+from dpcore.mechanisms import CATALOGUE, make_mechanism
 from dpcore.partition import (
+    PARTITION_LAWS,
     PartitionPrivacy,
     partition_privacy,
     partition_scale,
     partition_threshold,
+    release_partitions,
 )
+from dpcore.quantiles import quantile_fraction
 from dpcore.queries import MEAN_MECHANISMS
-from dpcore.selection import noisy_max_privacy, noisy_max_scale
+from dpcore.selection import (
+    NOISE_LABELS,
+    noisy_max_privacy,
+    noisy_max_scale,
+    noisy_top_k,
+    report_noisy_max,
+)
 from engine.queries import Contribution
 from engine.queries import Query as EngineQuery
 from plan import model
 from plan.model import Noise, PlanError, PlanQuery, PrivacyUnit, SelectionNoise, Threshold
 
-__all__ = ["Loss", "NoisyMax", "PartitionThreshold", "Part", "Built", "field",
+__all__ = ["Loss", "PartMechanism", "NoisyMax", "PartitionThreshold", "Part", "Built", "field",
            "contribution", "contribution_bounds", "whole_sum", "additive", "split_parts",
            "noisy_max", "threshold", "share_down"]
+
+
+class PartMechanism(Protocol):
+    """What every part's mechanism answers, so that no code asks which type it is (OpenDP's
+    measurement carries its map the same way): a catalogue mechanism
+    (``dpcore.mechanisms.AdditiveMechanism``), :class:`NoisyMax`, :class:`PartitionThreshold`
+    or a synthetic table (``plan.kinds.synthetic.MarginalSynthesis``).
+
+    Its losses: ``dpcore.accounting.privacy_losses`` reads it (a catalogue mechanism by its
+    noise law or guarantee, the others by their ``losses()``); how a release draws it: the
+    certifier registered for its type (``release.measurements.CERTIFIERS``), which also names
+    its OpenDP constructor and how the ledger describes it.
+    """
+
+    @property
+    def scale(self) -> float:
+        """Its noise scale (NaN when it has none of its own)."""
+
+    @property
+    def name(self) -> str:
+        """Its name for users ("Laplace", "Permute-and-flip (exponential noise)")."""
+
+    @property
+    def answer_range(self) -> tuple[float, float] | None:
+        """The public range its noisy answer is kept within, or None."""
+
+    @property
+    def integer_input(self) -> bool:
+        """Whether its measurement takes whole numbers."""
+
+    def simulate(self, value: Any, *, scale: float, rng: np.random.Generator) -> Any:
+        """One release on ``value`` drawn with numpy's ``rng`` at ``scale`` (the part's
+        :attr:`Part.score_scale`), shaped as its OpenDP measurement returns it; TypeError
+        when it cannot be simulated."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +99,41 @@ class NoisyMax:
     negate: bool
     privacy: PureDP | ZCDP
 
+    #: a release picks among the scores; nothing is kept within a range, all whole numbers
+    answer_range = None
+    integer_input = True
+
+    @property
+    def name(self) -> str:
+        return NOISE_LABELS[self.noise]
+
+    @property
+    def described(self) -> str:
+        """The mechanism as the ledger records it."""
+        return self.name
+
+    @property
+    def opendp_constructor(self) -> str:
+        return "make_noisy_max" if self.k == 1 else "make_noisy_top_k"
+
+    def losses(self) -> tuple[Composable, ...]:
+        """What the accountants compose: its guarantee."""
+        return (self.privacy,)
+
+    def privacy_under(self, measure: str) -> PureDP | ZCDP:
+        """Its guarantee read in ``measure`` ("pure" or "zcdp"): the same noise at the same
+        scale."""
+        return noisy_max_privacy(self.scale, sensitivity=self.sensitivity, noise=self.noise,
+                                 monotonic=self.monotonic, k=self.k, measure=measure)
+
+    def simulate(self, value: Any, *, scale: float, rng: np.random.Generator) -> Any:
+        """The index picked (the indices, for top-k) among the scores ``value``."""
+        if self.k == 1:
+            return int(report_noisy_max(value, scale=scale, noise=self.noise,
+                                        negate=self.negate, rng=rng))
+        return noisy_top_k(value, self.k, scale=scale, noise=self.noise, negate=self.negate,
+                           rng=rng).tolist()
+
 
 @dataclass(frozen=True)
 class PartitionThreshold:
@@ -64,6 +146,46 @@ class PartitionThreshold:
     max_rows: int
     max_groups: int
     privacy: PartitionPrivacy
+
+    answer_range = None
+
+    @property
+    def name(self) -> str:
+        """The name of the noise on the counts ("Laplace")."""
+        return PARTITION_LAWS[self.noise].name
+
+    @property
+    def integer_input(self) -> bool:
+        return self.noise == "discrete_laplace"
+
+    @property
+    def described(self) -> str:
+        """The mechanism as the ledger records it."""
+        return f"partition selection ({self.noise} noise, threshold {self.threshold:g})"
+
+    @property
+    def opendp_constructor(self) -> str:
+        return "make_gaussian_threshold" if self.noise == "gaussian" else (
+            "make_laplace_threshold")
+
+    def losses(self) -> tuple[Composable, ...]:
+        """What the accountants compose: the counts' noise and the threshold's δ
+        (``dpcore.accounting.partition_losses``), tighter than its guarantee."""
+        return partition_losses(noise=self.noise, scale=self.scale, threshold=self.threshold,
+                                max_rows=self.max_rows, max_groups=self.max_groups)
+
+    def simulate(self, value: Any, *, scale: float, rng: np.random.Generator) -> Any:
+        """The groups of ``value`` (a dict of counts) whose noisy count clears the threshold,
+        with those counts (whole numbers for whole-number noise)."""
+        names = list(value)
+        if not names:
+            return {}
+        drawn = release_partitions([value[n] for n in names], threshold=self.threshold,
+                                   noise=self.noise, scale=scale, rng=rng)
+        kept = np.flatnonzero(drawn.kept)
+        counts = drawn.noisy_counts[kept]
+        counts = counts.astype(np.int64) if self.integer_input else counts
+        return dict(zip((names[i] for i in kept), counts.tolist(), strict=True))
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,7 +201,7 @@ class Part:
     """
 
     name: str
-    mechanism: AdditiveMechanism | NoisyMax | PartitionThreshold
+    mechanism: PartMechanism
     sensitivity: float
     loss: Loss
     size: int | None = None
@@ -90,6 +212,14 @@ class Part:
     @property
     def scale(self) -> float:
         return self.mechanism.scale
+
+    @property
+    def score_scale(self) -> float:
+        """The scale in the units of the values it draws on, as its OpenDP measurement takes
+        it: a quantile's scores are its rank errors times the level's denominator."""
+        if self.quantile is None:
+            return self.mechanism.scale
+        return self.mechanism.scale * quantile_fraction(self.quantile)[1]
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,7 +240,7 @@ class Built:
     sensitivity: Sensitivity
 
     @property
-    def mechanism(self) -> AdditiveMechanism | NoisyMax | PartitionThreshold:
+    def mechanism(self) -> PartMechanism:
         """The first part's mechanism (the only one, except for means and grouped sums)."""
         return self.parts[0].mechanism
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from importlib.metadata import version
 from typing import Any
 
-from dpcore.accounting import Composable, ThresholdLoss, noise_law, partition_losses
+from dpcore.accounting import Composable, ThresholdLoss, noise_law, privacy_losses
 from dpcore.contributions import ContributionBounds, count_sensitivity
 from dpcore.measures import ZCDP, PureDP
 from dpcore.mechanisms import AdditiveMechanism, spec_of
@@ -29,9 +29,10 @@ from dpcore.quantiles import quantile_fraction
 from dpcore.quantiles import quantile_scores as dpcore_quantile_scores
 from plan.build import Built, Loss, NoisyMax, Part, PartitionThreshold
 from plan.kinds.synthetic import MarginalSynthesis
-from release.errors import MapCheckFailed, Unsupported
+from release.errors import MapCheckFailed, ReleaseRefused, Unsupported
 
-__all__ = ["OPENDP_VERSION", "Certified", "certify", "certify_max_rows", "quantile_scores",
+__all__ = ["OPENDP_VERSION", "Certified", "Certifier", "CERTIFIERS", "certifier_of", "certify",
+           "certify_max_rows", "planned_losses", "certified_from_plan", "quantile_scores",
            "alpha_fraction"]
 
 
@@ -110,6 +111,9 @@ class Certified:
     :class:`~dpcore.accounting.NoiseLoss` at OpenDP's scale and the distance OpenDP's map was
     read at (never less than the certificate implies). Empty when OpenDP's certificate is
     all that is known (selections, quantiles, bounded Laplace, staircase, synthetic tables).
+
+    ``described`` is the mechanism as the ledger records it, ``opendp`` the OpenDP
+    constructor it was built with, in words: each certifier says them for its type.
     """
 
     part: Part
@@ -122,6 +126,8 @@ class Certified:
     post: Callable[[Any], Any] | None = None
     note: str = ""
     noise_law: tuple[Composable, ...] = ()
+    described: str = ""
+    opendp: str = ""
 
     def draw(self, value: Any) -> Any:
         """One release of this part on ``value`` (a number, a list, or a dict of counts)."""
@@ -220,13 +226,17 @@ def _additive(query_id: str, part: Part) -> Certified:
         certified = Loss(rho=rho, read_at=read_at)
     if recipe.clamp:
         post = functools.partial(_clamp, low=mechanism.lower, high=mechanism.upper)
+    domain_words = "integers" if value_type == _INT else "floats"
     return Certified(part, measurement, d_in, certified, planned, scale,
                      value_type == _INT, post, note,
                      noise_law(type(mechanism).pld_noise, scale,
                                max(float(d_in), float(part.sensitivity),
                                    float(mechanism.sensitivity)),
                                vector=part.size is not None, epsilon=certified.epsilon,
-                               rho=certified.rho))
+                               rho=certified.rho),
+                     described=spec.kind,
+                     opendp=f"{recipe.opendp} on {domain_words}"
+                     + (", then clamped" if recipe.clamp else ""))
 
 
 def _clamp(values: Any, *, low: float, high: float) -> Any:
@@ -320,7 +330,8 @@ def _noisy_max(query_id: str, part: Part, quantile: float | None,
         measurement, value, scale = _fitted(make, scale, d_in, float, nm.privacy.rho)
         _check(query_id, part, "ρ", value, nm.privacy.rho)
         certified = Loss(rho=value, read_at=part.loss.read_at)
-    return Certified(part, measurement, d_in, certified, part.loss, scale, True)
+    return Certified(part, measurement, d_in, certified, part.loss, scale, True,
+                     described=nm.described, opendp=nm.opendp_constructor)
 
 
 def _threshold(query_id: str, part: Part, planned_delta: float) -> Certified:
@@ -369,12 +380,12 @@ def _threshold(query_id: str, part: Part, planned_delta: float) -> Certified:
     # The counts' noise at OpenDP's scale (dpcore.accounting.partition_losses), read at no
     # less than OpenDP's figure for it implies, and, outright, the threshold's recorded δ
     # (the larger of OpenDP's and dpcore's).
-    counts, _ = partition_losses(noise=pt.noise, scale=pt.scale, threshold=pt.threshold,
-                                 max_rows=r, max_groups=k)
+    counts, _ = pt.losses()
     law = noise_law(counts.noise, counts.scale, counts.sensitivity,
                     epsilon=certified.epsilon, rho=certified.rho)
     return Certified(part, measurement, d_in, certified, part.loss, pt.scale, integer,
-                     note=note, noise_law=(*law, ThresholdLoss(recorded)) if law else ())
+                     note=note, noise_law=(*law, ThresholdLoss(recorded)) if law else (),
+                     described=pt.described, opendp=pt.opendp_constructor)
 
 
 def certify_max_rows(part: Part) -> Certified:
@@ -383,28 +394,94 @@ def certify_max_rows(part: Part) -> Certified:
     return _noisy_max("max-rows", part, part.quantile, part.score_rows)
 
 
+def _synthesis(built: Built, part: Part) -> Certified:
+    # release.synthesis builds on this module's OpenDP (imported when a synthetic table is
+    # certified: its mbi extras are heavy)
+    from release.synthesis import certify_synthesis
+
+    spec: MarginalSynthesis = part.mechanism
+    return replace(certify_synthesis(built.query.id, part), described=spec.described,
+                   opendp=spec.opendp_constructor)
+
+
+def _synthesis_from_plan(part: Part) -> Loss:
+    from release.synthesis import certified_loss
+
+    return certified_loss(part)
+
+
+@dataclass(frozen=True)
+class Certifier:
+    """How a release draws one type of part: ``certify`` builds its OpenDP measurement for a
+    part of a built query, map checked; ``from_plan``, for a type whose privacy only OpenDP's
+    map states (a synthetic table), reads that certificate from the plan alone (None: its
+    mechanism states its own losses)."""
+
+    certify: Callable[[Built, Part], Certified]
+    from_plan: Callable[[Part], Loss] | None = None
+
+
+#: The certifier of each part mechanism type (a catalogue mechanism's class is found by its
+#: base class), as the engine registers its compilers: a new type of part is one entry here.
+CERTIFIERS: dict[type, Certifier] = {
+    AdditiveMechanism: Certifier(lambda built, part: _additive(built.query.id, part)),
+    NoisyMax: Certifier(lambda built, part: _noisy_max(built.query.id, part, part.quantile,
+                                                       part.score_rows)),
+    PartitionThreshold: Certifier(lambda built, part: _threshold(
+        built.query.id, part, built.query.threshold.delta)),
+    MarginalSynthesis: Certifier(_synthesis, _synthesis_from_plan),
+}
+
+
+def certifier_of(part: Part) -> Certifier | None:
+    """The certifier registered for the type of ``part``'s mechanism (or one of its bases),
+    None when there is none."""
+    for cls in type(part.mechanism).__mro__:
+        if cls in CERTIFIERS:
+            return CERTIFIERS[cls]
+    return None
+
+
+def certified_from_plan(part: Part) -> Loss | None:
+    """What OpenDP's map certifies for ``part``, read from the plan alone, when only that map
+    states its privacy (a synthetic table); None for a part whose mechanism states its own.
+    Raises :class:`~release.errors.ReleaseRefused` when OpenDP refuses the measurement."""
+    certifier = certifier_of(part)
+    if certifier is None or certifier.from_plan is None:
+        return None
+    return certifier.from_plan(part)
+
+
+def planned_losses(part: Part) -> tuple[Composable, ...]:
+    """What the accountants compose for ``part`` before anything is drawn: what its mechanism
+    states (``dpcore.accounting.privacy_losses``: a catalogue mechanism's noise law or
+    guarantee, report noisy max's guarantee, partition selection's noise and threshold δ),
+    or the certificate OpenDP's map gives from the plan alone (a synthetic table: the figure
+    the ledger records; the plan's own figure when OpenDP refuses the measurement — the
+    release is then refused, and the page says why)."""
+    try:
+        certified = certified_from_plan(part)
+    except ReleaseRefused:
+        return part.loss.measures()
+    if certified is not None:
+        return certified.measures()
+    return privacy_losses([part.mechanism])
+
+
 def certify(built: Built) -> tuple[Certified, ...]:
     """Every part of ``built`` as its OpenDP measurement, each map checked.
 
     What each part needs is on the part (its mechanism, sensitivity, size, whole numbers or
-    not, a quantile's level): nothing here asks which kind of query it belongs to. Raises
+    not, a quantile's level), and its type's certifier (:data:`CERTIFIERS`) builds it:
+    nothing here asks which kind of query it belongs to. Raises
     :class:`~release.errors.Unsupported` or :class:`~release.errors.MapCheckFailed` before
     any measurement is invoked.
     """
-    query_id = built.query.id
     out = []
     for part in built.parts:
-        if isinstance(part.mechanism, AdditiveMechanism):
-            out.append(_additive(query_id, part))
-        elif isinstance(part.mechanism, NoisyMax):
-            out.append(_noisy_max(query_id, part, part.quantile, part.score_rows))
-        elif isinstance(part.mechanism, PartitionThreshold):
-            out.append(_threshold(query_id, part, built.query.threshold.delta))
-        elif isinstance(part.mechanism, MarginalSynthesis):
-            from release.synthesis import certify_synthesis
-
-            out.append(certify_synthesis(query_id, part))
-        else:  # an unknown part is refused, never drawn as another
-            raise Unsupported(f"query {query_id!r}: no OpenDP measurement for the part "
+        certifier = certifier_of(part)
+        if certifier is None:  # an unknown part is refused, never drawn as another
+            raise Unsupported(f"query {built.query.id!r}: no OpenDP measurement for the part "
                               f"{part.name!r} ({type(part.mechanism).__name__})")
+        out.append(certifier.certify(built, part))
     return tuple(out)

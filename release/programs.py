@@ -17,13 +17,14 @@ import functools
 import hashlib
 import math
 import pprint
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dpcore.figures import upper
 from dpcore.mechanisms import AdditiveMechanism, spec_of
 from plan import model
-from plan.build import Built, NoisyMax, PartitionThreshold
+from plan.build import Built, NoisyMax
 from plan.model import Plan
 from release.accounting import Spent
 from release.measurements import OPENDP_VERSION, Certified
@@ -146,34 +147,50 @@ def _unsupported_partition(built: Built, program: str) -> None:
             "or release this plan from the app or the command line")
 
 
+def _additive_record(c: Certified, quantile: float | None) -> dict[str, Any]:
+    mech = c.part.mechanism
+    spec = spec_of(mech)
+    recipe = spec.release            # how OpenDP draws it (MechanismSpec.release)
+    pure = recipe.certifies == "epsilon"
+    return {"noise": recipe.opendp.removeprefix("make_"),
+            "norm": spec.sensitivity_norm, "d_in": c.d_in,
+            "measure": recipe.certifies,
+            "plan_figure": mech.privacy.epsilon if pure else mech.zcdp.rho,
+            "clamp": [mech.lower, mech.upper] if recipe.clamp else None}
+
+
+def _noisy_max_record(c: Certified, quantile: float | None) -> dict[str, Any]:
+    mech = c.part.mechanism
+    out: dict[str, Any] = {"noise": "noisy_max", "selection_noise": mech.noise, "k": mech.k,
+                           "negate": mech.negate, "monotonic": mech.monotonic,
+                           "d_in": c.d_in, "quantile": quantile}
+    if mech.noise == "exponential" and mech.measure == "pure":
+        out |= {"measure": "epsilon", "plan_figure": mech.privacy.epsilon}
+    elif mech.noise == "exponential":
+        out |= {"measure": "rho_of_epsilon", "plan_figure": mech.privacy.rho}
+    else:
+        out |= {"measure": "rho", "plan_figure": mech.privacy.rho}
+    if quantile is not None:  # the program chains OpenDP's scorer: d_in is rows per person
+        out["d_in"] = None
+    return out
+
+
+#: How the OpenDP program builds each type of part (a catalogue mechanism's class found by
+#: its base class); the other types are refused before (partition selection, synthetic
+#: tables: ``_unsupported_partition``, the kind's ``opendp_program_reason``).
+_PROGRAM_PARTS: dict[type, Callable[[Certified, float | None], dict[str, Any]]] = {
+    AdditiveMechanism: _additive_record, NoisyMax: _noisy_max_record}
+
+
 def _opendp_part(c: Certified, quantile: float | None) -> dict[str, Any]:
     """One part as the OpenDP program builds it, with the plan's figure its map must meet."""
     mech = c.part.mechanism
-    out: dict[str, Any] = {"part": c.part.name, "scale": c.opendp_scale,
-                           "integer": c.integer}
-    if isinstance(mech, AdditiveMechanism):
-        spec = spec_of(mech)
-        recipe = spec.release            # how OpenDP draws it (MechanismSpec.release)
-        pure = recipe.certifies == "epsilon"
-        out |= {"noise": recipe.opendp.removeprefix("make_"),
-                "norm": spec.sensitivity_norm, "d_in": c.d_in,
-                "measure": recipe.certifies,
-                "plan_figure": mech.privacy.epsilon if pure else mech.zcdp.rho,
-                "clamp": [mech.lower, mech.upper] if recipe.clamp else None}
-    elif isinstance(mech, NoisyMax):
-        out |= {"noise": "noisy_max", "selection_noise": mech.noise, "k": mech.k,
-                "negate": mech.negate, "monotonic": mech.monotonic, "d_in": c.d_in,
-                "quantile": quantile}
-        if mech.noise == "exponential" and mech.measure == "pure":
-            out |= {"measure": "epsilon", "plan_figure": mech.privacy.epsilon}
-        elif mech.noise == "exponential":
-            out |= {"measure": "rho_of_epsilon", "plan_figure": mech.privacy.rho}
-        else:
-            out |= {"measure": "rho", "plan_figure": mech.privacy.rho}
-        if quantile is not None:  # the program chains OpenDP's scorer: d_in is rows per person
-            out["d_in"] = None
-    else:  # pragma: no cover - refused before
+    record = next((_PROGRAM_PARTS[cls] for cls in type(mech).__mro__ if cls in _PROGRAM_PARTS),
+                  None)
+    if record is None:  # pragma: no cover - refused before
         raise ProgramUnsupported(f"part {c.part.name!r}: no OpenDP program for {mech!r}")
+    out: dict[str, Any] = {"part": c.part.name, "scale": c.opendp_scale,
+                           "integer": c.integer, **record(c, quantile)}
     out["certified"] = c.certified.to_dict()
     return out
 
@@ -237,9 +254,11 @@ def opendp_program(plan: Plan) -> str:
 def _spark_part(query_id: str, built: Built, index: int) -> dict[str, Any]:
     part = built.parts[index]
     mech = part.mechanism
-    if isinstance(mech, NoisyMax | PartitionThreshold):  # pragma: no cover - refused before
-        raise ProgramUnsupported(f"query {query_id!r}: no PipelineDP aggregation for it")
-    spec = spec_of(mech)
+    try:
+        spec = spec_of(mech)    # a catalogue mechanism: PipelineDP adds its noise
+    except TypeError:  # pragma: no cover - refused before (selection, partition selection)
+        raise ProgramUnsupported(f"query {query_id!r}: no PipelineDP aggregation for it"
+                                 ) from None
     recipe = spec.release
     noise = None if recipe is None else recipe.pipeline_dp
     if noise is None:

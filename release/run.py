@@ -270,44 +270,10 @@ def _released(pq: model.PlanQuery, statistic: str, rows: tuple, certified: tuple
 
 
 def _describe(c: Certified) -> dict[str, Any]:
-    from dpcore.mechanisms import AdditiveMechanism, spec_of
-    from plan.kinds.synthetic import MarginalSynthesis
-
-    mech = c.part.mechanism
-    if isinstance(mech, AdditiveMechanism):
-        mechanism = spec_of(mech).kind
-    elif isinstance(mech, MarginalSynthesis):
-        mechanism = f"marginal-based synthesis ({mech.algorithm}, marginals: {mech.marginals})"
-    elif hasattr(mech, "threshold"):
-        mechanism = f"partition selection ({mech.noise} noise, threshold {mech.threshold:g})"
-    else:
-        from dpcore.selection import NOISE_LABELS
-
-        mechanism = NOISE_LABELS[mech.noise]
-    return {"part": c.part.name, "mechanism": mechanism,
-            "opendp": _opendp_name(c),
+    return {"part": c.part.name, "mechanism": c.described, "opendp": c.opendp,
             "scale": c.part.scale, "opendp_scale": c.opendp_scale,
             "sensitivity": c.part.sensitivity, "planned": c.part.loss.to_dict(),
             "certified": c.certified.to_dict()}
-
-
-def _opendp_name(c: Certified) -> str:
-    from plan.build import NoisyMax, PartitionThreshold
-    from plan.kinds.synthetic import MarginalSynthesis
-
-    mech = c.part.mechanism
-    if isinstance(mech, MarginalSynthesis):
-        return "opendp.extras.mbi.make_contingency_table, then synthesize"
-    if isinstance(mech, NoisyMax):
-        return "make_noisy_max" if mech.k == 1 else "make_noisy_top_k"
-    if isinstance(mech, PartitionThreshold):
-        return "make_gaussian_threshold" if mech.noise == "gaussian" else (
-            "make_laplace_threshold")
-    from dpcore.mechanisms import spec_of
-
-    recipe = spec_of(mech).release
-    domain = "integers" if c.integer else "floats"
-    return f"{recipe.opendp} on {domain}" + (", then clamped" if recipe.clamp else "")
 
 
 # --------------------------------------------------------------------------------------------

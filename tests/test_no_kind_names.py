@@ -2,7 +2,9 @@
 
 A string literal in dashboard/ or app_pages/ that is a kind of the catalogue ("gaussian"), or a
 piece of one that code tests with ``in`` ("bounded", "clamped"), is a branch on the kind
-that the next mechanism would fall through. What is left is named here, with why.
+that the next mechanism would fall through. So is a query kind's name compared with, or held
+in a list of kinds (a module-level tuple, set, list or dict's keys, or a table by kind
+anywhere): the next kind is missing from it. What is left is named here, with why.
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ ALLOWED = {
 RELEASE_ALLOWED = {
     # report noisy max's noise (laplace refused by name) and partition selection's noises
     ("release/measurements.py", "laplace"), ("release/measurements.py", "gaussian"),
-    ("release/run.py", "gaussian"),          # partition selection: make_gaussian_threshold
     ("plan/model.py", "gaussian"),           # a threshold's Gaussian noise is set by ρ
-    ("plan/parts.py", "gaussian"),           # the threshold's L2 sensitivity
+    # the threshold's L2 sensitivity, and its OpenDP constructor (make_gaussian_threshold)
+    ("plan/parts.py", "gaussian"),
     # the exported programs run without the app (no catalogue): they read the plan's noise
     # names to pick OpenDP's or PipelineDP's constructor (release/templates, linted Python)
     ("release/templates/opendp_program.py", "laplace"),
@@ -146,3 +148,128 @@ def test_no_dashboard_or_page_code_branches_on_a_query_kind():
             name = path.relative_to(ROOT).as_posix()
             found |= {(name, kind) for kind in query_kind_comparisons(path.read_text())}
     assert found <= QUERY_ALLOWED, sorted(found - QUERY_ALLOWED)
+
+
+# --------------------------------------------------------------------------------------------
+# Lists of query kinds: a module-level tuple, set, list or dict keyed by kinds (``BOUNDED_QUERIES
+# = ("sum", "mean", "variance")``), or a table of two or more kinds anywhere (the noun dict in
+# ``describe()``), is a kind name the next kind must be added to.
+
+#: (file, holder, kind): lists of query kinds still on the page side. Issue 36 item 1 (a page
+#: adapter per kind, ``page_query``) removes them; do not add to this list.
+HELD_BY_ITEM_1 = {
+    *(("dashboard/analysis/stats_query.py", "QUERIES", k)
+      for k in ("count", "sum", "mean", "variance", "histogram")),
+    *(("dashboard/analysis/stats_query.py", "BOUNDED_QUERIES", k)
+      for k in ("sum", "mean", "variance")),
+    *(("dashboard/analysis/stats_query.py", "QuerySpec.describe()", k)
+      for k in ("sum", "mean", "variance", "histogram")),
+    *(("dashboard/analysis/stats_query.py", "available_queries()", k)
+      for k in ("sum", "mean", "variance")),
+    *(("dashboard/analysis/stats_parts.py", "PART_QUERIES", k) for k in ("mean", "variance")),
+    *(("dashboard/analysis/bounds_cost.py", "SUPPORTED", k)
+      for k in ("count", "sum", "histogram")),
+    # the Groups page's statistic per group, each the kind of one number
+    *(("dashboard/analysis/groups.py", "STATISTICS", k) for k in ("count", "sum", "mean")),
+}
+#: (file, holder, kind): names that are not query kinds, though they are spelled as one.
+HELD_ALLOWED = {
+    # pages, by their URL path or source, two of which share a kind's name
+    ("dashboard/analysis/release_plan.py", "PAGES", "quantiles"),
+    ("dashboard/analysis/release_plan.py", "PAGES", "selection"),
+    ("dashboard/analysis/release_plan.py", "PAGES", "synthetic"),
+    # Choose epsilon's "Query" radio and the pages "use this ε" opens (the Selection page)
+    ("dashboard/analysis/epsilon.py", "SOURCES", "selection"),
+    ("dashboard/analysis/epsilon.py", "QUERY_PAGES", "selection"),
+    ("dashboard/teaching.py", "DEFAULTS", "selection"),
+    ("dashboard/teaching.py", "LOOK_AT", "selection"),
+}
+
+
+def _held(node: ast.AST, kinds: set[str]) -> set[str]:
+    """The kinds held as elements of a tuple, set or list, or as a dict's keys, in ``node``."""
+    found = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Tuple | ast.Set | ast.List):
+            items = sub.elts
+        elif isinstance(sub, ast.Dict):
+            items = [key for key in sub.keys if key is not None]
+        else:
+            continue
+        found |= {item.value for item in items if isinstance(item, ast.Constant)
+                  and isinstance(item.value, str) and item.value in kinds}
+    return found
+
+
+def query_kinds_held(source: str) -> set[tuple[str, str]]:
+    """(holder, kind) for each query kind (``plan.kinds.KINDS``) that ``source`` holds in a
+    module-level tuple, set, list or dict's keys (holder: the name assigned; ``__all__`` and
+    unpacking ``A, B = "a", "b"`` are not lists), or in a literal holding two or more kinds
+    anywhere else (holder: the enclosing function, ``Class.method()``)."""
+    from plan.kinds import KINDS
+
+    kinds = set(KINDS)
+    found: set[tuple[str, str]] = set()
+    tree = ast.parse(source)
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
+            targets = (statement.targets if isinstance(statement, ast.Assign)
+                       else [statement.target])
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if names and "__all__" not in names:
+                found |= {(names[0], kind) for kind in _held(statement.value, kinds)}
+
+    def visit(node: ast.AST, scope: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, f"{scope}{child.name}()")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{scope}{child.name}.")
+            elif scope and isinstance(child, ast.Tuple | ast.Set | ast.List | ast.Dict):
+                held = _held(child, kinds)
+                if len(held) >= 2:
+                    found.update((scope, kind) for kind in held)
+                else:
+                    visit(child, scope)
+            else:
+                visit(child, scope)
+
+    visit(tree, "")
+    return found
+
+
+def test_the_checker_finds_a_list_of_query_kinds():
+    assert query_kinds_held('BOUNDED = ("sum", "mean")') == {("BOUNDED", "sum"),
+                                                             ("BOUNDED", "mean")}
+    assert query_kinds_held('PARTS = {"variance"}') == {("PARTS", "variance")}
+    assert query_kinds_held('LABELS: dict = {"count": "Count of rows", "x": 1}') == {
+        ("LABELS", "count")}
+    assert query_kinds_held('NESTED = {("selection", 1): "look"}') == {("NESTED",
+                                                                        "selection")}
+    planted = ("class Spec:\n"
+               "    def describe(self):\n"
+               "        return {'sum': 'sum', 'histogram': 'counts'}[self.query]\n"
+               "def offered():\n"
+               "    return ['count'] + ['mean', 'quantiles']\n")
+    assert query_kinds_held(planted) == {("Spec.describe()", "sum"),
+                                         ("Spec.describe()", "histogram"),
+                                         ("offered()", "mean"), ("offered()", "quantiles")}
+    # not lists of kinds: names exported, values unpacked, a kind's name as a value, one
+    # kind's name in a function (a column called "count"), other words
+    assert query_kinds_held('__all__ = ["count", "histogram"]') == set()
+    assert query_kinds_held('RATIO, SPREAD = "mean", "variance"') == set()
+    assert query_kinds_held('WORDS = {"a": "sum", "b": "mean"}') == set()
+    assert query_kinds_held('def f():\n    return ["count", "other"]') == set()
+    assert query_kinds_held('OPTIONS = ("median", "total")') == set()
+
+
+def test_no_dashboard_or_page_code_holds_a_list_of_query_kinds():
+    """A new list of kinds on the page side fails here; the page asks the kind instead."""
+    found = set()
+    for folder in ("dashboard", "app_pages"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            found |= {(name, holder, kind)
+                      for holder, kind in query_kinds_held(path.read_text())}
+    allowed = HELD_BY_ITEM_1 | HELD_ALLOWED
+    assert found <= allowed, sorted(found - allowed)

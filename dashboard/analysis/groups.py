@@ -39,7 +39,6 @@ from dashboard.person import PrivacyUnit, contribution
 from dashboard.text import plain
 from dpcore import figures
 from dpcore.contributions import count_sensitivity
-from dpcore.mechanisms import spec_of
 from dpcore.partition import keep_probability, release_partitions
 from dpcore.quantiles import MAX_BINS, bin_labels
 from engine import Binned, CategoryCounts, CategoryTable, DistinctValues, GroupedSum
@@ -460,9 +459,7 @@ def group_table(release: GroupsRelease, spec: GroupsSpec) -> pd.DataFrame:
 
 def _law(part: Part) -> str:
     """The name of the noise a part draws."""
-    if isinstance(part.mechanism, PartitionThreshold):
-        return NOISES.get(part.mechanism.noise, part.mechanism.noise).split(" (")[0]
-    return spec_of(part.mechanism).label.split(" (")[0]
+    return part.mechanism.name
 
 
 def _budget(part: Part) -> str:

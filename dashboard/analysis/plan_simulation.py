@@ -16,13 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from dpcore.mechanisms import AdditiveMechanism, spec_of
-from dpcore.partition import release_partitions
-from dpcore.quantiles import quantile_fraction
-from dpcore.selection import noisy_top_k, report_noisy_max
 from engine import Engine, engine_from_env
 from engine.sources import Source
-from plan.build import Built, NoisyMax, Part, PartitionThreshold, build_plan
+from plan.build import Built, Part, build_plan
 from plan.model import Plan
 
 __all__ = ["SimulatedPart", "simulated_part", "simulated_parts", "simulate_plan"]
@@ -43,48 +39,19 @@ class SimulatedPart:
 
     def draw(self, value: Any) -> Any:
         """One simulated release of this part on ``value`` (a number, a list, or a dict of
-        counts for partition selection), shaped as the OpenDP measurement returns it."""
-        mechanism = self.part.mechanism
-        if isinstance(mechanism, AdditiveMechanism):
-            noisy = mechanism.sample(np.asarray(value), rng=self.rng)
-            return np.asarray(noisy).tolist()
-        if isinstance(mechanism, NoisyMax):
-            if mechanism.k == 1:
-                return int(report_noisy_max(value, scale=self.opendp_scale,
-                                            noise=mechanism.noise, negate=mechanism.negate,
-                                            rng=self.rng))
-            return noisy_top_k(value, mechanism.k, scale=self.opendp_scale,
-                               noise=mechanism.noise, negate=mechanism.negate,
-                               rng=self.rng).tolist()
-        if isinstance(mechanism, PartitionThreshold):
-            names = list(value)
-            if not names:
-                return {}
-            drawn = release_partitions([value[n] for n in names], threshold=mechanism.threshold,
-                                       noise=mechanism.noise, scale=mechanism.scale,
-                                       rng=self.rng)
-            kept = np.flatnonzero(drawn.kept)
-            counts = drawn.noisy_counts[kept]
-            counts = counts.astype(np.int64) if self.integer else counts
-            return dict(zip((names[i] for i in kept), counts.tolist(), strict=True))
-        raise TypeError(f"no simulation for the part {self.part.name!r} "
-                        f"({type(mechanism).__name__})")
+        counts for partition selection), shaped as the OpenDP measurement returns it: the
+        part's mechanism draws itself (``plan.parts.PartMechanism.simulate``)."""
+        simulate = getattr(self.part.mechanism, "simulate", None)
+        if simulate is None:
+            raise TypeError(f"no simulation for the part {self.part.name!r} "
+                            f"({type(self.part.mechanism).__name__})")
+        return simulate(value, scale=self.opendp_scale, rng=self.rng)
 
 
 def simulated_part(part: Part, rng: np.random.Generator | None = None) -> SimulatedPart:
     """``part`` as its measurement hands it to the kind: whole-number input, the scale in the
     units of the scores it draws on; drawn with ``rng`` (None: to read its interval only)."""
-    mechanism = part.mechanism
-    if isinstance(mechanism, AdditiveMechanism):
-        return SimulatedPart(part, spec_of(mechanism).integer_only, mechanism.scale, rng)
-    if isinstance(mechanism, NoisyMax):
-        scale = mechanism.scale
-        if part.quantile is not None:
-            scale *= quantile_fraction(part.quantile)[1]
-        return SimulatedPart(part, True, scale, rng)
-    if isinstance(mechanism, PartitionThreshold):
-        return SimulatedPart(part, mechanism.noise == "discrete_laplace", mechanism.scale, rng)
-    raise TypeError(f"no simulation for the part {part.name!r} ({type(mechanism).__name__})")
+    return SimulatedPart(part, part.mechanism.integer_input, part.score_scale, rng)
 
 
 def simulated_parts(built: Built, rng: np.random.Generator | None = None

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from dpcore.mechanisms import CATALOGUE
-from dpcore.selection import NOISE_TYPES, noisy_max_privacy
+from dpcore.selection import NOISE_TYPES
 from plan import model
-from plan.build import NoisyMax, build
+from plan.build import build
 from release import MapCheckFailed, ReleaseRefused, Unsupported, prepare
 
 __all__ = ["Releasability", "releasability", "MAX_ALTERNATIVES"]
@@ -64,13 +64,12 @@ def _selection_alternatives(query: model.PlanQuery, unit: model.PrivacyUnit
     noise: model.SelectionNoise = query.mechanism
     other = "zcdp" if noise.measure == "pure" else "pure"
     try:
-        parts = [p.mechanism for p in build(query, unit).parts
-                 if isinstance(p.mechanism, NoisyMax)]
+        # a selection's or quantiles' parts are all report noisy max
+        parts = [p.mechanism for p in build(query, unit).parts]
     except (model.PlanError, ValueError):
         parts = []
     if parts:   # the same noise at the same scale, read in the other measure
-        read = [noisy_max_privacy(m.scale, sensitivity=m.sensitivity, noise=m.noise,
-                                  monotonic=m.monotonic, k=m.k, measure=other) for m in parts]
+        read = [m.privacy_under(other) for m in parts]
         total = math.fsum(r.rho if other == "zcdp" else r.epsilon for r in read)
         budget = {"rho": total} if other == "zcdp" else {"epsilon": total}
         yield replace(query, mechanism=model.SelectionNoise(noise.noise, other, **budget))

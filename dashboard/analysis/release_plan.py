@@ -27,22 +27,20 @@ from dpcore.accounting import (
     ACCOUNTANTS,
     AccountedTotal,
     BudgetCheck,
-    Loss,
     PlanAccounting,
     account_plan,
     check_budget,
-    partition_losses,
 )
 from dpcore.figures import lower, percent_lower, percent_upper, upper
 from dpcore.mechanisms import CATALOGUE
 from dpcore.plan_risk import describe_plan_risk, plan_max_posterior, plan_tradeoff
 from dpcore.selection import prob_best_selected
 from plan import model
-from plan.build import Built, NoisyMax, Part, PartitionThreshold, build_plan
+from plan.build import Built, build_plan
 from plan.kinds import kind_of
-from plan.kinds.synthetic import MarginalSynthesis
 from release.accounting import certified_spent, total_up
 from release.errors import ReleaseRefused
+from release.measurements import certified_from_plan, planned_losses
 
 __all__ = ["PAGES", "ROW_COLUMNS", "SHOWN_COLUMNS", "budget_text", "target_text", "releases_of",
            "make_plan",
@@ -125,35 +123,11 @@ def target_text(target: model.Target) -> str:
 
 
 def releases_of(built: Sequence[Built]) -> tuple[object, ...]:
-    """What the accountants compose: each part's mechanism (its noise law where it has one),
-    a selection's or quantile's guarantee, partition selection's noise and threshold δ."""
-    out: list[object] = []
-    for b in built:
-        for part in b.parts:
-            m = part.mechanism
-            if isinstance(m, PartitionThreshold):
-                out.extend(partition_losses(noise=m.noise, scale=m.scale, threshold=m.threshold,
-                                            max_rows=m.max_rows, max_groups=m.max_groups))
-            elif isinstance(m, MarginalSynthesis):
-                out.append(synthesis_loss(part))
-            elif isinstance(m, NoisyMax):
-                out.append(m.privacy)
-            else:
-                out.append(m)
-    return tuple(out)
-
-
-def synthesis_loss(part: Part) -> Loss:
-    """A synthetic table's part as a release composes it: the ε or ρ OpenDP's map certifies
-    (``release.synthesis.certified_loss``, from the plan alone). When OpenDP refuses the
-    measurement, the plan's own figure (the release is refused, and the page says why)."""
-    from release import ReleaseRefused
-    from release.synthesis import certified_loss
-
-    try:
-        return certified_loss(part)
-    except ReleaseRefused:
-        return part.loss
+    """What the accountants compose: each part's losses as planned
+    (``release.measurements.planned_losses``: its mechanism's noise law where it has one, a
+    selection's or quantile's guarantee, partition selection's noise and threshold δ, a
+    synthetic table's certificate from the plan alone)."""
+    return tuple(loss for b in built for part in b.parts for loss in planned_losses(part))
 
 
 def make_plan(name: str, origin: str, queries: Sequence[model.PlanQuery],
@@ -234,18 +208,16 @@ def _budget_holder(query: model.PlanQuery) -> object:
 
 
 def _certified_text(built: Built) -> str:
-    """What OpenDP's map certifies for a synthetic table's part, in words ("" for others)."""
-    from release import ReleaseRefused
-    from release.synthesis import certified_loss
-
+    """What OpenDP's map certifies, read from the plan alone, for a part whose privacy only
+    that map states (a synthetic table), in words ("" for the others)."""
     texts = []
     for part in built.parts:
-        if isinstance(part.mechanism, MarginalSynthesis):
-            try:
-                got = certified_loss(part)
-            except ReleaseRefused:
-                texts.append("OpenDP refuses it as set (see Release it for real)")
-                continue
+        try:
+            got = certified_from_plan(part)
+        except ReleaseRefused:
+            texts.append("OpenDP refuses it as set (see Release it for real)")
+            continue
+        if got is not None:
             level = (f"ε = {upper(got.epsilon, 6)}" if got.epsilon is not None
                      else f"ρ = {upper(got.rho, 6)}")
             texts.append(f"OpenDP's map certifies {level}")
@@ -267,7 +239,8 @@ def _accuracy_now(query: model.PlanQuery, built: Built, target: allocation.Targe
         met = None if t is None or t.kind != "error" else alpha <= t.alpha * (1 + 1e-9)
         return f"±{upper(alpha, 4)} at {1 - beta:.4g}", met
     scores = context.get("scores")
-    if (isinstance(m, NoisyMax) and isinstance(query.query, model.Selection)
+    if (isinstance(query.mechanism, model.SelectionNoise)
+            and isinstance(query.query, model.Selection)
             and query.query.k == 1 and scores is not None):
         p = float(prob_best_selected(np.asarray(scores, float), scale=m.scale, noise=m.noise))
         met = None if t is None or not t.by_probability else p >= t.probability

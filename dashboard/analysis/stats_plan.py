@@ -81,7 +81,7 @@ class ReleasePlan:
     @property
     def closed_form(self) -> bool:
         """Whether the error has closed forms (a mechanism; a noisy mean is simulated)."""
-        return isinstance(self.release, AdditiveMechanism)
+        return not isinstance(self.release, PartsRelease)
 
     @property
     def parts(self) -> tuple[AdditiveMechanism, ...]:

@@ -31,7 +31,7 @@ from dpcore.checks import (
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 
 __all__ = ["AdditiveMechanism", "AuditCase", "MechanismSpec", "ReleaseRecipe", "MEASURES",
-           "PARAMETERS"]
+           "PARAMETERS", "check_mechanism"]
 
 #: The privacy measures a mechanism can be calibrated to.
 MEASURES = ("pure", "approx", "zcdp")
@@ -535,6 +535,25 @@ class AdditiveMechanism(ABC):
         """Recompute what the sampler derives from the scale (after ``_noise_scaled``)."""
         return None
 
+    # -- as a part of a plan query (plan.parts): what the pages and the release ask ----------
+
+    @property
+    def answer_range(self) -> tuple[float, float] | None:
+        """The public range its noisy answer is kept within (lower, upper), or None when its
+        noise is unbounded (the clamped and bounded Laplace mechanisms have one)."""
+        return None
+
+    @property
+    def integer_input(self) -> bool:
+        """Whether a release draws it on whole numbers (its noise is whole numbers)."""
+        return self.integer_output
+
+    def simulate(self, value: ArrayLike, *, scale: float, rng: np.random.Generator) -> object:
+        """One simulated release on ``value`` (a number or a list), as plain Python numbers
+        shaped as OpenDP's measurement returns them. ``scale`` is the part's, which for a
+        catalogue mechanism is its own: the noise is drawn at :attr:`scale`."""
+        return np.asarray(self.sample(np.asarray(value), rng=rng)).tolist()
+
     # -- sampling ------------------------------------------------------------------------------
 
     def _check_values(self, values: ArrayLike, name: str = "values") -> NDArray:
@@ -723,3 +742,10 @@ class AdditiveMechanism(ABC):
         check_positive("alpha", alpha)
         check_probability_open("beta", beta)
         return None
+
+
+def check_mechanism(name: str, value: object) -> AdditiveMechanism:
+    """``value`` when it is a catalogue mechanism; TypeError naming ``name`` otherwise."""
+    if not isinstance(value, AdditiveMechanism):
+        raise TypeError(f"{name} must be a catalogue mechanism, got {type(value).__name__}")
+    return value

@@ -76,6 +76,10 @@ class _BoundedDomain(AdditiveMechanism):
     def upper(self) -> float:
         return self._upper
 
+    @property
+    def answer_range(self) -> tuple[float, float]:
+        return (self._lower, self._upper)
+
     def _in_scales(self, distance: NDArray[np.float64]) -> NDArray[np.float64]:
         """distance / scale; ±inf beyond ~1e308 scales, where every tail term is exactly 0."""
         with np.errstate(over="ignore"):

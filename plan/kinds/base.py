@@ -306,11 +306,8 @@ class QueryKind:
         by ", "): :meth:`interval_method`, where a part's noise is kept within a public
         answer range (a clamped or bounded mechanism) read "range" — conservative — rather
         than "exact", or with ", range" added."""
-        from dpcore.mechanisms import AdditiveMechanism, spec_of
-
         method = self.interval_method(built.query.query)
-        ranged = any(isinstance(p.mechanism, AdditiveMechanism)
-                     and spec_of(p.mechanism).needs_range for p in built.parts)
+        ranged = any(p.mechanism.answer_range is not None for p in built.parts)
         if not method or not ranged:
             return method
         return "range" if method == "exact" else f"{method}, range"

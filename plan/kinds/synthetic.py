@@ -236,9 +236,31 @@ class MarginalSynthesis:
     iters: int
     pairs: tuple[tuple[int, int], ...] = ()
 
+    #: OpenDP measures the marginals and fits the model: nothing is kept within a range,
+    #: its input is the cells' counts (whole numbers)
+    answer_range = None
+    integer_input = True
+
     @property
     def scale(self) -> float:
         return float("nan")
+
+    @property
+    def name(self) -> str:
+        return f"OpenDP's {self.algorithm}"
+
+    @property
+    def described(self) -> str:
+        """The mechanism as the ledger records it."""
+        return f"marginal-based synthesis ({self.algorithm}, marginals: {self.marginals})"
+
+    @property
+    def opendp_constructor(self) -> str:
+        return "opendp.extras.mbi.make_contingency_table, then synthesize"
+
+    def simulate(self, value: Any, *, scale: float, rng: np.random.Generator) -> Any:
+        raise TypeError("no simulation for a synthetic table: OpenDP fits its model (the "
+                        "Synthetic data page releases it)")
 
 
 def column_labels(spec: Synthetic) -> tuple[tuple[str, ...], ...]:

@@ -25,7 +25,8 @@ def _mechanism(kind: str, scale: float):
     return mech
 
 
-@covers("intervals.noise_half_width", "intervals.noise_interval", "intervals.table_interval")
+@covers("intervals.noise_half_width", "intervals.noise_interval", "intervals.table_interval",
+        "mechanisms.base.check_mechanism")
 @PROPERTY
 @given(kind=st.sampled_from(KINDS), scale=st.floats(0.05, 50.0),
        alpha=st.floats(1e-9, 0.999), values=st.lists(st.integers(-50, 50), min_size=1,
@@ -46,6 +47,8 @@ def test_intervals_are_ordered_and_contain_the_released_value(kind, scale, alpha
                   + 1e-9)
     refused(lambda: intervals.noise_interval(mech, released, 0.0), "alpha")
     refused(lambda: intervals.noise_interval(mech, [np.nan], alpha), "released")
+    # anything but a catalogue mechanism (here its spec) is refused by type, naming it
+    refused(lambda: intervals.noise_half_width(CATALOGUE[kind], alpha), "mechanism", TypeError)
 
 
 @covers("intervals.ratio_interval", "intervals.mean_interval", "intervals.monotone_interval")

@@ -170,7 +170,7 @@ HANDLED = {"scale", "sensitivity", "privacy", "sample", "accuracy", "error_cdf",
            "error_pmf", "error_breakpoints", "bias", "variance", "mse", "mae",
            "epsilon_for_delta", "delta_for_epsilon", "zcdp", "effective_epsilon", "lower",
            "upper", "point_masses", "gamma", "sweep", "epsilon_for_accuracy",
-           "pure_epsilon_bound", "zcdp_bound"}
+           "pure_epsilon_bound", "zcdp_bound", "answer_range", "integer_input", "simulate"}
 
 
 def exercise_mechanism(mech: AdditiveMechanism, data, context: dict[str, Arg]) -> None:
@@ -198,6 +198,13 @@ def exercise_mechanism(mech: AdditiveMechanism, data, context: dict[str, Arg]) -
         assert np.asarray(out).dtype == (np.int64 if mech.integer_output else np.float64)
         if bounded:
             assert np.all((mech.lower <= out) & (out <= mech.upper))
+        # as a plan's part (plan.parts.PartMechanism): one release as plain numbers, the
+        # same draw as sample's from the same stream
+        one = mech.simulate(values, scale=mech.scale, rng=np.random.default_rng(5))
+        assert isinstance(one, list | int | float)
+        assert one == np.asarray(mech.sample(values, rng=np.random.default_rng(5))).tolist()
+    assert mech.answer_range == ((mech.lower, mech.upper) if bounded else None)
+    assert mech.integer_input == spec.integer_only
 
     beta = data.draw(probability(zero_ok=False), label="beta")
     truth = data.draw(points_in(mech), label="true_value") if bounded else None
