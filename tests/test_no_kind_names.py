@@ -179,8 +179,8 @@ HELD_ALLOWED = {
     ("dashboard/analysis/release_plan.py", "PAGES", "selection"),
     ("dashboard/analysis/release_plan.py", "PAGES", "synthetic"),
     # Choose epsilon's "Query" radio and the pages "use this ε" opens (the Selection page)
-    ("dashboard/analysis/epsilon.py", "SOURCES", "selection"),
-    ("dashboard/analysis/epsilon.py", "QUERY_PAGES", "selection"),
+    ("dashboard/analysis/epsilon_question.py", "SOURCES", "selection"),
+    ("dashboard/analysis/epsilon_use.py", "QUERY_PAGES", "selection"),
     ("dashboard/teaching.py", "DEFAULTS", "selection"),
     ("dashboard/teaching.py", "LOOK_AT", "selection"),
 }
