@@ -178,9 +178,10 @@ def ranked(frame, rng=None):
     queries read the same kept rows. A person is a person id's canonical key (``keys_of``,
     in ``__person__``); a row with no person id is no one's and is left out. The priority
     is a hash, keyed by a secret drawn for the release (from ``rng`` when given), of the
-    person's key and that row's own cells, so what a person keeps depends on that person's
-    rows only: never on other people's rows or the file's order. With one row per person,
-    every row (rank 0)."""
+    person's key and that row's own cells, each cell as the rule reads it (its canonical
+    key, ``keys_of``), so what a person keeps depends on that person's rows only: never on
+    other people's rows, the file's order or format, or the batch the rows are read in. With
+    one row per person, every row (rank 0)."""
     if PERSON_COLUMN is None:
         return frame.assign(__rank__=np.zeros(len(frame), dtype=np.int64))
     rng = np.random.default_rng() if rng is None else rng
@@ -188,7 +189,12 @@ def ranked(frame, rng=None):
     person = keys_of(frame[PERSON_COLUMN])
     known = pd.notna(person)
     frame, person = frame[known], pd.Series(person[known], dtype=object)
-    keyed = frame.reset_index(drop=True).assign(__person__=person.to_numpy())
+    # Each cell hashed as its key (a text, or None), never as its column's dtype: pandas
+    # hashes an int64 1, a float64 1.0 and a text "1" differently, and a column's dtype is
+    # guessed from the other cells of its batch (in a Spark partition: float64 beside another
+    # person's missing cell, object beside a text), so the same row was ranked otherwise there.
+    keyed = pd.DataFrame({f"c{i}": keys_of(frame.iloc[:, i]) for i in range(frame.shape[1])},
+                         dtype=object).assign(__person__=person.to_numpy())
     priority = pd.util.hash_pandas_object(keyed, index=False, hash_key=row_secret).to_numpy()
     order = np.argsort(priority, kind="stable")
     frame, person = frame.iloc[order], person.iloc[order].to_numpy()
@@ -228,6 +234,13 @@ def bounded(frame, codes=None, rng=None):
     kept = pd.MultiIndex.from_frame(pairs).get_indexer(
         pd.MultiIndex.from_arrays([person, cell])) >= 0
     return frame[kept]
+
+
+def with_a_value(codes, frame, query):
+    """A sum's or mean's cells by group (``codes``), a row whose value reads as no number in
+    none (-1), before a person's cells are chosen (``bounded``): as the release reads them,
+    a person's groups are the cells where they have a value, and a mean counts the values."""
+    return np.where(present(frame[query["column"]]), codes, -1)
 
 
 def mean_of(noisy_sum, noisy_count, lower, upper):
