@@ -105,14 +105,18 @@ def cells(values, categories):
     """The index of each value among the declared categories (-1: not declared, or missing),
     as the release matches them: declared texts by canonical key (``cell_key``: the declared
     "0012" is the cell "12"), declared numbers by the number each cell reads as (declared
-    2.5 is the cell "2.50"), declared booleans only on a column of booleans; the first
-    category of a key or number when two declared ones share it."""
+    2.5 is the cell "2.50"), declared booleans by the cells that are booleans (a typed
+    column's); the first category of a key or number when two declared ones share it."""
     categories = list(categories)
     if categories and all(isinstance(c, bool) for c in categories):
-        series = pd.Series(values)
-        if not pd.api.types.is_bool_dtype(series.dtype):
-            return np.full(len(series), -1, dtype=np.int64)
-        declared, found = pd.Index(categories, dtype=object), series.to_numpy(dtype=object)
+        # each cell that is a boolean (a typed column's; a text "true" is none), never the
+        # column's dtype: one missing cell makes a column of booleans object (in a Spark
+        # partition, or a Parquet file written without pandas' metadata)
+        codes, uniques = pd.factorize(pd.Series(np.asarray(values, dtype=object),
+                                                dtype=object), use_na_sentinel=True)
+        truth = [bool(v) if isinstance(v, bool | np.bool_) else None for v in uniques]
+        declared = pd.Index(categories, dtype=object)
+        found = np.array([*truth, None], dtype=object)[codes]
     elif categories and all(isinstance(c, int | float) for c in categories):
         declared = pd.Index(np.asarray(categories, dtype=float))
         found = number_of(values)

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from plan.kinds.variance import Variance
@@ -234,3 +236,43 @@ def test_the_opendp_program_chooses_a_persons_groups_among_those_with_a_value(
         got = [drawn[(q["id"], i)] for q in program.QUERIES for i in range(len(q["parts"]))]
         assert [np.asarray(v, dtype=float).tolist() for v in got] == [
             np.asarray(v, dtype=float).tolist() for v in expected], seed
+
+
+def test_declared_booleans_match_each_boolean_cell_whatever_its_batch_holds(
+        tmp_path, monkeypatch):
+    """Declared booleans (a histogram over True, False) on a Parquet column of booleans with
+    a missing cell: the programs' shared ``cells`` matched booleans only in a column of
+    pandas' bool dtype, which the missing cell turns to object (in a whole Parquet file for
+    the OpenDP program, in a Spark partition for the Spark program): no row was in a declared
+    cell. Now each cell that is a boolean matches, as the release on DuckDB counts them
+    (3 true, 2 false); a text "true" is still no boolean."""
+    from engine import Engine, FileSource
+    from engine.duckdb_backend import DuckDBBackend
+    from plan.model import Histogram
+    from release import Ledger, run
+    from release.measurements import Certified
+    from release.programs import opendp_program
+    from tests.release.test_program_stability import recorders
+
+    path = tmp_path / "flags.parquet"
+    # written as Spark writes it (no pandas metadata): pandas reads it back as object
+    pq.write_table(pa.table({"flag": pa.array([True, False, True, None, True, False])}), path)
+    assert pd.read_parquet(path)["flag"].dtype == object
+    plan = Plan(Dataset("flags"), (
+        PlanQuery("h", "Flags", Histogram("flag", cats(True, False)), PRECISE),),
+        PrivacyUnit(), Accounting("basic"))
+    drawn: list[Any] = []
+    monkeypatch.setattr(Certified, "draw", lambda self, value: drawn.append(value) or value)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        run(plan, FileSource(path, "parquet"), ledger=ledger,
+            engine=Engine(DuckDBBackend(threads=1)))
+    assert np.asarray(drawn[0], dtype=float).tolist() == [3.0, 2.0]
+    program = load(opendp_program(plan), "opendp_flags", tmp_path)
+    inputs: dict = {}
+    program.release(program.read_frame(str(path)), recorders(program, inputs),
+                    rng=np.random.default_rng(0))
+    assert np.asarray(inputs[("h", 0)], dtype=float).tolist() == [3.0, 2.0]
+    spark = load(spark_program(plan), "spark_flags", tmp_path)
+    batch = pd.Series([True, None, False, np.True_, "true"], dtype=object)
+    assert spark.cells(batch, [True, False]).tolist() == [0, -1, 1, 0, -1]
+    assert spark.cells(pd.Series([True, False]), [True, False]).tolist() == [0, 1]
