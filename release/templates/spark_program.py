@@ -146,14 +146,18 @@ def ranked_rdd(frame_rdd, seed=None):
             .mapPartitions(rank, preservesPartitioning=True))
 
 
-def spark_rows(frame_rdd, query, ranked=False):
+def spark_rows(frame_rdd, query, ranked=False, seed=None):
     """(privacy id, cell, value) for each row of the query (cell -1: in no declared cell):
     of a sum, a mean or a variance, the rows with a value only (as the release reads them:
     a mean's COUNT is of the values; a person's groups are the cells where they have one).
     ``ranked``: the rows come from ``ranked_rdd`` and only the unit's kept rows are read
-    (the same rows for every query; PipelineDP's own bounds then keep them all, and choose
-    at most MAX_GROUPS cells of a grouped query)."""
+    (the same rows for every query; PipelineDP's own bounds then keep them all), and a
+    grouped query keeps at most MAX_GROUPS cells of each person (``bounded``), chosen by one
+    secret for the query (from ``seed``, else drawn from the OS here, in the driver): the
+    same cells in every partition and every time Spark evaluates the rows (each of the
+    query's parts reads them)."""
     kind = query["kind"]
+    seed = int.from_bytes(os.urandom(8), "big") if seed is None else seed
     grouped = kind not in ("count", "sum", "mean", "variance")
     valued = query.get("lower") is not None   # a sum, a mean or a variance of a column
     columns = [*needed_columns(), "__person__", "__rank__"] if ranked else needed_columns()
@@ -165,7 +169,7 @@ def spark_rows(frame_rdd, query, ranked=False):
         if grouped and valued:   # a person's groups are those where they have a value
             codes = with_a_value(codes, frame, query)
         if ranked:   # this query's kept rows of the plan's one truncation
-            frame = bounded(frame, codes if grouped else None)
+            frame = bounded(frame, codes if grouped else None, np.random.default_rng(seed))
             codes = (frame["__cell__"].to_numpy() if grouped
                      else np.zeros(len(frame), dtype=np.int64))
         if valued:  # the kept rows with a value, as the release reads a sum, mean, variance:

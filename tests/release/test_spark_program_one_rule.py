@@ -276,3 +276,22 @@ def test_declared_booleans_match_each_boolean_cell_whatever_its_batch_holds(
     batch = pd.Series([True, None, False, np.True_, "true"], dtype=object)
     assert spark.cells(batch, [True, False]).tolist() == [0, -1, 1, 0, -1]
     assert spark.cells(pd.Series([True, False]), [True, False]).tolist() == [0, 1]
+
+
+@pytest.mark.slow
+def test_a_grouped_querys_records_are_the_same_on_every_evaluation(shared_spark, tmp_path):
+    """Max groups 1: 24 people with a value in both "a" and "b". The records of a mean by
+    group, read twice from the same ranked rows (a query's SUM and COUNT each read them; Spark
+    evaluates them again if their cache is dropped), keep each person's same group both
+    times, and the groups differ between people (before: each evaluation drew a new secret
+    for the choice in each partition, so the SUM and the COUNT could read other groups)."""
+    plan = Plan(Dataset("v"), (
+        PlanQuery("g", "Mean by group", GroupBy("c", "mean", "x", BOUNDS, keys=cats("a", "b")),
+                  PRECISE),), PrivacyUnit("p", 1, 1))
+    program = load(spark_program(plan), "spark_groups_once", tmp_path)
+    rows = [(str(p), str(p), c) for p in range(24) for c in ("a", "b")]
+    kept = program.ranked_rdd(shared_spark.sparkContext.parallelize(rows, 2), seed=4)
+    records = program.spark_rows(kept, program.QUERIES[0], ranked=True)
+    first, second = sorted(records.collect()), sorted(records.collect())
+    assert first == second
+    assert len(first) == 24 and {c for _, c, _ in first} == {0, 1}
