@@ -16,7 +16,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from engine.cells import cell_keys, cell_number, column_names, read_cells
+from engine.cells import cell_key, cell_keys, cell_number, column_names, read_cells
 
 # >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
 PLAN_SHA256 = "sha256:"
@@ -89,6 +89,20 @@ def keys_of(values):
     """Each cell's canonical key (``cell_key``; None when missing): "12", "012", "12.0",
     "1.2e1" and " 12" are all "12"."""
     return cell_keys(values).to_numpy(dtype=object)
+
+
+def cell_texts(values):
+    """Each cell as the ranking hashes it, a function of that cell alone: a text as written,
+    any other cell (a typed number or boolean) as its canonical key (``cell_key``: 1 and 1.0
+    are "1"), a missing cell as missing; a column of texts is taken as it is (no cell read
+    one by one: the ranking's cost stays pandas' hash of the column)."""
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        np.asarray(values, dtype=object), dtype=object)
+    if pd.api.types.infer_dtype(series, skipna=True) in ("string", "empty"):
+        return series.to_numpy(dtype=object)
+    codes, uniques = pd.factorize(series.astype(object), use_na_sentinel=True)
+    texts = [v if isinstance(v, str) else cell_key(v) for v in uniques]
+    return np.array([*texts, None], dtype=object)[codes]
 
 
 def numbers(values, lower, upper, whole=False):
@@ -182,10 +196,10 @@ def ranked(frame, rng=None):
     queries read the same kept rows. A person is a person id's canonical key (``keys_of``,
     in ``__person__``); a row with no person id is no one's and is left out. The priority
     is a hash, keyed by a secret drawn for the release (from ``rng`` when given), of the
-    person's key and that row's own cells, each cell as the rule reads it (its canonical
-    key, ``keys_of``), so what a person keeps depends on that person's rows only: never on
-    other people's rows, the file's order or format, or the batch the rows are read in. With
-    one row per person, every row (rank 0)."""
+    person's key and that row's own cells, each cell by itself (``cell_texts``: a text as
+    written, a typed number or boolean as its canonical key), so what a person keeps depends
+    on that person's rows only: never on other people's rows, the file's order, or the batch
+    the rows are read in. With one row per person, every row (rank 0)."""
     if PERSON_COLUMN is None:
         return frame.assign(__rank__=np.zeros(len(frame), dtype=np.int64))
     rng = np.random.default_rng() if rng is None else rng
@@ -193,11 +207,11 @@ def ranked(frame, rng=None):
     person = keys_of(frame[PERSON_COLUMN])
     known = pd.notna(person)
     frame, person = frame[known], pd.Series(person[known], dtype=object)
-    # Each cell hashed as its key (a text, or None), never as its column's dtype: pandas
-    # hashes an int64 1, a float64 1.0 and a text "1" differently, and a column's dtype is
-    # guessed from the other cells of its batch (in a Spark partition: float64 beside another
-    # person's missing cell, object beside a text), so the same row was ranked otherwise there.
-    keyed = pd.DataFrame({f"c{i}": keys_of(frame.iloc[:, i]) for i in range(frame.shape[1])},
+    # Each cell hashed as a text (or missing), never as its column's dtype: pandas hashes an
+    # int64 1, a float64 1.0 and a text "1" differently, and a column's dtype is guessed from
+    # the other cells of its batch (in a Spark partition: float64 beside another person's
+    # missing cell, object beside a text), so the same row was ranked otherwise there.
+    keyed = pd.DataFrame({f"c{i}": cell_texts(frame.iloc[:, i]) for i in range(frame.shape[1])},
                          dtype=object).assign(__person__=person.to_numpy())
     priority = pd.util.hash_pandas_object(keyed, index=False, hash_key=row_secret).to_numpy()
     order = np.argsort(priority, kind="stable")
