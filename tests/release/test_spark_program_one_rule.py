@@ -5,11 +5,12 @@
   chooses them on DuckDB and on Spark (the OpenDP program had the first bug, fixed at
   f753504); the Spark program counted every kept row, so its means were pulled towards 0;
 - the unit's ranking (each person's rows ordered by a keyed hash of their own cells) hashes
-  each cell as the rule reads it (its canonical key, ``engine.cells.cell_key``), never as the
-  dtype pandas guesses for the batch it is in: the Spark program builds one frame per Spark
-  partition, where a column of whole numbers is int64, or float64 beside another person's
-  missing cell, or object beside a text, and each hashed one cell differently, so a person's
-  kept rows changed with other people's cells (and with the file's format).
+  each cell by itself (a text as written, a typed number or boolean as its canonical key,
+  ``engine.cells.cell_key``), never as the dtype pandas guesses for the batch it is in: the
+  Spark program builds one frame per Spark partition, where a column of whole numbers is
+  int64, or float64 beside another person's missing cell, or object beside a text, and each
+  hashed one cell differently, so a person's kept rows changed with other people's cells
+  (and with the file's format).
 
 Checked on small hand-made data (missing values, a text in a column of numbers, a person with
 more rows than max rows) against hand-computed values, the pandas reference
