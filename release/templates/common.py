@@ -16,7 +16,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from engine.cells import cell_keys, cell_number, column_names, read_cells
+from engine.cells import cell_key, cell_keys, cell_number, column_names, read_cells
 
 # >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
 PLAN_SHA256 = "sha256:"
@@ -91,6 +91,20 @@ def keys_of(values):
     return cell_keys(values).to_numpy(dtype=object)
 
 
+def cell_texts(values):
+    """Each cell as the ranking hashes it, a function of that cell alone: a text as written,
+    any other cell (a typed number or boolean) as its canonical key (``cell_key``: 1 and 1.0
+    are "1"), a missing cell as missing; a column of texts is taken as it is (no cell read
+    one by one: the ranking's cost stays pandas' hash of the column)."""
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        np.asarray(values, dtype=object), dtype=object)
+    if pd.api.types.infer_dtype(series, skipna=True) in ("string", "empty"):
+        return series.to_numpy(dtype=object)
+    codes, uniques = pd.factorize(series.astype(object), use_na_sentinel=True)
+    texts = [v if isinstance(v, str) else cell_key(v) for v in uniques]
+    return np.array([*texts, None], dtype=object)[codes]
+
+
 def numbers(values, lower, upper, whole=False):
     """A column as numbers clamped to the plan's bounds (rounded to whole numbers, ties to
     even, when the noise is whole-number noise, as the release rounds them); a missing value
@@ -105,14 +119,18 @@ def cells(values, categories):
     """The index of each value among the declared categories (-1: not declared, or missing),
     as the release matches them: declared texts by canonical key (``cell_key``: the declared
     "0012" is the cell "12"), declared numbers by the number each cell reads as (declared
-    2.5 is the cell "2.50"), declared booleans only on a column of booleans; the first
-    category of a key or number when two declared ones share it."""
+    2.5 is the cell "2.50"), declared booleans by the cells that are booleans (a typed
+    column's); the first category of a key or number when two declared ones share it."""
     categories = list(categories)
     if categories and all(isinstance(c, bool) for c in categories):
-        series = pd.Series(values)
-        if not pd.api.types.is_bool_dtype(series.dtype):
-            return np.full(len(series), -1, dtype=np.int64)
-        declared, found = pd.Index(categories, dtype=object), series.to_numpy(dtype=object)
+        # each cell that is a boolean (a typed column's; a text "true" is none), never the
+        # column's dtype: one missing cell makes a column of booleans object (in a Spark
+        # partition, or a Parquet file written without pandas' metadata)
+        codes, uniques = pd.factorize(pd.Series(np.asarray(values, dtype=object),
+                                                dtype=object), use_na_sentinel=True)
+        truth = [bool(v) if isinstance(v, bool | np.bool_) else None for v in uniques]
+        declared = pd.Index(categories, dtype=object)
+        found = np.array([*truth, None], dtype=object)[codes]
     elif categories and all(isinstance(c, int | float) for c in categories):
         declared = pd.Index(np.asarray(categories, dtype=float))
         found = number_of(values)
@@ -178,9 +196,10 @@ def ranked(frame, rng=None):
     queries read the same kept rows. A person is a person id's canonical key (``keys_of``,
     in ``__person__``); a row with no person id is no one's and is left out. The priority
     is a hash, keyed by a secret drawn for the release (from ``rng`` when given), of the
-    person's key and that row's own cells, so what a person keeps depends on that person's
-    rows only: never on other people's rows or the file's order. With one row per person,
-    every row (rank 0)."""
+    person's key and that row's own cells, each cell by itself (``cell_texts``: a text as
+    written, a typed number or boolean as its canonical key), so what a person keeps depends
+    on that person's rows only: never on other people's rows, the file's order, or the batch
+    the rows are read in. With one row per person, every row (rank 0)."""
     if PERSON_COLUMN is None:
         return frame.assign(__rank__=np.zeros(len(frame), dtype=np.int64))
     rng = np.random.default_rng() if rng is None else rng
@@ -188,7 +207,12 @@ def ranked(frame, rng=None):
     person = keys_of(frame[PERSON_COLUMN])
     known = pd.notna(person)
     frame, person = frame[known], pd.Series(person[known], dtype=object)
-    keyed = frame.reset_index(drop=True).assign(__person__=person.to_numpy())
+    # Each cell hashed as a text (or missing), never as its column's dtype: pandas hashes an
+    # int64 1, a float64 1.0 and a text "1" differently, and a column's dtype is guessed from
+    # the other cells of its batch (in a Spark partition: float64 beside another person's
+    # missing cell, object beside a text), so the same row was ranked otherwise there.
+    keyed = pd.DataFrame({f"c{i}": cell_texts(frame.iloc[:, i]) for i in range(frame.shape[1])},
+                         dtype=object).assign(__person__=person.to_numpy())
     priority = pd.util.hash_pandas_object(keyed, index=False, hash_key=row_secret).to_numpy()
     order = np.argsort(priority, kind="stable")
     frame, person = frame.iloc[order], person.iloc[order].to_numpy()
@@ -228,6 +252,13 @@ def bounded(frame, codes=None, rng=None):
     kept = pd.MultiIndex.from_frame(pairs).get_indexer(
         pd.MultiIndex.from_arrays([person, cell])) >= 0
     return frame[kept]
+
+
+def with_a_value(codes, frame, query):
+    """A sum's or mean's cells by group (``codes``), a row whose value reads as no number in
+    none (-1), before a person's cells are chosen (``bounded``): as the release reads them,
+    a person's groups are the cells where they have a value, and a mean counts the values."""
+    return np.where(present(frame[query["column"]]), codes, -1)
 
 
 def mean_of(noisy_sum, noisy_count, lower, upper):

@@ -73,6 +73,7 @@ from release.templates.common import (  # noqa: E402
     read_frame,
     select_columns,
     variance_of,
+    with_a_value,
 )
 
 # <<< SHARED
@@ -207,6 +208,8 @@ def release_query(query, measurements, frame, rng=None):
         return [[[f"q={level:g}"], query["candidates"][int(m(x))]]
                 for level, m in zip(query["levels"], measurements, strict=True)]
     codes, labels = cell_codes(frame, query)
+    if kind == "group_by" and query.get("lower") is not None:
+        codes = with_a_value(codes, frame, query)   # a person's groups: where they have one
     rows = bounded(frame, codes, rng=rng)
     size = len(labels) if labels is not None else len(query["candidates"])
     cell = rows["__cell__"].to_numpy()

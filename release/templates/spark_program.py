@@ -18,11 +18,12 @@ header's delimiter; a malformed record by a fixed rule), each cell then read on 
 each query is one PipelineDP aggregation over the plan's declared (public) partitions, with
 the privacy unit's contribution bounds, and its own budget accountant holding exactly the
 part's planned (epsilon, delta), so PipelineDP's noise is calibrated to the plan's budget
-for that part and nothing else. A mean is a SUM and a COUNT; a variance a COUNT, a SUM of
-deviations from the bounds' midpoint and a SUM of their squares, combined as the plan says
-(PipelineDP's VARIANCE metric is not used: it noises the squares of the values themselves,
-with a sensitivity read off [lower^2, upper^2], and splits the budget by its own arithmetic,
-so its noise is not the plan's). The output holds released values only, what each accountant
+for that part and nothing else. A mean is a SUM and a COUNT (of the kept rows that have a
+value, as the release counts them); a variance a COUNT, a SUM of deviations from the
+bounds' midpoint and a SUM of their squares, combined as the plan says (PipelineDP's
+VARIANCE metric is not used: it noises the squares of the values themselves, with a
+sensitivity read off [lower^2, upper^2], and splits the budget by its own arithmetic, so
+its noise is not the plan's). The output holds released values only, what each accountant
 spent, the noise standard deviation PipelineDP applied, and "privacy_spent", the basic
 composition of the accountants' budgets.
 """
@@ -78,6 +79,7 @@ from release.templates.common import (  # noqa: E402
     present,
     ranked,
     variance_of,
+    with_a_value,
 )
 
 # <<< SHARED
@@ -144,29 +146,39 @@ def ranked_rdd(frame_rdd, seed=None):
             .mapPartitions(rank, preservesPartitioning=True))
 
 
-def spark_rows(frame_rdd, query, ranked=False):
-    """(privacy id, cell, value) for each row of the query (cell -1: in no declared cell).
+def spark_rows(frame_rdd, query, ranked=False, seed=None):
+    """(privacy id, cell, value) for each row of the query (cell -1: in no declared cell):
+    of a sum, a mean or a variance, the rows with a value only (as the release reads them:
+    a mean's COUNT is of the values; a person's groups are the cells where they have one).
     ``ranked``: the rows come from ``ranked_rdd`` and only the unit's kept rows are read
-    (the same rows for every query; PipelineDP's own bounds then keep them all, and choose
-    at most MAX_GROUPS cells of a grouped query)."""
+    (the same rows for every query; PipelineDP's own bounds then keep them all), and a
+    grouped query keeps at most MAX_GROUPS cells of each person (``bounded``), chosen by one
+    secret for the query (from ``seed``, else drawn from the OS here, in the driver): the
+    same cells in every partition and every time Spark evaluates the rows (each of the
+    query's parts reads them)."""
     kind = query["kind"]
+    seed = int.from_bytes(os.urandom(8), "big") if seed is None else seed
     grouped = kind not in ("count", "sum", "mean", "variance")
+    valued = query.get("lower") is not None   # a sum, a mean or a variance of a column
     columns = [*needed_columns(), "__person__", "__rank__"] if ranked else needed_columns()
 
     def convert(index_and_rows):
         index, rows = index_and_rows
         frame = pd.DataFrame(list(rows), columns=columns)
         codes = cell_codes(frame, query)[0] if grouped else np.zeros(len(frame), np.int64)
+        if grouped and valued:   # a person's groups are those where they have a value
+            codes = with_a_value(codes, frame, query)
         if ranked:   # this query's kept rows of the plan's one truncation
-            frame = bounded(frame, codes if grouped else None)
+            frame = bounded(frame, codes if grouped else None, np.random.default_rng(seed))
             codes = (frame["__cell__"].to_numpy() if grouped
                      else np.zeros(len(frame), dtype=np.int64))
-        if kind == "variance":  # the values that read as numbers only (as the app reads them)
+        if valued:  # the kept rows with a value, as the release reads a sum, mean, variance:
+            # a row without one adds nothing to a sum and is no row of a mean's COUNT
             keep = present(frame[query["column"]])
             frame, codes = frame[keep], codes[keep]
         if kind == "variance":  # deviations from the bounds' midpoint, in [-h, h]
             values = deviations(frame[query["column"]], query["lower"], query["upper"])
-        elif query.get("lower") is not None:
+        elif valued:
             values = numbers(frame[query["column"]], query["lower"], query["upper"])
         else:
             values = np.zeros(len(frame))
