@@ -157,6 +157,11 @@ MALFORMED = {
     "a quote never closed": (
         b'id,x\n1,a\n2,"open\n3,b\n',
         [["1", "a"], ["2", "open\n3,b"]]),
+    # a bad byte in a field past the header's width goes with that field: the record is
+    # kept (read_cells, which the exported programs embed, used to drop it)
+    "a bad byte in a field that is cut off": (
+        b"pid,x\n1,5\n2,6,\xff\n3,7\n4,8,\xef\xbf\xbd,z\n",
+        [["1", "5"], ["2", "6"], ["3", "7"], ["4", "8"]]),
     "blank lines before the header, a row of empty fields": (
         b"\n\nid,x\n1,2\n,\n3,4\n",
         [["1", "2"], [None, None], ["3", "4"]]),
