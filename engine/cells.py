@@ -14,8 +14,9 @@ The rule, in short:
 2. Malformed records never refuse: a leading byte-order mark is dropped; a record with fewer
    fields than the header has the rest missing; extra fields are dropped; blank lines are no
    record; a record holding a byte that is not UTF-8 (or the replacement character U+FFFD,
-   which is what a reader that replaces such bytes leaves) is dropped — the one rule DuckDB,
-   Spark and Python can all follow identically.
+   which is what a reader that replaces such bytes leaves) in a field it keeps is dropped
+   (one in an extra field is dropped with that field) — the one rule DuckDB, Spark and
+   Python can all follow identically.
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -243,7 +244,8 @@ def read_cells(data: bytes | str, delimiter: str | None = None
 
     ``data``: the file's bytes (or its text). Never raises for what a record holds: a short
     record is padded with None, a long one cut to the header's width, a blank line is no
-    record, a record holding a byte that is not UTF-8 (or U+FFFD) is dropped. Cells are the
+    record, a record holding a byte that is not UTF-8 (or U+FFFD) in a kept field is
+    dropped. Cells are the
     fields as written (no white space removed, no missing marker read: :func:`is_missing`
     and :func:`cell_key` do that). An empty file has no names and no rows.
     """
@@ -266,8 +268,10 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     # record is padded with None, fields past the widest record's are never made.
     columns = list(itertools.zip_longest(*records[1:], fillvalue=None))
     if columns:
+        # only the fields kept (the header's width) are looked at, as DuckDB's reader, Spark's
+        # and the upload do: a bad byte in a field that is cut off drops nothing
         holds = [pd.Series(column, dtype=object).str.contains(_UNDECODABLE, na=False)
-                 .to_numpy(dtype=bool) for column in columns]
+                 .to_numpy(dtype=bool) for column in columns[:width]]
         keep = ~np.logical_or.reduce(holds)
     else:
         keep = np.zeros(0, dtype=bool)

@@ -97,7 +97,7 @@ def _engine_cells(relation, spec: QuerySpec, categories: tuple[object, ...] | No
         agg = relation.answer(PersonCells(person, spec.column, spec.lower, spec.upper))
     else:
         agg = relation.answer(PersonCells(person, spec.column, categories=tuple(
-            facts.engine_categories(relation, spec.column, categories))))
+            facts.plan_categories(categories))))
     if agg.rows.size == 0:
         raise ValueError("no row has both a person id and a value: nothing to break down")
     group, labels = agg.group, None

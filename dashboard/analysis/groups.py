@@ -282,8 +282,7 @@ class GroupsRelease:
 
 def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
                  ) -> tuple[tuple[str, ...], NDArray, NDArray | None]:
-    keys = [facts.engine_categories(relation, c, tuple(k)) for c, k in zip(spec.by, keys,
-                                                                              strict=True)]
+    keys = [facts.plan_categories(k) for k in keys]
     labels = [tuple(str(v) for v in k) for k in keys]
     if of_a_column(spec.statistic):   # sums and counts per group
         agg = relation.answer(GroupedSum(spec.by[0], keys[0], spec.column, spec.lower,

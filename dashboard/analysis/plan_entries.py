@@ -17,6 +17,7 @@ import numpy as np
 from dashboard import person
 from dashboard.analysis.groups import uses_rho
 from dashboard.choices import PrivacyChoice
+from dashboard.data.facts import plan_categories as _category_values
 from dashboard.data.schema import origin_of
 from dashboard.datasets import LoadedDataset
 from dpcore.figures import upper as round_up
@@ -66,20 +67,6 @@ def bounds_of(loaded: LoadedDataset, column: str, lower: float, upper: float) ->
         return model.Bounds(*pair, "data", "round numbers around the data's own minimum and "
                             "maximum, suggested by the page")
     return model.Bounds(*pair, "typed", "typed on the page")
-
-
-def _category_values(values: Sequence[object]) -> tuple:
-    out = []
-    for v in values:
-        if isinstance(v, bool) or isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, int | float) and math.isfinite(float(v)):
-            out.append(int(v) if float(v).is_integer() else float(v))
-        else:
-            out.append(str(v))
-    if len({type(v) for v in out}) > 1:   # mixed: the plan takes one kind, as text
-        out = [str(v) for v in out]
-    return tuple(out)
 
 
 def categories_of(loaded: LoadedDataset, column: str,

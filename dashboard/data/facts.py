@@ -9,6 +9,7 @@ the data: for the data owner's eyes and for suggestions that the pages flag as s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -102,19 +103,24 @@ def categorical_columns(relation: Relation, declared: tuple[str, ...] = ()) -> l
     return out
 
 
-def engine_categories(relation: Relation, column: str,
-                      categories: tuple[object, ...]) -> tuple[object, ...]:
-    """Declared category labels as the engine compares them with the column's values: numbers
-    for a numeric column (a category "1" of a 0/1 flag is the integer 1), else as given."""
-    kind = next((c.kind for c in relation.column_info() if c.name == column), "text")
-    if kind not in ("integer", "float") or not all(isinstance(c, str) for c in categories):
-        return tuple(categories)
-    try:
-        numbers = [float(c) for c in categories]
-    except ValueError:
-        raise ValueError(f"column {column!r} holds numbers, but its declared categories are "
-                         "not all numbers: declare the codes it holds (e.g. 0, 1)") from None
-    return tuple(int(v) if v.is_integer() else v for v in numbers)
+def plan_categories(values: Sequence[object]) -> tuple:
+    """Categories as a release plan holds them (``plan.model.Categories``) and so as every
+    query compares them: texts as written, finite numbers as integers when whole, anything
+    else (and a list mixing kinds) as text. The engine matches a text with a cell by its
+    canonical key (``engine.cells``, rule 5: "2.0" is "2", "1.50" is not "1.5") whatever type
+    the column was guessed to be, so a page counts a declared category as the release does
+    and no other row's cell can change which rows it counts."""
+    out: list[object] = []
+    for v in values:
+        if isinstance(v, bool | str):
+            out.append(v)
+        elif isinstance(v, int | float) and math.isfinite(float(v)):
+            out.append(int(v) if float(v).is_integer() else float(v))
+        else:
+            out.append(str(v))
+    if len({type(v) for v in out}) > 1:   # mixed: the plan takes one kind, as text
+        out = [str(v) for v in out]
+    return tuple(out)
 
 
 def data_categories(relation: Relation, column: str) -> tuple[str, ...]:
@@ -178,7 +184,7 @@ def category_distribution(relation: Relation, column: str,
                           categories: tuple[str, ...] | None) -> pd.Series:
     """Rows per category (declared categories with no rows kept), by label."""
     if categories:
-        cats = engine_categories(relation, column, tuple(categories))
+        cats = plan_categories(categories)
     elif frame_categories(relation, column) is not None:
         cats = frame_categories(relation, column)
     else:   # the values as the engine holds them (booleans stay booleans)

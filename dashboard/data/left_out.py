@@ -61,7 +61,7 @@ def rows_left_out(relation: Relation, column: str,
     """The rows ``categories`` leave out of ``column`` (None when the engine cannot count the
     column by them: the pages say why elsewhere). One engine count, cached by data version."""
     try:
-        cats = facts.engine_categories(relation, column, tuple(categories))
+        cats = facts.plan_categories(categories)
         agg = relation.answer(CategoryCounts(column, cats))
     except (EngineError, TypeError, ValueError):
         return None

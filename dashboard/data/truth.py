@@ -64,7 +64,7 @@ def histogram(data: Data, column: str, *,
     relation = relation_of(data)
     if categories is None:
         categories = facts.data_categories(relation, column)
-    categories = facts.engine_categories(relation, column, tuple(categories))
+    categories = facts.plan_categories(categories)
     relation.answer(CategoryCounts(column, tuple(categories), contribution))  # first scan: spinner
     return answers.histogram(engine(), relation.source, column, categories=categories,
                              contribution=contribution, drop_outside=True)
@@ -79,8 +79,8 @@ def crosstab(data: Data, row: str, column: str, *,
         row_categories = facts.data_categories(relation, row)
     if column_categories is None:
         column_categories = facts.data_categories(relation, column)
-    row_categories = facts.engine_categories(relation, row, tuple(row_categories))
-    column_categories = facts.engine_categories(relation, column, tuple(column_categories))
+    row_categories = facts.plan_categories(row_categories)
+    column_categories = facts.plan_categories(column_categories)
     relation.answer(CategoryTable(row, column, tuple(row_categories), tuple(column_categories),
                              contribution))  # first scan: spinner
     return answers.crosstab(engine(), relation.source, row, column,

@@ -157,6 +157,11 @@ MALFORMED = {
     "a quote never closed": (
         b'id,x\n1,a\n2,"open\n3,b\n',
         [["1", "a"], ["2", "open\n3,b"]]),
+    # a bad byte in a field past the header's width goes with that field: the record is
+    # kept (read_cells, which the exported programs embed, used to drop it)
+    "a bad byte in a field that is cut off": (
+        b"pid,x\n1,5\n2,6,\xff\n3,7\n4,8,\xef\xbf\xbd,z\n",
+        [["1", "5"], ["2", "6"], ["3", "7"], ["4", "8"]]),
     "blank lines before the header, a row of empty fields": (
         b"\n\nid,x\n1,2\n,\n3,4\n",
         [["1", "2"], [None, None], ["3", "4"]]),
@@ -337,3 +342,70 @@ def _plain(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# A declared category counted on the page as in the release (review of s14-upload)
+
+#: A column of scores declared categorical with the categories "1.5" and "2". By the rule
+#: (``engine.cells``, rule 5) a cell is its canonical key: "2.0" is the key "2", but "1.50"
+#: is no whole number and stays "1.50", which is not "1.5". By hand: "1.5" twice, "2" twice
+#: ("2" and "2.0"); "1.50" and "3" outside.
+SCORES = "score\n1.5\n1.50\n2\n2.0\n1.5\n3\n"
+
+
+@pytest.mark.parametrize("word", ["", "unknown\n"], ids=["numbers", "one person's word"])
+def test_a_declared_category_counts_on_the_page_as_in_the_release(tmp_path, word) -> None:
+    """The Statistics page read the declared texts as numbers when the column's guessed type
+    was numbers (every cell a number), so "1.50" counted as "1.5" on the page ([3, 2]) and not
+    in the release ([2, 2]); one more person's "unknown" turned the column to text and the
+    page's count of "1.5" for everyone else back to 2. Now the page, the upload's release and
+    the same bytes as a data-folder file count [2, 2], with or without that person."""
+    from dashboard.analysis.plan_entries import categories_of
+    from dashboard.analysis.stats_plan import answer_query
+    from dashboard.analysis.stats_query import page_spec
+    from dashboard.data.model import ColumnDomain
+    from dashboard.data.relation import Relation
+    from release.run import _plan_aggregates
+
+    text = SCORES + word
+    path = tmp_path / "scores.csv"
+    path.write_text(text)
+    declared = {"score": ColumnDomain("categorical", categories=("1.5", "2"),
+                                      source="codebook")}
+    loaded = dataclasses.replace(load_upload(text.encode(), "scores.csv"), domains=declared)
+    outside = 2 + (word != "")
+    spec = page_spec(loaded, "histogram", "score", unit=None, seed=1)
+    assert answer_query(loaded.relation, spec).true_value.tolist() == [2, 2]
+    folder = Relation(FileSource(path, "csv"))     # the same file in the data folder
+    assert answer_query(folder, spec).true_value.tolist() == [2, 2]
+    plan = Plan(Dataset("scores"), (PlanQuery(
+        "h", "Counts of score", Histogram("score", categories_of(loaded, "score", None)),
+        Noise("laplace", "pure", epsilon=1.0)),), PrivacyUnit())
+    for name, source in (("upload release", source_of(loaded)),
+                         ("data folder", FileSource(path, "csv"))):
+        counts = _plan_aggregates(build_plan(plan), Engine(DuckDBBackend(threads=1)),
+                                  source)[0][0][0]
+        assert (counts.counts.tolist(), counts.outside) == ([2, 2], outside), name
+
+
+def test_one_persons_cell_never_changes_the_pages_count_of_the_others(tmp_path) -> None:
+    """Stability of the page's true answer: adding one person whose score is "unknown" moves
+    no count of a declared category (it falls outside). On main the page counted "1.5" 3
+    times without that person and 2 times with them (the column's guessed type changed)."""
+    from dashboard.analysis.stats_plan import answer_query
+    from dashboard.analysis.stats_query import page_spec
+    from dashboard.data.model import ColumnDomain
+    from dashboard.data.relation import Relation
+
+    declared = {"score": ColumnDomain("categorical", categories=("1.5", "2"),
+                                      source="codebook")}
+    found = {}
+    for name, text in (("without", SCORES), ("with", SCORES + "unknown\n")):
+        loaded = dataclasses.replace(load_upload(text.encode(), "s.csv"), domains=declared)
+        spec = page_spec(loaded, "histogram", "score", unit=None, seed=1)
+        path = tmp_path / f"{name}.csv"
+        path.write_text(text)
+        found[name] = (answer_query(loaded.relation, spec).true_value.tolist(),
+                       answer_query(Relation(FileSource(path, "csv")), spec).true_value.tolist())
+    assert found["with"] == found["without"] == ([2, 2], [2, 2])
