@@ -331,7 +331,7 @@ def _readings_table(table: str, reader: str, width: int, named: str) -> str:
                     + [f", {_text_number(_col(i))} AS {_reading(i)[1]}" for i in numbers])
     middle = "".join(f", TRY_CAST({t[i]} AS DOUBLE) AS {d[i]}" for i in keys)
     listed = ", ".join(raw + [f"{_text_key(t[i], d[i])} AS {_reading(i)[0]}" for i in keys]
-                       + [_reading(i)[1] for i in numbers]) or "NULL AS none"
+                       + [_reading(i)[1] for i in numbers]) or "NULL AS \"none\""
     return (f"CREATE TEMP TABLE {table} AS SELECT {listed} FROM (SELECT *{middle} FROM "
             f"(SELECT *{inner} FROM {reader}))")
 
