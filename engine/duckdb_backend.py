@@ -129,11 +129,8 @@ def _key(expr: str, info: ColumnInfo) -> str:
     integer's text, another as DuckDB writes it."""
     limit = KEY_INTEGER_LIMIT
     if info.kind == "text":
-        t = f"trim(CAST({expr} AS VARCHAR), {_WHITE})"
-        d = f"TRY_CAST({t} AS DOUBLE)"
-        return (f"(CASE WHEN {t} IS NULL OR lower({t}) IN ({_MARKERS}) THEN NULL "
-                f"WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {limit} "
-                f"THEN CAST(CAST({d} AS BIGINT) AS VARCHAR) ELSE {t} END)")
+        t = _trimmed(expr)
+        return _text_key(t, f"TRY_CAST({t} AS DOUBLE)")
     if _nan_possible(info) or info.kind == "float":
         d = f"CAST({expr} AS DOUBLE)"
         return (f"(CASE WHEN {expr} IS NULL OR isnan({d}) THEN NULL "
@@ -148,9 +145,38 @@ def _person(i: int, columns: Sequence[ColumnInfo]) -> tuple[str, str]:
     info, x = columns[i], _col(i)
     if info.kind != "text":
         return _key(x, info), _missing(x, info)
-    # whether it is missing reads the text only (no number: a scan's cost is its casts)
-    t = f"trim(CAST({x} AS VARCHAR), {_WHITE})"
-    return _key(x, info), f"({t} IS NULL OR lower({t}) IN ({_MARKERS}))"
+    return _key(x, info), _text_missing(x)
+
+
+def _trimmed(expr: str) -> str:
+    """A text without the white space around it: ``trim(text, WHITE_SPACE)``, whose list of
+    characters costs ten times the one-argument trim (0.6 s CPU for 10^6 cells), asked only
+    of a text whose first or last character is white space (or is empty): the trim of any
+    other text is that text. Characters are code points in both (``substring``, ``trim``)."""
+    x = f"CAST({expr} AS VARCHAR)"
+    return (f"(CASE WHEN contains({_WHITE}, substring({x}, 1, 1)) OR "
+            f"contains({_WHITE}, substring({x}, -1, 1)) THEN trim({x}, {_WHITE}) ELSE {x} END)")
+
+
+def _text_key(t: str, d: str) -> str:
+    """The canonical key (``_key``) of a text from ``t``, the text trimmed (``_trimmed``),
+    and ``d``, ``t`` cast to a double: written once for the per-use SQL and for the readings
+    a plan computes once (``_readings_table``)."""
+    return (f"(CASE WHEN {t} IS NULL OR lower({t}) IN ({_MARKERS}) THEN NULL "
+            f"WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {KEY_INTEGER_LIMIT} "
+            f"THEN CAST(CAST({d} AS BIGINT) AS VARCHAR) ELSE {t} END)")
+
+
+def _text_missing(expr: str) -> str:
+    """Whether a text cell is missing (rule 3): it reads the text only (no number: a scan's
+    cost is its casts). True exactly where the cell's ``_key`` is NULL."""
+    t = _trimmed(expr)
+    return f"({t} IS NULL OR lower({t}) IN ({_MARKERS}))"
+
+
+def _text_number(expr: str) -> str:
+    """The double a text cell reads as (rule 4), NaN included: NULL when it is no number."""
+    return f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS DOUBLE)"
 
 
 def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
@@ -158,7 +184,7 @@ def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
     it is; any other column's text as the number it reads as (else missing)."""
     if info.numeric:
         return f"CAST({expr} AS DOUBLE)", _missing(expr, info)
-    value = f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS DOUBLE)"
+    value = _text_number(expr)
     # NULL or NaN, the text read once (isnan(NULL) is NULL): a third of a CSV sum's work
     # was this test reading each cell twice.
     return value, f"coalesce(isnan({value}), true)"
@@ -197,8 +223,7 @@ def _cell(expr: str, info: ColumnInfo, kind: _plan.MatchKind, param: str) -> str
         "integer": f"list_position(CAST(${param} AS HUGEINT[]), CAST({expr} AS HUGEINT))",
         "real": f"list_position(CAST(${param} AS DOUBLE[]), CAST({expr} AS DOUBLE))",
         "boolean": f"list_position(CAST(${param} AS BOOLEAN[]), CAST({expr} AS BOOLEAN))",
-        "text_number": f"list_position(CAST(${param} AS DOUBLE[]), "
-                       f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS DOUBLE))",
+        "text_number": f"list_position(CAST(${param} AS DOUBLE[]), {_text_number(expr)})",
         "never": "NULL",
     }[kind]
     return f"(CASE WHEN {_missing(expr, info)} THEN -1 ELSE coalesce({match}, 0) END)"
@@ -259,6 +284,56 @@ def _kept(person: int, columns: Sequence[ColumnInfo], derived: str = "") -> str:
         "kr AS (SELECT * EXCLUDE (n), 1 AS r FROM bn WHERE n <= $k UNION ALL "
         "SELECT * EXCLUDE (n, r0), row_number() OVER (PARTITION BY pid ORDER BY "
         f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM ro)")
+
+
+#: A CSV column read as text (``_plan.as_text``): what ``_read_cells`` finds the readings of.
+_TEXT = ColumnInfo("", "text", "VARCHAR")
+
+
+def _reading(i: int) -> tuple[str, str]:
+    """The columns of a CSV's readings table (``_readings_table``) holding column ``i``'s
+    canonical key and number."""
+    return quote(f"c{i}_key"), quote(f"c{i}_num")
+
+
+def _read_cells(sql: str, width: int) -> str:
+    """``sql`` (written for a CSV's text cells, ``_plan.as_text``) reading each cell's key,
+    whether it is missing, and its number from the readings table (``_readings_table``)
+    instead of computing them where each is used: the same expressions (the helpers that
+    wrote them write them here), replaced by the columns that hold their values. A plan's
+    statements wrote one cell's reading up to 26 times (issue 37, item 6)."""
+    for i in range(width):
+        x = _col(i)
+        if x not in sql:
+            continue
+        key, number = _reading(i)
+        sql = (sql.replace(_key(x, _TEXT), key)
+               .replace(_text_missing(x), f"({key} IS NULL)")   # NULL key: missing
+               .replace(_text_number(x), number))
+    return sql
+
+
+def _readings_table(table: str, reader: str, width: int, named: str) -> str:
+    """The statement creating ``table`` from ``reader`` (a CSV's text cells, columns ``c0 …``):
+    every column ``named`` (the plan's statements after ``_read_cells``) mentions, as its
+    text, its canonical key or its number, each cell read once: the trimmed text and its
+    double computed in inner projections, so the key reads them instead of repeating them
+    (six trims and four casts a cell)."""
+    raw, keys, numbers = [], [], []
+    for i in range(width):
+        key, number = _reading(i)
+        raw += [_col(i)] if _col(i) in named else []
+        keys += [i] if key in named else []
+        numbers += [i] if number in named else []
+    t = {i: quote(f"c{i}_t") for i in keys}
+    d = {i: quote(f"c{i}_d") for i in keys}
+    inner = "".join([f", {_trimmed(_col(i))} AS {t[i]}" for i in keys]
+                    + [f", {_text_number(_col(i))} AS {_reading(i)[1]}" for i in numbers])
+    middle = "".join(f", TRY_CAST({t[i]} AS DOUBLE) AS {d[i]}" for i in keys)
+    listed = ", ".join(raw + [f"{_text_key(t[i], d[i])} AS {_reading(i)[0]}" for i in keys]
+                       + [_reading(i)[1] for i in numbers]) or "NULL AS \"none\""
+    return (f"CREATE TEMP TABLE {table} AS SELECT {listed} FROM (SELECT *{middle} FROM "
+            f"(SELECT *{inner} FROM {reader}))")
 
 
 @dataclass(frozen=True)
@@ -965,14 +1040,26 @@ class DuckDBBackend:
         columns, are built once into a temporary table, and each query's aggregate reads
         it instead of ranking every person's rows again. The ranking is the costly part of
         a bounded query (about 0.95 s of a 1.05 s sum at 10^6 rows where max rows bites).
+
+        The queries that read a CSV's cells as text read the file once (issue 37, item 6):
+        each cell's readings are computed once into a temporary table (``_read_once``) that
+        every statement of theirs reads instead of the file.
         """
         out: list[Aggregate | None] = [None] * len(queries)
-        groups: dict[tuple, list[tuple[int, CompiledQuery]]] = {}
+        entries = []
         for n, query in enumerate(queries):
             columns, text = self._columns_for(source, query)
-            compiled = compile_query(query, columns, source.describe())
+            entries.append((n, columns, text, compile_query(query, columns, source.describe())))
+        as_text = [e for e in entries if e[2]]
+        if isinstance(source, FileSource) and sum(len(e[3].statements) for e in as_text) > 1:
+            for n, aggregate in self._read_once(source, as_text[0][1],
+                                                [(n, c) for n, _, _, c in as_text]):
+                out[n] = aggregate
+            entries = [e for e in entries if not e[2]]
+        groups: dict[tuple, list[tuple[int, CompiledQuery]]] = {}
+        for n, _, text, compiled in entries:
             if compiled.kept is None:
-                out[n] = self.run(source, query)
+                out[n] = self.run(source, queries[n])
                 continue
             unit = (text, compiled.kept.person, compiled.params["k"], compiled.params["seed"])
             groups.setdefault(unit, []).append((n, compiled))
@@ -981,19 +1068,82 @@ class DuckDBBackend:
                 out[members[0][0]] = self.run(source, queries[members[0][0]])
                 continue
             columns = self._columns_for(source, queries[members[0][0]])[0]
-            for n, aggregate in zip([n for n, _ in members],
-                                    self._run_on_kept(source, columns, text, person, k, seed,
-                                                      [c for _, c in members]), strict=True):
+            cursor = self._cursor()
+            try:
+                clause, source_params = self._from(cursor, source, len(columns), text=text)
+                answers = self._run_on_kept(cursor, source, clause, source_params, columns,
+                                            person, k, seed, [c for _, c in members])
+            finally:
+                cursor.close()
+            for (n, _), aggregate in zip(members, answers, strict=True):
                 out[n] = aggregate
         return out  # type: ignore[return-value]
 
-    def _run_on_kept(self, source: Source, columns: tuple[ColumnInfo, ...], text: bool,
+    def _read_once(self, source: FileSource, columns: tuple[ColumnInfo, ...],
+                   compiled: Sequence[tuple[int, CompiledQuery]]
+                   ) -> list[tuple[int, Aggregate]]:
+        """Compiled queries reading a CSV's cells as text, answered from one read of the file:
+        a temporary table of each needed column's text and of its readings (``_readings``:
+        its canonical key, its number), each computed once per cell, which every statement
+        reads in place of the file and of the per-use SQL of those readings. The queries
+        under one unit share one ranking (``_run_on_kept``). Only the columns and readings
+        some statement names are kept: the table's memory is theirs, spilling beyond the
+        memory limit like any DuckDB table."""
+        width = len(columns)
+        rewritten = [_read_cells(statement, width) for _, c in compiled
+                     for statement in c.statements + ((c.kept.tail,) if c.kept else ())]
+        rewritten += [_read_cells(expr, width) for _, c in compiled if c.kept
+                      for expr, _ in c.kept.derived]
+        rewritten += [_read_cells(_kept(c.kept.person, columns), width)
+                      for _, c in compiled if c.kept]
+        named = " ".join(rewritten)
+        table = f"read_{uuid.uuid4().hex}"
+        reader, reader_params, _ = csv_text_reader(source)
+        build = _readings_table(table, reader, width, named)
+        groups: dict[tuple, list[tuple[int, CompiledQuery]]] = {}
+        alone: list[tuple[int, CompiledQuery]] = []
+        for n, c in compiled:
+            if c.kept is None:
+                alone.append((n, c))
+            else:
+                groups.setdefault((c.kept.person, c.params["k"], c.params["seed"]),
+                                  []).append((n, c))
+        out: list[tuple[int, Aggregate]] = []
+        cursor = self._cursor()
+        try:
+            self._execute(cursor, source, build, _params_of(build, reader_params))
+            clause = quote(table)
+            for (person, k, seed), members in groups.items():
+                if len(members) == 1:
+                    alone += members
+                    continue
+                answers = self._run_on_kept(cursor, source, clause, {}, columns, person, k,
+                                            seed, [c for _, c in members], width)
+                out += [(n, a) for (n, _), a in zip(members, answers, strict=True)]
+            for n, c in alone:
+                results = []
+                for statement in c.statements:
+                    sql = _read_cells(statement, width).replace(_SRC, clause)
+                    results.append(self._execute(cursor, source, sql, _params_of(sql, c.params)))
+                out.append((n, c.finish(results)))
+        finally:
+            try:
+                cursor.execute(f"DROP TABLE IF EXISTS {table}")
+            finally:
+                cursor.close()
+        return out
+
+    def _run_on_kept(self, cursor: duckdb.DuckDBPyConnection, source: Source, clause: str,
+                     source_params: dict[str, object], columns: tuple[ColumnInfo, ...],
                      person: int, k: object, seed: object,
-                     compiled: Sequence[CompiledQuery]) -> list[Aggregate]:
+                     compiled: Sequence[CompiledQuery], read: int | None = None
+                     ) -> list[Aggregate]:
         """Compiled queries under one unit: the kept rows ranked once (``_kept``) into a
         temporary table holding each query's derived columns, renamed ``q<j>_<name>`` (their
         parameters too, so two histograms' categories do not collide); then each query's
-        statements, the one on the kept rows reading that table as its ``kr``."""
+        statements, the one on the kept rows reading that table as its ``kr``, all from
+        ``clause`` (the source's FROM clause). ``read``: ``clause`` is a table of a CSV's
+        readings (``_read_once``) of this many columns, which the statements read."""
         table = f"kept_{uuid.uuid4().hex}"
         derived, params, views = [], {"k": k, "seed": seed}, []
         for j, c in enumerate(compiled):
@@ -1012,10 +1162,13 @@ class DuckDBBackend:
                            for _, name in c.kept.derived)  # type: ignore[union-attr]
         build = (f"CREATE TEMP TABLE {table} AS WITH {_kept(person, columns, ''.join(derived))} "
                  f"SELECT pid, r, {listed} FROM kr")
-        cursor = self._cursor()
+
+        def own_sql(statement: str) -> str:
+            return (statement if read is None else _read_cells(statement, read)).replace(
+                _SRC, clause)
+
         try:
-            clause, source_params = self._from(cursor, source, len(columns), text=text)
-            sql = build.replace(_SRC, clause)
+            sql = own_sql(build)
             self._execute(cursor, source, sql, _params_of(sql, params | source_params))
             answers = []
             for j, c in enumerate(compiled):
@@ -1025,15 +1178,12 @@ class DuckDBBackend:
                     if i == c.kept.index:
                         statement = (f"WITH kr AS (SELECT pid, r, {views[j]} FROM {table})"
                                      f"{c.kept.tail}")
-                    sql = statement.replace(_SRC, clause)
+                    sql = own_sql(statement)
                     results.append(self._execute(cursor, source, sql,
                                                  _params_of(sql, c.params | source_params)))
                 answers.append(c.finish(results))
         finally:
-            try:
-                cursor.execute(f"DROP TABLE IF EXISTS {table}")
-            finally:
-                cursor.close()
+            cursor.execute(f"DROP TABLE IF EXISTS {table}")
         return answers
 
     def sql_for(self, source: Source, query: Query) -> list[tuple[str, dict[str, object]]]:

@@ -1,0 +1,143 @@
+"""A plan's queries read a CSV once (issue 37, item 6): ``DuckDBBackend.run_many`` reads the
+file once into a table of each cell's readings (its text, canonical key and number, each
+computed once) that every statement reads; each answer is still ``run``'s, and each key and
+number is still the one reading's (``engine.cells``, the pure-Python rule)."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import (
+    BoundedSum,
+    CategoryCounts,
+    Contribution,
+    CountRows,
+    DistinctValues,
+    FileSource,
+    GroupedSum,
+    PersonCells,
+    RowsPerPerson,
+    cells,
+)
+from engine.duckdb_backend import (
+    _TEXT,
+    DuckDBBackend,
+    _key,
+    _readings_table,
+    _text_missing,
+    _text_number,
+)
+from tests.engine.test_engine_one_scan import assert_same, plan, varied
+
+
+@pytest.fixture(scope="module")
+def duck() -> DuckDBBackend:
+    return DuckDBBackend(threads=2)
+
+
+#: Cells whose reading is not their text: white space of every kind at either end (one of
+#: them before a combining mark, which makes one grapheme of the two), missing markers,
+#: numbers written several ways, and texts that are no number.
+TEXTS = [
+    "12", "012", " 12", "12\t", "\u00a012", "12\u202f", "\u300012\u3000", "1.2e1", "+12",
+    "12.0", "-0", "1_2", "1.5", " 1.50 ", "2**60", "9007199254740993", "1e300", "inf",
+    "-Infinity", "nan", "NaN", " NA ", "null", "\tN/A", "#n/a", "<NA>", "", " ", "\u2003",
+    " \u0308a", "a\u0308 ", "\u0308", "ab", " ab", "ab\n", "a b", "x\u00a0", "region 03",
+    "é", "12,500", "\u200b12",
+]
+
+
+def test_the_sql_reads_each_cell_as_the_one_reading(tmp_path) -> None:
+    """The per-use SQL of a key, of whether a cell is missing and of its number, and the
+    readings table's columns, read every cell of ``TEXTS`` as ``engine.cells`` does."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE cells (c0 VARCHAR)")
+    con.executemany("INSERT INTO cells VALUES (?)", [[t] for t in TEXTS])
+    x = '"c0"'
+    per_use = con.execute(f"SELECT c0, {_key(x, _TEXT)}, {_text_missing(x)}, "
+                          f"{_text_number(x)} FROM cells").fetchall()
+    con.execute(_readings_table("r", "cells", 1, '"c0" "c0_key" "c0_num"'))
+    table = con.execute('SELECT c0, c0_key, c0_num FROM r').fetchall()
+    assert len(per_use) == len(table) == len(TEXTS)
+    by_text = {text: (key, number) for text, key, number in table}
+    for text, key, missing, number in per_use:
+        number = None if number is None or np.isnan(number) else number
+        assert key == cells.cell_key(text), repr(text)
+        assert missing == (cells.cell_key(text) is None), repr(text)
+        assert number == cells.cell_number(text), repr(text)
+        stored_key, stored_number = by_text[text]
+        assert stored_key == key, repr(text)
+        assert (None if stored_number is None or np.isnan(stored_number)
+                else stored_number) == number, repr(text)
+
+
+def messy(seed: int = 5) -> pd.DataFrame:
+    """``varied``'s table with its cells written as a hand-made CSV might hold them: ids with
+    white space and leading zeros, missing ids and values written as markers, values with
+    white space, a thousands separator (no number), and categories with white space."""
+    rng = np.random.default_rng(seed)
+    frame = varied(seed=seed).astype(object)
+    n = len(frame)
+    frame["p"] = [rng.choice([f"{p}", f" {p}", f"00{p}", f"{p}.0", f"{p}\t"])
+                  for p in frame["p"]]
+    frame.loc[rng.random(n) < 0.03, "p"] = " NA "
+    frame["x"] = [rng.choice(["null", " n/a", ""]) if pd.isna(v) else
+                  rng.choice([f"{v}", f" {v} ", f"{v:.3f}", "12,500"], p=[.4, .3, .28, .02])
+                  for v in frame["x"]]
+    frame["c"] = [rng.choice([c, f" {c}", f"{c}\u00a0"]) for c in frame["c"]]
+    return frame
+
+
+def the_plan(unit: Contribution) -> list:
+    """``test_engine_one_scan.plan`` and every other query that reads a CSV as text: rows per
+    person, a person's cells, every key of a column, queries under another unit and under
+    none."""
+    other = Contribution(unit.person, 1, seed=unit.seed + 1)
+    return plan(unit) + [
+        RowsPerPerson("p"), DistinctValues("c", limit=None), DistinctValues("p", limit=None),
+        PersonCells("p", column="x", lower=0.0, upper=30.0),
+        PersonCells("p", column="c", categories=("a", "b")),
+        CategoryCounts("c", ("a", "b", "c"), other), BoundedSum("x", 0.0, 30.0, other),
+        CountRows(), BoundedSum("w", 0, 25), GroupedSum("d", ("u", "v"), "x", 0.0, 30.0),
+    ]
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_reading_once_answers_as_each_query_alone(duck, tmp_path, seed) -> None:
+    path = tmp_path / "messy.csv"
+    messy(seed).to_csv(path, index=False)
+    source = FileSource(path, "csv")
+    # and examples of a column's values, which read the guessed types (as run does)
+    queries = the_plan(Contribution("p", 2, seed=seed)) + [DistinctValues("c")]
+    many = duck.run_many(source, queries)
+    assert len(many) == len(queries)
+    for query, answer in zip(queries, many, strict=True):
+        assert_same(duck.run(source, query), answer)
+
+
+def test_a_plan_reads_a_csv_once(duck, tmp_path, monkeypatch) -> None:
+    """Every statement that reads the file is counted: one for the plan's queries together
+    (``run_many``); with ``run``, one or more per query."""
+    statements: list[str] = []
+    execute = DuckDBBackend._execute
+
+    def spy(self, cursor, source, sql, params, **kwargs):
+        statements.append(sql)
+        return execute(self, cursor, source, sql, params, **kwargs)
+
+    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
+    path = tmp_path / "messy.csv"
+    messy().to_csv(path, index=False)
+    source = FileSource(path, "csv")
+    queries = the_plan(Contribution("p", 2, seed=1))
+    duck.columns(source)           # the header and the sniffed types, read once per version
+    statements.clear()
+    duck.run_many(source, queries)
+    assert sum("read_csv(" in s for s in statements) == 1
+    statements.clear()
+    for query in queries:
+        duck.run(source, query)
+    assert sum("read_csv(" in s for s in statements) >= len(queries)
