@@ -33,6 +33,7 @@ The rule, in short:
 from __future__ import annotations
 
 import csv
+import decimal
 import gzip
 import io
 import itertools
@@ -96,9 +97,13 @@ def _cast_double(text: str) -> float | None:
 def cell_number(text: object) -> float | None:
     """The number a cell reads as (rule 4): DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)``,
     None when it is not a number or NaN; ±inf is a number (a query's bounds clamp it, as in
-    DuckDB, Spark and a typed column). A typed number is itself (None if NaN)."""
+    DuckDB, Spark and a typed column). A typed number is itself (None if NaN); a decimal
+    (a Parquet DECIMAL cell) its double."""
     if text is None or text is pd.NA or isinstance(text, bool | np.bool_):
         return None
+    if isinstance(text, decimal.Decimal):
+        # a Parquet (or Spark) DECIMAL cell: its double, as DuckDB casts a DECIMAL column
+        text = math.nan if text.is_nan() else float(text)
     if isinstance(text, int | np.integer | float | np.floating):
         x = float(text)
         return None if math.isnan(x) else x
@@ -174,11 +179,14 @@ def cell_key(value: object) -> str | None:
     ±2^53 (by rule 4, after removing the white space around it) as its integer's decimal
     text; any other text as written without its surrounding white space. A typed value: an
     integer or whole double as its decimal text, a boolean as ``true``/``false``, any other
-    double as DuckDB writes it."""
+    double as DuckDB writes it; a decimal as its double."""
     if value is None or value is pd.NA:
         return None
     if isinstance(value, bool | np.bool_):
         return "true" if value else "false"
+    if isinstance(value, decimal.Decimal):
+        # a DECIMAL cell is keyed as its double, as DuckDB keys a DECIMAL column (1.50: "1.5")
+        value = math.nan if value.is_nan() else float(value)
     if isinstance(value, int | np.integer):
         return str(int(value))
     if isinstance(value, float | np.floating):

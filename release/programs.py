@@ -402,7 +402,7 @@ def cells_code() -> str:
     imports = 0
     while imports < len(body) and isinstance(body[imports], ast.Import | ast.ImportFrom):
         imports += 1
-    allowed = {"__future__", "csv", "gzip", "io", "itertools", "math", "re", "numpy",
+    allowed = {"__future__", "csv", "decimal", "gzip", "io", "itertools", "math", "re", "numpy",
                "pandas"}
     modules = {alias.name.split(".")[0] if isinstance(node, ast.Import) else
                (node.module or "").split(".")[0]

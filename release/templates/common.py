@@ -57,9 +57,13 @@ def read_frame(path):
     a CSV's cells each as its own text, by the one reading of the release (``read_cells``
     above: the delimiter read from the header alone; a short record padded, a long one cut,
     blank lines skipped, a record holding a byte that is not UTF-8 dropped), never typed by
-    column."""
+    column; a Parquet file's cells as its types hold them, a 64-bit integer exactly (as
+    DuckDB reads it) even in a column with a missing cell, which pandas would make float64
+    (2^53 + 1 read as 2^53)."""
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
-        frame = pd.read_parquet(path)
+        import pyarrow.parquet as pq  # here: a program reading a CSV needs no pyarrow
+
+        frame = pq.read_table(path).to_pandas(integer_object_nulls=True)
     else:
         with open(path, "rb") as handle:
             header, frame = read_cells(handle.read())
@@ -91,6 +95,16 @@ def keys_of(values):
     return cell_keys(values).to_numpy(dtype=object)
 
 
+def text_keys_of(values):
+    """Each cell's canonical key as declared texts match it (``keys_of``), a boolean cell
+    none (None), once per distinct value."""
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        np.asarray(values, dtype=object), dtype=object)
+    codes, uniques = pd.factorize(series.astype(object), use_na_sentinel=True)
+    keys = [None if isinstance(v, bool | np.bool_) else cell_key(v) for v in uniques]
+    return np.array([*keys, None], dtype=object)[codes]
+
+
 def cell_texts(values):
     """Each cell as the ranking hashes it, a function of that cell alone: a text as written,
     any other cell (a typed number or boolean) as its canonical key (``cell_key``: 1 and 1.0
@@ -120,7 +134,8 @@ def cells(values, categories):
     as the release matches them: declared texts by canonical key (``cell_key``: the declared
     "0012" is the cell "12"), declared numbers by the number each cell reads as (declared
     2.5 is the cell "2.50"), declared booleans by the cells that are booleans (a typed
-    column's); the first category of a key or number when two declared ones share it."""
+    column's; a boolean cell matches no declared text, as on DuckDB); the first category of
+    a key or number when two declared ones share it."""
     categories = list(categories)
     if categories and all(isinstance(c, bool) for c in categories):
         # each cell that is a boolean (a typed column's; a text "true" is none), never the
@@ -135,7 +150,9 @@ def cells(values, categories):
         declared = pd.Index(np.asarray(categories, dtype=float))
         found = number_of(values)
     else:
-        declared, found = pd.Index(keys_of(categories)), keys_of(values)
+        # a boolean cell is no text: declared "true" matches the text "true", never a
+        # boolean (DuckDB matches texts declared for a BOOLEAN column with no cell)
+        declared, found = pd.Index(keys_of(categories)), text_keys_of(values)
     first = ~declared.duplicated()
     positions = np.flatnonzero(first)
     index = pd.Index(declared[first]).get_indexer(found)

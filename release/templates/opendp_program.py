@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv  # noqa: F401 (the reading of cells uses it)
+import decimal  # noqa: F401 (the reading of cells uses it)
 import gzip  # noqa: F401 (the reading of cells uses it)
 import hashlib  # noqa: F401 (the shared code uses it)
 import io  # noqa: F401 (the reading of cells uses it)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv  # noqa: F401 (the reading of cells uses it)
+import decimal  # noqa: F401 (the reading of cells uses it)
 import gzip
 import hashlib  # noqa: F401 (the shared code uses it)
 import io  # noqa: F401 (the reading of cells uses it)
@@ -123,15 +124,18 @@ def ranked_rdd(frame_rdd, seed=None):
     names = needed_columns()
     seed = int.from_bytes(os.urandom(8), "big") if seed is None else seed
 
+    # Each batch's frame holds Spark's cells as they are (object): a guessed dtype would make
+    # a column of 64-bit integers float64 beside one missing cell, and 2^53 + 1 the key of
+    # 2^53 (one person split in two, or two made one), in this partition only.
     def keyed(rows):
-        frame = pd.DataFrame(list(rows), columns=names)
+        frame = pd.DataFrame(list(rows), columns=names, dtype=object)
         ids = keys_of(frame[PERSON_COLUMN])
         known = pd.notna(ids)
         return list(zip(ids[known].tolist(),
                         frame[known].itertuples(index=False, name=None), strict=True))
 
     def rank(pairs):
-        frame = pd.DataFrame([row for _, row in pairs], columns=names)
+        frame = pd.DataFrame([row for _, row in pairs], columns=names, dtype=object)
         if frame.empty:
             return []
         out = ranked(frame, np.random.default_rng(seed))   # the same secret everywhere
@@ -164,7 +168,9 @@ def spark_rows(frame_rdd, query, ranked=False, seed=None):
 
     def convert(index_and_rows):
         index, rows = index_and_rows
-        frame = pd.DataFrame(list(rows), columns=columns)
+        frame = pd.DataFrame(list(rows), columns=columns, dtype=object)   # cells as they are
+        if ranked:
+            frame["__rank__"] = frame["__rank__"].astype(np.int64)
         codes = cell_codes(frame, query)[0] if grouped else np.zeros(len(frame), np.int64)
         if grouped and valued:   # a person's groups are those where they have a value
             codes = with_a_value(codes, frame, query)

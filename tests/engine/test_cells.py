@@ -27,7 +27,7 @@ def test_the_module_is_self_contained():
                 if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module}
-    assert imported <= {"__future__", "csv", "gzip", "io", "itertools", "math", "re",
+    assert imported <= {"__future__", "csv", "decimal", "gzip", "io", "itertools", "math", "re",
                         "numpy", "pandas"}
 
 

@@ -10,7 +10,13 @@
   Spark program builds one frame per Spark partition, where a column of whole numbers is
   int64, or float64 beside another person's missing cell, or object beside a text, and each
   hashed one cell differently, so a person's kept rows changed with other people's cells
-  (and with the file's format).
+  (and with the file's format);
+- (second review) a 64-bit integer stays whole: the Spark program's frame of each partition
+  guessed its dtypes, so a person id past 2^53 beside a missing id became a rounded float64
+  and one person two privacy ids; the OpenDP program read Parquet with pandas, whose int64
+  column with a missing cell is float64 (keys and ids rounded); a Parquet DECIMAL cell is
+  its number (it was none) and keyed as its double, as DuckDB reads it; a boolean cell
+  matches no declared text (DuckDB matches texts declared for a BOOLEAN column with none).
 
 Checked on small hand-made data (missing values, a text in a column of numbers, a person with
 more rows than max rows) against hand-computed values, the pandas reference
@@ -19,6 +25,7 @@ more rows than max rows) against hand-computed values, the pandas reference
 
 from __future__ import annotations
 
+import decimal
 import importlib.util
 import math
 from pathlib import Path
@@ -35,6 +42,7 @@ from plan.model import (
     Accounting,
     Bounds,
     Categories,
+    Count,
     Dataset,
     GroupBy,
     Mean,
@@ -85,7 +93,7 @@ def means_plan() -> Plan:
 
 
 def release_inputs(plan: Plan, path: Path, engine: Any, folder: Path,
-                   monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+                   monkeypatch: pytest.MonkeyPatch, fmt: str = "csv") -> list[Any]:
     """The true value the release hands each part's measurement (``release.run`` with its
     draws recorded instead of noised), in the plan's order."""
     from engine import FileSource
@@ -100,7 +108,7 @@ def release_inputs(plan: Plan, path: Path, engine: Any, folder: Path,
 
     monkeypatch.setattr(Certified, "draw", record)
     with Ledger(folder / f"ledger-{engine.backend.name}.sqlite") as ledger:
-        run(plan, FileSource(path, "csv"), ledger=ledger, engine=engine)
+        run(plan, FileSource(path, fmt), ledger=ledger, engine=engine)
     return drawn
 
 
@@ -296,3 +304,196 @@ def test_a_grouped_querys_records_are_the_same_on_every_evaluation(shared_spark,
     first, second = sorted(records.collect()), sorted(records.collect())
     assert first == second
     assert len(first) == 24 and {c for _, c, _ in first} == {0, 1}
+
+
+# ------------------------------------------------------------------------------------------
+# 64-bit integers, decimals and booleans as the release reads them (second review)
+
+#: A person id past 2^53: as a double it is 1234567890123456768 (1.2345678901234568e+18).
+BIG = 1234567890123456789
+
+
+class ListRDD:
+    """The few RDD methods ``ranked_rdd`` and ``spark_rows`` call, over a list of partitions
+    (each a list of rows): the programs' per-partition code run without a JVM."""
+
+    def __init__(self, partitions: list[list[Any]]):
+        self.partitions = partitions
+
+    def getNumPartitions(self) -> int:  # noqa: N802 (Spark's name)
+        return len(self.partitions)
+
+    def mapPartitions(self, f, preservesPartitioning=False):  # noqa: N802, N803
+        return ListRDD([list(f(iter(p))) for p in self.partitions])
+
+    def partitionBy(self, n, partitionFunc):  # noqa: N802, N803 (pyspark: key's hash % n)
+        out: list[list[Any]] = [[] for _ in range(n)]
+        for key, value in (pair for p in self.partitions for pair in p):
+            out[partitionFunc(key) % n].append((key, value))
+        return ListRDD(out)
+
+    def glom(self):
+        return ListRDD([[list(p)] for p in self.partitions])
+
+    def zipWithIndex(self):  # noqa: N802
+        items = iter(range(sum(len(p) for p in self.partitions)))
+        return ListRDD([[(x, next(items)) for x in p] for p in self.partitions])
+
+    def map(self, f):
+        return ListRDD([[f(x) for x in p] for p in self.partitions])
+
+    def flatMap(self, f):  # noqa: N802
+        return ListRDD([[y for x in p for y in f(x)] for p in self.partitions])
+
+    def collect(self) -> list[Any]:
+        return [x for p in self.partitions for x in p]
+
+
+#: Person BIG's 6 rows, 3 in each of two Spark partitions; the first also holds a row with
+#: no person id (a count reads the person column only).
+BIG_IDS = [[BIG, BIG, BIG, None], [BIG, BIG, BIG]]
+
+
+def count_plan() -> Plan:
+    return Plan(Dataset("ids"), (PlanQuery("n", "People", Count(), PRECISE),),
+                PrivacyUnit("p", 1), Accounting("basic"))
+
+
+def test_the_spark_program_keeps_a_64_bit_person_id_whole_in_every_partition(tmp_path):
+    """Max rows 1, a count: person 1234567890123456789 has 3 rows in each of two partitions,
+    one of which also holds a row with no person id. The program's frame of each partition
+    guessed its dtypes: beside the missing id the column was float64 and the id rounded to
+    1.2345678901234568e+18, so the person had two privacy ids (two kept rows: a count of 2,
+    sensitivity 1 broken). Now one record, under the id's exact text, for each of 6
+    secrets (the program's own ``ranked_rdd`` and ``spark_rows``, without a JVM)."""
+    program = load(spark_program(count_plan()), "spark_big_ids", tmp_path)
+    # as Spark hands a Parquet BIGINT column's cells: Python ints, None when missing
+    frames = ListRDD([[(p,) for p in ids] for ids in BIG_IDS])
+    for seed in range(6):
+        kept = program.ranked_rdd(frames, seed=seed)
+        records = program.spark_rows(kept, program.QUERIES[0], ranked=True).collect()
+        assert records == [("1234567890123456789", 0, 0.0)], seed
+
+
+def test_the_opendp_program_reads_a_parquet_64_bit_integer_exactly(tmp_path, monkeypatch):
+    """A Parquet BIGINT column with a missing cell, which pandas reads as float64:
+    - a sum by declared keys "1234567890123456789" and "7" of x = 1, 2 (and 3 for the
+      missing key): 1 and 2, as the release on DuckDB (before: 0 and 2, the key read as
+      1.2345678901234568e+18);
+    - a count of people, ids 2^53 and 2^53 + 1 and a missing one, max rows 1: 2, as on
+      DuckDB (before: 1, both ids read as 2^53)."""
+    from engine import Engine
+    from engine.duckdb_backend import DuckDBBackend
+    from release.programs import opendp_program
+    from tests.release.test_program_stability import recorders
+
+    keys = tmp_path / "keys.parquet"
+    pq.write_table(pa.table({"k": pa.array([BIG, 7, None], pa.int64()),
+                             "x": pa.array([1.0, 2.0, 3.0])}), keys)
+    ids = tmp_path / "ids.parquet"
+    pq.write_table(pa.table({"p": pa.array([2**53, 2**53 + 1, None], pa.int64())}), ids)
+    assert pd.read_parquet(keys)["k"].dtype == np.float64      # what the program read
+    by_key = Plan(Dataset("keys"), (PlanQuery("s", "Sum", GroupBy(
+        "k", "sum", "x", Bounds(0.0, 10.0, "public"), keys=cats(str(BIG), "7")), PRECISE),),
+        PrivacyUnit(), Accounting("basic"))
+    for plan, path, expected in ((by_key, keys, [1.0, 2.0]), (count_plan(), ids, 2.0)):
+        duck = release_inputs(plan, path, Engine(DuckDBBackend(threads=1)), tmp_path,
+                              monkeypatch, "parquet")
+        assert np.asarray(duck[0], dtype=float).tolist() == expected
+        program = load(opendp_program(plan), f"opendp_{path.stem}", tmp_path)
+        inputs: dict = {}
+        program.release(program.read_frame(str(path)), recorders(program, inputs),
+                        rng=np.random.default_rng(0))
+        assert np.asarray(inputs[(plan.queries[0].id, 0)], dtype=float).tolist() == expected
+
+
+def test_a_decimal_cell_is_its_number_and_its_key(tmp_path, monkeypatch):
+    """Parquet DECIMAL cells (pandas and Spark hand them as decimal.Decimal): a sum by group
+    of decimal(5,2) 1.50 and 2.00 in "a", 3.25 in "b" is 3.5 and 3.25 in the OpenDP program,
+    as on DuckDB (before: 0 and 0, a decimal read as no number); a decimal is keyed as its
+    double, as DuckDB keys a DECIMAL column (1.50 is "1.5", 12.00 is "12")."""
+    from engine import Engine
+    from engine.cells import cell_key, cell_number
+    from engine.duckdb_backend import DuckDBBackend
+    from release.programs import opendp_program
+    from tests.release.test_program_stability import recorders
+
+    assert cell_number(decimal.Decimal("1.50")) == 1.5
+    assert cell_number(decimal.Decimal("-0.25")) == -0.25
+    assert [cell_key(decimal.Decimal(t)) for t in ("1.50", "12.00", "-3")] == [
+        "1.5", "12", "-3"]
+    path = tmp_path / "decimals.parquet"
+    pq.write_table(pa.table({
+        "g": ["a", "a", "b"],
+        "x": pa.array([decimal.Decimal(t) for t in ("1.50", "2.00", "3.25")],
+                      pa.decimal128(5, 2)),
+        "k": pa.array([decimal.Decimal(t) for t in ("1.50", "12.00", "1.5")],
+                      pa.decimal128(5, 2))}), path)
+    plan = Plan(Dataset("decimals"), (
+        PlanQuery("s", "Sum", GroupBy("g", "sum", "x", Bounds(0.0, 10.0, "public"),
+                                      keys=cats("a", "b")), PRECISE),
+        PlanQuery("h", "By key", GroupBy("k", "sum", "x", Bounds(0.0, 10.0, "public"),
+                                         keys=cats("1.5", "12")), PRECISE),
+    ), PrivacyUnit(), Accounting("basic"))
+    expected = [[3.5, 3.25], [4.75, 2.0]]
+    duck = release_inputs(plan, path, Engine(DuckDBBackend(threads=1)), tmp_path,
+                          monkeypatch, "parquet")
+    assert [np.asarray(v, dtype=float).tolist() for v in duck] == expected
+    program = load(opendp_program(plan), "opendp_decimals", tmp_path)
+    inputs: dict = {}
+    program.release(program.read_frame(str(path)), recorders(program, inputs),
+                    rng=np.random.default_rng(0))
+    assert [np.asarray(inputs[(q, 0)], dtype=float).tolist() for q in ("s", "h")] == expected
+
+
+def test_declared_texts_match_no_boolean_cell(tmp_path, monkeypatch):
+    """Texts "true" and "false" declared for a Parquet column of booleans: DuckDB matches
+    none of its cells (a sum by group of 0 and 0); the programs matched each boolean by its
+    key "true"/"false" (4 and 2). Now none, as on DuckDB; a text "true" (a CSV's) still
+    matches the declared "true", and declared booleans still match the booleans."""
+    from engine import Engine
+    from engine.duckdb_backend import DuckDBBackend
+    from release.programs import opendp_program
+    from tests.release.test_program_stability import recorders
+
+    path = tmp_path / "flags.parquet"
+    pq.write_table(pa.table({"g": pa.array([True, False, True, None]),
+                             "x": pa.array([1.0, 2.0, 3.0, 4.0])}), path)
+    plan = Plan(Dataset("flags"), (PlanQuery("s", "Sum", GroupBy(
+        "g", "sum", "x", Bounds(0.0, 10.0, "public"), keys=cats("true", "false")), PRECISE),),
+        PrivacyUnit(), Accounting("basic"))
+    duck = release_inputs(plan, path, Engine(DuckDBBackend(threads=1)), tmp_path,
+                          monkeypatch, "parquet")
+    assert np.asarray(duck[0], dtype=float).tolist() == [0.0, 0.0]
+    program = load(opendp_program(plan), "opendp_text_flags", tmp_path)
+    inputs: dict = {}
+    program.release(program.read_frame(str(path)), recorders(program, inputs),
+                    rng=np.random.default_rng(0))
+    assert np.asarray(inputs[("s", 0)], dtype=float).tolist() == [0.0, 0.0]
+    batch = pd.Series([True, "true", None, " false ", np.False_, "TRUE"], dtype=object)
+    assert program.cells(batch, ["true", "false"]).tolist() == [-1, 0, -1, 1, -1, -1]
+    assert program.cells(pd.Series([True, False]), ["true", "false"]).tolist() == [-1, -1]
+    assert program.cells(batch, [True, False]).tolist() == [0, -1, -1, -1, 1, -1]
+
+
+@pytest.mark.slow
+def test_the_spark_program_counts_a_64_bit_person_once(shared_spark, tmp_path):
+    """End to end on Spark: two Parquet files read by the program's own ``read_spark`` (one
+    Spark partition each), person 1234567890123456789 with 3 rows in each and a row with no
+    person id in the first; max rows 1, a count at ε = 10^6: one record, and a released
+    count within 0.05 of 1 (before: two privacy ids, a count of 2)."""
+    program = load(spark_program(count_plan()), "spark_big_count", tmp_path)
+    files = []
+    for i, ids in enumerate(BIG_IDS):
+        files.append(tmp_path / f"part-{i}.parquet")
+        pq.write_table(pa.table({"p": pa.array(ids, pa.int64()),
+                                 "x": pa.array(range(len(ids)), pa.int64())}), files[-1])
+    first, second = (program.read_spark(shared_spark, str(f)).coalesce(1) for f in files)
+    frames = first.union(second)
+    assert [len(p) for p in frames.glom().collect()] == [4, 3]
+    kept = program.ranked_rdd(frames, seed=3)
+    query = program.QUERIES[0]
+    assert program.spark_rows(kept, query, ranked=True).collect() == [
+        ("1234567890123456789", 0, 0.0)]
+    rows, _ = program.release_query(shared_spark.sparkContext, kept, query, True)
+    assert rows == [[[], pytest.approx(1.0, abs=0.05)]]
