@@ -200,7 +200,10 @@ def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
 
     without_aim_dust()
     estimator = functools.partial(mirror_descent, iters=spec.iters)
-    if spec.marginals == "one-way":
+    # one column: its 1-way marginal is the whole table. MST has no pair to select (OpenDP
+    # 0.16 divides its budget by zero selections and fails on an empty list of scores) and
+    # AIM would spend part of it selecting the only candidate: measure the marginal instead
+    if spec.marginals == "one-way" or len(names) == 1:
         return dp.mbi.Fixed(queries=[dp.mbi.Count((n,)) for n in names], estimator=estimator)
     if spec.marginals == "pairs":   # the chosen 2-way marginals are AIM's workload
         return dp.mbi.AIM(queries=[dp.mbi.Count((names[a], names[b])) for a, b in spec.pairs],
@@ -227,10 +230,17 @@ def opendp_failure_in_words(exc: BaseException) -> str:
     import re
 
     text = str(getattr(exc, "message", None) or exc)
-    inner = re.findall(r'\b[A-Z][A-Za-z]*\("([^"\n]*)"\)', text)
-    words = inner[-1] if inner else (text.strip().splitlines() or [type(exc).__name__])[-1]
-    words = re.sub(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-]+){2,}", "…", words)
-    return words.strip()[:200] or type(exc).__name__
+    # the innermost of OpenDP's one-line errors (Variant("…")) and Python's own exception
+    # lines ("ValueError: …", raised in mbi's Python code): the one written last
+    found = [(m.start(), m.group(1)) for m in re.finditer(r'\b[A-Z][A-Za-z]*\("([^"\n]*)"\)',
+                                                          text)]
+    found += [(m.start(), m.group(1)) for m in re.finditer(
+        r"^[ \t]*[\w.]*(?:Error|Exception): *(\S[^\n]*)$", text, flags=re.MULTILINE)]
+    words = max(found)[1] if found else (text.strip().splitlines() or [""])[-1]
+    words = re.sub(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-]+){2,}", "…", words).strip()[:200]
+    # never a sentence without a word (the chained error's last line is ")")
+    return words if re.search(r"[A-Za-z]", words) else (
+        f"OpenDP failed without saying why ({type(exc).__name__})")
 
 
 def public_cells(shape: tuple[int, ...]) -> Any:
