@@ -10,12 +10,18 @@ of codes per counted row, ``np.repeat``, then OpenDP's own ``contingency_table``
 LazyFrame). On Adult itself the "rows" path is OpenDP's own AIM/MST on the same data and ε:
 the utility columns compare the two algorithms' behaviour over ``--fits`` fits.
 
+A third path, "opendp" (issue 34: ours against OpenDP's own synthesizer), is OpenDP's own
+path end to end: its ``contingency_table`` on the rows and its own sampler,
+``ContingencyTable.synthesize(method="sample")`` (each row drawn i.i.d. from the model); the
+same fit's rows by OpenDP's default sampler ("round", mbi's rounding by row order) are
+measured too (``tv1_round``, ``tv2_round`` in the results file, "round" in the table).
+
 Each fit runs in a fresh Python process (``--one``), so its peak memory (``ru_maxrss``) and
 CPU time are its own; the driver prints one line per fit, writes them to
 ``bench/results/synthetic_cells.txt`` (a rerun keeps the fits recorded) and ends with a table.
 
 Run: ``.venv/bin/python bench/bench_synthetic.py [--epsilons 0.3,1,3] [--fits 2]
-[--big-rows 1e6,1e7] [--algorithms MST,AIM] [--paths cells,rows]``. The Adult fits run at
+[--big-rows 1e6,1e7] [--algorithms MST,AIM] [--paths cells,rows,opendp]``. The Adult fits run at
 every ε; the big files' at ε = 1 only (its noise is negligible against 10^7 rows: what it
 measures is the counting and the memory). Wall and CPU seconds with the load average (the
 machine is shared: CPU seconds are the steadier figure).
@@ -91,6 +97,18 @@ def fit_from_rows(cells, shape, *, epsilon: float, algorithm: str, iters: int):
         algorithm=chosen).release()
 
 
+def opendp_rows(table, shape, rows: int, method: str):
+    """``rows`` synthetic rows drawn by OpenDP's own synthesizer (``ContingencyTable.synthesize``,
+    mbi's ``synthetic_data``: "sample" draws each row i.i.d., "round" is its randomized rounding
+    by row order, issue 34), as codes; its null key (no declared cell) read as the
+    missing-or-other code, each column's last, as ``synthetic_rows`` reads it."""
+    import numpy as np
+
+    frame = table.synthesize(rows, method=method)
+    return np.stack([frame[f"c{i}"].fill_null(s - 1).to_numpy().astype(np.int64)
+                     for i, s in enumerate(shape)], axis=1)
+
+
 def one(algorithm: str, epsilon: float, big: int, path: str) -> dict:
     """One fit in this process: count the cells, generate 10^4 rows, measure utility."""
     import numpy as np
@@ -118,8 +136,17 @@ def one(algorithm: str, epsilon: float, big: int, path: str) -> dict:
     else:
         table = fit_from_rows(cells, columns.shape, epsilon=epsilon, algorithm=algorithm,
                               iters=sy.DEFAULT_ITERS)
-        codes = synthetic_rows(table, columns.shape, 10_000, rng=np.random.default_rng())
+        if path == "opendp":   # OpenDP's own path: the rows, its fit, its own sampler
+            codes = opendp_rows(table, columns.shape, 10_000, "sample")
+        else:
+            codes = synthetic_rows(table, columns.shape, 10_000, rng=np.random.default_rng())
     fit_s, fit_cpu = time.perf_counter() - start, time.process_time() - cpu
+    extra = {}
+    if path == "opendp":   # the same fit through OpenDP's default sampler ("round")
+        tv_round = sy.tv_table(cells, opendp_rows(table, columns.shape, 10_000, "round"),
+                               columns)
+        extra = {"tv1_round": round(float(tv_round[tv_round.way == 1]["TV distance"].mean()), 4),
+                 "tv2_round": round(float(tv_round[tv_round.way == 2]["TV distance"].mean()), 4)}
     tv = sy.tv_table(cells, codes, columns)
     w = sy.workload(cells, codes, columns.shape, measure="epsilon", budget=epsilon,
                     max_rows=1, rng=np.random.default_rng(23))
@@ -133,7 +160,7 @@ def one(algorithm: str, epsilon: float, big: int, path: str) -> dict:
             "tv2": round(float(tv[tv.way == 2]["TV distance"].mean()), 4),
             "workload_synthetic": round(w.synthetic_error, 5),
             "workload_direct": round(w.direct_error, 5),
-            "load": round(os.getloadavg()[0], 1)}
+            "load": round(os.getloadavg()[0], 1), **extra}
 
 
 def table(records: list[dict]) -> str:
@@ -153,10 +180,18 @@ def table(records: list[dict]) -> str:
         def mean(key, rs=rs):
             return statistics.fmean(r[key] for r in rs)
 
+        def spread(key, rs=rs):   # mean, and lowest to highest over the fits
+            values = [r[key] for r in rs]
+            return (f"{statistics.fmean(values):.4f}" if len(values) == 1 else
+                    f"{statistics.fmean(values):.4f} ({min(values):.4f}–{max(values):.4f})")
+
         lines.append(f"| {rs[0]['rows']:,} | {algorithm} | {epsilon:g} | {path} | {len(rs)} | "
                      f"{med('fit_s'):.0f} ({med('fit_cpu'):.0f}) | {med('peak_gb'):.2f} | "
-                     f"{mean('tv1'):.4f} | {mean('tv2'):.4f} | "
+                     f"{spread('tv1')} | {spread('tv2')} | "
                      f"{mean('workload_synthetic'):.5f} | {mean('workload_direct'):.5f} |")
+        if all("tv2_round" in r for r in rs):   # the same fits, OpenDP's default sampler
+            lines.append(f"| {rs[0]['rows']:,} | {algorithm} | {epsilon:g} | {path} round | "
+                         f"{len(rs)} | | | {spread('tv1_round')} | {spread('tv2_round')} | | |")
     return "\n".join(lines)
 
 

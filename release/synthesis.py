@@ -18,6 +18,10 @@ so two columns drawn from the same parents come out co-monotone (a spurious asso
 grew with ε: issue 34). Here each rank is a uniformly random one, which keeps the rounding's
 stratification (each group's values within one row of their expected counts) and draws the
 columns independently given their parents, as the model says.
+
+Memory (issue 34, item 4): jax keeps a compiled kernel for every operation and shape run
+outside ``jit``; the fit drops them after each projection its selection scores and around each
+estimation (:func:`release_jax_memory`), so its peak is one phase's, not the sum of all.
 """
 
 from __future__ import annotations
@@ -195,12 +199,90 @@ def without_aim_dust() -> None:
     aim._make_aim_marginal = step_or_stop
 
 
-def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
+#: How far the process's memory may grow while projecting before jax's kernels are dropped:
+#: dropping them after every projection held MST on Adult's 8 columns to the same peak but
+#: doubled its CPU (the kernels of one pair serve the next pairs of the same shapes).
+KERNEL_SLACK_BYTES = 256 * 2**20
+_resident_after_release = [0]
+
+
+def _resident_bytes() -> int | None:
+    """The process's resident memory (Linux's /proc; None elsewhere)."""
+    import os
+
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def release_jax_memory() -> None:
+    """Drop jax's compiled kernels and hand the freed memory back to the system.
+
+    jax compiles a kernel for each operation and shape it runs outside ``jit`` and keeps them
+    all: MST's scoring of its 28 pairs on Adult's 8 columns (each pair's projection of the
+    model, mbi's variable elimination) left 0.65 GB of them, and AIM's rounds pile them up
+    round after round (issue 34, item 4). Dropping them costs a recompilation where the same
+    shape comes again. ``malloc_trim`` is glibc's (skipped where there is none)."""
+    import ctypes
+
+    import jax
+
+    jax.clear_caches()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    _resident_after_release[0] = _resident_bytes() or 0
+
+
+def _estimate(*args, iters: int, **kwargs):
+    """mbi's mirror descent with jax's memory released before (the selection's kernels) and
+    after (the estimation's own): the peak is one phase's, not the sum of all (issue 34)."""
     from mbi.estimation import mirror_descent
 
+    release_jax_memory()
+    model = mirror_descent(*args, iters=iters, **kwargs)
+    release_jax_memory()
+    return model
+
+
+def lean_projections() -> None:
+    """Release jax's memory after a projection of a model that its own marginals do not hold
+    (mbi's variable elimination, run op by op: MST's and AIM's scores of every candidate
+    marginal) once the process has grown by :data:`KERNEL_SLACK_BYTES` since the last
+    release (where its memory cannot be read: after each), so the candidates' kernels do not
+    pile up (issue 34, item 4). The projection's value is unchanged. Idempotent; mbi's model
+    class is patched once per process."""
+    from mbi import MarkovRandomField
+
+    project = MarkovRandomField.project
+    if getattr(project, "lean", False):
+        return
+
+    @functools.wraps(project)
+    def lean_project(self, attrs):
+        held = self.marginals.supports((attrs,) if isinstance(attrs, str) else tuple(attrs))
+        out = project(self, attrs)
+        resident = None if held else _resident_bytes()
+        if not held and (resident is None
+                         or resident - _resident_after_release[0] >= KERNEL_SLACK_BYTES):
+            release_jax_memory()
+        return out
+
+    lean_project.lean = True
+    MarkovRandomField.project = lean_project
+
+
+def _algorithm(dp: Any, spec: MarginalSynthesis, names: list[str]) -> Any:
     without_aim_dust()
-    estimator = functools.partial(mirror_descent, iters=spec.iters)
-    if spec.marginals == "one-way":
+    lean_projections()
+    estimator = functools.partial(_estimate, iters=spec.iters)
+    # one column: its 1-way marginal is the whole table. MST has no pair to select (OpenDP
+    # 0.16 divides its budget by zero selections and fails on an empty list of scores) and
+    # AIM would spend part of it selecting the only candidate: measure the marginal instead
+    if spec.marginals == "one-way" or len(names) == 1:
         return dp.mbi.Fixed(queries=[dp.mbi.Count((n,)) for n in names], estimator=estimator)
     if spec.marginals == "pairs":   # the chosen 2-way marginals are AIM's workload
         return dp.mbi.AIM(queries=[dp.mbi.Count((names[a], names[b])) for a, b in spec.pairs],
@@ -227,10 +309,17 @@ def opendp_failure_in_words(exc: BaseException) -> str:
     import re
 
     text = str(getattr(exc, "message", None) or exc)
-    inner = re.findall(r'\b[A-Z][A-Za-z]*\("([^"\n]*)"\)', text)
-    words = inner[-1] if inner else (text.strip().splitlines() or [type(exc).__name__])[-1]
-    words = re.sub(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-]+){2,}", "…", words)
-    return words.strip()[:200] or type(exc).__name__
+    # the innermost of OpenDP's one-line errors (Variant("…")) and Python's own exception
+    # lines ("ValueError: …", raised in mbi's Python code): the one written last
+    found = [(m.start(), m.group(1)) for m in re.finditer(r'\b[A-Z][A-Za-z]*\("([^"\n]*)"\)',
+                                                          text)]
+    found += [(m.start(), m.group(1)) for m in re.finditer(
+        r"^[ \t]*[\w.]*(?:Error|Exception): *(\S[^\n]*)$", text, flags=re.MULTILINE)]
+    words = max(found)[1] if found else (text.strip().splitlines() or [""])[-1]
+    words = re.sub(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-]+){2,}", "…", words).strip()[:200]
+    # never a sentence without a word (the chained error's last line is ")")
+    return words if re.search(r"[A-Za-z]", words) else (
+        f"OpenDP failed without saying why ({type(exc).__name__})")
 
 
 def public_cells(shape: tuple[int, ...]) -> Any:
