@@ -19,7 +19,10 @@ def open_page(page, title: str) -> None:
 
 
 def add_to_plan(page) -> None:
-    page.get_by_role("button", name="Add to plan").click()
+    # a page that failed says so here, not as a button that never came; under a full run's
+    # load a query page on Adult can take longer than a click's default 30 s to draw it
+    assert_no_exception(page)
+    page.get_by_role("button", name="Add to plan").click(timeout=60_000)
     wait_for_app(page)
     assert_no_exception(page)
     page.get_by_text("Added to the plan").wait_for(timeout=30_000)

@@ -237,7 +237,13 @@ def test_a_release_draws_a_faithful_sample_of_its_fitted_model(monkeypatch, algo
     measurement: SynthesisMeasurement = certified.measurement
     table = measurement.fit(cells)
     monkeypatch.setattr(SynthesisMeasurement, "fit", lambda self, _cells: table)
+    # the measurement draws with fresh OS entropy; a fixed seed here, so the test's α is
+    # spent once (a full run failed once at an excess of 1.0; 0 of 50 seeded draws did)
+    fresh = np.random.default_rng
+    monkeypatch.setattr(np.random, "default_rng",
+                        lambda seed=None: fresh(5 if seed is None else seed))
     codes = measurement(cells)
+    monkeypatch.setattr(np.random, "default_rng", fresh)
     assert codes.shape == (ROWS, len(shape))
     assert unfaithful_pairs(codes, table.model, shape) == []
 
