@@ -165,6 +165,60 @@ def open_options(page, combobox, timeout: float = 10_000) -> None:
             wait_for_app(page)
 
 
+def type_grid_cell(page, grid, row: str, column: str, text: str, rows: tuple,
+                   columns: tuple) -> None:
+    """Type ``text`` into a data-editor cell: select the cell by keyboard from the first one,
+    open its editor, type, press Enter. ``rows`` and ``columns`` name the grid's rows and
+    columns in order. The grid is drawn on a canvas, so the first cell is clicked at its
+    place: wait until the grid has stopped moving (a run that ends above it, a chart drawn
+    late, shifts it) so the click lands on the cell meant."""
+    box = grid.bounding_box()
+    for _ in range(20):
+        page.wait_for_timeout(250)
+        again = grid.bounding_box()
+        if again == box:
+            break
+        box = again
+    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, first column
+    page.wait_for_timeout(200)
+    for _ in range(rows.index(row)):
+        page.keyboard.press("ArrowDown")
+    for _ in range(columns.index(column)):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")   # opens the cell's editor
+    page.wait_for_timeout(200)
+    page.keyboard.type(text, delay=50)
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(300)   # no waiting for the run: the next cell is typed meanwhile
+
+
+def apply_typed_cells(page, grid, cells: list[tuple[str, str, str]], applied: str,
+                      rows: tuple, columns: tuple, attempts: int = 3) -> str:
+    """Type ``cells`` (row, column, text) into the schema table, press "Apply the
+    declarations" and return its success message once it says ``applied``. A browser test
+    of something else (a unit kept, a story) uses this: if a keystroke met the grid while a
+    run redrew it, the cells are typed and applied again (at most ``attempts`` times); that
+    one Apply takes every typed cell is tested without retries in test_schema_editor_browser."""
+    said = []
+    for _ in range(attempts):
+        grid.scroll_into_view_if_needed()
+        for row, column, text in cells:
+            type_grid_cell(page, grid, row, column, text, rows, columns)
+        wait_for_app(page)
+        page.get_by_role("button", name="Apply the declarations").click()
+        wait_for_app(page)
+        done = page.locator("[data-testid='stAlertContentSuccess']").filter(has_text="Applied")
+        try:
+            done.first.wait_for(timeout=30_000)
+        except Exception:
+            said.append("(no message)")
+            continue
+        said.append(done.first.inner_text())
+        if applied in said[-1]:
+            return said[-1]
+    raise AssertionError(f"never applied {applied!r}; the page said {said}")
+
+
 def assert_no_exception(page) -> None:
     errors = page.locator("[data-testid='stException']")
     assert errors.count() == 0, errors.first.inner_text()

@@ -15,8 +15,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import (
+    apply_typed_cells,
     assert_no_exception,
     choose_dataset,
+    open_options,
     screenshot,
     wait_for_app,
 )
@@ -44,22 +46,6 @@ def upload(page, path, rows: int) -> None:
     wait_for_app(page)
 
 
-def type_cell(page, grid, row: str, column: str, text: str) -> None:
-    """Select the cell by keyboard from the first one, open its editor, type, press Enter."""
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, first column
-    page.wait_for_timeout(200)
-    for _ in range(ROWS.index(row)):
-        page.keyboard.press("ArrowDown")
-    for _ in range(COLUMNS.index(column)):
-        page.keyboard.press("ArrowRight")
-    page.keyboard.press("Enter")   # opens the cell's editor
-    page.wait_for_timeout(200)
-    page.keyboard.type(text, delay=50)
-    page.keyboard.press("Enter")
-    page.wait_for_timeout(300)
-
-
 def downloaded_schema(page) -> dict:
     with page.expect_download() as download:
         page.get_by_role("button", name="Download the schema (JSON)").click()
@@ -81,7 +67,7 @@ def test_unit_and_bounds_come_back_after_a_reload_and_the_same_upload(page, own_
     person = page.locator("[data-testid='stSelectbox']", has_text="Person-id column")
     person.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
-    person.locator("[role='combobox']").click()
+    open_options(page, person.locator("[role='combobox']"))
     page.get_by_role("option", name="nr", exact=True).click()
     box = page.get_by_role("spinbutton", name="Max rows per person")
     expect(box).to_be_visible(timeout=SETTLED)
@@ -91,13 +77,8 @@ def test_unit_and_bounds_come_back_after_a_reload_and_the_same_upload(page, own_
     wait_for_app(page)
     # the bounds of wage, typed in the schema table and applied
     grid = page.locator("[class*='st-key-schema_table'] [data-testid='stDataFrameResizable']")
-    grid.scroll_into_view_if_needed()
-    type_cell(page, grid, "wage", "upper", "50")
-    type_cell(page, grid, "wage", "lower", "0")
-    wait_for_app(page)
-    page.get_by_role("button", name="Apply the declarations").click()
-    page.locator("[data-testid='stAlertContentSuccess']").filter(
-        has_text="wage: numeric from 0 to 50").wait_for(timeout=SETTLED)
+    apply_typed_cells(page, grid, [("wage", "upper", "50"), ("wage", "lower", "0")],
+                      "wage: numeric from 0 to 50", ROWS, COLUMNS)
     wait_for_app(page)
     assert_no_exception(page)
 

@@ -9,7 +9,13 @@ import json
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, choose_dataset, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    assert_no_exception,
+    choose_dataset,
+    screenshot,
+    type_grid_cell,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -20,19 +26,7 @@ ROWS = ("pid", "age", "team")
 
 
 def type_cell(page, grid, row: str, column: str, text: str) -> None:
-    """Select the cell by keyboard from the first one, open its editor, type, press Enter."""
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, first column
-    page.wait_for_timeout(200)
-    for _ in range(ROWS.index(row)):
-        page.keyboard.press("ArrowDown")
-    for _ in range(COLUMNS.index(column)):
-        page.keyboard.press("ArrowRight")
-    page.keyboard.press("Enter")   # opens the cell's editor
-    page.wait_for_timeout(200)
-    page.keyboard.type(text, delay=50)
-    page.keyboard.press("Enter")
-    page.wait_for_timeout(300)   # no waiting for the run: the next cell is typed meanwhile
+    type_grid_cell(page, grid, row, column, text, ROWS, COLUMNS)
 
 
 def test_typed_cells_are_all_applied_and_confirmed(page, server_url, tmp_path):

@@ -22,8 +22,10 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import (
     ROOT,
+    apply_typed_cells,
     assert_no_exception,
     choose_dataset,
+    open_options,
     running_server,
     screenshot,
     wait_for_app,
@@ -64,22 +66,6 @@ def upload(page, path: Path) -> None:
                            timeout=SETTLED)
     wait_for_app(page)
     assert_no_exception(page)
-
-
-def type_cell(page, grid, row: str, column: str, text: str) -> None:
-    """Select the cell by keyboard from the first one, open its editor, type, press Enter."""
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, first column
-    page.wait_for_timeout(200)
-    for _ in range(MALES_COLUMNS.index(row)):
-        page.keyboard.press("ArrowDown")
-    for _ in range(TABLE_COLUMNS.index(column)):
-        page.keyboard.press("ArrowRight")
-    page.keyboard.press("Enter")   # opens the cell's editor
-    page.wait_for_timeout(200)
-    page.keyboard.type(text, delay=50)
-    page.keyboard.press("Enter")
-    page.wait_for_timeout(300)
 
 
 def choose(page, key: str, option: str) -> None:
@@ -179,7 +165,7 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             # the unit: a person is nr, at most 8 rows each
             person = page.locator("[data-testid='stSelectbox']", has_text="Person-id column")
             person.scroll_into_view_if_needed()
-            person.locator("[role='combobox']").click()
+            open_options(page, person.locator("[role='combobox']"))
             page.get_by_role("option", name="nr", exact=True).click()
             box = page.get_by_role("spinbutton", name="Max rows per person")
             expect(box).to_be_visible(timeout=SETTLED)
@@ -190,13 +176,8 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             # a bound typed in the schema table: wage (log hourly wage) from 0 to 5
             grid = page.locator(
                 "[class*='st-key-schema_table'] [data-testid='stDataFrameResizable']")
-            grid.scroll_into_view_if_needed()
-            type_cell(page, grid, "wage", "upper", "5")
-            type_cell(page, grid, "wage", "lower", "0")
-            wait_for_app(page)
-            page.get_by_role("button", name="Apply the declarations").click()
-            page.locator("[data-testid='stAlertContentSuccess']").filter(
-                has_text="wage: numeric from 0 to 5").wait_for(timeout=SETTLED)
+            apply_typed_cells(page, grid, [("wage", "upper", "5"), ("wage", "lower", "0")],
+                              "wage: numeric from 0 to 5", MALES_COLUMNS, TABLE_COLUMNS)
             wait_for_app(page)
             assert_no_exception(page)
             screenshot(page, "story_1_declared")
