@@ -91,7 +91,10 @@ st.caption(
 number_cells_section(loaded, state.dataset_key())
 formula_cells_section(loaded)
 privacy_unit_section(relation, state.dataset_key())
-schema_section(loaded, state.dataset_key())
+# read again: the unit controls may have just changed the unit, and the dataset the pages see
+# hides the person id (drawn from the one read above, the table showed a former person id as
+# "ignore", and the next run drew a new editor, dropping the cells typed in it meanwhile)
+schema_section(state.dataset(), state.dataset_key())
 
 st.subheader("Distributions")
 columns = relation.columns

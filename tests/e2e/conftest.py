@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -53,7 +53,8 @@ def chromium_path() -> str:
 @contextlib.contextmanager
 def running_server(output: list[str] | None = None, *,
                    settings_from_config_only: bool = False, port: int | None = None,
-                   options: Sequence[str] = ()) -> Iterator[str]:
+                   options: Sequence[str] = (),
+                   environment: Mapping[str, str] | None = None) -> Iterator[str]:
     """Start the app as ``dev.py run`` does (``serve.py run app.py``: `streamlit run app.py`
     with the first page's modules imported first), headless on a free localhost port; stop
     it afterwards.
@@ -64,11 +65,14 @@ def running_server(output: list[str] | None = None, *,
     ``settings_from_config_only``: then ``.streamlit/config.toml`` alone decides, as for a user.
     ``port`` (default: a free one) and ``options`` (more ``--section.option value``) are for a
     server whose address must be known before it starts (sign-in's redirect address).
+    ``environment``: variables set for the server only (its stores' files), over the test
+    process's own.
     """
     port = _free_port() if port is None else port
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")}
     if not settings_from_config_only:
         env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env.update(environment or {})
     proc = subprocess.Popen(
         [sys.executable, "serve.py", "run", "app.py", "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port),
@@ -104,11 +108,38 @@ def running_server(output: list[str] | None = None, *,
         reader.join(timeout=10)
 
 
+#: The files of the shared server's stores that a new session reads back: the saved plans (a
+#: new session opens the dataset's most recently saved plan) and the dataset declarations (the
+#: same data opened again gets its schema and unit back, issue 32).
+SHARED_STORES = (("EPSILON_LAB_PLANS", "plans.sqlite"),
+                 ("EPSILON_LAB_DECLARATIONS", "declarations.sqlite"))
+
+
 @pytest.fixture(scope="session")
-def server_url() -> Iterator[str]:
-    """One server shared by the browser tests of a session."""
-    with running_server() as url:
-        yield url
+def _shared_server(tmp_path_factory) -> Iterator[tuple[str, tuple[Path, ...]]]:
+    """One server for the browser tests of a test process, with stores of its own (not the
+    files the process's last AppTest was given): its address and those files."""
+    folder = tmp_path_factory.mktemp("shared-server")
+    stores = {name: folder / file for name, file in SHARED_STORES}
+    with running_server(environment={name: str(path) for name, path in stores.items()}) as url:
+        yield url, tuple(stores.values())
+
+
+@pytest.fixture
+def server_url(_shared_server) -> str:
+    """The shared server, as a first visitor finds it: no saved plan, no kept declarations.
+
+    Each test starts from empty stores, whichever tests ran before it in this process (a
+    parallel run deals the files out to its processes as they come free): a plan another test
+    saved came back in this test's new session, and a query page then offered "Replace it in
+    the plan" instead of "Add to plan" (tests/e2e/test_shared_server_browser.py). The server
+    opens its stores' files on every use and creates a removed one afresh (``release.store``,
+    ``dashboard.plan_library``). Removed before the test, once the earlier test's browser
+    context is closed and its last checks have waited for its runs to end."""
+    url, stores = _shared_server
+    for path in stores:
+        path.unlink(missing_ok=True)
+    return url
 
 
 @pytest.fixture(scope="session")

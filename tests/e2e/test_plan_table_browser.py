@@ -17,9 +17,9 @@ HEADERS_IN_VIEW = """grid => [...grid.querySelectorAll("[role='columnheader']")]
     .map(h => h.textContent.trim())"""
 
 
-def test_remove_and_the_accuracy_columns_are_in_view_at_1400_px(page, own_server):
+def test_remove_and_the_accuracy_columns_are_in_view_at_1400_px(page, server_url):
     assert page.viewport_size["width"] == 1400
-    page.goto(own_server)
+    page.goto(server_url)
     wait_for_app(page)
     open_page(page, "Noisy statistics")
     page.locator(".st-key-stats_query [role='combobox']").click()
