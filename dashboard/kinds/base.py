@@ -1,0 +1,237 @@
+"""What a query kind is on the pages: the :class:`PageKind` base of every page adapter, and
+the page settings (:class:`PageSettings`) its ``page_query`` turns into the plan's query.
+
+A page adapter says what the release side (``plan.kinds``) does not: its label and when a
+page offers it, the controls it needs (a column of which type, clamping bounds), the one
+conversion from a page's settings to a ``plan.model.PlanQuery`` (:meth:`PageKind.page_query`:
+Add to plan, the page's simulation and Choose epsilon all build their query there), its true
+answer, and its words. Nothing here imports ``dashboard.analysis``: the analysis modules look
+an adapter up (``dashboard.kinds.adapter_of``), never the other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+from dashboard.choices import PrivacyChoice
+from dashboard.data import truth
+from dashboard.data.facts import plan_categories
+from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
+from dpcore.mechanisms import CATALOGUE
+from dpcore.queries import QueryAnswer
+from plan import model
+from plan.kinds import KINDS, QueryKind
+
+__all__ = ["PageKind", "PageSettings", "Declared", "plan_noise", "with_range"]
+
+
+def plan_noise(choice: PrivacyChoice) -> model.Noise:
+    """The plan's mechanism for a page's choice. A pure-DP kind offered under approximate DP
+    (its ε-DP is also (ε, δ)-DP for every δ) enters as what it is: pure DP at its ε."""
+    spec = CATALOGUE[choice.mechanism]
+    measure = choice.measure
+    if measure not in spec.measures and "pure" in spec.measures:
+        measure = "pure"
+    budget = {name: getattr(choice, name) for name in spec.budgets[measure]}
+    return model.Noise(choice.mechanism, measure, epsilon=budget.get("epsilon"),
+                       delta=budget.get("delta"), rho=budget.get("rho"))
+
+
+def with_range(noise: model.Noise, answer_range: tuple[float, float] | None,
+               origin: str = "typed") -> model.Noise:
+    """``noise`` with the page's public answer range, when its mechanism needs one."""
+    if answer_range is None or not CATALOGUE[noise.kind].needs_range:
+        return noise
+    return replace(noise, lower=float(answer_range[0]), upper=float(answer_range[1]),
+                   range_origin=origin)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """Where a query's declarations come from, as Add to plan records them (the page's
+    simulation leaves them out: an origin changes no figure)."""
+
+    bounds: model.Bounds | None = None
+    categories: model.Categories | None = None
+    range_origin: str = "typed"
+
+
+@dataclass(frozen=True)
+class PageSettings:
+    """What a page set for one query: the kind, its column, bounds and declared categories,
+    the privacy choice, a mean's budget share and the answer range.
+
+    ``labels``: the categories the page found in the data (a histogram without declared
+    ones). ``declared``: the declarations with their origins (Add to plan); None: as typed.
+    """
+
+    query: str
+    choice: PrivacyChoice
+    column: str | None = None
+    lower: float | None = None
+    upper: float | None = None
+    categories: tuple[str, ...] | None = None
+    sum_share: float = 0.5
+    answer_range: tuple[float, float] | None = None
+    labels: tuple[object, ...] | None = None
+    declared: Declared | None = None
+
+
+class PageKind:
+    """One query kind on the pages. A subclass sets the class attributes and writes
+    :meth:`query_spec` and :meth:`true_answer`; the rest has defaults.
+
+    Attributes
+    ----------
+    name : str
+        The kind's name in ``plan.kinds.KINDS``.
+    label : str
+        The Noisy statistics page's option, in the user's words.
+    noun : str
+        What its answer is called before "of <column>" ("" : the kind's name).
+    column_type : str or None
+        The type of column it reads ("numeric", "categorical"; None: no column).
+    bounded : bool
+        It takes clamping bounds for its column.
+    group_label : str
+        The Groups page's option for it as the statistic per group ("": not offered there).
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    noun: ClassVar[str] = ""
+    column_type: ClassVar[str | None] = None
+    bounded: ClassVar[bool] = False
+    group_label: ClassVar[str] = ""
+    #: its parts may take whole-number noise (a variance's, of squared deviations, do not)
+    whole_number_noise: ClassVar[bool] = True
+
+    @property
+    def kind(self) -> QueryKind:
+        """Its plan kind (``plan.kinds``): what computes, noises and releases it."""
+        return KINDS[self.name]
+
+    # -- when a page offers it, and the controls it needs -----------------------------------
+
+    def columns(self, loaded: LoadedDataset) -> list[str]:
+        """The columns of ``loaded`` it can read (none for a kind without a column)."""
+        if self.column_type == "numeric":
+            return numeric_columns(loaded)
+        if self.column_type == "categorical":
+            return categorical_columns(loaded)
+        return []
+
+    def offered_on(self, loaded: LoadedDataset) -> bool:
+        """Whether the Noisy statistics page offers it for ``loaded``: a kind without a
+        column always, else when the dataset has a column of its type."""
+        return self.column_type is None or bool(self.columns(loaded))
+
+    def mechanisms(self) -> tuple[str, ...] | None:
+        """The catalogue kinds it takes (None: every one the measure offers). One number made
+        of parts takes noise without an answer range (its parts' answers have none), and on
+        real numbers only where its parts are not whole (:attr:`whole_number_noise`)."""
+        if not self.kind.made_of_parts:
+            return None
+        return tuple(kind for kind, spec in CATALOGUE.items() if not spec.needs_range
+                     and (self.whole_number_noise or not spec.integer_only))
+
+    # -- words ------------------------------------------------------------------------------
+
+    def describe(self, column: str | None) -> str:
+        """e.g. 'mean of age' (the column name is the user's: escape it before display)."""
+        return f"{self.noun or self.name} of {column}"
+
+    def plan_label(self, column: str | None) -> str:
+        """The plan query's label: 'Mean of age'."""
+        words = self.describe(column)
+        return words[:1].upper() + words[1:]
+
+    # -- the one conversion from a page's settings to the plan's query ----------------------
+
+    def page_query(self, settings: PageSettings) -> model.PlanQuery:
+        """The plan's query for a page's settings: what Add to plan adds, what the page
+        simulates and what Choose epsilon sweeps. Declarations carry their origins when
+        ``settings.declared`` holds them, else they are as typed."""
+        declared = settings.declared
+        noise = with_range(plan_noise(settings.choice), settings.answer_range,
+                           "typed" if declared is None else declared.range_origin)
+        return model.PlanQuery("q", self.plan_label(settings.column),
+                               self.query_spec(settings), noise, "statistics")
+
+    def query_spec(self, settings: PageSettings) -> Any:
+        """The plan kind's spec (``plan.model.QuerySpec``) for the page's settings."""
+        raise NotImplementedError
+
+    # -- true answers -------------------------------------------------------------------------
+
+    def true_answer(self, data: truth.Data, spec: Any
+                    ) -> QueryAnswer | tuple[QueryAnswer, ...]:
+        """Its true answer with its sensitivity for the page's query ``spec`` (its column,
+        bounds, declared categories and the unit's truncation, ``spec.contribution``)."""
+        raise NotImplementedError
+
+
+class RowsPage(PageKind):
+    """A number of rows of the whole table (a count)."""
+
+    def describe(self, column: str | None) -> str:
+        return "number of rows"
+
+    def query_spec(self, settings: PageSettings) -> Any:
+        return self.kind.spec()
+
+    def true_answer(self, data, spec):
+        return truth.count(data, contribution=spec.contribution)
+
+
+class ClampedPage(PageKind):
+    """One total of a numeric column clamped to bounds (a sum)."""
+
+    column_type = "numeric"
+    bounded = True
+
+    def bounds(self, settings: PageSettings) -> model.Bounds:
+        if settings.declared is not None and settings.declared.bounds is not None:
+            return settings.declared.bounds
+        return model.Bounds(float(settings.lower), float(settings.upper))
+
+    def query_spec(self, settings: PageSettings) -> Any:
+        share = (float(settings.sum_share),) if self.kind.split_by_share else ()
+        return self.kind.spec(settings.column, self.bounds(settings), *share)
+
+    def true_answer(self, data, spec):
+        return truth.bounded_sum(data, spec.column, lower=spec.lower, upper=spec.upper,
+                                 contribution=spec.contribution)
+
+
+class PartsPage(ClampedPage):
+    """One number of a clamped numeric column post-processed from several noisy parts (a
+    mean, a variance): its true answer is the clamped sum and the count of values."""
+
+    def true_answer(self, data, spec):
+        return truth.bounded_mean_parts(data, spec.column, lower=spec.lower, upper=spec.upper,
+                                        contribution=spec.contribution)
+
+
+class CellsPage(PageKind):
+    """A count per category of a categorical column (a histogram)."""
+
+    column_type = "categorical"
+
+    def categories(self, settings: PageSettings) -> model.Categories:
+        if settings.declared is not None and settings.declared.categories is not None:
+            return settings.declared.categories
+        values: Sequence[object] | None = (settings.categories if settings.categories
+                                           is not None else settings.labels)
+        if not values:
+            raise ValueError(f"{settings.column!r} has no categories to count")
+        return model.Categories(plan_categories(values))
+
+    def query_spec(self, settings: PageSettings) -> Any:
+        return self.kind.spec(settings.column, self.categories(settings))
+
+    def true_answer(self, data, spec):
+        return truth.histogram(data, spec.column, categories=spec.categories,
+                               contribution=spec.contribution)
