@@ -16,6 +16,7 @@ from dashboard import choices
 from dashboard.analysis.intervals import RATIO, SPREAD, has_method, interval_text
 from dashboard.analysis.stats_plan import ReleasePlan
 from dashboard.choices import PrivacyChoice
+from dashboard.kinds import adapter_of
 from dashboard.shown import count, down, percent_down, up
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.risk import percent
@@ -121,7 +122,8 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
     sum_mech, count_mech = plan.parts
     scale = f"sum {fmt_value(sum_mech.scale)}, count {fmt_value(count_mech.scale)}"
     explanation = (
-        f"Sensitivity {sensitivity}: {why}. The {plan.spec.query} is {kind.made_of}; "
+        f"Sensitivity {sensitivity}: {why}. The {plan.spec.query} is "
+        f"{adapter_of(plan.spec.query).made_of}; "
         f"budget split: {plan.sum_share:.0%} to the sum ({sum_mech.privacy.describe()}, scale "
         f"{fmt_value(sum_mech.scale)}) and {1 - plan.sum_share:.0%} to the count "
         f"({count_mech.privacy.describe()}, scale {fmt_value(count_mech.scale)}); together "
@@ -137,7 +139,7 @@ def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
     """e.g. '95% of releases are within ±2.996 of the true count (Laplace, closed form).'"""
     alpha, exact = run.alpha_at(confidence)
     kind = KINDS[run.query]
-    what = kind.value_noun
+    what = adapter_of(run.query).value_noun
     if exact and kind.per_cell:
         cells = int(run.true_value.size)
         return (f"In each category, {confidence:.0%} of releases are within ±{up(alpha)} "
@@ -220,7 +222,7 @@ def look_at_errors(run: MechanismRun, confidence: float) -> str:
     alpha, _ = run.alpha_at(confidence)
     return (f"**Look at:** the spread of the errors over {run.summary.releases:,} releases: "
             f"{confidence:.0%} land within ±{up(alpha)} of the true "
-            f"{KINDS[run.query].value_noun}, the shaded band.")
+            f"{adapter_of(run.query).value_noun}, the shaded band.")
 
 
 def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
@@ -233,8 +235,8 @@ def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
     kind = KINDS[runs[0].query]
     if kind.per_cell:
         notes.append("Errors of every category are pooled.")
-    if kind.error_note:
-        notes.append(kind.error_note)
+    if note := adapter_of(runs[0].query).error_note:
+        notes.append(note)
     notes.extend(note for note in map(clamped_note, runs) if note)
     if any(run.name == "Clamped Laplace" for run in runs):
         notes.append("Clamped releases pile up exactly at the bounds (a spike the line omits).")
@@ -323,7 +325,7 @@ def interval_sentence(run: MechanismRun, confidence: float) -> str:
     """The release's interval for the true value at ``confidence``, in words, computed as a
     release computes it; for a mean, with the noisy sum and count it is read from; for a
     query whose kind gives no interval, a sentence saying so."""
-    noun = KINDS[run.query].value_noun
+    noun = adapter_of(run.query).value_noun
     if run.intervals is None:
         none = " (a real release gives none either)" if not run.interval_method else ""
         return (f"{run.name}: no interval for the true {noun} is given here yet{none}; the ±α "

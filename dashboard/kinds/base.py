@@ -90,7 +90,15 @@ class PageKind:
     label : str
         The Noisy statistics page's option, in the user's words.
     noun : str
-        What its answer is called before "of <column>" ("" : the kind's name).
+        What one released number is called in a page's sentence ("" : the kind's name; a
+        histogram's cells are counts): use :attr:`value_noun`.
+    answer_noun : str
+        What its answer is called before "of <column>" ("" : :attr:`value_noun`).
+    made_of : str
+        How its noisy parts make it, in a page's words ("" : computed from its parts).
+    error_note : str
+        Why a page's error chart of it is a simulation only ("" : its error has a closed
+        form).
     column_type : str or None
         The type of column it reads ("numeric", "categorical"; None: no column).
     bounded : bool
@@ -102,6 +110,9 @@ class PageKind:
     name: ClassVar[str]
     label: ClassVar[str]
     noun: ClassVar[str] = ""
+    answer_noun: ClassVar[str] = ""
+    made_of: ClassVar[str] = ""
+    error_note: ClassVar[str] = ""
     column_type: ClassVar[str | None] = None
     bounded: ClassVar[bool] = False
     group_label: ClassVar[str] = ""
@@ -139,9 +150,14 @@ class PageKind:
 
     # -- words ------------------------------------------------------------------------------
 
+    @property
+    def value_noun(self) -> str:
+        """What one released number is called in a page's sentence."""
+        return self.noun or self.name
+
     def describe(self, column: str | None) -> str:
         """e.g. 'mean of age' (the column name is the user's: escape it before display)."""
-        return f"{self.noun or self.name} of {column}"
+        return f"{self.answer_noun or self.value_noun} of {column}"
 
     def plan_label(self, column: str | None) -> str:
         """The plan query's label: 'Mean of age'."""

@@ -8,7 +8,8 @@ from dashboard.kinds.base import CellsPage
 class HistogramPage(CellsPage):
     name = "histogram"
     label = "Histogram: count per category"
-    noun = "counts"
+    noun = "count"
+    answer_noun = "counts"
 
 
 PAGE = HistogramPage()

@@ -10,6 +10,9 @@ class MeanPage(PartsPage):
     name = "mean"
     label = "Mean of a column"
     group_label = "Mean per group"
+    made_of = "a noisy sum divided by a noisy count"
+    error_note = ("A noisy mean divides two noisy numbers and has no closed-form distribution: "
+                  "only the simulation is shown, and ±α is its quantile.")
 
 
 PAGE = MeanPage()

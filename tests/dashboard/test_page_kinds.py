@@ -80,3 +80,28 @@ def test_page_query_builds_the_plan_kind_the_page_shows(name):
 def test_an_unknown_kind_is_refused_by_name():
     with pytest.raises(ValueError, match="query must be one of count, sum, mean"):
         adapter_of("median")
+
+
+# --------------------------------------------------------------------------------------------
+# Page wording, moved from plan.kinds.QueryKind onto the adapters (same assertions)
+
+# The crosstab has no page adapter (the Noisy tables page words its own cells): no noun.
+@pytest.mark.parametrize("name, noun", [("count", "count"), ("histogram", "count"),
+                                         ("sum", "sum"), ("mean", "mean"),
+                                         ("variance", "variance")])
+def test_a_released_number_is_called_by_its_noun(name, noun):
+    assert ADAPTERS[name].value_noun == noun
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_only_the_mean_is_a_noisy_sum_divided_by_a_noisy_count(name):
+    adapter = ADAPTERS[name]
+    assert (adapter.made_of == "a noisy sum divided by a noisy count") is (name == "mean")
+    assert adapter.made_of in ("", "a noisy sum divided by a noisy count")
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_the_kinds_made_of_parts_say_why_their_error_chart_is_simulated(name):
+    note = ADAPTERS[name].error_note
+    assert bool(note) is KINDS[name].made_of_parts
+    assert not note or f"A noisy {name} " in note and "no closed-form distribution" in note
