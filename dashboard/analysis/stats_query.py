@@ -282,14 +282,10 @@ def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
 
 def answer_unit(loaded: LoadedDataset, spec: QuerySpec) -> str:
     """The unit of the answer and of its error: people, or the column's unit when known
-    (squared for a variance)."""
-    if KINDS[spec.query].counts_rows:
-        return "people"
+    (squared for a variance): the query's page adapter says which."""
     domain = loaded.domains.get(spec.column)
     unit = domain.unit if domain is not None and domain.unit else ""
-    if KINDS[spec.query].centred:
-        return f"{unit}²" if unit else "the column's units, squared"
-    return unit or "the column's units"
+    return adapter_of(spec.query).answer_unit(unit)
 
 
 def comparable_mechanisms(choice: PrivacyChoice, *, query: str,

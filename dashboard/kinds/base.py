@@ -11,7 +11,7 @@ an adapter up (``dashboard.kinds.adapter_of``), never the other way round.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -24,7 +24,7 @@ from dpcore.queries import QueryAnswer
 from plan import model
 from plan.kinds import KINDS, QueryKind
 
-__all__ = ["PageKind", "PageSettings", "Declared", "plan_noise", "with_range"]
+__all__ = ["PageKind", "PageSettings", "Declared", "Neighbours", "plan_noise", "with_range"]
 
 
 def plan_noise(choice: PrivacyChoice) -> model.Noise:
@@ -77,6 +77,30 @@ class PageSettings:
     answer_range: tuple[float, float] | None = None
     labels: tuple[object, ...] | None = None
     declared: Declared | None = None
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Who the neighbours are, in the words a sensitivity sentence of the Noisy statistics
+    page uses (``stats_wording.describe_plan`` makes it; each adapter words its own change).
+
+    ``one``: how many rows one person changes ("1", or the unit's max rows); ``who``: the
+    sentence's subject; ``bound``: the engine's truncation (None: one row = one person);
+    ``norm`` with ``norm_words``: the sensitivity's norm and what it means; ``fmt``: how the
+    page writes a number.
+    """
+
+    one: str
+    who: str
+    bound: Any
+    norm: str
+    norm_words: str
+    fmt: Callable[[float], str]
+
+    @property
+    def rows(self) -> str:
+        """'' (one row = one person) or 'max rows × ', before a clamped value's reach."""
+        return "" if self.bound is None else f"{self.one} × "
 
 
 class PageKind:
@@ -164,6 +188,21 @@ class PageKind:
         words = self.describe(column)
         return words[:1].upper() + words[1:]
 
+    def answer_unit(self, column_unit: str) -> str:
+        """The unit of its answer and of its error, from the column's unit ("" : unknown)."""
+        return column_unit or "the column's units"
+
+    def sensitivity_words(self, plan: Any, neighbours: Neighbours) -> tuple[str, str]:
+        """(short sensitivity, why) of the page's release plan (``stats_plan.ReleasePlan``)
+        under ``neighbours``."""
+        raise NotImplementedError
+
+    def parts_explanation(self, plan: Any, sensitivity: str, why: str,
+                          fmt: Callable[[float], str]) -> tuple[str, str]:
+        """(noise scales, one-line explanation) of a release plan made of several noisy parts
+        (its sensitivity already worded: ``sensitivity``, ``why``)."""
+        raise NotImplementedError(f"a {self.name} is not made of parts")
+
     # -- the one conversion from a page's settings to the plan's query ----------------------
 
     def page_query(self, settings: PageSettings) -> model.PlanQuery:
@@ -195,6 +234,13 @@ class RowsPage(PageKind):
     def describe(self, column: str | None) -> str:
         return "number of rows"
 
+    def answer_unit(self, column_unit: str) -> str:
+        return "people"
+
+    def sensitivity_words(self, plan, neighbours):
+        one = neighbours.one
+        return one, f"{neighbours.who} changes the count by at most {one}"
+
     def query_spec(self, settings: PageSettings) -> Any:
         return self.kind.spec()
 
@@ -216,6 +262,18 @@ class ClampedPage(PageKind):
     def query_spec(self, settings: PageSettings) -> Any:
         share = (float(settings.sum_share),) if self.kind.split_by_share else ()
         return self.kind.spec(settings.column, self.bounds(settings), *share)
+
+    def clamped_sum_words(self, plan: Any, neighbours: Neighbours) -> tuple[str, str]:
+        """(the clamped sum's sensitivity, why): what a sum and a mean's sum say."""
+        answer = plan.answer
+        total = neighbours.fmt(answer.l1_sensitivity)
+        why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so "
+               f"{neighbours.who} changes the sum by at most {neighbours.rows}max(|lower|, "
+               f"|upper|) = {total}")
+        return total, why
+
+    def sensitivity_words(self, plan, neighbours):
+        return self.clamped_sum_words(plan, neighbours)
 
     def true_answer(self, data, spec):
         return truth.bounded_sum(data, spec.column, lower=spec.lower, upper=spec.upper,
@@ -247,6 +305,20 @@ class CellsPage(PageKind):
 
     def query_spec(self, settings: PageSettings) -> Any:
         return self.kind.spec(settings.column, self.categories(settings))
+
+    def answer_unit(self, column_unit: str) -> str:
+        return "people"
+
+    def sensitivity_words(self, plan, neighbours):
+        answer, bound, fmt, norm = plan.answer, neighbours.bound, neighbours.fmt, neighbours.norm
+        shown = fmt(answer.l1_sensitivity if norm == "L1" else answer.l2_sensitivity)
+        groups = ("" if bound is None or bound.max_groups is None else
+                  f" in at most {bound.max_groups:,} categories")
+        change = ("changes one category's count by 1" if bound is None else
+                  f"changes the counts{groups} by at most L1 = "
+                  f"{fmt(answer.l1_sensitivity)}, L2 = {fmt(answer.l2_sensitivity)}")
+        return shown, (f"{neighbours.who} {change} ({norm} sensitivity {shown}; "
+                       f"{neighbours.norm_words})")
 
     def true_answer(self, data, spec):
         return truth.histogram(data, spec.column, categories=spec.categories,
