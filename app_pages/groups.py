@@ -58,9 +58,11 @@ with ask:
         except ValueError as exc:
             problem = f"{plain(exc)}."
     numeric = datasets.numeric_columns(loaded)
-    offered = list(ga.STATISTICS) if len(by) == 1 and numeric and not binned else ["count"]
+    per_group = ga.statistics()
+    offered = [s for s in per_group
+               if (len(by) == 1 and numeric and not binned) or not ga.of_a_column(s)]
     statistic = controls.select("Statistic", offered, key="groups_statistic",
-                                format_func=ga.STATISTICS.get)
+                                format_func=per_group.get)
     if len(by) == 2:
         st.caption("By two columns the page releases counts (sums and means by one column).")
     column = lower = upper = None

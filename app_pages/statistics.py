@@ -52,14 +52,14 @@ ask, protect, simulate = st.columns(3, gap="large")
 with ask:
     st.subheader("Query")
     query = controls.select("Query", stats.available_queries(loaded), key="stats_query",
-                            default="histogram", format_func=stats.QUERIES.get)
+                            default="histogram", format_func=stats.query_label)
     kind = stats.KINDS[query]
     column = lower = upper = categories = None
     if stats.reads_column(query):
         column = controls.select("Column", stats.columns_for(loaded, query), key="stats_column",
                                  default=stats.default_column(loaded, query),
                                  in_url=not upload)
-    if query in stats.BOUNDED_QUERIES:
+    if stats.adapter_of(query).bounded:
         bounds = stats.default_bounds(loaded, column)
         state.forget_when_changed("stats_bounds_for", (data_key, column),
                                   ("stats_lower", "stats_upper"))

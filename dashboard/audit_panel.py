@@ -14,8 +14,8 @@ import streamlit as st
 from dashboard import controls, presenting
 from dashboard.analysis import audit as aud
 from dashboard.charts.audit import claim_check
+from dashboard.kinds import adapter_of
 from dashboard.text import plain
-from plan.kinds import KINDS
 
 _INTRO = ("An empirical audit: the mechanism is run many times on two neighbouring inputs "
           "(the worst case its privacy claim must survive), and how often fixed events happen "
@@ -134,7 +134,7 @@ def statistics_audit(frame: pd.DataFrame, dataset_key: str, spec, choice, *,
     for target, outcome in zip(targets, outcomes, strict=False):
         notes += aud.power_notes(outcome, mechanism=target.mechanism)
     if len(targets) > 1:
-        made = f"The {spec.query} is " + (KINDS[spec.query].made_of
+        made = f"The {spec.query} is " + (adapter_of(spec.query).made_of
                                             or f"computed from {len(targets)} noisy parts")
         notes.append(f"{made}: each part is audited against its own share of the budget. That "
                      "the shares add up to the whole (sequential composition) and that "

@@ -155,23 +155,6 @@ def test_no_dashboard_or_page_code_branches_on_a_query_kind():
 # = ("sum", "mean", "variance")``), or a table of two or more kinds anywhere (the noun dict in
 # ``describe()``), is a kind name the next kind must be added to.
 
-#: (file, holder, kind): lists of query kinds still on the page side. Issue 36 item 1 (a page
-#: adapter per kind, ``page_query``) removes them; do not add to this list.
-HELD_BY_ITEM_1 = {
-    *(("dashboard/analysis/stats_query.py", "QUERIES", k)
-      for k in ("count", "sum", "mean", "variance", "histogram")),
-    *(("dashboard/analysis/stats_query.py", "BOUNDED_QUERIES", k)
-      for k in ("sum", "mean", "variance")),
-    *(("dashboard/analysis/stats_query.py", "QuerySpec.describe()", k)
-      for k in ("sum", "mean", "variance", "histogram")),
-    *(("dashboard/analysis/stats_query.py", "available_queries()", k)
-      for k in ("sum", "mean", "variance")),
-    *(("dashboard/analysis/stats_parts.py", "PART_QUERIES", k) for k in ("mean", "variance")),
-    *(("dashboard/analysis/bounds_cost.py", "SUPPORTED", k)
-      for k in ("count", "sum", "histogram")),
-    # the Groups page's statistic per group, each the kind of one number
-    *(("dashboard/analysis/groups.py", "STATISTICS", k) for k in ("count", "sum", "mean")),
-}
 #: (file, holder, kind): names that are not query kinds, though they are spelled as one.
 HELD_ALLOWED = {
     # pages, by their URL path or source, two of which share a kind's name
@@ -271,5 +254,5 @@ def test_no_dashboard_or_page_code_holds_a_list_of_query_kinds():
             name = path.relative_to(ROOT).as_posix()
             found |= {(name, holder, kind)
                       for holder, kind in query_kinds_held(path.read_text())}
-    allowed = HELD_BY_ITEM_1 | HELD_ALLOWED
+    allowed = HELD_ALLOWED
     assert found <= allowed, sorted(found - allowed)

@@ -33,8 +33,6 @@ from dpcore.quantiles import rows_quantile_probabilities, sample_max_rows
 from engine import PersonCells, RowsPerPerson
 from plan.kinds import KINDS
 
-#: The queries whose cost is broken down (a mean's error is a ratio's: not split here).
-SUPPORTED = ("count", "sum", "histogram")
 #: Candidate bounds drawn on the tuning curve (log-spaced up to the largest rows per person).
 SWEEP_POINTS = 40
 #: Quantile levels offered for the private choice of max rows.
@@ -71,8 +69,9 @@ class BoundsCost:
 
 
 def supported(spec: QuerySpec) -> bool:
-    """True when the page's query has a person-level unit and a breakdown."""
-    return spec.contribution is not None and spec.query in SUPPORTED
+    """True when the page's query has a person-level unit and a breakdown: a query of one
+    noisy part (a mean's or a variance's error is a ratio's: not split here)."""
+    return spec.contribution is not None and not KINDS[spec.query].made_of_parts
 
 
 def _count_cells(relation, person: str) -> tuple[ContributionCells, int]:

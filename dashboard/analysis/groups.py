@@ -21,6 +21,7 @@ import streamlit as st
 from numpy.typing import NDArray
 from scipy import stats
 
+from dashboard.analysis import plan_entries
 from dashboard.analysis.intervals import (
     CONDITIONAL,
     KEPT,
@@ -32,9 +33,11 @@ from dashboard.analysis.intervals import (
     method_of,
     simulated_part,
 )
+from dashboard.analysis.plan_entries import uses_rho
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
+from dashboard.kinds import per_group
 from dashboard.person import PrivacyUnit, contribution
 from dashboard.text import plain
 from dpcore import figures
@@ -52,8 +55,6 @@ from plan.kinds.base import additive_intervals, means_of, threshold_intervals
 #: them as they are (``plan_entries.groups_query``).
 NOISES = {"laplace": "Laplace (ε: pure DP on the counts)",
           "gaussian": "Gaussian (ρ: zCDP on the counts)"}
-#: The statistic per group: each the query kind of one number (``plan.kinds.KINDS``).
-STATISTICS = {"count": "Count per group", "sum": "Sum per group", "mean": "Mean per group"}
 #: Most groups the page lists (keys of two columns multiply).
 MAX_GROUPS = 10_000
 #: Most groups of one column whose keys are found privately (partition selection) the page
@@ -74,6 +75,12 @@ OUTSIDE = {"separate": "in their own cells: below and above the edges",
            "clamp": "into the first or last bin"}
 #: Bins between the public bounds when no edges are declared.
 EVEN_BINS = 10
+
+
+def statistics() -> dict[str, str]:
+    """The statistic per group the page offers, with its label: each a query kind of one
+    number whose page adapter offers it per group (``dashboard.kinds``)."""
+    return per_group()
 
 
 def of_a_column(statistic: str) -> bool:
@@ -153,10 +160,6 @@ def declared_keys(loaded: LoadedDataset, column: str) -> tuple[str, ...] | None:
     return None
 
 
-def uses_rho(noise: str) -> bool:
-    return noise == "gaussian"
-
-
 @dataclass(frozen=True)
 class GroupsSpec:
     """What the user asked: group-by columns, the statistic, its column and bounds, whether
@@ -179,8 +182,6 @@ def page_query(loaded: LoadedDataset, spec: GroupsSpec, unit: PrivacyUnit) -> mo
     """The page's query as the plan's query: the very query "Add to plan" adds
     (``plan_entries.groups_query``). Raises ValueError (the plan's reason) when the settings
     are not one query of the plan: a release could not draw them, so neither does the page."""
-    from dashboard.analysis import plan_entries
-
     try:
         return plan_entries.groups_query(
             loaded, unit, by=spec.by, statistic=spec.statistic, column=spec.column,
@@ -194,8 +195,6 @@ def page_query(loaded: LoadedDataset, spec: GroupsSpec, unit: PrivacyUnit) -> mo
 def page_built(loaded: LoadedDataset, spec: GroupsSpec, unit: PrivacyUnit) -> Built:
     """The page's query built as a release builds it (``plan.build``): its parts (the
     threshold, the counts, the sums) are what the page simulates."""
-    from dashboard.analysis import plan_entries
-
     query = page_query(loaded, spec, unit)
     try:
         return build(query, plan_entries.plan_unit(unit))

@@ -15,17 +15,19 @@ from dataclasses import replace
 import numpy as np
 
 from dashboard import person
-from dashboard.analysis.groups import uses_rho
+from dashboard.analysis.stats_query import QuerySpec, default_answer_range, default_bounds
 from dashboard.choices import PrivacyChoice
 from dashboard.data.facts import plan_categories as _category_values
 from dashboard.data.schema import origin_of
 from dashboard.datasets import LoadedDataset
+from dashboard.kinds import ADAPTERS, Declared, PageSettings
+from dashboard.kinds.base import plan_noise, with_range
 from dpcore.figures import upper as round_up
 from dpcore.mechanisms import CATALOGUE
+from dpcore.partition import PARTITION_LAWS
 from plan import model
 from plan.build import Built, build
 from plan.kinds import KINDS
-from plan.kinds.bounded import BoundedColumnKind
 
 __all__ = ["plan_unit", "bounds_of", "categories_of", "default_target", "statistics_query",
            "tables_query", "groups_query", "quantiles_query", "selection_query", "NotPlannable"]
@@ -55,8 +57,6 @@ def bounds_of(loaded: LoadedDataset, column: str, lower: float, upper: float) ->
     """Clamping bounds with where they come from, as the page set them: the column's
     declared range (with the schema's origin: public, typed, or read off the data), the
     page's suggestion around the data's own extremes (read off the data), or typed."""
-    from dashboard.analysis.stats_query import default_bounds
-
     pair = (float(lower), float(upper))
     domain = _domain(loaded, column)
     if (domain is not None and domain.kind == "numeric" and domain.lower is not None
@@ -105,37 +105,20 @@ def default_target(query: model.PlanQuery, built: Built, *,
     return model.Target("error", alpha=float(round_up(alpha, 4)), beta=round(beta, 12))
 
 
-def _noise(choice: PrivacyChoice) -> model.Noise:
-    """The plan's mechanism for a page's choice. A pure-DP kind offered under approximate DP
-    (its ε-DP is also (ε, δ)-DP for every δ) enters as what it is: pure DP at its ε."""
-    spec = CATALOGUE[choice.mechanism]
-    measure = choice.measure
-    if measure not in spec.measures and "pure" in spec.measures:
-        measure = "pure"
-    budget = {name: getattr(choice, name) for name in spec.budgets[measure]}
-    return model.Noise(choice.mechanism, measure, epsilon=budget.get("epsilon"),
-                       delta=budget.get("delta"), rho=budget.get("rho"))
-
-
-def _with_range(noise: model.Noise, answer_range: tuple[float, float] | None,
-                origin: str = "typed") -> model.Noise:
-    if answer_range is None or not CATALOGUE[noise.kind].needs_range:
-        return noise
-    return replace(noise, lower=float(answer_range[0]), upper=float(answer_range[1]),
-                   range_origin=origin)
+#: The plan's mechanism for a page's choice, and with the page's answer range (the page
+#: adapters' own, ``dashboard.kinds.base``; the tables page builds its query with them too).
+_noise = plan_noise
+_with_range = with_range
 
 
 def _range_origin(loaded: LoadedDataset, answer_range: tuple[float, float] | None,
-                  bounds: model.Bounds | None) -> str:
+                  query: str, bounds: model.Bounds | None) -> str:
     """Where the answer range of a bounded kind comes from: the page's default (a round
     number above the row count, times the bounds) is public for a built-in whose size is
     published, read off the data for an upload or when the bounds are; else typed."""
-    from dashboard.analysis.stats_query import QuerySpec, default_answer_range
-
     if answer_range is None:
         return "typed"
-    spec = QuerySpec("sum" if bounds is not None else "count", None,
-                     None if bounds is None else bounds.lower,
+    spec = QuerySpec(query, None, None if bounds is None else bounds.lower,
                      None if bounds is None else bounds.upper, None, None)
     if tuple(map(float, answer_range)) != tuple(default_answer_range(spec,
                                                                       len(loaded.relation))):
@@ -159,27 +142,17 @@ def statistics_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, query: 
                      categories: Sequence[object] | None, choice: PrivacyChoice,
                      sum_share: float = 0.5,
                      answer_range: tuple[float, float] | None = None) -> model.PlanQuery:
-    """The Noisy statistics page's query."""
-    from dashboard.analysis.stats_query import QUERIES
-
-    if query not in QUERIES:
+    """The Noisy statistics page's query: its page adapter's ``page_query`` (the one
+    conversion, the page's simulation's too), with where each declaration comes from."""
+    if query not in ADAPTERS:
         raise NotPlannable(f"unknown query {query!r}")
-    bounds, kind = None, KINDS[query]
-    if isinstance(kind, BoundedColumnKind):   # a sum, a mean, a variance of a clamped column
-        bounds = bounds_of(loaded, column, lower, upper)
-        spec: model.QuerySpec = (kind.spec(column, bounds, float(sum_share))
-                                 if kind.split_by_share else kind.spec(column, bounds))
-        label = f"{query.capitalize()} of {column}"
-    elif kind.per_cell:   # a histogram
-        spec = kind.spec(column, categories_of(loaded, column, categories))
-        label = f"Counts of {column}"
-    else:   # the count
-        spec = kind.spec()
-        label = "Number of rows"
-    noise = _with_range(_noise(choice), answer_range,
-                        _range_origin(loaded, answer_range, bounds))
-    punit = plan_unit(unit)
-    return _finish(model.PlanQuery("q", label, spec, noise, "statistics"), punit)
+    adapter = ADAPTERS[query]
+    bounds = bounds_of(loaded, column, lower, upper) if adapter.bounded else None
+    cells = categories_of(loaded, column, categories) if adapter.kind.per_cell else None
+    declared = Declared(bounds, cells, _range_origin(loaded, answer_range, query, bounds))
+    settings = PageSettings(query, choice, column, lower, upper, sum_share=sum_share,
+                            answer_range=answer_range, declared=declared)
+    return _finish(adapter.page_query(settings), plan_unit(unit))
 
 
 def tables_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, row: str, column: str,
@@ -190,6 +163,14 @@ def tables_query(loaded: LoadedDataset, unit: person.PrivacyUnit, *, row: str, c
                           categories_of(loaded, column, column_categories))
     return _finish(model.PlanQuery("q", f"Table of {row} by {column}", spec, _noise(choice),
                                    "tables"), plan_unit(unit))
+
+
+def uses_rho(noise: str) -> bool:
+    """Whether the Groups page's noise (``dpcore.partition.PARTITION_NOISES``) is set by ρ,
+    else by ε: by ρ when its law's catalogue kind has no pure DP (the Gaussian: zCDP)."""
+    law = PARTITION_LAWS[noise]
+    spec = next(s for s in CATALOGUE.values() if s.mechanism is law)
+    return "pure" not in spec.measures
 
 
 def _groups_noise(noise: str, budget: float) -> model.Noise:

@@ -55,11 +55,9 @@ from dashboard.analysis.stats_plan import (  # noqa: F401
     release_stream,
 )
 from dashboard.analysis.stats_query import (  # noqa: F401
-    BOUNDED_QUERIES,
     CONFIDENCE_OPTIONS,
     DEFAULT_MAX_CATEGORIES,
     FROM_DATA_BOUNDS,
-    QUERIES,
     SUM_SHARE_OPTIONS,
     TYPED,
     BoundsSuggestion,
@@ -77,6 +75,7 @@ from dashboard.analysis.stats_query import (  # noqa: F401
     default_column,
     neighbours_of,
     page_spec,
+    query_label,
     reads_column,
     unit_note,
     uses_answer_range,
@@ -102,6 +101,7 @@ from dashboard.analysis.stats_wording import (  # noqa: F401
     release_table,
 )
 from dashboard.choices import PrivacyChoice, mechanism_name
+from dashboard.kinds import adapter_of  # noqa: F401 (the page asks its query's adapter)
 from dpcore.intervals import monotone_interval
 from plan.kinds import KINDS  # noqa: F401 (the page asks its query's kind)
 

@@ -16,6 +16,7 @@ from dashboard.analysis.stats_plan import ReleasePlan, make_plan, query_stream, 
 from dashboard.analysis.stats_query import QuerySpec, neighbours_of
 from dashboard.choices import PrivacyChoice
 from dashboard.exports import SIMULATION, simulation_fields
+from dashboard.kinds import adapter_of
 from plan.kinds import KINDS
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def release_values(runs: Sequence[MechanismRun], spec: QuerySpec) -> pd.DataFram
     page rounds them for display).
     """
     kind = KINDS[spec.query]
-    noisy = {f"Noisy {kind.value_noun} ({run.name})":
+    noisy = {f"Noisy {adapter_of(spec.query).value_noun} ({run.name})":
              np.asarray(run.release, dtype=np.float64).reshape(-1) for run in runs}
     if kind.per_cell:
         label = _unique_header(str(spec.column), list(noisy))

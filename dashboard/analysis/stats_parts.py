@@ -17,28 +17,25 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dashboard.analysis.stats_query import QuerySpec, reads_column
+from dashboard.analysis.stats_query import QuerySpec
 from dashboard.choices import PrivacyChoice
 from dashboard.data import truth
+from dashboard.kinds import PageSettings, adapter_of
+from dashboard.kinds.base import plan_noise as _plan_noise
 from dpcore.measures import Measure, compose
-from dpcore.mechanisms import CATALOGUE, AdditiveMechanism
+from dpcore.mechanisms import AdditiveMechanism
 from engine.queries import Contribution
 from plan import model
 from plan.build import Built, build
-from plan.kinds import KINDS
 
-__all__ = ["PART_QUERIES", "PartsRelease", "plan_query", "plan_unit", "page_built",
-           "parts_release", "part_mechanisms"]
-
-#: The page's queries released as one number made of several noisy parts.
-PART_QUERIES = ("mean", "variance")
+__all__ = ["PartsRelease", "plan_query", "plan_unit", "page_built", "parts_release",
+           "part_mechanisms", "page_settings"]
 
 
 def part_mechanisms(query: str) -> tuple[str, ...]:
-    """The catalogue kinds a query made of parts takes: noise without an answer range (a
-    variance's parts also on real numbers: no whole-number noise)."""
-    return tuple(kind for kind, spec in CATALOGUE.items() if not spec.needs_range
-                 and not (KINDS[query].centred and spec.integer_only))
+    """The catalogue kinds a query made of parts takes (its page adapter's): noise without an
+    answer range (a variance's parts also on real numbers: no whole-number noise)."""
+    return adapter_of(query).mechanisms() or ()
 
 
 def plan_unit(contribution: Contribution | None) -> model.PrivacyUnit:
@@ -52,33 +49,26 @@ def plan_unit(contribution: Contribution | None) -> model.PrivacyUnit:
 def plan_noise(choice: PrivacyChoice) -> model.Noise:
     """The plan's mechanism for the page's choice, as Add to plan enters it (a pure-DP kind
     offered under approximate DP enters as pure DP at its ε)."""
-    from dashboard.analysis.plan_entries import _noise
+    return _plan_noise(choice)
 
-    return _noise(choice)
+
+def page_settings(spec: QuerySpec, choice: PrivacyChoice, *, sum_share: float = 0.5,
+                  answer_range: tuple[float, float] | None = None,
+                  labels: tuple[object, ...] | None = None) -> PageSettings:
+    """The page adapter's settings for the page's query (bounds and categories as typed: a
+    simulation's origins change no figure; Add to plan records them)."""
+    return PageSettings(spec.query, choice, spec.column, spec.lower, spec.upper,
+                        spec.categories, sum_share, answer_range, labels)
 
 
 def plan_query(spec: QuerySpec, choice: PrivacyChoice, *, sum_share: float = 0.5,
                answer_range: tuple[float, float] | None = None,
                labels: tuple[object, ...] | None = None) -> model.PlanQuery:
-    """The page's query as the plan's query (bounds and categories as typed: a simulation's
-    origins do not matter; Add to plan records them). A histogram's categories are the
-    declared ones, else ``labels`` (the ones the page found)."""
-    from dashboard.analysis.plan_entries import _category_values, _with_range
-
-    kind = KINDS[spec.query]
-    if not reads_column(spec.query):
-        query: object = kind.spec()
-    elif kind.per_cell:
-        values = spec.categories if spec.categories is not None else labels
-        if not values:
-            raise ValueError(f"{spec.column!r} has no categories to count")
-        query = kind.spec(spec.column, model.Categories(_category_values(values)))
-    else:
-        bounds = model.Bounds(float(spec.lower), float(spec.upper))
-        share = (float(sum_share),) if kind.split_by_share else ()
-        query = kind.spec(spec.column, bounds, *share)
-    noise = _with_range(plan_noise(choice), answer_range)
-    return model.PlanQuery("q", spec.describe(), query, noise, "statistics")
+    """The page's query as the plan's query: its page adapter's ``page_query`` (the one
+    conversion, Add to plan's too). A histogram's categories are the declared ones, else
+    ``labels`` (the ones the page found)."""
+    return adapter_of(spec.query).page_query(page_settings(
+        spec, choice, sum_share=sum_share, answer_range=answer_range, labels=labels))
 
 
 def page_built(spec: QuerySpec, choice: PrivacyChoice, *, sum_share: float = 0.5,

@@ -12,17 +12,16 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dashboard.analysis.stats_parts import PART_QUERIES, PartsRelease, page_built, parts_release
-from dashboard.analysis.stats_query import QUERIES, QuerySpec
+from dashboard.analysis.stats_parts import PartsRelease, page_built, parts_release
+from dashboard.analysis.stats_query import QuerySpec
 from dashboard.choices import PrivacyChoice
-from dashboard.data import truth
 from dashboard.exports import noise_stream
+from dashboard.kinds import adapter_of
 from dpcore.checks import check_int
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.queries import QueryAnswer
 from plan.build import Built
 from plan.kinds import KINDS
-from plan.kinds.bounded import BoundedColumnKind
 
 #: The error chart spans the errors of all but this share of releases (by the closed form):
 #: wide enough to show the tails, narrow enough that the bulk fills many bins.
@@ -38,20 +37,9 @@ PILOT_STREAM = [2, 9, 9]
 
 def answer_query(frame: pd.DataFrame, spec: QuerySpec) -> QueryAnswer | tuple[QueryAnswer,
                                                                               QueryAnswer]:
-    """The true answer with its sensitivity (for the mean: the sum and count parts)."""
-    if spec.query not in QUERIES:
-        raise ValueError(f"query must be one of {', '.join(QUERIES)}; got {spec.query!r}")
-    bound, kind = spec.contribution, KINDS[spec.query]
-    if spec.query in PART_QUERIES:   # the clamped sum and the count of values
-        return truth.bounded_mean_parts(frame, spec.column, lower=spec.lower,
-                                        upper=spec.upper, contribution=bound)
-    if isinstance(kind, BoundedColumnKind):   # one clamped sum
-        return truth.bounded_sum(frame, spec.column, lower=spec.lower, upper=spec.upper,
-                                 contribution=bound)
-    if kind.per_cell:   # a count per category
-        return truth.histogram(frame, spec.column, categories=spec.categories,
-                               contribution=bound)
-    return truth.count(frame, contribution=bound)
+    """The true answer with its sensitivity (for a mean or a variance: the clamped sum and
+    the count of values), as the query's page adapter reads it."""
+    return adapter_of(spec.query).true_answer(frame, spec)
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,7 +236,7 @@ def make_plan(frame: pd.DataFrame, spec: QuerySpec, choice: PrivacyChoice, *,
         From ``dpcore`` when bounds, parameters or the mechanism do not fit the query.
     """
     answered = answer_query(frame, spec)
-    if spec.query in PART_QUERIES:
+    if KINDS[spec.query].made_of_parts:
         sum_answer, count_answer = answered
         if float(count_answer.true_value) == 0:
             raise ValueError(f"column {spec.column!r} has no values (all are missing)")

@@ -14,7 +14,8 @@ import numpy as np
 from dashboard import choices
 from dashboard.choices import PrivacyChoice
 from dashboard.data import facts
-from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
+from dashboard.datasets import LoadedDataset
+from dashboard.kinds import ADAPTERS, adapter_of, offered
 from dashboard.person import contribution
 from engine.queries import Contribution
 from plan.kinds import KINDS
@@ -22,16 +23,6 @@ from plan.kinds import KINDS
 if TYPE_CHECKING:
     from dashboard.person import PrivacyUnit
 
-#: The queries the page offers, in the user's words.
-QUERIES = {
-    "count": "Count of rows",
-    "sum": "Sum of a column",
-    "mean": "Mean of a column",
-    "variance": "Variance of a column",
-    "histogram": "Histogram: count per category",
-}
-#: The queries of a numeric column clamped to bounds.
-BOUNDED_QUERIES = ("sum", "mean", "variance")
 #: Confidence levels offered for the "± alpha" error bound.
 CONFIDENCE_OPTIONS = (0.5, 0.8, 0.9, 0.95, 0.99)
 #: Shares of the mean's budget the noisy sum may take (the noisy count gets the rest).
@@ -47,8 +38,7 @@ DEFAULT_MAX_CATEGORIES = 20
 def reads_column(query: str) -> bool:
     """Whether ``query`` reads a column: every kind but a number of rows of the whole table
     (a count: rows counted, not one count per cell)."""
-    kind = KINDS[query]
-    return not (kind.counts_rows and not kind.per_cell)
+    return adapter_of(query).column_type is not None
 
 
 def _total_of_bounds(query: str) -> bool:
@@ -72,11 +62,7 @@ class QuerySpec:
 
     def describe(self) -> str:
         """e.g. 'mean of age' (the column name is the user's: escape it before display)."""
-        if not reads_column(self.query):
-            return "number of rows"
-        noun = {"sum": "sum", "mean": "mean", "variance": "variance",
-                "histogram": "counts"}[self.query]
-        return f"{noun} of {self.column}"
+        return adapter_of(self.query).describe(self.column)
 
 
 def contribution_for(unit: PrivacyUnit, query: str, seed: int) -> Contribution | None:
@@ -99,7 +85,7 @@ def page_spec(loaded: LoadedDataset, query: str, column: str | None = None,
     one person).
     """
     column = column if reads_column(query) else None
-    if query in BOUNDED_QUERIES:
+    if adapter_of(query).bounded:
         if lower is None or upper is None:
             suggested = default_bounds(loaded, column)
             lower = suggested.lower if lower is None else lower
@@ -161,24 +147,20 @@ FROM_DATA_BOUNDS = ("the data: round numbers around its own minimum and maximum 
 
 
 def available_queries(loaded: LoadedDataset) -> list[str]:
-    """The queries this dataset supports: count always, sum/mean/variance and histogram by
-    column type."""
-    out = ["count"]
-    if numeric_columns(loaded):
-        out += ["sum", "mean", "variance"]
-    if categorical_columns(loaded):
-        out.append("histogram")
-    return out
+    """The queries this dataset supports (each kind's page adapter says when: a count
+    always, the others by column type)."""
+    return offered(loaded)
+
+
+def query_label(query: str) -> str:
+    """The page's option for ``query``, in the user's words."""
+    return ADAPTERS[query].label
 
 
 def columns_for(loaded: LoadedDataset, query: str) -> list[str]:
-    """Columns a query can use: numeric for sum, mean and variance, categorical for a
-    histogram."""
-    if query in BOUNDED_QUERIES:
-        return numeric_columns(loaded)
-    if KINDS[query].per_cell:
-        return categorical_columns(loaded)
-    return []
+    """Columns a query can use (its page adapter's: numeric for a sum, a mean or a variance,
+    categorical for a histogram)."""
+    return adapter_of(query).columns(loaded)
 
 
 def _category_count(loaded: LoadedDataset, column: str) -> int:
@@ -300,14 +282,10 @@ def declaration_origins(loaded: LoadedDataset, spec: QuerySpec, *,
 
 def answer_unit(loaded: LoadedDataset, spec: QuerySpec) -> str:
     """The unit of the answer and of its error: people, or the column's unit when known
-    (squared for a variance)."""
-    if KINDS[spec.query].counts_rows:
-        return "people"
+    (squared for a variance): the query's page adapter says which."""
     domain = loaded.domains.get(spec.column)
     unit = domain.unit if domain is not None and domain.unit else ""
-    if KINDS[spec.query].centred:
-        return f"{unit}²" if unit else "the column's units, squared"
-    return unit or "the column's units"
+    return adapter_of(spec.query).answer_unit(unit)
 
 
 def comparable_mechanisms(choice: PrivacyChoice, *, query: str,
@@ -321,9 +299,7 @@ def comparable_mechanisms(choice: PrivacyChoice, *, query: str,
 def allowed_mechanisms(query: str) -> tuple[str, ...] | None:
     """The mechanisms a query takes (None: every one the measure offers). A mean or a
     variance is made of parts that take no answer range; a variance's, on real numbers."""
-    from dashboard.analysis.stats_parts import PART_QUERIES, part_mechanisms
-
-    return part_mechanisms(query) if query in PART_QUERIES else None
+    return adapter_of(query).mechanisms()
 
 
 def uses_answer_range(mechanisms: Sequence[str]) -> bool:

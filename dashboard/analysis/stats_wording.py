@@ -16,6 +16,8 @@ from dashboard import choices
 from dashboard.analysis.intervals import RATIO, SPREAD, has_method, interval_text
 from dashboard.analysis.stats_plan import ReleasePlan
 from dashboard.choices import PrivacyChoice
+from dashboard.kinds import adapter_of
+from dashboard.kinds.base import Neighbours
 from dashboard.shown import count, down, percent_down, up
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.risk import percent
@@ -50,7 +52,7 @@ def fmt_value(x: float) -> str:
 def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
     """(short sensitivity, why) for the plan's neighbour relation: add/remove one row, or one
     person's rows after truncation to the unit's bounds."""
-    spec, answer = plan.spec, plan.answer
+    spec = plan.spec
     norm = plan.choice.spec.sensitivity_norm
     bound = spec.contribution
     if bound is None:
@@ -59,33 +61,8 @@ def _sensitivity_text(plan: ReleasePlan) -> tuple[str, str]:
         one = fmt_value(bound.max_rows)
         who = (f"each person keeps at most {bound.max_rows:,} rows (the rest are dropped "
                "first), so adding or removing one person")
-    kind = KINDS[spec.query]
-    if kind.per_cell:   # a count per category
-        shown = fmt_value(answer.l1_sensitivity if norm == "L1" else answer.l2_sensitivity)
-        groups = ("" if bound is None or bound.max_groups is None else
-                  f" in at most {bound.max_groups:,} categories")
-        change = ("changes one category's count by 1" if bound is None else
-                  f"changes the counts{groups} by at most L1 = "
-                  f"{fmt_value(answer.l1_sensitivity)}, L2 = {fmt_value(answer.l2_sensitivity)}")
-        return shown, f"{who} {change} ({norm} sensitivity {shown}; {SENSITIVITY_NORMS[norm]})"
-    if kind.counts_rows:
-        return one, f"{who} changes the count by at most {one}"
-    rows = "" if bound is None else f"{one} × "
-    if kind.centred:   # the variance's count, sums of deviations and of squares
-        half = (answer.upper - answer.lower) / 2
-        mid = (answer.upper + answer.lower) / 2
-        dev, sq = (fmt_value(p.sensitivity) for p in plan.built_parts[1:])
-        why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], each lies within "
-               f"h = {half:g} of the midpoint {mid:g}, so {who} changes the count by at most "
-               f"{one}, the sum of deviations by at most {rows}h = {dev} and the sum of squared "
-               f"deviations by at most {rows}h² = {sq}")
-        return f"count {one}, deviations {dev}, squares {sq}", why
-    total = fmt_value(answer.l1_sensitivity)
-    why = (f"values are clamped to [{answer.lower:g}, {answer.upper:g}], so {who} changes the "
-           f"sum by at most {rows}max(|lower|, |upper|) = {total}")
-    if not kind.split_by_share:   # the sum
-        return total, why
-    return f"sum {total}, count {one}", why + f", and the count by at most {one}"
+    neighbours = Neighbours(one, who, bound, norm, SENSITIVITY_NORMS[norm], fmt_value)
+    return adapter_of(spec.query).sensitivity_words(plan, neighbours)
 
 
 def _scale_text(mechanism: AdditiveMechanism, choice: PrivacyChoice) -> str:
@@ -103,29 +80,8 @@ def describe_plan(plan: ReleasePlan) -> tuple[str, str, str]:
         scale = fmt_value(plan.release.scale)
         noise = _scale_text(plan.release, plan.choice)
         return sensitivity, scale, f"Sensitivity {sensitivity}: {why}. Noise: {noise}."
-    total = plan.release.privacy
-    kind = KINDS[plan.spec.query]
-    if kind.centred:
-        names, parts = plan.part_names, plan.parts
-        scale = ", ".join(f"{n} {fmt_value(m.scale)}" for n, m in zip(names, parts, strict=True))
-        each = "; ".join(f"{n} ({m.privacy.describe()}, scale {fmt_value(m.scale)})"
-                         for n, m in zip(names, parts, strict=True))
-        explanation = (
-            f"Sensitivity {sensitivity}: {why}. The variance is S₂/n − (S₁/n)², made of three "
-            f"noisy parts, the count n, the sum of deviations S₁ and the sum of squared "
-            f"deviations S₂ from the bounds' midpoint, a third of the budget each: {each}; "
-            f"together {total.describe()} by sequential composition. The noisy count is "
-            f"floored at 1 and the result kept within [0, h²] (post-processing, as a release "
-            f"does).")
-        return sensitivity, scale, explanation
-    sum_mech, count_mech = plan.parts
-    scale = f"sum {fmt_value(sum_mech.scale)}, count {fmt_value(count_mech.scale)}"
-    explanation = (
-        f"Sensitivity {sensitivity}: {why}. The {plan.spec.query} is {kind.made_of}; "
-        f"budget split: {plan.sum_share:.0%} to the sum ({sum_mech.privacy.describe()}, scale "
-        f"{fmt_value(sum_mech.scale)}) and {1 - plan.sum_share:.0%} to the count "
-        f"({count_mech.privacy.describe()}, scale {fmt_value(count_mech.scale)}); together "
-        f"{total.describe()} by sequential composition.")
+    scale, explanation = adapter_of(plan.spec.query).parts_explanation(plan, sensitivity, why,
+                                                                        fmt_value)
     return sensitivity, scale, explanation
 
 
@@ -137,7 +93,7 @@ def accuracy_sentence(run: MechanismRun, confidence: float) -> str:
     """e.g. '95% of releases are within ±2.996 of the true count (Laplace, closed form).'"""
     alpha, exact = run.alpha_at(confidence)
     kind = KINDS[run.query]
-    what = kind.value_noun
+    what = adapter_of(run.query).value_noun
     if exact and kind.per_cell:
         cells = int(run.true_value.size)
         return (f"In each category, {confidence:.0%} of releases are within ±{up(alpha)} "
@@ -220,7 +176,7 @@ def look_at_errors(run: MechanismRun, confidence: float) -> str:
     alpha, _ = run.alpha_at(confidence)
     return (f"**Look at:** the spread of the errors over {run.summary.releases:,} releases: "
             f"{confidence:.0%} land within ±{up(alpha)} of the true "
-            f"{KINDS[run.query].value_noun}, the shaded band.")
+            f"{adapter_of(run.query).value_noun}, the shaded band.")
 
 
 def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
@@ -233,8 +189,8 @@ def error_chart_note(runs: Sequence[MechanismRun], confidence: float) -> str:
     kind = KINDS[runs[0].query]
     if kind.per_cell:
         notes.append("Errors of every category are pooled.")
-    if kind.error_note:
-        notes.append(kind.error_note)
+    if note := adapter_of(runs[0].query).error_note:
+        notes.append(note)
     notes.extend(note for note in map(clamped_note, runs) if note)
     if any(run.name == "Clamped Laplace" for run in runs):
         notes.append("Clamped releases pile up exactly at the bounds (a spike the line omits).")
@@ -323,7 +279,7 @@ def interval_sentence(run: MechanismRun, confidence: float) -> str:
     """The release's interval for the true value at ``confidence``, in words, computed as a
     release computes it; for a mean, with the noisy sum and count it is read from; for a
     query whose kind gives no interval, a sentence saying so."""
-    noun = KINDS[run.query].value_noun
+    noun = adapter_of(run.query).value_noun
     if run.intervals is None:
         none = " (a real release gives none either)" if not run.interval_method else ""
         return (f"{run.name}: no interval for the true {noun} is given here yet{none}; the ±α "

@@ -177,29 +177,17 @@ class QueryKind:
     relative_error: ClassVar[bool] = False
     #: its answer is a number of rows (a count, counts per cell): a page shows it whole
     counts_rows: ClassVar[bool] = False
-    #: what one released number is called in words ("" : the kind's name; a histogram's
-    #: cells are counts): use :attr:`value_noun`
-    noun: ClassVar[str] = ""
     #: its budget is split between a noisy sum and a noisy count by the plan's
     #: ``sum_share`` (a mean): see :meth:`splits_by_share`
     split_by_share: ClassVar[bool] = False
     #: its released value is clamped to the column's bounds (post-processing of a mean)
     clamps_to_bounds: ClassVar[bool] = False
-    #: how its noisy parts make it, in a page's words ("" : it is computed from its parts)
-    made_of: ClassVar[str] = ""
     #: its sums are of deviations from the bounds' midpoint and of their squares (a variance)
     centred: ClassVar[bool] = False
-    #: why a page's error chart of it is a simulation only ("" : its error has a closed form)
-    error_note: ClassVar[str] = ""
     #: its parts can be drawn with numpy (a page simulates its accuracy, the simulation
     #: report draws it); a synthetic table's cannot (OpenDP measures marginals and fits a
     #: model): a page says so instead
     simulated: ClassVar[bool] = True
-
-    @property
-    def value_noun(self) -> str:
-        """What one released number is called in a page's sentence."""
-        return self.noun or self.name
 
     def splits_by_share(self, spec: Any) -> bool:
         """Whether this query's budget is split by ``sum_share`` (:attr:`split_by_share`;

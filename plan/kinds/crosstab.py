@@ -55,7 +55,6 @@ class CrosstabKind(QueryKind):
     statistic = "crosstab"
     per_cell = True
     counts_rows = True
-    noun = "count"
 
     def declarations(self, spec):
         return [(f"row categories of {spec.row!r}", spec.row_categories),

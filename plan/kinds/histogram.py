@@ -80,7 +80,6 @@ class HistogramKind(QueryKind):
     statistic = "histogram"
     per_cell = True
     counts_rows = True
-    noun = "count"
 
     def declarations(self, spec):
         if spec.categories is not None:

@@ -50,9 +50,6 @@ class MeanKind(BoundedColumnKind):
     relative_error = True
     split_by_share = True
     clamps_to_bounds = True
-    made_of = "a noisy sum divided by a noisy count"
-    error_note = ("A noisy mean divides two noisy numbers and has no closed-form distribution: "
-                  "only the simulation is shown, and ±α is its quantile.")
     release_rules = (MEAN_RULE,)
 
     def build(self, query: PlanQuery, unit: PrivacyUnit, path: str) -> Built:

@@ -283,7 +283,6 @@ class SyntheticKind(QueryKind):
     families = ()
     statistic = "synthetic rows"
     target = None
-    noun = "synthetic row count"
     simulated = False
 
     def columns(self, spec: Synthetic) -> tuple[str, ...]:

@@ -70,10 +70,6 @@ class VarianceKind(BoundedColumnKind):
     made_of_parts = True
     relative_error = True
     centred = True
-    error_note = ("A noisy variance is made of three noisy parts and has no closed-form "
-                  "distribution: only the simulation is shown, and ±α is its quantile. "
-                  "Releases below 0 are raised to 0 (a spike at the left end when the noise "
-                  "is large).")
     release_rules = (
         "the variance is released as S₂/n − (S₁/n)² from the noisy count n (floored at 1), "
         "sum of deviations S₁ and sum of squared deviations S₂ from the bounds' midpoint, "

@@ -17,11 +17,8 @@ def test_a_kind_says_whether_its_answer_counts_rows(name):
     assert KINDS[name].counts_rows is (name in COUNTS_ROWS)
 
 
-@pytest.mark.parametrize("name, noun", [("count", "count"), ("histogram", "count"),
-                                         ("crosstab", "count"), ("sum", "sum"),
-                                         ("mean", "mean"), ("variance", "variance")])
-def test_a_released_number_is_called_by_its_noun(name, noun):
-    assert KINDS[name].value_noun == noun
+# A released number's noun, how a mean is made and why its error chart is simulated are page
+# wording: tests/dashboard/test_page_kinds.py asks the kinds' page adapters (issue 36 item 1).
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
@@ -29,8 +26,6 @@ def test_only_the_mean_splits_its_budget_by_a_share_and_is_clamped_to_its_bounds
     kind = KINDS[name]
     assert kind.split_by_share is (name == "mean")
     assert kind.clamps_to_bounds is (name == "mean")
-    assert (kind.made_of == "a noisy sum divided by a noisy count") is (name == "mean")
-    assert kind.made_of in ("", "a noisy sum divided by a noisy count")
 
 
 def test_a_group_by_splits_by_a_share_only_for_its_means():
@@ -56,13 +51,6 @@ def test_a_selection_target_is_the_one_stated_as_a_probability(target, by_probab
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_only_the_variance_sums_deviations_from_the_midpoint(name):
     assert KINDS[name].centred is (name == "variance")
-
-
-@pytest.mark.parametrize("name", sorted(KINDS))
-def test_the_kinds_made_of_parts_say_why_their_error_chart_is_simulated(name):
-    note = KINDS[name].error_note
-    assert bool(note) is KINDS[name].made_of_parts
-    assert not note or f"A noisy {name} " in note and "no closed-form distribution" in note
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

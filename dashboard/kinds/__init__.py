@@ -1,0 +1,40 @@
+"""The query kinds the pages offer, each in one file (its page adapter), looked up by name.
+
+A kind's page adapter (:class:`~dashboard.kinds.base.PageKind`) holds its label and when a
+page offers it, the controls it needs, ``page_query`` — the one conversion from a page's
+settings to the plan's query —, its true answer and its words; its plan kind
+(``plan.kinds``) holds the rest. Everything on the page side looks a kind up here: a new
+kind is one file and one line below (and its tests).
+"""
+
+from __future__ import annotations
+
+from dashboard.datasets import LoadedDataset
+from dashboard.kinds import count, histogram, mean, sum, variance
+from dashboard.kinds.base import Declared, PageKind, PageSettings
+
+__all__ = ["ADAPTERS", "PageKind", "PageSettings", "Declared", "adapter_of", "offered",
+           "per_group"]
+
+#: Every page adapter by its kind's name, in the order the Noisy statistics page offers them.
+ADAPTERS: dict[str, PageKind] = {a.name: a for a in (
+    count.PAGE, sum.PAGE, mean.PAGE, variance.PAGE, histogram.PAGE,
+)}
+
+
+def adapter_of(name: str) -> PageKind:
+    """The page adapter of the kind ``name``; ValueError for a kind no page offers."""
+    adapter = ADAPTERS.get(name)
+    if adapter is None:
+        raise ValueError(f"query must be one of {', '.join(ADAPTERS)}; got {name!r}")
+    return adapter
+
+
+def offered(loaded: LoadedDataset) -> list[str]:
+    """The kinds the Noisy statistics page offers for ``loaded``, in order."""
+    return [name for name, adapter in ADAPTERS.items() if adapter.offered_on(loaded)]
+
+
+def per_group() -> dict[str, str]:
+    """The kinds the Groups page offers as the statistic per group, with their labels."""
+    return {name: a.group_label for name, a in ADAPTERS.items() if a.group_label}
