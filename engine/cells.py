@@ -20,7 +20,9 @@ The rule, in short:
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
-   (:func:`cell_number`); NaN is missing, ±inf is a number (a bound clamps it);
+   (:func:`cell_number`), digits grouped by single underscores read without them (DuckDB
+   1.5's cast misreads some of those: ``engine.duckdb_backend._cast_double`` corrects it);
+   NaN is missing, ±inf is a number (a bound clamps it);
    nothing else is a number. A column declared numeric is read so whatever its other cells
    hold (its guessed type is never asked): a cell that is not a number (``unknown``, and
    ``12,500``, whose thousands separator no path reads) is missing for every query

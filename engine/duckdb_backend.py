@@ -122,6 +122,25 @@ _WHITE = "'" + WHITE_SPACE + "'"
 _MARKERS = ", ".join(f"'{m}'" for m in sorted(MISSING_MARKERS))
 
 
+#: A number whose digits are grouped by single underscores (``engine.cells``' pattern, in RE2,
+#: without inf and nan, which hold none), ASCII white space around it as the cast allows.
+_UNDERSCORED = (r"[\t\n\v\f\r ]*(?:\+-|[+-])?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?"
+                r"|\.[0-9](?:_?[0-9])*)(?:[eE][+-]?[0-9](?:_?[0-9])*)?[\t\n\v\f\r ]*")
+
+
+def _cast_double(t: str) -> str:
+    """The double the text ``t`` reads as (``engine.cells.cell_number`` of a text whose
+    space separators are removed), NaN included, NULL when it is no number: DuckDB's own
+    ``TRY_CAST(t AS DOUBLE)``, except for digits grouped by underscores. DuckDB 1.5 misreads
+    some of those (``100000000000000000000_0`` as 1e22, ``+00_0_48`` as 0, and refuses one
+    in a fraction, ``.5_5``): such a text, when it has the rule's shape, is cast without its
+    underscores, which DuckDB reads exactly as ``engine.cells`` does. A text without an
+    underscore (nearly every cell) pays one ``contains``."""
+    return (f"(CASE WHEN NOT contains({t}, '_') THEN TRY_CAST({t} AS DOUBLE) "
+            f"WHEN regexp_full_match({t}, '{_UNDERSCORED}') "
+            f"THEN TRY_CAST(replace({t}, '_', '') AS DOUBLE) END)")
+
+
 def _key(expr: str, info: ColumnInfo) -> str:
     """The canonical key of a person id or group key (``engine.cells.cell_key``), NULL when
     missing: a text's white space removed, a whole number within ±2^53 as its integer's
@@ -130,7 +149,7 @@ def _key(expr: str, info: ColumnInfo) -> str:
     limit = KEY_INTEGER_LIMIT
     if info.kind == "text":
         t = _trimmed(expr)
-        return _text_key(t, f"TRY_CAST({t} AS DOUBLE)")
+        return _text_key(t, _cast_double(t))
     if _nan_possible(info) or info.kind == "float":
         d = f"CAST({expr} AS DOUBLE)"
         return (f"(CASE WHEN {expr} IS NULL OR isnan({d}) THEN NULL "
@@ -176,7 +195,7 @@ def _text_missing(expr: str) -> str:
 
 def _text_number(expr: str) -> str:
     """The double a text cell reads as (rule 4), NaN included: NULL when it is no number."""
-    return f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS DOUBLE)"
+    return _cast_double(f"trim(CAST({expr} AS VARCHAR))")
 
 
 def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
@@ -329,7 +348,7 @@ def _readings_table(table: str, reader: str, width: int, named: str) -> str:
     d = {i: quote(f"c{i}_d") for i in keys}
     inner = "".join([f", {_trimmed(_col(i))} AS {t[i]}" for i in keys]
                     + [f", {_text_number(_col(i))} AS {_reading(i)[1]}" for i in numbers])
-    middle = "".join(f", TRY_CAST({t[i]} AS DOUBLE) AS {d[i]}" for i in keys)
+    middle = "".join(f", {_cast_double(t[i])} AS {d[i]}" for i in keys)
     listed = ", ".join(raw + [f"{_text_key(t[i], d[i])} AS {_reading(i)[0]}" for i in keys]
                        + [_reading(i)[1] for i in numbers]) or "NULL AS \"none\""
     return (f"CREATE TEMP TABLE {table} AS SELECT {listed} FROM (SELECT *{middle} FROM "
