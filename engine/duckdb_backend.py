@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 
 from engine import _plan
-from engine.cells import KEY_INTEGER_LIMIT, MISSING_MARKERS, WHITE_SPACE
+from engine.cells import KEY_INTEGER_LIMIT, MISSING_MARKERS, WHITE_SPACE, column_type
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -75,10 +75,8 @@ DEFAULT_MEMORY_LIMIT = "1GB"
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _SRC = "__SOURCE__"  # replaced by the source's FROM clause (never by user text)
 _SCHEMAS_KEPT = 256  # column lists remembered (one per source and version)
-#: The types DuckDB may guess for a CSV column: numbers or text, as an upload reads the same
-#: bytes (``dashboard.data.upload``): yes/no, true/false and dates stay text, never BOOLEAN
-#: or DATE; a cell holding a missing marker (NA, NULL, …: ``sources.MISSING_MARKERS``) is
-#: missing (the Spark backend reads its CSVs the same way).
+#: The types a CSV column is offered as (``engine.cells.column_type``, the upload's rule):
+#: numbers or text, never BOOLEAN or DATE.
 CSV_TYPES = ("BIGINT", "DOUBLE", "VARCHAR")
 
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
@@ -962,39 +960,57 @@ class DuckDBBackend:
         delimiter read from the header alone, every field text, a short record padded with
         NULL, a long one cut, a record with a byte that is not UTF-8 skipped
         (``ignore_errors``) and one holding U+FFFD dropped (what Spark's reader and
-        ``cells.read_cells`` drop). ``text`` False: each column cast to the type DuckDB's
-        sniffer guessed (``TRY_CAST``: a cell that is not of that type is missing), for what
-        the pages show about the columns only (``_plan.reads_text``)."""
+        ``cells.read_cells`` drop). ``text`` False: each column typed by the upload's rule
+        (``_csv_types``), a number column's cells the numbers they read as (``_text_number``;
+        a cell that is none is missing), for what the pages show about the columns only
+        (``_plan.reads_text``)."""
         reader, params, width = csv_text_reader(source)
         if text:
             listed = ", ".join(_col(i) for i in range(width))
         else:
             types = self._csv_types(source, width)
-            listed = ", ".join(f"TRY_CAST({_col(i)} AS {t}) AS {_col(i)}" if t != "VARCHAR"
-                               else _col(i) for i, t in enumerate(types))
+            listed = ", ".join(
+                _col(i) if t == "VARCHAR" else
+                f"TRY_CAST({_text_number(_col(i))} AS {t}) AS {_col(i)}"
+                for i, t in enumerate(types))
         return (f"(SELECT {listed} FROM {reader}){alias}", params)
 
     def _csv_types(self, source: FileSource, width: int) -> list[str]:
-        """DuckDB's guess of each CSV column's type (``CSV_TYPES``), for the pages' profile
-        and previews; every column VARCHAR when the sniffer cannot read the file's start."""
+        """Each CSV column's type (``CSV_TYPES``) by the upload's rule
+        (``engine.cells.column_type``) over every cell's reading: the cells not missing,
+        those that are numbers, and whether every cell is a whole number within ±2^53. So the
+        same bytes are offered the same columns (and whole-number noise) from the data folder
+        as uploaded; DuckDB's own type guess read a sample and needed every cell of it to
+        cast. One scan of the file per data version (cached)."""
         key = ("types:" + source.identity, source.version)
         cached = self._schemas.get(key)
         if cached is not None:
             return [c.type_name for c in cached]
+        reader, params, _ = csv_text_reader(source)
+        # each cell's number computed once, in an inner projection; whether it is missing
+        # only for a cell that is no number (no missing marker reads as one): the test of
+        # the markers cost more than the cast on a column of numbers
+        readings, counts = [], []
+        for i in range(width):
+            n = quote(f"n{i}")
+            readings.append(f"{_text_number(_col(i))} AS {n}")
+            counts += [f"count(*) FILTER (WHERE CASE WHEN NOT isnan({n}) THEN true "
+                       f"ELSE NOT {_text_missing(_col(i))} END)",
+                       f"count({n}) FILTER (WHERE NOT isnan({n}))",
+                       f"coalesce(bool_and(coalesce(isfinite({n}) AND {n} = trunc({n}) AND "
+                       f"abs({n}) < {KEY_INTEGER_LIMIT}, false)), false)"]
         cursor = self._cursor()
         try:
-            described = cursor.execute(
-                "SELECT * FROM read_csv($path, header = true, auto_type_candidates = "
-                "$csv_types, nullstr = $csv_missing) LIMIT 0",
-                {"path": str(source.path), "csv_types": list(CSV_TYPES),
-                 "csv_missing": missing_spellings()}).description
-            types = [str(d[1]).upper() for d in described]
+            read = (cursor.execute(f"SELECT {', '.join(counts)} FROM (SELECT *, "
+                                   f"{', '.join(readings)} FROM {reader})",
+                                   params).fetchone() or ()) if width else ()
         except duckdb.Error:
-            types = []
+            read = ()
         finally:
             cursor.close()
-        if len(types) != width:
-            types = ["VARCHAR"] * width
+        types = (["VARCHAR"] * width if len(read) != 3 * width else
+                 [column_type(int(read[3 * i]), int(read[3 * i + 1]), bool(read[3 * i + 2]))
+                  for i in range(width)])
         with self._lock:
             self._schemas[key] = tuple(ColumnInfo(f"c{i}", column_kind(t), t)
                                        for i, t in enumerate(types))
