@@ -338,12 +338,16 @@ def noisy_max_privacy(
     - pure DP, any noise: ε = k · c·Δ / scale;
     - zCDP, Gumbel noise (exponential mechanism, which is ε-bounded-range): ρ = k · (c·Δ /
       scale)² / 8;
-    - zCDP, Laplace or exponential noise: only what pure DP implies, ρ = k · (c·Δ / scale)² / 2
-      (each round is ε₁-DP, hence ε₁²/2-zCDP, and zCDP composes additively). The bounded-range
-      ε²/8 rule does not apply to them.
+    - zCDP, Laplace or exponential noise: what the pure-DP figure implies, ρ = ε² / 2 with
+      ε = k · c·Δ / scale, i.e. ρ = k² · (c·Δ / scale)² / 2. The bounded-range ε²/8 rule does
+      not apply to them. (Composing the k rounds in zCDP would give the smaller k · ε₁² / 2,
+      but OpenDP 0.16 certifies the k picks of ``make_noisy_top_k`` as one kε₁-DP
+      measurement, and a release records OpenDP's certificate: a page that charged k·ε₁²/2
+      offered what the release refused. For k = 1 the two agree.)
 
     These agree with OpenDP 0.16's ``make_noisy_max`` / ``make_noisy_top_k`` (MaxDivergence
-    → exponential noise, ZeroConcentratedDivergence → Gumbel noise).
+    → exponential noise, ZeroConcentratedDivergence → Gumbel noise), the pure-DP map turned
+    into zCDP by ρ = ε²/2 for exponential noise (as ``release.measurements`` certifies it).
 
     Parameters
     ----------
@@ -381,11 +385,15 @@ def noisy_max_privacy(
         epsilon = _positive_finite(_folds(k) * eps_round, "epsilon = k·c·sensitivity / scale")
         exact = k * Fraction(c) * Fraction(sensitivity) / Fraction(scale)
         return PureDP(_at_least_exact(epsilon, exact))
-    divisor = 8 if noise == "gumbel" else 2
-    per_round = eps_round * eps_round / divisor
-    rho = _positive_finite(_folds(k) * per_round, "rho from k, sensitivity and scale")
     ratio = Fraction(c) * Fraction(sensitivity) / Fraction(scale)
-    return ZCDP(_at_least_exact(rho, k * ratio * ratio / divisor))
+    if noise == "gumbel":
+        per_round = eps_round * eps_round / 8
+        rho = _positive_finite(_folds(k) * per_round, "rho from k, sensitivity and scale")
+        return ZCDP(_at_least_exact(rho, k * ratio * ratio / 8))
+    # the k picks as one kε₁-DP measurement (OpenDP's map), then ρ = ε²/2
+    epsilon = _folds(k) * eps_round
+    rho = _positive_finite(epsilon * epsilon / 2, "rho from k, sensitivity and scale")
+    return ZCDP(_at_least_exact(rho, k * k * ratio * ratio / 2))
 
 
 def _at_least_exact(value: float, exact: Fraction) -> float:
@@ -408,7 +416,7 @@ def noisy_max_scale(
     """The noise scale at which :func:`noisy_max_privacy` equals ``privacy`` (its inverse).
 
     Pure DP: scale = k·c·Δ / ε. zCDP with Gumbel noise: scale = c·Δ·sqrt(k / (8ρ)); with
-    Laplace or exponential noise, through ε₁ = sqrt(2ρ / k) per round: scale = c·Δ / ε₁.
+    Laplace or exponential noise, through ε = sqrt(2ρ) for the k picks: scale = k·c·Δ / ε.
     (c = 2, or 1 for monotonic scores.)
     """
     if not isinstance(privacy, PureDP | ZCDP):
@@ -426,7 +434,7 @@ def noisy_max_scale(
         scale = range_sens * math.sqrt(folds / (8 * privacy.rho))
         measure, budget = "zcdp", privacy.rho
     else:
-        scale = range_sens / math.sqrt(2 * privacy.rho / folds)
+        scale = folds * range_sens / math.sqrt(2 * privacy.rho)
         measure, budget = "zcdp", privacy.rho
     scale = _positive_finite(scale, "the noise scale from k, sensitivity and privacy")
     # Rounding can leave the privacy of this scale an ulp above the target: raise the scale

@@ -20,11 +20,16 @@ The rule, in short:
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
-   (:func:`cell_number`); NaN is missing, ±inf is a number (a bound clamps it);
+   (:func:`cell_number`), digits grouped by single underscores read without them (DuckDB
+   1.5's cast misreads some of those: ``engine.duckdb_backend._cast_double`` corrects it);
+   NaN is missing, ±inf is a number (a bound clamps it);
    nothing else is a number. A column declared numeric is read so whatever its other cells
    hold (its guessed type is never asked): a cell that is not a number (``unknown``, and
    ``12,500``, whose thousands separator no path reads) is missing for every query
    (:func:`cell_numbers`; the owner sees those cells, :func:`not_numbers`).
+   Which columns the pages offer as numbers (and as whole numbers) is one rule over these
+   readings, the upload's and the data folder's (:func:`column_type`); no cell's value
+   depends on it.
 5. A person id or group key is one canonical text (:func:`cell_key`): a whole number within
    ±2^53 as its integer's decimal text (``12``, ``012``, ``12.0``, ``1.2e1``, `` 12`` → ``12``),
    anything else as written without its surrounding white space; missing is no key.
@@ -55,6 +60,9 @@ SPACE_SEPARATORS = (" \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u20
 WHITE_SPACE = "\t\n\x0b\x0c\r" + SPACE_SEPARATORS
 #: The largest whole number a key writes as an integer (every integer up to it is a double).
 KEY_INTEGER_LIMIT = 2**53
+#: A column is offered as numbers when at least this share of its cells that are not missing
+#: read as numbers (:func:`column_type`).
+NUMERIC_SHARE = 0.95
 #: A record holding one of these is dropped: an undecodable byte (read by Python as a lone
 #: surrogate, ``surrogateescape``) or the replacement character other readers put there.
 _UNDECODABLE = re.compile("[\udc80-\udcff\ufffd]")
@@ -156,6 +164,20 @@ def not_numbers(values: pd.Series | np.ndarray | list) -> pd.Series:
     out = out.groupby(level=0, sort=False).sum()
     order = np.lexsort((out.index.astype(str), -out.to_numpy()))
     return out.iloc[order]
+
+
+def column_type(present: int, numbers: int, whole: bool) -> str:
+    """The type a CSV column is offered as on every path (an upload, a data-folder file),
+    from its cells' readings: ``present`` cells not missing (rule 3), ``numbers`` of them
+    numbers (rule 4), ``whole`` when every cell, missing ones too, is a whole number within
+    ±2^53 (a column of whole numbers with a missing cell is no integer column).
+
+    "BIGINT" when at least :data:`NUMERIC_SHARE` of the present cells are numbers and
+    ``whole``; "DOUBLE" when that share are numbers; "VARCHAR" otherwise (no present cell
+    too). Only what the pages offer follows it: every query reads each cell on its own."""
+    if present > 0 and numbers >= NUMERIC_SHARE * present:
+        return "BIGINT" if whole else "DOUBLE"
+    return "VARCHAR"
 
 
 def _whole_key(x: float) -> str | None:

@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 
 from engine import _plan
-from engine.cells import KEY_INTEGER_LIMIT, MISSING_MARKERS, WHITE_SPACE
+from engine.cells import KEY_INTEGER_LIMIT, MISSING_MARKERS, WHITE_SPACE, column_type
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -75,10 +75,8 @@ DEFAULT_MEMORY_LIMIT = "1GB"
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 _SRC = "__SOURCE__"  # replaced by the source's FROM clause (never by user text)
 _SCHEMAS_KEPT = 256  # column lists remembered (one per source and version)
-#: The types DuckDB may guess for a CSV column: numbers or text, as an upload reads the same
-#: bytes (``dashboard.data.upload``): yes/no, true/false and dates stay text, never BOOLEAN
-#: or DATE; a cell holding a missing marker (NA, NULL, …: ``sources.MISSING_MARKERS``) is
-#: missing (the Spark backend reads its CSVs the same way).
+#: The types a CSV column is offered as (``engine.cells.column_type``, the upload's rule):
+#: numbers or text, never BOOLEAN or DATE.
 CSV_TYPES = ("BIGINT", "DOUBLE", "VARCHAR")
 
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
@@ -122,6 +120,25 @@ _WHITE = "'" + WHITE_SPACE + "'"
 _MARKERS = ", ".join(f"'{m}'" for m in sorted(MISSING_MARKERS))
 
 
+#: A number whose digits are grouped by single underscores (``engine.cells``' pattern, in RE2,
+#: without inf and nan, which hold none), ASCII white space around it as the cast allows.
+_UNDERSCORED = (r"[\t\n\v\f\r ]*(?:\+-|[+-])?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?"
+                r"|\.[0-9](?:_?[0-9])*)(?:[eE][+-]?[0-9](?:_?[0-9])*)?[\t\n\v\f\r ]*")
+
+
+def _cast_double(t: str) -> str:
+    """The double the text ``t`` reads as (``engine.cells.cell_number`` of a text whose
+    space separators are removed), NaN included, NULL when it is no number: DuckDB's own
+    ``TRY_CAST(t AS DOUBLE)``, except for digits grouped by underscores. DuckDB 1.5 misreads
+    some of those (``100000000000000000000_0`` as 1e22, ``+00_0_48`` as 0, and refuses one
+    in a fraction, ``.5_5``): such a text, when it has the rule's shape, is cast without its
+    underscores, which DuckDB reads exactly as ``engine.cells`` does. A text without an
+    underscore (nearly every cell) pays one ``contains``."""
+    return (f"(CASE WHEN NOT contains({t}, '_') THEN TRY_CAST({t} AS DOUBLE) "
+            f"WHEN regexp_full_match({t}, '{_UNDERSCORED}') "
+            f"THEN TRY_CAST(replace({t}, '_', '') AS DOUBLE) END)")
+
+
 def _key(expr: str, info: ColumnInfo) -> str:
     """The canonical key of a person id or group key (``engine.cells.cell_key``), NULL when
     missing: a text's white space removed, a whole number within ±2^53 as its integer's
@@ -130,7 +147,7 @@ def _key(expr: str, info: ColumnInfo) -> str:
     limit = KEY_INTEGER_LIMIT
     if info.kind == "text":
         t = _trimmed(expr)
-        return _text_key(t, f"TRY_CAST({t} AS DOUBLE)")
+        return _text_key(t, _cast_double(t))
     if _nan_possible(info) or info.kind == "float":
         d = f"CAST({expr} AS DOUBLE)"
         return (f"(CASE WHEN {expr} IS NULL OR isnan({d}) THEN NULL "
@@ -176,7 +193,7 @@ def _text_missing(expr: str) -> str:
 
 def _text_number(expr: str) -> str:
     """The double a text cell reads as (rule 4), NaN included: NULL when it is no number."""
-    return f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS DOUBLE)"
+    return _cast_double(f"trim(CAST({expr} AS VARCHAR))")
 
 
 def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
@@ -329,7 +346,7 @@ def _readings_table(table: str, reader: str, width: int, named: str) -> str:
     d = {i: quote(f"c{i}_d") for i in keys}
     inner = "".join([f", {_trimmed(_col(i))} AS {t[i]}" for i in keys]
                     + [f", {_text_number(_col(i))} AS {_reading(i)[1]}" for i in numbers])
-    middle = "".join(f", TRY_CAST({t[i]} AS DOUBLE) AS {d[i]}" for i in keys)
+    middle = "".join(f", {_cast_double(t[i])} AS {d[i]}" for i in keys)
     listed = ", ".join(raw + [f"{_text_key(t[i], d[i])} AS {_reading(i)[0]}" for i in keys]
                        + [_reading(i)[1] for i in numbers]) or "NULL AS \"none\""
     return (f"CREATE TEMP TABLE {table} AS SELECT {listed} FROM (SELECT *{middle} FROM "
@@ -943,39 +960,57 @@ class DuckDBBackend:
         delimiter read from the header alone, every field text, a short record padded with
         NULL, a long one cut, a record with a byte that is not UTF-8 skipped
         (``ignore_errors``) and one holding U+FFFD dropped (what Spark's reader and
-        ``cells.read_cells`` drop). ``text`` False: each column cast to the type DuckDB's
-        sniffer guessed (``TRY_CAST``: a cell that is not of that type is missing), for what
-        the pages show about the columns only (``_plan.reads_text``)."""
+        ``cells.read_cells`` drop). ``text`` False: each column typed by the upload's rule
+        (``_csv_types``), a number column's cells the numbers they read as (``_text_number``;
+        a cell that is none is missing), for what the pages show about the columns only
+        (``_plan.reads_text``)."""
         reader, params, width = csv_text_reader(source)
         if text:
             listed = ", ".join(_col(i) for i in range(width))
         else:
             types = self._csv_types(source, width)
-            listed = ", ".join(f"TRY_CAST({_col(i)} AS {t}) AS {_col(i)}" if t != "VARCHAR"
-                               else _col(i) for i, t in enumerate(types))
+            listed = ", ".join(
+                _col(i) if t == "VARCHAR" else
+                f"TRY_CAST({_text_number(_col(i))} AS {t}) AS {_col(i)}"
+                for i, t in enumerate(types))
         return (f"(SELECT {listed} FROM {reader}){alias}", params)
 
     def _csv_types(self, source: FileSource, width: int) -> list[str]:
-        """DuckDB's guess of each CSV column's type (``CSV_TYPES``), for the pages' profile
-        and previews; every column VARCHAR when the sniffer cannot read the file's start."""
+        """Each CSV column's type (``CSV_TYPES``) by the upload's rule
+        (``engine.cells.column_type``) over every cell's reading: the cells not missing,
+        those that are numbers, and whether every cell is a whole number within ±2^53. So the
+        same bytes are offered the same columns (and whole-number noise) from the data folder
+        as uploaded; DuckDB's own type guess read a sample and needed every cell of it to
+        cast. One scan of the file per data version (cached)."""
         key = ("types:" + source.identity, source.version)
         cached = self._schemas.get(key)
         if cached is not None:
             return [c.type_name for c in cached]
+        reader, params, _ = csv_text_reader(source)
+        # each cell's number computed once, in an inner projection; whether it is missing
+        # only for a cell that is no number (no missing marker reads as one): the test of
+        # the markers cost more than the cast on a column of numbers
+        readings, counts = [], []
+        for i in range(width):
+            n = quote(f"n{i}")
+            readings.append(f"{_text_number(_col(i))} AS {n}")
+            counts += [f"count(*) FILTER (WHERE CASE WHEN NOT isnan({n}) THEN true "
+                       f"ELSE NOT {_text_missing(_col(i))} END)",
+                       f"count({n}) FILTER (WHERE NOT isnan({n}))",
+                       f"coalesce(bool_and(coalesce(isfinite({n}) AND {n} = trunc({n}) AND "
+                       f"abs({n}) < {KEY_INTEGER_LIMIT}, false)), false)"]
         cursor = self._cursor()
         try:
-            described = cursor.execute(
-                "SELECT * FROM read_csv($path, header = true, auto_type_candidates = "
-                "$csv_types, nullstr = $csv_missing) LIMIT 0",
-                {"path": str(source.path), "csv_types": list(CSV_TYPES),
-                 "csv_missing": missing_spellings()}).description
-            types = [str(d[1]).upper() for d in described]
+            read = (cursor.execute(f"SELECT {', '.join(counts)} FROM (SELECT *, "
+                                   f"{', '.join(readings)} FROM {reader})",
+                                   params).fetchone() or ()) if width else ()
         except duckdb.Error:
-            types = []
+            read = ()
         finally:
             cursor.close()
-        if len(types) != width:
-            types = ["VARCHAR"] * width
+        types = (["VARCHAR"] * width if len(read) != 3 * width else
+                 [column_type(int(read[3 * i]), int(read[3 * i + 1]), bool(read[3 * i + 2]))
+                  for i in range(width)])
         with self._lock:
             self._schemas[key] = tuple(ColumnInfo(f"c{i}", column_kind(t), t)
                                        for i, t in enumerate(types))

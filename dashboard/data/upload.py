@@ -20,7 +20,13 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
-from engine.cells import cell_numbers, sniff_delimiter, strip_text
+from engine.cells import (
+    NUMERIC_SHARE,  # noqa: F401 — the rule's share, for dashboard.datasets
+    cell_numbers,
+    column_type,
+    sniff_delimiter,
+    strip_text,
+)
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
 #: Largest upload in megabytes (MiB). ``.streamlit/config.toml`` sets server.maxUploadSize to
@@ -32,8 +38,6 @@ MAX_UPLOAD_COLUMNS = 500
 MAX_UPLOAD_ROWS = 1_000_000
 #: A gzip upload may decompress to at most this many times the upload limit (gzip bombs).
 GZIP_EXPANSION_LIMIT = 4
-#: Fraction of a column's non-missing cells that must read as numbers for it to be numeric.
-NUMERIC_SHARE = 0.95
 #: Column names longer than this are cut.
 MAX_NAME_LENGTH = 200
 #: Cell texts read as missing (compared case-insensitively, after trimming spaces): the
@@ -624,8 +628,9 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     by rule 3, a number by rule 4 (DuckDB's cast: "1,500" and "1,5" are no numbers, ±inf
     is one), a text without the white space around it (a category as written: "012" stays
     "012", which every query matches by its key, 12). Only which columns the pages offer as
-    numbers depends on the column's other cells (at least ``NUMERIC_SHARE`` of them
-    numbers), as a data-folder CSV's guessed type does; no cell's value does. All the string
+    numbers depends on the column's other cells (``engine.cells.column_type``: at least
+    ``NUMERIC_SHARE`` of them numbers), by the rule a data-folder CSV's type follows; no
+    cell's value does. All the string
     work happens once per distinct cell text, then maps back through codes.
     """
     codes, uniques = pd.factorize(raw)
@@ -644,18 +649,18 @@ def _convert_column(raw: NDArray[np.object_], name: str, delimiter: str,
     failed = present & ~parsed
     if any(_SEPARATED_NUMBER.fullmatch(text) for text in stripped[failed]):
         report.separated.append(name)
-    if counts[parsed].sum() >= NUMERIC_SHARE * n_present:
+    values = numbers[codes]
+    whole = bool(np.all(np.isfinite(values)) and np.all(values == np.rint(values))
+                 and np.all(np.abs(values) < 2**53))
+    offered = column_type(n_present, int(counts[parsed].sum()), whole)   # a data folder's too
+    if offered != "VARCHAR":
         if failed.any():
             first = int(rows[np.flatnonzero(failed[codes])[0]])
             report.not_numbers.append((name, int(counts[failed].sum()), first))
         infinite = np.isinf(numbers)
         if infinite.any():
             report.infinite.append((name, int(counts[infinite].sum())))
-        values = numbers[codes]
-        if (np.all(np.isfinite(values)) and np.all(values == np.rint(values))
-                and np.all(np.abs(values) < 2**53)):
-            return values.astype(np.int64), texts
-        return values, texts
+        return (values.astype(np.int64) if offered == "BIGINT" else values), texts
 
     changed = np.array([a != b for a, b in zip(stripped, uniques, strict=True)], dtype=bool)
     report.trimmed += int(counts[present & changed].sum())

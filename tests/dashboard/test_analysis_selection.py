@@ -244,8 +244,8 @@ def test_noise_scale_matches_the_privacy_map_formulas(noise, monotonic):
     rho = 0.02
     if noise == "gumbel":   # ε-bounded range: ρ = k (cΔ/b)² / 8
         expected = c * delta * math.sqrt(k / (8 * rho))
-    else:                   # only via pure DP: ρ = k (cΔ/b)² / 2
-        expected = c * delta / math.sqrt(2 * rho / k)
+    else:                   # only via pure DP of the k picks (OpenDP's): ρ = (k cΔ/b)² / 2
+        expected = k * c * delta / math.sqrt(2 * rho)
     assert noise_scale("zcdp", rho, **kw) == pytest.approx(expected)
 
 

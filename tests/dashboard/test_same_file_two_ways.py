@@ -59,6 +59,33 @@ def test_the_same_column_types(both):
     assert [(c.name, c.kind) for c in from_parquet.relation.column_info()] == kinds
 
 
+#: 40 rows: whole numbers with one word (97.5 % numbers: numbers, not whole), with one
+#: missing marker (numbers, not whole: the frame holds NaN there), grouped by underscores
+#: (whole numbers), a quarter numbers (text), and whole numbers throughout.
+MIXED = ("few_words,gaps,grouped,mostly_words,whole\n" + "".join(
+    f"{'x' if i == 3 else i},{'NA' if i == 0 else i},{i}_0,{i if i % 4 == 0 else 'w'},{i}\n"
+    for i in range(40)))
+
+
+def test_the_same_offered_types_when_some_cells_are_not_numbers(tmp_path):
+    """One rule for the types a page offers (engine.cells.column_type, over every cell's
+    reading): the same bytes uploaded and from the data folder. On main the data folder
+    followed DuckDB's own guess: a column with one word was text there (numbers uploaded),
+    one with a missing marker integers (whole-number noise offered; decimals uploaded), and
+    numbers grouped by underscores text."""
+    uploaded = datasets.load_upload(MIXED.encode(), "mixed.csv")
+    (tmp_path / "mixed.csv").write_text(MIXED)
+    [entry] = list_data_folder(tmp_path)
+    from_folder = load_data_file(entry)
+    kinds = [("few_words", "float"), ("gaps", "float"), ("grouped", "integer"),
+             ("mostly_words", "text"), ("whole", "integer")]
+    for dataset in (uploaded, from_folder):
+        assert [(c.name, c.kind) for c in dataset.relation.column_info()] == kinds
+        assert datasets.numeric_columns(dataset) == ["few_words", "gaps", "grouped", "whole"]
+    pd.testing.assert_frame_equal(facts.profile_table(uploaded.relation),
+                                  facts.profile_table(from_folder.relation))
+
+
 def test_the_same_missing_cells_warning(both):
     uploaded, from_csv, from_parquet = both
     frame = pd.read_csv(pd.io.common.BytesIO(csv_bytes()))

@@ -45,12 +45,14 @@ def loaded():
 def expected_scale(noise: str, measure: str, level: float, delta: float, k: int,
                    monotonic: bool = True) -> float:
     """Report noisy max's scale from its privacy map: ε = k·cΔ/b under pure DP; under zCDP
-    ρ = k·(cΔ/b)²/8 for Gumbel noise (bounded range), ρ = k·(cΔ/b)²/2 otherwise; c = 1 for
-    monotonic scores, 2 else."""
+    ρ = k·(cΔ/b)²/8 for Gumbel noise (bounded range), ρ = (k·cΔ/b)²/2 otherwise (the pure-DP
+    figure of the k picks, as OpenDP certifies them); c = 1 for monotonic scores, 2 else."""
     c = 1 if monotonic else 2
     if measure == "pure":
         return k * c * delta / level
-    return c * delta * math.sqrt(k / ((8 if noise == "gumbel" else 2) * level))
+    if noise == "gumbel":
+        return c * delta * math.sqrt(k / (8 * level))
+    return k * c * delta / math.sqrt(2 * level)
 
 
 def shown(loaded, unit, *, noise="exponential", measure="pure", level=1.0, k=1, negate=False,

@@ -156,14 +156,27 @@ def test_privacy_map_closed_forms(monotonic, k):
                                k=k, measure="zcdp")
     assert gumbel.rho == pytest.approx(k * (c * sens / scale) ** 2 / 8, rel=1e-15)
     for noise in ("laplace", "exponential"):
-        # Only what pure DP implies, composed per round: k * eps_1^2 / 2 -- never the
-        # bounded-range eps^2/8 (OpenDP issue #2911).
+        # Only what the pure-DP figure of the k picks implies: (k * eps_1)^2 / 2, as OpenDP
+        # certifies it -- never the bounded-range eps^2/8 (OpenDP issue #2911).
         rho = noisy_max_privacy(scale, sensitivity=sens, noise=noise, monotonic=monotonic, k=k,
                                 measure="zcdp").rho
-        assert rho == pytest.approx(k * (c * sens / scale) ** 2 / 2, rel=1e-15)
-        assert rho == pytest.approx(4 * gumbel.rho, rel=1e-15)
-        if k == 1:
-            assert rho == pytest.approx(PureDP(eps).to_zcdp().rho, rel=1e-15)
+        assert rho == pytest.approx((k * c * sens / scale) ** 2 / 2, rel=1e-15)
+        assert rho == pytest.approx(4 * k * gumbel.rho, rel=1e-15)
+        assert rho == pytest.approx(PureDP(eps).to_zcdp().rho, rel=1e-15)
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_exponential_noise_under_zcdp_is_what_opendp_certifies(monotonic, k):
+    """Permute-and-flip under zCDP: OpenDP 0.16 certifies make_noisy_max / make_noisy_top_k
+    with exponential noise as kε₁-DP only, and a release charges that figure turned into zCDP
+    (ρ = ε²/2). dpcore's ρ is that figure (it was k·ε₁²/2, half of it at k = 2: the page
+    offered top-2 at a ρ the release refused)."""
+    for scale, sensitivity in itertools.product([0.37, 1.0, 4.0], [0.5, 1.0, 3.0]):
+        ours = noisy_max_privacy(scale, sensitivity=sensitivity, noise="exponential",
+                                 monotonic=monotonic, k=k, measure="zcdp").rho
+        epsilon = opendp_map(scale, sensitivity, monotonic, k, "pure")
+        assert ours == pytest.approx(epsilon * epsilon / 2, rel=1e-12)
 
 
 @pytest.mark.slow
@@ -211,6 +224,9 @@ def test_scale_closed_forms():
     # Exponential / Laplace under zCDP go through eps = sqrt(2 rho).
     assert noisy_max_scale(ZCDP(0.5), noise="laplace") == pytest.approx(2.0, rel=1e-15)
     assert noisy_max_scale(ZCDP(0.5), noise="exponential", monotonic=True) == pytest.approx(1.0)
+    # ... for all k picks together: eps = k * c * sens / b = sqrt(2 rho) -> b = k * c * sens
+    assert noisy_max_scale(ZCDP(0.5), noise="exponential", k=2, sensitivity=3) == (
+        pytest.approx(12.0, rel=1e-15))
     # Gumbel under zCDP: rho = (2/b)^2/8 -> b = 2 / sqrt(8 rho).
     assert noisy_max_scale(ZCDP(0.125), noise="gumbel") == pytest.approx(2.0, rel=1e-15)
     assert noisy_max_scale(PureDP(1.0), noise="gumbel", sensitivity=3, k=2) == pytest.approx(12)
