@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import controls, state
+from dashboard.data_source import identity_of
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.figures import lower as round_down
@@ -42,28 +43,6 @@ class Guard:
     left: float | None
     fits: bool
     reason: str = ""
-
-
-@st.cache_data(show_spinner="Identifying the data by its content…", max_entries=16)
-def _digest(_loaded: LoadedDataset, data_key: str) -> str:
-    from dashboard.release_panel import content_hash_of, source_of
-    from engine.sources import FrameSource
-    from release.identities import known_digest
-
-    pinned = content_hash_of(_loaded)
-    if pinned is not None:
-        return pinned
-    source = source_of(_loaded)
-    # a data-folder file's digest is remembered per file version beside the ledger
-    return known_digest(source.frame if isinstance(source, FrameSource) else source)
-
-
-def identity_of(loaded: LoadedDataset, data_key: str):
-    """The ledger's identity of the loaded data (its name and content digest), cached by the
-    data's key (a file's key holds its version)."""
-    from plan.identity import DatasetIdentity
-
-    return DatasetIdentity(loaded.name, _digest(loaded, data_key))
 
 
 def _set_budget(identity, epsilon: float, delta: float, reason: str) -> None:

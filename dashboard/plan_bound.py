@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import plan_store
+from dashboard.data_source import identity_of
 from dashboard.text import plain
 from plan import model
 from release.bound import changes, confirmed, is_stale, stale_reason
@@ -30,8 +31,6 @@ def built_on_now(loaded, data_key: str) -> tuple[str, model.BuiltOn] | None:
     """The data's content identity and the versions of its declarations as they stand (0:
     never declared): what a plan built now is built on. None when either cannot be read
     (the plan then records nothing, as plans did before)."""
-    from dashboard.budget_panel import identity_of
-
     try:
         dataset = identity_of(loaded, data_key).content_hash
         now = DeclarationStore().latest(dataset)

@@ -27,11 +27,11 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import plan_bound, plan_store
+from dashboard.data_source import content_hash_of, source_of
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS
 from dpcore.figures import percent_lower, upper
-from engine.sources import FrameSource
 from plan import model
 
 __all__ = ["release_section", "released_table", "released_columns", "interval_caption",
@@ -40,43 +40,6 @@ __all__ = ["release_section", "released_table", "released_columns", "interval_ca
 
 LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
 CONFIRM = "plan_release_confirm"
-
-
-def source_of(loaded: LoadedDataset):
-    """The engine source a release reads: the data-folder file (scanned by the engine, out
-    of core, a CSV's cells as text), an upload's cells (``LoadedDataset.cells``: each cell
-    read on its own, as a CSV's are), else the frame in memory (a built-in)."""
-    if loaded.file is not None:
-        return loaded.file
-    if loaded.cells is not None:
-        return FrameSource(loaded.cells)
-    return FrameSource(loaded.frame)
-
-
-#: Built-ins read from a file of ``data/``: a release names them by that file's hash, as
-#: ``python -m release --data data/<file>`` does, so both count against one budget.
-BUILTIN_FILES = {"Adult (UCI census income)": "adult.csv.gz", "Iris": "iris.csv"}
-
-
-def content_hash_of(loaded: LoadedDataset) -> str | None:
-    """The content digest a release records for ``loaded``: a built-in's source file's (so
-    the app and the command line on that file are one dataset in the ledger, even where the
-    app's loader tidies the frame); an upload's cells' (what its release reads: the same
-    digest as the file it came from); None for a data-folder file
-    (``release.run`` digests it)."""
-    from dashboard.data.builtins import DATA_DIR
-    from plan.identity import content_digest
-    from release.identities import known_digest
-
-    if loaded.file is None and loaded.cells is not None:
-        # an upload: the digest of exactly the cells its release reads, the same function
-        # as the same file's on the command line (issue 31; not its typed frame, where
-        # "1,500", "inf" or one "?" read otherwise)
-        return content_digest(loaded.cells)
-    name = BUILTIN_FILES.get(loaded.name)
-    if name is None or loaded.file is not None or not loaded.key.startswith("builtin:"):
-        return None
-    return known_digest(DATA_DIR / name)   # remembered per file version beside the ledger
 
 
 #: The released values table's columns: the value; the interval for its true value (empty

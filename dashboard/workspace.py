@@ -20,8 +20,8 @@ import uuid
 import streamlit as st
 
 from dashboard import datasets, plan_store, state
-from dashboard.budget_panel import identity_of
 from dashboard.data import folder, kept
+from dashboard.data_source import identity_of
 from dashboard.plan_library import PlanLibrary, PlanLibraryError, plans_path
 from dashboard.plan_store import UPLOADER, scoped
 from dashboard.text import plain
