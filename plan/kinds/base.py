@@ -17,11 +17,14 @@ import itertools
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from plan.model import PlanError, PlanQuery, PrivacyUnit
+from plan.fields import PlanError, PrivacyUnit
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["QueryKind", "Rows", "Intervals", "as_input", "number", "mean_of", "means_of",
            "draw_threshold", "WHOLE_LIMIT", "THRESHOLD_CHUNK", "declared_rule",
