@@ -91,7 +91,6 @@ def _fail(code: int, kind: str, text: object) -> int:
 
 
 def _source(path: Path):  # -> FileSource
-
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
     name = path.name.lower()
@@ -223,7 +222,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return _fail(BAD_LEDGER, "ledger", exc)
     content_hash = None
     if plan.dataset.declarations is not None:   # bound: refused while stale
-
         try:
             content_hash = dataset_identity(plan, source, ledger_file=ledger.path).content_hash
             plan, stale = checked_plan(plan, content_hash, _declarations(args),

@@ -47,7 +47,6 @@ from typing import Any
 
 from dpcore.figures import lower, upper
 from plan.identity import DatasetIdentity
-from release import roles
 from release.access import (
     AccessDenied,
     AccessError,
@@ -837,6 +836,7 @@ class Ledger:
         ``actions`` their role allows; LedgerDenied (saying who may do the first) when none."""
         # imported here: ``python -m release.roles`` imports the package, which imports this
         # module; a module-level import would load release.roles twice
+        from release import roles
 
         try:
             person = acting_person()
