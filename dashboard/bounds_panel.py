@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import controls, person, presenting
+from dashboard import controls, person, plan_store, presenting
 from dashboard.analysis import bounds_cost as bc
 from dashboard.analysis.stats_query import QuerySpec
 from dashboard.charts.bounds_cost import private_choice_bars, tuning_curve
 from dashboard.choices import PrivacyChoice
 from dashboard.data.model import LoadedDataset
+from dashboard.data_source import source_of
 from dashboard.text import plain
 from engine import EngineError
+from plan import model
+from release.bounds import draw_max_rows
+from release.errors import ReleaseRefused
 
 #: Largest candidate the private choice scores (a public cap the user may lower).
 MAX_CANDIDATE = 10_000
@@ -25,12 +29,6 @@ def _draw_for_release(loaded: LoadedDataset, data_key: str, person_column: str, 
                       epsilon: float, largest: int) -> None:
     """The button's callback: one real draw (OpenDP, fresh entropy), into the plan as its
     max rows query (every draw seen is kept, to be charged) and into the unit (private)."""
-    from dashboard import plan_store
-    from dashboard.release_panel import source_of
-    from plan import model
-    from release.bounds import draw_max_rows
-    from release.errors import ReleaseRefused
-
     try:
         drawn = draw_max_rows(source_of(loaded), person_column, level=q, epsilon=epsilon,
                               largest=largest)

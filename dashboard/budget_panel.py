@@ -15,11 +15,16 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import controls, state
+from dashboard.analysis.releases import budget_history_table
+from dashboard.data_source import identity_of
 from dashboard.datasets import LoadedDataset
+from dashboard.signin import role_now
 from dashboard.text import plain
 from dpcore.figures import lower as round_down
 from dpcore.figures import upper
+from release import access, roles
 from release.access import Action, Role, denied_message
+from release.ledger import REASON_LIMIT, Ledger, LedgerError, ledger_path, left_in_words
 
 __all__ = ["Guard", "identity_of", "budget_section", "SET_KEYS"]
 
@@ -44,32 +49,8 @@ class Guard:
     reason: str = ""
 
 
-@st.cache_data(show_spinner="Identifying the data by its content…", max_entries=16)
-def _digest(_loaded: LoadedDataset, data_key: str) -> str:
-    from dashboard.release_panel import content_hash_of, source_of
-    from engine.sources import FrameSource
-    from release.identities import known_digest
-
-    pinned = content_hash_of(_loaded)
-    if pinned is not None:
-        return pinned
-    source = source_of(_loaded)
-    # a data-folder file's digest is remembered per file version beside the ledger
-    return known_digest(source.frame if isinstance(source, FrameSource) else source)
-
-
-def identity_of(loaded: LoadedDataset, data_key: str):
-    """The ledger's identity of the loaded data (its name and content digest), cached by the
-    data's key (a file's key holds its version)."""
-    from plan.identity import DatasetIdentity
-
-    return DatasetIdentity(loaded.name, _digest(loaded, data_key))
-
-
 def _set_budget(identity, epsilon: float, delta: float, reason: str) -> None:
     """The button's callback: record the budget event (or say why not)."""
-    from release.ledger import Ledger, LedgerError
-
     st.session_state[SET_CONFIRM] = False
     try:
         with Ledger() as ledger:
@@ -87,8 +68,6 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
                    needs_delta: float, suggested: float | None = None) -> Guard:
     """Draw this dataset's budget (from the ledger) against what the plan would record, and
     the control that sets the budget; return what the ledger allows."""
-    from release.ledger import Ledger, LedgerError, ledger_path, left_in_words
-
     st.subheader("This dataset's budget (the ledger)")
     try:
         identity = identity_of(loaded, data_key)
@@ -140,7 +119,6 @@ def budget_section(loaded: LoadedDataset, data_key: str, *, needs_epsilon: float
                "changed is new data with a budget of its own, even when it holds the same "
                "people, and their earlier releases are not counted against it. Releases add "
                "up by basic composition.")
-    from dashboard.signin import role_now
 
     role = role_now()
     steward = role is Role.STEWARD
@@ -167,9 +145,6 @@ def _allotment_section(identity, path, needs_epsilon: float, needs_delta: float
                        ) -> tuple[bool, str]:
     """An analyst's allotment of this dataset and what is left of it; whether the plan fits
     it (and why not)."""
-    from release import access
-    from release.ledger import Ledger, LedgerError, left_in_words
-
     email = (access.current().email or "").strip().lower()
     try:
         allotment = None
@@ -207,8 +182,6 @@ ALLOT_DONE = "plan_allot_done"
 
 def _allot(identity, analyst: str, epsilon: float, delta: float) -> None:
     """The allotment button's callback: record it (or say why not)."""
-    from release.ledger import Ledger, LedgerError
-
     try:
         with Ledger() as ledger:
             ledger.set_allotment(identity, analyst, float(epsilon),
@@ -223,9 +196,6 @@ def _allotments_control(identity, path) -> None:
     """A steward's view of the analysts' allotments of this dataset, and the form that gives
     one (shown only while sign-in is on: with it off there is no analyst)."""
     import pandas as pd
-
-    from release import access, roles
-    from release.ledger import Ledger, LedgerError
 
     if not access.sign_in_on():
         return
@@ -268,8 +238,6 @@ def _allotments_control(identity, path) -> None:
 def _left_figure(left_eps: float | None, left_delta: float | None) -> str:
     """The Left metric: "ε = 0.5" (rounded down), "over budget by ε = 3.36" (rounded up)
     when the budget was set below what was spent, and δ when its cap is overspent too."""
-    from release.ledger import left_in_words
-
     if left_eps is None:
         return "no limit"
     text = left_in_words(left_eps) if left_eps < 0 else f"ε = {round_down(left_eps, 6)}"
@@ -283,8 +251,6 @@ def _history(status) -> None:
     time and reason: what every later release's card and report list."""
     if status is None or not status.history:
         return
-    from dashboard.analysis.releases import budget_history_table
-    from dashboard.signin import role_now
 
     changes = len(status.history)
     with st.expander(f"Budget history ({changes} setting{'s' * (changes > 1)})",
@@ -299,8 +265,6 @@ def _history(status) -> None:
 
 
 def _set_control(identity, budget, spent: float, suggested: float | None) -> None:
-    from release.ledger import REASON_LIMIT
-
     state.forget_when_changed("plan_set_budget_for", (identity.content_hash,), SET_KEYS)
     done = st.session_state.pop(SET_DONE, None)
     with st.expander("Set this dataset's total budget", icon=":material/savings:",

@@ -11,7 +11,8 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import choices, state
+from dashboard import choices, exports, state
+from dashboard.analysis.statistics import MAX_RELEASE
 from dashboard.choices import (
     DELTA_OPTIONS,
     EPSILON_GRID,
@@ -281,8 +282,6 @@ def downloads(values: Any, parameters: dict[str, Any], *, key: str, file_stem: s
     the seed can remove the noise. ``unseeded`` is what to say instead when the noise does not
     come from the sidebar's seed (then the seed is not written, and each row's note says so).
     """
-    from dashboard import exports
-
     simulated = exports.SIMULATION in parameters
     if simulated:
         values = exports.with_simulation_column(
@@ -308,8 +307,6 @@ def release_picker(*, key: str, seed: int, container: Any = st) -> int:
     mirrored in the URL like any setting; the simulation of many releases does not depend on
     it. The number is a plain session value, not a widget's, so no run can reset it.
     """
-    from dashboard.analysis.statistics import MAX_RELEASE
-
     def parse(raw: str) -> int | None:
         value = int(raw)
         return value if 1 <= value <= MAX_RELEASE else None

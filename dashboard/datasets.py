@@ -1,8 +1,9 @@
 """Datasets for Epsilon Lab (compatibility): the names pages and tests import from here.
 
-The code lives in ``dashboard.data``: ``model`` (ColumnDomain, LoadedDataset, column
-choices), ``builtins`` (the built-in data), ``upload`` (the CSV upload parser), ``facts`` and
-``truth`` (what the engine computes), ``folder`` (the server's data folder).
+The code lives in ``dashboard.data``: ``model`` (ColumnDomain, LoadedDataset), ``columns``
+(which columns the queries can use), ``builtins`` (the built-in data), ``upload`` (the CSV
+upload parser), ``facts`` and ``truth`` (what the engine computes), ``folder`` (the server's
+data folder).
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from dashboard.data.builtins import (  # noqa: F401
     load_builtin,
     synthetic_census,
 )
+from dashboard.data.columns import categorical_columns, numeric_columns  # noqa: F401
 from dashboard.data.model import (  # noqa: F401
     MAX_CATEGORIES,
     ColumnDomain,
     DatasetError,
     EngineError,
     LoadedDataset,
-    categorical_columns,
-    numeric_columns,
     profile,
 )
 from dashboard.data.upload import (  # noqa: F401

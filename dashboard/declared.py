@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from dashboard import person, plan_store, state
-from dashboard.budget_panel import identity_of
 from dashboard.data import schema as sc
+from dashboard.data_source import identity_of
 from dashboard.text import plain
 from engine import EngineError
 from release import declarations as kept

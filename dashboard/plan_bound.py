@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import plan_store
+from dashboard.data_source import identity_of
+from dashboard.plan_unit_panel import declared_schema
 from dashboard.text import plain
 from plan import model
 from release.bound import changes, confirmed, is_stale, stale_reason
@@ -30,8 +32,6 @@ def built_on_now(loaded, data_key: str) -> tuple[str, model.BuiltOn] | None:
     """The data's content identity and the versions of its declarations as they stand (0:
     never declared): what a plan built now is built on. None when either cannot be read
     (the plan then records nothing, as plans did before)."""
-    from dashboard.budget_panel import identity_of
-
     try:
         dataset = identity_of(loaded, data_key).content_hash
         now = DeclarationStore().latest(dataset)
@@ -95,8 +95,6 @@ def refusal(data_key: str) -> str:
 
 def _rebuild(loaded, data_key: str, found: Stale, unit: model.PrivacyUnit) -> None:
     """The button's callback: the plan under the current unit and schema, bound to them."""
-    from dashboard.plan_unit_panel import declared_schema
-
     now = found.now.versions if found.now is not None else {"schema": 0, "unit": 0}
     plan_store.set_unit(data_key, unit, built_on=(found.dataset, model.BuiltOn(**now)),
                         schema_json=declared_schema(loaded, unit))

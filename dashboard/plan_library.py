@@ -26,6 +26,7 @@ from pathlib import Path
 from plan import model
 from release import roles
 from release.access import AccessDenied, Action
+from release.ledger import LedgerError, ledger_path
 
 __all__ = ["PLANS_ENV", "PlanLibraryError", "PlanConflict", "SavedPlan", "PlanLibrary",
            "plans_path", "queries_json", "queries_from_json", "unit_from_json", "keep_drawn",
@@ -128,8 +129,6 @@ class SavedPlan:
 def plans_path(path: str | os.PathLike | None = None) -> Path:
     """``path``, else ``EPSILON_LAB_PLANS``, else ``plans.sqlite`` beside the ledger; never
     inside the repository."""
-    from release.ledger import LedgerError, ledger_path
-
     if path is None and os.environ.get(PLANS_ENV, "").strip():
         path = os.environ[PLANS_ENV]
     if path is None:

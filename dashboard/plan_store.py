@@ -25,6 +25,7 @@ import streamlit as st
 
 from dashboard import plan_library
 from plan import model
+from release import access
 
 __all__ = ["Entry", "entries", "add", "remove", "update", "replace_all", "clear", "count",
            "unit", "set_unit", "declared", "set_declared", "same_query", "replace_query",
@@ -252,8 +253,6 @@ def scoped(identity: str) -> str:
     sign-in is on by the uploader's issuer and subject, so that another user who uploads the
     same content sees none of their plans or names (issue 33 item 6). A file kept on the
     server, and a built-in, are shared: their keys are not scoped."""
-    from release import access
-
     if not access.sign_in_on():
         return identity
     person = access.current()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import plan_store
+from dashboard.signin import role_now
 from dashboard.text import plain
 from release.access import Role
 
@@ -78,8 +79,6 @@ def saved_plans_section(data_key: str) -> None:
 def _submission(data_key: str, current) -> None:
     """An analyst submits the plan for a steward to release; a steward sees the dataset's
     submitted plans and opens one to release it below."""
-    from dashboard.signin import role_now
-
     role = role_now()
     if role is Role.ANALYST:
         if current is not None and current.submitted:

@@ -26,13 +26,22 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+import release
 from dashboard import plan_bound, plan_store
+from dashboard.analysis.plan_simulation import simulate_plan
+from dashboard.data_source import content_hash_of, source_of
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS
 from dpcore.figures import percent_lower, upper
-from engine.sources import FrameSource
 from plan import model
+from plan.kinds import kind_of
+from release import Ledger, LedgerError, ReleaseRefused, prepare
+from release.cli import fetch_command
+from release.files import choice_error, is_choice
+from release.ledger import ledger_path, left_in_words
+from release.package import OUT_FILES, keep_files, package_name
+from release.programs import ProgramUnsupported, opendp_program, spark_program
 
 __all__ = ["release_section", "released_table", "released_columns", "interval_caption",
            "source_of", "unit_refusal", "release_downloads", "simulation_builder",
@@ -40,43 +49,6 @@ __all__ = ["release_section", "released_table", "released_columns", "interval_ca
 
 LAST = "last_release_by_dataset"     # what the last release (or refusal) of each dataset showed
 CONFIRM = "plan_release_confirm"
-
-
-def source_of(loaded: LoadedDataset):
-    """The engine source a release reads: the data-folder file (scanned by the engine, out
-    of core, a CSV's cells as text), an upload's cells (``LoadedDataset.cells``: each cell
-    read on its own, as a CSV's are), else the frame in memory (a built-in)."""
-    if loaded.file is not None:
-        return loaded.file
-    if loaded.cells is not None:
-        return FrameSource(loaded.cells)
-    return FrameSource(loaded.frame)
-
-
-#: Built-ins read from a file of ``data/``: a release names them by that file's hash, as
-#: ``python -m release --data data/<file>`` does, so both count against one budget.
-BUILTIN_FILES = {"Adult (UCI census income)": "adult.csv.gz", "Iris": "iris.csv"}
-
-
-def content_hash_of(loaded: LoadedDataset) -> str | None:
-    """The content digest a release records for ``loaded``: a built-in's source file's (so
-    the app and the command line on that file are one dataset in the ledger, even where the
-    app's loader tidies the frame); an upload's cells' (what its release reads: the same
-    digest as the file it came from); None for a data-folder file
-    (``release.run`` digests it)."""
-    from dashboard.data.builtins import DATA_DIR
-    from plan.identity import content_digest
-    from release.identities import known_digest
-
-    if loaded.file is None and loaded.cells is not None:
-        # an upload: the digest of exactly the cells its release reads, the same function
-        # as the same file's on the command line (issue 31; not its typed frame, where
-        # "1,500", "inf" or one "?" read otherwise)
-        return content_digest(loaded.cells)
-    name = BUILTIN_FILES.get(loaded.name)
-    if name is None or loaded.file is not None or not loaded.key.startswith("builtin:"):
-        return None
-    return known_digest(DATA_DIR / name)   # remembered per file version beside the ledger
 
 
 #: The released values table's columns: the value; the interval for its true value (empty
@@ -90,8 +62,6 @@ def released_table(release: Any) -> pd.DataFrame:
     """Every released value, one row each: the query, its group, the value and its interval
     (from the released values and public parameters), or for a released choice its error
     bound. Nothing else (the run returns no true value and no count of dropped rows)."""
-    from release.files import choice_error, is_choice
-
     rows = []
     for q in release.queries:
         choice = is_choice(q.interval_method)
@@ -159,8 +129,6 @@ def interval_caption(level: float) -> str:
 def prepared(plan: model.Plan) -> tuple[Any, str]:
     """(``release.prepare(plan)``, "") — the plan built and every part certified by OpenDP,
     what the ledger would record — or (None, why it cannot be released as it is)."""
-    from release import ReleaseRefused, prepare
-
     try:
         return prepare(plan), ""
     except (ReleaseRefused, model.PlanError) as exc:
@@ -186,9 +154,6 @@ def unit_refusal(plan: model.Plan, data_key: str) -> str:
 
 def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
     """The button's callback: release once, keep what to show (or the refusal)."""
-    from release import Ledger, LedgerError, ReleaseRefused, run
-    from release.package import keep_files
-
     st.session_state[CONFIRM] = False          # one click, one release
     outcome: dict[str, Any]
     refusal = unit_refusal(plan, data_key)
@@ -198,8 +163,9 @@ def _do_release(plan: model.Plan, loaded: LoadedDataset, data_key: str) -> None:
         return
     try:
         with Ledger() as ledger:
-            released = run(plan, source_of(loaded), ledger=ledger,
-                           content_hash=content_hash_of(loaded))
+            # looked up when called (a test puts a refusal in its place)
+            released = release.run(plan, source_of(loaded), ledger=ledger,
+                                   content_hash=content_hash_of(loaded))
             status = ledger.status(released.dataset)
             # after the commit: built once, kept with the entry, offered below (the same bytes)
             files, not_kept = keep_files(released, ledger)
@@ -225,8 +191,6 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
                     prepared: Any, blocked: str, refused: bool) -> None:
     """Draw the release section of the plan page (``prepared``, ``blocked``: as
     :func:`prepared` gives them)."""
-    from release.ledger import LedgerError, ledger_path, left_in_words
-
     st.subheader("Release it for real")
     st.markdown(
         "**Release** runs the plan once on this dataset with OpenDP's samplers — exact, "
@@ -292,9 +256,6 @@ def release_section(plan: model.Plan, loaded: LoadedDataset, data_key: str, *,
         st.warning(f"**Files not kept:** {plain(outcome['not_kept'], limit=600)}",
                    icon=":material/warning:")
     else:
-        from release.cli import fetch_command
-        from release.ledger import ledger_path
-
         st.caption(f"These files are kept in the ledger with entry #{outcome['id']}: the "
                    f"Releases page (or `{fetch_command(outcome['id'], ledger_path())}`) gives "
                    "them again, byte for byte.")
@@ -331,8 +292,6 @@ def release_downloads(files: dict[str, bytes], entry: int, *, key: str,
     then the others (with ``every_file=False`` only a synthetic table's rows: the rest are in
     the package), then the package; keyed ``<key>_<file name>`` and ``<key>_package``.
     ``labels``: query id → label (to name a synthetic table's rows)."""
-    from release.package import OUT_FILES, package_name
-
     package = package_name(entry)
     first = [n for n in OUT_FILES if n in files]
     for col, name in zip(st.columns(3), first, strict=False):
@@ -371,10 +330,8 @@ def simulation_builder(plan: model.Plan, loaded: LoadedDataset, seed: int):
     with numpy seeded by ``seed`` (``dashboard.analysis.plan_simulation``): no OpenDP, no
     ledger, no budget."""
     def build() -> bytes:
-        from dashboard.analysis.plan_simulation import simulate_plan
-        from release.package import simulation_package
-
-        return simulation_package(plan, simulate_plan(plan, source_of(loaded), seed=seed))
+        values = simulate_plan(plan, source_of(loaded), seed=seed)
+        return release.package.simulation_package(plan, values)   # looked up when clicked
     return build
 
 
@@ -382,8 +339,6 @@ def simulation_button(plan: model.Plan, loaded: LoadedDataset, *, seed: int,
                       plan_name: str) -> None:
     """The "Export as a simulation report" button (the zip is built when it is clicked); a
     plan holding a query numpy cannot draw (a synthetic table) gets a caption saying so."""
-    from plan.kinds import kind_of
-
     unsimulated = [q.label for q in plan.queries if not kind_of(q.query).simulated]
     if unsimulated:
         st.caption("Export as a simulation report: not available for this plan — "
@@ -405,9 +360,6 @@ def simulation_button(plan: model.Plan, loaded: LoadedDataset, *, seed: int,
 
 def programs_section(plan: model.Plan) -> None:
     """Download the plan as an OpenDP program (one machine) and a PipelineDP program (Spark)."""
-    from release import ReleaseRefused
-    from release.programs import ProgramUnsupported, opendp_program, spark_program
-
     st.markdown("**Programs to take away** — the same release, run elsewhere: an OpenDP "
                 "program for one machine, a PipelineDP program for Spark (each checks the "
                 "plan's accounting before drawing).")

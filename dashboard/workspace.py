@@ -20,13 +20,14 @@ import uuid
 import streamlit as st
 
 from dashboard import datasets, plan_store, state
-from dashboard.budget_panel import identity_of
 from dashboard.data import folder, kept
+from dashboard.data_source import identity_of
 from dashboard.plan_library import PlanLibrary, PlanLibraryError, plans_path
 from dashboard.plan_store import UPLOADER, scoped
 from dashboard.text import plain
 from engine import DATA_ENV
 from engine.sources import data_folder
+from release import access, roles
 from release.access import Action, denied_message
 from release.declarations import DeclarationsError, DeclarationStore
 
@@ -291,8 +292,6 @@ def _keep(uploader_key: str) -> None:
 
 def _may_keep() -> bool:
     """Whether the person acting may keep data on the server (or remove it): a steward."""
-    from release import access, roles
-
     try:
         return roles.may(access.current(), Action.KEEP_DATA)
     except (access.AccessError, roles.RolesError):

@@ -42,6 +42,7 @@ from engine.queries import (
     TableAggregate,
     category_kind,
 )
+from engine.sources import FileSource, FrameSource
 
 #: How categories are compared with a column: as text, as exact integers, as reals, as
 #: booleans, or never (the kinds differ: every present value is outside, as in pandas).
@@ -73,8 +74,6 @@ def reads_text(source: object, query: object) -> bool:
     categories matched against each row's own text. Only what the pages show about the
     columns (their profile, bins, first rows, and examples of values) reads the guessed
     types. Parquet files and tables carry their own types, which no row changes."""
-    from engine.sources import FileSource, FrameSource
-
     if not ((isinstance(source, FileSource) and source.format == "csv")
             or (isinstance(source, FrameSource) and source.cells is not None)):
         return False

@@ -12,9 +12,11 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
 
+from engine.duckdb_backend import DuckDBBackend
 from engine.errors import EngineError
 from engine.queries import Aggregate, ColumnInfo, Query
 from engine.sources import FrameSource, Source
+from engine.spark_backend import SparkBackend
 
 __all__ = ["Backend", "Engine", "ENGINE_ENV", "engine_from_env"]
 
@@ -143,15 +145,11 @@ def engine_from_env() -> Engine:
     that never spills, so an upload never reaches the disk. Build it once per server
     process (``st.cache_resource``).
     """
-    from engine.duckdb_backend import DuckDBBackend
-
     choice = os.environ.get(ENGINE_ENV, "duckdb").strip().lower() or "duckdb"
     # Frames (built-ins, uploads) on a DuckDB that never spills: an upload stays in memory.
     frames = DuckDBBackend(spill=False)
     if choice == "duckdb":
         return Engine(DuckDBBackend(), frames=frames)
     if choice == "spark":
-        from engine.spark_backend import SparkBackend
-
         return Engine(SparkBackend(), frames=frames)
     raise EngineError(f"{ENGINE_ENV} must be 'duckdb' or 'spark', got {choice!r}.")

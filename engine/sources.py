@@ -18,6 +18,7 @@ from typing import Literal
 
 import pandas as pd
 
+from engine.cells import column_names, header_layout
 from engine.errors import DataFolderError, EngineError
 from engine.queries import Query, query_key
 
@@ -437,8 +438,6 @@ def csv_layout(source: FileSource) -> tuple[list[str], str, int]:
 def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...], str, int]:
     import gzip
 
-    from engine.cells import header_layout
-
     try:
         with open(path, "rb") as stream:
             magic = stream.read(2)
@@ -456,6 +455,4 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
 def csv_column_names(header: Sequence[str]) -> list[str]:
     """A CSV header's column names as the pages show them (``engine.cells.column_names``, the
     code the exported programs embed)."""
-    from engine.cells import column_names
-
     return column_names(header)

@@ -30,8 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import duckdb
 import numpy as np
 import pandas as pd
+
+from engine.duckdb_backend import csv_names, csv_text_reader, parquet_path
+from engine.errors import EngineError
+from engine.sources import FileSource, parquet_parts
 
 __all__ = ["DatasetIdentity", "file_hash", "bytes_hash", "frame_hash", "content_hash",
            "content_digest", "CHUNK_BYTES", "FRAME_CHUNK_ROWS", "MISSING_TEXTS", "DigestMemo",
@@ -121,7 +126,6 @@ def file_hash(path: str | os.PathLike) -> str:
         return _hash_regular_file(root, info)
     if not stat.S_ISDIR(info.st_mode):
         raise OSError(f"{root} is neither a file nor a folder")
-    from engine.sources import parquet_parts
 
     parts = [p for p in parquet_parts(root) if p.is_file()]
     if not parts:
@@ -316,8 +320,6 @@ def file_version(path: Path, fmt: str) -> tuple[str, bool]:
     the digest's format, the reading and each file's size, times (ns), inode and device (a
     folder's own entry and each part a release reads, by its relative path), and whether it
     is too recent to be remembered (:data:`RACY_SECONDS`)."""
-    from engine.sources import parquet_parts
-
     info = path.stat()
     stamps = [_stamp(info)]
     newest = max(info.st_mtime_ns, info.st_ctime_ns)
@@ -348,12 +350,6 @@ def content_digest(data: object, *, memo: DigestMemo | None = None) -> str:
     OSError
         The file cannot be read.
     """
-    import duckdb
-
-    from engine.duckdb_backend import csv_names, csv_text_reader, parquet_path
-    from engine.errors import EngineError
-    from engine.sources import FileSource
-
     if isinstance(data, str | os.PathLike):
         path = Path(data)
         data = FileSource(path, "parquet" if path.is_dir() or path.name.lower().endswith(

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -42,8 +42,11 @@ from dpcore.selection import (
 )
 from engine.queries import Contribution
 from engine.queries import Query as EngineQuery
-from plan import model
-from plan.model import Noise, PlanError, PlanQuery, PrivacyUnit, SelectionNoise, Threshold
+from plan.fields import Bounds, Noise, PlanError, PrivacyUnit, SelectionNoise, Threshold
+
+if TYPE_CHECKING:   # annotations only: the plan and the kinds are built on this module
+    from plan.kinds.base import QueryKind
+    from plan.model import PlanQuery
 
 __all__ = ["Loss", "PartMechanism", "NoisyMax", "PartitionThreshold", "Part", "Built", "field",
            "contribution", "contribution_bounds", "whole_sum", "additive", "split_parts",
@@ -238,6 +241,9 @@ class Built:
     engine_queries: tuple[EngineQuery, ...]
     parts: tuple[Part, ...]
     sensitivity: Sensitivity
+    #: The query's kind (``plan.kinds``): what computes, draws and words it. The kind that
+    #: builds it passes itself (the kinds build on this module, which cannot look them up).
+    kind: QueryKind
 
     @property
     def mechanism(self) -> PartMechanism:
@@ -248,12 +254,6 @@ class Built:
     def losses(self) -> tuple[Loss, ...]:
         return tuple(part.loss for part in self.parts)
 
-    @property
-    def kind(self):
-        """The query's kind (``plan.kinds``): what computes, draws and words it."""
-        from plan.kinds import kind_of
-
-        return kind_of(self.query.query)
 
     @property
     def finds_groups(self) -> bool:
@@ -291,7 +291,7 @@ def contribution(unit: PrivacyUnit, *, grouped: bool = True,
                         unit.max_groups if grouped else None, seed)
 
 
-def whole_sum(noise: Noise | None, bounds: model.Bounds) -> bool:
+def whole_sum(noise: Noise | None, bounds: Bounds) -> bool:
     """Whether a sum is computed in whole numbers (each clamped value rounded, ties to even):
     when its noise is whole-number noise and its bounds are whole, so that the answer is a
     whole number whatever the column holds (a rule on each row, never a refusal)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcore.quantiles import max_rows_scores
-from engine import Engine, engine_from_env
+from engine import Engine, EngineError, engine_from_env
 from engine.queries import RowsPerPerson
 from engine.sources import Source
 from plan.build import max_rows_draw
@@ -54,7 +54,6 @@ def draw_max_rows(source: Source, person: str, *, level: float, epsilon: float,
     part = max_rows_draw(level, epsilon)
     certified = certify_max_rows(part)                 # before the data is read
     engine = engine if engine is not None else engine_from_env()
-    from engine import EngineError
 
     try:
         agg = engine.answer(source, RowsPerPerson(person))

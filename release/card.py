@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from plan import model
+from plan.kinds import kind_of
 from release.files import _interval_record, _json_safe, release_level, released_by
 from release.measurements import OPENDP_VERSION
 from release.run import Release
@@ -19,8 +20,6 @@ __all__ = ["LOOKING_AT_TRUE_ANSWERS", "release_card", "card_json", "not_covered"
 
 def _declarations(q: model.PlanQuery) -> list[tuple[str, Any]]:
     """(what, declaration) for every bound, category list and grid of a query."""
-    from plan.kinds import kind_of
-
     return kind_of(q.query).declarations(q.query)
 
 
@@ -61,7 +60,6 @@ def data_handling(plan: model.Plan) -> list[dict[str, Any]]:
             f"{unit.max_rows:,} row(s) per query or group{groups}, chosen at random from "
             "their own rows alone (a keyed hash of their rows and of their groups' values); "
             "rows whose person id is missing are not counted")})
-    from plan.kinds import kind_of
 
     for q in plan.queries:
         out.extend({"query": q.id, "rule": rule} for rule in kind_of(q.query).rules(q))

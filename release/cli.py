@@ -31,6 +31,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine import EngineError
+from engine.sources import FileSource
+from plan.examples import adult_plan
+from plan.model import Plan, PlanError
+from release.access import OPERATOR, acting_as
+from release.bound import checked_plan
+from release.declarations import DECLARATIONS_ENV, DeclarationsError, DeclarationStore, on_record
+from release.errors import DrawFailed, ReleaseRefused
+from release.files import write_bytes
+from release.identities import known_digest
+from release.ledger import Ledger, LedgerError, default_path, ledger_path, left_in_words
+from release.package import OUT_FILES, keep_files, package_name
+from release.run import dataset_identity, run
+
 __all__ = ["main"]
 
 REFUSED, BAD_PLAN, BAD_DATA, BAD_LEDGER, DRAW_FAILED = 1, 2, 3, 4, 5
@@ -77,8 +91,6 @@ def _fail(code: int, kind: str, text: object) -> int:
 
 
 def _source(path: Path):  # -> FileSource
-    from engine.sources import FileSource
-
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
     name = path.name.lower()
@@ -107,8 +119,6 @@ def _fetch_parser() -> argparse.ArgumentParser:
 def fetch(argv: Sequence[str]) -> int:
     """``python -m release fetch N --ledger L --out DIR``: release N's kept files into DIR."""
     args = _fetch_parser().parse_args(argv)
-    from release.files import write_bytes
-    from release.ledger import Ledger, LedgerError, ledger_path
 
     try:
         path = ledger_path(args.ledger)
@@ -143,8 +153,6 @@ def fetch_command(entry: int, ledger: str | Path) -> str:
     (a server's EPSILON_LAB_LEDGER is not the shell's)."""
     import shlex
 
-    from release.ledger import default_path
-
     command = f"python -m release fetch {int(entry)}"
     if Path(ledger).expanduser().absolute() != default_path().absolute():
         command += f" --ledger {shlex.quote(str(ledger))}"
@@ -156,8 +164,6 @@ def _declarations(args: argparse.Namespace):  # -> Path | None
     the store's own default, beside the default ledger)."""
     import os
 
-    from release.declarations import DECLARATIONS_ENV
-
     if args.declarations is not None or os.environ.get(DECLARATIONS_ENV, "").strip():
         return args.declarations
     return None if args.ledger is None else args.ledger.parent / "declarations.sqlite"
@@ -166,10 +172,6 @@ def _declarations(args: argparse.Namespace):  # -> Path | None
 def _on_record(args: argparse.Namespace, plan, source) -> str:
     """Record the data's names under its content identity in the dataset declarations (the
     file of :func:`_declarations`) and say which of its declarations are on record (issue 32)."""
-    from engine import EngineError
-    from release.declarations import DeclarationsError, DeclarationStore, on_record
-    from release.identities import known_digest
-
     try:   # the digest is remembered beside the ledger: the release does not read it again
         return on_record(DeclarationStore(_declarations(args)),
                          known_digest(source, ledger=args.ledger),
@@ -181,8 +183,6 @@ def _on_record(args: argparse.Namespace, plan, source) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line as the server's operator (a steward: whoever runs it holds the
     ledger's file anyway); what it records names them as ``command line (user@host)``."""
-    from release.access import OPERATOR, acting_as
-
     with acting_as(OPERATOR):
         return _main(argv)
 
@@ -193,8 +193,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return fetch(argv[1:])
     args = _parser().parse_args(argv)
     if args.example_plan:
-        from plan.examples import adult_plan
-
         print(adult_plan().to_json())
         return 0
     missing = [f"--{n}" for n in ("plan", "data", "out") if getattr(args, n) is None]
@@ -206,14 +204,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.budget_delta is not None and (args.budget is None or not 0 <= args.budget_delta < 1):
         return _fail(BAD_PLAN, "usage", "--budget-delta needs --budget and a δ in [0, 1), got "
                      f"{args.budget_delta}")
-
-    from engine import EngineError
-    from plan.model import Plan, PlanError
-    from release.errors import DrawFailed, ReleaseRefused
-    from release.files import write_bytes
-    from release.ledger import Ledger, LedgerError, left_in_words
-    from release.package import OUT_FILES, keep_files, package_name
-    from release.run import run
 
     try:
         plan = Plan.from_json(args.plan.read_bytes())
@@ -232,10 +222,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return _fail(BAD_LEDGER, "ledger", exc)
     content_hash = None
     if plan.dataset.declarations is not None:   # bound: refused while stale
-        from release.bound import checked_plan
-        from release.declarations import DeclarationsError
-        from release.run import dataset_identity
-
         try:
             content_hash = dataset_identity(plan, source, ledger_file=ledger.path).content_hash
             plan, stale = checked_plan(plan, content_hash, _declarations(args),

@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from dpcore.figures import upper
+from dpcore.intervals import CHOICE_ERROR, INTERVAL_OF, METHODS
+from plan.kinds import kind_of
 from release.run import Release
 
 __all__ = ["FORMULA_TRIGGERS", "escape_cell", "release_csv", "release_json", "release_record",
@@ -77,8 +80,6 @@ def microdata_files(release: Release) -> dict[str, bytes]:
     """``rows-<query id>.csv`` for each query whose released rows are records (a synthetic
     table): its declared columns, one line per released record (UTF-8 with BOM, text quoted,
     formulas escaped). Released values only."""
-    from plan.kinds import kind_of
-
     out = {}
     for pq, q in zip(release.plan.queries, release.queries, strict=True):
         table = kind_of(pq.query).microdata(pq.query, q.rows)
@@ -101,8 +102,6 @@ def release_level(release: Release) -> float:
 
 def interval_description(method: str) -> str:
     """How an interval was computed, in words (``dpcore.intervals.METHODS``)."""
-    from dpcore.intervals import METHODS
-
     return "; ".join(METHODS[m] for m in method.split(", ")) if method else ""
 
 
@@ -110,8 +109,6 @@ def interval_of(method: str) -> str:
     """What intervals of ``method`` bound: the true value behind the released one, or for a
     released choice (a category, a grid value) its shortfall (``dpcore.intervals.INTERVAL_OF``);
     "" for none."""
-    from dpcore.intervals import INTERVAL_OF
-
     if not method:
         return ""
     return "; ".join(INTERVAL_OF[m] for m in method.split(", ") if m in INTERVAL_OF) or (
@@ -121,8 +118,6 @@ def interval_of(method: str) -> str:
 def is_choice(method: str) -> bool:
     """Whether intervals of ``method`` bound a released choice's error (a selection's
     shortfall, a quantile's excess rank error) rather than the released value's true value."""
-    from dpcore.intervals import INTERVAL_OF
-
     return any(m in INTERVAL_OF for m in method.split(", ")) if method else False
 
 
@@ -130,9 +125,6 @@ def choice_error(method: str, at_most: float) -> str:
     """A released choice's bound in words for a table cell ("rank error ≤ 273.7 rows above
     the grid's best"), its number rounded up: never an interval, so that it cannot be read as
     bounds on the released value. "" when ``method`` is not a choice's."""
-    from dpcore.figures import upper
-    from dpcore.intervals import CHOICE_ERROR
-
     words = [CHOICE_ERROR[m] for m in method.split(", ") if m in CHOICE_ERROR]
     return "; ".join(w.format(upper(at_most, 4)) for w in words)
 

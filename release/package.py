@@ -30,6 +30,8 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 from dpcore.figures import lower, percent_lower, upper
+from dpcore.risk import attacker_in_words
+from plan.kinds import kind_of
 from plan.model import Plan, PlanError
 from release.card import (
     LOOKING_AT_TRUE_ANSWERS,
@@ -38,9 +40,11 @@ from release.card import (
     not_covered,
     release_card,
 )
+from release.errors import ReleaseRefused
 from release.files import _json_safe, microdata_files, release_csv, release_json, release_record
 from release.ledger import Ledger, LedgerError
-from release.run import Release
+from release.programs import ProgramUnsupported, opendp_program
+from release.run import Release, prepare
 
 __all__ = ["SIMULATION_LABEL", "notebook", "release_package", "release_files", "keep_files",
            "package_name", "OUT_FILES", "report_html", "simulation_package",
@@ -385,8 +389,6 @@ def _markdown_bold(text: str) -> str:
 
 
 def _epsilon_sentence(epsilon: float, delta: float) -> str:
-    from dpcore.risk import attacker_in_words
-
     out = f"<p>{_markdown_bold(attacker_in_words(epsilon))}</p>"
     if delta:
         out += (f'<p class="muted">The sentence reads ε as pure ε-DP. This release also has '
@@ -552,9 +554,6 @@ def _privacy(privacy: Any) -> str:
 
 def _program_files(plan: Plan) -> dict[str, bytes]:
     """program.py and program.ipynb of ``plan``, or a note saying why there is none."""
-    from release.errors import ReleaseRefused
-    from release.programs import ProgramUnsupported, opendp_program
-
     try:
         program = opendp_program(plan)
     except (ProgramUnsupported, ReleaseRefused, PlanError) as exc:
@@ -625,10 +624,6 @@ def simulation_report(plan: Plan,
                       values: Mapping[str, Sequence[tuple[Sequence[Any], Any]]]) -> str:
     """report.html of a plan that was only simulated: ``values`` maps a query id to its
     simulated rows ``(group, value)``. Labelled "simulation — not a release"."""
-    from plan.kinds import kind_of
-    from release.errors import ReleaseRefused
-    from release.run import prepare
-
     published = plan.published()
     try:
         spent = prepare(published).spent

@@ -25,6 +25,7 @@ from dpcore.figures import upper
 from dpcore.mechanisms import AdditiveMechanism, spec_of
 from plan import model
 from plan.build import Built, NoisyMax
+from plan.kinds import kind_of
 from plan.model import Plan
 from release.accounting import Spent
 from release.measurements import OPENDP_VERSION, Certified
@@ -132,8 +133,6 @@ def _constants(plan: Plan, values: dict[str, Any]) -> str:
 
 def _query_record(pq: model.PlanQuery, unit: model.PrivacyUnit) -> dict[str, Any]:
     """What the programs read for one query: its kind's record (``plan.kinds``)."""
-    from plan.kinds import kind_of
-
     kind = kind_of(pq.query)
     return {"id": pq.id, "label": pq.label, "kind": kind.name,
             **kind.program_record(pq.query), "columns": list(kind.columns(pq.query))}

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from release.ledger import LedgerError, ledger_path
+
 __all__ = ["StoreError", "SqliteStore", "store_path"]
 
 _REPOSITORY = Path(__file__).resolve().parent.parent
@@ -30,8 +32,6 @@ def store_path(path: str | os.PathLike | None, env: str, file_name: str, what: s
     """``path``, else the environment variable ``env``, else ``file_name`` beside the ledger;
     never inside the repository (a store committed by mistake would publish a steward's
     work)."""
-    from release.ledger import LedgerError, ledger_path
-
     if path is None and os.environ.get(env, "").strip():
         path = os.environ[env]
     if path is None:

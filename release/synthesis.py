@@ -28,16 +28,22 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import ctypes
 import functools
 import math
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from engine import JointAggregate
 from plan.kinds.synthetic import MarginalSynthesis
 from plan.parts import Loss, Part
+from release.certified import Certified, dp
 from release.errors import MapCheckFailed, Unsupported
+from release.mbi_cells import cell_frame, make_cells_table
 
 __all__ = ["certify_synthesis", "certified_loss", "fit_cells", "SynthesisMeasurement",
            "synthetic_rows"]
@@ -67,8 +73,6 @@ class SynthesisMeasurement:
     def fit(self, cells: Any) -> Any:
         """OpenDP's contingency table (noisy marginals and the model fitted to them) of
         ``cells``: the part that spends the budget."""
-        from release.mbi_cells import cell_frame
-
         names = _names(len(self.spec.shape))
         with lean_fit(self.spec):
             return self.measurement(cell_frame(cells.codes, cells.counts, names))
@@ -211,8 +215,6 @@ _resident_after_release = [0]
 
 def _resident_bytes() -> int | None:
     """The process's resident memory (Linux's /proc; None elsewhere)."""
-    import os
-
     try:
         with open("/proc/self/statm", "rb") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -228,8 +230,6 @@ def release_jax_memory() -> None:
     model, mbi's variable elimination) left 0.65 GB of them, and AIM's rounds pile them up
     round after round (issue 34, item 4). Dropping them costs a recompilation where the same
     shape comes again. ``malloc_trim`` is glibc's (skipped where there is none)."""
-    import ctypes
-
     import jax
 
     jax.clear_caches()
@@ -332,8 +332,6 @@ def opendp_failure_in_words(exc: BaseException) -> str:
     """OpenDP's failure in one line: the innermost message of its chained error (an error in
     mbi's own Python code comes back wrapped in tracebacks with the server's paths), without
     a traceback or a path."""
-    import re
-
     text = str(getattr(exc, "message", None) or exc)
     # the innermost of OpenDP's one-line errors (Variant("…")) and Python's own exception
     # lines ("ValueError: …", raised in mbi's Python code): the one written last
@@ -351,8 +349,6 @@ def opendp_failure_in_words(exc: BaseException) -> str:
 def public_cells(shape: tuple[int, ...]) -> Any:
     """A public table of the plan's columns (no data): ``max(shape)`` rows, row i holding code
     i mod s in each column of s codes, so every code of every column occurs."""
-    from engine import JointAggregate
-
     count = max(shape)
     codes = np.stack([np.arange(count) % s for s in shape], axis=1).astype(np.int64)
     return JointAggregate(codes, np.ones(count, dtype=np.int64))
@@ -362,11 +358,8 @@ def _build(spec: MarginalSynthesis, budget: float) -> tuple[Any, float]:
     """OpenDP's measurement of ``spec`` at ``budget``, taking the cells
     (:func:`release.mbi_cells.make_cells_table`), and its map at ``max_rows``; raises
     OpenDP's refusal."""
-    # OpenDP through release.measurements' lazy prelude: its first use turns the contrib
+    # OpenDP through release.certified's lazy prelude: its first use turns the contrib
     # features on (mbi needs them), whether or not another part of the release used OpenDP
-    from release.mbi_cells import make_cells_table
-    from release.measurements import dp
-
     dp.enable_features("contrib")
     names = _names(len(spec.shape))
     measure = dp.max_divergence() if spec.measure == "pure" else (
@@ -383,8 +376,6 @@ def fit_cells(spec: MarginalSynthesis, cells: Any) -> Any:
     fails on its rounding of the budget (:data:`ROUNDING_FAILURE`), a hair less
     (:data:`BUDGET_NUDGES`), as a release. Raises ``ValueError`` with OpenDP's failure in
     words."""
-    from release.measurements import dp
-
     failure = ""
     for nudge in BUDGET_NUDGES:
         try:
@@ -413,8 +404,6 @@ def _measurement(spec: MarginalSynthesis) -> tuple[Any, float] | str:
     Seconds to minutes of OpenDP's work (it calibrates every step, then fits), so cached by
     the public spec: a page asks on every rerun. Invoking the measurement draws afresh each
     time (OpenDP's samplers, fresh entropy), so a cached one releases as a new one would."""
-    from release.measurements import dp
-
     failure = ""
     for nudge in BUDGET_NUDGES:
         try:
@@ -437,8 +426,6 @@ def _measurement(spec: MarginalSynthesis) -> tuple[Any, float] | str:
 def certify_synthesis(query_id: str, part: Part) -> Any:
     """The part's OpenDP measurement (built from the plan alone) with the privacy its map
     certifies at ``max_rows`` rows per person; refused if that is above the plan's budget."""
-    from release.measurements import Certified
-
     spec: MarginalSynthesis = part.mechanism
     d_in = spec.max_rows
     built = _measurement(spec)

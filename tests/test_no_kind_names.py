@@ -37,7 +37,7 @@ ALLOWED = {
 RELEASE_ALLOWED = {
     # report noisy max's noise (laplace refused by name) and partition selection's noises
     ("release/measurements.py", "laplace"), ("release/measurements.py", "gaussian"),
-    ("plan/model.py", "gaussian"),           # a threshold's Gaussian noise is set by ρ
+    ("plan/fields.py", "gaussian"),          # a threshold's Gaussian noise is set by ρ
     # the threshold's L2 sensitivity, and its OpenDP constructor (make_gaussian_threshold)
     ("plan/parts.py", "gaussian"),
     # the exported programs run without the app (no catalogue): they read the plan's noise

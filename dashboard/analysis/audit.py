@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.analysis import statistics as stats
+from dashboard.analysis.selection_privacy import privacy_of
 from dpcore.audit import AuditResult, audit_mechanism, category_events
 from dpcore.figures import lower, upper
 from dpcore.measures import ApproxDP
@@ -164,8 +165,6 @@ class SelectionSetting:
     @property
     def scale(self) -> float:
         """The noise scale the page uses (``noisy_max_scale`` at the chosen level)."""
-        from dashboard.analysis.selection_privacy import privacy_of
-
         return noisy_max_scale(privacy_of(self.measure, self.level),
                                sensitivity=self.sensitivity, noise=self.noise,
                                monotonic=self.monotonic, k=self.k)

@@ -20,6 +20,7 @@ from engine import Engine, engine_from_env
 from engine.sources import Source
 from plan.build import Built, Part, build_plan
 from plan.model import Plan
+from release.run import _plan_aggregates
 
 __all__ = ["SimulatedPart", "simulated_part", "simulated_parts", "simulate_plan"]
 
@@ -67,9 +68,6 @@ def simulate_plan(plan: Plan, source: Source, *, seed: int, engine: Engine | Non
     by its id, as ``release.package.simulation_package`` takes them. The same ``seed`` gives
     the same draw (a float sum's last digits follow the engine's order of addition); the true
     aggregates go no further than the draw."""
-    # the release's own true aggregates (that module imports OpenDP; nothing here calls it)
-    from release.run import _plan_aggregates
-
     engine = engine if engine is not None else engine_from_env()
     rng = np.random.default_rng(seed)
     values: dict[str, Sequence[tuple[Sequence[Any], Any]]] = {}

@@ -27,6 +27,7 @@ from dashboard import shown
 from dashboard.analysis import plan_entries
 from dashboard.analysis import selection_choices as sel
 from dashboard.analysis.intervals import kind_intervals
+from dashboard.analysis.releasable import releasability
 from dashboard.data import facts
 from dashboard.datasets import LoadedDataset
 from dashboard.exports import noise_stream
@@ -226,8 +227,6 @@ def release_refusal(query: model.PlanQuery, unit: PrivacyUnit) -> str | None:
     for it, e.g. Gumbel noise under pure DP), None when it draws it: the page still shows the
     setting's law, as a teaching example no release draws (:func:`teaching_note`). No data is
     read (``analysis.releasable``: the query alone certified as a release would)."""
-    from dashboard.analysis.releasable import releasability
-
     return releasability(query, plan_entries.plan_unit(unit)).reason
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from dashboard.analysis import plan_entries
 from dashboard.analysis.selection_choices import MEASURES, NOISE_NAMES, NOISES, SOURCES, fmt_value
 from dashboard.choices import fmt_number
 from dashboard.datasets import LoadedDataset
@@ -72,8 +73,6 @@ def data_mechanism(loaded: LoadedDataset, unit: PrivacyUnit, *, column: str, lab
     by the same map at its sensitivity. Raises ValueError (the plan's reason) when the query
     cannot be built ("k must be a whole number from 1 to the number of candidates …").
     """
-    from dashboard.analysis import plan_entries
-
     try:
         query = plan_entries.selection_query(
             loaded, unit, column=column, labels=labels, declared=declared, noise=noise,

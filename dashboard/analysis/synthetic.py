@@ -28,12 +28,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from dashboard.analysis.plan_entries import categories_of, plan_unit
+from dashboard.data.schema import origin_of
 from dashboard.datasets import LoadedDataset
 from dpcore.contributions import PrivacyUnit
 from engine import Contribution, JointAggregate, JointCells
 from plan import model
 from plan.build import build
-from plan.kinds.synthetic import Synthetic, SyntheticColumn
+from plan.kinds.synthetic import MarginalSynthesis, Synthetic, SyntheticColumn
+from release.synthesis import fit_cells, synthetic_rows
 
 #: Most cells (declared categories, or bins) a column may have on this page.
 MAX_SYNTHETIC_CATEGORIES = 100
@@ -117,9 +120,6 @@ def plan_query(loaded: LoadedDataset, unit: PrivacyUnit, *, names: list[str], me
     their declared categories or bin edges (and where each comes from), the algorithm, the
     marginals (with "pairs", the chosen ``pairs`` of column indices), the rows, and the
     page's ε (pure DP) or ρ (zCDP), under the page's privacy unit."""
-    from dashboard.analysis.plan_entries import categories_of, plan_unit
-    from dashboard.data.schema import origin_of
-
     columns = []
     for name in names:   # declared cells only (the page's choose_columns refused the rest)
         domain = loaded.domains.get(name)
@@ -158,9 +158,6 @@ def fit(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure, budg
     """OpenDP's contingency table (noisy marginals, the model fitted to them) of ``cells``:
     what spends the budget, by the measurement a release runs (``release.synthesis``: OpenDP's
     algorithms reading the cells, not rows). OpenDP draws its own noise (not seeded)."""
-    from plan.kinds.synthetic import MarginalSynthesis
-    from release.synthesis import fit_cells
-
     if not budget > 0:
         raise SynthesisError("The budget must be positive.")
     if marginals == "pairs" and algorithm == "AIM" and not pairs:
@@ -192,8 +189,6 @@ def generate(cells: JointAggregate, shape: tuple[int, ...], *, measure: Measure,
     OpenDP draws its own noise (not seeded); the rows are drawn with ``rng`` (None: fresh OS
     entropy, as a release).
     """
-    from release.synthesis import synthetic_rows
-
     table = fit(cells, shape, measure=measure, budget=budget, max_rows=max_rows,
                 algorithm=algorithm, marginals=marginals, pairs=pairs, iters=iters)
     return synthetic_rows(table, shape, int(rows),

@@ -16,6 +16,8 @@ import streamlit as st
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.analysis.intervals import kind_intervals
+from dashboard.analysis.plan_entries import _category_values, _noise
+from dashboard.analysis.stats_parts import plan_unit
 from dashboard.analysis.stats_query import neighbours_of
 from dashboard.choices import PrivacyChoice, mechanism_name
 from dashboard.data import facts, truth
@@ -428,9 +430,6 @@ def table_built(row: str, column: str, row_categories: tuple[str, ...],
     """The page's crosstab built as a release builds it: ``plan.build`` of the plan's query
     (as Add to plan enters it) under the page's privacy unit. Noisy tables and Choose epsilon
     both build it here. Raises ValueError (the plan's reason) when it cannot be built."""
-    from dashboard.analysis.plan_entries import _category_values, _noise
-    from dashboard.analysis.stats_parts import plan_unit
-
     query = model.PlanQuery("q", "table", model.Crosstab(
         row, column, model.Categories(_category_values(row_categories)),
         model.Categories(_category_values(column_categories))), _noise(choice), "tables")

@@ -1,5 +1,6 @@
 """The dataset model: what is declared about a column (ColumnDomain), a dataset ready for
-the pages (LoadedDataset, whose engine relation answers every query), and column choices.
+the pages (LoadedDataset, whose engine relation answers every query). Which columns the
+queries can use: ``dashboard.data.columns``.
 
 Pure pandas and the engine (no widgets). ``profile`` is the pandas reference of the engine's
 column profile (``dashboard.data.facts``), kept for the tests.
@@ -14,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from dashboard.data.relation import Relation
 from dpcore.contributions import PrivacyUnit
 from engine.errors import EngineError  # noqa: F401 — what a page catches from the data
 
@@ -145,8 +147,6 @@ class LoadedDataset:
         in place, or the data-folder file, scanned out of core. An upload's true answers
         read its cells, as its release does (``FrameSource.cells``: each cell by the one
         rule of ``engine.cells``); its typed frame says only what the columns are."""
-        from dashboard.data.relation import Relation
-
         if self.file is not None:
             return Relation(self.file, self.key)
         cells = None
@@ -163,7 +163,7 @@ class DatasetError(ValueError):
 
 
 # --------------------------------------------------------------------------------------------
-# Profiles and column choices
+# Profiles
 
 
 def _frame_of(ds: LoadedDataset | pd.DataFrame) -> pd.DataFrame:
@@ -214,41 +214,3 @@ def profile(frame: pd.DataFrame) -> pd.DataFrame:
 def declared_numeric(ds: LoadedDataset) -> set[str]:
     """The columns the dataset's declarations say are numeric (role numeric, with bounds)."""
     return {c for c, d in ds.domains.items() if d.kind == "numeric"}
-
-
-def numeric_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
-    """Columns that numeric queries (sum, mean, …) can use: int or float dtype.
-
-    For a LoadedDataset, the engine's column kinds (any dataset, files too), and every column
-    declared numeric whatever its cells hold: each cell is read by the one rule
-    (``engine.cells``, rule 4: a cell that is not a number is missing), as a release reads
-    it; for a frame, its pandas dtypes (the tests' reference).
-    """
-    if isinstance(ds, LoadedDataset):
-        from dashboard.data import facts
-
-        numeric = set(facts.numeric_columns(ds.relation)) | declared_numeric(ds)
-        return [c for c in ds.relation.columns if c in numeric and c not in ds.hidden]
-    frame = _frame_of(ds)
-    return [str(c) for c in frame.columns if _is_numeric(frame[c])]
-
-
-def categorical_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
-    """Columns that categorical queries (histogram, crosstab) can use.
-
-    Categorical dtype with at most ``MAX_CATEGORIES`` categories; text columns with more
-    distinct values are left out. For a LoadedDataset, the engine's column kinds and distinct
-    counts, and the declared categories (any dataset, files too); for a frame, its dtypes.
-    """
-    if isinstance(ds, LoadedDataset):
-        from dashboard.data import facts
-
-        declared = tuple(c for c, d in ds.domains.items() if d.kind == "categorical")
-        numbers = declared_numeric(ds)   # a text column declared numeric is numbers now
-        return [c for c in facts.categorical_columns(ds.relation, declared)
-                if c not in ds.hidden and c not in numbers]
-    frame = _frame_of(ds)
-    return [str(c) for c in frame.columns
-            if isinstance(frame[c].dtype, pd.CategoricalDtype)
-            and len(frame[c].cat.categories) <= MAX_CATEGORIES]
-

@@ -17,11 +17,16 @@ import itertools
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from plan.model import PlanError, PlanQuery, PrivacyUnit
+from dpcore.intervals import noise_interval
+from dpcore.partition import PARTITION_LAWS
+from plan.fields import PlanError, PrivacyUnit
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["QueryKind", "Rows", "Intervals", "as_input", "number", "mean_of", "means_of",
            "draw_threshold", "WHOLE_LIMIT", "THRESHOLD_CHUNK", "declared_rule",
@@ -112,8 +117,6 @@ def _pairs(low: np.ndarray, high: np.ndarray) -> Intervals:
 def additive_intervals(part: Any, values: Sequence[Any], alpha: float) -> Intervals:
     """(lower, upper) at 1 − ``alpha`` for each released value of an additive part, from its
     mechanism's law and scale alone (``dpcore.intervals.noise_interval``), each on its own."""
-    from dpcore.intervals import noise_interval
-
     if not len(values):
         return ()
     low, high = noise_interval(drawn_mechanism(part), np.asarray(values, dtype=np.float64),
@@ -125,9 +128,6 @@ def threshold_intervals(part: Any, values: Sequence[Any], alpha: float) -> Inter
     """(lower, upper) at 1 − ``alpha`` for the noisy counts partition selection released,
     from the law of its noise on each count (before selection: given that a group was kept,
     its noise was more likely upwards, and the interval is conditional on being kept)."""
-    from dpcore.intervals import noise_interval
-    from dpcore.partition import PARTITION_LAWS
-
     if not len(values):
         return ()
     gate = part.part.mechanism

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from engine.queries import BoundedSum
+from plan.fields import Bounds, PrivacyUnit, _column, _declared, _Fields
 from plan.kinds.base import QueryKind
-from plan.model import Bounds, PlanQuery, PrivacyUnit, _column, _declared, _Fields
 from plan.parts import contribution, contribution_bounds, whole_sum
 from plan.parts import field as at
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["BoundedColumn", "BoundedColumnKind", "clamping_rule"]
 

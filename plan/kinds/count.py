@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dpcore.contributions import count_sensitivity
 from engine.queries import CountRows
+from plan.fields import PrivacyUnit, _Fields
 from plan.kinds.base import QueryKind, additive_intervals, as_input, number
-from plan.model import PlanQuery, PrivacyUnit, _Fields
 from plan.parts import Built, additive, contribution, contribution_bounds
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Count", "KIND"]
 
@@ -41,7 +44,7 @@ class CountKind(QueryKind):
         sens = count_sensitivity(contribution_bounds(unit, grouped=False))
         part = additive(query.mechanism, sens, f"{path}.mechanism", integer=True)
         return Built(query, unit, (CountRows(contribution(unit, grouped=False)),), (part,),
-                     sens)
+                     sens, kind=self)
 
     def draw(self, built, certified, aggs, keys):
         part = certified[0]

@@ -4,14 +4,17 @@ additive mechanism over the cells."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dpcore.contributions import count_sensitivity
 from engine.queries import CategoryTable
+from plan.fields import Categories, PrivacyUnit, _column, _declared, _Fields
 from plan.kinds.base import QueryKind, additive_intervals, declared_rule
 from plan.kinds.histogram import counts_draw
-from plan.model import Categories, PlanQuery, PrivacyUnit, _column, _declared, _Fields
 from plan.parts import Built, additive, contribution, contribution_bounds
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Crosstab", "KIND"]
 
@@ -67,7 +70,7 @@ class CrosstabKind(QueryKind):
                                q.column_categories.values, contribution(unit, grouped=True))
         part = additive(query.mechanism, sens, f"{path}.mechanism", size=len(_labels(q)),
                         integer=True)
-        return Built(query, unit, (engine,), (part,), sens)
+        return Built(query, unit, (engine,), (part,), sens, kind=self)
 
     def draw(self, built, certified, aggs, keys):
         counts = list(aggs[0].counts.reshape(-1))

@@ -5,13 +5,28 @@ keys (public; every key released, zeros kept), or found privately by partition s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from dpcore.contributions import count_sensitivity, mean_sensitivities, sum_sensitivity
 from dpcore.intervals import mean_interval
 from engine.queries import CategoryCounts, DistinctValues, GroupedSum
+from plan.fields import (
+    GROUP_STATISTICS,
+    Bounds,
+    Categories,
+    PlanError,
+    PrivacyUnit,
+    _choice,
+    _column,
+    _declared,
+    _drop_none,
+    _f,
+    _Fields,
+    _number,
+    _probability,
+)
 from plan.kinds.base import (
     QueryKind,
     additive_intervals,
@@ -25,22 +40,6 @@ from plan.kinds.base import (
 )
 from plan.kinds.bounded import clamping_rule
 from plan.kinds.mean import MEAN_RULE
-from plan.model import (
-    GROUP_STATISTICS,
-    Bounds,
-    Categories,
-    PlanError,
-    PlanQuery,
-    PrivacyUnit,
-    _choice,
-    _column,
-    _declared,
-    _drop_none,
-    _f,
-    _Fields,
-    _number,
-    _probability,
-)
 from plan.parts import (
     Built,
     Part,
@@ -52,6 +51,9 @@ from plan.parts import (
     whole_sum,
 )
 from plan.parts import field as at
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["GroupBy", "KIND"]
 
@@ -193,7 +195,7 @@ class GroupByKind(QueryKind):
             size = len(q.keys.values)
             engine = (self._queries(query, q.keys.values, bounded)[-1],)
         values, sens = self._value_parts(query, unit, path, size)
-        return Built(query, unit, engine, (*parts, *values), sens)
+        return Built(query, unit, engine, (*parts, *values), sens, kind=self)
 
     def _queries(self, query: PlanQuery, keys: tuple, bounded: Any) -> tuple[Any, ...]:
         q = query.query

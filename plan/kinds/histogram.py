@@ -5,17 +5,15 @@ over the cells."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dpcore.contributions import count_sensitivity
 from dpcore.quantiles import bin_labels
 from engine.queries import Binned, CategoryCounts
-from plan.kinds.base import QueryKind, additive_intervals, as_input, declared_rule, number
-from plan.model import (
+from plan.fields import (
     OUTSIDE,
     Categories,
     Grid,
-    PlanQuery,
     PrivacyUnit,
     _check_cells,
     _choice,
@@ -23,7 +21,11 @@ from plan.model import (
     _declared,
     _Fields,
 )
+from plan.kinds.base import QueryKind, additive_intervals, as_input, declared_rule, number
 from plan.parts import Built, additive, contribution, contribution_bounds
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Histogram", "KIND", "counts_draw"]
 
@@ -96,7 +98,7 @@ class HistogramKind(QueryKind):
             engine = Binned(q.column, q.edges.values, "bins", q.outside, bounded)
         size = len(cell_labels(q))
         part = additive(query.mechanism, sens, f"{path}.mechanism", size=size, integer=True)
-        return Built(query, unit, (engine,), (part,), sens)
+        return Built(query, unit, (engine,), (part,), sens, kind=self)
 
     def draw(self, built, certified, aggs, keys):
         q = built.query.query

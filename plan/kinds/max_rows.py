@@ -6,14 +6,12 @@ every draw the planner saw is charged, and the release publishes the value."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dpcore.contributions import Sensitivity
 from dpcore.quantiles import quantile_sensitivity
-from plan.kinds.base import QueryKind
-from plan.model import (
+from plan.fields import (
     PlanError,
-    PlanQuery,
     PrivacyUnit,
     SelectionNoise,
     _bounded_int,
@@ -23,8 +21,12 @@ from plan.model import (
     _positive,
     _probability,
 )
+from plan.kinds.base import QueryKind
 from plan.parts import Built, Loss, Part, noisy_max
 from plan.parts import field as at
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["MaxRows", "KIND", "max_rows_draw"]
 
@@ -114,7 +116,7 @@ class MaxRowsKind(QueryKind):
         for i, eps in enumerate(q.epsilons):
             parts.append(replace(max_rows_draw(q.level, eps, path=path), name=f"draw {i + 1}"))
         top = parts[0].sensitivity
-        return Built(query, unit, (), tuple(parts), Sensitivity(top, top, top))
+        return Built(query, unit, (), tuple(parts), Sensitivity(top, top, top), kind=self)
 
     def draw(self, built, certified, aggs, keys):
         return self.statistic, ((("max rows",), built.query.query.drawn),)

@@ -4,14 +4,17 @@ budget), the ratio post-processed into the bounds."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dpcore.contributions import mean_sensitivities
 from dpcore.intervals import mean_interval
+from plan.fields import Bounds, PrivacyUnit, _declared, _f, _Fields, _number, _probability
 from plan.kinds.base import drawn_mechanism, means_of
 from plan.kinds.bounded import BoundedColumn, BoundedColumnKind
-from plan.model import Bounds, PlanQuery, PrivacyUnit, _declared, _f, _Fields, _number, _probability
 from plan.parts import Built, split_parts, whole_sum
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Mean", "KIND", "MEAN_RULE"]
 
@@ -59,7 +62,7 @@ class MeanKind(BoundedColumnKind):
         sens = self.clamped_sensitivity(mean_sensitivities, query, unit, path)
         parts = split_parts(query.mechanism, q.sum_share, sens, f"{path}.mechanism",
                             f"{path}.query", whole=whole)
-        return Built(query, unit, (engine,), parts, sens[0])
+        return Built(query, unit, (engine,), parts, sens[0], kind=self)
 
     def part_values(self, built, aggs):
         """(the clamped sum, the number of values summed)."""

@@ -5,7 +5,7 @@ equally between the levels."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -18,10 +18,13 @@ from dpcore.quantiles import (
 )
 from dpcore.rank_intervals import selection_shortfall
 from engine.queries import Binned
+from plan.fields import Grid, PlanError, PrivacyUnit, _column, _declared, _Fields, _number
 from plan.kinds.base import QueryKind
-from plan.model import Grid, PlanError, PlanQuery, PrivacyUnit, _column, _declared, _Fields, _number
 from plan.parts import Built, Loss, Part, contribution, noisy_max, share_down
 from plan.parts import field as at
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Quantiles", "KIND", "rank_counts"]
 
@@ -105,7 +108,7 @@ class QuantilesKind(QueryKind):
                         contribution(unit, grouped=False))
         top = quantile_sensitivity(max(q.levels, key=lambda v: abs(v - 0.5)),
                                    max_rows=unit.max_rows)
-        return Built(query, unit, (engine,), tuple(parts), Sensitivity(top, top, top))
+        return Built(query, unit, (engine,), tuple(parts), Sensitivity(top, top, top), kind=self)
 
     def draw(self, built, certified, aggs, keys):
         q = built.query.query

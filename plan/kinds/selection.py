@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dpcore.contributions import count_sensitivity
 from dpcore.rank_intervals import top_k_shortfalls
 from engine.queries import CategoryCounts
+from plan.fields import Categories, PlanError, PrivacyUnit, _column, _declared, _Fields
 from plan.kinds.base import QueryKind, declared_rule
-from plan.model import Categories, PlanError, PlanQuery, PrivacyUnit, _column, _declared, _Fields
 from plan.parts import Built, Loss, Part, contribution, contribution_bounds, noisy_max
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Selection", "KIND"]
 
@@ -66,7 +69,7 @@ class SelectionKind(QueryKind):
         loss = Loss.of(mechanism.privacy, read_at=noise.delta)
         part = Part("choice", mechanism, sens.linf, loss, size=len(q.candidates.values),
                     integer=True)
-        return Built(query, unit, (engine,), (part,), sens)
+        return Built(query, unit, (engine,), (part,), sens, kind=self)
 
     def draw(self, built, certified, aggs, keys):
         q = built.query.query

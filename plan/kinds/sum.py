@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from dpcore.contributions import sum_sensitivity
+from plan.fields import PrivacyUnit
 from plan.kinds.base import additive_intervals, as_input, number
 from plan.kinds.bounded import BoundedColumn, BoundedColumnKind
-from plan.model import PlanQuery, PrivacyUnit
 from plan.parts import Built, additive, whole_sum
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Sum", "KIND"]
 
@@ -33,7 +36,7 @@ class SumKind(BoundedColumnKind):
         engine = self.clamped_sum(query, unit, whole=whole)
         sens = self.clamped_sensitivity(sum_sensitivity, query, unit, path)
         part = additive(query.mechanism, sens, f"{path}.mechanism", integer=whole)
-        return Built(query, unit, (engine,), (part,), sens)
+        return Built(query, unit, (engine,), (part,), sens, kind=self)
 
     def draw(self, built, certified, aggs, keys):
         part = certified[0]

@@ -16,18 +16,16 @@ figure is what the release composes and the ledger records (``release.synthesis`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from dpcore.contributions import count_sensitivity
 from engine.queries import JointCells
-from plan.kinds.base import QueryKind
-from plan.model import (
+from plan.fields import (
     Categories,
     Grid,
     PlanError,
-    PlanQuery,
     PrivacyUnit,
     _bounded_int,
     _check_cells,
@@ -40,7 +38,11 @@ from plan.model import (
     _positive,
     _probability,
 )
+from plan.kinds.base import QueryKind
 from plan.parts import Built, Loss, Part, contribution
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Synthetic", "SyntheticColumn", "MarginalSynthesis", "KIND", "ALGORITHMS",
            "MARGINALS", "MAX_CATEGORIES", "MAX_ROWS_RELEASED", "OTHER", "column_labels"]
@@ -316,7 +318,7 @@ class SyntheticKind(QueryKind):
             rho=spec.rho, read_at=spec.delta)
         sensitivity = count_sensitivity(unit.bounds(grouped=False))
         part = Part("synthetic table", mechanism, float(unit.max_rows), loss, integer=True)
-        return Built(query, unit, (self.engine_query(spec, unit),), (part,), sensitivity)
+        return Built(query, unit, (self.engine_query(spec, unit),), (part,), sensitivity, kind=self)
 
     def draw(self, built: Built, certified, aggs: tuple, keys: tuple):
         """The synthetic rows, as the count of each distinct row drawn (its labels): the

@@ -12,7 +12,7 @@ in [L, U] lies there): post-processing, no privacy spent.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,11 +22,14 @@ from dpcore.intervals import variance_interval
 from dpcore.measures import split_budget
 from dpcore.mechanisms import CATALOGUE
 from engine.queries import BoundedSum
+from plan.fields import PlanError, PrivacyUnit
 from plan.kinds.base import drawn_mechanism
 from plan.kinds.bounded import BoundedColumn, BoundedColumnKind
-from plan.model import PlanError, PlanQuery, PrivacyUnit
 from plan.parts import Built, Loss, Part, additive, contribution_bounds
 from plan.parts import field as at
+
+if TYPE_CHECKING:   # annotations only: the plan reads its queries through the kinds
+    from plan.model import PlanQuery
 
 __all__ = ["Variance", "KIND", "variance_of", "PART_NAMES"]
 
@@ -105,7 +108,7 @@ class VarianceKind(BoundedColumnKind):
             parts.append(Part(name, part.mechanism, part.sensitivity, loss,
                               integer=part.integer))
         return Built(query, unit, self.engine_queries(query, unit), tuple(parts),
-                     sensitivities[2])
+                     sensitivities[2], kind=self)
 
     def part_values(self, built: Built, aggs: tuple) -> tuple[float, float, float]:
         """The true input of each part: (values kept, their sum of deviations, of squares)."""
