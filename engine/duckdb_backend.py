@@ -962,15 +962,20 @@ class DuckDBBackend:
         (``ignore_errors``) and one holding U+FFFD dropped (what Spark's reader and
         ``cells.read_cells`` drop). ``text`` False: each column typed by the upload's rule
         (``_csv_types``), a number column's cells the numbers they read as (``_text_number``;
-        a cell that is none is missing), for what the pages show about the columns only
-        (``_plan.reads_text``)."""
+        a cell that is none is missing), a text column's cells their texts without the
+        white space around them, missing by the markers (``_text_missing``), as the upload
+        holds them; for what the pages show about the columns only (``_plan.reads_text``)."""
         reader, params, width = csv_text_reader(source)
         if text:
             listed = ", ".join(_col(i) for i in range(width))
         else:
             types = self._csv_types(source, width)
+            # a text column as the upload holds it (engine.cells): each cell without the
+            # white space around it, missing (NULL) when that is a missing marker in any
+            # letter case; the reader's nullstr matches the untrimmed text only
             listed = ", ".join(
-                _col(i) if t == "VARCHAR" else
+                f"(CASE WHEN {_text_missing(_col(i))} THEN NULL ELSE {_trimmed(_col(i))} END)"
+                f" AS {_col(i)}" if t == "VARCHAR" else
                 f"TRY_CAST({_text_number(_col(i))} AS {t}) AS {_col(i)}"
                 for i, t in enumerate(types))
         return (f"(SELECT {listed} FROM {reader}){alias}", params)
@@ -1277,9 +1282,14 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     one holding U+FFFD dropped. What a release reads and what the identity digests."""
     names, delimiter, skip = csv_layout(source)
     width = len(names)
+    # One column more than the header, never listed: DuckDB keeps each empty line of a
+    # one-column file as a record of one NULL field, yet skips it when a file has two
+    # columns or more (blank lines are no record, rule 2). The extra column is NULL-padded,
+    # or holds a long record's first extra field, which is cut as before.
+    columns = {f"c{i}": "VARCHAR" for i in range(width)} | {"c_extra": "VARCHAR"}
     params: dict[str, object] = {
         "path": str(source.path), "csv_missing": missing_spellings(),
-        "csv_columns": {f"c{i}": "VARCHAR" for i in range(width)},
+        "csv_columns": columns,
         "csv_delim": delimiter, "csv_skip": skip}
     reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
               "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "

@@ -180,6 +180,10 @@ def content_hash(data: str | os.PathLike | bytes | pd.DataFrame) -> str:
 MISSING_TEXTS = ("", "na", "n/a", "nan", "null", "#n/a", "<na>")
 _DIGEST_FORMAT = b"epsilon-lab-content-v1\x00"
 _digest_cache: OrderedDict[tuple, str] = OrderedDict()
+#: The reading a remembered digest was computed by (part of a file's version, not of the
+#: digest): "2" since a one-column CSV's blank lines are no record on the data-folder path
+#: too, so a digest remembered from the older reading of such a file is computed again.
+_READING = "2"
 
 
 def _canonical_value(text: str, number: str, missing: str) -> str:
@@ -328,7 +332,7 @@ def file_version(path: Path, fmt: str) -> tuple[str, bool]:
             part_info = part.stat()
             stamps.append(f"{part.relative_to(path).as_posix()}={_stamp(part_info)}")
             newest = max(newest, part_info.st_mtime_ns, part_info.st_ctime_ns)
-    version = (f"{_DIGEST_FORMAT.rstrip(bytes(1)).decode('ascii')}|{fmt}|"
+    version = (f"{_DIGEST_FORMAT.rstrip(bytes(1)).decode('ascii')}|reading{_READING}|{fmt}|"
                + "|".join(stamps))
     # a time in the future (another machine's clock) is as recent as can be
     racy = time.time_ns() - newest < RACY_SECONDS * 1e9
