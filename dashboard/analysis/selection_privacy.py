@@ -125,11 +125,34 @@ def privacy_map_text(*, noise: str, measure: str, level: float, sensitivity: flo
     if monotonic:
         parts.append(" Monotonic: between neighbouring datasets every score moves the same "
                      "way, so the gap between two scores changes by at most Δ (2Δ otherwise).")
-    if k > 1:
-        parts.append(f" The {k} picks share the budget (sequential composition), so each pick "
-                     "gets 1/k of it.")
     check = noisy_max_privacy(scale, sensitivity=sensitivity, noise=noise, monotonic=monotonic,
                               k=k, measure=measure)
+    if k > 1:
+        parts.append(_share_text(check, noisy_max_privacy(
+            scale, sensitivity=sensitivity, noise=noise, monotonic=monotonic, k=1,
+            measure=measure), k))
     parts.append(f" Privacy map check: noise of scale {fmt_value(scale)} costs "
                  f"{check.describe()}.")
     return "".join(parts)
+
+
+def _share_text(charged: PureDP | ZCDP, one: PureDP | ZCDP, k: int) -> str:
+    """How the ``k`` picks share what they are ``charged`` (the map a release charges, at the
+    page's scale), from ``one``: what one pick alone at that scale costs by the same map.
+    Composed pick by pick, each pick gets 1/k (ε under pure DP; ρ for Gumbel noise under
+    zCDP); exponential or Laplace noise under zCDP is charged as one kε₀-DP measurement,
+    ρ = (kε₀)²/2, so one pick's ρ₀ = ε₀²/2 is 1/k² of it (the share is read off the two
+    figures, never assumed)."""
+    def loss(p: PureDP | ZCDP) -> float:
+        return p.epsilon if isinstance(p, PureDP) else p.rho
+
+    ratio = loss(charged) / loss(one)
+    share = (str(round(ratio)) if abs(ratio - round(ratio)) <= 1e-9 * ratio
+             else fmt_number(ratio))
+    if round(ratio) == k:
+        return (f" The {k} picks share the budget (sequential composition): each pick costs "
+                f"{one.describe()}, 1/{share} of the {charged.describe()} charged.")
+    return (f" The {k} picks are charged as one {k}ε₀-DP measurement (what OpenDP "
+            f"certifies), not pick by pick: each pick's ε₀ = √(2ρ)/{k} = "
+            f"{up(math.sqrt(2 * loss(one)))} alone would cost {one.describe()}, 1/{share} "
+            f"(1/k², not 1/k) of the {charged.describe()} charged.")

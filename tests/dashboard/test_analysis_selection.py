@@ -49,6 +49,8 @@ from dashboard.analysis.selection_scores import (
     parse_score_file,
 )
 from dashboard.analysis.selection_wording import curve_caption, pick_sentence
+from dashboard.shown import up
+from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import NOISE_TYPES
 
 NOISES = ("laplace", "exponential", "gumbel")
@@ -468,3 +470,36 @@ def test_one_name_per_selection_noise_everywhere():
             (model.SelectionNoise("gumbel", "zcdp", rho=0.125),
              "Exponential mechanism (Gumbel noise), ρ = 0.125")):
         assert budget_text(model.PlanQuery("q", "median", median, noise, "quantiles")) == expected
+
+
+@pytest.mark.parametrize("measure", ["pure", "zcdp"])
+@pytest.mark.parametrize("noise", NOISES)
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_privacy_map_text_says_what_the_k_picks_are_charged(measure, noise, k):
+    """The sentence on how the k picks share the budget against closed forms at a fixed
+    scale b (Δ = 1.5, monotonic): ε = kΔ/b under pure DP (each pick Δ/b, 1/k of it);
+    ρ = k(Δ/b)²/8 for Gumbel noise under zCDP (each pick 1/k of it); ρ = (kΔ/b)²/2 for
+    exponential or Laplace noise under zCDP, one pick's ρ₀ = (Δ/b)²/2 being 1/k² of it. On
+    main the sentence said "each pick gets 1/k of it" for every measure."""
+    delta, b = 1.5, 2.0
+    eps0 = delta / b
+    if measure == "pure":
+        charged, one, share = PureDP(k * eps0), PureDP(eps0), k
+    elif noise == "gumbel":
+        charged, one, share = ZCDP(k * eps0**2 / 8), ZCDP(eps0**2 / 8), k
+    else:
+        charged, one, share = ZCDP((k * eps0) ** 2 / 2), ZCDP(eps0**2 / 2), k * k
+    level = charged.epsilon if measure == "pure" else charged.rho
+    text = privacy_map_text(noise=noise, measure=measure, level=level, sensitivity=delta,
+                            monotonic=True, k=k, scale=b)
+    assert f"costs {charged.describe()}." in text          # the privacy map check
+    assert "1/k of it" not in text
+    if k == 1:
+        assert "picks" not in text
+        return
+    assert f"{one.describe()}, 1/{share} " in text
+    assert f"of the {charged.describe()} charged" in text
+    if share == k * k:
+        assert f"ε₀ = √(2ρ)/{k} = {up(eps0)}" in text and "1/k², not 1/k" in text
+    else:
+        assert "sequential composition" in text
