@@ -169,8 +169,9 @@ def not_numbers(values: pd.Series | np.ndarray | list) -> pd.Series:
 def column_type(present: int, numbers: int, whole: bool) -> str:
     """The type a CSV column is offered as on every path (an upload, a data-folder file),
     from its cells' readings: ``present`` cells not missing (rule 3), ``numbers`` of them
-    numbers (rule 4), ``whole`` when every cell, missing ones too, is a whole number within
-    ±2^53 (a column of whole numbers with a missing cell is no integer column).
+    numbers (rule 4), ``whole`` when every cell, missing ones too, is a whole number of
+    absolute value below 2^53, strictly (both paths test ``abs(x) < 2**53``; a column of
+    whole numbers with a missing cell is no integer column).
 
     "BIGINT" when at least :data:`NUMERIC_SHARE` of the present cells are numbers and
     ``whole``; "DOUBLE" when that share are numbers; "VARCHAR" otherwise (no present cell

@@ -983,10 +983,11 @@ class DuckDBBackend:
     def _csv_types(self, source: FileSource, width: int) -> list[str]:
         """Each CSV column's type (``CSV_TYPES``) by the upload's rule
         (``engine.cells.column_type``) over every cell's reading: the cells not missing,
-        those that are numbers, and whether every cell is a whole number within ±2^53. So the
-        same bytes are offered the same columns (and whole-number noise) from the data folder
-        as uploaded; DuckDB's own type guess read a sample and needed every cell of it to
-        cast. One scan of the file per data version (cached)."""
+        those that are numbers, and whether every cell is a whole number below 2^53 in
+        absolute value (strictly, as the upload tests it). So the same bytes are offered the
+        same columns (and whole-number noise) from the data folder as uploaded; DuckDB's own
+        type guess read a sample and needed every cell of it to cast. One scan of the file
+        per data version (cached)."""
         key = ("types:" + source.identity, source.version)
         cached = self._schemas.get(key)
         if cached is not None:
