@@ -165,6 +165,14 @@ MALFORMED = {
     "blank lines before the header, a row of empty fields": (
         b"\n\nid,x\n1,2\n,\n3,4\n",
         [["1", "2"], [None, None], ["3", "4"]]),
+    # one column: DuckDB kept each blank line as a record of one missing cell (with two
+    # columns or more it skips it); a line of spaces or a quoted empty field is a record
+    "one column, blank lines inside and after": (
+        b'age\n1\n\n2\n \n""\n3\n\n\n',
+        [["1"], ["2"], [None], [None], ["3"]]),
+    "one column, Windows line ends and blank lines": (
+        b"age\r\n\r\n1\r\n2\r\n\r\n3\r\n\r\n",
+        [["1"], ["2"], ["3"]]),
 }
 
 
