@@ -256,3 +256,14 @@ def test_no_dashboard_or_page_code_holds_a_list_of_query_kinds():
                       for holder, kind in query_kinds_held(path.read_text())}
     allowed = HELD_ALLOWED
     assert found <= allowed, sorted(found - allowed)
+
+
+def test_no_program_template_branches_on_a_query_kind():
+    """The exported programs' templates ask a query's kind for its snippet (``snippet_of``,
+    a kind's own function registered under its name) and read what its record declares;
+    they never compare a kind's name, so a new kind is its own snippet in each template."""
+    found = set()
+    for path in sorted((ROOT / "release" / "templates").glob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        found |= {(name, kind) for kind in query_kind_comparisons(path.read_text())}
+    assert found == set(), sorted(found)
