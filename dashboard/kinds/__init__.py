@@ -12,6 +12,7 @@ from __future__ import annotations
 from dashboard.datasets import LoadedDataset
 from dashboard.kinds import count, histogram, mean, sum, variance
 from dashboard.kinds.base import Declared, PageKind, PageSettings
+from dpcore.contributions import PrivacyUnit
 
 __all__ = ["ADAPTERS", "PageKind", "PageSettings", "Declared", "adapter_of", "offered",
            "per_group"]
@@ -30,9 +31,10 @@ def adapter_of(name: str) -> PageKind:
     return adapter
 
 
-def offered(loaded: LoadedDataset) -> list[str]:
-    """The kinds the Noisy statistics page offers for ``loaded``, in order."""
-    return [name for name, adapter in ADAPTERS.items() if adapter.offered_on(loaded)]
+def offered(loaded: LoadedDataset, unit: PrivacyUnit | None = None) -> list[str]:
+    """The kinds the Noisy statistics page offers for ``loaded`` under the privacy ``unit``
+    (None: one row = one person), in order."""
+    return [name for name, adapter in ADAPTERS.items() if adapter.offered_on(loaded, unit)]
 
 
 def per_group() -> dict[str, str]:
