@@ -208,14 +208,16 @@ def cells_of(query, grouped):
 
 def aggregate(sc, rows, part, size, grouped):
     """One part as one PipelineDP aggregation with its own budget: {cell: value}, and what
-    the accountant spent and the noise standard deviation PipelineDP applied."""
+    the accountant spent and the noise standard deviation PipelineDP applied. The part's
+    contribution bounds are the unit's (``bounds_params``) unless its kind's snippet gives
+    its own (``part["bounds"]``: a metric whose sensitivity is not the rows a person keeps)."""
     accountant = RecordingAccountant(part["epsilon"], part["delta"])
     engine = pipeline_dp.DPEngine(accountant, pipeline_dp.SparkRDDBackend(sc))
     metric = getattr(pipeline_dp.Metrics, part["metric"])   # COUNT, SUM
     params = dict(metrics=[metric], output_noise_stddev=True,
                   noise_kind=(pipeline_dp.NoiseKind.LAPLACE if part["noise"] == "laplace"
                               else pipeline_dp.NoiseKind.GAUSSIAN),
-                  **bounds_params(grouped))
+                  **(part.get("bounds") or bounds_params(grouped)))
     if metric == pipeline_dp.Metrics.SUM:
         params |= {"min_value": part["lower"], "max_value": part["upper"]}
     extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0],
