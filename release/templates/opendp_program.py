@@ -192,6 +192,14 @@ def release_count(query, measurements, frame, rng=None):
     return [[[], plain(measurements[0](as_input(query["parts"][0], n)))]]
 
 
+@snippet("people")
+def release_people(query, measurements, frame, rng=None):
+    # each person id once (by its canonical key), among the kept rows: every person keeps a
+    # row, so it is the number among all rows; a row with no person id is no one's
+    n = int(bounded(frame, rng=rng)["__person__"].nunique())
+    return [[[], plain(measurements[0](as_input(query["parts"][0], n)))]]
+
+
 def noisy_clamped_sum(query, measurements, frame, rng):
     """(each person's kept rows, the noisy sum of their values clamped to the bounds)."""
     part = query["parts"][0]

@@ -213,7 +213,7 @@ def aggregate(sc, rows, part, size, grouped):
     its own (``part["bounds"]``: a metric whose sensitivity is not the rows a person keeps)."""
     accountant = RecordingAccountant(part["epsilon"], part["delta"])
     engine = pipeline_dp.DPEngine(accountant, pipeline_dp.SparkRDDBackend(sc))
-    metric = getattr(pipeline_dp.Metrics, part["metric"])   # COUNT, SUM
+    metric = getattr(pipeline_dp.Metrics, part["metric"])   # COUNT, SUM, PRIVACY_ID_COUNT
     params = dict(metrics=[metric], output_noise_stddev=True,
                   noise_kind=(pipeline_dp.NoiseKind.LAPLACE if part["noise"] == "laplace"
                               else pipeline_dp.NoiseKind.GAUSSIAN),
@@ -289,6 +289,20 @@ def noisy_values(results, labels):
 @snippet("count")
 def release_count(sc, frame_rdd, query, ranked=False):
     results, labels, report = noised(sc, frame_rdd, query, ranked, [as_count])
+    return noisy_values(results, labels), report
+
+
+def as_people(rows, part, query):
+    """A part as PipelineDP's PRIVACY_ID_COUNT: each person counted once, at sensitivity 1
+    (one partition and one contribution each, whatever their number of rows: with the
+    unit's max rows PipelineDP would take max rows as its sensitivity)."""
+    return rows, dict(part, metric="PRIVACY_ID_COUNT", bounds={
+        "max_partitions_contributed": 1, "max_contributions_per_partition": 1})
+
+
+@snippet("people")
+def release_people(sc, frame_rdd, query, ranked=False):
+    results, labels, report = noised(sc, frame_rdd, query, ranked, [as_people])
     return noisy_values(results, labels), report
 
 

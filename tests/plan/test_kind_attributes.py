@@ -8,8 +8,8 @@ import pytest
 from plan import model
 from plan.kinds import KINDS
 
-#: The kinds whose answer is a number of rows, shown whole.
-COUNTS_ROWS = {"count", "histogram", "crosstab"}
+#: The kinds whose answer is a number of rows (or of people), shown whole.
+COUNTS_ROWS = {"count", "histogram", "crosstab", "people"}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

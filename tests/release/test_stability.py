@@ -26,6 +26,7 @@ from engine import Engine, FileSource, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan import model
 from plan.build import Built, PartitionThreshold, build_plan
+from plan.kinds.people import People
 from plan.kinds.synthetic import Synthetic, SyntheticColumn
 from plan.kinds.variance import Variance
 from plan.model import (
@@ -74,6 +75,7 @@ def every_kind_plan(unit: PrivacyUnit) -> Plan:
     threshold = Threshold("discrete_laplace", 1e-7, epsilon=1.0)
     queries = (
         PlanQuery("count", "Rows", Count(), laplace),
+        PlanQuery("people", "People", People(), laplace),
         PlanQuery("sum", "Sum", Sum(VALUE, bounds), laplace),
         PlanQuery("mean", "Mean", Mean(VALUE, bounds), laplace),
         PlanQuery("histogram", "Keys", Histogram(KEY, keys), laplace),
@@ -180,6 +182,9 @@ def statistics(built: Built, aggs: tuple, keys: tuple
     claimed = built.sensitivity
     if isinstance(q, model.Count):
         return {"count": ({(): aggs[0].rows}, claimed)}
+    if isinstance(q, People):   # one person is one person id, whatever their rows: 1
+        assert claimed == Sensitivity(1.0, 1.0, 1.0)
+        return {"people": ({(): aggs[0].total_people}, Claim(1.0, 1.0, 1.0))}
     if isinstance(q, Variance):   # each part on its own input, at its own sensitivity
         values = built.kind.part_values(built, aggs)
         return {part.name: ({(): value}, Sensitivity(part.sensitivity, part.sensitivity,
