@@ -68,7 +68,8 @@ def _cats(*values: object) -> Categories:
 
 
 def every_kind_plan(unit: PrivacyUnit) -> Plan:
-    """One query of every kind a plan can hold (group-bys with declared and with found keys)."""
+    """One query of every kind a plan can hold (group-bys with declared and with found keys;
+    the number of people under a person-id unit only)."""
     laplace = Noise("laplace", "pure", epsilon=1.0)
     bounds = Bounds(LOWER, UPPER, "public")
     keys = _cats(*DECLARED)
@@ -108,6 +109,8 @@ def every_kind_plan(unit: PrivacyUnit) -> Plan:
                                                                            "public"))),
             "MST", 100, "pure", epsilon=1.0), None),
     )
+    if unit.person_column is None:   # a number of people needs a person-id column
+        queries = tuple(q for q in queries if not isinstance(q.query, People))
     return Plan(Dataset("stability"), queries, unit)
 
 
