@@ -245,6 +245,11 @@ class PageKind:
     #: drop, of clamped values, and the noise): its answer is a total over each person's
     #: kept rows. Not for a ratio of parts, nor an answer max rows does not move.
     breaks_down: ClassVar[bool] = False
+    #: what the panel says instead of a breakdown of it (when it does not break it down)
+    no_breakdown: ClassVar[str] = (
+        "The breakdown of the error into the bounds' bias and the noise is drawn for counts, "
+        "sums and histograms; for a mean or a variance, look at the sums and the count it is "
+        "made of.")
 
     def contribution_cells(self, relation: Any, spec: Any,
                            categories: tuple[object, ...] | None) -> Cells:
