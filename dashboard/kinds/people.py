@@ -18,6 +18,9 @@ class PeoplePage(RowsPage):
     # max rows never moves it (every person keeps a row): the bounds-cost panel has nothing
     # to break down
     breaks_down = False
+    no_breakdown = ("The unit's max rows never move the number of people (every person keeps "
+                    "at least one row, and one person changes it by at most 1 whatever their "
+                    "rows): its error is the noise alone.")
 
     def offered_on(self, loaded, unit=None):
         return unit is not None and unit.person_column is not None

@@ -40,6 +40,9 @@ def test_the_number_of_people_has_sensitivity_one_whatever_max_rows(small_file, 
     assert "sensitivity **1**" in words and "number of people by at most 1" in words
     # the simulated noise is Laplace of scale Δ/ε = 1 (ε = 1): sd √2
     assert simulated_spread(figures(at)["Error"]) == pytest.approx(math.sqrt(2), rel=0.05)
+    # the bounds-cost panel says why it has nothing to break down (not a mean's words)
+    assert "max rows never move the number of people" in words
+    assert "for a mean or a variance" not in words
 
 
 def test_every_noise_the_page_offers_is_added_and_released(small_file, tmp_path):
