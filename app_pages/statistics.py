@@ -51,8 +51,9 @@ ask, protect, simulate = st.columns(3, gap="large")
 
 with ask:
     st.subheader("Query")
-    query = controls.select("Query", stats.available_queries(loaded), key="stats_query",
-                            default="histogram", format_func=stats.query_label)
+    offered = stats.available_queries(loaded, person.current_unit(data_key))
+    query = controls.select("Query", offered, key="stats_query", default="histogram",
+                            format_func=stats.query_label)
     kind = stats.KINDS[query]
     column = lower = upper = categories = None
     if stats.reads_column(query):

@@ -14,6 +14,7 @@ from dashboard.charts.bounds_cost import private_choice_bars, tuning_curve
 from dashboard.choices import PrivacyChoice
 from dashboard.data.model import LoadedDataset
 from dashboard.data_source import source_of
+from dashboard.kinds import adapter_of
 from dashboard.text import plain
 from engine import EngineError
 from plan import model
@@ -59,9 +60,7 @@ def bounds_section(loaded: LoadedDataset, data_key: str, spec: QuerySpec,
         return
     st.subheader("What the bounds cost")
     if not bc.supported(spec):
-        st.caption("The breakdown of the error into the bounds' bias and the noise is drawn "
-                   "for counts, sums and histograms; for a mean or a variance, look at the "
-                   "sums and the count it is made of.")
+        st.caption(adapter_of(spec.query).no_breakdown)
         return
     try:
         with st.spinner("Breaking the error down…"):

@@ -20,18 +20,16 @@ from numpy.typing import NDArray
 from dashboard.analysis.stats_plan import make_plan
 from dashboard.analysis.stats_query import QuerySpec
 from dashboard.choices import PrivacyChoice
-from dashboard.data import facts
 from dashboard.data.model import LoadedDataset
+from dashboard.kinds import adapter_of
 from dpcore.contributions import (
-    ContributionCells,
     ErrorBreakdown,
     MaxRowsSweep,
     error_breakdown,
     max_rows_sweep,
 )
 from dpcore.quantiles import rows_quantile_probabilities, sample_max_rows
-from engine import PersonCells, RowsPerPerson
-from plan.kinds import KINDS
+from engine import RowsPerPerson
 
 #: Candidate bounds drawn on the tuning curve (log-spaced up to the largest rows per person).
 SWEEP_POINTS = 40
@@ -69,60 +67,10 @@ class BoundsCost:
 
 
 def supported(spec: QuerySpec) -> bool:
-    """True when the page's query has a person-level unit and a breakdown: a query of one
-    noisy part (a mean's or a variance's error is a ratio's: not split here)."""
-    return spec.contribution is not None and not KINDS[spec.query].made_of_parts
-
-
-def _count_cells(relation, person: str) -> tuple[ContributionCells, int]:
-    """A count's cells from the engine's rows-per-person histogram (any source, any size)."""
-    agg = relation.answer(RowsPerPerson(person))
-    if agg.total_people == 0:
-        raise ValueError(f"no row has a value in {person}: nothing to break down")
-    n = agg.rows.astype(np.float64)
-    return (ContributionCells(group=np.zeros_like(n), rows=n, persons=agg.people.astype(float)),
-            int(agg.missing_person_rows))
-
-
-def _engine_cells(relation, spec: QuerySpec, categories: tuple[object, ...] | None
-                  ) -> tuple[ContributionCells, int, tuple[str, ...] | None]:
-    """A sum's or a histogram's cells from the engine's per-person aggregates (any source,
-    any size), and a histogram's labels: the categories with rows, sorted as text (the
-    groups are numbered in that order). Rows without a person id are left out; rows without
-    a value or category add to no answer but count among their person's rows (the unit's
-    one truncation ranks them too, so they take kept slots)."""
-    person, per_cell = spec.contribution.person, KINDS[spec.query].per_cell
-    if not per_cell:   # a sum's values
-        agg = relation.answer(PersonCells(person, spec.column, spec.lower, spec.upper))
-    else:
-        agg = relation.answer(PersonCells(person, spec.column, categories=tuple(
-            facts.plan_categories(categories))))
-    if agg.rows.size == 0:
-        raise ValueError("no row has both a person id and a value: nothing to break down")
-    group, labels = agg.group, None
-    if per_cell:
-        present = np.unique(agg.group)
-        names = np.array([str(categories[g]) for g in present], dtype=object)
-        order = np.argsort(names.astype(str), kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
-        group = rank[np.searchsorted(present, agg.group)]
-        labels = tuple(str(n) for n in names[order])
-    return (ContributionCells(group=group.astype(float), rows=agg.rows.astype(float),
-                              persons=agg.persons.astype(float),
-                              person_rows=agg.person_rows.astype(float),
-                              person_groups=agg.person_groups.astype(float),
-                              value_sum=agg.value_sum, value_sum_squares=agg.value_sum_squares,
-                              value_squares=agg.value_squares,
-                              raw_value_sum=agg.raw_value_sum), agg.left_out, labels)
-
-
-def _cells(loaded: LoadedDataset, spec: QuerySpec, categories: tuple[object, ...] | None
-           ) -> tuple[ContributionCells, int, tuple[str, ...] | None]:
-    kind = KINDS[spec.query]
-    if kind.counts_rows and not kind.per_cell:   # the count: rows per person
-        return (*_count_cells(loaded.relation, spec.contribution.person), None)
-    return _engine_cells(loaded.relation, spec, categories)
+    """True when the page's query has a person-level unit and its kind's page adapter breaks
+    its error down (``PageKind.breaks_down``: a total over each person's kept rows; a mean's
+    or a variance's error is a ratio's, not split here)."""
+    return spec.contribution is not None and adapter_of(spec.query).breaks_down
 
 
 def sweep_bounds(largest: int, current: int) -> NDArray[np.int64]:
@@ -148,12 +96,13 @@ def bounds_cost(_loaded: LoadedDataset, data_key: str, spec: QuerySpec, choice: 
     norm = plan.choice.spec.sensitivity_norm.lower()
     sensitivity = plan.answer.l1_sensitivity if norm == "l1" else plan.answer.l2_sensitivity
     categories = spec.categories if spec.categories is not None else plan.labels
-    cells, left_out, labels = _cells(_loaded, spec, categories)
-    kind = KINDS[spec.query]
+    adapter = adapter_of(spec.query)
+    cells, left_out, labels = adapter.contribution_cells(_loaded.relation, spec, categories)
+    kind = adapter.kind
     k = bound.max_groups if kind.per_cell else None
     breakdown = error_breakdown(cells, max_rows=bound.max_rows, max_groups=k,
                                 noise_sd=noise_sd)
-    magnitude = 1.0 if kind.counts_rows else max(abs(spec.lower), abs(spec.upper))
+    magnitude = adapter.reach(spec)
     largest = int(cells.person_rows.max() if k is None else cells.rows.max())
     sweep = max_rows_sweep(cells, sweep_bounds(largest, bound.max_rows), max_groups=k,
                            unit_noise_sd=noise_sd / sensitivity, norm=norm,

@@ -210,7 +210,7 @@ def statistics_query(loaded: LoadedDataset, saved: Mapping, dataset_key: str, *,
     fallback = ("The Noisy statistics page has no query set up for this dataset yet: "
                 "showing the **count of rows**. Set up a sum, mean or histogram there and "
                 "come back.")
-    if query not in stats.available_queries(loaded):
+    if query not in stats.available_queries(loaded, unit):
         return _count_query(loaded, fallback, upload=upload)
     columns = stats.columns_for(loaded, query)
     column = page.column if columns else None

@@ -146,10 +146,10 @@ FROM_DATA_BOUNDS = ("the data: round numbers around its own minimum and maximum 
                     "roughly how large the values are)")
 
 
-def available_queries(loaded: LoadedDataset) -> list[str]:
-    """The queries this dataset supports (each kind's page adapter says when: a count
-    always, the others by column type)."""
-    return offered(loaded)
+def available_queries(loaded: LoadedDataset, unit: PrivacyUnit | None = None) -> list[str]:
+    """The queries this dataset supports under the privacy ``unit`` (each kind's page
+    adapter says when: a count always, the others by column type)."""
+    return offered(loaded, unit)
 
 
 def query_label(query: str) -> str:

@@ -4,7 +4,8 @@ A kind's page adapter (:class:`~dashboard.kinds.base.PageKind`) holds its label 
 page offers it, the controls it needs, ``page_query`` — the one conversion from a page's
 settings to the plan's query —, its true answer and its words; its plan kind
 (``plan.kinds``) holds the rest. Everything on the page side looks a kind up here: a new
-kind is one file and one line below (and its tests).
+kind is one file (and its tests), found after the adapters listed below
+(``plan.kinds.found_in``).
 """
 
 from __future__ import annotations
@@ -12,14 +13,16 @@ from __future__ import annotations
 from dashboard.datasets import LoadedDataset
 from dashboard.kinds import count, histogram, mean, sum, variance
 from dashboard.kinds.base import Declared, PageKind, PageSettings
+from dpcore.contributions import PrivacyUnit
+from plan.kinds import found_in
 
 __all__ = ["ADAPTERS", "PageKind", "PageSettings", "Declared", "adapter_of", "offered",
            "per_group"]
 
 #: Every page adapter by its kind's name, in the order the Noisy statistics page offers them.
+_LISTED = (count.PAGE, sum.PAGE, mean.PAGE, variance.PAGE, histogram.PAGE)
 ADAPTERS: dict[str, PageKind] = {a.name: a for a in (
-    count.PAGE, sum.PAGE, mean.PAGE, variance.PAGE, histogram.PAGE,
-)}
+    *_LISTED, *found_in(__name__, __path__, "PAGE", PageKind, _LISTED))}
 
 
 def adapter_of(name: str) -> PageKind:
@@ -30,9 +33,10 @@ def adapter_of(name: str) -> PageKind:
     return adapter
 
 
-def offered(loaded: LoadedDataset) -> list[str]:
-    """The kinds the Noisy statistics page offers for ``loaded``, in order."""
-    return [name for name, adapter in ADAPTERS.items() if adapter.offered_on(loaded)]
+def offered(loaded: LoadedDataset, unit: PrivacyUnit | None = None) -> list[str]:
+    """The kinds the Noisy statistics page offers for ``loaded`` under the privacy ``unit``
+    (None: one row = one person), in order."""
+    return [name for name, adapter in ADAPTERS.items() if adapter.offered_on(loaded, unit)]
 
 
 def per_group() -> dict[str, str]:

@@ -15,16 +15,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+import numpy as np
+
 from dashboard.choices import PrivacyChoice
 from dashboard.data import truth
 from dashboard.data.facts import plan_categories
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
+from dpcore.contributions import ContributionCells, PrivacyUnit
 from dpcore.mechanisms import CATALOGUE
 from dpcore.queries import QueryAnswer
+from engine import PersonCells, RowsPerPerson
 from plan import model
 from plan.kinds import KINDS, QueryKind
 
-__all__ = ["PageKind", "PageSettings", "Declared", "Neighbours", "plan_noise", "with_range"]
+__all__ = ["PageKind", "PageSettings", "Declared", "Neighbours", "plan_noise", "with_range",
+           "Cells"]
+
+#: What the bounds-cost panel breaks an answer's error down by: each person's cells
+#: (``dpcore.contributions.ContributionCells``), the rows left out (no person id, value or
+#: category), and a per-cell answer's labels (None: one answer).
+Cells = tuple[ContributionCells, int, tuple[str, ...] | None]
 
 
 def plan_noise(choice: PrivacyChoice) -> model.Noise:
@@ -158,9 +168,11 @@ class PageKind:
             return categorical_columns(loaded)
         return []
 
-    def offered_on(self, loaded: LoadedDataset) -> bool:
-        """Whether the Noisy statistics page offers it for ``loaded``: a kind without a
-        column always, else when the dataset has a column of its type."""
+    def offered_on(self, loaded: LoadedDataset, unit: PrivacyUnit | None = None) -> bool:
+        """Whether the Noisy statistics page offers it for ``loaded`` under the privacy
+        ``unit`` (None: one row = one person): a kind without a column always, else when
+        the dataset has a column of its type (a kind that needs a person-id column says so
+        here)."""
         return self.column_type is None or bool(self.columns(loaded))
 
     def mechanisms(self) -> tuple[str, ...] | None:
@@ -227,6 +239,28 @@ class PageKind:
         bounds, declared categories and the unit's truncation, ``spec.contribution``)."""
         raise NotImplementedError
 
+    # -- what the unit's bounds cost (the bounds-cost panel) ---------------------------------
+
+    #: the bounds-cost panel breaks its error down (the bias of the rows the unit's max rows
+    #: drop, of clamped values, and the noise): its answer is a total over each person's
+    #: kept rows. Not for a ratio of parts, nor an answer max rows does not move.
+    breaks_down: ClassVar[bool] = False
+    #: what the panel says instead of a breakdown of it (when it does not break it down)
+    no_breakdown: ClassVar[str] = (
+        "The breakdown of the error into the bounds' bias and the noise is drawn for counts, "
+        "sums and histograms; for a mean or a variance, look at the sums and the count it is "
+        "made of.")
+
+    def contribution_cells(self, relation: Any, spec: Any,
+                           categories: tuple[object, ...] | None) -> Cells:
+        """Its answer's cells per person for the bounds-cost panel (``relation``: the loaded
+        dataset's; ``spec``: the page's query; ``categories``: a per-cell answer's)."""
+        raise NotImplementedError(f"the bounds-cost panel does not break a {self.name} down")
+
+    def reach(self, spec: Any) -> float:
+        """How far one kept row moves its answer (1 for a row counted)."""
+        return 1.0
+
 
 class RowsPage(PageKind):
     """A number of rows of the whole table (a count)."""
@@ -246,6 +280,20 @@ class RowsPage(PageKind):
 
     def true_answer(self, data, spec):
         return truth.count(data, contribution=spec.contribution)
+
+    breaks_down = True
+
+    def contribution_cells(self, relation, spec, categories):
+        """The count's cells: rows per person, from the engine's histogram of them (any
+        source, any size)."""
+        agg = relation.answer(RowsPerPerson(spec.contribution.person))
+        if agg.total_people == 0:
+            raise ValueError(f"no row has a value in {spec.contribution.person}: nothing to "
+                             "break down")
+        n = agg.rows.astype(np.float64)
+        return (ContributionCells(group=np.zeros_like(n), rows=n,
+                                  persons=agg.people.astype(float)),
+                int(agg.missing_person_rows), None)
 
 
 class ClampedPage(PageKind):
@@ -279,6 +327,17 @@ class ClampedPage(PageKind):
         return truth.bounded_sum(data, spec.column, lower=spec.lower, upper=spec.upper,
                                  contribution=spec.contribution)
 
+    breaks_down = True
+
+    def contribution_cells(self, relation, spec, categories):
+        """The sum's cells: each person's values, from the engine's per-person aggregates."""
+        agg = relation.answer(PersonCells(spec.contribution.person, spec.column, spec.lower,
+                                          spec.upper))
+        return person_cells(agg), agg.left_out, None
+
+    def reach(self, spec):
+        return max(abs(spec.lower), abs(spec.upper))
+
 
 class PartsPage(ClampedPage):
     """One number of a clamped numeric column post-processed from several noisy parts (a
@@ -287,6 +346,9 @@ class PartsPage(ClampedPage):
     def true_answer(self, data, spec):
         return truth.bounded_mean_parts(data, spec.column, lower=spec.lower, upper=spec.upper,
                                         contribution=spec.contribution)
+
+    # its error is a ratio's: not split by the bounds-cost panel
+    breaks_down = False
 
 
 class CellsPage(PageKind):
@@ -323,3 +385,35 @@ class CellsPage(PageKind):
     def true_answer(self, data, spec):
         return truth.histogram(data, spec.column, categories=spec.categories,
                                contribution=spec.contribution)
+
+    breaks_down = True
+
+    def contribution_cells(self, relation, spec, categories):
+        """The histogram's cells: each person's rows per category with rows, the categories
+        sorted as text (the groups are numbered in that order), with their labels."""
+        agg = relation.answer(PersonCells(spec.contribution.person, spec.column,
+                                          categories=tuple(plan_categories(categories))))
+        present = np.unique(agg.group)
+        names = np.array([str(categories[g]) for g in present], dtype=object)
+        order = np.argsort(names.astype(str), kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        group = rank[np.searchsorted(present, agg.group)]
+        return (person_cells(agg, group), agg.left_out,
+                tuple(str(n) for n in names[order]))
+
+
+def person_cells(agg: Any, group: Any = None) -> ContributionCells:
+    """The bounds-cost panel's cells of the engine's per-person aggregates (``PersonCells``):
+    rows without a person id are left out; rows without a value or category add to no
+    answer but count among their person's rows (the unit's one truncation ranks them too,
+    so they take kept slots)."""
+    if agg.rows.size == 0:
+        raise ValueError("no row has both a person id and a value: nothing to break down")
+    group = agg.group if group is None else group
+    return ContributionCells(group=group.astype(float), rows=agg.rows.astype(float),
+                             persons=agg.persons.astype(float),
+                             person_rows=agg.person_rows.astype(float),
+                             person_groups=agg.person_groups.astype(float),
+                             value_sum=agg.value_sum, value_sum_squares=agg.value_sum_squares,
+                             value_squares=agg.value_squares, raw_value_sum=agg.raw_value_sum)

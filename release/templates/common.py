@@ -1,5 +1,6 @@
 """The code every exported program shares: reading the data, bounding each person's
-contribution, the cells of a grouped query, the mean's and the variance's post-processing.
+contribution, the cells of a grouped query, the mean's and the variance's post-processing,
+and the registry of each kind's snippet (``snippet``).
 
 release.programs copies the SHARED block below into each generated program (after the
 plan's literals and engine/cells.py's code, verbatim: the one reading of a cell that the
@@ -185,8 +186,10 @@ def bin_labels(edges, outside):
 
 
 def cell_codes(frame, query):
-    """The cell of each row for a grouped query, and the cells' labels."""
-    if query["kind"] == "crosstab":
+    """The cell of each row for a grouped query, and the cells' labels, read off what its
+    record declares (never its kind's name): two category lists (a crosstab's), keys (a
+    group-by's), candidates (a selection's), bin edges or categories (a histogram's)."""
+    if "row_categories" in query:
         rows = cells(frame[query["row"]], query["row_categories"])
         columns = cells(frame[query["column"]], query["column_categories"])
         width = len(query["column_categories"])
@@ -194,9 +197,9 @@ def cell_codes(frame, query):
         labels = [[str(r), str(c)] for r in query["row_categories"]
                   for c in query["column_categories"]]
         return codes, labels
-    if query["kind"] == "group_by":
+    if "keys" in query:
         return cells(frame[query["key"]], query["keys"]), [[str(k)] for k in query["keys"]]
-    if query["kind"] == "selection":
+    if "candidates" in query:
         return cells(frame[query["column"]], query["candidates"]), None
     if query.get("edges") is not None:
         labels = bin_labels(query["edges"], query["outside"])
@@ -301,6 +304,34 @@ def variance_of(noisy_count, noisy_deviations, noisy_squares, lower, upper):
     mean = float(noisy_deviations) / n
     half = (upper - lower) / 2
     return float(min(max(float(noisy_squares) / n - mean * mean, 0.0), half * half))
+
+
+#: Each kind's snippet in this program, by the kind's name (``snippet``): a program asks its
+#: query's kind for its snippet and never compares kind names, so a new kind is its own
+#: snippet in each template and nothing else there.
+SNIPPETS = {}
+
+
+def snippet(kind, grouped=False, **more):
+    """Registers the decorated function as the release of the kind ``kind`` in this program;
+    ``grouped``: its parts measure one value per declared cell (a vector), not one number;
+    ``more``: what else the program asks the kind's snippet (e.g. how it reads a row's
+    value), set on it."""
+    def register(release):
+        SNIPPETS[kind] = release
+        release.grouped = grouped
+        for name, value in more.items():
+            setattr(release, name, value)
+        return release
+    return register
+
+
+def snippet_of(query):
+    """The snippet that releases ``query`` (Refused for a kind this program has none of)."""
+    release = SNIPPETS.get(query["kind"])
+    if release is None:
+        raise Refused(f"query {query['id']!r}: this program cannot release its kind")
+    return release
 
 
 def plain(value):

@@ -73,6 +73,8 @@ from release.templates.common import (  # noqa: E402
     ranked,
     read_frame,
     select_columns,
+    snippet,
+    snippet_of,
     variance_of,
     with_a_value,
 )
@@ -90,8 +92,7 @@ def measurement(part, query):
         kind = "i64" if part["integer"] else "float"
         atom = dp.atom_domain(T="i64") if part["integer"] else dp.atom_domain(
             T="float", nan=False)
-        scalar = query["kind"] in ("count", "sum", "mean", "variance")
-        if scalar:
+        if not snippet_of(query).grouped:   # one number
             metric_type = "i64" if part["integer"] and part["norm"] == "L1" else "float"
             domain, metric = atom, dp.absolute_distance(T=metric_type)
         elif part["norm"] == "L1":
@@ -176,56 +177,115 @@ def as_input(part, values):
 
 
 def release_query(query, measurements, frame, rng=None):
-    """One query's released rows: [[group labels], value]."""
-    kind = query["kind"]
-    parts = query["parts"]
-    if kind == "count":
-        n = len(bounded(frame, rng=rng))
-        return [[[], plain(measurements[0](as_input(parts[0], n)))]]
-    if kind in ("sum", "mean"):
-        rows = bounded(frame, rng=rng)
-        total = float(np.sum(numbers(rows[query["column"]], query["lower"], query["upper"],
-                                     parts[0]["integer"])))
-        noisy_sum = measurements[0](as_input(parts[0], total))
-        if kind == "sum":
-            return [[[], plain(noisy_sum)]]
-        # the values summed, as the app counts a mean's rows (a kept row with no number
-        # adds nothing to the sum and nothing to the count)
-        summed = int(np.sum(present(rows[query["column"]])))
-        noisy_count = measurements[1](as_input(parts[1], summed))
-        return [[[], mean_of(noisy_sum, noisy_count, query["lower"], query["upper"])]]
-    if kind == "variance":
-        # each person's kept rows, then the values that read as numbers (as the app does)
-        rows = bounded(frame, rng=rng)
-        rows = rows[present(rows[query["column"]])]
-        y = deviations(rows[query["column"]], query["lower"], query["upper"])
-        moments = (len(rows), float(np.sum(y)), float(np.sum(y * y)))
-        noisy = [m(as_input(p, v)) for m, p, v in zip(measurements, parts, moments, strict=True)]
-        return [[[], variance_of(*noisy, query["lower"], query["upper"])]]
-    if kind == "quantiles":
-        rows = bounded(frame, rng=rng)
-        x = number_of(rows[query["column"]])
-        x = x[~np.isnan(x)].tolist()
-        return [[[f"q={level:g}"], query["candidates"][int(m(x))]]
-                for level, m in zip(query["levels"], measurements, strict=True)]
+    """One query's released rows: [[group labels], value], by its kind's snippet below."""
+    return snippet_of(query)(query, measurements, frame, rng)
+
+
+# ------------------------------------------------------------------------------------------
+# each kind's snippet: its released rows from the frame ranked once (``ranked``) and its
+# parts' measurements (in the order of the plan's parts)
+
+
+@snippet("count")
+def release_count(query, measurements, frame, rng=None):
+    n = len(bounded(frame, rng=rng))
+    return [[[], plain(measurements[0](as_input(query["parts"][0], n)))]]
+
+
+@snippet("people")
+def release_people(query, measurements, frame, rng=None):
+    # each person id once (by its canonical key), among the kept rows: every person keeps a
+    # row, so it is the number among all rows; a row with no person id is no one's
+    n = int(bounded(frame, rng=rng)["__person__"].nunique())
+    return [[[], plain(measurements[0](as_input(query["parts"][0], n)))]]
+
+
+def noisy_clamped_sum(query, measurements, frame, rng):
+    """(each person's kept rows, the noisy sum of their values clamped to the bounds)."""
+    part = query["parts"][0]
+    rows = bounded(frame, rng=rng)
+    total = float(np.sum(numbers(rows[query["column"]], query["lower"], query["upper"],
+                                 part["integer"])))
+    return rows, measurements[0](as_input(part, total))
+
+
+@snippet("sum")
+def release_sum(query, measurements, frame, rng=None):
+    return [[[], plain(noisy_clamped_sum(query, measurements, frame, rng)[1])]]
+
+
+@snippet("mean")
+def release_mean(query, measurements, frame, rng=None):
+    rows, noisy_sum = noisy_clamped_sum(query, measurements, frame, rng)
+    # the values summed, as the app counts a mean's rows (a kept row with no number
+    # adds nothing to the sum and nothing to the count)
+    summed = int(np.sum(present(rows[query["column"]])))
+    noisy_count = measurements[1](as_input(query["parts"][1], summed))
+    return [[[], mean_of(noisy_sum, noisy_count, query["lower"], query["upper"])]]
+
+
+@snippet("variance")
+def release_variance(query, measurements, frame, rng=None):
+    # each person's kept rows, then the values that read as numbers (as the app does)
+    rows = bounded(frame, rng=rng)
+    rows = rows[present(rows[query["column"]])]
+    y = deviations(rows[query["column"]], query["lower"], query["upper"])
+    moments = (len(rows), float(np.sum(y)), float(np.sum(y * y)))
+    noisy = [m(as_input(p, v)) for m, p, v in zip(measurements, query["parts"], moments,
+                                                  strict=True)]
+    return [[[], variance_of(*noisy, query["lower"], query["upper"])]]
+
+
+@snippet("quantiles", grouped=True)
+def release_quantiles(query, measurements, frame, rng=None):
+    rows = bounded(frame, rng=rng)
+    x = number_of(rows[query["column"]])
+    x = x[~np.isnan(x)].tolist()
+    return [[[f"q={level:g}"], query["candidates"][int(m(x))]]
+            for level, m in zip(query["levels"], measurements, strict=True)]
+
+
+def kept_cells(query, frame, rng, valued=False):
+    """(each kept row's cell, the cells' labels, their number, the kept rows) of a grouped
+    query; ``valued``: a person's groups are those where they have a value."""
     codes, labels = cell_codes(frame, query)
-    if kind == "group_by" and query.get("lower") is not None:
-        codes = with_a_value(codes, frame, query)   # a person's groups: where they have one
+    if valued:
+        codes = with_a_value(codes, frame, query)
     rows = bounded(frame, codes, rng=rng)
     size = len(labels) if labels is not None else len(query["candidates"])
-    cell = rows["__cell__"].to_numpy()
+    return rows["__cell__"].to_numpy(), labels, size, rows
+
+
+def noisy_cell_counts(query, measurements, frame, rng=None):
+    cell, labels, size, _ = kept_cells(query, frame, rng)
     counts = np.bincount(cell, minlength=size).tolist()
-    if kind == "selection":
-        chosen = measurements[0](as_input(parts[0], counts))
-        chosen = chosen if isinstance(chosen, list) else [chosen]
-        return [[[f"rank {i + 1}"], query["candidates"][int(c)]] for i, c in enumerate(chosen)]
-    if kind in ("histogram", "crosstab") or query["statistic"] == "count":
-        noisy = measurements[0](as_input(parts[0], counts))
-        return [[g, plain(v)] for g, v in zip(labels, noisy, strict=True)]
+    noisy = measurements[0](as_input(query["parts"][0], counts))
+    return [[g, plain(v)] for g, v in zip(labels, noisy, strict=True)]
+
+
+snippet("histogram", grouped=True)(noisy_cell_counts)
+snippet("crosstab", grouped=True)(noisy_cell_counts)
+
+
+@snippet("selection", grouped=True)
+def release_selection(query, measurements, frame, rng=None):
+    cell, _, size, _ = kept_cells(query, frame, rng)
+    counts = np.bincount(cell, minlength=size).tolist()
+    chosen = measurements[0](as_input(query["parts"][0], counts))
+    chosen = chosen if isinstance(chosen, list) else [chosen]
+    return [[[f"rank {i + 1}"], query["candidates"][int(c)]] for i, c in enumerate(chosen)]
+
+
+@snippet("group_by", grouped=True)
+def release_group_by(query, measurements, frame, rng=None):
+    if query.get("lower") is None:   # a count per group
+        return noisy_cell_counts(query, measurements, frame, rng)
+    parts = query["parts"]
+    cell, labels, size, rows = kept_cells(query, frame, rng, valued=True)
     x = numbers(rows[query["column"]], query["lower"], query["upper"], parts[0]["integer"])
     sums = np.bincount(cell, weights=x, minlength=size).tolist()
     noisy_sums = measurements[0](as_input(parts[0], sums))
-    if query["statistic"] == "sum":
+    if len(parts) == 1:   # a sum per group (a mean per group has a sum and a count)
         return [[g, plain(v)] for g, v in zip(labels, noisy_sums, strict=True)]
     summed = np.bincount(cell[np.asarray(present(rows[query["column"]]), dtype=bool)],
                          minlength=size).tolist()

@@ -79,6 +79,8 @@ from release.templates.common import (  # noqa: E402
     numbers,
     present,
     ranked,
+    snippet,
+    snippet_of,
     variance_of,
     with_a_value,
 )
@@ -151,19 +153,22 @@ def ranked_rdd(frame_rdd, seed=None):
 
 
 def spark_rows(frame_rdd, query, ranked=False, seed=None):
-    """(privacy id, cell, value) for each row of the query (cell -1: in no declared cell):
-    of a sum, a mean or a variance, the rows with a value only (as the release reads them:
-    a mean's COUNT is of the values; a person's groups are the cells where they have one).
-    ``ranked``: the rows come from ``ranked_rdd`` and only the unit's kept rows are read
-    (the same rows for every query; PipelineDP's own bounds then keep them all), and a
-    grouped query keeps at most MAX_GROUPS cells of each person (``bounded``), chosen by one
-    secret for the query (from ``seed``, else drawn from the OS here, in the driver): the
-    same cells in every partition and every time Spark evaluates the rows (each of the
-    query's parts reads them)."""
-    kind = query["kind"]
+    """(privacy id, cell, value) for each row of the query (cell -1: in no declared cell; a
+    query whose kind's snippet is not ``grouped``: every row in cell 0): of a sum, a mean or
+    a variance (a query with bounds), the rows with a value only, each row's value read by
+    its kind's snippet's ``values`` (default: clamped to the bounds), as the release reads
+    them (a mean's COUNT is of the values; a person's groups are the cells where they have
+    one); else each row's value is 0. ``ranked``: the rows come from ``ranked_rdd`` and only
+    the unit's kept rows are read (the same rows for every query; PipelineDP's own bounds
+    then keep them all), and a grouped query keeps at most MAX_GROUPS cells of each person
+    (``bounded``), chosen by one secret for the query (from ``seed``, else drawn from the OS
+    here, in the driver): the same cells in every partition and every time Spark evaluates
+    the rows (each of the query's parts reads them)."""
     seed = int.from_bytes(os.urandom(8), "big") if seed is None else seed
-    grouped = kind not in ("count", "sum", "mean", "variance")
+    release = snippet_of(query)
+    grouped = release.grouped
     valued = query.get("lower") is not None   # a sum, a mean or a variance of a column
+    values = getattr(release, "values", clamped_values)
     columns = [*needed_columns(), "__person__", "__rank__"] if ranked else needed_columns()
 
     def convert(index_and_rows):
@@ -182,24 +187,19 @@ def spark_rows(frame_rdd, query, ranked=False, seed=None):
             # a row without one adds nothing to a sum and is no row of a mean's COUNT
             keep = present(frame[query["column"]])
             frame, codes = frame[keep], codes[keep]
-        if kind == "variance":  # deviations from the bounds' midpoint, in [-h, h]
-            values = deviations(frame[query["column"]], query["lower"], query["upper"])
-        elif valued:
-            values = numbers(frame[query["column"]], query["lower"], query["upper"])
-        else:
-            values = np.zeros(len(frame))
+        value = values(frame, query) if valued else np.zeros(len(frame))
         # a person is a person id's canonical key; a row with no person id is no one's
         ids = (keys_of(frame[PERSON_COLUMN]) if PERSON_COLUMN is not None else
                np.array([f"{index}:{i}" for i in range(len(frame))], dtype=object))
         kept = (codes >= 0) & pd.notna(ids)
-        triples = zip(ids[kept], codes[kept], values[kept], strict=True)
+        triples = zip(ids[kept], codes[kept], value[kept], strict=True)
         return [(pid, int(c), float(v)) for pid, c, v in triples]
 
     return frame_rdd.glom().zipWithIndex().map(lambda t: (t[1], t[0])).flatMap(convert)
 
 
-def cells_of(query):
-    if query["kind"] in ("count", "sum", "mean", "variance"):
+def cells_of(query, grouped):
+    if not grouped:
         return 1, [[]]
     frame = pd.DataFrame({name: [] for name in needed_columns()})
     labels = cell_codes(frame, query)[1]
@@ -208,15 +208,16 @@ def cells_of(query):
 
 def aggregate(sc, rows, part, size, grouped):
     """One part as one PipelineDP aggregation with its own budget: {cell: value}, and what
-    the accountant spent and the noise standard deviation PipelineDP applied."""
+    the accountant spent and the noise standard deviation PipelineDP applied. The part's
+    contribution bounds are the unit's (``bounds_params``) unless its kind's snippet gives
+    its own (``part["bounds"]``: a metric whose sensitivity is not the rows a person keeps)."""
     accountant = RecordingAccountant(part["epsilon"], part["delta"])
     engine = pipeline_dp.DPEngine(accountant, pipeline_dp.SparkRDDBackend(sc))
-    metric = (pipeline_dp.Metrics.COUNT if part["sensitivity_of"] == "count"
-              else pipeline_dp.Metrics.SUM)
+    metric = getattr(pipeline_dp.Metrics, part["metric"])   # COUNT, SUM, PRIVACY_ID_COUNT
     params = dict(metrics=[metric], output_noise_stddev=True,
                   noise_kind=(pipeline_dp.NoiseKind.LAPLACE if part["noise"] == "laplace"
                               else pipeline_dp.NoiseKind.GAUSSIAN),
-                  **bounds_params(grouped))
+                  **(part.get("bounds") or bounds_params(grouped)))
     if metric == pipeline_dp.Metrics.SUM:
         params |= {"min_value": part["lower"], "max_value": part["upper"]}
     extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0],
@@ -225,7 +226,7 @@ def aggregate(sc, rows, part, size, grouped):
     result = engine.aggregate(rows, pipeline_dp.AggregateParams(**params), extractors,
                               public_partitions=list(range(size)))
     accountant.compute_budgets()
-    name = "count" if metric == pipeline_dp.Metrics.COUNT else "sum"
+    name = part["metric"].lower()   # PipelineDP's field of the metric: count, sum
     collected = dict(result.collect())
     values = {cell: getattr(m, name) for cell, m in collected.items()}
     stds = {getattr(m, f"{name}_noise_stddev") for m in collected.values()}
@@ -240,49 +241,132 @@ def squared(row):
     return row[0], row[1], row[2] * row[2]
 
 
-def variance_part(rows, part, query):
-    """A variance's part as a COUNT or a SUM: the count of values, the sum of deviations
-    (values in [-h, h]) or the sum of squared deviations (in [0, h^2]), h half the bounds'
-    width; with the bounds PipelineDP's SUM takes its sensitivity from (the plan's: r h and
-    r h^2 for at most r rows per person)."""
-    half = (query["upper"] - query["lower"]) / 2
-    if part["part"] == "count":
-        return rows, dict(part, sensitivity_of="count", lower=None, upper=None)
-    if part["part"] == "sum of deviations":
-        return rows, dict(part, sensitivity_of="sum", lower=-half, upper=half)
-    if part["part"] == "sum of squared deviations":
-        return rows.map(squared), dict(part, sensitivity_of="sum", lower=0.0,
-                                       upper=half * half)
-    raise Refused(f"query {query['id']!r}: no variance part {part['part']!r}")
+def as_count(rows, part, query):
+    """A part as PipelineDP's COUNT of the rows."""
+    return rows, dict(part, metric="COUNT")
+
+
+def as_sum(rows, part, query):
+    """A part as PipelineDP's SUM of the rows' values clamped to the plan's bounds."""
+    return rows, dict(part, metric="SUM", lower=query["lower"], upper=query["upper"])
+
+
+def clamped_values(frame, query):
+    return numbers(frame[query["column"]], query["lower"], query["upper"])
 
 
 def release_query(sc, frame_rdd, query, ranked=False):
+    """One query's released rows and what each of its parts spent, by its kind's snippet."""
+    return snippet_of(query)(sc, frame_rdd, query, ranked)
+
+
+def noised(sc, frame_rdd, query, ranked, parts_as):
+    """Each part of ``query`` as one PipelineDP aggregation over the query's rows
+    (``spark_rows``), made by ``parts_as`` (one per part, in the plan's order: the rows and
+    the part as a metric); ({cell: value} of each part, the cells' labels, what each part
+    spent)."""
+    grouped = snippet_of(query).grouped
     rows = spark_rows(frame_rdd, query, ranked).cache()
-    size, labels = cells_of(query)
-    grouped = query["kind"] not in ("count", "sum", "mean", "variance")
-    statistic = query.get("statistic", query["kind"])
+    size, labels = cells_of(query, grouped)
     results, report = [], []
-    for part in query["parts"]:
-        if statistic == "variance":
-            part_rows, part = variance_part(rows, part, query)
-        else:
-            counted = part["part"] == "count" or statistic in ("count", "histogram",
-                                                               "crosstab")
-            part_rows, part = rows, dict(part, sensitivity_of="count" if counted else "sum",
-                                         lower=query.get("lower"), upper=query.get("upper"))
-        values, spent = aggregate(sc, part_rows, part, size, grouped)
-        results.append(values)
+    for part, as_metric in zip(query["parts"], parts_as, strict=True):
+        part_rows, part = as_metric(rows, part, query)
+        values_of_cells, spent = aggregate(sc, part_rows, part, size, grouped)
+        results.append(values_of_cells)
         report.append(dict(spent, query=query["id"]))
     rows.unpersist()
-    if statistic == "mean":
-        out = [[labels[i], mean_of(results[0][i], results[1][i], query["lower"],
-                                   query["upper"])] for i in range(size)]
-    elif statistic == "variance":
-        out = [[[], variance_of(results[0][0], results[1][0], results[2][0], query["lower"],
-                                query["upper"])]]
-    else:
-        out = [[labels[i], float(results[0][i])] for i in range(size)]
-    return out, report
+    return results, labels, report
+
+
+def noisy_values(results, labels):
+    return [[labels[i], float(results[0][i])] for i in range(len(labels))]
+
+
+# ------------------------------------------------------------------------------------------
+# each kind's snippet: its released rows and what its parts spent
+
+
+@snippet("count")
+def release_count(sc, frame_rdd, query, ranked=False):
+    results, labels, report = noised(sc, frame_rdd, query, ranked, [as_count])
+    return noisy_values(results, labels), report
+
+
+def as_people(rows, part, query):
+    """A part as PipelineDP's PRIVACY_ID_COUNT: each person counted once, at sensitivity 1
+    (one partition and one contribution each, whatever their number of rows: with the
+    unit's max rows PipelineDP would take max rows as its sensitivity)."""
+    return rows, dict(part, metric="PRIVACY_ID_COUNT", bounds={
+        "max_partitions_contributed": 1, "max_contributions_per_partition": 1})
+
+
+@snippet("people")
+def release_people(sc, frame_rdd, query, ranked=False):
+    results, labels, report = noised(sc, frame_rdd, query, ranked, [as_people])
+    return noisy_values(results, labels), report
+
+
+@snippet("sum")
+def release_sum(sc, frame_rdd, query, ranked=False):
+    results, labels, report = noised(sc, frame_rdd, query, ranked, [as_sum])
+    return noisy_values(results, labels), report
+
+
+def noisy_means(sc, frame_rdd, query, ranked=False):
+    """A mean per cell: a SUM and a COUNT of the values, divided (``mean_of``)."""
+    results, labels, report = noised(sc, frame_rdd, query, ranked, [as_sum, as_count])
+    return [[labels[i], mean_of(results[0][i], results[1][i], query["lower"],
+                                query["upper"])] for i in range(len(labels))], report
+
+
+snippet("mean")(noisy_means)
+
+
+def variance_parts(query):
+    """A variance's parts as a COUNT and two SUMs (the plan's order: the count of values,
+    the sum of deviations, in [-h, h], and the sum of squared deviations, in [0, h^2]; h
+    half the bounds' width), with the bounds PipelineDP's SUM takes its sensitivity from
+    (the plan's: r h and r h^2 for at most r rows per person)."""
+    half = (query["upper"] - query["lower"]) / 2
+
+    def deviation_sum(rows, part, query):
+        return rows, dict(part, metric="SUM", lower=-half, upper=half)
+
+    def square_sum(rows, part, query):
+        return rows.map(squared), dict(part, metric="SUM", lower=0.0, upper=half * half)
+
+    return [as_count, deviation_sum, square_sum]
+
+
+def deviation_values(frame, query):
+    """Deviations from the bounds' midpoint, in [-h, h]."""
+    return deviations(frame[query["column"]], query["lower"], query["upper"])
+
+
+@snippet("variance", values=deviation_values)
+def release_variance(sc, frame_rdd, query, ranked=False):
+    results, _, report = noised(sc, frame_rdd, query, ranked, variance_parts(query))
+    return [[[], variance_of(results[0][0], results[1][0], results[2][0], query["lower"],
+                             query["upper"])]], report
+
+
+def noisy_cell_counts(sc, frame_rdd, query, ranked=False):
+    results, labels, report = noised(sc, frame_rdd, query, ranked, [as_count])
+    return noisy_values(results, labels), report
+
+
+snippet("histogram", grouped=True)(noisy_cell_counts)
+snippet("crosstab", grouped=True)(noisy_cell_counts)
+
+
+@snippet("group_by", grouped=True)
+def release_group_by(sc, frame_rdd, query, ranked=False):
+    if query.get("lower") is None:   # a count per group
+        return noisy_cell_counts(sc, frame_rdd, query, ranked)
+    if len(query["parts"]) == 1:   # a sum per group (a mean per group has a sum and a count)
+        results, labels, report = noised(sc, frame_rdd, query, ranked, [as_sum])
+        return noisy_values(results, labels), report
+    return noisy_means(sc, frame_rdd, query, ranked)
 
 
 def spark_session(master):

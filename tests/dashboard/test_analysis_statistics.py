@@ -404,12 +404,13 @@ def test_one_release_of_a_count_reads_whole(small_frame):
 
 
 def test_only_a_count_reads_no_column():
-    """The page's column picker is drawn by the query's kind (a number of rows of the whole
-    table reads none), not by comparing its name."""
+    """The page's column picker is drawn by the query's kind (a number of rows or of people
+    of the whole table reads none), not by comparing its name."""
     from dashboard.kinds import ADAPTERS
 
     assert {q: stats.reads_column(q) for q in ADAPTERS} == {
-        "count": False, "sum": True, "mean": True, "variance": True, "histogram": True}
+        "count": False, "sum": True, "mean": True, "variance": True, "histogram": True,
+        "people": False}
 
 
 # --------------------------------------------------------------------------------------------

@@ -199,3 +199,22 @@ def test_the_statistics_page_shows_the_cost_and_the_private_route():
     unit = at.session_state["privacy_unit_by_dataset"][key]
     assert unit.max_rows == chosen and unit.bounds_origin == "data"   # a seeded draw: read off data
     assert not at.exception
+
+
+def test_the_panel_asks_the_page_adapter_whether_it_breaks_an_answer_down(monkeypatch):
+    """A count of rows whose page adapter says the unit's max rows do not move it the way the
+    panel models (a count of people) is not broken down, though its plan kind counts rows;
+    the count, the sum and the histogram still are, a mean is not."""
+    from dashboard import kinds
+
+    assert bc.supported(spec("count", 2))
+    assert bc.supported(spec("sum", 2, column="value", lower=0.0, upper=50.0))
+    assert bc.supported(spec("histogram", 2, 1, column="kind"))
+    assert not bc.supported(spec("mean", 2, column="value", lower=0.0, upper=50.0))
+    assert not bc.supported(stats.QuerySpec("count"))   # one row = one person
+
+    class Unmoved(type(kinds.ADAPTERS["count"])):
+        breaks_down = False
+
+    monkeypatch.setitem(kinds.ADAPTERS, "count", Unmoved())
+    assert not bc.supported(spec("count", 2))

@@ -105,3 +105,23 @@ def test_the_kinds_made_of_parts_say_why_their_error_chart_is_simulated(name):
     note = ADAPTERS[name].error_note
     assert bool(note) is KINDS[name].made_of_parts
     assert not note or f"A noisy {name} " in note and "no closed-form distribution" in note
+
+
+def test_when_a_page_offers_a_kind_sees_the_privacy_unit(adult, monkeypatch):
+    """A page adapter decides from the dataset and the privacy unit: one offered only under a
+    person-id unit is on the Noisy statistics page's list with one and not without."""
+    from dashboard import kinds
+    from dpcore.contributions import PrivacyUnit
+
+    class PersonsOnly(type(kinds.ADAPTERS["count"])):
+        name = "count"
+
+        def offered_on(self, loaded, unit=None):
+            return unit is not None and unit.person_column is not None
+
+    monkeypatch.setitem(kinds.ADAPTERS, "count", PersonsOnly())
+    by_person = PrivacyUnit("age", 3)
+    assert "count" not in offered(adult)
+    assert "count" not in offered(adult, PrivacyUnit())
+    assert offered(adult, by_person)[0] == "count"
+    assert stats.available_queries(adult, by_person)[0] == "count"

@@ -8,8 +8,8 @@ import pytest
 from plan import model
 from plan.kinds import KINDS
 
-#: The kinds whose answer is a number of rows, shown whole.
-COUNTS_ROWS = {"count", "histogram", "crosstab"}
+#: The kinds whose answer is a number of rows (or of people), shown whole.
+COUNTS_ROWS = {"count", "histogram", "crosstab", "people"}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
@@ -58,3 +58,23 @@ def test_only_a_synthetic_table_cannot_be_drawn_with_numpy(name):
     """Its parts are OpenDP's mbi (a model fit): the plan page says it is not simulated and
     offers no simulation report for a plan holding one."""
     assert KINDS[name].simulated is (name != "synthetic")
+
+
+def test_a_kind_in_a_file_of_its_own_is_found_without_a_line_naming_it(tmp_path, monkeypatch):
+    """``found_in`` (what plan.kinds and dashboard.kinds register with): a module of the
+    package holding a kind not listed is found; a listed one, and a module without one, are
+    not."""
+    from plan.kinds import count, found_in
+    from plan.kinds.base import QueryKind
+
+    package = tmp_path / "planted_kinds"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "listed.py").write_text("from plan.kinds.count import KIND\n")
+    (package / "helper.py").write_text("VALUE = 1\n")
+    (package / "extra.py").write_text(
+        "from plan.kinds.count import CountKind\n\n\nclass Extra(CountKind):\n"
+        "    name = 'extra'\n\n\nKIND = Extra()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = found_in("planted_kinds", [str(package)], "KIND", QueryKind, (count.KIND,))
+    assert [k.name for k in found] == ["extra"]

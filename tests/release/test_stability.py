@@ -26,6 +26,7 @@ from engine import Engine, FileSource, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan import model
 from plan.build import Built, PartitionThreshold, build_plan
+from plan.kinds.people import People
 from plan.kinds.synthetic import Synthetic, SyntheticColumn
 from plan.kinds.variance import Variance
 from plan.model import (
@@ -67,13 +68,15 @@ def _cats(*values: object) -> Categories:
 
 
 def every_kind_plan(unit: PrivacyUnit) -> Plan:
-    """One query of every kind a plan can hold (group-bys with declared and with found keys)."""
+    """One query of every kind a plan can hold (group-bys with declared and with found keys;
+    the number of people under a person-id unit only)."""
     laplace = Noise("laplace", "pure", epsilon=1.0)
     bounds = Bounds(LOWER, UPPER, "public")
     keys = _cats(*DECLARED)
     threshold = Threshold("discrete_laplace", 1e-7, epsilon=1.0)
     queries = (
         PlanQuery("count", "Rows", Count(), laplace),
+        PlanQuery("people", "People", People(), laplace),
         PlanQuery("sum", "Sum", Sum(VALUE, bounds), laplace),
         PlanQuery("mean", "Mean", Mean(VALUE, bounds), laplace),
         PlanQuery("histogram", "Keys", Histogram(KEY, keys), laplace),
@@ -106,6 +109,8 @@ def every_kind_plan(unit: PrivacyUnit) -> Plan:
                                                                            "public"))),
             "MST", 100, "pure", epsilon=1.0), None),
     )
+    if unit.person_column is None:   # a number of people needs a person-id column
+        queries = tuple(q for q in queries if not isinstance(q.query, People))
     return Plan(Dataset("stability"), queries, unit)
 
 
@@ -180,6 +185,9 @@ def statistics(built: Built, aggs: tuple, keys: tuple
     claimed = built.sensitivity
     if isinstance(q, model.Count):
         return {"count": ({(): aggs[0].rows}, claimed)}
+    if isinstance(q, People):   # one person is one person id, whatever their rows: 1
+        assert claimed == Sensitivity(1.0, 1.0, 1.0)
+        return {"people": ({(): aggs[0].total_people}, Claim(1.0, 1.0, 1.0))}
     if isinstance(q, Variance):   # each part on its own input, at its own sensitivity
         values = built.kind.part_values(built, aggs)
         return {part.name: ({(): value}, Sensitivity(part.sensitivity, part.sensitivity,
