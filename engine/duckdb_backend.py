@@ -1051,7 +1051,9 @@ class DuckDBBackend:
             cursor.close()
         return compiled.finish(results)
 
-    def run_many(self, source: Source, queries: Sequence[Query]) -> list[Aggregate]:
+    def run_many(self, source: Source, queries: Sequence[Query], *,
+                 cells: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None
+                 ) -> list[Aggregate]:
         """The aggregates answering ``queries`` over ``source``, each equal to ``run``'s.
 
         Queries that read the unit's kept rows under the same unit (person, max rows, seed)
@@ -1063,6 +1065,12 @@ class DuckDBBackend:
         The queries that read a CSV's cells as text read the file once (issue 37, item 6):
         each cell's readings are computed once into a temporary table (``_read_once``) that
         every statement of theirs reads instead of the file.
+
+        ``cells``: given the connection and a relation of the CSV's text cells (every
+        column, ``c0 …``, as ``csv_text_reader`` reads them) when the queries read the file
+        as text: what else wants every cell (the dataset's identity digest, issue 37) reads
+        them from the same table instead of parsing the file again. Not called otherwise
+        (a Parquet file, a frame, no query reading the file).
         """
         out: list[Aggregate | None] = [None] * len(queries)
         entries = []
@@ -1070,9 +1078,12 @@ class DuckDBBackend:
             columns, text = self._columns_for(source, query)
             entries.append((n, columns, text, compile_query(query, columns, source.describe())))
         as_text = [e for e in entries if e[2]]
-        if isinstance(source, FileSource) and sum(len(e[3].statements) for e in as_text) > 1:
+        wanted = cells is not None and bool(as_text)
+        if isinstance(source, FileSource) and (
+                wanted or sum(len(e[3].statements) for e in as_text) > 1):
             for n, aggregate in self._read_once(source, as_text[0][1],
-                                                [(n, c) for n, _, _, c in as_text]):
+                                                [(n, c) for n, _, _, c in as_text],
+                                                cells if wanted else None):
                 out[n] = aggregate
             entries = [e for e in entries if not e[2]]
         groups: dict[tuple, list[tuple[int, CompiledQuery]]] = {}
@@ -1099,7 +1110,8 @@ class DuckDBBackend:
         return out  # type: ignore[return-value]
 
     def _read_once(self, source: FileSource, columns: tuple[ColumnInfo, ...],
-                   compiled: Sequence[tuple[int, CompiledQuery]]
+                   compiled: Sequence[tuple[int, CompiledQuery]],
+                   cells: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None
                    ) -> list[tuple[int, Aggregate]]:
         """Compiled queries reading a CSV's cells as text, answered from one read of the file:
         a temporary table of each needed column's text and of its readings (``_readings``:
@@ -1107,7 +1119,8 @@ class DuckDBBackend:
         reads in place of the file and of the per-use SQL of those readings. The queries
         under one unit share one ranking (``_run_on_kept``). Only the columns and readings
         some statement names are kept: the table's memory is theirs, spilling beyond the
-        memory limit like any DuckDB table."""
+        memory limit like any DuckDB table. ``cells``: as ``run_many``'s, given every
+        column's text from the table (each column kept for it)."""
         width = len(columns)
         rewritten = [_read_cells(statement, width) for _, c in compiled
                      for statement in c.statements + ((c.kept.tail,) if c.kept else ())]
@@ -1115,7 +1128,8 @@ class DuckDBBackend:
                       for expr, _ in c.kept.derived]
         rewritten += [_read_cells(_kept(c.kept.person, columns, read=True), width)
                       for _, c in compiled if c.kept]
-        named = " ".join(rewritten)
+        every = [_col(i) for i in range(width)]
+        named = " ".join(rewritten + (every if cells is not None else []))
         table = f"read_{uuid.uuid4().hex}"
         reader, reader_params, _ = csv_text_reader(source)
         build = _readings_table(table, reader, width, named)
@@ -1132,6 +1146,8 @@ class DuckDBBackend:
         try:
             self._execute(cursor, source, build, _params_of(build, reader_params))
             clause = quote(table)
+            if cells is not None:
+                cells(cursor, f"(SELECT {', '.join(every)} FROM {clause})")
             for (person, k, seed), members in groups.items():
                 # a unit's queries, even one, rank on the table (``_kept(read=True)``: the
                 # ranking carries each text column's number, a column of the table)
