@@ -309,6 +309,38 @@ def _first_line(exc: BaseException) -> str:
     return (lines[-1] if lines else "no message")[:300]
 
 
+def _checked_identity(plan: Plan, source: Source, ledger: Ledger, prepared: Prepared,
+                      content_hash: str | None, budget: float | None,
+                      budget_delta: float | None) -> DatasetIdentity:
+    """The data's identity, once the ledger allows this release of it: its budget set if
+    asked and new, who releases allowed, enough budget left (``OverBudget`` otherwise)."""
+    identity = dataset_identity(plan, source, content_hash=content_hash,
+                                legacy=ledger.knows_legacy_identities(),
+                                ledger_file=ledger.path)
+    if budget is not None:
+        ledger.set_budget(identity, budget, delta=budget_delta, only_if_new=True,
+                          reason="set by the first release's --budget")
+    # who may release (a steward; an analyst within their allotment) is checked before any
+    # noise is drawn, on public facts only; record_release checks it again when it records
+    ledger.check_may_release(identity, prepared.spent.epsilon, prepared.spent.delta)
+    status = ledger.status(identity)
+    known = ("" if not status.names or status.names[0] == identity.name else
+             f" (the same data as {status.names[0]!r} in the ledger)")
+    if status.budget is not None and status.remaining_epsilon is not None and (
+            prepared.spent.epsilon > status.remaining_epsilon):
+        raise OverBudget(
+            f"over budget: {identity.name!r}{known} "
+            f"{standing(status.remaining_epsilon, status.budget.epsilon)} "
+            f"({status.releases} release(s) so far) and this release needs ε = "
+            f"{prepared.spent.epsilon:.6g}; nothing was drawn")
+    if status.remaining_delta is not None and prepared.spent.delta > status.remaining_delta:
+        raise OverBudget(
+            f"over budget: {identity.name!r}{known} "
+            f"{standing(status.remaining_delta, status.budget.delta, 'δ', digits=3)} and this "
+            f"release needs δ = {prepared.spent.delta:.3g}; nothing was drawn")
+    return identity
+
+
 def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = None,
         budget_delta: float | None = None, engine: Engine | None = None,
         content_hash: str | None = None) -> Release:
@@ -355,31 +387,14 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
         try:
             content_hash = pending.result()
         except OSError as exc:
+            inputs = None
             raise DataMismatch(f"the data cannot be read to identify it ({exc})") from None
-    identity = dataset_identity(plan, source, content_hash=content_hash,
-                                legacy=ledger.knows_legacy_identities(),
-                                ledger_file=ledger.path)
-    if budget is not None:
-        ledger.set_budget(identity, budget, delta=budget_delta, only_if_new=True,
-                          reason="set by the first release's --budget")
-    # who may release (a steward; an analyst within their allotment) is checked before any
-    # noise is drawn, on public facts only; record_release checks it again when it records
-    ledger.check_may_release(identity, prepared.spent.epsilon, prepared.spent.delta)
-    status = ledger.status(identity)
-    known = ("" if not status.names or status.names[0] == identity.name else
-             f" (the same data as {status.names[0]!r} in the ledger)")
-    if status.budget is not None and status.remaining_epsilon is not None and (
-            prepared.spent.epsilon > status.remaining_epsilon):
-        raise OverBudget(
-            f"over budget: {identity.name!r}{known} "
-            f"{standing(status.remaining_epsilon, status.budget.epsilon)} "
-            f"({status.releases} release(s) so far) and this release needs ε = "
-            f"{prepared.spent.epsilon:.6g}; nothing was drawn")
-    if status.remaining_delta is not None and prepared.spent.delta > status.remaining_delta:
-        raise OverBudget(
-            f"over budget: {identity.name!r}{known} "
-            f"{standing(status.remaining_delta, status.budget.delta, 'δ', digits=3)} and this "
-            f"release needs δ = {prepared.spent.delta:.3g}; nothing was drawn")
+    try:
+        identity = _checked_identity(plan, source, ledger, prepared, content_hash, budget,
+                                     budget_delta)
+    except BaseException:
+        inputs = None   # read with the digest: a refusal keeps no true aggregate (traceback)
+        raise
     # every read before the first draw: a file the engine cannot read refuses with no noise
     # drawn, so nothing is spent
     if inputs is None:

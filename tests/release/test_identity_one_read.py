@@ -136,9 +136,17 @@ def test_a_refused_release_draws_nothing_though_the_cells_were_read(tmp_path, se
     the budget is checked: a release over budget is still refused with nothing recorded."""
     source = write_messy(tmp_path / "messy.csv")
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
-        with pytest.raises(ReleaseRefused, match="over budget"):
+        with pytest.raises(ReleaseRefused, match="over budget") as refused:
             run(people_plan(), source, ledger=ledger, budget=0.5)
         assert ledger.releases() == []
+    # nor does the refusal's traceback keep the true aggregates read with the digest
+    tb = refused.value.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    runs = [f for f in frames if f.f_code.co_name == "run" and "inputs" in f.f_locals]
+    assert runs and all(f.f_locals["inputs"] is None for f in runs)
 
 
 def test_a_changed_value_is_other_data(tmp_path, settled) -> None:
