@@ -377,8 +377,11 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     prepared = prepare(plan)
     engine = engine if engine is not None else engine_from_env()
     inputs = None
-    pending = None if content_hash is not None else digest_from_cells(source,
-                                                                      ledger=ledger.path)
+    # only an engine that reads a file's cells once for the plan (DuckDB's run_many) can
+    # hand them to the digest; with another (Spark) the identity is checked first, as before
+    reads_cells = hasattr(getattr(engine, "backend", None), "run_many")
+    pending = None if content_hash is not None or not reads_cells else digest_from_cells(
+        source, ledger=ledger.path)
     if pending is not None:
         # A CSV identified for the first time: its digest is computed from the cells the
         # aggregates read (one parse of the file instead of two, issue 37). Nothing is

@@ -161,3 +161,35 @@ def test_a_changed_value_is_other_data(tmp_path, settled) -> None:
     assert first.dataset.content_hash != second.dataset.content_hash
     settled.setattr(identity, "_digest_cache", OrderedDict())
     assert second.dataset.content_hash == content_digest(FileSource(tmp_path / "b.csv", "csv"))
+
+
+class OneByOne:
+    """A backend that answers one query at a time (as Spark's does): no ``run_many``."""
+
+    name = "one by one"
+
+    def __init__(self) -> None:
+        self._duck = DuckDBBackend(threads=2)
+
+    def columns(self, source):
+        return self._duck.columns(source)
+
+    def run(self, source, query):
+        return self._duck.run(source, query)
+
+
+def test_an_engine_that_reads_no_cells_once_identifies_the_file_first(tmp_path,
+                                                                      settled) -> None:
+    """With a backend that cannot hand the cells over, the file is identified before its
+    aggregates are read, as before: a release over budget reads nothing but the digest."""
+    source = write_messy(tmp_path / "messy.csv")
+    seen = parses(settled)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        with pytest.raises(ReleaseRefused, match="over budget"):
+            run(people_plan(), source, ledger=ledger, budget=0.5, engine=Engine(OneByOne()))
+    assert seen == ["digest"]
+    with Ledger(tmp_path / "other.sqlite") as ledger:
+        release = run(people_plan(), source, ledger=ledger, engine=Engine(OneByOne()),
+                      budget=5.0)
+    settled.setattr(identity, "_digest_cache", OrderedDict())
+    assert release.dataset.content_hash == content_digest(source)
