@@ -282,24 +282,44 @@ def _row_order(columns: Sequence[ColumnInfo]) -> str:
     return ", ".join(f"{t} ASC NULLS FIRST" for t in numbers + then + last) or "pid"
 
 
-def _kept(person: int, columns: Sequence[ColumnInfo], derived: str = "") -> str:
+def _kept(person: int, columns: Sequence[ColumnInfo],
+          derived: Sequence[tuple[str, str]] = (), *, read: bool = False) -> str:
     """The unit's one truncation, as CTEs ending in ``kr``: every row with a person id (its
-    columns ``c0 …``, ``pid``) and its rank ``r`` among its person's rows; every query under
-    the unit keeps the rows with ``r <= $k``, so all of a plan's queries read the same kept
-    rows. A person's rows are sorted by their content (``_row_order``: position r0) and
-    ranked by ``md5(seed | row | person | r0)``; a person with at most ``$k`` rows keeps
-    them all (all rank 1: no sorting needed). Depends on that person's rows only.
-    ``derived``: columns a query computes from each row (``, expr AS name``), computed once
-    before the ranking (a cell's canonical key after it cost eight times as much)."""
+    ``pid``, the columns ``derived`` names) and its rank ``r`` among its person's rows; every
+    query under the unit keeps the rows with ``r <= $k``, so all of a plan's queries read the
+    same kept rows. A person's rows are sorted by their content (``_row_order``: position
+    r0) and ranked by ``md5(seed | row | person | r0)``; a person with at most ``$k`` rows
+    keeps them all (all rank 1: no sorting needed). Depends on that person's rows only.
+    ``derived``: ``(expression, name)`` of the columns a query computes from each row,
+    computed once before the ranking (a cell's canonical key after it cost eight times as
+    much).
+
+    Only the columns the ranking and the queries need go through the join and the windows
+    (issue 37): the person's key, the columns the content order reads, the derived columns,
+    and after the ranking only the person's key and the derived columns; never every column
+    of the source (a CSV's readings table holds each column's key and number too, and a
+    Parquet file columns the order leaves out). ``read``: the source is a CSV's readings
+    table (``_read_once``), where a text column's number is a column of its own
+    (``_read_cells`` turns the order's ``_text_number`` into it), carried beside its text."""
     p, p_missing = _person(person, columns)
+    carried = []
+    for i, info in enumerate(columns):
+        if info.kind == "other":         # left out of the order (``_row_order``)
+            continue
+        carried.append(_col(i))
+        if read and info.kind == "text":
+            carried.append(_reading(i)[1])
+    names = "".join(f", {name}" for _, name in derived)
+    computed = "".join(f", {expr} AS {name}" for expr, name in derived)
     return (
-        f"b AS (SELECT {p} AS pid, *{derived} FROM {_SRC} WHERE NOT {p_missing}), "
+        f"b AS (SELECT {p} AS pid{''.join(f', {c}' for c in carried)}{computed} FROM {_SRC} "
+        f"WHERE NOT {p_missing}), "
         "c AS (SELECT pid, count(*) AS n FROM b GROUP BY pid), "
         "bn AS (SELECT b.*, c.n FROM b JOIN c ON b.pid = c.pid), "
-        "ro AS (SELECT *, row_number() OVER (PARTITION BY pid ORDER BY "
+        f"ro AS (SELECT pid{names}, row_number() OVER (PARTITION BY pid ORDER BY "
         f"{_row_order(columns)}) AS r0 FROM bn WHERE n > $k), "
-        "kr AS (SELECT * EXCLUDE (n), 1 AS r FROM bn WHERE n <= $k UNION ALL "
-        "SELECT * EXCLUDE (n, r0), row_number() OVER (PARTITION BY pid ORDER BY "
+        f"kr AS (SELECT pid{names}, 1 AS r FROM bn WHERE n <= $k UNION ALL "
+        f"SELECT pid{names}, row_number() OVER (PARTITION BY pid ORDER BY "
         f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM ro)")
 
 
@@ -381,8 +401,7 @@ def _on_kept(person: int, columns: Sequence[ColumnInfo], derived: Sequence[tuple
              tail: str) -> tuple[str, tuple[int, tuple[tuple[str, str], ...], str]]:
     """The statement reading the unit's kept rows with ``derived`` columns, followed by
     ``tail`` (CTEs after ``kr`` and the final SELECT), and its parts for ``OnKept``."""
-    listed = "".join(f", {expr} AS {name}" for expr, name in derived)
-    return f"WITH {_kept(person, columns, listed)}{tail}", (person, tuple(derived), tail)
+    return f"WITH {_kept(person, columns, derived)}{tail}", (person, tuple(derived), tail)
 
 
 def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) -> CompiledQuery:
@@ -1073,7 +1092,9 @@ class DuckDBBackend:
             cursor.close()
         return compiled.finish(results)
 
-    def run_many(self, source: Source, queries: Sequence[Query]) -> list[Aggregate]:
+    def run_many(self, source: Source, queries: Sequence[Query], *,
+                 cells: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None
+                 ) -> list[Aggregate]:
         """The aggregates answering ``queries`` over ``source``, each equal to ``run``'s.
 
         Queries that read the unit's kept rows under the same unit (person, max rows, seed)
@@ -1085,6 +1106,12 @@ class DuckDBBackend:
         The queries that read a CSV's cells as text read the file once (issue 37, item 6):
         each cell's readings are computed once into a temporary table (``_read_once``) that
         every statement of theirs reads instead of the file.
+
+        ``cells``: given the connection and a relation of the CSV's text cells (every
+        column, ``c0 …``, as ``csv_text_reader`` reads them) when the queries read the file
+        as text: what else wants every cell (the dataset's identity digest, issue 37) reads
+        them from the same table instead of parsing the file again. Not called otherwise
+        (a Parquet file, a frame, no query reading the file).
         """
         out: list[Aggregate | None] = [None] * len(queries)
         entries = []
@@ -1092,9 +1119,12 @@ class DuckDBBackend:
             columns, text = self._columns_for(source, query)
             entries.append((n, columns, text, compile_query(query, columns, source.describe())))
         as_text = [e for e in entries if e[2]]
-        if isinstance(source, FileSource) and sum(len(e[3].statements) for e in as_text) > 1:
+        wanted = cells is not None and bool(as_text)
+        if isinstance(source, FileSource) and (
+                wanted or sum(len(e[3].statements) for e in as_text) > 1):
             for n, aggregate in self._read_once(source, as_text[0][1],
-                                                [(n, c) for n, _, _, c in as_text]):
+                                                [(n, c) for n, _, _, c in as_text],
+                                                cells if wanted else None):
                 out[n] = aggregate
             entries = [e for e in entries if not e[2]]
         groups: dict[tuple, list[tuple[int, CompiledQuery]]] = {}
@@ -1121,7 +1151,8 @@ class DuckDBBackend:
         return out  # type: ignore[return-value]
 
     def _read_once(self, source: FileSource, columns: tuple[ColumnInfo, ...],
-                   compiled: Sequence[tuple[int, CompiledQuery]]
+                   compiled: Sequence[tuple[int, CompiledQuery]],
+                   cells: Callable[[duckdb.DuckDBPyConnection, str], None] | None = None
                    ) -> list[tuple[int, Aggregate]]:
         """Compiled queries reading a CSV's cells as text, answered from one read of the file:
         a temporary table of each needed column's text and of its readings (``_readings``:
@@ -1129,15 +1160,17 @@ class DuckDBBackend:
         reads in place of the file and of the per-use SQL of those readings. The queries
         under one unit share one ranking (``_run_on_kept``). Only the columns and readings
         some statement names are kept: the table's memory is theirs, spilling beyond the
-        memory limit like any DuckDB table."""
+        memory limit like any DuckDB table. ``cells``: as ``run_many``'s, given every
+        column's text from the table (each column kept for it)."""
         width = len(columns)
         rewritten = [_read_cells(statement, width) for _, c in compiled
                      for statement in c.statements + ((c.kept.tail,) if c.kept else ())]
         rewritten += [_read_cells(expr, width) for _, c in compiled if c.kept
                       for expr, _ in c.kept.derived]
-        rewritten += [_read_cells(_kept(c.kept.person, columns), width)
+        rewritten += [_read_cells(_kept(c.kept.person, columns, read=True), width)
                       for _, c in compiled if c.kept]
-        named = " ".join(rewritten)
+        every = [_col(i) for i in range(width)]
+        named = " ".join(rewritten + (every if cells is not None else []))
         table = f"read_{uuid.uuid4().hex}"
         reader, reader_params, _ = csv_text_reader(source)
         build = _readings_table(table, reader, width, named)
@@ -1154,10 +1187,11 @@ class DuckDBBackend:
         try:
             self._execute(cursor, source, build, _params_of(build, reader_params))
             clause = quote(table)
+            if cells is not None:
+                cells(cursor, f"(SELECT {', '.join(every)} FROM {clause})")
             for (person, k, seed), members in groups.items():
-                if len(members) == 1:
-                    alone += members
-                    continue
+                # a unit's queries, even one, rank on the table (``_kept(read=True)``: the
+                # ranking carries each text column's number, a column of the table)
                 answers = self._run_on_kept(cursor, source, clause, {}, columns, person, k,
                                             seed, [c for _, c in members], width)
                 out += [(n, a) for (n, _), a in zip(members, answers, strict=True)]
@@ -1196,12 +1230,13 @@ class DuckDBBackend:
 
             for expr, name in c.kept.derived:
                 renamed = _PARAM.sub(rename, expr)
-                derived.append(f", {renamed} AS q{j}_{name}")
+                derived.append((renamed, f"q{j}_{name}"))
                 params |= {f"q{j}_{p}": own[p] for p in _PARAM.findall(expr) if p in own}
             views.append(", ".join(f"q{j}_{name} AS {name}" for _, name in c.kept.derived))
         listed = ", ".join(f"q{j}_{name}" for j, c in enumerate(compiled)
                            for _, name in c.kept.derived)  # type: ignore[union-attr]
-        build = (f"CREATE TEMP TABLE {table} AS WITH {_kept(person, columns, ''.join(derived))} "
+        build = (f"CREATE TEMP TABLE {table} AS WITH "
+                 f"{_kept(person, columns, derived, read=read is not None)} "
                  f"SELECT pid, r, {listed} FROM kr")
 
         def own_sql(statement: str) -> str:

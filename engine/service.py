@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from engine.duckdb_backend import DuckDBBackend
 from engine.errors import EngineError
@@ -86,10 +86,16 @@ class Engine:
                 self._cache.popitem(last=False)
         return result
 
-    def answer_many(self, source: Source, queries: Sequence[Query]) -> list[Aggregate]:
+    def answer_many(self, source: Source, queries: Sequence[Query], *,
+                    cells: Callable[[Any, str], None] | None = None) -> list[Aggregate]:
         """``answer`` for each query, those not cached computed together: a backend with
         ``run_many`` (DuckDB) ranks each person's rows once for all the queries under the
         same unit (issue 37, item 3); any other answers them one by one.
+
+        ``cells``: handed to the backend's ``run_many`` (DuckDB: given a CSV's text cells
+        when the queries read the file, so that the dataset's identity digest is computed
+        from the same reading); never called when every answer is cached or the backend
+        reads no cells for it.
 
         Raises
         ------
@@ -110,7 +116,9 @@ class Engine:
         if todo:
             backend = self._backend_for(source)
             run_many = getattr(backend, "run_many", None)
-            if run_many is not None and len(todo) > 1:
+            if run_many is not None and cells is not None:
+                computed = run_many(source, list(todo.values()), cells=cells)
+            elif run_many is not None and len(todo) > 1:
                 computed = run_many(source, list(todo.values()))
             else:
                 computed = [backend.run(source, query) for query in todo.values()]

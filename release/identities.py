@@ -21,10 +21,11 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from plan.identity import content_digest
+from plan.identity import CellsDigest, cells_digest, content_digest
 from release.store import SqliteStore, StoreError, store_path
 
-__all__ = ["IDENTITIES_ENV", "FileIdentities", "identities_path", "known_digest"]
+__all__ = ["IDENTITIES_ENV", "FileIdentities", "identities_path", "known_digest",
+           "digest_from_cells"]
 
 #: The environment variable naming the file of remembered identities.
 IDENTITIES_ENV = "EPSILON_LAB_IDENTITIES"
@@ -81,12 +82,23 @@ class FileIdentities(SqliteStore):
             return
 
 
+def _memo(ledger: str | os.PathLike | None) -> FileIdentities | None:
+    try:
+        return FileIdentities(ledger=ledger)
+    except StoreError:   # a store path that cannot be used: identify from the data
+        return None
+
+
+def digest_from_cells(data: object, *, ledger: str | os.PathLike | None = None
+                      ) -> CellsDigest | None:
+    """``plan.identity.cells_digest(data)``: a CSV file's digest to compute from the cells
+    the release's engine reads (None when it is remembered beside ``ledger``, or ``data``
+    is no CSV file); remembered there once computed, as :func:`known_digest` does."""
+    return cells_digest(data, memo=_memo(ledger))
+
+
 def known_digest(data: object, *, ledger: str | os.PathLike | None = None) -> str:
     """``plan.identity.content_digest(data)``, remembered across processes beside ``ledger``
     for a file (a frame has no version to remember it by). Raises what ``content_digest``
     raises."""
-    try:
-        memo = FileIdentities(ledger=ledger)
-    except StoreError:   # a store path that cannot be used: identify from the data
-        memo = None
-    return content_digest(data, memo=memo)
+    return content_digest(data, memo=_memo(ledger))

@@ -26,7 +26,7 @@ from plan.identity import DatasetIdentity, content_digest, file_hash, frame_hash
 from plan.model import Plan
 from release.accounting import Spent, certified_spent, privacy_spent
 from release.errors import DataMismatch, DrawFailed, OverBudget
-from release.identities import known_digest
+from release.identities import digest_from_cells, known_digest
 from release.ledger import (
     FAILED_DRAW,
     BudgetChange,
@@ -218,15 +218,20 @@ def _aggregates(built: Built, engine: Engine, source: Source) -> tuple[Any, tupl
     return tuple(_answer(engine, source, query) for query in built.engine_queries), ()
 
 
-def _plan_aggregates(built: Sequence[Built], engine: Engine, source: Source) -> list:
+def _plan_aggregates(built: Sequence[Built], engine: Engine, source: Source,
+                     cells: Any = None) -> list:
     """``_aggregates`` of every query of the plan. The queries known before any read (all
     but those keyed by the groups found) are answered together first (``answer_many``: one
     ranking of each person's rows for all the queries under the same unit, issue 37 item
-    3), so that each query's own call then reads the engine's cache."""
+    3), so that each query's own call then reads the engine's cache. ``cells``: a
+    ``plan.identity.CellsDigest`` the engine computes from the CSV cells it reads."""
     known = [query for b in built if not b.finds_groups for query in b.engine_queries]
-    if len(known) > 1 and hasattr(engine, "answer_many"):
+    if (len(known) > 1 or (known and cells is not None)) and hasattr(engine, "answer_many"):
         try:
-            engine.answer_many(source, known)
+            if cells is None:
+                engine.answer_many(source, known)
+            else:
+                engine.answer_many(source, known, cells=cells.digest)
         except EngineError as exc:
             raise DataMismatch(str(exc)) from None
     return [_aggregates(b, engine, source) for b in built]
@@ -304,6 +309,38 @@ def _first_line(exc: BaseException) -> str:
     return (lines[-1] if lines else "no message")[:300]
 
 
+def _checked_identity(plan: Plan, source: Source, ledger: Ledger, prepared: Prepared,
+                      content_hash: str | None, budget: float | None,
+                      budget_delta: float | None) -> DatasetIdentity:
+    """The data's identity, once the ledger allows this release of it: its budget set if
+    asked and new, who releases allowed, enough budget left (``OverBudget`` otherwise)."""
+    identity = dataset_identity(plan, source, content_hash=content_hash,
+                                legacy=ledger.knows_legacy_identities(),
+                                ledger_file=ledger.path)
+    if budget is not None:
+        ledger.set_budget(identity, budget, delta=budget_delta, only_if_new=True,
+                          reason="set by the first release's --budget")
+    # who may release (a steward; an analyst within their allotment) is checked before any
+    # noise is drawn, on public facts only; record_release checks it again when it records
+    ledger.check_may_release(identity, prepared.spent.epsilon, prepared.spent.delta)
+    status = ledger.status(identity)
+    known = ("" if not status.names or status.names[0] == identity.name else
+             f" (the same data as {status.names[0]!r} in the ledger)")
+    if status.budget is not None and status.remaining_epsilon is not None and (
+            prepared.spent.epsilon > status.remaining_epsilon):
+        raise OverBudget(
+            f"over budget: {identity.name!r}{known} "
+            f"{standing(status.remaining_epsilon, status.budget.epsilon)} "
+            f"({status.releases} release(s) so far) and this release needs ε = "
+            f"{prepared.spent.epsilon:.6g}; nothing was drawn")
+    if status.remaining_delta is not None and prepared.spent.delta > status.remaining_delta:
+        raise OverBudget(
+            f"over budget: {identity.name!r}{known} "
+            f"{standing(status.remaining_delta, status.budget.delta, 'δ', digits=3)} and this "
+            f"release needs δ = {prepared.spent.delta:.3g}; nothing was drawn")
+    return identity
+
+
 def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = None,
         budget_delta: float | None = None, engine: Engine | None = None,
         content_hash: str | None = None) -> Release:
@@ -338,34 +375,33 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
         The ledger cannot be read or written (nothing recorded).
     """
     prepared = prepare(plan)
-    identity = dataset_identity(plan, source, content_hash=content_hash,
-                                legacy=ledger.knows_legacy_identities(),
-                                ledger_file=ledger.path)
-    if budget is not None:
-        ledger.set_budget(identity, budget, delta=budget_delta, only_if_new=True,
-                          reason="set by the first release's --budget")
-    # who may release (a steward; an analyst within their allotment) is checked before any
-    # noise is drawn, on public facts only; record_release checks it again when it records
-    ledger.check_may_release(identity, prepared.spent.epsilon, prepared.spent.delta)
-    status = ledger.status(identity)
-    known = ("" if not status.names or status.names[0] == identity.name else
-             f" (the same data as {status.names[0]!r} in the ledger)")
-    if status.budget is not None and status.remaining_epsilon is not None and (
-            prepared.spent.epsilon > status.remaining_epsilon):
-        raise OverBudget(
-            f"over budget: {identity.name!r}{known} "
-            f"{standing(status.remaining_epsilon, status.budget.epsilon)} "
-            f"({status.releases} release(s) so far) and this release needs ε = "
-            f"{prepared.spent.epsilon:.6g}; nothing was drawn")
-    if status.remaining_delta is not None and prepared.spent.delta > status.remaining_delta:
-        raise OverBudget(
-            f"over budget: {identity.name!r}{known} "
-            f"{standing(status.remaining_delta, status.budget.delta, 'δ', digits=3)} and this "
-            f"release needs δ = {prepared.spent.delta:.3g}; nothing was drawn")
     engine = engine if engine is not None else engine_from_env()
+    inputs = None
+    # only an engine that reads a file's cells once for the plan (DuckDB's run_many) can
+    # hand them to the digest; with another (Spark) the identity is checked first, as before
+    reads_cells = hasattr(getattr(engine, "backend", None), "run_many")
+    pending = None if content_hash is not None or not reads_cells else digest_from_cells(
+        source, ledger=ledger.path)
+    if pending is not None:
+        # A CSV identified for the first time: its digest is computed from the cells the
+        # aggregates read (one parse of the file instead of two, issue 37). Nothing is
+        # drawn before the identity's checks below, so a refusal still spends nothing.
+        inputs = _plan_aggregates(prepared.built, engine, source, cells=pending)
+        try:
+            content_hash = pending.result()
+        except OSError as exc:
+            inputs = None
+            raise DataMismatch(f"the data cannot be read to identify it ({exc})") from None
+    try:
+        identity = _checked_identity(plan, source, ledger, prepared, content_hash, budget,
+                                     budget_delta)
+    except BaseException:
+        inputs = None   # read with the digest: a refusal keeps no true aggregate (traceback)
+        raise
     # every read before the first draw: a file the engine cannot read refuses with no noise
     # drawn, so nothing is spent
-    inputs = _plan_aggregates(prepared.built, engine, source)
+    if inputs is None:
+        inputs = _plan_aggregates(prepared.built, engine, source)
     released = []
     try:
         for built, certified, (aggs, keys) in zip(prepared.built, prepared.certified, inputs,

@@ -6,6 +6,7 @@ a Parquet file and a CSV read as text."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -146,3 +147,40 @@ def test_a_plan_under_one_unit_ranks_once(duck, monkeypatch) -> None:
         duck.run(source, query)
     # all but the count and the histogram with max groups (it ranks cells, not rows)
     assert sum("FROM bn WHERE n > $k" in s for s in statements) == len(queries) - 2
+
+
+def _nodes(node: dict) -> list[dict]:
+    return [node] + [n for child in node.get("children", []) for n in _nodes(child)]
+
+
+def test_the_ranking_carries_only_the_columns_it_reads(duck, tmp_path, monkeypatch) -> None:
+    """The shared ranking's rows (``_kept``'s ``b``, through the join and both windows) hold
+    the person's key, the columns the content order reads, and the queries' derived
+    columns: never every column of the source (``SELECT *`` carried a date the order leaves
+    out through the join and the windows, and read it from the file). DuckDB's plan of the
+    ranking's statement says what it reads and what ``b`` holds."""
+    frame = varied()
+    frame["when"] = pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(len(frame)), "D")
+    path = tmp_path / "data.parquet"
+    frame.to_parquet(path)
+    plans: list[dict] = []
+    execute = DuckDBBackend._execute
+
+    def spy(self, cursor, source, sql, params, **kwargs):
+        if sql.startswith("CREATE TEMP TABLE kept_"):
+            body = "WITH" + sql.split(" AS WITH", 1)[1]
+            explained = cursor.execute(f"EXPLAIN (FORMAT json) {body}", params).fetchall()
+            plans.append(json.loads(explained[0][1])[0])
+        return execute(self, cursor, source, sql, params, **kwargs)
+
+    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
+    unit = Contribution("p", 2, seed=1)
+    duck.run_many(FileSource(path, "parquet"),
+                  [BoundedSum("x", 0.0, 30.0, unit), CategoryCounts("c", ("a", "b"), unit)])
+    assert len(plans) == 1
+    nodes = _nodes(plans[0])
+    read = [n["extra_info"]["Projections"] for n in nodes if n["name"] == "READ_PARQUET"]
+    assert read and all("c5" not in columns for columns in read)   # "when" is c5
+    b = plans[0]["children"][0]        # the CTE b, materialised: its projection
+    assert b["extra_info"]["Projections"] == [
+        "pid", "c0", "c1", "c2", "c3", "c4", "q0_v", "q0_vm", "q1_idx"]
