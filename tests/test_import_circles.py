@@ -59,6 +59,19 @@ def _imported_by_name(node: ast.AST) -> str | None:
     return None
 
 
+def imported(node: ast.Import | ast.ImportFrom, package: str, known) -> set[str]:
+    """The modules one import statement of a module in ``package`` names (``from a import b``
+    counts as a.b when that is a module of ``known``, else a); read by the layer test too."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+        base = ".".join([*anchor, base] if base else anchor)
+    return {full if (full := f"{base}.{alias.name}") in known else base
+            for alias in node.names}
+
+
 def imports_of(path: Path, name: str, known: dict[str, Path]) -> set[str]:
     """The project modules ``name`` imports anywhere in its source (``from a import b`` counts
     as a.b when that is a module, else a), leaving out its own package and itself."""
@@ -69,16 +82,8 @@ def imports_of(path: Path, name: str, known: dict[str, Path]) -> set[str]:
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                found.add(full if full in known else base)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found |= imported(node, package, known)
         elif (by_name := _imported_by_name(node)) is not None:
             found.add(by_name)
     # a module running its own package's __init__ is how Python imports it, not a circle

@@ -14,6 +14,7 @@ import functools
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.test_import_circles import imported
 
 PACKAGES = ("dpcore", "engine", "plan", "release", "dashboard")
 #: What each layer must never import (at module level).
@@ -53,16 +54,8 @@ def _top_level_imports(path: Path, name: str, modules: dict[str, Path]) -> set[s
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             body.extend(node.body)
     for node in body:
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                found.add(full if full in modules else base)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found |= imported(node, package, modules)
     return found
 
 
