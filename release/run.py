@@ -375,6 +375,7 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
         The ledger cannot be read or written (nothing recorded).
     """
     prepared = prepare(plan)
+    own_engine = engine is None   # built here: its answer cache lives only in this call
     engine = engine if engine is not None else engine_from_env()
     inputs = None
     # only an engine that reads a file's cells once for the plan (DuckDB's run_many) can
@@ -396,7 +397,11 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
         identity = _checked_identity(plan, source, ledger, prepared, content_hash, budget,
                                      budget_delta)
     except BaseException:
-        inputs = None   # read with the digest: a refusal keeps no true aggregate (traceback)
+        # read with the digest: a refusal keeps no true aggregate in its traceback, neither
+        # these nor the copies in the answer cache of an engine built for this call alone
+        inputs = None
+        if own_engine:
+            engine = None
         raise
     # every read before the first draw: a file the engine cannot read refuses with no noise
     # drawn, so nothing is spent

@@ -147,6 +147,10 @@ def test_a_refused_release_draws_nothing_though_the_cells_were_read(tmp_path, se
         tb = tb.tb_next
     runs = [f for f in frames if f.f_code.co_name == "run" and "inputs" in f.f_locals]
     assert runs and all(f.f_locals["inputs"] is None for f in runs)
+    # nor in the answer cache of the engine run() built for itself (a reviewer found the
+    # counts and sums there)
+    engines = [v for f in frames for v in f.f_locals.values() if isinstance(v, Engine)]
+    assert all(not e._cache for e in engines), [list(e._cache.values()) for e in engines]
 
 
 def test_a_changed_value_is_other_data(tmp_path, settled) -> None:
