@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, running_server, wait_for_app
-from tests.e2e.test_release_table_browser import add_to_plan, open_page
+from tests.e2e.conftest import (
+    add_to_plan,
+    assert_no_exception,
+    choose_count,
+    open_page,
+    running_server,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -42,9 +48,7 @@ def test_a_release_is_downloaded_again_after_a_reload_and_a_restart(browser, tmp
             page.goto(url)
             wait_for_app(page)
             open_page(page, "Noisy statistics")
-            page.locator(".st-key-stats_query [role='combobox']").click()
-            page.get_by_role("option", name="Count", exact=False).first.click()
-            wait_for_app(page)
+            choose_count(page)
             add_to_plan(page)
             open_page(page, "Release plan")
             page.get_by_text("The plan: 1 query").wait_for(timeout=60_000)
