@@ -234,6 +234,17 @@ def add_to_plan(page, button: str = "Add to plan") -> None:
     page.get_by_text("Added to the plan").wait_for(timeout=60_000)
 
 
+def release_plan(page) -> None:
+    """On the Release plan page: tick the confirmation, press Release and wait for "Released
+    and recorded"."""
+    page.locator(".st-key-plan_release_confirm label").click()
+    wait_for_app(page)
+    page.locator(".st-key-plan_release button").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+
+
 def type_grid_cell(page, grid, row: str, column: str, text: str, rows: tuple,
                    columns: tuple) -> None:
     """Type ``text`` into a data-editor cell: select the cell by keyboard from the first one,

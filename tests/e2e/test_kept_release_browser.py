@@ -13,6 +13,7 @@ from tests.e2e.conftest import (
     assert_no_exception,
     choose_count,
     open_page,
+    release_plan,
     running_server,
     wait_for_app,
 )
@@ -52,12 +53,7 @@ def test_a_release_is_downloaded_again_after_a_reload_and_a_restart(browser, tmp
             add_to_plan(page)
             open_page(page, "Release plan")
             page.get_by_text("The plan: 1 query").wait_for(timeout=60_000)
-            page.locator(".st-key-plan_release_confirm label").click()
-            wait_for_app(page)
-            page.locator(".st-key-plan_release button").click()
-            wait_for_app(page)
-            assert_no_exception(page)
-            page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+            release_plan(page)
             page.get_by_text("kept in the ledger with entry #1").wait_for(timeout=10_000)
             name, right_after = download(page, "plan_release_package")
             assert name == "release-1.zip" and right_after.startswith(b"PK")

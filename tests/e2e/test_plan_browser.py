@@ -12,6 +12,7 @@ from tests.e2e.conftest import (
     assert_no_exception,
     choose_count,
     open_page,
+    release_plan,
     screenshot,
     wait_for_app,
 )
@@ -81,12 +82,7 @@ def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):
     screenshot(page, "release_plan_split")
 
     # release it for real: OpenDP, recorded in the session's ledger (tests/conftest.py)
-    page.locator(".st-key-plan_release_confirm label").click()
-    wait_for_app(page)
-    page.locator(".st-key-plan_release button").click()
-    wait_for_app(page)
-    assert_no_exception(page)
-    page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+    release_plan(page)
     assert "Released value" in main.inner_text()
     screenshot(page, "release_done")
     open_page(page, "Releases")

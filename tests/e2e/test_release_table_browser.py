@@ -12,6 +12,7 @@ from tests.e2e.conftest import (
     assert_no_exception,
     choose_count,
     open_page,
+    release_plan,
     running_server,
     screenshot,
     wait_for_app,
@@ -52,12 +53,7 @@ def test_every_column_of_the_released_table_is_in_view_at_1400_px(page, own_serv
     add_to_plan(page)
     open_page(page, "Release plan")
     page.get_by_text("The plan: 3 queries").wait_for(timeout=60_000)
-    page.locator(".st-key-plan_release_confirm label").click()
-    wait_for_app(page)
-    page.locator(".st-key-plan_release button").click()
-    wait_for_app(page)
-    assert_no_exception(page)
-    page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+    release_plan(page)
 
     table = page.locator("[data-testid='stDataFrame']").filter(
         has=page.locator("th", has_text="Released value")).first

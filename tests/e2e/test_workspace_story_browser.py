@@ -28,6 +28,7 @@ from tests.e2e.conftest import (
     choose_dataset,
     open_options,
     open_page,
+    release_plan,
     running_server,
     screenshot,
     wait_for_app,
@@ -196,12 +197,7 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             assert the_plan(page) == planned
 
             # the release, its package right after
-            page.locator(".st-key-plan_release_confirm label").click()
-            wait_for_app(page)
-            page.locator(".st-key-plan_release button").click()
-            wait_for_app(page)
-            assert_no_exception(page)
-            page.get_by_text("Released and recorded").wait_for(timeout=SETTLED)
+            release_plan(page)
             screenshot(page, "story_4_released")
             name, package = downloaded(
                 page, page.locator(".st-key-plan_release_package button").first)
