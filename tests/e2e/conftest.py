@@ -196,6 +196,55 @@ def open_options(page, combobox, timeout: float = 10_000) -> None:
             wait_for_app(page)
 
 
+def open_page(page, title: str) -> None:
+    """Open the page called ``title`` from the sidebar's navigation, wait for its run and
+    check that it shows no exception."""
+    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def open_path(page, server_url: str, path: str) -> None:
+    """Open the page at ``server_url/path`` (a page's address, with its query string if any).
+
+    The root is loaded first: on a fresh server a deep link runs the page file alone until
+    app.py has called st.navigation once."""
+    page.goto(server_url)
+    wait_for_app(page)
+    page.goto(f"{server_url}/{path}")
+    wait_for_app(page)
+
+
+def choose_count(page) -> None:
+    """On Noisy statistics: choose the Count query."""
+    open_options(page, page.locator(".st-key-stats_query [role='combobox']"))
+    page.get_by_role("option", name="Count", exact=False).first.click()
+    wait_for_app(page)
+
+
+def add_to_plan(page, button: str = "Add to plan") -> None:
+    """Press ``button`` ("Add to plan", or "Add a second" when the plan holds the query
+    already) on a query page and wait for "Added to the plan"."""
+    # a page that failed says so here, not as a button that never came; under a full run's
+    # load a query page on Adult can take longer than a click's default 30 s to draw it
+    assert_no_exception(page)
+    page.get_by_role("button", name=button).click(timeout=60_000)
+    wait_for_app(page)
+    assert_no_exception(page)
+    page.get_by_text("Added to the plan").wait_for(timeout=60_000)
+
+
+def release_plan(page) -> None:
+    """On the Release plan page: tick the confirmation, press Release and wait for "Released
+    and recorded"."""
+    page.locator(".st-key-plan_release_confirm label").click()
+    wait_for_app(page)
+    page.locator(".st-key-plan_release button").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+
+
 def type_grid_cell(page, grid, row: str, column: str, text: str, rows: tuple,
                    columns: tuple) -> None:
     """Type ``text`` into a data-editor cell: select the cell by keyboard from the first one,

@@ -12,8 +12,8 @@ import pytest
 from dpcore.figures import lower
 from dpcore.mechanisms import make_mechanism
 from dpcore.mechanisms.catalogue import audit_claim
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
-from tests.e2e.test_errors_keep_controls_browser import open_page, shown
+from tests.e2e.conftest import assert_no_exception, open_path, screenshot, wait_for_app
+from tests.e2e.test_errors_keep_controls_browser import shown
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ def verdicts(page) -> list[str]:
 
 
 def test_check_the_claim_on_statistics(page, server_url):
-    open_page(page, server_url, "statistics?stats_query=count&stats_epsilon=0.5")
+    open_path(page, server_url, "statistics?stats_query=count&stats_epsilon=0.5")
     page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=60_000)
     started = time.perf_counter()
     page.get_by_role("button", name="Check the claim").click()
@@ -60,7 +60,7 @@ def test_check_the_claim_on_statistics(page, server_url):
 
 
 def test_check_the_claim_on_selection(page, server_url):
-    open_page(page, server_url, "selection?sel_k=1")
+    open_path(page, server_url, "selection?sel_k=1")
     page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=60_000)
     page.get_by_role("button", name="Check the claim").click()
     wait_for_app(page, timeout=120_000)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
-from tests.e2e.test_errors_keep_controls_browser import open_page, shown
+from tests.e2e.conftest import assert_no_exception, open_path, screenshot, wait_for_app
+from tests.e2e.test_errors_keep_controls_browser import shown
 
 pytestmark = pytest.mark.e2e
 
@@ -17,7 +17,7 @@ def release_note(page) -> str:
 
 
 def test_draw_another_release_on_statistics(page, server_url):
-    open_page(page, server_url, "statistics?stats_query=count&stats_epsilon=0.1")
+    open_path(page, server_url, "statistics?stats_query=count&stats_epsilon=0.1")
     page.wait_for_selector("[data-testid='stPlotlyChart'] .main-svg", timeout=60_000)
     metric = page.locator("[data-testid='stMetric']", has_text="One release").first
     first = metric.inner_text()

@@ -13,6 +13,7 @@ import pytest
 from tests.e2e.conftest import (
     assert_no_exception,
     choose_dataset,
+    open_path,
     screenshot,
     wait_for_app,
 )
@@ -80,14 +81,6 @@ def errors(page) -> list[str]:
     return page.locator("[data-testid='stAlertContentError']").all_inner_texts()
 
 
-def open_page(page, server_url: str, path: str) -> None:
-    # The root first: on a fresh server a deep link runs the page alone until app.py ran once.
-    page.goto(server_url)
-    wait_for_app(page)
-    page.goto(f"{server_url}/{path}")
-    wait_for_app(page)
-
-
 # -- Noisy statistics ----------------------------------------------------------------------------
 
 STATISTICS = {
@@ -111,7 +104,7 @@ def assert_statistics_results(page) -> None:
 
 
 def test_statistics_error_keeps_every_control(page, server_url):
-    open_page(page, server_url, "statistics?stats_query=mean&stats_column=age"
+    open_path(page, server_url, "statistics?stats_query=mean&stats_column=age"
               "&stats_measure=approx&stats_mechanism=gaussian&stats_epsilon=0.47"
               "&stats_share=0.3&stats_trials=100000")
     # The rest as a user would set it: in the page's own controls.
@@ -160,7 +153,7 @@ def assert_selection_results(page) -> None:
 
 
 def test_selection_typo_keeps_every_control(page, server_url):
-    open_page(page, server_url, "selection?sel_source=typed&sel_noise=gumbel"
+    open_path(page, server_url, "selection?sel_source=typed&sel_noise=gumbel"
               "&sel_measure=zcdp&sel_zcdp_level=0.1&sel_trials=100000")
     type_into(page, "sel_scores_text", "0, 2, 5, 6, 9")
     type_into(page, "sel_sensitivity", "2")
@@ -196,7 +189,7 @@ TABLES = {"tables_measure": "Approximate DP (ε, δ)", "tables_mechanism": "Gaus
 def test_controls_survive_a_run_that_does_not_draw_them(page, server_url):
     """Noisy tables on Iris (too few categorical columns) stops before its controls; back on
     Adult, they show the values set before, and the table is released with them."""
-    open_page(page, server_url, "tables?tables_measure=approx&tables_mechanism=gaussian"
+    open_path(page, server_url, "tables?tables_measure=approx&tables_mechanism=gaussian"
               "&tables_epsilon=0.47")
     pick(page, "tables_delta", "1e-08")
     page.wait_for_selector(CHART, timeout=60_000)

@@ -7,20 +7,20 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, open_page, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
 
-def open_page(page, server_url, title: str) -> None:
+def open_fresh(page, server_url, title: str) -> None:
+    """A new session (the address loaded again), then the page called ``title``."""
     page.goto(server_url)
     wait_for_app(page)
-    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
-    wait_for_app(page)
+    open_page(page, title)
 
 
 def test_groups_then_quantiles(page, server_url):
-    open_page(page, server_url, "Groups")
+    open_fresh(page, server_url, "Groups")
     main = page.locator("[data-testid='stMain']")
     assert "every declared key is released" in main.inner_text()
     page.locator(".st-key-groups_public label").first.click()      # find the groups privately
@@ -34,7 +34,7 @@ def test_groups_then_quantiles(page, server_url):
     assert threshold and abs(float(threshold.group(1)) - 14.12) < 0.01   # 1 + ln(1/(2·1e-6))
     screenshot(page, "groups_partition_selection")
 
-    open_page(page, server_url, "Quantiles")
+    open_fresh(page, server_url, "Quantiles")
     levels = page.locator(".st-key-quantiles_levels input")
     levels.fill("0.25, 0.5, 0.75")
     levels.press("Enter")

@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, running_server, wait_for_app
-from tests.e2e.test_release_table_browser import add_to_plan, open_page
+from tests.e2e.conftest import (
+    add_to_plan,
+    assert_no_exception,
+    choose_count,
+    open_page,
+    release_plan,
+    running_server,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -42,18 +49,11 @@ def test_a_release_is_downloaded_again_after_a_reload_and_a_restart(browser, tmp
             page.goto(url)
             wait_for_app(page)
             open_page(page, "Noisy statistics")
-            page.locator(".st-key-stats_query [role='combobox']").click()
-            page.get_by_role("option", name="Count", exact=False).first.click()
-            wait_for_app(page)
+            choose_count(page)
             add_to_plan(page)
             open_page(page, "Release plan")
             page.get_by_text("The plan: 1 query").wait_for(timeout=60_000)
-            page.locator(".st-key-plan_release_confirm label").click()
-            wait_for_app(page)
-            page.locator(".st-key-plan_release button").click()
-            wait_for_app(page)
-            assert_no_exception(page)
-            page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+            release_plan(page)
             page.get_by_text("kept in the ledger with entry #1").wait_for(timeout=10_000)
             name, right_after = download(page, "plan_release_package")
             assert name == "release-1.zip" and right_after.startswith(b"PK")

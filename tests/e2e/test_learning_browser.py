@@ -6,26 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import assert_no_exception, open_path, screenshot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
 CHART = "[data-testid='stPlotlyChart'] .main-svg"
 
 
-def open_page(page, server_url: str, path: str) -> None:
-    # Load the root first: a first request straight to /<page> on a fresh server runs the page
-    # file alone until app.py has called st.navigation once.
-    page.goto(server_url)
-    wait_for_app(page)
-    page.goto(f"{server_url}/{path}")
-    wait_for_app(page)
+def test_learning_page_draws_and_switches_dataset(page, server_url):
+    open_path(page, server_url, "learning")
     page.wait_for_selector(CHART, timeout=60_000)
     assert_no_exception(page)
-
-
-def test_learning_page_draws_and_switches_dataset(page, server_url):
-    open_page(page, server_url, "learning")
     assert page.locator("[data-testid='stDataFrame']").count() == 1  # the bounds table
     screenshot(page, "learning_iris")
     page.locator(".st-key-learning_dataset [role='combobox']").click()

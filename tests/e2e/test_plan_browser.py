@@ -7,25 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    add_to_plan,
+    assert_no_exception,
+    choose_count,
+    open_page,
+    release_plan,
+    screenshot,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
-
-
-def open_page(page, title: str) -> None:
-    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
-    wait_for_app(page)
-    assert_no_exception(page)
-
-
-def add_to_plan(page) -> None:
-    # a page that failed says so here, not as a button that never came; under a full run's
-    # load a query page on Adult can take longer than a click's default 30 s to draw it
-    assert_no_exception(page)
-    page.get_by_role("button", name="Add to plan").click(timeout=60_000)
-    wait_for_app(page)
-    assert_no_exception(page)
-    page.get_by_text("Added to the plan").wait_for(timeout=30_000)
 
 
 def metric(page, label: str) -> float:
@@ -38,9 +30,7 @@ def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):
     page.goto(server_url)
     wait_for_app(page)
     open_page(page, "Noisy statistics")
-    page.locator(".st-key-stats_query [role='combobox']").click()
-    page.get_by_role("option", name="Count", exact=False).first.click()
-    wait_for_app(page)
+    choose_count(page)
     add_to_plan(page)
     open_page(page, "Noisy tables")
     add_to_plan(page)
@@ -92,12 +82,7 @@ def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):
     screenshot(page, "release_plan_split")
 
     # release it for real: OpenDP, recorded in the session's ledger (tests/conftest.py)
-    page.locator(".st-key-plan_release_confirm label").click()
-    wait_for_app(page)
-    page.locator(".st-key-plan_release button").click()
-    wait_for_app(page)
-    assert_no_exception(page)
-    page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+    release_plan(page)
     assert "Released value" in main.inner_text()
     screenshot(page, "release_done")
     open_page(page, "Releases")

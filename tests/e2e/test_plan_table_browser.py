@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_app
-from tests.e2e.test_plan_browser import add_to_plan, open_page
+from tests.e2e.conftest import (
+    add_to_plan,
+    assert_no_exception,
+    choose_count,
+    open_page,
+    screenshot,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -22,9 +28,7 @@ def test_remove_and_the_accuracy_columns_are_in_view_at_1400_px(page, server_url
     page.goto(server_url)
     wait_for_app(page)
     open_page(page, "Noisy statistics")
-    page.locator(".st-key-stats_query [role='combobox']").click()
-    page.get_by_role("option", name="Count", exact=False).first.click()
-    wait_for_app(page)
+    choose_count(page)
     add_to_plan(page)
     open_page(page, "Release plan")
     page.get_by_text("The plan: 1 query").wait_for(timeout=60_000)

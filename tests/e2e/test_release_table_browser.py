@@ -7,22 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, running_server, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    add_to_plan,
+    assert_no_exception,
+    choose_count,
+    open_page,
+    release_plan,
+    running_server,
+    screenshot,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
-
-
-def open_page(page, title: str) -> None:
-    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
-    wait_for_app(page)
-    assert_no_exception(page)
-
-
-def add_to_plan(page) -> None:
-    page.get_by_role("button", name="Add to plan").click()
-    wait_for_app(page)
-    assert_no_exception(page)
-    page.get_by_text("Added to the plan").wait_for(timeout=30_000)
 
 
 @pytest.fixture
@@ -40,9 +36,7 @@ def test_every_column_of_the_released_table_is_in_view_at_1400_px(page, own_serv
     page.goto(own_server)
     wait_for_app(page)
     open_page(page, "Noisy statistics")
-    page.locator(".st-key-stats_query [role='combobox']").click()
-    page.get_by_role("option", name="Count", exact=False).first.click()
-    wait_for_app(page)
+    choose_count(page)
     add_to_plan(page)
     open_page(page, "Quantiles")
     # three quartiles of a column with a long name: the widest labels a plan of Adult gets
@@ -59,12 +53,7 @@ def test_every_column_of_the_released_table_is_in_view_at_1400_px(page, own_serv
     add_to_plan(page)
     open_page(page, "Release plan")
     page.get_by_text("The plan: 3 queries").wait_for(timeout=60_000)
-    page.locator(".st-key-plan_release_confirm label").click()
-    wait_for_app(page)
-    page.locator(".st-key-plan_release button").click()
-    wait_for_app(page)
-    assert_no_exception(page)
-    page.get_by_text("Released and recorded").wait_for(timeout=60_000)
+    release_plan(page)
 
     table = page.locator("[data-testid='stDataFrame']").filter(
         has=page.locator("th", has_text="Released value")).first

@@ -15,8 +15,14 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from dashboard.plan_library import PlanLibrary
-from tests.e2e.conftest import assert_no_exception, choose_dataset, running_server, wait_for_app
-from tests.e2e.test_saved_plans_browser import add_count, open_page
+from tests.e2e.conftest import (
+    assert_no_exception,
+    choose_dataset,
+    open_page,
+    running_server,
+    wait_for_app,
+)
+from tests.e2e.test_saved_plans_browser import add_count
 
 pytestmark = pytest.mark.e2e
 

@@ -10,27 +10,23 @@ from __future__ import annotations
 import pytest
 
 from dashboard.plan_library import PlanLibrary
-from tests.e2e.conftest import assert_no_exception, running_server, wait_for_app
+from tests.e2e.conftest import (
+    add_to_plan,
+    assert_no_exception,
+    choose_count,
+    open_page,
+    running_server,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
-
-
-def open_page(page, title: str) -> None:
-    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
-    wait_for_app(page)
-    assert_no_exception(page)
 
 
 def add_count(page, *, again: bool = False) -> None:
     """Add a count (``again``: a second one, "Add a second": the plan holds one already)."""
     open_page(page, "Noisy statistics")
-    page.locator(".st-key-stats_query [role='combobox']").click()
-    page.get_by_role("option", name="Count", exact=False).first.click()
-    wait_for_app(page)
-    page.get_by_role("button", name="Add a second" if again else "Add to plan").click()
-    wait_for_app(page)
-    assert_no_exception(page)
-    page.get_by_text("Added to the plan").wait_for(timeout=30_000)
+    choose_count(page)
+    add_to_plan(page, "Add a second" if again else "Add to plan")
 
 
 def add_another(page) -> None:

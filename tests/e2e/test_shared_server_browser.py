@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import wait_for_app
-from tests.e2e.test_plan_browser import add_to_plan, open_page
+from tests.e2e.conftest import add_to_plan, choose_count, open_page, wait_for_app
 
 pytestmark = pytest.mark.e2e
 
@@ -23,9 +22,7 @@ def count_on_noisy_statistics(page, server_url: str) -> None:
     page.goto(server_url)
     wait_for_app(page)
     open_page(page, "Noisy statistics")
-    page.locator(".st-key-stats_query [role='combobox']").click()
-    page.get_by_role("option", name="Count", exact=False).first.click()
-    wait_for_app(page)
+    choose_count(page)
 
 
 def panel_text(page) -> str:

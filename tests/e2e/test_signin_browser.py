@@ -25,6 +25,7 @@ from release.roles import Roles
 from tests.e2e.conftest import (
     _free_port,
     assert_no_exception,
+    choose_count,
     choose_dataset,
     running_server,
     screenshot,
@@ -150,9 +151,7 @@ def test_an_analyst_cannot_set_the_budget(app_with_sign_in, page):
     sign_in(page, origin, "bob")
     page.locator("[data-testid='stSidebarNavLink']", has_text="Noisy statistics").click()
     wait_for_app(page)
-    page.locator(".st-key-stats_query [role='combobox']").click()
-    page.get_by_role("option", name="Count", exact=False).first.click()
-    wait_for_app(page)
+    choose_count(page)
     page.get_by_role("button", name="Add to plan").click()
     wait_for_app(page)
     page.locator("[data-testid='stSidebarNavLink']", has_text="Release plan").click()
@@ -191,9 +190,7 @@ def test_an_analyst_cannot_spend_beyond_the_allotment(app_with_sign_in, page):
     choose_dataset(page, "Iris")
     page.locator("[data-testid='stSidebarNavLink']", has_text="Noisy statistics").click()
     wait_for_app(page)
-    page.locator(".st-key-stats_query [role='combobox']").click()
-    page.get_by_role("option", name="Count", exact=False).first.click()
-    wait_for_app(page)
+    choose_count(page)
     page.get_by_role("button", name="Add to plan").click()
     wait_for_app(page)
     page.locator("[data-testid='stSidebarNavLink']", has_text="Release plan").click()

@@ -7,15 +7,17 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import assert_no_exception, choose_dataset, screenshot, wait_for_app
+from tests.e2e.conftest import (
+    assert_no_exception,
+    choose_count,
+    choose_dataset,
+    open_page,
+    screenshot,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.e2e
 VISITS = "Clinic visits (synthetic)"
-
-
-def open_page(page, title: str) -> None:
-    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
-    wait_for_app(page)
 
 
 #: How long each message from the browser to the server is held back in the "late runs" case.
@@ -66,8 +68,7 @@ def test_unit_declared_on_the_data_page_is_kept(page, own_server, link):
 
     open_page(page, "Noisy statistics")
     expect(page.locator(".st-key-stats_column")).to_be_visible(timeout=SETTLED)  # a histogram
-    page.locator(".st-key-stats_query [role='combobox']").click()
-    page.get_by_role("option", name="Count", exact=False).first.click()
+    choose_count(page)
     # A count has no column: the column picker goes once the count's run has finished (until
     # then the histogram's controls stay on screen, greyed).
     expect(page.locator(".st-key-stats_column")).to_have_count(0, timeout=SETTLED)

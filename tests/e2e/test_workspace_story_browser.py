@@ -22,10 +22,13 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import (
     ROOT,
+    add_to_plan,
     apply_typed_cells,
     assert_no_exception,
     choose_dataset,
     open_options,
+    open_page,
+    release_plan,
     running_server,
     screenshot,
     wait_for_app,
@@ -51,12 +54,6 @@ def males_csv(folder: Path) -> Path:
     path = folder / "Males.csv"
     males.to_csv(path, index=False)
     return path
-
-
-def open_page(page, title: str) -> None:
-    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
-    wait_for_app(page)
-    assert_no_exception(page)
 
 
 def upload(page, path: Path) -> None:
@@ -86,15 +83,13 @@ def choose(page, key: str, option: str) -> None:
     wait_for_app(page)
 
 
-def add_to_plan(page, query: str, column: str | None = None) -> None:
+def plan_statistic(page, query: str, column: str | None = None) -> None:
+    """On Noisy statistics: choose ``query`` (of ``column``) and add it to the plan."""
     open_page(page, "Noisy statistics")
     choose(page, "stats_query", query)
     if column is not None:
         choose(page, "stats_column", column)
-    page.get_by_role("button", name="Add to plan").click()
-    wait_for_app(page)
-    assert_no_exception(page)
-    page.get_by_text("Added to the plan").wait_for(timeout=SETTLED)
+    add_to_plan(page)
 
 
 def downloaded(page, locator) -> tuple[str, bytes]:
@@ -183,8 +178,8 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             screenshot(page, "story_1_declared")
 
             # the plan: a count and the mean wage
-            add_to_plan(page, "Count of rows")
-            add_to_plan(page, "Mean of a column", "wage")
+            plan_statistic(page, "Count of rows")
+            plan_statistic(page, "Mean of a column", "wage")
             planned = the_plan(page)
 
             # F5: the upload's bytes are gone; the same file brings everything back
@@ -202,12 +197,7 @@ def test_males_unit_schema_plan_and_release_survive_reloads_and_a_restart(
             assert the_plan(page) == planned
 
             # the release, its package right after
-            page.locator(".st-key-plan_release_confirm label").click()
-            wait_for_app(page)
-            page.locator(".st-key-plan_release button").click()
-            wait_for_app(page)
-            assert_no_exception(page)
-            page.get_by_text("Released and recorded").wait_for(timeout=SETTLED)
+            release_plan(page)
             screenshot(page, "story_4_released")
             name, package = downloaded(
                 page, page.locator(".st-key-plan_release_package button").first)
