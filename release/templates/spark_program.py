@@ -206,6 +206,19 @@ def cells_of(query, grouped):
     return len(labels), labels
 
 
+def check_noise(part, stds):
+    """Refuse, before anything is written, a part whose noise PipelineDP drew smaller than
+    the plan's: at a large ε its Gaussian σ search returns about 1e-308 (ε ≥ 800), and the
+    release would hold the true values under the plan's ε. The plan's standard deviation is
+    its scale (a Gaussian's σ), or b·√2 for Laplace noise; PipelineDP's σ search may stop a
+    little above it, never below."""
+    planned = part["plan_scale"] * (math.sqrt(2) if part["noise"] == "laplace" else 1.0)
+    if not stds or min(stds) < planned * (1 - 1e-9):
+        drawn = min(stds) if stds else float("nan")
+        raise Refused(f"part {part['part']!r}: PipelineDP drew noise of standard deviation "
+                      f"{drawn:.3g}, below the plan's {planned:.6g}; nothing is released")
+
+
 def aggregate(sc, rows, part, size, grouped):
     """One part as one PipelineDP aggregation with its own budget: {cell: value}, and what
     the accountant spent and the noise standard deviation PipelineDP applied. The part's
@@ -230,6 +243,7 @@ def aggregate(sc, rows, part, size, grouped):
     collected = dict(result.collect())
     values = {cell: getattr(m, name) for cell, m in collected.items()}
     stds = {getattr(m, f"{name}_noise_stddev") for m in collected.values()}
+    check_noise(part, stds)
     spent = [{"epsilon": s.eps, "delta": s.delta} for s in accountant.specs]
     return values, {"query_part": part["part"], "spent": spent, "noise_std": sorted(stds),
                     "noise": part["noise"], "planned_kind": part["planned_kind"],

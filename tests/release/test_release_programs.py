@@ -392,6 +392,26 @@ def test_spark_program_accounting_equals_the_plans(spark_release):
             assert part.scale <= std <= part.scale * 1.001
 
 
+def test_the_spark_program_refuses_noise_below_the_plans():
+    """PipelineDP 0.3's Gaussian σ search collapses at a large ε (a reviewer's program at
+    ε = 1000 reported σ = 2.2e-308 against the plan's 0.1016, and published): the program
+    compares the σ it drew with the plan's before it writes anything."""
+    import pipeline_dp
+
+    from release.templates import common, spark_program
+
+    collapsed = pipeline_dp.dp_computations.compute_sigma(1000.0, 1e-3, 1.0)
+    assert collapsed < 1e-300   # PipelineDP's own figure (what made the program publish)
+    part = {"part": "sum", "noise": "gaussian", "plan_scale": 0.1016}
+    with pytest.raises(common.Refused, match="below the plan's"):
+        spark_program.check_noise(part, {collapsed})
+    spark_program.check_noise(part, {0.1016 * 1.0005})   # σ's search stops a hair above
+    laplace = {"part": "count", "noise": "laplace", "plan_scale": 2.0}
+    spark_program.check_noise(laplace, {2.0 * math.sqrt(2)})
+    with pytest.raises(common.Refused):
+        spark_program.check_noise(laplace, {2.0})   # b itself: a Laplace std of b/√2 less
+
+
 def test_spark_program_noise_has_the_planned_variance(spark_release):
     plan, _, out, frame, _ = spark_release
     rows = {q["id"]: dict((tuple(g), v) for g, v in q["rows"]) for q in out["queries"]}
