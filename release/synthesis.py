@@ -265,6 +265,7 @@ def lean_fit(spec: MarginalSynthesis):
     finally:
         _NUMPY.reset(numpy_token)
         _LEAN.reset(token)
+        _numpy_potentials[0] = None   # the fit's last model is not kept past it
 
 
 def _estimate(*args, iters: int, **kwargs):
@@ -320,9 +321,10 @@ def _factor_sum(factors: list[tuple[tuple[str, ...], np.ndarray]]
     return attrs, np.broadcast_to(total, shape)
 
 
-#: The last model's potentials as numpy arrays: the selection projects one model onto every
+#: The last model's potentials and their numpy arrays, as one tuple (read and replaced whole,
+#: so fits in two threads never mix them): the selection projects one model onto every
 #: candidate, so its potentials are copied out of jax once per model, not once per candidate.
-_numpy_potentials: list[Any] = [None, None]
+_numpy_potentials: list[Any] = [None]
 
 
 def numpy_projection(model: Any, attrs: tuple[str, ...]) -> Any:
@@ -350,11 +352,13 @@ def numpy_projection(model: Any, attrs: tuple[str, ...]) -> Any:
         return Factor(held.domain.project(attrs),
                       np.transpose(summed, [kept.index(a) for a in attrs]))
     potentials = model.potentials
-    if _numpy_potentials[0] is not potentials:
-        _numpy_potentials[:] = [potentials, [
-            (tuple(f.domain.attributes), np.asarray(f.values, dtype=np.float64))
-            for f in potentials.arrays.values()]]
-    psi = list(_numpy_potentials[1])
+    cached = _numpy_potentials[0]
+    if cached is None or cached[0] is not potentials:
+        cached = (potentials, [(tuple(f.domain.attributes),
+                                np.asarray(f.values, dtype=np.float64))
+                               for f in potentials.arrays.values()])
+        _numpy_potentials[0] = cached
+    psi = list(cached[1])
     domain = potentials.active_domain
     order, _ = junction_tree.greedy_order(domain, [names for names, _ in psi] + [attrs],
                                           elim=domain.invert(attrs))
