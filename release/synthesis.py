@@ -20,8 +20,10 @@ stratification (each group's values within one row of their expected counts) and
 columns independently given their parents, as the model says.
 
 Memory (issue 34, item 4): jax keeps a compiled kernel for every operation and shape run
-outside ``jit``; the fit drops them after each projection its selection scores and around each
-estimation (:func:`release_jax_memory`), so its peak is one phase's, not the sum of all.
+outside ``jit``. Inside a fit the selection's projections of the model onto its candidates
+are computed in numpy (:func:`numpy_projection`: no kernel at all; AIM's candidates had piled
+them up to 3.7 GB on Adult's 8 columns), and MST's fits also drop jax's kernels around each
+estimation (:func:`release_jax_memory`), so the peak is one phase's, not the sum of all.
 """
 
 from __future__ import annotations
@@ -242,19 +244,28 @@ def release_jax_memory() -> None:
 
 #: Whether the fit running in this context releases jax's memory (:func:`lean_fit`).
 _LEAN = contextvars.ContextVar("lean_fit", default=False)
+#: Whether the fit running in this context projects its models in numpy
+#: (:func:`numpy_projection`, :func:`lean_fit`).
+_NUMPY = contextvars.ContextVar("numpy_projections", default=False)
 
 
 @contextlib.contextmanager
 def lean_fit(spec: MarginalSynthesis):
-    """Within: the fit of ``spec`` releases jax's memory around each estimation and after its
-    scores' projections, for MST only. MST's peak falls from 2.11 to 0.9 GB for about 1.3× its
-    CPU; AIM's rounds recompile what was dropped (3.4× its time in the test suite, its memory
-    not measured lower), so AIM keeps jax's kernels."""
+    """Within: the fit of ``spec`` projects its models in numpy (:func:`numpy_projection`,
+    both algorithms) and, for MST only, releases jax's memory around each estimation and
+    after a projection in jax. AIM on Adult's 8 columns (ε = 1): 3.69 GB and 131 CPU s with
+    mbi's projections, 1.07 GB and 30 s in numpy; MST 0.95 GB and 43 s, 0.96 GB and 20 s
+    (``bench/bench_synthetic_memory.py``). Dropping jax's kernels around AIM's estimations
+    made its rounds recompile them (3.4× its time), so AIM keeps them: each round's
+    estimation is jitted anew for its cliques."""
     token = _LEAN.set(spec.algorithm == "MST")
+    numpy_token = _NUMPY.set(True)
     try:
         yield
     finally:
+        _NUMPY.reset(numpy_token)
         _LEAN.reset(token)
+        _numpy_potentials[0] = None   # the fit's last model is not kept past it
 
 
 def _estimate(*args, iters: int, **kwargs):
@@ -272,6 +283,99 @@ def _estimate(*args, iters: int, **kwargs):
     return model
 
 
+def _logsumexp(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """jax's ``logsumexp`` in numpy, step for step: the largest value (0 where it is not
+    finite) taken out before the exponential, so a group of −∞ gives −∞."""
+    if not axes:
+        return values
+    peak = np.max(values, axis=axes, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(values - peak), axis=axes))
+    return out + np.squeeze(peak, axis=axes)
+
+
+def _aligned(attrs: tuple[str, ...], values: np.ndarray, to: tuple[str, ...]) -> np.ndarray:
+    """``values`` over ``attrs`` with its axes moved into ``to``'s order and a length-1 axis
+    for each attribute of ``to`` it lacks (numpy broadcasts them)."""
+    order = sorted(range(len(attrs)), key=lambda i: to.index(attrs[i]))
+    moved = np.transpose(values, order)
+    shape = [1] * len(to)
+    for i in order:
+        shape[to.index(attrs[i])] = values.shape[i]
+    return moved.reshape(shape)
+
+
+def _factor_sum(factors: list[tuple[tuple[str, ...], np.ndarray]]
+                ) -> tuple[tuple[str, ...], np.ndarray]:
+    """The factors added left to right over their merged attributes (mbi's ``Factor`` sum:
+    the first factor's attributes, then each next one's new ones, in that order)."""
+    attrs: tuple[str, ...] = ()
+    for names, _ in factors:
+        attrs += tuple(a for a in names if a not in attrs)
+    total: np.ndarray = np.zeros(())
+    for names, values in factors:
+        total = total + _aligned(names, values, attrs)
+    shape = tuple(max(values.shape[names.index(a)] for names, values in factors
+                      if a in names) for a in attrs)
+    return attrs, np.broadcast_to(total, shape)
+
+
+#: The last model's potentials and their numpy arrays, as one tuple (read and replaced whole,
+#: so fits in two threads never mix them): the selection projects one model onto every
+#: candidate, so its potentials are copied out of jax once per model, not once per candidate.
+_numpy_potentials: list[Any] = [None]
+
+
+def numpy_projection(model: Any, attrs: tuple[str, ...]) -> Any:
+    """mbi's ``MarkovRandomField.project`` computed in numpy, as an mbi ``Factor`` holding a
+    numpy array: the marginal the model holds summed down, or else mbi's variable elimination
+    (its greedy order, its log-space sums, its normalization to the model's total).
+
+    Why (issue 34, memory): jax runs these operations one by one and compiles and keeps a
+    kernel for every operation and shape; the selection's projections of the model onto
+    every candidate marginal (MST's 28 pairs, AIM's 92 candidates each round on Adult's 8
+    columns) piled up gigabytes of them, and dropping them made AIM recompile them round
+    after round (3.4× its time). numpy compiles nothing. Equal to mbi's own within float
+    rounding (tested); the scores read the model only (public), so the selection's
+    sensitivity is unchanged."""
+    from mbi import Factor, junction_tree
+
+    marginals = model.marginals
+    if marginals.supports(attrs):
+        parent = attrs if attrs in marginals.arrays else marginals.parent(attrs)
+        held = marginals[parent]
+        values = np.asarray(held.values, dtype=np.float64)
+        names = tuple(held.domain.attributes)
+        summed = np.sum(values, axis=tuple(i for i, a in enumerate(names) if a not in attrs))
+        kept = tuple(a for a in names if a in attrs)
+        return Factor(held.domain.project(attrs),
+                      np.transpose(summed, [kept.index(a) for a in attrs]))
+    potentials = model.potentials
+    cached = _numpy_potentials[0]
+    if cached is None or cached[0] is not potentials:
+        cached = (potentials, [(tuple(f.domain.attributes),
+                                np.asarray(f.values, dtype=np.float64))
+                               for f in potentials.arrays.values()])
+        _numpy_potentials[0] = cached
+    psi = list(cached[1])
+    domain = potentials.active_domain
+    order, _ = junction_tree.greedy_order(domain, [names for names, _ in psi] + [attrs],
+                                          elim=domain.invert(attrs))
+    for z in order:
+        touching = [f for f in psi if z in f[0]]
+        psi = [f for f in psi if z not in f[0]]
+        names, values = _factor_sum(touching)
+        psi.append((tuple(a for a in names if a != z), _logsumexp(values,
+                                                                 (names.index(z),))))
+    names, values = _factor_sum([((), np.zeros(()))] + psi)
+    target = potentials.domain.project(attrs)
+    full = np.broadcast_to(_aligned(names, values, attrs), target.shape)
+    log_total = np.log(float(model.total))
+    normalized = full + log_total - _logsumexp(full, tuple(range(full.ndim)))
+    return Factor(target, np.exp(normalized))
+
+
 def lean_projections() -> None:
     """Release jax's memory after a projection of a model that its own marginals do not hold
     (mbi's variable elimination, run op by op: MST's and AIM's scores of every candidate
@@ -287,9 +391,12 @@ def lean_projections() -> None:
 
     @functools.wraps(project)
     def lean_project(self, attrs):
+        attrs = (attrs,) if isinstance(attrs, str) else tuple(attrs)
+        if _NUMPY.get():
+            return numpy_projection(self, attrs)
         if not _LEAN.get():
             return project(self, attrs)
-        held = self.marginals.supports((attrs,) if isinstance(attrs, str) else tuple(attrs))
+        held = self.marginals.supports(attrs)
         out = project(self, attrs)
         resident = None if held else _resident_bytes()
         if not held and (resident is None
