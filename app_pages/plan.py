@@ -28,7 +28,7 @@ from dashboard.analysis.plan_entries import plan_unit
 from dashboard.choices import DELTA_OPTIONS, fmt_number
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS, ACCOUNTANTS
-from dpcore.figures import lower as round_down
+from dpcore.safe_rounding import lower as round_down
 from plan import model
 from plan.build import build_plan
 from plan.kinds import kind_of

@@ -31,9 +31,9 @@ from dpcore.accounting import (
     account_plan,
     check_budget,
 )
-from dpcore.figures import lower, percent_lower, percent_upper, upper
 from dpcore.mechanisms import CATALOGUE
 from dpcore.plan_risk import describe_plan_risk, plan_max_posterior, plan_tradeoff
+from dpcore.safe_rounding import lower, percent_lower, percent_upper, upper
 from dpcore.selection import prob_best_selected
 from plan import model
 from plan.build import Built, build_plan

@@ -37,7 +37,7 @@ finite = st.floats(min_value=-1e15, max_value=1e15, allow_nan=False, allow_infin
 
 @given(finite, st.integers(min_value=1, max_value=8))
 def test_up_never_below_and_down_never_above(x, digits):
-    # The float's shortest decimal, as dpcore.figures reads it: 0.1 is 0.1, not its binary
+    # The float's shortest decimal, as dpcore.safe_rounding reads it: 0.1 is 0.1, not its binary
     # 0.1000000000000000055…, which would show as 0.1001; and a float within 64 ulps of a
     # 12-digit decimal stands for it (float error: 1 + 1 + 1 rounded up is 3, not 3.001).
     exact = Decimal(repr(x))
