@@ -23,7 +23,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
-from dashboard import shown
+from dashboard import number_text
 from dashboard.analysis import plan_entries
 from dashboard.analysis import selection_choices as sel
 from dashboard.analysis.intervals import kind_intervals
@@ -413,10 +413,10 @@ def quantile_release(_relation, data_key: str, query: model.PlanQuery, unit: Pri
 def budget_sentence(release: QuantileRelease) -> str:
     m = len(release.results)
     symbol, measure = release.symbol, "pure DP" if release.measure == "pure" else "zCDP"
-    total, share = shown.loss(release.budget), shown.loss(release.results[0].budget)
+    total, share = number_text.loss(release.budget), number_text.loss(release.results[0].budget)
     how = NOISES[release.noise][0].lower() + NOISES[release.noise][1:]
     # the page's one note on ↑ (the table's column repeats these figures)
-    note = f" {shown.ROUNDED_UP}" if shown.UP_MARK in total + share else ""
+    note = f" {number_text.ROUNDED_UP}" if number_text.UP_MARK in total + share else ""
     if m == 1:
         return (f"**Privacy:** {symbol} = {total} ({measure}), all of it on this one "
                 f"quantile; released by {how}, over the grid.{note}")
@@ -445,7 +445,7 @@ def results_table(release: QuantileRelease) -> pd.DataFrame:
     for x in release.results:
         rows.append({
             "Quantile": level_name(x.q),
-            f"{release.symbol} spent": shown.loss(x.budget),
+            f"{release.symbol} spent": number_text.loss(x.budget),
             "True quantile": "—" if x.true_value is None else f"{x.true_value:,.6g}",
             "Simulated release": f"{x.released:,.6g}",
             f"P(|released − true| ≤ {alpha})": ("—" if x.within_alpha is None

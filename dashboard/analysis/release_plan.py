@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.analysis.selection_choices import NOISES as SELECTION_NOISES
-from dashboard.shown import loss
+from dashboard.number_text import loss
 from dpcore import allocation
 from dpcore.accounting import (
     ACCOUNTANT_LABELS,
