@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from dashboard.data import answers, facts
+from dashboard.data import engine_answers, facts
 from dashboard.data.relation import Relation, engine
 from dpcore.queries import QueryAnswer
 from engine import BoundedSum, CategoryCounts, CategoryTable, CountRows
@@ -38,14 +38,14 @@ def relation_of(data: Data) -> Relation:
 def count(data: Data, *, contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
     relation.answer(CountRows(contribution))  # the first scan, under its spinner
-    return answers.count(engine(), relation.source, contribution=contribution)
+    return engine_answers.count(engine(), relation.source, contribution=contribution)
 
 
 def bounded_sum(data: Data, column: str, *, lower: float, upper: float,
                 contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
     relation.answer(BoundedSum(column, lower, upper, contribution))  # first scan: spinner
-    return answers.bounded_sum(engine(), relation.source, column, lower=lower, upper=upper,
+    return engine_answers.bounded_sum(engine(), relation.source, column, lower=lower, upper=upper,
                                contribution=contribution)
 
 
@@ -54,7 +54,7 @@ def bounded_mean_parts(data: Data, column: str, *, lower: float, upper: float,
                        ) -> tuple[QueryAnswer, QueryAnswer]:
     relation = relation_of(data)
     relation.answer(BoundedSum(column, lower, upper, contribution))  # first scan: spinner
-    return answers.bounded_mean_parts(engine(), relation.source, column, lower=lower,
+    return engine_answers.bounded_mean_parts(engine(), relation.source, column, lower=lower,
                                       upper=upper, contribution=contribution)
 
 
@@ -66,7 +66,7 @@ def histogram(data: Data, column: str, *,
         categories = facts.data_categories(relation, column)
     categories = facts.plan_categories(categories)
     relation.answer(CategoryCounts(column, tuple(categories), contribution))  # first scan: spinner
-    return answers.histogram(engine(), relation.source, column, categories=categories,
+    return engine_answers.histogram(engine(), relation.source, column, categories=categories,
                              contribution=contribution, drop_outside=True)
 
 
@@ -83,6 +83,6 @@ def crosstab(data: Data, row: str, column: str, *,
     column_categories = facts.plan_categories(column_categories)
     relation.answer(CategoryTable(row, column, tuple(row_categories), tuple(column_categories),
                              contribution))  # first scan: spinner
-    return answers.crosstab(engine(), relation.source, row, column,
+    return engine_answers.crosstab(engine(), relation.source, row, column,
                             row_categories=row_categories, column_categories=column_categories,
                             contribution=contribution, drop_outside=True)
