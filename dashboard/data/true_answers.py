@@ -1,8 +1,8 @@
 """True answers for the pages, computed by the engine on the dataset's relation.
 
 Drop-in for ``dpcore.queries``' true answers (same names, same keywords, same
-``QueryAnswer``): analysis code calls ``truth.histogram(data, column, categories=…)`` where it
-called ``queries.histogram(frame, …)``. ``data`` is a :class:`Relation`; a pandas frame is
+``QueryAnswer``): analysis code calls ``true_answers.histogram(data, column, categories=…)``
+where it called ``queries.histogram(frame, …)``. ``data`` is a :class:`Relation`; a pandas frame is
 accepted too (tests, one-off calls) and answered by the engine all the same — the pandas code
 path stays only as the tests' reference. Categories left out are read off the data
 (:func:`dashboard.data.facts.data_categories`), as ``dpcore.queries`` does. Rows whose value
