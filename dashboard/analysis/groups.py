@@ -34,7 +34,7 @@ from dashboard.analysis.intervals import (
     simulated_part,
 )
 from dashboard.analysis.plan_entries import uses_rho
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
 from dashboard.kinds import per_group
@@ -112,7 +112,7 @@ def found_keys(relation, column: str) -> tuple[object, ...]:
     """The keys a column holds, as a release's partition selection reads them (every one;
     read only to simulate it: the release path drops what the threshold does not clear): a
     Categorical's own list, else the engine's distinct values."""
-    cats = facts.frame_categories(relation, column)
+    cats = column_facts.frame_categories(relation, column)
     if cats is not None:
         return cats
     return tuple(relation.answer(DistinctValues(column, limit=None)).values)
@@ -281,7 +281,7 @@ class GroupsRelease:
 
 def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
                  ) -> tuple[tuple[str, ...], NDArray, NDArray | None]:
-    keys = [facts.plan_categories(k) for k in keys]
+    keys = [column_facts.plan_categories(k) for k in keys]
     labels = [tuple(str(v) for v in k) for k in keys]
     if of_a_column(spec.statistic):   # sums and counts per group
         agg = relation.answer(GroupedSum(spec.by[0], keys[0], spec.column, spec.lower,

@@ -17,7 +17,7 @@ import numpy as np
 from dashboard import person
 from dashboard.analysis.stats_query import QuerySpec, default_answer_range, default_bounds
 from dashboard.choices import PrivacyChoice
-from dashboard.data.facts import plan_categories as _category_values
+from dashboard.data.column_facts import plan_categories as _category_values
 from dashboard.data.schema import origin_of
 from dashboard.datasets import LoadedDataset
 from dashboard.kinds import ADAPTERS, Declared, PageSettings

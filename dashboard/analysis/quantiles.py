@@ -28,7 +28,7 @@ from dashboard.analysis import plan_entries
 from dashboard.analysis import selection_choices as sel
 from dashboard.analysis.intervals import kind_intervals
 from dashboard.analysis.releasable import releasability
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.datasets import LoadedDataset
 from dashboard.exports import noise_stream
 from dashboard.person import PrivacyUnit
@@ -94,7 +94,7 @@ def default_bounds(loaded: LoadedDataset, column: str) -> GridBounds:
     domain = loaded.domains.get(column)
     if domain is not None and domain.kind == "numeric":
         return GridBounds(float(domain.lower), float(domain.upper), False)
-    found = facts.value_range(loaded.relation, column)
+    found = column_facts.value_range(loaded.relation, column)
     if found is not None and all(map(math.isfinite, found)) and found[0] < found[1]:
         return GridBounds(float(found[0]), float(found[1]), True)
     return GridBounds(0.0, 1.0, False)

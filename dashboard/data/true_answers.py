@@ -5,7 +5,7 @@ Drop-in for ``dpcore.queries``' true answers (same names, same keywords, same
 where it called ``queries.histogram(frame, …)``. ``data`` is a :class:`Relation`; a pandas frame is
 accepted too (tests, one-off calls) and answered by the engine all the same — the pandas code
 path stays only as the tests' reference. Categories left out are read off the data
-(:func:`dashboard.data.facts.data_categories`), as ``dpcore.queries`` does. Rows whose value
+(:func:`dashboard.data.column_facts.data_categories`), as ``dpcore.queries`` does. Rows whose value
 is outside the declared categories are left out of a histogram or a table, as a release
 leaves them (``dpcore.queries`` refuses them): the pages say how many.
 """
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from dashboard.data import engine_answers, facts
+from dashboard.data import column_facts, engine_answers
 from dashboard.data.relation import Relation, engine
 from dpcore.queries import QueryAnswer
 from engine import BoundedSum, CategoryCounts, CategoryTable, CountRows
@@ -63,8 +63,8 @@ def histogram(data: Data, column: str, *,
               contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
     if categories is None:
-        categories = facts.data_categories(relation, column)
-    categories = facts.plan_categories(categories)
+        categories = column_facts.data_categories(relation, column)
+    categories = column_facts.plan_categories(categories)
     relation.answer(CategoryCounts(column, tuple(categories), contribution))  # first scan: spinner
     return engine_answers.histogram(engine(), relation.source, column, categories=categories,
                              contribution=contribution, drop_outside=True)
@@ -76,11 +76,11 @@ def crosstab(data: Data, row: str, column: str, *,
              contribution: Contribution | None = None) -> QueryAnswer:
     relation = relation_of(data)
     if row_categories is None:
-        row_categories = facts.data_categories(relation, row)
+        row_categories = column_facts.data_categories(relation, row)
     if column_categories is None:
-        column_categories = facts.data_categories(relation, column)
-    row_categories = facts.plan_categories(row_categories)
-    column_categories = facts.plan_categories(column_categories)
+        column_categories = column_facts.data_categories(relation, column)
+    row_categories = column_facts.plan_categories(row_categories)
+    column_categories = column_facts.plan_categories(column_categories)
     relation.answer(CategoryTable(row, column, tuple(row_categories), tuple(column_categories),
                              contribution))  # first scan: spinner
     return engine_answers.crosstab(engine(), relation.source, row, column,

@@ -19,7 +19,7 @@ import numpy as np
 
 from dashboard.choices import PrivacyChoice
 from dashboard.data import true_answers
-from dashboard.data.facts import plan_categories
+from dashboard.data.column_facts import plan_categories
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dpcore.contributions import ContributionCells, PrivacyUnit
 from dpcore.mechanisms import CATALOGUE
