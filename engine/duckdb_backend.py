@@ -552,7 +552,7 @@ def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo],
 
     def finish(r: list[list[tuple]]) -> HistogramAggregate:
         return _folding.histogram_aggregate([(idx, n) for idx, n, _ in r[0]], cells, kept=r[1],
-                                         missing_person_rows=sum(int(m) for *_, m in r[0]))
+                                            missing_person_rows=sum(int(m) for *_, m in r[0]))
 
     return CompiledQuery((by_cell, bounded), params | extra, finish,
                          OnKept(1, *parts) if parts else None)
@@ -586,7 +586,7 @@ def _compile_crosstab(query: CategoryTable, columns: Sequence[ColumnInfo],
     return CompiledQuery(
         (sql, bounded, person_stats), params | extra,
         lambda r: _folding.table_aggregate(r[0], shape, kept=r[1],
-                                        missing_person_rows=int(r[2][0][0])),
+                                           missing_person_rows=int(r[2][0][0])),
         OnKept(1, *parts) if parts else None)
 
 
@@ -628,7 +628,7 @@ def _compile_binned(query: Binned, columns: Sequence[ColumnInfo],
     return CompiledQuery(
         (sql, bounded, person_stats), params | extra,
         lambda r: _folding.histogram_aggregate(r[0], cells, kept=r[1],
-                                            missing_person_rows=int(r[2][0][0])),
+                                               missing_person_rows=int(r[2][0][0])),
         OnKept(1, *parts) if parts else None)
 
 
@@ -683,7 +683,7 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
     person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"
     return CompiledQuery((sql, person_stats), params,
                          lambda r: _folding.joint_aggregate(r[0], k, kept=True,
-                                                         missing_person_rows=int(r[1][0][0])),
+                                                            missing_person_rows=int(r[1][0][0])),
                          OnKept(0, *parts))
 
 
@@ -750,7 +750,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
     return CompiledQuery(
         (sql, bounded, person_stats), params,
         lambda r: _folding.grouped_sum_aggregate(r[0], cells, exact, kept=r[1],
-                                              missing_person_rows=int(r[2][0][0])),
+                                                 missing_person_rows=int(r[2][0][0])),
         OnKept(1, *parts))
 
 

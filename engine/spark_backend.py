@@ -523,7 +523,7 @@ def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo], whe
         kept, missing_person = _bounded_cells(
             df, _cell(F.col(_col(i)), info, kind, query.categories), person, columns, query)
         return _folding.histogram_aggregate(rows, cells, kept=kept,
-                                         missing_person_rows=missing_person)
+                                            missing_person_rows=missing_person)
 
     return plan
 
@@ -595,7 +595,7 @@ def _compile_binned(query: Binned, columns: Sequence[ColumnInfo], where: str) ->
         kept, missing_person = _bounded_cells(
             df, _binned_cell(F.col(_col(i)), info, query), person, columns, query)
         return _folding.histogram_aggregate(rows, cells, kept=kept,
-                                         missing_person_rows=missing_person)
+                                            missing_person_rows=missing_person)
 
     return plan
 
@@ -657,7 +657,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             F.count(F.lit(1))))
         missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
         return _folding.grouped_sum_aggregate(rows, cells, exact, kept=bounded,
-                                           missing_person_rows=missing_person)
+                                              missing_person_rows=missing_person)
 
     return plan
 
@@ -781,7 +781,7 @@ def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo], where: str)
         index = (F.when(missing, F.lit(-1)).when(x < lo, F.lit(-2))
                  .when(x > hi, F.lit(-3)).when(x == hi, F.lit(last)).otherwise(inside))
         return _folding.bins_aggregate(_rows(df.groupBy(index.alias("idx")).count()),
-                                    query.bins)
+                                       query.bins)
 
     return plan
 

@@ -46,7 +46,7 @@ def bounded_sum(data: Data, column: str, *, lower: float, upper: float,
     relation = relation_of(data)
     relation.answer(BoundedSum(column, lower, upper, contribution))  # first scan: spinner
     return engine_answers.bounded_sum(engine(), relation.source, column, lower=lower, upper=upper,
-                               contribution=contribution)
+                                      contribution=contribution)
 
 
 def bounded_mean_parts(data: Data, column: str, *, lower: float, upper: float,
@@ -55,7 +55,7 @@ def bounded_mean_parts(data: Data, column: str, *, lower: float, upper: float,
     relation = relation_of(data)
     relation.answer(BoundedSum(column, lower, upper, contribution))  # first scan: spinner
     return engine_answers.bounded_mean_parts(engine(), relation.source, column, lower=lower,
-                                      upper=upper, contribution=contribution)
+                                             upper=upper, contribution=contribution)
 
 
 def histogram(data: Data, column: str, *,
@@ -67,7 +67,7 @@ def histogram(data: Data, column: str, *,
     categories = column_facts.plan_categories(categories)
     relation.answer(CategoryCounts(column, tuple(categories), contribution))  # first scan: spinner
     return engine_answers.histogram(engine(), relation.source, column, categories=categories,
-                             contribution=contribution, drop_outside=True)
+                                    contribution=contribution, drop_outside=True)
 
 
 def crosstab(data: Data, row: str, column: str, *,
@@ -84,5 +84,6 @@ def crosstab(data: Data, row: str, column: str, *,
     relation.answer(CategoryTable(row, column, tuple(row_categories), tuple(column_categories),
                              contribution))  # first scan: spinner
     return engine_answers.crosstab(engine(), relation.source, row, column,
-                            row_categories=row_categories, column_categories=column_categories,
-                            contribution=contribution, drop_outside=True)
+                                   row_categories=row_categories,
+                                   column_categories=column_categories,
+                                   contribution=contribution, drop_outside=True)

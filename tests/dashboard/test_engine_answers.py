@@ -39,7 +39,7 @@ def test_adult_answers_equal_the_pandas_path(engine) -> None:
         same(engine_answers.bounded_sum(engine, source, column, lower=lo, upper=hi),
              dp.bounded_sum(frame, column, lower=lo, upper=hi))
         for got, want in zip(engine_answers.bounded_mean_parts(engine, source, column, lower=lo,
-                                                        upper=hi + 0.5),
+                                                               upper=hi + 0.5),
                              dp.bounded_mean_parts(frame, column, lower=lo, upper=hi + 0.5),
                              strict=True):
             same(got, want)
@@ -49,7 +49,7 @@ def test_adult_answers_equal_the_pandas_path(engine) -> None:
              dp.histogram(frame, column, categories=cats))
     rows, cols = domains["race"].categories, domains["sex"].categories
     same(engine_answers.crosstab(engine, source, "race", "sex", row_categories=rows,
-                          column_categories=cols),
+                                 column_categories=cols),
          dp.crosstab(frame, "race", "sex", row_categories=rows, column_categories=cols))
 
 
@@ -64,8 +64,8 @@ def test_random_frame_answers_and_errors(engine) -> None:
         dp.histogram(frame, ref.SEMI, categories=list(ref.DECLARED))
     with pytest.raises(ValueError, match="column 'code' .* not in column_categories"):
         engine_answers.crosstab(engine, source, ref.WHO, ref.CODE,
-                         row_categories=("ann", "bob", "ç\"'; --", "dee", "eve ☃"),
-                         column_categories=ref.CODE_CATEGORIES)
+                                row_categories=("ann", "bob", "ç\"'; --", "dee", "eve ☃"),
+                                column_categories=ref.CODE_CATEGORIES)
     big = FrameSource(frame.assign(big=np.full(len(frame), 1e307)))
     with pytest.raises(ValueError, match="overflows float64"):
         engine_answers.bounded_sum(engine, big, "big", lower=0, upper=1e308)
