@@ -16,7 +16,7 @@ from dashboard.analysis import epsilon_sweep as sweep
 from dashboard.analysis import epsilon_view as views
 from dashboard.analysis import selection_choices as sel
 from dashboard.text import plain
-from dpcore import figures
+from dpcore import safe_rounding
 
 ss = st.session_state
 loaded = state.dataset()
@@ -148,7 +148,7 @@ if not presenting_now:
 for problem in view.problems:
     st.warning(plain(problem, limit=400))
 
-st.subheader(f"What an attacker can learn at ε = {figures.upper(epsilon, 6)}")
+st.subheader(f"What an attacker can learn at ε = {safe_rounding.upper(epsilon, 6)}")
 carried_rho = (query or question).rho
 state.forget_when_changed("choose_rho_for", (epsilon, carried_rho), ("choose_rho",))
 rho = None
@@ -172,7 +172,7 @@ chart_col, text_col = (st.columns([3, 2], gap="large") if not presenting_now
 with chart_col, presenting.step("choose_attacker", f"**Look at:** {summary.sentences[0]}"):
     presenting.chart(charts.tradeoff_chart(
         summary.fpr, summary.curves,
-        title=f"Membership tests against a release at ε = {figures.upper(epsilon, 6)}"),
+        title=f"Membership tests against a release at ε = {safe_rounding.upper(epsilon, 6)}"),
         key="choose_tradeoff")
     st.caption("Each line is the best any test for 'is Alice in the data?' can do: below the "
                "line is possible, above it is ruled out. The diagonal is a blind guess.")

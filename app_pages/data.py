@@ -10,7 +10,7 @@ import ast
 import streamlit as st
 
 from dashboard import charts, controls, datasets, presenting, state
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.data.schema import format_categories
 from dashboard.number_panel import formula_cells_section, number_cells_section
 from dashboard.schema_editor import schema_section
@@ -60,17 +60,17 @@ st.warning(
     "like.", icon=":material/visibility:")
 for warning in loaded.warnings:
     st.warning(plain(warning, limit=400), icon=":material/report:")
-if loaded.file is not None and (missing := facts.missing_warning(relation)) is not None:
+if loaded.file is not None and (missing := column_facts.missing_warning(relation)) is not None:
     # an upload's parser says it; a data-folder file's count is the engine's (its profile)
     st.warning(plain(missing, limit=400), icon=":material/report:")
 
 st.subheader("First rows")
 n_rows = controls.select("Rows to show", (5, 10, 20, 50, 100), key="data_preview_rows",
                          default=10)
-st.dataframe(facts.first_rows(relation, n_rows), width="stretch")
+st.dataframe(column_facts.first_rows(relation, n_rows), width="stretch")
 
 st.subheader("Column profile")
-profile = facts.profile_table(relation)
+profile = column_facts.profile_table(relation)
 profile["public domain"] = [domain_text(loaded.domains.get(c)) for c in profile["column"]]
 profile["domain source"] = [getattr(loaded.domains.get(c), "source", "") for c in
                             profile["column"]]
@@ -121,15 +121,16 @@ for i, column in enumerate(picked):
             bounds = {"unit": domain.unit, "lower": domain.lower, "upper": domain.upper} \
                 if domain is not None and domain.kind == "numeric" else {}
             presenting.chart(charts.binned_histogram(
-                facts.numeric_distribution(relation, column, (bounds["lower"], bounds["upper"])
-                                           if bounds else None), column=column, **bounds),
+                column_facts.numeric_distribution(
+                    relation, column, (bounds["lower"], bounds["upper"]) if bounds else None),
+                column=column, **bounds),
                 key=f"data_chart_{i}")
             st.caption(f"How many rows have each value of {plain(column)}"
                        + (" (dashed lines: the public bounds)." if bounds else "."))
         else:
             categories = domain.categories if domain is not None else None
             try:
-                counts = facts.category_distribution(relation, column, categories)
+                counts = column_facts.category_distribution(relation, column, categories)
             except (ValueError, datasets.EngineError) as exc:   # too many values, dates…
                 st.info(plain(exc, limit=300))
                 continue

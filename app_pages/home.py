@@ -5,7 +5,7 @@ import streamlit as st
 from dashboard import presenting, teaching
 from dashboard.analysis import welcome
 from dashboard.charts.welcome import belief_chart
-from dpcore import figures
+from dpcore import safe_rounding
 
 st.title("Epsilon Lab")
 st.markdown(
@@ -35,7 +35,7 @@ def belief_figure():
 st.subheader("What ε = 1 means")
 with presenting.step("welcome_belief", (
         "**Look at:** the red line. An attacker 50% sure that one person is in the data is "
-        f"at most {figures.percent_upper(welcome.attacker_belief(1.0))} sure after a release "
+        f"at most {safe_rounding.percent_upper(welcome.attacker_belief(1.0))} sure after a release "
         "at ε = 1: never certain, whatever they knew before.")):
     if presenting.on():
         presenting.chart(belief_figure(), key="welcome_belief")

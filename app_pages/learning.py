@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard import charts, controls, presenting, state
 from dashboard.analysis import learning
 from dashboard.choices import fmt_number
-from dashboard.shown import ROUNDED_UP, UP_MARK, loss
+from dashboard.number_text import ROUNDED_UP, UP_MARK, loss
 from dashboard.text import plain
 
 st.title("Private learning")

@@ -13,6 +13,7 @@ from dashboard import (
     budget_panel,
     charts,
     controls,
+    number_text,
     person,
     plan_bound,
     plan_store,
@@ -20,7 +21,6 @@ from dashboard import (
     plans_panel,
     presenting,
     release_panel,
-    shown,
     state,
 )
 from dashboard.analysis import release_plan as rp
@@ -28,7 +28,7 @@ from dashboard.analysis.plan_entries import plan_unit
 from dashboard.choices import DELTA_OPTIONS, fmt_number
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS, ACCOUNTANTS
-from dpcore.figures import lower as round_down
+from dpcore.safe_rounding import lower as round_down
 from plan import model
 from plan.build import build_plan
 from plan.kinds import kind_of
@@ -236,13 +236,13 @@ with st.spinner("Composing the plan four ways…"):   # what the ledger would re
 cols = st.columns(4)
 for col, name in zip(cols, ACCOUNTANTS, strict=True):
     total = acc.totals.of(name)
-    col.metric(rp.TITLES[name], f"ε = {shown.loss(total.epsilon)}",
+    col.metric(rp.TITLES[name], f"ε = {number_text.loss(total.epsilon)}",
                delta="chosen" if name == method else None, delta_color="off",
                delta_arrow="off", help=total.note or None)
 st.markdown(rp.accounting_sentence(acc))
-rounded_noted = not all(shown.is_shown_exactly(acc.totals.of(n).epsilon) for n in ACCOUNTANTS)
+rounded_noted = not all(number_text.is_shown_exactly(acc.totals.of(n).epsilon) for n in ACCOUNTANTS)
 if rounded_noted:   # the page says once what ↑ means
-    st.caption(shown.ROUNDED_UP)
+    st.caption(number_text.ROUNDED_UP)
 held = checked.held or plan_bound.refusal(data_key)   # nor on changed declarations
 if held:   # nothing released under a unit, or declarations, the plan was not built on
     prepared, blocked = None, held
@@ -268,8 +268,8 @@ except ValueError as exc:
 if result is not None:
     sentence = rp.split_sentence(result, method)
     st.markdown(sentence)
-    if shown.UP_MARK in sentence and not rounded_noted:
-        st.caption(shown.ROUNDED_UP)
+    if number_text.UP_MARK in sentence and not rounded_noted:
+        st.caption(number_text.ROUNDED_UP)
     ratio = st.column_config.TextColumn(help="Target over achieved accuracy: ≥ 1 means the "
                                         "target is met.")
     st.dataframe(result.table, hide_index=True, key="plan_split_table",
@@ -280,7 +280,7 @@ if result is not None:
         st.caption(f"{plain(the_plan.query(qid).label, limit=120)}: {plain(why)}.")
     over = budget is not None and result.total > budget
     if over:
-        st.warning(f"Meeting every target needs ε = {shown.loss(result.total)} under "
+        st.warning(f"Meeting every target needs ε = {number_text.loss(result.total)} under "
                    f"{ACCOUNTANT_LABELS[method]}, more than the budget "
                    f"ε = {round_down(budget, 4)}: loosen a target or raise the budget "
                    "(the split is not applied).")

@@ -20,8 +20,8 @@ from dashboard.data_source import identity_of
 from dashboard.datasets import LoadedDataset
 from dashboard.signin import role_now
 from dashboard.text import plain
-from dpcore.figures import lower as round_down
-from dpcore.figures import upper
+from dpcore.safe_rounding import lower as round_down
+from dpcore.safe_rounding import upper
 from release import access, roles
 from release.access import Action, Role, denied_message
 from release.ledger import REASON_LIMIT, Ledger, LedgerError, ledger_path, left_in_words

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpcore import figures
+from dpcore import safe_rounding
 from dpcore.mechanisms import CATALOGUE, AdditiveMechanism, MechanismSpec, make_mechanism
 from dpcore.mechanisms.catalogue import spec_for
 
@@ -149,7 +149,7 @@ def fmt_number(x: float) -> str:
     """
     text = f"{x:g}"
     if float(text) < x:
-        text = f"{float(figures.upper(x, 6)):g}"
+        text = f"{float(safe_rounding.upper(x, 6)):g}"
     return text
 
 

@@ -33,7 +33,7 @@ from dashboard.data_source import content_hash_of, source_of
 from dashboard.datasets import LoadedDataset
 from dashboard.text import plain
 from dpcore.accounting import ACCOUNTANT_LABELS
-from dpcore.figures import percent_lower, upper
+from dpcore.safe_rounding import percent_lower, upper
 from plan import model
 from plan.kinds import kind_of
 from release import Ledger, LedgerError, ReleaseRefused, prepare

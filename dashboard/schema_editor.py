@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import person, state
-from dashboard.data import facts, left_out
+from dashboard.data import column_facts, left_out
 from dashboard.data import schema as sc
 from dashboard.data import schema_table as tab
 from dashboard.text import plain
@@ -187,13 +187,13 @@ def _fill(loaded, data_key: str, edited) -> None:
     imply, so categories typed by hand in such a row are kept, not replaced by the data's)."""
     relation = loaded.relation
     try:
-        profile = facts.profile_table(relation)
+        profile = column_facts.profile_table(relation)
         kinds = _kinds(relation)
         cats = {}
         for column in edited.loc[edited["role"] == tab.NOT_DECLARED, "column"]:
             if kinds.get(column) in ("text", "boolean"):
                 try:
-                    cats[column] = facts.data_categories(relation, column)
+                    cats[column] = column_facts.data_categories(relation, column)
                 except ValueError:
                     continue   # too many values to list
         token = st.session_state[f"schema_base::{data_key}"][0]

@@ -18,12 +18,12 @@ import numpy as np
 from scipy.special import expit
 
 from dpcore.checks import check_choice, check_delta, check_positive
-from dpcore.figures import lower, upper
 from dpcore.measures import ZCDP, ApproxDP, PureDP, zcdp_epsilon
 from dpcore.mechanisms.base import _loss_up, _rho_up
 from dpcore.mechanisms.discrete_gaussian import DiscreteGaussian
 from dpcore.mechanisms.gaussian import Gaussian
 from dpcore.partition import PartitionPrivacy, partition_privacy
+from dpcore.safe_rounding import lower, upper
 
 __all__ = [
     "ACCOUNTANTS",

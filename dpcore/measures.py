@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 
 from dpcore.checks import check_delta, check_int, check_positive, check_real
-from dpcore.figures import upper
+from dpcore.safe_rounding import upper
 
 __all__ = [
     "PureDP",

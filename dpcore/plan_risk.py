@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, logit
 
-from dpcore import figures
+from dpcore import safe_rounding
 from dpcore.accounting import (
     MIN_PLD_DELTA,
     Loss,
@@ -234,9 +234,9 @@ def describe_plan_risk(releases: Iterable[object], prior: float = 0.5, *,
              f"{percent(float(prior))} ")
     if math.isinf(bound.epsilon) or float(expit(-(logit(float(prior)) + bound.epsilon))) < 1e-12:
         return start + "can become essentially certain that Alice is in the data."
-    sentence = (start + f"can reach at most {figures.percent_upper(float(bound.posterior))} "
+    sentence = (start + f"can reach at most {safe_rounding.percent_upper(float(bound.posterior))} "
                 "certainty that Alice is in the data")
     if bound.failure_probability <= 0:
         return sentence + "."
     return (sentence + f", except with probability at most "
-            f"{figures.upper(bound.failure_probability, 2)}.")
+            f"{safe_rounding.upper(bound.failure_probability, 2)}.")

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, logit, ndtr, ndtri
 
-from dpcore import figures
+from dpcore import safe_rounding
 from dpcore.checks import (
     MAX_BLOCK_ELEMENTS,
     check_delta,
@@ -484,7 +484,7 @@ def percent(p: float) -> str:
 
 def _probability_text(p: float) -> str:
     """A failure probability rounded up to two significant digits: 2e-06, 2.1e-05, 0.05."""
-    return f"{float(figures.upper(p, 2)):.2g}"
+    return f"{float(safe_rounding.upper(p, 2)):.2g}"
 
 
 def describe_risk(
@@ -518,7 +518,7 @@ def describe_risk(
     if complement < 1e-12:
         reach = "can become essentially certain (above 99.9999999999%)"
     else:
-        reach = f"can reach at most {figures.percent_upper(float(bound.posterior))} certainty"
+        reach = f"can reach at most {safe_rounding.percent_upper(float(bound.posterior))} certainty"
     sentence = (
         f"An attacker who knows everyone else's data and starts at {percent(float(prior))} "
         f"{reach} that Alice is in the data"
@@ -531,8 +531,8 @@ def describe_risk(
                 "Gaussian mechanism's exact privacy loss)" + ".")
     if isinstance(privacy, ZCDP):
         return (sentence + f", except with probability at most {_probability_text(failure)} "
-                f"(ρ = {figures.upper(privacy.rho, 4)} keeps the privacy loss below "
-                f"{figures.upper(bound.epsilon)} but for that chance).")
+                f"(ρ = {safe_rounding.upper(privacy.rho, 4)} keeps the privacy loss below "
+                f"{safe_rounding.upper(bound.epsilon)} but for that chance).")
     return (sentence + f", except with probability at most {_probability_text(failure)} (2δ: "
             "with δ > 0 the belief can pass the ε-only bound more often than δ).")
 
@@ -546,7 +546,7 @@ OTHER_EPSILONS = (0.1, 5.0)
 def _epsilon_label(epsilon: float) -> str:
     """ε in six significant digits, never below ε (a privacy loss shown rounds up)."""
     text = f"{epsilon:g}"
-    return text if float(text) >= epsilon else f"{float(figures.upper(epsilon, 6)):g}"
+    return text if float(text) >= epsilon else f"{float(safe_rounding.upper(epsilon, 6)):g}"
 
 
 def attacker_in_words(epsilon: float = 1.0) -> str:
@@ -560,7 +560,8 @@ def attacker_in_words(epsilon: float = 1.0) -> str:
     epsilon = check_positive("epsilon", epsilon)
 
     def belief(e: float) -> str:
-        return figures.percent_upper(float(max_posterior(PureDP(e), ATTACKER_PRIOR).posterior))
+        posterior = max_posterior(PureDP(e), ATTACKER_PRIOR).posterior
+        return safe_rounding.percent_upper(float(posterior))
 
     others = "; ".join(f"at ε = {_epsilon_label(e)}, {belief(e)}" for e in OTHER_EPSILONS)
     return (

@@ -25,7 +25,7 @@ from typing import Any
 
 import duckdb
 
-from engine import _plan
+from engine import _folding
 from engine.cells import KEY_INTEGER_LIMIT, MISSING_MARKERS, WHITE_SPACE, column_type
 from engine.errors import EngineError
 from engine.queries import (
@@ -218,7 +218,7 @@ def _moment(clamped: str, query: BoundedSum) -> str:
 
 def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
     """(value, missing, how to sum a clamped value) of a sum computed in ``mode``
-    (``_plan.sum_mode``): integers exactly, whole numbers rounded per row, or doubles."""
+    (``_folding.sum_mode``): integers exactly, whole numbers rounded per row, or doubles."""
     if mode == "integer":
         return f"CAST({expr} AS HUGEINT)", _missing(expr, info), "sum({})"
     value, missing = _number(expr, info)
@@ -227,7 +227,7 @@ def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
     return value, missing, "fsum({})"
 
 
-def _cell(expr: str, info: ColumnInfo, kind: _plan.MatchKind, param: str) -> str:
+def _cell(expr: str, info: ColumnInfo, kind: _folding.MatchKind, param: str) -> str:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
     if kind == "text":
         # a cell matches a declared text by canonical key (engine.cells, rule 6: "0012" is
@@ -323,7 +323,7 @@ def _kept(person: int, columns: Sequence[ColumnInfo],
         f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM ro)")
 
 
-#: A CSV column read as text (``_plan.as_text``): what ``_read_cells`` finds the readings of.
+#: A CSV column read as text (``_folding.as_text``): what ``_read_cells`` finds the readings of.
 _TEXT = ColumnInfo("", "text", "VARCHAR")
 
 
@@ -334,7 +334,7 @@ def _reading(i: int) -> tuple[str, str]:
 
 
 def _read_cells(sql: str, width: int) -> str:
-    """``sql`` (written for a CSV's text cells, ``_plan.as_text``) reading each cell's key,
+    """``sql`` (written for a CSV's text cells, ``_folding.as_text``) reading each cell's key,
     whether it is missing, and its number from the readings table (``_readings_table``)
     instead of computing them where each is used: the same expressions (the helpers that
     wrote them write them here), replaced by the columns that hold their values. A plan's
@@ -405,7 +405,7 @@ def _on_kept(person: int, columns: Sequence[ColumnInfo], derived: Sequence[tuple
 
 
 def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) -> CompiledQuery:
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     if person is None:
         return CompiledQuery((f"SELECT count(*) FROM {_SRC}",), {},
                              lambda r: CountAggregate(int(r[0][0][0])))
@@ -424,9 +424,9 @@ def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) 
 
 def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
                  where: str) -> CompiledQuery:
-    i = _plan.numeric_column(columns, query.column, where)
+    i = _folding.numeric_column(columns, query.column, where)
     info, x = columns[i], _col(i)
-    mode = _plan.sum_mode(info, query)
+    mode = _folding.sum_mode(info, query)
     exact = mode != "float"
     value, missing, total_fn = _summand(x, info, mode)
     params: dict[str, object] = (
@@ -442,11 +442,11 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
     rows = f"SELECT count(*) FROM {_SRC}"
     stats = (f"SELECT count(*), coalesce(sum(CASE WHEN {outside} THEN 1 ELSE 0 END), 0), "
              f"{total_fn.format(clamp)} FROM {_SRC} WHERE NOT {missing}")
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     if person is None:
         def finish(results: list[list[tuple]]) -> SumAggregate:
             present, clamped, total = results[1][0]
-            return SumAggregate(_plan.to_float(total), int(present),
+            return SumAggregate(_folding.to_float(total), int(present),
                                 int(results[0][0][0]) - int(present), int(clamped), exact)
 
         return CompiledQuery((rows, stats), params, finish)
@@ -468,7 +468,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
     def finish_bounded(results: list[list[tuple]]) -> SumAggregate:
         n_rows, present, missing_person = (int(v) for v in results[0][0])
         total, kept, clamped, eligible = results[1][0]
-        return SumAggregate(_plan.to_float(total), int(kept), n_rows - present, int(clamped),
+        return SumAggregate(_folding.to_float(total), int(kept), n_rows - present, int(clamped),
                             exact, missing_person, int(eligible) - int(kept))
 
     return CompiledQuery((counts, bounded), params, finish_bounded, OnKept(1, *parts))
@@ -478,18 +478,18 @@ def _cell_text(query: CategoryCounts | CategoryTable | Binned | GroupedSum
                ) -> tuple[Callable[[str], str], dict[str, object]]:
     """SQL for the canonical text of a (1-based, declared) cell index, and its parameters.
 
-    The texts are computed in Python (``_plan.cell_texts``: a pure function of each cell's
+    The texts are computed in Python (``_folding.cell_texts``: a pure function of each cell's
     value) and bound as a list indexed by the cell, so DuckDB and Spark hash the same strings.
     A crosstab's cell is ``row text | column text``.
     """
     if isinstance(query, CategoryTable):
-        rows, columns = _plan.crosstab_texts(query)
+        rows, columns = _folding.crosstab_texts(query)
         n = len(columns)
         return (lambda idx: f"concat(list_extract(CAST($rkeys AS VARCHAR[]), ({idx} - 1) // {n} "
                 f"+ 1), '|', list_extract(CAST($ckeys AS VARCHAR[]), ({idx} - 1) % {n} + 1))",
                 {"rkeys": rows, "ckeys": columns})
     return (lambda idx: f"list_extract(CAST($keys AS VARCHAR[]), {idx})",
-            {"keys": _plan.cell_texts(query)})
+            {"keys": _folding.cell_texts(query)})
 
 
 def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
@@ -529,19 +529,19 @@ def _bounded_cells(cell: str, person: int, columns: Sequence[ColumnInfo],
 
 def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo],
                        where: str) -> CompiledQuery:
-    i = _plan.column_index(columns, query.column, "column", where)
+    i = _folding.column_index(columns, query.column, "column", where)
     info = columns[i]
-    kind = _plan.match_kind(info, query.categories, where)
-    params: dict[str, object] = {"cats": _plan.category_values(kind, query.categories)}
+    kind = _folding.match_kind(info, query.categories, where)
+    params: dict[str, object] = {"cats": _folding.category_values(kind, query.categories)}
     if kind == "never":
         params = {}
     cells = len(query.categories)
     sql = (f"WITH g AS (SELECT {_col(i)} AS v, count(*) AS n FROM {_SRC} GROUP BY {_col(i)}) "
            f"SELECT {_cell('v', info, kind, 'cats')} AS idx, sum(n) FROM g GROUP BY idx")
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     if person is None:
         return CompiledQuery((sql,), params,
-                             lambda r: _plan.histogram_aggregate(r[0], cells))
+                             lambda r: _folding.histogram_aggregate(r[0], cells))
     bounded, _, extra, parts = _bounded_cells(_cell(_col(i), info, kind, "cats"), person,
                                               columns, query)
     # The rows with no person counted in the same scan as the cells (one scan fewer).
@@ -551,8 +551,8 @@ def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo],
                "sum(CASE WHEN m THEN n ELSE 0 END) FROM g GROUP BY idx")
 
     def finish(r: list[list[tuple]]) -> HistogramAggregate:
-        return _plan.histogram_aggregate([(idx, n) for idx, n, _ in r[0]], cells, kept=r[1],
-                                         missing_person_rows=sum(int(m) for *_, m in r[0]))
+        return _folding.histogram_aggregate([(idx, n) for idx, n, _ in r[0]], cells, kept=r[1],
+                                            missing_person_rows=sum(int(m) for *_, m in r[0]))
 
     return CompiledQuery((by_cell, bounded), params | extra, finish,
                          OnKept(1, *parts) if parts else None)
@@ -560,24 +560,24 @@ def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo],
 
 def _compile_crosstab(query: CategoryTable, columns: Sequence[ColumnInfo],
                       where: str) -> CompiledQuery:
-    a = _plan.column_index(columns, query.row, "row", where)
-    b = _plan.column_index(columns, query.column, "column", where)
-    kind_a = _plan.match_kind(columns[a], query.row_categories, where)
-    kind_b = _plan.match_kind(columns[b], query.column_categories, where)
+    a = _folding.column_index(columns, query.row, "row", where)
+    b = _folding.column_index(columns, query.column, "column", where)
+    kind_a = _folding.match_kind(columns[a], query.row_categories, where)
+    kind_b = _folding.match_kind(columns[b], query.column_categories, where)
     params: dict[str, object] = {}
     if kind_a != "never":
-        params["rcats"] = _plan.category_values(kind_a, query.row_categories)
+        params["rcats"] = _folding.category_values(kind_a, query.row_categories)
     if kind_b != "never":
-        params["ccats"] = _plan.category_values(kind_b, query.column_categories)
+        params["ccats"] = _folding.category_values(kind_b, query.column_categories)
     shape = (len(query.row_categories), len(query.column_categories))
     cell_a = _cell("a", columns[a], kind_a, "rcats")
     cell_b = _cell("b", columns[b], kind_b, "ccats")
     sql = (f"WITH g AS (SELECT {_col(a)} AS a, {_col(b)} AS b, count(*) AS n FROM {_SRC} "
            f"GROUP BY {_col(a)}, {_col(b)}) "
            f"SELECT {cell_a} AS ia, {cell_b} AS ib, sum(n) FROM g GROUP BY ia, ib")
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     if person is None:
-        return CompiledQuery((sql,), params, lambda r: _plan.table_aggregate(r[0], shape))
+        return CompiledQuery((sql,), params, lambda r: _folding.table_aggregate(r[0], shape))
     row_cell = _cell(_col(a), columns[a], kind_a, "rcats")
     col_cell = _cell(_col(b), columns[b], kind_b, "ccats")
     cell = (f"(CASE WHEN {row_cell} > 0 AND {col_cell} > 0 THEN "
@@ -585,8 +585,8 @@ def _compile_crosstab(query: CategoryTable, columns: Sequence[ColumnInfo],
     bounded, person_stats, extra, parts = _bounded_cells(cell, person, columns, query)
     return CompiledQuery(
         (sql, bounded, person_stats), params | extra,
-        lambda r: _plan.table_aggregate(r[0], shape, kept=r[1],
-                                        missing_person_rows=int(r[2][0][0])),
+        lambda r: _folding.table_aggregate(r[0], shape, kept=r[1],
+                                           missing_person_rows=int(r[2][0][0])),
         OnKept(1, *parts) if parts else None)
 
 
@@ -613,22 +613,22 @@ def _binned_cell(expr: str, info: ColumnInfo, query: Binned) -> str:
 
 def _compile_binned(query: Binned, columns: Sequence[ColumnInfo],
                     where: str) -> CompiledQuery:
-    i = _plan.numeric_column(columns, query.column, where)
+    i = _folding.numeric_column(columns, query.column, where)
     info = columns[i]
     params: dict[str, object] = {"pts": list(query.points), "last": query.points[-1]}
     cells = query.size
     sql = (f"WITH g AS (SELECT {_col(i)} AS v, count(*) AS n FROM {_SRC} GROUP BY {_col(i)}) "
            f"SELECT {_binned_cell('v', info, query)} AS idx, sum(n) FROM g GROUP BY idx")
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     if person is None:
         return CompiledQuery((sql,), params,
-                             lambda r: _plan.histogram_aggregate(r[0], cells))
+                             lambda r: _folding.histogram_aggregate(r[0], cells))
     bounded, person_stats, extra, parts = _bounded_cells(
         _binned_cell(_col(i), info, query), person, columns, query)
     return CompiledQuery(
         (sql, bounded, person_stats), params | extra,
-        lambda r: _plan.histogram_aggregate(r[0], cells, kept=r[1],
-                                            missing_person_rows=int(r[2][0][0])),
+        lambda r: _folding.histogram_aggregate(r[0], cells, kept=r[1],
+                                               missing_person_rows=int(r[2][0][0])),
         OnKept(1, *parts) if parts else None)
 
 
@@ -645,18 +645,18 @@ def _joint_code(expr: str, info: ColumnInfo, query: JointCells, j: int, where: s
         cell = f"(greatest(least({cell}, {len(domain)}), 2) - 2)"
         return (f"(CASE WHEN {missing} THEN {size} ELSE {cell} END)",
                 {f"pts{j}": list(domain), f"last{j}": domain[-1]})
-    kind = _plan.match_kind(info, domain, where)
+    kind = _folding.match_kind(info, domain, where)
     params: dict[str, object] = {}
     if kind != "never":
-        params[f"cats{j}"] = _plan.category_values(kind, domain)
+        params[f"cats{j}"] = _folding.category_values(kind, domain)
     cell = _cell(expr, info, kind, f"cats{j}")
     return f"(CASE WHEN {cell} > 0 THEN {cell} - 1 ELSE {size} END)", params
 
 
 def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
                    where: str) -> CompiledQuery:
-    indices = [_plan.numeric_column(columns, c, where) if b
-               else _plan.column_index(columns, c, "column", where)
+    indices = [_folding.numeric_column(columns, c, where) if b
+               else _folding.column_index(columns, c, "column", where)
                for c, b in zip(query.columns, query.binned, strict=True)]
     params: dict[str, object] = {}
     codes, derived = [], []
@@ -667,11 +667,11 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
         params |= extra
     keys = ", ".join(f"k{j}" for j in range(len(indices)))
     k = len(indices)
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     if person is None:
         sql = (f"WITH c AS (SELECT {', '.join(codes)} FROM {_SRC}) "
                f"SELECT {keys}, count(*) FROM c GROUP BY ALL")
-        return CompiledQuery((sql,), params, lambda r: _plan.joint_aggregate(r[0], k))
+        return CompiledQuery((sql,), params, lambda r: _folding.joint_aggregate(r[0], k))
     _, p_missing = _person(person, columns)
     params |= {"k": query.contribution.max_rows, "seed": str(query.contribution.seed)}
     # the unit's kept rows (one truncation for every query)
@@ -682,21 +682,21 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
         f"GROUP BY {keys}")
     person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"
     return CompiledQuery((sql, person_stats), params,
-                         lambda r: _plan.joint_aggregate(r[0], k, kept=True,
-                                                         missing_person_rows=int(r[1][0][0])),
+                         lambda r: _folding.joint_aggregate(r[0], k, kept=True,
+                                                            missing_person_rows=int(r[1][0][0])),
                          OnKept(0, *parts))
 
 
 def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
                          where: str) -> CompiledQuery:
-    key = _plan.column_index(columns, query.key, "key", where)
-    i = _plan.numeric_column(columns, query.column, where)
-    kind = _plan.match_kind(columns[key], query.categories, where)
+    key = _folding.column_index(columns, query.key, "key", where)
+    i = _folding.numeric_column(columns, query.column, where)
+    kind = _folding.match_kind(columns[key], query.categories, where)
     params: dict[str, object] = {}
     if kind != "never":
-        params["cats"] = _plan.category_values(kind, query.categories)
+        params["cats"] = _folding.category_values(kind, query.categories)
     info, x = columns[i], _col(i)
-    mode = _plan.sum_mode(info, query)
+    mode = _folding.sum_mode(info, query)
     exact = mode != "float"
     value, missing, total_fn = _summand(x, info, mode)
     params |= ({"lo": int(query.lower), "hi": int(query.upper)} if mode == "integer"
@@ -709,10 +709,10 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
            f"FILTER (WHERE NOT {missing}), "
            f"count(*) FILTER (WHERE NOT {missing} AND ({value} < $lo OR {value} > $hi)), "
            f"count(*) FILTER (WHERE {missing}) FROM {_SRC} GROUP BY idx")
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     if person is None:
         return CompiledQuery((sql,), params,
-                             lambda r: _plan.grouped_sum_aggregate(r[0], cells, exact))
+                             lambda r: _folding.grouped_sum_aggregate(r[0], cells, exact))
     contribution = query.contribution
     _, p_missing = _person(person, columns)
     text, keys = _cell_text(query)
@@ -749,26 +749,26 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
     person_stats = f"SELECT count(*) FILTER (WHERE {p_missing}) FROM {_SRC}"
     return CompiledQuery(
         (sql, bounded, person_stats), params,
-        lambda r: _plan.grouped_sum_aggregate(r[0], cells, exact, kept=r[1],
-                                              missing_person_rows=int(r[2][0][0])),
+        lambda r: _folding.grouped_sum_aggregate(r[0], cells, exact, kept=r[1],
+                                                 missing_person_rows=int(r[2][0][0])),
         OnKept(1, *parts))
 
 
 def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo],
                              where: str) -> CompiledQuery:
-    p = _plan.check_contribution(
-        columns, _plan.Contribution(query.person, 1), where)  # same checks as a bound's id
+    p = _folding.check_contribution(
+        columns, _folding.Contribution(query.person, 1), where)  # same checks as a bound's id
     x, missing = _person(p, columns)
     sizes = (f"SELECT false, n, count(*) FROM (SELECT count(*) AS n FROM {_SRC} "
              f"WHERE NOT {missing} GROUP BY {x}) GROUP BY n")
     no_id = f"SELECT true, count(*), 1 FROM {_SRC} WHERE {missing}"
     return CompiledQuery((sizes, no_id), {},
-                         lambda r: _plan.rows_per_person_aggregate(r[0] + r[1]))
+                         lambda r: _folding.rows_per_person_aggregate(r[0] + r[1]))
 
 
 def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
                           where: str) -> CompiledQuery:
-    p, i, kind = _plan.person_cells_parts(query, columns, where)
+    p, i, kind = _folding.person_cells_parts(query, columns, where)
     x, x_missing = _person(p, columns)
     read = "true"           # the rows the query reads: all, those in a cell, with a value
     group, value, params = "1", "CAST(1 AS DOUBLE)", {}
@@ -776,7 +776,7 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
         group = _cell(_col(i), columns[i], kind, "cats")
         read = f"{group} >= 1"
         if kind != "never":
-            params["cats"] = _plan.category_values(kind, query.categories)
+            params["cats"] = _folding.category_values(kind, query.categories)
     elif i is not None:                         # a sum: the values, read row by row
         value, missing = _number(_col(i), columns[i])
         read = f"NOT {missing}"
@@ -796,22 +796,22 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
     left_out = (f"SELECT count(*) - count(*) FILTER (WHERE NOT {x_missing} AND {read}) "
                 f"FROM {_SRC}")
     return CompiledQuery((cells, left_out), params,
-                         lambda r: _plan.cells_aggregate(r[0], r[1][0][0]))
+                         lambda r: _folding.cells_aggregate(r[0], r[1][0][0]))
 
 
 def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
                       where: str) -> CompiledQuery:
-    i = _plan.column_index(columns, query.column, "column", where)
+    i = _folding.column_index(columns, query.column, "column", where)
     info, x = columns[i], _col(i)
     # a text column's keys as one canonical text each (engine.cells): "012" and "12" are one
     value = _key(x, info) if info.kind == "text" else x
     condition = f"{value} IS NOT NULL" if info.kind == "text" else f"NOT {_missing(x, info)}"
     params: dict[str, object] = {}
     if query.exclude:
-        kind = _plan.match_kind(info, query.exclude, where)
+        kind = _folding.match_kind(info, query.exclude, where)
         if kind != "never":
             condition += f" AND {_cell(x, info, kind, 'cats')} = 0"
-            params["cats"] = _plan.category_values(kind, query.exclude)
+            params["cats"] = _folding.category_values(kind, query.exclude)
     sql = f"SELECT DISTINCT {value} AS v FROM {_SRC} WHERE {condition} ORDER BY v"
     if query.limit is not None:
         sql += " LIMIT $lim"
@@ -828,10 +828,10 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
 
 def _compile_profile(query: Profile, columns: Sequence[ColumnInfo],
                      where: str) -> CompiledQuery:
-    # Columns in groups of _plan.PROFILE_GROUP: each count(DISTINCT) holds its own hash
+    # Columns in groups of _folding.PROFILE_GROUP: each count(DISTINCT) holds its own hash
     # table, and hundreds of them in one statement exceed the memory limit on any data.
     statements = [f"SELECT count(*) FROM {_SRC}"]
-    for group in _plan.profile_groups(len(columns)):
+    for group in _folding.profile_groups(len(columns)):
         parts = []
         for i in group:
             info = columns[i]
@@ -842,31 +842,31 @@ def _compile_profile(query: Profile, columns: Sequence[ColumnInfo],
                 parts += [f"min(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})",
                           f"max(CAST({x} AS DOUBLE)) FILTER (WHERE NOT {missing})"]
         statements.append(f"SELECT {', '.join(parts)} FROM {_SRC}")
-    return CompiledQuery(tuple(statements), {}, lambda r: _plan.profile_aggregate(
+    return CompiledQuery(tuple(statements), {}, lambda r: _folding.profile_aggregate(
         [value for result in r for value in result[0]], columns))
 
 
 def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo],
                   where: str) -> CompiledQuery:
-    i = _plan.numeric_column(columns, query.column, where)
+    i = _folding.numeric_column(columns, query.column, where)
     x, missing = _number(_col(i), columns[i])
     index = (f"CASE WHEN {missing} THEN -1 WHEN {x} < $lo THEN -2 "
              f"WHEN {x} > $hi THEN -3 WHEN {x} = $hi THEN $last "
              f"ELSE least(CAST(floor(({x} - $lo) * $norm) AS BIGINT), $last) END")
     sql = f"SELECT {index} AS idx, count(*) FROM {_SRC} GROUP BY idx"
     params = {"lo": query.lower, "hi": query.upper, "last": query.bins - 1,
-              "norm": _plan.bins_norm(query)}
-    return CompiledQuery((sql,), params, lambda r: _plan.bins_aggregate(r[0], query.bins))
+              "norm": _folding.bins_norm(query)}
+    return CompiledQuery((sql,), params, lambda r: _folding.bins_aggregate(r[0], query.bins))
 
 
 def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo],
                         where: str) -> CompiledQuery:
-    picked = _plan.picked_columns(columns, query.columns, where)
+    picked = _folding.picked_columns(columns, query.columns, where)
     listed = ", ".join(_col(i) for i in picked) or "*"
     sql = f"SELECT {listed} FROM {_SRC} LIMIT $lim"
     names = [columns[i].name for i in picked]
     return CompiledQuery((sql,), {"lim": query.limit},
-                         lambda r: RowsAggregate(_plan.rows_frame(r[0], names)))
+                         lambda r: RowsAggregate(_folding.rows_frame(r[0], names)))
 
 
 _COMPILERS: dict[type, Callable[..., CompiledQuery]] = {
@@ -953,7 +953,7 @@ class DuckDBBackend:
     def _from(self, cursor: duckdb.DuckDBPyConnection, source: Source,
               columns: int | None, *, text: bool = False) -> tuple[str, dict[str, object]]:
         """The FROM clause for ``source`` and its parameters; renames columns positionally.
-        ``text``: a CSV's cells as text (``_plan.reads_text``)."""
+        ``text``: a CSV's cells as text (``_folding.reads_text``)."""
         alias = "" if columns is None else (
             " AS t(" + ", ".join(_col(i) for i in range(columns)) + ")")
         if isinstance(source, FrameSource):
@@ -983,7 +983,7 @@ class DuckDBBackend:
         (``_csv_types``), a number column's cells the numbers they read as (``_text_number``;
         a cell that is none is missing), a text column's cells their texts without the
         white space around them, missing by the markers (``_text_missing``), as the upload
-        holds them; for what the pages show about the columns only (``_plan.reads_text``)."""
+        holds them; for what the pages show about the columns only (``_folding.reads_text``)."""
         reader, params, width = csv_text_reader(source)
         if text:
             listed = ", ".join(_col(i) for i in range(width))
@@ -1071,8 +1071,8 @@ class DuckDBBackend:
     def _columns_for(self, source: Source, query: Query) -> tuple[tuple[ColumnInfo, ...], bool]:
         """The columns ``query`` compiles against, and whether it reads a CSV as text."""
         columns = self.columns(source)
-        if _plan.reads_text(source, query):
-            return _plan.as_text(columns), True
+        if _folding.reads_text(source, query):
+            return _folding.as_text(columns), True
         return columns, False
 
     def run(self, source: Source, query: Query) -> Aggregate:

@@ -78,7 +78,7 @@ class FrameSource:
     ``cells``: an upload's cells as text (``LoadedDataset.cells``, the same columns in the
     same order, every record of the file): then every query whose answer a release uses
     reads them, each cell by the one rule, as a CSV file of the data folder is read
-    (``_plan.reads_text``), and ``frame`` (typed) is only what the pages show about the
+    (``_folding.reads_text``), and ``frame`` (typed) is only what the pages show about the
     columns (their kinds, profile, first rows).
     """
 

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine import _plan
+from engine import _folding
 from engine.cells import KEY_INTEGER_LIMIT
 from engine.errors import EngineError
 from engine.queries import (
@@ -209,7 +209,7 @@ def _number(column: Any, info: ColumnInfo) -> tuple[Any, Any]:
 def _summand(column: Any, info: ColumnInfo, mode: str, lower: float, upper: float
              ) -> tuple[Any, Any, Any, Any, Callable[[Any], Any]]:
     """(value, missing, lower, upper, how to sum a clamped value) of a sum in ``mode``
-    (``_plan.sum_mode``): integers exactly, whole numbers rounded per row (half to even:
+    (``_folding.sum_mode``): integers exactly, whole numbers rounded per row (half to even:
     ``bround``), or doubles."""
     from pyspark.sql import functions as F
 
@@ -224,7 +224,7 @@ def _summand(column: Any, info: ColumnInfo, mode: str, lower: float, upper: floa
     return value, missing, lo, hi, lambda c: c
 
 
-def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
+def _cell(column: Any, info: ColumnInfo, kind: _folding.MatchKind,
           categories: tuple[object, ...]) -> Any:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
     from pyspark.sql import functions as F
@@ -234,18 +234,18 @@ def _cell(column: Any, info: ColumnInfo, kind: _plan.MatchKind,
         # a cell matches a declared text by canonical key (engine.cells, rule 6), a
         # declared number the number the cell reads as (rule 4: "text_number" below)
         key = _person_text(column, info)
-        keys = F.array(*[F.lit(v).cast("string") for v in _plan.category_values(kind,
+        keys = F.array(*[F.lit(v).cast("string") for v in _folding.category_values(kind,
                                                                                categories)])
         return F.when(key.isNull(), F.lit(-1)).otherwise(
             F.coalesce(F.array_position(keys, key), F.lit(0)))
     if kind == "never":
         match = F.lit(0)
     elif kind == "text_number":
-        values = _plan.category_values(kind, categories)
+        values = _folding.category_values(kind, categories)
         array = F.array(*[F.lit(float(v)) for v in values])
         match = F.array_position(array, _text_number(column.cast("string")))
     else:
-        values = _plan.category_values(kind, categories)
+        values = _folding.category_values(kind, categories)
         array = F.array(*[F.lit(v).cast(cast[kind]) for v in values])
         match = F.array_position(array, column.cast(cast[kind]))
     return F.when(_missing(column, info), F.lit(-1)).otherwise(F.coalesce(match, F.lit(0)))
@@ -389,7 +389,7 @@ def _rows(df: Any) -> list[tuple]:
 def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) -> Plan:
     from pyspark.sql import functions as F
 
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     if person is None:
         return lambda df: CountAggregate(int(df.count()))
     k = query.contribution.max_rows
@@ -412,11 +412,11 @@ def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) 
 def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -> Plan:
     from pyspark.sql import functions as F
 
-    i = _plan.numeric_column(columns, query.column, where)
+    i = _folding.numeric_column(columns, query.column, where)
     info = columns[i]
-    mode = _plan.sum_mode(info, query)
+    mode = _folding.sum_mode(info, query)
     exact = mode != "float"
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
 
     def plan(df: Any) -> SumAggregate:
         x = F.col(_col(i))
@@ -435,7 +435,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
             _count_if(~missing & ((value < lo) | (value > hi))),
             total(~missing, value)))[0]
         if person is None:
-            return SumAggregate(_plan.to_float(answer), int(present), int(n_missing),
+            return SumAggregate(_folding.to_float(answer), int(present), int(n_missing),
                                 int(clamped), exact)
         contribution = query.contribution
         p_missing = _person_missing(F.col(_col(person)), columns[person])
@@ -448,7 +448,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
             total(kept, v), _count_if(kept), _count_if(kept & ((v < lo) | (v > hi))),
             F.count(F.lit(1))))[0]
         missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
-        return SumAggregate(_plan.to_float(answer), int(n_kept), int(n_missing), int(clamped),
+        return SumAggregate(_folding.to_float(answer), int(n_kept), int(n_missing), int(clamped),
                             exact, missing_person, int(eligible) - int(n_kept))
 
     return plan
@@ -456,18 +456,18 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
 
 def _cell_text(query: CategoryCounts | CategoryTable | Binned | GroupedSum) -> Callable[[Any], Any]:
     """The canonical text of a (1-based, declared) cell index: the DuckDB backend's
-    ``_cell_text``, the same strings (``_plan.cell_texts``) looked up in a literal array."""
+    ``_cell_text``, the same strings (``_folding.cell_texts``) looked up in a literal array."""
     from pyspark.sql import functions as F
 
     def lookup(texts: list[str], index: Any) -> Any:
         return F.element_at(F.array(*[F.lit(t) for t in texts]), index.cast("int"))
 
     if isinstance(query, CategoryTable):
-        rows, columns = _plan.crosstab_texts(query)
+        rows, columns = _folding.crosstab_texts(query)
         n = len(columns)
         return lambda idx: F.concat(lookup(rows, F.floor((idx - 1) / n) + 1), F.lit("|"),
                                     lookup(columns, (idx - 1) % n + 1))
-    texts = _plan.cell_texts(query)
+    texts = _folding.cell_texts(query)
     return lambda idx: lookup(texts, idx)
 
 
@@ -508,22 +508,22 @@ def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo
 def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo], where: str) -> Plan:
     from pyspark.sql import functions as F
 
-    i = _plan.column_index(columns, query.column, "column", where)
+    i = _folding.column_index(columns, query.column, "column", where)
     info = columns[i]
-    kind = _plan.match_kind(info, query.categories, where)
+    kind = _folding.match_kind(info, query.categories, where)
     cells = len(query.categories)
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
 
     def plan(df: Any) -> Aggregate:
         g = df.groupBy(_col(i)).agg(F.count(F.lit(1)).alias("n"))
         g = g.select(_cell(F.col(_col(i)), info, kind, query.categories).alias("idx"), "n")
         rows = _rows(g.groupBy("idx").agg(F.sum("n")))
         if person is None:
-            return _plan.histogram_aggregate(rows, cells)
+            return _folding.histogram_aggregate(rows, cells)
         kept, missing_person = _bounded_cells(
             df, _cell(F.col(_col(i)), info, kind, query.categories), person, columns, query)
-        return _plan.histogram_aggregate(rows, cells, kept=kept,
-                                         missing_person_rows=missing_person)
+        return _folding.histogram_aggregate(rows, cells, kept=kept,
+                                            missing_person_rows=missing_person)
 
     return plan
 
@@ -531,12 +531,12 @@ def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo], whe
 def _compile_crosstab(query: CategoryTable, columns: Sequence[ColumnInfo], where: str) -> Plan:
     from pyspark.sql import functions as F
 
-    a = _plan.column_index(columns, query.row, "row", where)
-    b = _plan.column_index(columns, query.column, "column", where)
-    kind_a = _plan.match_kind(columns[a], query.row_categories, where)
-    kind_b = _plan.match_kind(columns[b], query.column_categories, where)
+    a = _folding.column_index(columns, query.row, "row", where)
+    b = _folding.column_index(columns, query.column, "column", where)
+    kind_a = _folding.match_kind(columns[a], query.row_categories, where)
+    kind_b = _folding.match_kind(columns[b], query.column_categories, where)
     shape = (len(query.row_categories), len(query.column_categories))
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
 
     def cell_a(df_col: Any) -> Any:
         return _cell(df_col, columns[a], kind_a, query.row_categories)
@@ -550,11 +550,11 @@ def _compile_crosstab(query: CategoryTable, columns: Sequence[ColumnInfo], where
                      "n")
         rows = _rows(g.groupBy("ia", "ib").agg(F.sum("n")))
         if person is None:
-            return _plan.table_aggregate(rows, shape)
+            return _folding.table_aggregate(rows, shape)
         ra, cb = cell_a(F.col(_col(a))), cell_b(F.col(_col(b)))
         cell = F.when((ra > 0) & (cb > 0), (ra - 1) * shape[1] + cb).otherwise(F.lit(0))
         kept, missing_person = _bounded_cells(df, cell, person, columns, query)
-        return _plan.table_aggregate(rows, shape, kept=kept, missing_person_rows=missing_person)
+        return _folding.table_aggregate(rows, shape, kept=kept, missing_person_rows=missing_person)
 
     return plan
 
@@ -581,21 +581,21 @@ def _binned_cell(column: Any, info: ColumnInfo, query: Binned) -> Any:
 def _compile_binned(query: Binned, columns: Sequence[ColumnInfo], where: str) -> Plan:
     from pyspark.sql import functions as F
 
-    i = _plan.numeric_column(columns, query.column, where)
+    i = _folding.numeric_column(columns, query.column, where)
     info = columns[i]
     cells = query.size
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
 
     def plan(df: Any) -> Aggregate:
         g = df.groupBy(_col(i)).agg(F.count(F.lit(1)).alias("n"))
         g = g.select(_binned_cell(F.col(_col(i)), info, query).alias("idx"), "n")
         rows = _rows(g.groupBy("idx").agg(F.sum("n")))
         if person is None:
-            return _plan.histogram_aggregate(rows, cells)
+            return _folding.histogram_aggregate(rows, cells)
         kept, missing_person = _bounded_cells(
             df, _binned_cell(F.col(_col(i)), info, query), person, columns, query)
-        return _plan.histogram_aggregate(rows, cells, kept=kept,
-                                         missing_person_rows=missing_person)
+        return _folding.histogram_aggregate(rows, cells, kept=kept,
+                                            missing_person_rows=missing_person)
 
     return plan
 
@@ -605,14 +605,14 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    key = _plan.column_index(columns, query.key, "key", where)
-    i = _plan.numeric_column(columns, query.column, where)
-    kind = _plan.match_kind(columns[key], query.categories, where)
+    key = _folding.column_index(columns, query.key, "key", where)
+    i = _folding.numeric_column(columns, query.column, where)
+    kind = _folding.match_kind(columns[key], query.categories, where)
     info = columns[i]
-    mode = _plan.sum_mode(info, query)
+    mode = _folding.sum_mode(info, query)
     exact = mode != "float"
     cells = len(query.categories)
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
 
     def plan(df: Any) -> Aggregate:
         x = F.col(_col(i))
@@ -629,7 +629,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             _count_if(~mv), total(~mv, v), _count_if(~mv & ((v < lo) | (v > hi))),
             _count_if(mv)))
         if person is None:
-            return _plan.grouped_sum_aggregate(rows, cells, exact)
+            return _folding.grouped_sum_aggregate(rows, cells, exact)
         contribution = query.contribution
         p = F.col(_col(person))
         p_missing = _person_missing(p, columns[person])
@@ -656,8 +656,8 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             total(kept, v), _count_if(kept), _count_if(kept & ((v < lo) | (v > hi))),
             F.count(F.lit(1))))
         missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
-        return _plan.grouped_sum_aggregate(rows, cells, exact, kept=bounded,
-                                           missing_person_rows=missing_person)
+        return _folding.grouped_sum_aggregate(rows, cells, exact, kept=bounded,
+                                              missing_person_rows=missing_person)
 
     return plan
 
@@ -666,13 +666,13 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
                              where: str) -> Plan:
     from pyspark.sql import functions as F
 
-    p = _plan.check_contribution(columns, Contribution(query.person, 1), where)
+    p = _folding.check_contribution(columns, Contribution(query.person, 1), where)
 
     def plan(df: Any) -> Aggregate:
         pid = _person_text(F.col(_col(p)), columns[p]).alias("pid")
         g = df.select(pid).groupBy("pid").agg(F.count(F.lit(1)).alias("n"))
         g = g.select(F.col("pid").isNull().alias("m"), "n")
-        return _plan.rows_per_person_aggregate(_rows(g.groupBy("m", "n").count()))
+        return _folding.rows_per_person_aggregate(_rows(g.groupBy("m", "n").count()))
 
     return plan
 
@@ -680,7 +680,7 @@ def _compile_rows_per_person(query: RowsPerPerson, columns: Sequence[ColumnInfo]
 def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
                           where: str) -> Plan:
     """As DuckDB's ``_compile_person_cells``: pairs (person, group), then their cells."""
-    p, i, kind = _plan.person_cells_parts(query, columns, where)
+    p, i, kind = _folding.person_cells_parts(query, columns, where)
 
     def plan(df: Any) -> Aggregate:
         from pyspark.sql import Window
@@ -714,16 +714,16 @@ def _compile_person_cells(query: PersonCells, columns: Sequence[ColumnInfo],
             F.count(F.lit(1)), F.sum("c"), F.sum(F.col("c") * F.col("c")), F.sum("q"),
             F.sum("raw"))
         left_out = _rows(df.agg(_count_if(~(has_id & read))))[0][0]
-        return _plan.cells_aggregate(_rows(cells), left_out)
+        return _folding.cells_aggregate(_rows(cells), left_out)
 
     return plan
 
 
 def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
                       where: str) -> Plan:
-    i = _plan.column_index(columns, query.column, "column", where)
+    i = _folding.column_index(columns, query.column, "column", where)
     info = columns[i]
-    kind = _plan.match_kind(info, query.exclude, where) if query.exclude else None
+    kind = _folding.match_kind(info, query.exclude, where) if query.exclude else None
 
     def plan(df: Any) -> Aggregate:
         from pyspark.sql import functions as F
@@ -750,7 +750,7 @@ def _compile_profile(query: Profile, columns: Sequence[ColumnInfo], where: str) 
         from pyspark.sql import functions as F
 
         row = [df.count()]
-        for group in _plan.profile_groups(len(columns)):  # bounded work per job
+        for group in _folding.profile_groups(len(columns)):  # bounded work per job
             parts = []
             for i in group:
                 info = columns[i]
@@ -762,15 +762,15 @@ def _compile_profile(query: Profile, columns: Sequence[ColumnInfo], where: str) 
                 if info.numeric:
                     parts += [F.min(present.cast("double")), F.max(present.cast("double"))]
             row += list(_rows(df.agg(*parts))[0])
-        return _plan.profile_aggregate(row, columns)
+        return _folding.profile_aggregate(row, columns)
 
     return plan
 
 
 def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo], where: str) -> Plan:
-    i = _plan.numeric_column(columns, query.column, where)
+    i = _folding.numeric_column(columns, query.column, where)
     info = columns[i]
-    norm, last = _plan.bins_norm(query), query.bins - 1
+    norm, last = _folding.bins_norm(query), query.bins - 1
 
     def plan(df: Any) -> Aggregate:
         from pyspark.sql import functions as F
@@ -780,25 +780,25 @@ def _compile_bins(query: NumericBins, columns: Sequence[ColumnInfo], where: str)
         inside = F.least(F.floor((x - lo) * F.lit(norm)).cast("long"), F.lit(last))
         index = (F.when(missing, F.lit(-1)).when(x < lo, F.lit(-2))
                  .when(x > hi, F.lit(-3)).when(x == hi, F.lit(last)).otherwise(inside))
-        return _plan.bins_aggregate(_rows(df.groupBy(index.alias("idx")).count()),
-                                    query.bins)
+        return _folding.bins_aggregate(_rows(df.groupBy(index.alias("idx")).count()),
+                                       query.bins)
 
     return plan
 
 
 def _compile_first_rows(query: FirstRows, columns: Sequence[ColumnInfo], where: str) -> Plan:
-    picked = _plan.picked_columns(columns, query.columns, where)
+    picked = _folding.picked_columns(columns, query.columns, where)
     names = [columns[i].name for i in picked]
 
     def plan(df: Any) -> Aggregate:
         rows = df.select(*[_col(i) for i in picked]).limit(query.limit).toPandas()
-        return RowsAggregate(_plan.rows_frame(rows, names))
+        return RowsAggregate(_folding.rows_frame(rows, names))
 
     return plan
 
 
 def _joint_code(column: Any, info: ColumnInfo, query: JointCells, j: int,
-                kind: _plan.MatchKind | None) -> Any:
+                kind: _folding.MatchKind | None) -> Any:
     """Column j's 0-based code in a :class:`JointCells` (its size for a missing or other
     value): the DuckDB backend's ``_joint_code`` (``kind`` None for a binned column)."""
     from pyspark.sql import functions as F
@@ -820,12 +820,12 @@ def _joint_code(column: Any, info: ColumnInfo, query: JointCells, j: int,
 def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str) -> Plan:
     """As DuckDB's ``_compile_joint``: each row's codes, then the non-empty cells and their
     counts; with a person id, the unit's kept rows (``_kept``)."""
-    indices = [_plan.numeric_column(columns, c, where) if b
-               else _plan.column_index(columns, c, "column", where)
+    indices = [_folding.numeric_column(columns, c, where) if b
+               else _folding.column_index(columns, c, "column", where)
                for c, b in zip(query.columns, query.binned, strict=True)]
-    kinds = [None if b else _plan.match_kind(columns[i], d, where)
+    kinds = [None if b else _folding.match_kind(columns[i], d, where)
              for i, d, b in zip(indices, query.domains, query.binned, strict=True)]
-    person = _plan.check_contribution(columns, query.contribution, where)
+    person = _folding.check_contribution(columns, query.contribution, where)
     k = len(indices)
     keys = [f"k{j}" for j in range(k)]
 
@@ -835,7 +835,7 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str)
         codes = [_joint_code(F.col(_col(i)), columns[i], query, j, kinds[j]).alias(keys[j])
                  for j, i in enumerate(indices)]
         if person is None:
-            return _plan.joint_aggregate(_rows(df.select(*codes).groupBy(*keys).count()), k)
+            return _folding.joint_aggregate(_rows(df.select(*codes).groupBy(*keys).count()), k)
         contribution = query.contribution
         p = F.col(_col(person))
         p_missing = _person_missing(p, columns[person])
@@ -844,7 +844,7 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo], where: str)
         rows = _rows(s.groupBy(*keys).agg(_count_if(F.col("r") <= contribution.max_rows),
                                           F.count(F.lit(1))))
         missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
-        return _plan.joint_aggregate(rows, k, kept=True, missing_person_rows=missing_person)
+        return _folding.joint_aggregate(rows, k, kept=True, missing_person_rows=missing_person)
 
     return plan
 
@@ -931,7 +931,7 @@ class SparkBackend:
     def _dataframe(self, source: Source, *, text: bool = False
                    ) -> tuple[Any, tuple[ColumnInfo, ...]]:
         """The source's frame (columns c0, c1, …) and its columns; ``text``: a CSV's cells as
-        text (``_plan.reads_text``)."""
+        text (``_folding.reads_text``)."""
         key = (source.identity, source.version, text)
         with self._lock:
             cached = self._frames.get(key)
@@ -973,7 +973,7 @@ class SparkBackend:
 
     def run(self, source: Source, query: Query) -> Aggregate:
         def answer() -> Aggregate:
-            df, columns = self._dataframe(source, text=_plan.reads_text(source, query))
+            df, columns = self._dataframe(source, text=_folding.reads_text(source, query))
             return compile_query(query, columns, source.describe())(df)
 
         return self._guard(source, answer)

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpcore.accounting import ACCOUNTANT_LABELS, Loss, account, compose_pld
-from dpcore.figures import upper
+from dpcore.safe_rounding import upper
 from plan.model import Accounting
 from release.errors import ReleaseRefused
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from dpcore.figures import upper
 from dpcore.intervals import CHOICE_ERROR, INTERVAL_OF, METHODS
+from dpcore.safe_rounding import upper
 from plan.kinds import kind_of
 from release.run import Release
 

@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from dpcore.figures import lower, upper
+from dpcore.safe_rounding import lower, upper
 from plan.identity import DatasetIdentity
 from release.access import (
     AccessDenied,

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from dpcore.figures import lower, percent_lower, upper
 from dpcore.risk import attacker_in_words
+from dpcore.safe_rounding import lower, percent_lower, upper
 from plan.kinds import kind_of
 from plan.model import Plan, PlanError
 from release.card import (

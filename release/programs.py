@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dpcore.figures import upper
 from dpcore.mechanisms import AdditiveMechanism, spec_of
+from dpcore.safe_rounding import upper
 from plan import model
 from plan.build import Built, NoisyMax
 from plan.kinds import kind_of

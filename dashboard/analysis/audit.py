@@ -17,10 +17,10 @@ import pandas as pd
 from dashboard.analysis import statistics as stats
 from dashboard.analysis.selection_privacy import privacy_of
 from dpcore.audit import AuditResult, audit_mechanism, category_events
-from dpcore.figures import lower, upper
 from dpcore.measures import ApproxDP
 from dpcore.mechanisms.base import AdditiveMechanism
 from dpcore.mechanisms.catalogue import audit_claim, spec_of
+from dpcore.safe_rounding import lower, upper
 from dpcore.selection import noisy_max_privacy, noisy_max_scale, noisy_top_k
 from plan.kinds import KINDS
 

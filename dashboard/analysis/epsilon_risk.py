@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from dashboard.analysis import selection_choices as sel
 from dashboard.choices import RHO_GRID
-from dpcore import figures, risk
+from dpcore import risk, safe_rounding
 from dpcore.measures import ZCDP, ApproxDP, PureDP
 from dpcore.mechanisms.gaussian import Gaussian
 
@@ -58,7 +58,7 @@ def prior_column(prior: float) -> str:
 
 def chance_text(p: float) -> str:
     """A failure probability rounded up to two significant digits: 2e-06, 1.9e-05."""
-    return f"{float(figures.upper(p, 2)):.2g}" if p > 0 else "0"
+    return f"{float(safe_rounding.upper(p, 2)):.2g}" if p > 0 else "0"
 
 
 def risk_summary(epsilon: float, *, delta: float | None, pure: bool,
@@ -78,10 +78,10 @@ def risk_summary(epsilon: float, *, delta: float | None, pure: bool,
     fpr = np.linspace(0.0, 1.0, 201)
     priors = np.array(PRIORS)
     curves, sentences, rows = [], [], []
-    eps = figures.upper(epsilon, 4)
+    eps = safe_rounding.upper(epsilon, 4)
 
     def row(label: str, posterior: NDArray, fails: str) -> None:
-        rows.append({"Release": label, **{prior_column(p): figures.percent_upper(float(b))
+        rows.append({"Release": label, **{prior_column(p): safe_rounding.percent_upper(float(b))
                                           for p, b in zip(PRIORS, posterior, strict=True)},
                      FAILS_COLUMN: fails})
 
@@ -110,28 +110,29 @@ def risk_summary(epsilon: float, *, delta: float | None, pure: bool,
         row("The Gaussian mechanism itself (passing the ε-only bound)", ceiling,
             f"{chance_text(passes)} (exact)")
         sentences.append(
-            f"**The Gaussian mechanism itself** (μ = {figures.upper(mu)}): "
+            f"**The Gaussian mechanism itself** (μ = {safe_rounding.upper(mu)}): "
             + risk.describe_risk(None, 0.5, gaussian_mu=mu, delta=delta)[:-1]
-            + f". It passes {figures.percent_upper(float(ceiling[PRIORS.index(0.5)]))}, the "
+            + f". It passes {safe_rounding.percent_upper(float(ceiling[PRIORS.index(0.5)]))}, the "
             f"bound ε = {eps} alone would set, with probability {chance_text(passes)} "
             f"(about {max(1, round(passes / delta)):,} × δ).")
     if rho is not None:
         zcdp = ZCDP(rho)
-        curves.append((f"Any ρ-zCDP release, ρ = {figures.upper(rho, 4)}",
+        curves.append((f"Any ρ-zCDP release, ρ = {safe_rounding.upper(rho, 4)}",
                        np.asarray(risk.tradeoff(zcdp, fpr))))
         bound = risk.max_posterior(zcdp, priors)
-        row(f"Any ρ-zCDP release (ρ = {figures.upper(rho, 4)})", bound.posterior,
+        row(f"Any ρ-zCDP release (ρ = {safe_rounding.upper(rho, 4)})", bound.posterior,
             f"at most {chance_text(bound.failure_probability)}")
-        sentences.append(f"**Any ρ-zCDP release** (ρ = {figures.upper(rho, 4)}): "
+        sentences.append(f"**Any ρ-zCDP release** (ρ = {safe_rounding.upper(rho, 4)}): "
                          + risk.describe_risk(zcdp, 0.5))
     if delta is not None:
-        curves.append((f"The Gaussian mechanism itself (exactly μ-GDP, μ = {figures.upper(mu)})",
+        shown_mu = safe_rounding.upper(mu)
+        curves.append((f"The Gaussian mechanism itself (exactly μ-GDP, μ = {shown_mu})",
                        np.asarray(risk.gaussian_tradeoff(mu, fpr))))
     return RiskSummary(fpr, curves, pd.DataFrame(rows), sentences)
 
 
 def zcdp_note(rho: float) -> str:
-    return (f"That page uses zCDP, ρ = {figures.upper(rho, 4)}: the curves below are drawn "
+    return (f"That page uses zCDP, ρ = {safe_rounding.upper(rho, 4)}: the curves below are drawn "
             "against ε; the risk panel at the bottom shows what that ρ lets an attacker learn.")
 
 

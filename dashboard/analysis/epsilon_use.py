@@ -11,7 +11,7 @@ from dashboard.analysis import selection_choices as sel
 from dashboard.analysis.epsilon_sweep import mechanism_name
 from dashboard.choices import EPSILON_GRID
 from dashboard.page_settings import SelectionQuery, StatisticsQuery, TablesQuery
-from dpcore import figures, utility
+from dpcore import safe_rounding, utility
 
 #: Where each query is set up: (page file, page title), for "use this ε".
 QUERY_PAGES = {
@@ -49,7 +49,7 @@ def use_epsilon(source: str, kind: str, answer: utility.SmallestEpsilon, *,
     """
     page, title = QUERY_PAGES[source]
     grid = sel.EPSILON_GRID if source == "selection" else EPSILON_GRID
-    text = figures.upper(answer.epsilon)
+    text = safe_rounding.upper(answer.epsilon)
     value = float(text)
     if value < grid[0]:
         value, text = float(grid[0]), f"{grid[0]:g}"

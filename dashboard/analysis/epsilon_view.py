@@ -22,7 +22,7 @@ from dashboard.analysis.epsilon_sweep import (
 )
 from dashboard.analysis.epsilon_use import UseEpsilon, use_epsilon
 from dashboard.charts.epsilon import Curve
-from dpcore import figures, utility
+from dpcore import safe_rounding, utility
 
 
 def sensitivity_note(query: ErrorQuery, numbers: QueryNumbers) -> str:
@@ -35,8 +35,8 @@ def sensitivity_note(query: ErrorQuery, numbers: QueryNumbers) -> str:
         note = (f"Sensitivities of the {query.kind}'s parts: {numbers.parts} — the most one "
                 f"person can change each part when {who}.")
     else:
-        note = (f"Sensitivity: L1 = {figures.upper(numbers.l1, 6)}, L2 = "
-                f"{figures.upper(numbers.l2, 6)} — the most one person can change the answer "
+        note = (f"Sensitivity: L1 = {safe_rounding.upper(numbers.l1, 6)}, L2 = "
+                f"{safe_rounding.upper(numbers.l2, 6)} — the most one person can change the answer "
                 f"when {who}.")
     if query.spec is not None and query.spec.lower is not None:
         note += (f" Values are clamped to [{query.spec.lower:g}, {query.spec.upper:g}], the "
@@ -186,16 +186,16 @@ def target_sentence(query: ErrorQuery, kind: str, answer: utility.SmallestEpsilo
     if cells > 1:
         tail = f" ({all_cells_note(1 - beta, cells)})"
     if answer.met_at_lower_end:
-        return (f"With {name}, every ε down to {figures.upper(answer.epsilon)} keeps the "
+        return (f"With {name}, every ε down to {safe_rounding.upper(answer.epsilon)} keeps the "
                 f"{what} within {within} of the truth in {1 - beta:.0%} of releases{tail}.")
-    return (f"With {name}, ε ≥ {how}{figures.upper(answer.epsilon)} keeps the {what} within "
+    return (f"With {name}, ε ≥ {how}{safe_rounding.upper(answer.epsilon)} keeps the {what} within "
             f"{within} of the truth in {1 - beta:.0%} of releases{tail}.")
 
 
 def all_cells_note(confidence: float, cells: int) -> str:
     """What a per-cell bound says about all cells at once, with independent noise per cell."""
     return (f"each one on its own; all {cells:,} at once in at least "
-            f"{figures.percent_lower(confidence**cells)} of releases, the noise being "
+            f"{safe_rounding.percent_lower(confidence**cells)} of releases, the noise being "
             "independent")
 
 
@@ -227,11 +227,11 @@ def selection_view(question: SelectionQuestion,
         view.smallest.append((view.curves[-1].name, answer.epsilon))
         if answer.met_at_lower_end:
             view.sentences.append(f"With {noise}, every ε down to "
-                                  f"{figures.upper(answer.epsilon)} picks {right} in at "
+                                  f"{safe_rounding.upper(answer.epsilon)} picks {right} in at "
                                   f"least {target:.0%} of releases.")
         else:
             view.sentences.append(
-                f"With {noise}, ε ≥ {approx}{figures.upper(answer.epsilon)} picks "
+                f"With {noise}, ε ≥ {approx}{safe_rounding.upper(answer.epsilon)} picks "
                 f"{right} in at least {target:.0%} of releases.")
         view.uses.append(use_epsilon("selection", kind, answer, delta=None))
     view.caption += off_chart_note(view)

@@ -34,13 +34,13 @@ from dashboard.analysis.intervals import (
     simulated_part,
 )
 from dashboard.analysis.plan_entries import uses_rho
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dashboard.exports import noise_stream
 from dashboard.kinds import per_group
 from dashboard.person import PrivacyUnit, contribution
 from dashboard.text import plain
-from dpcore import figures
+from dpcore import safe_rounding
 from dpcore.contributions import count_sensitivity
 from dpcore.partition import keep_probability, release_partitions
 from dpcore.quantiles import MAX_BINS, bin_labels
@@ -112,7 +112,7 @@ def found_keys(relation, column: str) -> tuple[object, ...]:
     """The keys a column holds, as a release's partition selection reads them (every one;
     read only to simulate it: the release path drops what the threshold does not clear): a
     Categorical's own list, else the engine's distinct values."""
-    cats = facts.frame_categories(relation, column)
+    cats = column_facts.frame_categories(relation, column)
     if cats is not None:
         return cats
     return tuple(relation.answer(DistinctValues(column, limit=None)).values)
@@ -281,7 +281,7 @@ class GroupsRelease:
 
 def _true_groups(relation, spec: GroupsSpec, keys: list[tuple[str, ...]], bound
                  ) -> tuple[tuple[str, ...], NDArray, NDArray | None]:
-    keys = [facts.plan_categories(k) for k in keys]
+    keys = [column_facts.plan_categories(k) for k in keys]
     labels = [tuple(str(v) for v in k) for k in keys]
     if of_a_column(spec.statistic):   # sums and counts per group
         agg = relation.answer(GroupedSum(spec.by[0], keys[0], spec.column, spec.lower,
@@ -451,7 +451,7 @@ def group_table(release: GroupsRelease, spec: GroupsSpec) -> pd.DataFrame:
         out[INTERVAL_COLUMNS[0]], out[INTERVAL_COLUMNS[1]] = intervals
     if release.keep_chance is not None:
         out["Released"] = np.where(release.kept, "kept", "dropped")
-        out["P(kept), exact"] = [figures.percent_upper(p) for p in release.keep_chance]
+        out["P(kept), exact"] = [safe_rounding.percent_upper(p) for p in release.keep_chance]
     return out
 
 
@@ -463,8 +463,8 @@ def _law(part: Part) -> str:
 def _budget(part: Part) -> str:
     loss = part.loss
     if loss.rho is not None:
-        return f"ρ = {figures.upper(loss.rho, 4)}"
-    return f"ε = {figures.upper(loss.epsilon, 4)}"
+        return f"ρ = {safe_rounding.upper(loss.rho, 4)}"
+    return f"ε = {safe_rounding.upper(loss.epsilon, 4)}"
 
 
 def privacy_sentence(release: GroupsRelease, spec: GroupsSpec, unit: PrivacyUnit) -> str:
@@ -491,7 +491,7 @@ def privacy_sentence(release: GroupsRelease, spec: GroupsSpec, unit: PrivacyUnit
     if release.threshold is None:
         return text + " **δ = 0**: every declared key is released, zeros kept."
     return text + (f" **Threshold:** a group is released only if its noisy count is at least "
-                   f"{release.threshold:.4g}. **δ = {figures.upper(release.delta, 3)}**: the "
+                   f"{release.threshold:.4g}. **δ = {safe_rounding.upper(release.delta, 3)}**: the "
                    f"chance, at most, that one person's groups (up to {release.groups_bound:,}"
                    " that only they make) are released at all.")
 
@@ -549,7 +549,7 @@ def accuracy_sentence(chart: GroupsChart, spec: GroupsSpec) -> str:
     law = ("σ·Φ⁻¹(1 − β/2), Gaussian" if uses_rho(spec.noise)
            else "b·ln(1/β), Laplace")
     text = (f"**In each group, {CONFIDENCE:.0%} of the releases this page draws land within "
-            f"±{figures.upper(chart.alpha, 4)} of the true {chart.what}** (α = {law}, "
+            f"±{safe_rounding.upper(chart.alpha, 4)} of the true {chart.what}** (α = {law}, "
             f"β = {1 - CONFIDENCE:.0%}: the noise's exact law, not a simulation).")
     if KINDS[spec.statistic].split_by_share:   # its chart shows the sums (chart_values)
         text += " The chart shows the sums: the mean is the noisy sum over the noisy count."

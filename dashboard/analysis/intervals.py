@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.analysis.plan_simulation import SimulatedPart, simulated_part, simulated_parts
-from dashboard.shown import down, up
+from dashboard.number_text import down, up
 from dpcore.intervals import mean_interval, variance_interval
 from plan.build import Built, Part
 

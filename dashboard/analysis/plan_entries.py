@@ -17,14 +17,14 @@ import numpy as np
 from dashboard import person
 from dashboard.analysis.stats_query import QuerySpec, default_answer_range, default_bounds
 from dashboard.choices import PrivacyChoice
-from dashboard.data.facts import plan_categories as _category_values
+from dashboard.data.column_facts import plan_categories as _category_values
 from dashboard.data.schema import origin_of
 from dashboard.datasets import LoadedDataset
 from dashboard.kinds import ADAPTERS, Declared, PageSettings
 from dashboard.kinds.base import plan_noise, with_range
-from dpcore.figures import upper as round_up
 from dpcore.mechanisms import CATALOGUE
 from dpcore.partition import PARTITION_LAWS
+from dpcore.safe_rounding import upper as round_up
 from plan import model
 from plan.build import Built, build
 from plan.kinds import KINDS

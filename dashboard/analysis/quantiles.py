@@ -23,17 +23,17 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
-from dashboard import shown
+from dashboard import number_text
 from dashboard.analysis import plan_entries
 from dashboard.analysis import selection_choices as sel
 from dashboard.analysis.intervals import kind_intervals
 from dashboard.analysis.releasable import releasability
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.datasets import LoadedDataset
 from dashboard.exports import noise_stream
 from dashboard.person import PrivacyUnit
 from dashboard.person import contribution as truncation
-from dpcore import figures
+from dpcore import safe_rounding
 from dpcore.intervals import DEFAULT_ALPHA
 from dpcore.quantiles import (
     probability_within,
@@ -94,7 +94,7 @@ def default_bounds(loaded: LoadedDataset, column: str) -> GridBounds:
     domain = loaded.domains.get(column)
     if domain is not None and domain.kind == "numeric":
         return GridBounds(float(domain.lower), float(domain.upper), False)
-    found = facts.value_range(loaded.relation, column)
+    found = column_facts.value_range(loaded.relation, column)
     if found is not None and all(map(math.isfinite, found)) and found[0] < found[1]:
         return GridBounds(float(found[0]), float(found[1]), True)
     return GridBounds(0.0, 1.0, False)
@@ -413,10 +413,10 @@ def quantile_release(_relation, data_key: str, query: model.PlanQuery, unit: Pri
 def budget_sentence(release: QuantileRelease) -> str:
     m = len(release.results)
     symbol, measure = release.symbol, "pure DP" if release.measure == "pure" else "zCDP"
-    total, share = shown.loss(release.budget), shown.loss(release.results[0].budget)
+    total, share = number_text.loss(release.budget), number_text.loss(release.results[0].budget)
     how = NOISES[release.noise][0].lower() + NOISES[release.noise][1:]
     # the page's one note on ↑ (the table's column repeats these figures)
-    note = f" {shown.ROUNDED_UP}" if shown.UP_MARK in total + share else ""
+    note = f" {number_text.ROUNDED_UP}" if number_text.UP_MARK in total + share else ""
     if m == 1:
         return (f"**Privacy:** {symbol} = {total} ({measure}), all of it on this one "
                 f"quantile; released by {how}, over the grid.{note}")
@@ -431,7 +431,7 @@ def sensitivity_sentence(release: QuantileRelease, unit: PrivacyUnit) -> str:
     who = ("one row" if unit.per_row else
            f"one person with up to {r:,} row{'s' if r > 1 else ''} (a quantile has no groups: "
            "each person keeps at most that many rows in all)")
-    per = ", ".join(f"{level_name(x.q)} Δ = {figures.upper(x.sensitivity, 4)}"
+    per = ", ".join(f"{level_name(x.q)} Δ = {safe_rounding.upper(x.sensitivity, 4)}"
                     for x in release.results)
     return (f"**Sensitivity** of the rank error |(1 − q)·#{{x < c}} − q·#{{x > c}}| (OpenDP's "
             f"score, values equal to c on neither side): r·max(q, 1 − q) under add/remove of "
@@ -445,15 +445,15 @@ def results_table(release: QuantileRelease) -> pd.DataFrame:
     for x in release.results:
         rows.append({
             "Quantile": level_name(x.q),
-            f"{release.symbol} spent": shown.loss(x.budget),
+            f"{release.symbol} spent": number_text.loss(x.budget),
             "True quantile": "—" if x.true_value is None else f"{x.true_value:,.6g}",
             "Simulated release": f"{x.released:,.6g}",
             f"P(|released − true| ≤ {alpha})": ("—" if x.within_alpha is None
-                                                 else figures.percent_lower(x.within_alpha)),
+                                                 else safe_rounding.percent_lower(x.within_alpha)),
             "Expected rank error": rank_text(x.expected_rank_error),
             "Rank error of this release": f"{x.released_rank_error:,.6g}",
             f"Rank error above the best's, at most ({_confidence()})": (
-                "—" if x.excess_bound is None else figures.upper(x.excess_bound, 4)),
+                "—" if x.excess_bound is None else safe_rounding.upper(x.excess_bound, 4)),
         })
     return pd.DataFrame(rows)
 
@@ -468,7 +468,7 @@ def rank_text(value: float) -> str:
     :data:`RANK_FLOOR` (but not 0), "less than 0.001"."""
     if 0 < value < RANK_FLOOR:
         return f"less than {RANK_FLOOR:g}"
-    return figures.upper(value, 4)
+    return safe_rounding.upper(value, 4)
 
 
 def _confidence() -> str:
@@ -480,7 +480,7 @@ def rank_bound_sentence(release: QuantileRelease) -> str:
     ranks, in words for a newcomer, as a release states it (method "rank"); "" when the
     kind gives none."""
     said = [f"the released {level_name(x.q)}'s rank error is at most "
-            f"{figures.upper(x.excess_bound, 4)} rows more than the best grid value's "
+            f"{safe_rounding.upper(x.excess_bound, 4)} rows more than the best grid value's "
             f"(this release: {x.released_rank_error:,.6g}, the best: "
             f"{x.best_rank_error:,.6g})"
             for x in release.results if x.excess_bound is not None]
@@ -506,7 +506,7 @@ def accuracy_sentence(release: QuantileRelease, column: str) -> str:
                 f"{MAX_CANDIDATES:,} distinct values, or infinite ones), so the chance of "
                 "landing within α of it is not shown.")
     return (text + f"; it lands within ±{ALPHA_FORMAT % release.alpha} of the true value "
-            f"{x.true_value:,.6g} with probability {figures.percent_lower(x.within_alpha)} "
+            f"{x.true_value:,.6g} with probability {safe_rounding.percent_lower(x.within_alpha)} "
             "(exact, from the distribution below).")
 
 
@@ -521,7 +521,7 @@ def distribution_note(release: QuantileRelease, *, releasable: bool = True) -> s
         law = (f"{NOISES['exponential']}: visit the candidates in a random "
                "order and keep c with probability exp(−(err(c) − best err)/b), else go on")
         scale = "2Δ/ε" if release.measure == "pure" else "2Δ/√(2ρ)"
-    scales = ", ".join(f"{level_name(x.q)} b = {figures.upper(x.scale, 4)}"
+    scales = ", ".join(f"{level_name(x.q)} b = {safe_rounding.upper(x.scale, 4)}"
                        for x in release.results)
     what = "what a release draws" if releasable else "this setting (no release draws it)"
     return (f"Exact probabilities, not a simulation, of {what}: the candidate "

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.analysis.selection_choices import NOISES as SELECTION_NOISES
-from dashboard.shown import loss
+from dashboard.number_text import loss
 from dpcore import allocation
 from dpcore.accounting import (
     ACCOUNTANT_LABELS,
@@ -31,9 +31,9 @@ from dpcore.accounting import (
     account_plan,
     check_budget,
 )
-from dpcore.figures import lower, percent_lower, percent_upper, upper
 from dpcore.mechanisms import CATALOGUE
 from dpcore.plan_risk import describe_plan_risk, plan_max_posterior, plan_tradeoff
+from dpcore.safe_rounding import lower, percent_lower, percent_upper, upper
 from dpcore.selection import prob_best_selected
 from plan import model
 from plan.build import Built, build_plan

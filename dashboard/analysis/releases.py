@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from dpcore.figures import lower, upper
 from dpcore.intervals import DEFAULT_ALPHA
+from dpcore.safe_rounding import lower, upper
 from release.ledger import FAILED_DRAW
 
 __all__ = ["datasets_table", "history_table", "budget_history_table", "files_in_words"]

@@ -10,7 +10,7 @@ from dashboard.analysis import plan_entries
 from dashboard.analysis.selection_choices import MEASURES, NOISE_NAMES, NOISES, SOURCES, fmt_value
 from dashboard.choices import fmt_number
 from dashboard.datasets import LoadedDataset
-from dashboard.shown import up
+from dashboard.number_text import up
 from dpcore.contributions import PrivacyUnit
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import noisy_max_privacy, noisy_max_scale

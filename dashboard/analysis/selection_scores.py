@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
-from dashboard.data import truth
+from dashboard.data import true_answers
 from engine.queries import Contribution
 
 MIN_CANDIDATES = 2
@@ -156,7 +156,7 @@ def category_counts(frame: pd.DataFrame, column: str,
     that nobody has that value). Counts change by 1 in one category when a row is added or
     removed, so the score vector has sensitivity 1 and is monotonic.
     """
-    answer = truth.histogram(frame, column, categories=categories, contribution=contribution)
+    answer = true_answers.histogram(frame, column, categories=categories, contribution=contribution)
     counts = np.asarray(answer.true_value, dtype=np.float64)
     order = np.argsort(-counts, kind="stable")
     labels = tuple(answer.labels[i] for i in order)

@@ -15,7 +15,7 @@ from dashboard.analysis.selection_maths import (
     top_k_standard_error,
 )
 from dashboard.choices import fmt_number
-from dashboard.shown import up
+from dashboard.number_text import up
 from dashboard.text import plain
 from dpcore.intervals import DEFAULT_ALPHA
 from engine.queries import Contribution

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from dashboard.analysis.stats_query import QuerySpec
 from dashboard.choices import PrivacyChoice
-from dashboard.data import truth
+from dashboard.data import true_answers
 from dashboard.kinds import PageSettings, adapter_of
 from dashboard.kinds.base import plan_noise as _plan_noise
 from dpcore.measures import Measure, compose
@@ -150,7 +150,7 @@ class PartsRelease:
         return self.combine(self.sample_parts(rng=rng, trials=trials))
 
 
-def parts_release(frame: pd.DataFrame | truth.Relation, spec: QuerySpec,
+def parts_release(frame: pd.DataFrame | true_answers.Relation, spec: QuerySpec,
                   choice: PrivacyChoice, *, sum_share: float = 0.5) -> PartsRelease:
     """Build the page's query as the release does (:func:`page_built`) and compute its
     parts' true inputs."""
@@ -159,7 +159,7 @@ def parts_release(frame: pd.DataFrame | truth.Relation, spec: QuerySpec,
         raise ValueError(f"the {spec.query} is released with {', '.join(offered)} noise; got "
                          f"{choice.mechanism}")
     built = page_built(spec, choice, sum_share=sum_share)
-    relation = truth.relation_of(frame)
+    relation = true_answers.relation_of(frame)
     # read together, as a release reads a plan's (a variance's two sums: one ranking)
     aggregates = tuple(relation.answer_many([replace(q, contribution=spec.contribution)
                                              for q in built.engine_queries]))

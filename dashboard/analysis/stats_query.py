@@ -13,7 +13,7 @@ import numpy as np
 
 from dashboard import choices
 from dashboard.choices import PrivacyChoice
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.datasets import LoadedDataset
 from dashboard.kinds import ADAPTERS, adapter_of, offered
 from dashboard.person import contribution
@@ -167,7 +167,7 @@ def _category_count(loaded: LoadedDataset, column: str) -> int:
     domain = loaded.domains.get(column)
     if domain is not None and domain.categories is not None:
         return len(domain.categories)
-    return len(facts.data_categories(loaded.relation, column))
+    return len(column_facts.data_categories(loaded.relation, column))
 
 
 def default_column(loaded: LoadedDataset, query: str) -> str | None:
@@ -218,7 +218,7 @@ def default_bounds(loaded: LoadedDataset, column: str) -> BoundsSuggestion:
                 "about the people in it.")
         return BoundsSuggestion(float(domain.lower), float(domain.upper), True, note,
                                 origin=f"the column's public range (source: {domain.source})")
-    extremes = facts.value_range(loaded.relation, column) or (0.0, 1.0)
+    extremes = column_facts.value_range(loaded.relation, column) or (0.0, 1.0)
     low, high = (v if math.isfinite(v) else d for v, d in zip(extremes, (0.0, 1.0),
                                                               strict=True))
     lower = 0.0 if low >= 0 else -_round_up(-low)

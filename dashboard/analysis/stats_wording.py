@@ -18,7 +18,7 @@ from dashboard.analysis.stats_plan import ReleasePlan
 from dashboard.choices import PrivacyChoice
 from dashboard.kinds import adapter_of
 from dashboard.kinds.base import Neighbours
-from dashboard.shown import count, down, percent_down, up
+from dashboard.number_text import count, down, percent_down, up
 from dpcore.mechanisms import AdditiveMechanism
 from dpcore.risk import percent
 from plan.kinds import KINDS

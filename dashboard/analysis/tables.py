@@ -20,7 +20,7 @@ from dashboard.analysis.plan_entries import _category_values, _noise
 from dashboard.analysis.stats_parts import plan_unit
 from dashboard.analysis.stats_query import neighbours_of
 from dashboard.choices import PrivacyChoice, mechanism_name
-from dashboard.data import facts, truth
+from dashboard.data import column_facts, true_answers
 from dashboard.datasets import LoadedDataset, categorical_columns
 from dashboard.exports import SIMULATION, noise_stream, simulation_fields
 from dashboard.text import plain
@@ -92,7 +92,7 @@ def declared_categories(loaded: LoadedDataset, column: str) -> tuple[tuple[str, 
     domain = loaded.domains.get(column)
     if domain is not None and domain.kind == "categorical" and domain.categories:
         return tuple(domain.categories), False
-    return facts.data_categories(loaded.relation, column), True
+    return column_facts.data_categories(loaded.relation, column), True
 
 
 def default_axes(loaded: LoadedDataset, columns: list[str]) -> tuple[str, str] | None:
@@ -116,8 +116,9 @@ def true_table(frame: pd.DataFrame, row: str, column: str, *,
                contribution: Contribution | None = None) -> queries.QueryAnswer:
     """The crosstab over every declared category pair (add/remove one row: L1 = L2 = 1;
     under ``contribution`` the person-level sensitivities, after truncation)."""
-    return truth.crosstab(frame, row, column, row_categories=list(row_categories),
-                          column_categories=list(column_categories), contribution=contribution)
+    return true_answers.crosstab(frame, row, column, row_categories=list(row_categories),
+                                 column_categories=list(column_categories),
+                                 contribution=contribution)
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from dashboard.choices import fmt_number
-from dashboard.shown import up
+from dashboard.number_text import up
 from dpcore.measures import PureDP
 from dpcore.risk import ATTACKER_PRIOR, OTHER_EPSILONS, attacker_in_words, max_posterior
 

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish
 from dashboard.charts.tables import svg_text
-from dpcore import figures
+from dpcore import safe_rounding
 
 #: Names of the marker traces (tests and the page find them by these names).
 CURRENT_NAME = "Current ε"
@@ -53,7 +53,7 @@ def _shown(value: float, direction: str) -> str:
         return "∞" if value > 0 else "—"
     if value == 0:
         return "0"
-    return figures.upper(value) if direction == "up" else figures.lower(value)
+    return safe_rounding.upper(value) if direction == "up" else safe_rounding.lower(value)
 
 
 def _log_ticks(low: float, high: float, *, max_ticks: int = 12) -> list[float]:
@@ -190,7 +190,7 @@ def utility_curves(curves: Sequence[Curve], *, title: str, y_title: str, measure
         for name, eps_star in smallest:
             colour = (PALETTE[names.index(name) % len(PALETTE)] if name in names
                       else TRUE_COLOUR)
-            shown = figures.upper(eps_star)
+            shown = safe_rounding.upper(eps_star)
             if eps_low * (1 - 1e-9) <= eps_star <= eps_high * (1 + 1e-9):
                 fig.add_trace(go.Scatter(
                     x=[eps_star], y=[target], mode="markers",
@@ -210,9 +210,9 @@ def utility_curves(curves: Sequence[Curve], *, title: str, y_title: str, measure
                       f"← {svg_text(name)}: met at every ε shown"))
     fig.add_trace(go.Scatter(
         x=[current_epsilon, current_epsilon], y=[y_low, y_high], mode="lines",
-        name=f"{CURRENT_NAME} = {figures.upper(current_epsilon, 6)}",
+        name=f"{CURRENT_NAME} = {safe_rounding.upper(current_epsilon, 6)}",
         line={"color": TRUE_COLOUR, "dash": "dash", "width": 1.5},
-        text=[f"The ε chosen above: {figures.upper(current_epsilon, 6)}"] * 2,
+        text=[f"The ε chosen above: {safe_rounding.upper(current_epsilon, 6)}"] * 2,
         hovertemplate="%{text}<extra></extra>"))
     finish(fig, title=svg_text(title), x_title="ε (privacy loss, log scale)", y_title=y_title,
            log_x=True, height=520)
@@ -261,7 +261,7 @@ def tradeoff_chart(fpr: ArrayLike, curves: Sequence[tuple[str, ArrayLike]], *,
                   "dash": dashes[i % len(dashes)]},
             # the most a test can catch is a bound: rounded up
             text=[f"{label}<br>a test that wrongly accuses {a:.1%} of outsiders can catch at "
-                  f"most {figures.percent_upper(float(min(max(b, 0.0), 1.0)))} of members"
+                  f"most {safe_rounding.percent_upper(float(min(max(b, 0.0), 1.0)))} of members"
                   for a, b in zip(x, y, strict=True)],
             hovertemplate="%{text}<extra></extra>"))
     finish(fig, title=title, x_title="False-positive rate (share of non-members flagged)",

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from plotly.subplots import make_subplots
 
 from dashboard.charts.base import BAND_OPACITY, TRUE_COLOUR, finish
-from dashboard.shown import up
+from dashboard.number_text import up
 
 
 @cache

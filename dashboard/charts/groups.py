@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 from dashboard.charts import errors
 from dashboard.charts.base import PALETTE, TRUE_COLOUR, finish, vline
 from dashboard.charts.tables import svg_text
-from dashboard.shown import up
+from dashboard.number_text import up
 
 
 def keep_curve(sizes: ArrayLike, chance: ArrayLike, group_sizes: ArrayLike, kept: ArrayLike,

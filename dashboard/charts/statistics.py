@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from dashboard.charts import errors
 from dashboard.charts.base import BAND_OPACITY, PALETTE, TRUE_COLOUR, finish, vline, vrect
 from dashboard.charts.tables import svg_text
-from dashboard.shown import up
+from dashboard.number_text import up
 
 
 class _Summary(Protocol):

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
 from dashboard.charts.base import PALETTE, finish
-from dpcore import figures
+from dpcore import safe_rounding
 
 
 def belief_chart(prior: ArrayLike, curves: Sequence[tuple[str, ArrayLike]], *,
@@ -30,7 +30,7 @@ def belief_chart(prior: ArrayLike, curves: Sequence[tuple[str, ArrayLike]], *,
             x=x, y=y, mode="lines", name=label, line={"color": colours[i % 3], "width": 3},
             # the most an attacker can believe is a bound: rounded up
             text=[f"{label}: from {a:.0%} sure, at most "
-                  f"{figures.percent_upper(float(min(b, 1.0)))} sure after the release"
+                  f"{safe_rounding.percent_upper(float(min(b, 1.0)))} sure after the release"
                   for a, b in zip(x, y, strict=True)],
             hovertemplate="%{text}<extra></extra>"))
     finish(fig, title=title, x_title="Attacker's belief before the release (person is in)",

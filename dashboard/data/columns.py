@@ -1,7 +1,7 @@
 """Which columns of a dataset the pages' queries can use: numeric ones (sum, mean, …) and
 categorical ones (histogram, crosstab), from the engine's column facts and the declarations.
 
-Above ``dashboard.data.model`` (the dataset) and ``dashboard.data.facts`` (what the engine
+Above ``dashboard.data.model`` (the dataset) and ``dashboard.data.column_facts`` (what the engine
 computes about its columns), which it reads both.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.data.model import (
     MAX_CATEGORIES,
     LoadedDataset,
@@ -30,7 +30,7 @@ def numeric_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
     it; for a frame, its pandas dtypes (the tests' reference).
     """
     if isinstance(ds, LoadedDataset):
-        numeric = set(facts.numeric_columns(ds.relation)) | declared_numeric(ds)
+        numeric = set(column_facts.numeric_columns(ds.relation)) | declared_numeric(ds)
         return [c for c in ds.relation.columns if c in numeric and c not in ds.hidden]
     frame = _frame_of(ds)
     return [str(c) for c in frame.columns if _is_numeric(frame[c])]
@@ -46,7 +46,7 @@ def categorical_columns(ds: LoadedDataset | pd.DataFrame) -> list[str]:
     if isinstance(ds, LoadedDataset):
         declared = tuple(c for c, d in ds.domains.items() if d.kind == "categorical")
         numbers = declared_numeric(ds)   # a text column declared numeric is numbers now
-        return [c for c in facts.categorical_columns(ds.relation, declared)
+        return [c for c in column_facts.categorical_columns(ds.relation, declared)
                 if c not in ds.hidden and c not in numbers]
     frame = _frame_of(ds)
     return [str(c) for c in frame.columns

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.data.model import LoadedDataset
 from dashboard.data.relation import Relation
 from dashboard.text import plain
@@ -61,7 +61,7 @@ def rows_left_out(relation: Relation, column: str,
     """The rows ``categories`` leave out of ``column`` (None when the engine cannot count the
     column by them: the pages say why elsewhere). One engine count, cached by data version."""
     try:
-        cats = facts.plan_categories(categories)
+        cats = column_facts.plan_categories(categories)
         agg = relation.answer(CategoryCounts(column, cats))
     except (EngineError, TypeError, ValueError):
         return None

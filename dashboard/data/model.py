@@ -3,7 +3,7 @@ the pages (LoadedDataset, whose engine relation answers every query). Which colu
 queries can use: ``dashboard.data.columns``.
 
 Pure pandas and the engine (no widgets). ``profile`` is the pandas reference of the engine's
-column profile (``dashboard.data.facts``), kept for the tests.
+column profile (``dashboard.data.column_facts``), kept for the tests.
 """
 
 from __future__ import annotations

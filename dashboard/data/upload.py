@@ -607,7 +607,7 @@ def _convert_columns(cells: NDArray[np.object_], names: list[str], delimiter: st
 
 def missing_cells_warning(missing: int, *, said_above: bool = False) -> str | None:
     """The warning for ``missing`` cells with no value (None when there are none): an
-    upload's, and a data-folder file's from the engine's count (``facts.missing_warning``).
+    upload's, and a data-folder file's from the engine's count (``column_facts.missing_warning``).
     ``said_above``: an earlier warning said that some cells were set to missing (only then
     does this one point to it)."""
     if not missing:

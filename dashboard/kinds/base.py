@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dashboard.choices import PrivacyChoice
-from dashboard.data import truth
-from dashboard.data.facts import plan_categories
+from dashboard.data import true_answers
+from dashboard.data.column_facts import plan_categories
 from dashboard.datasets import LoadedDataset, categorical_columns, numeric_columns
 from dpcore.contributions import ContributionCells, PrivacyUnit
 from dpcore.mechanisms import CATALOGUE
@@ -233,7 +233,7 @@ class PageKind:
 
     # -- true answers -------------------------------------------------------------------------
 
-    def true_answer(self, data: truth.Data, spec: Any
+    def true_answer(self, data: true_answers.Data, spec: Any
                     ) -> QueryAnswer | tuple[QueryAnswer, ...]:
         """Its true answer with its sensitivity for the page's query ``spec`` (its column,
         bounds, declared categories and the unit's truncation, ``spec.contribution``)."""
@@ -279,7 +279,7 @@ class RowsPage(PageKind):
         return self.kind.spec()
 
     def true_answer(self, data, spec):
-        return truth.count(data, contribution=spec.contribution)
+        return true_answers.count(data, contribution=spec.contribution)
 
     breaks_down = True
 
@@ -324,8 +324,8 @@ class ClampedPage(PageKind):
         return self.clamped_sum_words(plan, neighbours)
 
     def true_answer(self, data, spec):
-        return truth.bounded_sum(data, spec.column, lower=spec.lower, upper=spec.upper,
-                                 contribution=spec.contribution)
+        return true_answers.bounded_sum(data, spec.column, lower=spec.lower, upper=spec.upper,
+                                        contribution=spec.contribution)
 
     breaks_down = True
 
@@ -344,8 +344,9 @@ class PartsPage(ClampedPage):
     mean, a variance): its true answer is the clamped sum and the count of values."""
 
     def true_answer(self, data, spec):
-        return truth.bounded_mean_parts(data, spec.column, lower=spec.lower, upper=spec.upper,
-                                        contribution=spec.contribution)
+        return true_answers.bounded_mean_parts(data, spec.column, lower=spec.lower,
+                                               upper=spec.upper,
+                                               contribution=spec.contribution)
 
     # its error is a ratio's: not split by the bounds-cost panel
     breaks_down = False
@@ -383,8 +384,8 @@ class CellsPage(PageKind):
                        f"{neighbours.norm_words})")
 
     def true_answer(self, data, spec):
-        return truth.histogram(data, spec.column, categories=spec.categories,
-                               contribution=spec.contribution)
+        return true_answers.histogram(data, spec.column, categories=spec.categories,
+                                      contribution=spec.contribution)
 
     breaks_down = True
 

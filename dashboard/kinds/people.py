@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dashboard.data import truth
+from dashboard.data import true_answers
 from dashboard.kinds.base import RowsPage
 from dpcore.queries import QueryAnswer
 from engine import RowsPerPerson
@@ -36,7 +36,7 @@ class PeoplePage(RowsPage):
         if spec.contribution is None:
             raise ValueError("a number of people needs a person-id column: choose one in the "
                              "privacy unit on the Data page")
-        agg = truth.relation_of(data).answer(RowsPerPerson(spec.contribution.person))
+        agg = true_answers.relation_of(data).answer(RowsPerPerson(spec.contribution.person))
         return QueryAnswer(np.asarray(float(agg.total_people)), 1.0, 1.0, True,
                            description="number of people")
 

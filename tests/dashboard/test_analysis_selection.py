@@ -49,7 +49,7 @@ from dashboard.analysis.selection_scores import (
     parse_score_file,
 )
 from dashboard.analysis.selection_wording import curve_caption, pick_sentence
-from dashboard.shown import up
+from dashboard.number_text import up
 from dpcore.measures import ZCDP, PureDP
 from dpcore.selection import NOISE_TYPES
 

@@ -638,13 +638,13 @@ def test_a_decimal_comma_is_no_number_on_the_page_as_in_a_release() -> None:
     on the command line): now missing on both. 20 plain numbers 0 … 19 and one "1,5": the
     column is numeric (20 of 21), its page sum 0 + … + 19 = 190 over 20 values, as the
     release's."""
-    from dashboard.data import truth
+    from dashboard.data import true_answers
 
     data = ("id;v\n" + "".join(f"p{i};{i}\n" for i in range(20)) + "q;1,5\n").encode()
     loaded = load_upload(data, "eu.csv")
     assert loaded.frame["v"].tolist()[:20] == [float(i) for i in range(20)]
     assert np.isnan(loaded.frame["v"].iloc[20])
-    total, count = truth.bounded_mean_parts(loaded.relation, "v", lower=0.0, upper=100.0)
+    total, count = true_answers.bounded_mean_parts(loaded.relation, "v", lower=0.0, upper=100.0)
     assert (float(total.true_value), float(count.true_value)) == (190.0, 20.0)
     assert any("decimal comma" in w and "not read as numbers" in w for w in loaded.warnings)
 

@@ -1,12 +1,12 @@
-"""dashboard.data.answers gives the QueryAnswer the pandas reference (tests/queries_reference.py)
-gives on the same frame, field by field."""
+"""dashboard.data.engine_answers gives the QueryAnswer the pandas reference
+(tests/queries_reference.py) gives on the same frame, field by field."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dashboard.data import answers
+from dashboard.data import engine_answers
 from dashboard.datasets import load_builtin
 from engine import Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
@@ -33,39 +33,39 @@ def test_adult_answers_equal_the_pandas_path(engine) -> None:
     loaded = load_builtin("Adult (UCI census income)")
     frame, domains = loaded.frame, loaded.domains
     source = FrameSource(frame, loaded.name, key="adult")
-    same(answers.count(engine, source), dp.count(frame))
+    same(engine_answers.count(engine, source), dp.count(frame))
     for column in ("age", "capital_gain", "hours_per_week"):
         lo, hi = domains[column].lower, domains[column].upper
-        same(answers.bounded_sum(engine, source, column, lower=lo, upper=hi),
+        same(engine_answers.bounded_sum(engine, source, column, lower=lo, upper=hi),
              dp.bounded_sum(frame, column, lower=lo, upper=hi))
-        for got, want in zip(answers.bounded_mean_parts(engine, source, column, lower=lo,
-                                                        upper=hi + 0.5),
+        for got, want in zip(engine_answers.bounded_mean_parts(engine, source, column, lower=lo,
+                                                               upper=hi + 0.5),
                              dp.bounded_mean_parts(frame, column, lower=lo, upper=hi + 0.5),
                              strict=True):
             same(got, want)
     for column in ("education", "workclass", "native_country"):
         cats = domains[column].categories
-        same(answers.histogram(engine, source, column, categories=cats),
+        same(engine_answers.histogram(engine, source, column, categories=cats),
              dp.histogram(frame, column, categories=cats))
     rows, cols = domains["race"].categories, domains["sex"].categories
-    same(answers.crosstab(engine, source, "race", "sex", row_categories=rows,
-                          column_categories=cols),
+    same(engine_answers.crosstab(engine, source, "race", "sex", row_categories=rows,
+                                 column_categories=cols),
          dp.crosstab(frame, "race", "sex", row_categories=rows, column_categories=cols))
 
 
 def test_random_frame_answers_and_errors(engine) -> None:
     frame = ref.random_frame(4)
     source = FrameSource(frame)
-    same(answers.bounded_sum(engine, source, ref.SMALL, lower=-3, upper=3),
+    same(engine_answers.bounded_sum(engine, source, ref.SMALL, lower=-3, upper=3),
          dp.bounded_sum(frame, ref.SMALL, lower=-3, upper=3))
     with pytest.raises(ValueError, match=r"not in categories \(for example 'Red', 'purple'\)"):
-        answers.histogram(engine, source, ref.SEMI, categories=ref.DECLARED)
+        engine_answers.histogram(engine, source, ref.SEMI, categories=ref.DECLARED)
     with pytest.raises(ValueError, match="not in categories"):
         dp.histogram(frame, ref.SEMI, categories=list(ref.DECLARED))
     with pytest.raises(ValueError, match="column 'code' .* not in column_categories"):
-        answers.crosstab(engine, source, ref.WHO, ref.CODE,
-                         row_categories=("ann", "bob", "ç\"'; --", "dee", "eve ☃"),
-                         column_categories=ref.CODE_CATEGORIES)
+        engine_answers.crosstab(engine, source, ref.WHO, ref.CODE,
+                                row_categories=("ann", "bob", "ç\"'; --", "dee", "eve ☃"),
+                                column_categories=ref.CODE_CATEGORIES)
     big = FrameSource(frame.assign(big=np.full(len(frame), 1e307)))
     with pytest.raises(ValueError, match="overflows float64"):
-        answers.bounded_sum(engine, big, "big", lower=0, upper=1e308)
+        engine_answers.bounded_sum(engine, big, "big", lower=0, upper=1e308)

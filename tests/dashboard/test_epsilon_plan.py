@@ -24,7 +24,7 @@ from dashboard.analysis.epsilon_sweep import (
     smallest_for,
 )
 from dashboard.analysis.epsilon_view import target_sentence
-from dpcore import figures
+from dpcore import safe_rounding
 from dpcore.contributions import PrivacyUnit
 
 SEED, DELTA, BETA = 3, 1e-6, 0.05
@@ -71,7 +71,7 @@ def test_count_sensitivity_scale_and_smallest_epsilon(loaded):
     assert found.epsilon == pytest.approx(math.log(1 / BETA) / alpha, rel=1e-6)
     sentence = target_sentence(query, "laplace", found, beta=BETA, delta=DELTA,
                                target_value=alpha, relative=False, true_value=800.0)
-    assert f"ε ≥ {figures.upper(found.epsilon)} keeps the count within ±10" in sentence
+    assert f"ε ≥ {safe_rounding.upper(found.epsilon)} keeps the count within ±10" in sentence
     # the release's mechanism at that ε (plan.build's part), drawn with a fixed seed
     for factor, share in ((1.0, (0.947, 0.953)), (0.9, (0.92, 0.94))):
         part = query.built("laplace", found.epsilon * factor, DELTA).parts[0]
@@ -132,7 +132,7 @@ def test_mean_parts_and_smallest_epsilon_against_a_simulation(loaded):
                          delta=DELTA, curves=curves)
     sentence = target_sentence(query, "laplace", found, beta=BETA, delta=DELTA,
                                target_value=alpha, relative=False, true_value=truth)
-    assert f"ε ≥ ≈ {figures.upper(found.epsilon)} keeps the mean of age within ±2" in sentence
+    assert f"ε ≥ ≈ {safe_rounding.upper(found.epsilon)} keeps the mean of age within ±2" in sentence
     # the release's law, written here: noisy sum / noisy count (floored at 1), clamped
     rng = np.random.default_rng(12)
     for factor, meets in ((1.25, True), (0.8, False)):

@@ -13,7 +13,7 @@ from dashboard import datasets
 from dashboard.analysis import bounds_cost as bc
 from dashboard.analysis import statistics as stats
 from dashboard.choices import PrivacyChoice
-from dashboard.data import facts
+from dashboard.data import column_facts
 from dashboard.data.folder import load_data_file
 from dashboard.person import PrivacyUnit
 from dashboard.release_panel import content_hash_of, source_of
@@ -86,8 +86,8 @@ def test_the_same_offered_types_when_some_cells_are_not_numbers(tmp_path):
     for dataset in (uploaded, from_folder):
         assert [(c.name, c.kind) for c in dataset.relation.column_info()] == kinds
         assert datasets.numeric_columns(dataset) == ["few_words", "gaps", "grouped", "whole"]
-    pd.testing.assert_frame_equal(facts.profile_table(uploaded.relation),
-                                  facts.profile_table(from_folder.relation))
+    pd.testing.assert_frame_equal(column_facts.profile_table(uploaded.relation),
+                                  column_facts.profile_table(from_folder.relation))
 
 
 def test_the_same_missing_cells_warning(both):
@@ -98,9 +98,9 @@ def test_the_same_missing_cells_warning(both):
     expected = (f"{missing:,} cells are missing (empty, NA, NaN or NULL); queries treat them "
                 "as missing.")
     assert expected in uploaded.warnings
-    assert facts.missing_warning(from_csv.relation) == expected
-    assert facts.missing_warning(from_parquet.relation) == expected
-    assert facts.missing_warning(uploaded.relation) == expected
+    assert column_facts.missing_warning(from_csv.relation) == expected
+    assert column_facts.missing_warning(from_parquet.relation) == expected
+    assert column_facts.missing_warning(uploaded.relation) == expected
 
 
 def specs():
@@ -195,12 +195,12 @@ def test_text_cells_with_white_space_around_them_read_alike(tmp_path):
     [entry] = list_data_folder(tmp_path)
     from_folder = load_data_file(entry)
     for loaded in (uploaded, from_folder):
-        profile = facts.profile_table(loaded.relation).set_index("column")
+        profile = column_facts.profile_table(loaded.relation).set_index("column")
         # by hand: " na " missing; "x", "y" and "\u00a0x" (x) are two values
         assert (profile.loc["kind", "missing"], profile.loc["kind", "distinct"]) == (1, 2)
-        assert facts.missing_warning(loaded.relation) == (
+        assert column_facts.missing_warning(loaded.relation) == (
             "1 cell is missing (empty, NA, NaN or NULL); queries treat them as missing.")
-        shown = facts.first_rows(loaded.relation, 4)["kind"].astype(object)
+        shown = column_facts.first_rows(loaded.relation, 4)["kind"].astype(object)
         assert list(shown.fillna("(missing)")) == ["x", "(missing)", "y", "x"]
-    pd.testing.assert_frame_equal(facts.profile_table(uploaded.relation),
-                                  facts.profile_table(from_folder.relation))
+    pd.testing.assert_frame_equal(column_facts.profile_table(uploaded.relation),
+                                  column_facts.profile_table(from_folder.relation))

@@ -21,7 +21,7 @@ from dashboard.analysis.selection_maths import shortfall_bounds, summarise_selec
 from dashboard.analysis.selection_privacy import data_mechanism, teaching_mechanism
 from dashboard.analysis.selection_scores import numbered_labels
 from dashboard.analysis.selection_wording import shortfall_sentence
-from dashboard.shown import up
+from dashboard.number_text import up
 from dpcore.selection import noisy_top_k, report_noisy_max
 from plan.build import build
 from plan.parts import NoisyMax

@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from dpcore.figures import lower
 from dpcore.mechanisms import make_mechanism
 from dpcore.mechanisms.catalogue import audit_claim
+from dpcore.safe_rounding import lower
 from tests.e2e.conftest import assert_no_exception, open_path, screenshot, wait_for_app
 from tests.e2e.test_errors_keep_controls_browser import shown
 

@@ -14,10 +14,10 @@ import pytest
 
 from dashboard.state import SEED
 from dpcore.audit import audit_mechanism, category_events
-from dpcore.figures import lower, upper
 from dpcore.measures import PureDP
 from dpcore.mechanisms import make_mechanism
 from dpcore.mechanisms.catalogue import audit_claim
+from dpcore.safe_rounding import lower, upper
 from dpcore.selection import noisy_max_scale, noisy_top_k
 from tests.conftest import open_app
 

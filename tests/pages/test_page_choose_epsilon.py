@@ -323,7 +323,7 @@ def test_dataset_without_a_table(app):
 
 def test_shown_epsilon_is_rounded_up_and_urls_are_never_evaluated():
     from dashboard.controls import parse_list
-    from dpcore.figures import upper
+    from dpcore.safe_rounding import upper
 
     assert upper(0.29957322735539907) == "0.3"
     assert upper(0.8161805748803257) == "0.817"

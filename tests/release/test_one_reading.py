@@ -277,26 +277,26 @@ def odd(tmp_path):
 
 
 def test_an_uploads_page_answers_are_the_rules(odd) -> None:
-    """The pages' true answers (``dashboard.data.truth``, over the upload's relation), written
-    by hand from the cells by the rule of ``engine.cells``: 45 records; amount clamped to
+    """The pages' true answers (``dashboard.data.true_answers``, over the upload's relation),
+    written by hand from the cells by the rule of ``engine.cells``: 45 records; amount clamped to
     [0, 20000] is 0 + … + 39 = 780, 1e3 = 1000 and inf → 20000 (21780 over 42 values;
     " 12,500", "unknown" and the empty cell missing); team red 41, blue 2 (N/A and empty
     missing); team × band red/a 20, red/b 20, blue/a 1, blue/b 1. Before, the page read the
     typed frame: 44 rows and a sum of 14280 (12,500 read as a number, inf as missing)."""
-    from dashboard.data import truth
+    from dashboard.data import true_answers
 
     loaded, _ = odd
     relation = loaded.relation
-    assert float(truth.count(relation).true_value) == 45
-    total = truth.bounded_sum(relation, "amount", lower=0.0, upper=20000.0)
+    assert float(true_answers.count(relation).true_value) == 45
+    total = true_answers.bounded_sum(relation, "amount", lower=0.0, upper=20000.0)
     assert float(total.true_value) == 21780 and total.missing_rows == 3
-    mean_sum, mean_count = truth.bounded_mean_parts(relation, "amount", lower=0.0,
-                                                    upper=20000.0)
+    mean_sum, mean_count = true_answers.bounded_mean_parts(relation, "amount", lower=0.0,
+                                                           upper=20000.0)
     assert (float(mean_sum.true_value), float(mean_count.true_value)) == (21780, 42)
-    counts = truth.histogram(relation, "team", categories=("red", "blue"))
+    counts = true_answers.histogram(relation, "team", categories=("red", "blue"))
     assert counts.true_value.tolist() == [41, 2] and counts.missing_rows == 2
-    table = truth.crosstab(relation, "team", "band", row_categories=("red", "blue"),
-                           column_categories=("a", "b"))
+    table = true_answers.crosstab(relation, "team", "band", row_categories=("red", "blue"),
+                                  column_categories=("a", "b"))
     assert table.true_value.tolist() == [[20, 20], [1, 1]]
 
 

@@ -12,7 +12,7 @@ import sys
 import pandas as pd
 import pytest
 
-from dpcore.figures import upper
+from dpcore.safe_rounding import upper
 from plan.model import (
     Accounting,
     Bounds,

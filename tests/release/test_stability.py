@@ -590,13 +590,13 @@ def test_a_newcomer_cannot_move_an_uploads_page_sum_by_turning_the_column_to_tex
     30000); a newcomer's "y" turned the column to text and the page's sum fell to 0, though
     the newcomer's own row adds nothing. The page now reads the cells as the release does:
     "1,500" is no number (rule 4), so the sum is 0 with or without the newcomer."""
-    from dashboard.data import truth
+    from dashboard.data import true_answers
     from dashboard.data.upload import load_upload
 
     rows = [f'p{i},"1,500"' for i in range(20)] + ["px,x"]
     first = "\n".join(["pid,amount", *rows]).encode() + b"\n"
     second = "\n".join(["pid,amount", *rows, "newcomer,y"]).encode() + b"\n"
-    sums = [float(truth.bounded_sum(load_upload(data, "amounts.csv").relation, "amount",
-                                    lower=0.0, upper=2000.0).true_value)
+    sums = [float(true_answers.bounded_sum(load_upload(data, "amounts.csv").relation, "amount",
+                                           lower=0.0, upper=2000.0).true_value)
             for data in (first, second)]
     assert sums == [0.0, 0.0]

@@ -1,13 +1,14 @@
 """Numbers as the pages show them: privacy losses and error bounds ±α rounded up, guarantees
-("at least …") rounded down, through ``dpcore.figures``, with thousands separators; a loss that
-was rounded up is marked ↑ (:func:`loss`, :data:`ROUNDED_UP`); counts are whole (:func:`count`).
+("at least …") rounded down, through ``dpcore.safe_rounding``, with thousands separators; a loss
+that was rounded up is marked ↑ (:func:`loss`, :data:`ROUNDED_UP`); counts are whole
+(:func:`count`).
 """
 
 from __future__ import annotations
 
 import math
 
-from dpcore import figures
+from dpcore import safe_rounding
 
 __all__ = ["up", "down", "loss", "count", "is_shown_exactly", "UP_MARK", "ROUNDED_UP", "percent_up",
            "percent_down"]
@@ -47,7 +48,7 @@ def up(x: float, digits: int = 4) -> str:
     >>> up(4.25412), up(2.99573), up(123456.2), up(1e-06)
     ('4.255', '2.996', '123,457', '1e-06')
     """
-    return _shown(x, digits, figures.upper)
+    return _shown(x, digits, safe_rounding.upper)
 
 
 def is_shown_exactly(x: float, digits: int = 4) -> bool:
@@ -56,7 +57,7 @@ def is_shown_exactly(x: float, digits: int = 4) -> bool:
     x = float(x)
     if not math.isfinite(x) or x == 0:
         return True
-    return figures.is_shown_exactly(x, _places(x, digits))
+    return safe_rounding.is_shown_exactly(x, _places(x, digits))
 
 
 def loss(x: float, digits: int = 4) -> str:
@@ -91,14 +92,14 @@ def down(x: float, digits: int = 4) -> str:
     >>> down(0.59876), down(41.999)
     ('0.5987', '41.99')
     """
-    return _shown(x, digits, figures.lower)
+    return _shown(x, digits, safe_rounding.lower)
 
 
 def percent_up(p: float) -> str:
     """A probability as a percentage, rounded up (a failure chance, an attacker's belief)."""
-    return figures.percent_upper(p)
+    return safe_rounding.percent_upper(p)
 
 
 def percent_down(p: float) -> str:
     """A probability as a percentage, rounded down (a guarantee: "at least 59.8 %")."""
-    return figures.percent_lower(p)
+    return safe_rounding.percent_lower(p)

@@ -1,4 +1,4 @@
-"""dashboard.shown: numbers on the pages round up (losses, ±α) or down (guarantees), checked
+"""dashboard.number_text: numbers on the pages round up (losses, ±α) or down (guarantees), checked
 against exact decimal arithmetic."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.shown import down, is_shown_exactly, percent_down, percent_up, up
+from dashboard.number_text import down, is_shown_exactly, percent_down, percent_up, up
 
 
 def value(text: str) -> Decimal:
@@ -37,7 +37,7 @@ finite = st.floats(min_value=-1e15, max_value=1e15, allow_nan=False, allow_infin
 
 @given(finite, st.integers(min_value=1, max_value=8))
 def test_up_never_below_and_down_never_above(x, digits):
-    # The float's shortest decimal, as dpcore.figures reads it: 0.1 is 0.1, not its binary
+    # The float's shortest decimal, as dpcore.safe_rounding reads it: 0.1 is 0.1, not its binary
     # 0.1000000000000000055…, which would show as 0.1001; and a float within 64 ulps of a
     # 12-digit decimal stands for it (float error: 1 + 1 + 1 rounded up is 3, not 3.001).
     exact = Decimal(repr(x))
@@ -86,7 +86,7 @@ def test_privacy_labels_never_round_down():
 
 
 def test_loss_marks_only_a_rounded_figure():
-    from dashboard.shown import loss
+    from dashboard.number_text import loss
 
     assert loss(3.0000000000000004) == "3" and loss(0.5) == "0.5" and loss(1e-06) == "1e-06"
     assert loss(1 / 3) == "0.3334↑" and loss(1 / 9) == "0.1112↑"
@@ -94,7 +94,7 @@ def test_loss_marks_only_a_rounded_figure():
 
 
 def test_count_is_whole():
-    from dashboard.shown import count
+    from dashboard.number_text import count
 
     assert count(8025.35) == "8,025" and count(8025.5) == "8,026" and count(48842.0) == "48,842"
     assert count(math.nan) == "—"

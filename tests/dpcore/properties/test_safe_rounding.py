@@ -1,4 +1,4 @@
-"""Property tests of dpcore.figures: shown figures round in the safe direction.
+"""Property tests of dpcore.safe_rounding: shown figures round in the safe direction.
 
 Random valid and invalid input, judged by the shared oracle (tests/dpcore/properties/oracle.py);
 then each bug these properties found, pinned by one example.
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpcore import figures
+from dpcore import safe_rounding
 from tests.dpcore.properties.oracle import (
     PROPERTY,
     Arg,
@@ -24,7 +24,7 @@ from tests.dpcore.properties.oracle import (
 )
 
 
-@covers("figures.upper", "figures.lower")
+@covers("safe_rounding.upper", "safe_rounding.lower")
 @PROPERTY
 @given(x=finite_real(), digits=st.sampled_from([Arg(3, "nice"), Arg(4, "nice"), Arg(1, "nice"),
                                                  Arg(0, "bad"), Arg(16, "bad"),
@@ -32,8 +32,8 @@ from tests.dpcore.properties.oracle import (
 def test_figures_round_in_the_safe_direction(x, digits):
     if isinstance(x.value, (float, np.floating)) and np.isinf(x.value):
         x = Arg(x.value, "nice")  # an unbounded loss (no noise) is shown as ∞
-    up = ok(lambda: figures.upper(x.value, digits.value), {"x": x, "digits": digits})
-    down = ok(lambda: figures.lower(x.value, digits.value), {"x": x, "digits": digits})
+    up = ok(lambda: safe_rounding.upper(x.value, digits.value), {"x": x, "digits": digits})
+    down = ok(lambda: safe_rounding.lower(x.value, digits.value), {"x": x, "digits": digits})
     if up is not None and x.tag != "bad":
         value = float(x.value)
         if math.isinf(value):
@@ -49,27 +49,28 @@ def test_figures_round_in_the_safe_direction(x, digits):
 
 
 
-@covers("figures.is_shown_exactly")
+@covers("safe_rounding.is_shown_exactly")
 @PROPERTY
 @given(x=finite_real(), digits=st.sampled_from([Arg(3, "nice"), Arg(4, "nice"), Arg(15, "nice"),
                                                  Arg(0, "bad"), Arg("3", "bad")]))
 def test_a_figure_is_exact_when_rounding_up_and_down_agree(x, digits):
     if isinstance(x.value, (float, np.floating)) and np.isinf(x.value):
         x = Arg(x.value, "nice")  # ∞ is shown as ∞: exactly
-    exact = ok(lambda: figures.is_shown_exactly(x.value, digits.value), {"x": x, "digits": digits})
+    exact = ok(lambda: safe_rounding.is_shown_exactly(x.value, digits.value),
+               {"x": x, "digits": digits})
     if exact is not None and x.tag != "bad":
-        assert exact == (figures.upper(x.value, digits.value)
-                         == figures.lower(x.value, digits.value))
+        assert exact == (safe_rounding.upper(x.value, digits.value)
+                         == safe_rounding.lower(x.value, digits.value))
 
 
-@covers("figures.percent_upper", "figures.percent_lower")
+@covers("safe_rounding.percent_upper", "safe_rounding.percent_lower")
 @PROPERTY
 @given(p=probability(zero_ok=True, nice_hi=1.0))
 def test_figures_percentages(p):
     if type(p.value) is float and p.value == 1.0:
         p = Arg(1.0, "nice")  # certainty is a probability too (probability() excludes it)
-    up = ok(lambda: figures.percent_upper(p.value), {"p": p})
-    down = ok(lambda: figures.percent_lower(p.value), {"p": p})
+    up = ok(lambda: safe_rounding.percent_upper(p.value), {"p": p})
+    down = ok(lambda: safe_rounding.percent_lower(p.value), {"p": p})
     if up is not None:
         value = float(p.value)
         assert up.endswith("%") and down.endswith("%")
@@ -84,7 +85,10 @@ def test_figures_percentages(p):
 
 def test_float_error_reads_as_the_short_decimal_it_stands_for():
     # Issue 21 item 7: 1 + 1 + 1 composed and padded read 'basic ε = 3.001' beside 'PLD ε = 3'.
-    assert figures.upper(3.0000000000000004, 4) == "3" == figures.lower(2.9999999999999996, 4)
-    assert figures.upper(2.0000000000000075, 4) == "2"   # the accountants' relative 2⁻⁴⁸
-    assert figures.upper(3 + 1e-13, 4) == "3.001" and figures.lower(3 - 1e-13, 4) == "2.999"
-    assert figures.is_shown_exactly(0.1 + 0.2) and not figures.is_shown_exactly(1 / 3, 15)
+    assert (safe_rounding.upper(3.0000000000000004, 4) == "3"
+            == safe_rounding.lower(2.9999999999999996, 4))
+    assert safe_rounding.upper(2.0000000000000075, 4) == "2"   # the accountants' relative 2⁻⁴⁸
+    assert safe_rounding.upper(3 + 1e-13, 4) == "3.001"
+    assert safe_rounding.lower(3 - 1e-13, 4) == "2.999"
+    assert safe_rounding.is_shown_exactly(0.1 + 0.2)
+    assert not safe_rounding.is_shown_exactly(1 / 3, 15)

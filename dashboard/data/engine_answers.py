@@ -4,7 +4,7 @@ dashboard's drop-in for the pandas path (the engine itself returns true values o
 Each function answers what its namesake in ``dpcore.queries`` answers on a frame — the same
 true value, sensitivities (one row = one person), labels, description and missing/clamped
 counts — but computed by the engine on any source. The dashboard swaps
-``queries.histogram(frame, c, categories=cats)`` for ``answers.histogram(engine, source, c,
+``queries.histogram(frame, c, categories=cats)`` for ``engine_answers.histogram(engine, source, c,
 categories=cats)``. With ``contribution`` (a person-id column and bounds) the engine drops
 the rows beyond the bounds first, and the sensitivities are the person-level ones of
 ``dpcore.contributions`` (neighbours differ by all rows of one person).

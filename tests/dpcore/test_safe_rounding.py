@@ -1,10 +1,10 @@
-"""dpcore.figures: privacy losses and bounds round up, guarantees round down (exact cases)."""
+"""dpcore.safe_rounding: privacy losses and bounds round up, guarantees round down (exact cases)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dpcore import figures
+from dpcore import safe_rounding
 
 
 @pytest.mark.parametrize(("x", "digits", "up", "down"), [
@@ -19,8 +19,8 @@ from dpcore import figures
     (0.0, 3, "0", "0"),
 ])
 def test_rounding_direction(x, digits, up, down):
-    assert figures.upper(x, digits) == up
-    assert figures.lower(x, digits) == down
+    assert safe_rounding.upper(x, digits) == up
+    assert safe_rounding.lower(x, digits) == down
 
 
 @pytest.mark.parametrize(("p", "up", "down"), [
@@ -34,15 +34,15 @@ def test_rounding_direction(x, digits, up, down):
     (0.0, "0%", "0%"),
 ])
 def test_percentages(p, up, down):
-    assert figures.percent_upper(p) == up
-    assert figures.percent_lower(p) == down
+    assert safe_rounding.percent_upper(p) == up
+    assert safe_rounding.percent_lower(p) == down
 
 
 @pytest.mark.parametrize(("call", "name"), [
-    (lambda: figures.upper(float("nan")), "x"),
-    (lambda: figures.lower(1.0, 0), "digits"),
-    (lambda: figures.percent_upper(1.5), "p"),
-    (lambda: figures.percent_lower(float("nan")), "p"),
+    (lambda: safe_rounding.upper(float("nan")), "x"),
+    (lambda: safe_rounding.lower(1.0, 0), "digits"),
+    (lambda: safe_rounding.percent_upper(1.5), "p"),
+    (lambda: safe_rounding.percent_lower(float("nan")), "p"),
 ])
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=name):
