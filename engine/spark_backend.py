@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import _folding
-from engine.cells import KEY_INTEGER_LIMIT
+from engine.cells import KEY_INTEGER_LIMIT, column_type
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -122,10 +122,8 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     null and a long one cut (``PERMISSIVE``), quoted line breaks inside a field
     (``multiLine``), a record holding U+FFFD (Spark's reading of a byte that is not UTF-8)
     dropped; a cell holding a missing marker (``sources.MISSING_MARKERS``, any letter case)
-    is missing. Without ``text``: a column is whole numbers when every other cell is one
-    (spaces around allowed), else numbers when every other cell reads as one, else text
-    (yes/no, true/false and dates stay text), for what the pages show about the columns;
-    one scan decides the types."""
+    is missing. Without ``text``: each column typed as DuckDB types it (``_typed_csv``), for
+    what the pages show about the columns."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -145,21 +143,46 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     df = raw.select(*[cell.alias(f"c{i}") for i, cell in enumerate(cells)])
     if text:
         return df.toDF(*names)
-    whole = [F.col(f"c{i}").rlike(r"^\s*[+-]?[0-9]+\s*$")
-             & F.trim(F.col(f"c{i}")).try_cast("long").isNotNull() for i in range(len(names))]
-    number = [F.trim(F.col(f"c{i}")).try_cast("double").isNotNull() for i in range(len(names))]
-    counts = df.agg(*[f for i in range(len(names)) for f in (
-        F.count(F.col(f"c{i}")), _count_if(whole[i]), _count_if(number[i]))]).collect()[0]
+    return _typed_csv(df, len(names)).toDF(*names)
+
+
+def _typed_csv(df: Any, width: int) -> Any:
+    """A CSV's text cells (columns c0, c1, …) typed by the one rule, as DuckDB's typed
+    reading types them (``DuckDBBackend._csv_types``): each column's type is
+    ``engine.cells.column_type`` over every cell's reading (the cells not missing, those that
+    are numbers by DuckDB's cast, ``_text_number``; whether every cell is a whole number below
+    2^53 in absolute value), one scan; a number column holds each cell's number (null when
+    it is none), a text column each cell without the white space around it (``_AROUND``),
+    null when that is a missing marker in any letter case. Spark's own ``trim`` and cast read
+    other texts (``1d``, ``0x1p3``; no ``1_000``, no no-break space), so never used here."""
+    from pyspark.sql import functions as F
+
+    markers = sorted(MISSING_MARKERS)
+    texts = [F.regexp_replace(F.col(_col(i)), _AROUND, "") for i in range(width)]
+    # each cell's number read once, in an inner projection, for the three counts
+    read = df.select(*[F.col(_col(i)) for i in range(width)],
+                     *[_text_number(F.col(_col(i))).alias(f"n{i}") for i in range(width)])
+    counts = []
+    for i in range(width):
+        n, t = F.col(f"n{i}"), texts[i]
+        number = n.isNotNull() & ~F.isnan(n)
+        missing = t.isNull() | F.lower(t).isin(markers)
+        # floor only of a finite number below 2^53 (NaN compares above every number)
+        whole = F.coalesce(F.when(F.abs(n) < F.lit(float(KEY_INTEGER_LIMIT)),
+                                  n == F.floor(n)), F.lit(False))
+        counts += [_count_if(number | ~missing), _count_if(number),
+                   F.coalesce(F.bool_and(whole), F.lit(False))]
+    row = read.agg(*counts).collect()[0] if width else ()
     typed = []
-    for i in range(len(names)):
-        present, wholes, numbers = counts[3 * i], counts[3 * i + 1], counts[3 * i + 2]
-        column = F.col(f"c{i}")
-        if present and wholes == present:
-            column = F.trim(column).try_cast("long")
-        elif present and numbers == present:
-            column = F.trim(column).try_cast("double")
-        typed.append(column.alias(f"c{i}"))
-    return df.select(*typed).toDF(*names)
+    for i in range(width):
+        kind = column_type(int(row[3 * i]), int(row[3 * i + 1]), bool(row[3 * i + 2]))
+        if kind == "VARCHAR":
+            t = texts[i]
+            cell = F.when(t.isNull() | F.lower(t).isin(markers), F.lit(None)).otherwise(t)
+        else:
+            cell = _text_number(F.col(_col(i))).cast("long" if kind == "BIGINT" else "double")
+        typed.append(cell.alias(_col(i)))
+    return df.select(*typed)
 
 
 def _missing(column: Any, info: ColumnInfo) -> Any:
