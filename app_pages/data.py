@@ -70,23 +70,10 @@ n_rows = controls.select("Rows to show", (5, 10, 20, 50, 100), key="data_preview
 st.dataframe(column_facts.first_rows(relation, n_rows), width="stretch")
 
 st.subheader("Column profile")
-profile = column_facts.profile_table(relation)
-profile["public domain"] = [domain_text(loaded.domains.get(c)) for c in profile["column"]]
-profile["domain source"] = [getattr(loaded.domains.get(c), "source", "") for c in
-                            profile["column"]]
-st.dataframe(profile, hide_index=True, width="stretch", placeholder="—", column_config={
-    "missing": st.column_config.NumberColumn("missing", help="cells with no value"),
-    "distinct": st.column_config.NumberColumn("distinct", help="different non-missing values"),
-    "min": st.column_config.NumberColumn("min (data)", help="read off the data: not public"),
-    "max": st.column_config.NumberColumn("max (data)", help="read off the data: not public"),
-})
-st.caption(
-    "Min and max are read off the data, so they are not public bounds: clamping to them "
-    "would leak information about the people at the extremes. The public domain comes from "
-    "documentation or general knowledge (its source is shown); the query pages use it. A "
-    "domain marked \"read off the data\" has no documented bound: the pages flag it too. "
-    + ("An uploaded file has no declared domains: declare its categories and bounds in the "
-       "declared schema below." if is_upload and not loaded.domains else ""))
+# filled below, once the unit controls have run: the public domains the table shows
+# are those of the dataset as the controls leave it (a person id has none), never
+# the former unit's until the next run
+profile_box = st.container()
 
 number_cells_section(loaded, state.dataset_key())
 formula_cells_section(loaded)
@@ -94,7 +81,26 @@ privacy_unit_section(relation, state.dataset_key())
 # read again: the unit controls may have just changed the unit, and the dataset the pages see
 # hides the person id (drawn from the one read above, the table showed a former person id as
 # "ignore", and the next run drew a new editor, dropping the cells typed in it meanwhile)
-schema_section(state.dataset(), state.dataset_key())
+shown = state.dataset()
+with profile_box:
+    profile = column_facts.profile_table(relation)
+    profile["public domain"] = [domain_text(shown.domains.get(c)) for c in profile["column"]]
+    profile["domain source"] = [getattr(shown.domains.get(c), "source", "") for c in
+                                profile["column"]]
+    st.dataframe(profile, hide_index=True, width="stretch", placeholder="—", column_config={
+        "missing": st.column_config.NumberColumn("missing", help="cells with no value"),
+        "distinct": st.column_config.NumberColumn("distinct", help="different non-missing values"),
+        "min": st.column_config.NumberColumn("min (data)", help="read off the data: not public"),
+        "max": st.column_config.NumberColumn("max (data)", help="read off the data: not public"),
+    })
+    st.caption(
+        "Min and max are read off the data, so they are not public bounds: clamping to them "
+        "would leak information about the people at the extremes. The public domain comes from "
+        "documentation or general knowledge (its source is shown); the query pages use it. A "
+        "domain marked \"read off the data\" has no documented bound: the pages flag it too. "
+        + ("An uploaded file has no declared domains: declare its categories and bounds in the "
+           "declared schema below." if is_upload and not shown.domains else ""))
+schema_section(shown, state.dataset_key())
 
 st.subheader("Distributions")
 columns = relation.columns
