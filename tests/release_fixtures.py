@@ -1,7 +1,11 @@
-"""Plans and data shared by the plan and release tests: a plan with every query kind, and a
-small person-level table whose true aggregates are known."""
+"""Plans and data shared by the plan and release tests: a plan with every query kind, a
+small person-level table whose true aggregates are known, and an exported program loaded."""
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -34,6 +38,17 @@ DIAGNOSES = ("A", "B", "C", "D", "E", "rare")
 
 def cats(*values: object, origin: str = "public") -> Categories:
     return Categories(tuple(values), origin, "test declaration")  # type: ignore[arg-type]
+
+
+def load_program(text: str, name: str, folder: Path) -> ModuleType:
+    """An exported program's text as a module: written to ``folder/name.py`` and imported
+    (its ``main`` not run)."""
+    path = folder / f"{name}.py"
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def every_kind_plan(*, dataset: str = "visits", content_hash: str | None = None) -> Plan:

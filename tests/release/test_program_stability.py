@@ -21,7 +21,6 @@ neighbour changes the records of one person only.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
 import math
 import subprocess
@@ -39,7 +38,6 @@ from plan.kinds.variance import Variance
 from plan.model import (
     Accounting,
     Bounds,
-    Categories,
     Count,
     Crosstab,
     Dataset,
@@ -57,6 +55,7 @@ from plan.model import (
     Sum,
 )
 from release.programs import opendp_program, spark_program
+from tests.release_fixtures import cats, load_program
 
 dp.enable_features("contrib")
 
@@ -65,10 +64,6 @@ CODES = (1, 2, 3)
 KEYS = ("k1", "k2", "k3")
 LOWER, UPPER = 0, 20
 TOLERANCE = 1e-9
-
-
-def cats(*values: object) -> Categories:
-    return Categories(tuple(values), "public", "test declaration")
 
 
 def program_plan(unit: PrivacyUnit) -> Plan:
@@ -174,15 +169,6 @@ def neighbours(persons: list[tuple[int, list[bytes]]]) -> Iterator[tuple[str, by
 # the OpenDP program, its measurements replaced by recorders
 
 
-def load(text: str, name: str, folder: Path) -> Any:
-    path = folder / f"{name}.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def recorders(program: Any, drawn: dict) -> list[list[Any]]:
     """Stand-ins for the program's measurements: each records its true input and returns a
     value of the measurement's output type (the input itself; a first index for a noisy
@@ -253,7 +239,7 @@ UNITS = [PrivacyUnit("pid", 1, 1), PrivacyUnit("pid", 2, 2), PrivacyUnit("pid", 
 def test_no_neighbour_moves_the_opendp_program_more_than_its_sensitivity(tmp_path, unit):
     """Every person removed and every newcomer added: no part of any query moves by more than
     the plan's certified sensitivity, and nothing is refused."""
-    program = load(opendp_program(program_plan(unit)), "stability_program", tmp_path)
+    program = load_program(opendp_program(program_plan(unit)), "stability_program", tmp_path)
     persons = people(seed=unit.max_rows)
     base = true_inputs(program, csv_bytes(persons), tmp_path, seed=5)
     failures = []
@@ -268,8 +254,8 @@ def test_no_neighbour_moves_the_opendp_program_more_than_its_sensitivity(tmp_pat
 def test_the_check_catches_a_sensitivity_too_small(tmp_path):
     """The check can fail: the inputs of a plan at 3 rows per person, checked against the
     claims of the same plan at 1 row per person (a planted bug), exceed them."""
-    strict = load(opendp_program(program_plan(UNITS[0])), "strict", tmp_path)
-    loose = load(opendp_program(program_plan(UNITS[2])), "loose", tmp_path)
+    strict = load_program(opendp_program(program_plan(UNITS[0])), "strict", tmp_path)
+    loose = load_program(opendp_program(program_plan(UNITS[2])), "loose", tmp_path)
     persons = people(seed=3)
     base = true_inputs(loose, csv_bytes(persons), tmp_path, seed=5)
     failures = []
@@ -291,7 +277,7 @@ def test_a_word_among_the_codes_moves_the_histogram_by_one(tmp_path):
     newcomer whose code is "unknown" made ``pd.read_csv`` read the column as text, and every
     count became 0 (an L1 change of 300 against a claimed 1). Now the counts do not move (the
     word is in no declared code)."""
-    program = load(opendp_program(codes_plan()), "codes_program", tmp_path)
+    program = load_program(opendp_program(codes_plan()), "codes_program", tmp_path)
     lines = [f"p{i},{c},k1,1\n".encode() for i, c in enumerate([1] * 90 + [2] * 95 + [3] * 115)]
     base = true_inputs(program, HEADER + b"".join(lines), tmp_path, 0)
     after = true_inputs(program, HEADER + b"".join(lines) + b"new,unknown,k1,1\n", tmp_path, 0)
@@ -310,14 +296,14 @@ def test_a_non_integer_cost_is_rounded_not_refused(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert isinstance(json.loads(done.stdout)["queries"][1]["rows"][0][1], int)
-    program = load(opendp_program(codes_plan()), "rounded", tmp_path)
+    program = load_program(opendp_program(codes_plan()), "rounded", tmp_path)
     drawn = true_inputs(program, (tmp_path / "data.csv").read_bytes(), tmp_path, 0)
     assert drawn[("cost", 0)] == 3 + 12 + 14 + 14 + 20
 
 
 def test_the_programs_cell_reading_follows_the_rule(tmp_path):
     """Hand-computed readings of single cells (the rule of docs: one reading of a cell)."""
-    program = load(opendp_program(codes_plan()), "cells", tmp_path)
+    program = load_program(opendp_program(codes_plan()), "cells", tmp_path)
     keys = program.keys_of(["12", "012", "12.0", "1.2e1", " 12", "-0", "1.5", "1.50", "ab",
                             "AB", "NA", " null ", "", None, "1e300", "inf"])
     assert keys.tolist() == ["12", "12", "12", "12", "12", "0", "1.5", "1.50", "ab", "AB",
@@ -401,8 +387,8 @@ def test_no_neighbour_moves_the_spark_programs_records_but_one_persons(spark, tm
     from the base file's by one person's records at most (PipelineDP bounds that person's
     contribution to the plan's sensitivity); every value lies within the plan's bounds."""
     unit = PrivacyUnit("pid", 2, 2)
-    program = load(spark_program(spark_plan(unit)), "spark_stability", tmp_path)
-    reader = load(opendp_program(spark_plan(unit)), "opendp_reader", tmp_path)
+    program = load_program(spark_program(spark_plan(unit)), "spark_stability", tmp_path)
+    reader = load_program(opendp_program(spark_plan(unit)), "opendp_reader", tmp_path)
     persons = people(seed=11)
     # every newcomer, and the people whose ids are spelled several ways removed (each person
     # removed is the OpenDP program's check above)
@@ -441,7 +427,7 @@ def test_no_neighbour_moves_the_spark_programs_records_but_one_persons(spark, tm
     small = spark_plan(unit)
     small = Plan(small.dataset, tuple(q for q in small.queries if q.id in ("codes", "sum")),
                  unit, small.accounting)
-    releaser = load(spark_program(small), "spark_release", tmp_path)
+    releaser = load_program(spark_program(small), "spark_release", tmp_path)
     path = tmp_path / "every-newcomer.csv"
     path.write_bytes(csv_bytes(persons, b"".join(NEWCOMERS.values())))
     out = releaser.release(spark, str(path))
@@ -501,7 +487,7 @@ def test_the_opendp_program_hands_opendp_what_the_release_does(tmp_path, monkeyp
     monkeypatch.setattr(Certified, "draw", record)
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         run(plan, FileSource(path, "csv"), ledger=ledger, engine=Engine(DuckDBBackend(threads=1)))
-    program = load(opendp_program(plan), "cross_program", tmp_path)
+    program = load_program(opendp_program(plan), "cross_program", tmp_path)
     inputs = true_inputs(program, data, tmp_path, seed=0)
     mine = [inputs[(q["id"], i)] for q in program.QUERIES for i in range(len(q["parts"]))]
     assert [np.asarray(v, dtype=float).tolist() for v in mine] == [

@@ -15,7 +15,6 @@ template with the plan's literals; and a column named to inject code stays a str
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import math
 import subprocess
@@ -32,7 +31,6 @@ from plan.kinds.variance import PART_NAMES, Variance
 from plan.model import (
     Accounting,
     Bounds,
-    Categories,
     Count,
     Dataset,
     GroupBy,
@@ -50,7 +48,7 @@ from release import programs
 from release.accounting import privacy_spent
 from release.programs import ProgramUnsupported, opendp_program, plan_sha256, spark_program
 from release.run import prepare
-from tests.release_fixtures import every_kind_plan, visits
+from tests.release_fixtures import cats, every_kind_plan, load_program, visits
 
 REPO = Path(__file__).resolve().parents[2]
 RUFF = Path(sys.executable).with_name("ruff")
@@ -66,19 +64,6 @@ def ruff_clean(text: str) -> None:
                            "--ignore", "E501", "--stdin-filename", "program.py", "-"],
                           input=text, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def load(text: str, name: str, tmp_path: Path):
-    path = tmp_path / f"{name}.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def cats(*values: object) -> Categories:
-    return Categories(tuple(values), "public", "test declaration")
 
 
 def spent_of(parts: list[dict], plan: Plan):
@@ -147,7 +132,7 @@ def test_opendp_program_runs_every_exportable_kind_on_a_person_level_table(tmp_p
     full = every_kind_plan()
     plan = Plan(full.dataset, tuple(q for q in full.queries if q.threshold is None),
                 full.privacy_unit, full.accounting)
-    program = load(opendp_program(plan), "every_kind", tmp_path)
+    program = load_program(opendp_program(plan), "every_kind", tmp_path)
     out = program.release(visits(600, seed=1))
     assert out["privacy_spent"]["epsilon"] == prepare(plan).spent.epsilon
     # the program's maps composed are OpenDP's certificates composed; what is recorded is
@@ -170,7 +155,7 @@ def test_contribution_bounds_keep_at_most_max_rows_in_at_most_max_groups(tmp_pat
     plan = Plan(Dataset("v"), (PlanQuery("dx", "dx", Histogram("dx", cats(*"ABCDEF")),
                                          Noise("laplace", "pure", epsilon=1.0)),),
                 PrivacyUnit("pid", 3, 2))
-    program = load(opendp_program(plan), "bounds", tmp_path)
+    program = load_program(opendp_program(plan), "bounds", tmp_path)
     rng = np.random.default_rng(7)
     frame = pd.DataFrame({"pid": rng.integers(0, 20, 2000),
                           "dx": rng.choice(list("ABCDEFZ"), 2000)})
@@ -197,7 +182,7 @@ def test_every_query_of_the_program_reads_the_same_kept_rows(tmp_path):
         PlanQuery("total", "Cost", Sum("cost", Bounds(0.0, 100.0, "public")), laplace),
         PlanQuery("cells", "Cells", Histogram("c", cats("a", "b")), laplace),
         PlanQuery("n", "Count", Count(), laplace)), PrivacyUnit("pid", 1))
-    program = load(opendp_program(plan), "one_truncation", tmp_path)
+    program = load_program(opendp_program(plan), "one_truncation", tmp_path)
     frame = pd.DataFrame({"pid": ["1", "1", "1", "1", "2"],
                           "cost": ["10", "", "", "", "1"], "c": ["a", "b", "b", "b", "a"]})
     seen = set()
@@ -223,7 +208,7 @@ def test_every_query_of_the_spark_program_reads_the_same_kept_rows(shared_spark,
         PlanQuery("total", "Cost", Sum("cost", Bounds(0.0, 100.0, "public")), laplace),
         PlanQuery("cells", "Cells", Histogram("c", cats("a", "b")), laplace)),
         PrivacyUnit("pid", 1))
-    program = load(spark_program(plan), "spark_one_truncation", tmp_path)
+    program = load_program(spark_program(plan), "spark_one_truncation", tmp_path)
     rows = [("1", "10", "a"), ("1", "", "b"), ("1", "", "b"), ("1", "", "b"), ("2", "1", "a")]
     rdd = shared_spark.sparkContext.parallelize(rows, 2)
     seen = set()
@@ -254,7 +239,7 @@ def test_a_means_count_in_the_program_is_the_values_summed(tmp_path):
         PlanQuery("m", "Mean", Mean("x", bounds), laplace),
         PlanQuery("g", "Mean by group", GroupBy("c", "mean", "x", bounds, cats("a", "b")),
                   laplace)), PrivacyUnit("p", 5))
-    program = load(opendp_program(plan), "mean_count", tmp_path)
+    program = load_program(opendp_program(plan), "mean_count", tmp_path)
     frame = pd.DataFrame({"p": ["1", "1", "2", "3"], "x": ["10", "", "10", ""],
                           "c": ["a", "b", "b", "a"]})
     drawn: dict = {}
@@ -273,7 +258,7 @@ def test_a_persons_kept_groups_are_uniform_whatever_their_sizes(tmp_path):
     plan = Plan(Dataset("v"), (PlanQuery("dx", "dx", Histogram("dx", cats("A", "B")),
                                          Noise("laplace", "pure", epsilon=1.0)),),
                 PrivacyUnit("pid", 3, 1))
-    program = load(opendp_program(plan), "uniform", tmp_path)
+    program = load_program(opendp_program(plan), "uniform", tmp_path)
     people = 600
     frame = pd.DataFrame({"pid": np.repeat(np.arange(people), 10),
                           "dx": np.tile(["A"] * 9 + ["B"], people),
@@ -304,7 +289,7 @@ def noise_plan() -> Plan:
 @pytest.mark.slow
 def test_opendp_noise_has_the_planned_scale_by_distribution(tmp_path):
     plan = noise_plan()
-    program = load(opendp_program(plan), "noise", tmp_path)
+    program = load_program(opendp_program(plan), "noise", tmp_path)
     frame = pd.DataFrame({"g": list("abcdefghij") * 2, "x": np.arange(20) % 7})
     measurements, report = program.checked_measurements()
     # closed forms (OpenDP may need the scale a few ulps up for its map to meet the plan)
@@ -481,7 +466,7 @@ def test_opendp_program_releases_a_variance_with_the_apps_law(tmp_path):
     (two-sample KS), which rejects the law at half the ε (twice the scales); at ε = 10⁵ the
     release is the true variance of the clamped present values."""
     plan = variance_plan(Noise("laplace", "pure", epsilon=1.0))
-    program = load(opendp_program(plan), "variance", tmp_path)
+    program = load_program(opendp_program(plan), "variance", tmp_path)
     measurements, report = program.checked_measurements()
     parts = prepare(plan).built[0].parts
     assert [p["part"] for p in report] == list(PART_NAMES)
@@ -495,7 +480,7 @@ def test_opendp_program_releases_a_variance_with_the_apps_law(tmp_path):
     halved = variance_plan(Noise("laplace", "pure", epsilon=0.5))
     assert stats.ks_2samp(released, app_law(halved, frame, 20_000, seed=4)).pvalue < ALPHA
     precise = variance_plan(Noise("laplace", "pure", epsilon=1e5))
-    out = load(opendp_program(precise), "precise", tmp_path).release(frame)
+    out = load_program(opendp_program(precise), "precise", tmp_path).release(frame)
     assert out["queries"][0]["rows"] == [[[], pytest.approx(true_variance(frame), rel=1e-4)]]
 
 

@@ -26,7 +26,6 @@ more rows than max rows) against hand-computed values, the pandas reference
 from __future__ import annotations
 
 import decimal
-import importlib.util
 import math
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,6 @@ from plan.kinds.variance import Variance
 from plan.model import (
     Accounting,
     Bounds,
-    Categories,
     Count,
     Dataset,
     GroupBy,
@@ -54,6 +52,7 @@ from plan.model import (
 )
 from release.programs import spark_program
 from tests import engine_reference as ref
+from tests.release_fixtures import cats, load_program
 
 #: Person 1: a value and a row without one; 3: no value; 4: four rows (max rows 3) that all
 #: read as 7; 5: a text in the column of numbers; 6: a value in "b" only (max groups 1: "b").
@@ -68,19 +67,6 @@ UNIT = PrivacyUnit("p", 3, 1)
 BOUNDS = Bounds(0.0, 100.0, "public")
 #: So large an ε that PipelineDP's noise is below 0.05 on every released value here.
 PRECISE = Noise("laplace", "pure", epsilon=1e6)
-
-
-def load(text: str, name: str, folder: Path) -> Any:
-    path = folder / f"{name}.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def cats(*values: object) -> Categories:
-    return Categories(tuple(values), "public", "test declaration")
 
 
 def means_plan() -> Plan:
@@ -140,7 +126,7 @@ def test_the_spark_programs_means_count_the_kept_rows_that_have_a_value(
         assert [np.asarray(v, dtype=float).tolist() for v in inputs[:4]] == sums_and_counts
         assert inputs[4] == 7                              # the variance's count
     # the Spark program, run on the same file
-    program = load(spark_program(plan), "spark_means", tmp_path)
+    program = load_program(spark_program(plan), "spark_means", tmp_path)
     out = program.release(shared_spark, str(path))
     rows = {q["id"]: q["rows"] for q in out["queries"]}
     assert rows["m"] == [[[], pytest.approx(13.0, abs=0.05)]]
@@ -176,7 +162,7 @@ def test_the_ranking_hashes_each_cell_as_the_rule_reads_it(tmp_path):
     changed with the batch's dtype for most secrets)."""
     plan = Plan(Dataset("v"), (PlanQuery("s", "Sum", Sum("v", BOUNDS), PRECISE),),
                 PrivacyUnit("p", 1))
-    program = load(spark_program(plan), "spark_ranking", tmp_path)
+    program = load_program(spark_program(plan), "spark_ranking", tmp_path)
     frames = cell_spellings()
     orders = set()
     for seed in range(12):
@@ -196,7 +182,7 @@ def test_the_spark_program_keeps_the_same_rows_whatever_the_partition_holds(
     CSV of the same rows (text cells), for each of 6 secrets."""
     plan = Plan(Dataset("v"), (PlanQuery("s", "Sum", Sum("v", BOUNDS), PRECISE),),
                 PrivacyUnit("p", 1))
-    program = load(spark_program(plan), "spark_partition", tmp_path)
+    program = load_program(spark_program(plan), "spark_partition", tmp_path)
     x = pd.DataFrame({"p": ["x"] * 4, "v": pd.array([1, 2, 3, 4], dtype="Int64")})
     y = pd.DataFrame({"p": ["y"], "v": pd.array([None], dtype="Int64")})
     x.to_parquet(tmp_path / "x.parquet", index=False)
@@ -237,7 +223,7 @@ def test_the_opendp_program_chooses_a_persons_groups_among_those_with_a_value(
                               monkeypatch)
     assert [np.asarray(v, dtype=float).tolist() for v in expected[:4]] == [
         91.0, 7, [31.0, 60.0], [4, 3]]
-    program = load(opendp_program(plan), "opendp_groups", tmp_path)
+    program = load_program(opendp_program(plan), "opendp_groups", tmp_path)
     for seed in range(8):
         drawn: dict = {}
         program.release(program.read_frame(str(path)), recorders(program, drawn),
@@ -276,12 +262,12 @@ def test_declared_booleans_match_each_boolean_cell_whatever_its_batch_holds(
         run(plan, FileSource(path, "parquet"), ledger=ledger,
             engine=Engine(DuckDBBackend(threads=1)))
     assert np.asarray(drawn[0], dtype=float).tolist() == [3.0, 2.0]
-    program = load(opendp_program(plan), "opendp_flags", tmp_path)
+    program = load_program(opendp_program(plan), "opendp_flags", tmp_path)
     inputs: dict = {}
     program.release(program.read_frame(str(path)), recorders(program, inputs),
                     rng=np.random.default_rng(0))
     assert np.asarray(inputs[("h", 0)], dtype=float).tolist() == [3.0, 2.0]
-    spark = load(spark_program(plan), "spark_flags", tmp_path)
+    spark = load_program(spark_program(plan), "spark_flags", tmp_path)
     batch = pd.Series([True, None, False, np.True_, "true"], dtype=object)
     assert spark.cells(batch, [True, False]).tolist() == [0, -1, 1, 0, -1]
     assert spark.cells(pd.Series([True, False]), [True, False]).tolist() == [0, 1]
@@ -297,7 +283,7 @@ def test_a_grouped_querys_records_are_the_same_on_every_evaluation(shared_spark,
     plan = Plan(Dataset("v"), (
         PlanQuery("g", "Mean by group", GroupBy("c", "mean", "x", BOUNDS, keys=cats("a", "b")),
                   PRECISE),), PrivacyUnit("p", 1, 1))
-    program = load(spark_program(plan), "spark_groups_once", tmp_path)
+    program = load_program(spark_program(plan), "spark_groups_once", tmp_path)
     rows = [(str(p), str(p), c) for p in range(24) for c in ("a", "b")]
     kept = program.ranked_rdd(shared_spark.sparkContext.parallelize(rows, 2), seed=4)
     records = program.spark_rows(kept, program.QUERIES[0], ranked=True)
@@ -366,7 +352,7 @@ def test_the_spark_program_keeps_a_64_bit_person_id_whole_in_every_partition(tmp
     1.2345678901234568e+18, so the person had two privacy ids (two kept rows: a count of 2,
     sensitivity 1 broken). Now one record, under the id's exact text, for each of 6
     secrets (the program's own ``ranked_rdd`` and ``spark_rows``, without a JVM)."""
-    program = load(spark_program(count_plan()), "spark_big_ids", tmp_path)
+    program = load_program(spark_program(count_plan()), "spark_big_ids", tmp_path)
     # as Spark hands a Parquet BIGINT column's cells: Python ints, None when missing
     frames = ListRDD([[(p,) for p in ids] for ids in BIG_IDS])
     for seed in range(6):
@@ -400,7 +386,7 @@ def test_the_opendp_program_reads_a_parquet_64_bit_integer_exactly(tmp_path, mon
         duck = release_inputs(plan, path, Engine(DuckDBBackend(threads=1)), tmp_path,
                               monkeypatch, "parquet")
         assert np.asarray(duck[0], dtype=float).tolist() == expected
-        program = load(opendp_program(plan), f"opendp_{path.stem}", tmp_path)
+        program = load_program(opendp_program(plan), f"opendp_{path.stem}", tmp_path)
         inputs: dict = {}
         program.release(program.read_frame(str(path)), recorders(program, inputs),
                         rng=np.random.default_rng(0))
@@ -439,7 +425,7 @@ def test_a_decimal_cell_is_its_number_and_its_key(tmp_path, monkeypatch):
     duck = release_inputs(plan, path, Engine(DuckDBBackend(threads=1)), tmp_path,
                           monkeypatch, "parquet")
     assert [np.asarray(v, dtype=float).tolist() for v in duck] == expected
-    program = load(opendp_program(plan), "opendp_decimals", tmp_path)
+    program = load_program(opendp_program(plan), "opendp_decimals", tmp_path)
     inputs: dict = {}
     program.release(program.read_frame(str(path)), recorders(program, inputs),
                     rng=np.random.default_rng(0))
@@ -465,7 +451,7 @@ def test_declared_texts_match_no_boolean_cell(tmp_path, monkeypatch):
     duck = release_inputs(plan, path, Engine(DuckDBBackend(threads=1)), tmp_path,
                           monkeypatch, "parquet")
     assert np.asarray(duck[0], dtype=float).tolist() == [0.0, 0.0]
-    program = load(opendp_program(plan), "opendp_text_flags", tmp_path)
+    program = load_program(opendp_program(plan), "opendp_text_flags", tmp_path)
     inputs: dict = {}
     program.release(program.read_frame(str(path)), recorders(program, inputs),
                     rng=np.random.default_rng(0))
@@ -482,7 +468,7 @@ def test_the_spark_program_counts_a_64_bit_person_once(shared_spark, tmp_path):
     Spark partition each), person 1234567890123456789 with 3 rows in each and a row with no
     person id in the first; max rows 1, a count at ε = 10^6: one record, and a released
     count within 0.05 of 1 (before: two privacy ids, a count of 2)."""
-    program = load(spark_program(count_plan()), "spark_big_count", tmp_path)
+    program = load_program(spark_program(count_plan()), "spark_big_count", tmp_path)
     files = []
     for i, ids in enumerate(BIG_IDS):
         files.append(tmp_path / f"part-{i}.parquet")
