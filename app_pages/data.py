@@ -118,10 +118,11 @@ if is_upload:   # column names of an upload stay out of the URL (and the browser
 else:
     state.remember(COLUMNS_KEY)
 
-numeric = set(datasets.numeric_columns(loaded))
+# as the unit controls left the dataset (a person id just chosen is no query column)
+numeric = set(datasets.numeric_columns(shown))
 cells = st.columns(2)
 for i, column in enumerate(picked):
-    domain = loaded.domains.get(column)
+    domain = shown.domains.get(column)
     with cells[i % 2]:
         if column in numeric:
             bounds = {"unit": domain.unit, "lower": domain.lower, "upper": domain.upper} \

@@ -1,13 +1,16 @@
-"""The Data page's column profile drawn in the run that changes the privacy unit (the unit
-controls sit below it).
+"""The Data page's column profile and distributions drawn in the run that changes the privacy
+unit (the profile sits above the unit controls, the distributions below them).
 
-The profile table's public domains were drawn from the dataset read at the top of the run,
-before the unit controls changed the unit: a column just chosen as the person id still showed
-its declared domain (the pages no longer use it: a person id is no query column), and back to
-"One row = one person" it showed "none declared", each until the next run. The same run and the
-next one now show the same table (the schema table's twin: ``test_schema_after_unit.py``)."""
+Both were drawn from the dataset read at the top of the run, before the unit controls changed
+the unit: a column just chosen as the person id still showed its declared domain in the profile
+(the pages no longer use it: a person id is no query column) and was drawn as a numeric column
+with its bounds; back to "One row = one person", the reverse; each until the next run. The same
+run and the next one now show the same (the schema table's twin: ``test_schema_after_unit.py``).
+"""
 
 from __future__ import annotations
+
+import json
 
 from dashboard.unit_panel import ONE_ROW_CHOICE
 from tests.conftest import open_app
@@ -37,3 +40,22 @@ def test_the_profile_shows_the_unit_chosen_in_the_same_run():
     same_run = profile(at)
     assert same_run[person] == declared
     assert same_run == profile(at.run())
+
+
+def distributions(at) -> tuple[list, list[str]]:
+    """What the Distributions section draws: its figures and the texts beside them."""
+    figures = [json.loads(e.proto.spec)["data"] for e in at.get("plotly_chart")]
+    return figures, [c.value for c in at.main.caption] + [i.value for i in at.info]
+
+
+def test_the_distributions_show_the_unit_chosen_in_the_same_run():
+    """A column just chosen as the person id was drawn with its declared bounds (a histogram
+    with dashed lines) in that run, as the column it no longer is in the next."""
+    at = open_app("data.py")
+    key = next(s.key for s in at.selectbox if (s.key or "").startswith("unit_person::"))
+    person = next(c for c, d in profile(at).items() if d[0].startswith("["))  # numeric domain
+    at.multiselect(key="data_columns").set_value([person]).run()
+    for choice in (person, ONE_ROW_CHOICE):
+        at.selectbox(key=key).select(choice).run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert distributions(at) == distributions(at.run()), choice
