@@ -15,7 +15,8 @@ from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, PrivacyUn
 from release.programs import opendp_program
 from tests.pages.test_declared_numeric import CSV
 from tests.release.test_one_reading import _capture
-from tests.release.test_program_stability import load, true_inputs
+from tests.release.test_program_stability import true_inputs
+from tests.release_fixtures import load_program
 
 SUM = 10 * sum(range(1, 15))
 
@@ -51,7 +52,7 @@ def test_the_command_line_sums_the_numbers_only(tmp_path, monkeypatch):
 
 
 def test_the_exported_program_sums_the_numbers_only(tmp_path):
-    program = load(opendp_program(wage_plan()), "wages_program", tmp_path)
+    program = load_program(opendp_program(wage_plan()), "wages_program", tmp_path)
     drawn = true_inputs(program, CSV, tmp_path, 0)
     assert float(np.asarray(drawn[("wage", 0)]).sum()) == SUM
 

@@ -25,7 +25,7 @@ from plan.model import Accounting, Count, Dataset, Noise, Plan, PlanError, PlanQ
 from release import Ledger, prepare, run
 from release.card import release_card
 from release.programs import opendp_program, spark_program
-from tests.release.test_release_programs import load
+from tests.release_fixtures import load_program
 
 dp.enable_features("contrib")
 
@@ -145,7 +145,7 @@ def test_the_opendp_program_releases_it(tmp_path, kind):
     noise = {"geometric": Noise("geometric", "pure", epsilon=40.0),
              "gaussian": Noise("gaussian", "zcdp", rho=400.0)}[kind]
     plan = people_plan(noise, 2)
-    program = load(opendp_program(plan), f"people_{kind}", tmp_path)
+    program = load_program(opendp_program(plan), f"people_{kind}", tmp_path)
     frame = visits(1)
     out = program.release(frame, rng=np.random.default_rng(0))
     (query,) = out["queries"]
