@@ -1069,11 +1069,15 @@ class DuckDBBackend:
         return info
 
     def _columns_for(self, source: Source, query: Query) -> tuple[tuple[ColumnInfo, ...], bool]:
-        """The columns ``query`` compiles against, and whether it reads a CSV as text."""
-        columns = self.columns(source)
-        if _folding.reads_text(source, query):
-            return _folding.as_text(columns), True
-        return columns, False
+        """The columns ``query`` compiles against, and whether it reads a CSV as text. A CSV
+        file read as text needs its header alone: its columns' types (``_csv_types``) cost a
+        parse of every cell and are for what the pages show only, so a release (which reads
+        every column as text) parses the file once, for its readings (issue 37)."""
+        if not _folding.reads_text(source, query):
+            return self.columns(source), False
+        if isinstance(source, FileSource):
+            return tuple(ColumnInfo(name, "text", "VARCHAR") for name in csv_names(source)), True
+        return _folding.as_text(self.columns(source)), True
 
     def run(self, source: Source, query: Query) -> Aggregate:
         """The aggregate answering ``query`` over ``source``."""

@@ -141,3 +141,29 @@ def test_a_plan_reads_a_csv_once(duck, tmp_path, monkeypatch) -> None:
     for query in queries:
         duck.run(source, query)
     assert sum("read_csv(" in s for s in statements) >= len(queries)
+
+
+def test_a_plan_read_as_text_never_types_the_columns(tmp_path, monkeypatch) -> None:
+    """A new backend answering a plan of queries that read a CSV as text reads its header
+    alone for the columns: the types (``_csv_types``, a parse of every cell) are for what the
+    pages show (issue 37: a release parsed the file twice, once for types it did not use)."""
+    typed: list[str] = []
+    csv_types = DuckDBBackend._csv_types
+
+    def spy(self, source, width):
+        typed.append(source.describe())
+        return csv_types(self, source, width)
+
+    monkeypatch.setattr(DuckDBBackend, "_csv_types", spy)
+    path = tmp_path / "messy.csv"
+    messy().to_csv(path, index=False)
+    source = FileSource(path, "csv")
+    queries = the_plan(Contribution("p", 2, seed=1))
+    fresh = DuckDBBackend(threads=2)
+    many = fresh.run_many(source, queries)
+    alone = [fresh.run(source, query) for query in queries]
+    assert typed == []
+    fresh.columns(source)               # what the pages ask: the types, read once
+    assert len(typed) == 1
+    for one, answer in zip(alone, many, strict=True):
+        assert_same(one, answer)
