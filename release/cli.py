@@ -40,7 +40,6 @@ from release.bound import checked_plan
 from release.declarations import DECLARATIONS_ENV, DeclarationsError, DeclarationStore, on_record
 from release.errors import DrawFailed, ReleaseRefused
 from release.files import write_bytes
-from release.identities import known_digest
 from release.ledger import Ledger, LedgerError, default_path, ledger_path, left_in_words
 from release.package import OUT_FILES, keep_files, package_name
 from release.run import dataset_identity, run
@@ -169,12 +168,13 @@ def _declarations(args: argparse.Namespace):  # -> Path | None
     return None if args.ledger is None else args.ledger.parent / "declarations.sqlite"
 
 
-def _on_record(args: argparse.Namespace, plan, source) -> str:
-    """Record the data's names under its content identity in the dataset declarations (the
-    file of :func:`_declarations`) and say which of its declarations are on record (issue 32)."""
-    try:   # the digest is remembered beside the ledger: the release does not read it again
-        return on_record(DeclarationStore(_declarations(args)),
-                         known_digest(source, ledger=args.ledger),
+def _on_record(args: argparse.Namespace, plan, dataset: str) -> str:
+    """Record the data's names under its content identity ``dataset`` (the release's: a first
+    release of a CSV computes it from the cells its aggregates read, so the file is parsed
+    once, issue 37) in the dataset declarations (the file of :func:`_declarations`) and say
+    which of its declarations are on record (issue 32)."""
+    try:
+        return on_record(DeclarationStore(_declarations(args)), dataset,
                          (args.data.name, plan.dataset.name))
     except (OSError, EngineError, DeclarationsError) as exc:
         return f"declarations: not looked up ({_one_line(exc)})"
@@ -215,7 +215,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
         source = _source(args.data)
     except (OSError, ValueError, EngineError) as exc:
         return _fail(BAD_DATA, "unreadable data", exc)
-    declared = _on_record(args, plan, source)
     try:
         ledger = Ledger(args.ledger)
     except LedgerError as exc:
@@ -252,6 +251,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return _fail(BAD_LEDGER, "ledger", exc)
     except EngineError as exc:
         return _fail(BAD_DATA, "unreadable data", exc)
+    # the names are recorded under the identity the release found (and so only for data
+    # released): looked up before the release, it parsed a CSV a second time
+    declared = _on_record(args, plan, release.dataset.content_hash)
     # Recorded: the files are written after the commit (if this fails, the release stays
     # recorded and its budget spent; the values are lost, never shown).
     lost = ("its values are lost" if not_kept else

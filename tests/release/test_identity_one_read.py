@@ -27,6 +27,8 @@ from plan.model import (
     Sum,
 )
 from release import Ledger, run
+from release.cli import main
+from release.declarations import DeclarationStore
 from release.errors import ReleaseRefused
 from tests.engine.test_engine_read_once import messy
 from tests.plan.test_identity_wide import _reference_digest, mixed_table
@@ -42,10 +44,18 @@ def settled(monkeypatch):
 
 
 def parses(monkeypatch) -> list[str]:
-    """Every statement that parses the CSV's records (``read_csv``): the engine's and the
-    digest's (not the engine's look at its columns, ``LIMIT 0``: the header only)."""
+    """Every statement that parses the CSV's records (``read_csv``): the engine's, the
+    engine's typing of the columns (``_csv_types``: every cell, unless known for this file
+    version) and the digest's (not the engine's look at its columns, ``LIMIT 0``: the
+    header only)."""
     seen: list[str] = []
     execute, digest_of = DuckDBBackend._execute, identity._digest_of
+    csv_types = DuckDBBackend._csv_types
+
+    def types_spy(self, source, width):
+        if ("types:" + source.identity, source.version) not in self._schemas:  # its cache
+            seen.append("types")
+        return csv_types(self, source, width)
 
     def engine_spy(self, cursor, source, sql, params, **kwargs):
         if "read_csv(" in sql and not sql.endswith("LIMIT 0"):
@@ -58,6 +68,7 @@ def parses(monkeypatch) -> list[str]:
         return digest_of(connection, clause, params, names)
 
     monkeypatch.setattr(DuckDBBackend, "_execute", engine_spy)
+    monkeypatch.setattr(DuckDBBackend, "_csv_types", types_spy)
     monkeypatch.setattr(identity, "_digest_of", digest_spy)
     return seen
 
@@ -88,9 +99,35 @@ def test_a_first_release_of_a_csv_parses_it_once(tmp_path, settled) -> None:
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         release = run(people_plan(), source, ledger=ledger, budget=5.0,
                       engine=Engine(DuckDBBackend(threads=2)))
-    assert seen == ["engine"]       # on main: the digest's parse, then the engine's
+    # before: the digest's parse, then the engine's; then the columns' types, then the
+    # engine's (a release reads every column as text: the types were never used)
+    assert seen == ["engine"]
     settled.setattr(identity, "_digest_cache", OrderedDict())
     assert release.dataset.content_hash == content_digest(source)
+
+
+def test_the_command_lines_first_release_parses_a_csv_once(tmp_path, settled, capsys) -> None:
+    """``python -m release`` looked the data's declarations up by its identity before the
+    release, parsing the file to digest it, then again for the aggregates (and once more
+    for the columns' types): now the names are recorded under the identity the release
+    found from the cells it read."""
+    source = write_messy(tmp_path / "messy.csv")
+    plan = tmp_path / "plan.json"
+    plan.write_text(people_plan().to_json(), encoding="utf-8")
+    seen = parses(settled)
+    assert main(["--plan", str(plan), "--data", str(source.path), "--ledger",
+                 str(tmp_path / "ledger.sqlite"), "--out", str(tmp_path / "out"),
+                 "--budget", "5"]) == 0
+    assert seen == ["engine"]
+    settled.setattr(identity, "_digest_cache", OrderedDict())
+    dataset = content_digest(source)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        assert [r.dataset.content_hash for r in ledger.releases()] == [dataset]
+    (line,) = [x for x in capsys.readouterr().out.splitlines()
+               if x.startswith("declarations:")]
+    assert f"({dataset[:19]}…)" in line
+    assert DeclarationStore().find("messy.csv") == [dataset] == DeclarationStore().find(
+        "people")
 
 
 @pytest.mark.parametrize("columns", [1, 5])
@@ -126,7 +163,7 @@ def test_the_digest_is_remembered_and_charged_to_the_same_dataset(tmp_path, sett
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         second = run(people_plan("other name"), source, ledger=ledger)
         spent = ledger.status(second.dataset).spent_epsilon
-    assert "digest" not in seen
+    assert seen == ["engine"]       # no digest, nor the columns' types (issue 37)
     assert second.dataset.content_hash == first.dataset.content_hash
     assert spent == pytest.approx(1.5)
 
