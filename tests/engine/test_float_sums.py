@@ -32,6 +32,9 @@ KAHAN = ([1.0, X, -1.0] * 1024, [X] * 1024 + [1.0] * 1024 + [-1.0] * 1024 + [1.0
 PLAIN = ([-(2.0**-54)] * 4096, [1.0] + [-(2.0**-54)] * 4096)
 #: A column whose clamped values cancel: its exact sum is 2^-60 + 2^-61.
 CANCELS = [5.0, X, -1.0, -7.0, 1.0, 2.0**-61]
+#: Half-way between two multiples of 2^-61 (bounds ±1): 2^-62 rounds to 0 and 3·2^-62 to
+#: 2^-60, ties to even on every path (half away from zero would give 3·2^-61).
+TIES = [2.0**-62, 3 * 2.0**-62]
 #: Deviations from the centre 1 of bounds [-2, 4] (a variance's): 3, 2^-52, −3, ...
 DEVIATES = [4.0, 1.0 + 2.0**-52, -2.0] * 64
 
@@ -69,6 +72,7 @@ def check_path(backend, name: str) -> None:
         assert abs(other - one) <= allowed_move(1.0, one, other), (name, other - one - 1)
     clamped = [min(max(v, -1.0), 1.0) for v in CANCELS]
     assert total(backend.run(frame(CANCELS), query)) == math.fsum(clamped) == X + X / 2
+    assert total(backend.run(frame(TIES), query)) == 2.0**-60
 
 
 def check_moments(backend) -> None:

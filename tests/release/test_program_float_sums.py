@@ -65,6 +65,9 @@ def test_the_programs_sums_are_rounded_once(tmp_path) -> None:
     clamped = [min(max(v, -1.0), 1.0) for v in CANCELS]
     assert drawn[("sum", 0)] == drawn[("by", 0)][0] == math.fsum(clamped) == X + X / 2
     assert drawn[("by", 0)][1] == 0.0
+    # summands half-way between two multiples of 2^-61 round to even, as on the engines
+    drawn = true_inputs(module, [2.0**-62, 3 * 2.0**-62])
+    assert drawn[("sum", 0)] == drawn[("by", 0)][0] == 2.0**-60
     # a variance's sums, of deviations from the centre 1 (2, 2^-52, -2: a plain sum loses
     # 2^-52 in 2) and of their squares (4, then 2^-52 each: lost in 4)
     drawn = true_inputs(module, [3.0, 1.0 + 2.0**-52, -1.0])
