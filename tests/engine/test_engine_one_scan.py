@@ -78,18 +78,14 @@ def fields(aggregate) -> dict:
 
 
 def assert_same(one, many) -> None:
-    """Counts equal; a float total equal to within a few units of its last place: DuckDB's
-    ``fsum`` (the per-query compilers' double sum) is compensated but depends on the order
-    its threads add the rows in, so ``run`` itself varies in the last bit from run to run
-    (3601.49 or 3601.4900000000002 for the same grouped sum)."""
+    """Every field equal, a float total to the last bit: a sum of decimals is exact and
+    rounded once (``engine.cells.fixed_point_sums``), whatever order DuckDB's threads add
+    the rows in (its ``fsum`` gave 3601.49 or 3601.4900000000002 for the same grouped sum)."""
     assert type(one) is type(many)
     a, b = fields(many), fields(one)
     assert a.keys() == b.keys()
     for name in a:
-        if np.asarray(b[name]).dtype.kind == "f":
-            np.testing.assert_allclose(a[name], b[name], rtol=1e-13, atol=0, err_msg=name)
-        else:
-            np.testing.assert_equal(a[name], b[name], err_msg=name)
+        np.testing.assert_equal(a[name], b[name], err_msg=name)
 
 
 @pytest.mark.parametrize("form", ["frame", "parquet", "csv"])
