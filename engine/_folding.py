@@ -209,10 +209,10 @@ def sum_mode(column: ColumnInfo, query: object) -> str:
     "rounded" (each clamped value rounded to a whole number, then summed exactly: a query
     with ``whole``), "fixed" (each summand a multiple of 2^-shift, summed exactly, the total
     rounded once: ``engine.cells.fixed_point_sums``, :func:`sum_shift_of`) or "float"
-    (doubles, compensated on DuckDB: only a squared deviation whose bound overflows float64,
-    half-width above 10^154)."""
+    (a plain float sum: only a squared deviation whose bound overflows float64 or underflows
+    to 0, a half-width above 10^154 or below 10^-162)."""
     if getattr(query, "squared", False) or getattr(query, "centre", 0.0) != 0.0:
-        return "fixed" if math.isfinite(_summand_bound(query)) else "float"
+        return "fixed" if 0.0 < _summand_bound(query) < math.inf else "float"
     if exact_sum(column, query.lower, query.upper):
         return "integer"
     return "rounded" if getattr(query, "whole", False) else "fixed"

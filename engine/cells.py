@@ -392,7 +392,7 @@ def sum_shift(bound: float) -> int:
 
 def sum_scale(shift: int) -> tuple[float, float]:
     """2^shift as two powers of two whose product, applied one after the other, scales a
-    double exactly (shift reaches 1,136 for bounds near 2^-1074, beyond a double's 2^1023):
+    double exactly (shift reaches 1,135 for a bound of 2^-1074, beyond a double's 2^1023):
     a result too small to be a normal double rounds to 0 whichever way it is computed."""
     return 2.0 ** (shift - shift // 2), 2.0 ** (shift // 2)
 

@@ -221,9 +221,10 @@ def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
     (``_folding.sum_mode``): integers exactly, whole numbers rounded per row, multiples of
     2^-shift summed exactly (``engine.cells.fixed_point_sums``: the two powers of two
     ``$f0``, ``$f1`` of ``_sum_params``; BIGINTs summed in a HUGEINT, which cannot overflow,
-    ``engine.cells.SUM_BITS``), or doubles (compensated). DuckDB's cast of a DOUBLE to a
-    BIGINT rounds half to even, as numpy's ``rint`` and Spark's ``rint`` do (and costs a
-    third of ``round_even``'s 0.45 CPU s per 10^7 values)."""
+    ``engine.cells.SUM_BITS``), or doubles (plain, as on Spark: ``fsum`` is NaN past
+    float64). DuckDB's cast of a DOUBLE to a BIGINT rounds half to even, as numpy's ``rint``
+    and Spark's ``rint`` do (0.26 CPU s per 10^7 values against ``round_even``'s 0.61 and
+    ``fsum``'s 0.20: bench/bench_float_sums.py)."""
     if mode == "integer":
         return f"CAST({expr} AS HUGEINT)", _missing(expr, info), "sum({})"
     value, missing = _number(expr, info)
@@ -231,7 +232,7 @@ def _summand(expr: str, info: ColumnInfo, mode: str) -> tuple[str, str, str]:
         return value, missing, "sum(CAST(round_even({}, 0) AS HUGEINT))"
     if mode == "fixed":
         return value, missing, "sum(CAST({} * $f0 * $f1 AS BIGINT))"
-    return value, missing, "fsum({})"
+    return value, missing, "sum({})"
 
 
 def _sum_params(query: BoundedSum | GroupedSum, mode: str) -> tuple[dict[str, object], int]:

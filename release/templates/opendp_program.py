@@ -210,7 +210,7 @@ def sums(query, part, x, cells=None, size=1, centre=0.0, squared=False):
     that rounds at every addition (one row more could move it by more than the bound)."""
     cells = np.zeros(len(x), dtype=np.int64) if cells is None else cells
     bound = summand_bound(query["lower"], query["upper"], centre, squared)
-    if part["integer"] or not math.isfinite(bound):
+    if part["integer"] or not 0.0 < bound < math.inf:   # squares past float64 (as the app)
         return np.bincount(cells, weights=x, minlength=size).tolist()
     return fixed_point_sums(x, sum_shift(bound), cells, size)
 

@@ -145,3 +145,12 @@ def test_totals_beyond_float64_read_as_infinite(duck) -> None:
     big = 1.5e308
     assert duck.run(frame([big, big]), BoundedSum("x", -big, big)).total == math.inf
     assert duck.run(frame([-big, -big]), BoundedSum("x", -big, big)).total == -math.inf
+
+
+def test_squares_past_float64_are_summed_as_floats(duck) -> None:
+    """A variance's squares whose bound is no float64 (a half-width above 10^154, or below
+    10^-162, whose square underflows to 0) fall back to a float sum, never an error."""
+    tiny = BoundedSum("x", 0.0, 1e-200, centre=5e-201, squared=True)
+    assert duck.run(frame([1e-200, 0.0]), tiny).total == 0.0
+    huge = BoundedSum("x", -1e200, 1e200, centre=0.0, squared=True)
+    assert duck.run(frame([1e200, 0.0]), huge).total == math.inf
