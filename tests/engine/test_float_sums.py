@@ -10,7 +10,7 @@ Before, DuckDB summed with ``fsum`` (Kahan's compensated sum) and Spark with a p
 ``sum``: on one thread, or one partition, in the rows' order, the neighbours below moved a
 total by Δ + 2^-50 (Kahan: a running sum of 1 absorbs 2^-60 and its compensation is lost in
 the next −1) and by Δ + 2^-42 (plain: 4,096 values of −2^-54 each rounded back to 1), where
-one rounding allows 2^-53; and ``[1, 2^-60, −1]`` summed to 0 on both, not 2^-60.
+one rounding allows 2^-53; and ``CANCELS`` summed to 2^-61 on both, not 2^-60 + 2^-61.
 """
 
 from __future__ import annotations
