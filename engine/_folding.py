@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from engine.cells import cell_key
+from engine.cells import cell_key, fixed_point_total, sum_shift, summand_bound
 from engine.errors import EngineError
 from engine.queries import (
     Binned,
@@ -207,23 +207,35 @@ def exact_sum(column: ColumnInfo, lower: float, upper: float) -> bool:
 def sum_mode(column: ColumnInfo, query: object) -> str:
     """How a sum is computed: "integer" (an integer column with whole bounds, exact),
     "rounded" (each clamped value rounded to a whole number, then summed exactly: a query
-    with ``whole``) or "float" (doubles)."""
+    with ``whole``), "fixed" (each summand a multiple of 2^-shift, summed exactly, the total
+    rounded once: ``engine.cells.fixed_point_sums``, :func:`sum_shift_of`) or "float"
+    (a plain float sum: only a squared deviation whose bound overflows float64 or underflows
+    to 0, a half-width above 10^154 or below 10^-162)."""
     if getattr(query, "squared", False) or getattr(query, "centre", 0.0) != 0.0:
-        return "float"
+        return "fixed" if 0.0 < _summand_bound(query) < math.inf else "float"
     if exact_sum(column, query.lower, query.upper):
         return "integer"
-    return "rounded" if getattr(query, "whole", False) else "float"
+    return "rounded" if getattr(query, "whole", False) else "fixed"
 
 
-def to_float(value: object) -> float:
-    """A backend's sum (int, Decimal, float or None) as float64 (inf when it overflows)."""
+def _summand_bound(query: object) -> float:
+    return summand_bound(query.lower, query.upper,  # type: ignore[attr-defined]
+                         getattr(query, "centre", 0.0), getattr(query, "squared", False))
+
+
+def sum_shift_of(query: object, mode: str) -> int:
+    """The power of two a sum in ``mode`` scales its summands by (0 but in "fixed" mode),
+    from the query's public bounds (and centre) alone."""
+    return sum_shift(_summand_bound(query)) if mode == "fixed" else 0
+
+
+def to_float(value: object, shift: int = 0) -> float:
+    """A backend's sum (int, Decimal, float or None) as float64 (inf when it overflows): a
+    whole total of multiples of 2^-``shift`` rounded once."""
     if value is None:
         return 0.0
     if isinstance(value, int | Decimal):
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
+        return fixed_point_total(value, shift)
     return float(value)  # type: ignore[arg-type]
 
 
@@ -312,9 +324,10 @@ def joint_aggregate(rows: Sequence[Sequence[object]], k: int, *, kept: bool = Fa
 
 def grouped_sum_aggregate(rows: Iterable[Sequence[object]], cells: int, exact: bool, *,
                           kept: Iterable[Sequence[object]] | None = None,
-                          missing_person_rows: int = 0) -> GroupedSumAggregate:
+                          missing_person_rows: int = 0, shift: int = 0) -> GroupedSumAggregate:
     """From rows of (cell, values, total, clamped, missing values) and, with contribution
-    bounds, kept rows of (cell, total, values kept, clamped, eligible values)."""
+    bounds, kept rows of (cell, total, values kept, clamped, eligible values); ``shift`` as
+    :func:`to_float`'s."""
     totals = np.zeros(cells, dtype=np.float64)
     counts = np.zeros(cells, dtype=np.int64)
     outside = missing_key = missing = clamped = 0
@@ -326,7 +339,7 @@ def grouped_sum_aggregate(rows: Iterable[Sequence[object]], cells: int, exact: b
         elif index == 0:
             outside += n
         else:
-            totals[index - 1] = to_float(total)
+            totals[index - 1] = to_float(total, shift)
             counts[index - 1] = n
             clamped += int(n_clamped or 0)
     dropped = 0
@@ -335,7 +348,7 @@ def grouped_sum_aggregate(rows: Iterable[Sequence[object]], cells: int, exact: b
         counts = np.zeros(cells, dtype=np.int64)
         clamped = 0
         for index, total, n, n_clamped, eligible in kept:
-            totals[int(index) - 1] = to_float(total)
+            totals[int(index) - 1] = to_float(total, shift)
             counts[int(index) - 1] = int(n or 0)
             clamped += int(n_clamped or 0)
             dropped += int(eligible or 0) - int(n or 0)

@@ -350,3 +350,80 @@ def column_names(header: list[str]) -> list[str]:
         seen.add(name)
         names.append(name)
     return names
+
+
+# ------------------------------------------------------------------------------------------
+# One sum of decimals (not a reading, but a rule every path that sums follows alike: DuckDB,
+# Spark and the exported programs): each clamped value (or deviation, or squared deviation)
+# becomes a whole multiple of 2^-shift, shift chosen from the public bounds alone; the
+# multiples are added exactly (128-bit integers, Spark's DECIMAL(38, 0), Python ints) and
+# the exact total is rounded to float64 once. A floating sum instead rounds at every
+# addition, and one row more could move it by the bound plus up to n²·2^-52 of it
+# (Casacuberta et al. 2022, "Widespread underestimation of sensitivity in DP libraries").
+
+#: Each summand becomes a multiple of 2^-shift of at most 2^SUM_BITS in magnitude: it fits a
+#: signed 64-bit integer, and 2^64 rows of them sum within 2^126 (a HUGEINT holds 2^127, a
+#: DECIMAL(38, 0) 10^38 > 2^126), so no total can overflow.
+SUM_BITS = 62
+#: Rows per block of the exact numpy sum (:func:`fixed_point_sums`): each block's halves of
+#: 31 bits sum within an int64 (2^31 rows · 2^31 < 2^63).
+_SUM_BLOCK = 2**31
+
+
+def summand_bound(lower: float, upper: float, centre: float = 0.0,
+                  squared: bool = False) -> float:
+    """The largest magnitude a summand of values clamped to ``[lower, upper]`` can have,
+    computed as the summand is (in float64, whose rounding is monotone): the bound itself,
+    or the deviation from ``centre`` (squared when ``squared``). inf when it overflows."""
+    deviation = max(abs(lower - centre), abs(upper - centre))
+    return deviation * deviation if squared else deviation
+
+
+def sum_shift(bound: float) -> int:
+    """The power of two a sum's summands are scaled by (:data:`SUM_BITS`): the largest
+    ``shift`` with ``bound · 2^shift < 2^62``. The grid 2^-shift is finer than ``bound``'s
+    last bit, so ``±bound`` lie on it and no rounded summand exceeds ``bound``; a summand is
+    moved by at most half a step, ``bound · 2^-62`` (a per-row step: it depends on that
+    value alone)."""
+    if not (math.isfinite(bound) and bound > 0):
+        raise ValueError(f"bound must be finite and positive, got {bound!r}")
+    return SUM_BITS - math.frexp(bound)[1]
+
+
+def sum_scale(shift: int) -> tuple[float, float]:
+    """2^shift as two powers of two whose product, applied one after the other, scales a
+    double exactly (shift reaches 1,135 for a bound of 2^-1074, beyond a double's 2^1023):
+    a result too small to be a normal double rounds to 0 whichever way it is computed."""
+    return 2.0 ** (shift - shift // 2), 2.0 ** (shift // 2)
+
+
+def fixed_point_total(total: object, shift: int) -> float:
+    """An exact whole total of multiples of 2^-shift (int or Decimal; None: no rows) as
+    float64, rounded once (Python's int division is correctly rounded); ±inf beyond float64."""
+    if total is None:
+        return 0.0
+    whole = int(total)   # type: ignore[call-overload]
+    try:
+        return whole / (1 << shift) if shift >= 0 else float(whole << -shift)
+    except OverflowError:
+        return math.copysign(math.inf, whole)
+
+
+def fixed_point_sums(values: np.ndarray, shift: int, cells: np.ndarray | None = None,
+                     size: int = 1) -> list[float]:
+    """The sum of ``values`` (each at most ``2^(62 - shift)`` in magnitude, NaN none) in each
+    of ``size`` cells (``cells``: each value's cell; None: one), by the rule above: each
+    value rounded to a multiple of 2^-shift (ties to even), the multiples summed exactly in
+    halves of 31 bits per block of 2^31 rows, each cell's total rounded to float64 once."""
+    f0, f1 = sum_scale(shift)
+    whole = np.rint(np.asarray(values, dtype=np.float64) * f0 * f1).astype(np.int64)
+    cells = np.zeros(whole.size, dtype=np.int64) if cells is None else np.asarray(cells)
+    totals = [0] * size
+    for start in range(0, whole.size, _SUM_BLOCK):
+        block, at = whole[start:start + _SUM_BLOCK], cells[start:start + _SUM_BLOCK]
+        high, low = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+        np.add.at(high, at, block >> 31)        # |high| <= 2^31
+        np.add.at(low, at, block & (2**31 - 1))  # 0 <= low < 2^31
+        totals = [t + (int(h) << 31) + int(lo) for t, h, lo in zip(totals, high, low,
+                                                                    strict=True)]
+    return [fixed_point_total(t, shift) for t in totals]

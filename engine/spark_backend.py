@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import _folding
-from engine.cells import KEY_INTEGER_LIMIT, column_type
+from engine.cells import KEY_INTEGER_LIMIT, column_type, sum_scale
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -229,11 +229,14 @@ def _number(column: Any, info: ColumnInfo) -> tuple[Any, Any]:
     return value, value.isNull() | F.isnan(value)
 
 
-def _summand(column: Any, info: ColumnInfo, mode: str, lower: float, upper: float
-             ) -> tuple[Any, Any, Any, Any, Callable[[Any], Any]]:
+def _summand(column: Any, info: ColumnInfo, mode: str, lower: float, upper: float,
+             shift: int = 0) -> tuple[Any, Any, Any, Any, Callable[[Any], Any]]:
     """(value, missing, lower, upper, how to sum a clamped value) of a sum in ``mode``
     (``_folding.sum_mode``): integers exactly, whole numbers rounded per row (half to even:
-    ``bround``), or doubles."""
+    ``bround``), multiples of 2^-``shift`` summed exactly (``engine.cells.fixed_point_sums``:
+    ``rint`` is half to even, a long within 2^62 summed as DECIMAL(38, 0), which cannot
+    overflow: ``engine.cells.SUM_BITS``), or doubles (plain: only for a squared deviation
+    whose bound overflows float64)."""
     from pyspark.sql import functions as F
 
     if mode == "integer":
@@ -244,6 +247,10 @@ def _summand(column: Any, info: ColumnInfo, mode: str, lower: float, upper: floa
     lo, hi = F.lit(float(lower)).cast("double"), F.lit(float(upper)).cast("double")
     if mode == "rounded":
         return value, missing, lo, hi, lambda c: F.bround(c, 0).cast("decimal(38,0)")
+    if mode == "fixed":
+        f0, f1 = (F.lit(f).cast("double") for f in sum_scale(shift))
+        return value, missing, lo, hi, lambda c: F.rint(c * f0 * f1).cast("long").cast(
+            "decimal(38,0)")
     return value, missing, lo, hi, lambda c: c
 
 
@@ -438,12 +445,14 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
     i = _folding.numeric_column(columns, query.column, where)
     info = columns[i]
     mode = _folding.sum_mode(info, query)
-    exact = mode != "float"
+    exact = mode in ("integer", "rounded")
+    shift = _folding.sum_shift_of(query, mode)
     person = _folding.check_contribution(columns, query.contribution, where)
 
     def plan(df: Any) -> SumAggregate:
         x = F.col(_col(i))
-        value, missing, lo, hi, summed = _summand(x, info, mode, query.lower, query.upper)
+        value, missing, lo, hi, summed = _summand(x, info, mode, query.lower, query.upper,
+                                                  shift)
 
         def total(condition: Any, values: Any) -> Any:
             # Spark's least and greatest skip nulls (least(null, 3) = 3): clamp in the when.
@@ -458,8 +467,8 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
             _count_if(~missing & ((value < lo) | (value > hi))),
             total(~missing, value)))[0]
         if person is None:
-            return SumAggregate(_folding.to_float(answer), int(present), int(n_missing),
-                                int(clamped), exact)
+            return SumAggregate(_folding.to_float(answer, shift), int(present),
+                                int(n_missing), int(clamped), exact)
         contribution = query.contribution
         p_missing = _person_missing(F.col(_col(person)), columns[person])
         # the unit's kept rows (one truncation for every query), then those with a value
@@ -471,8 +480,8 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
             total(kept, v), _count_if(kept), _count_if(kept & ((v < lo) | (v > hi))),
             F.count(F.lit(1))))[0]
         missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
-        return SumAggregate(_folding.to_float(answer), int(n_kept), int(n_missing), int(clamped),
-                            exact, missing_person, int(eligible) - int(n_kept))
+        return SumAggregate(_folding.to_float(answer, shift), int(n_kept), int(n_missing),
+                            int(clamped), exact, missing_person, int(eligible) - int(n_kept))
 
     return plan
 
@@ -633,13 +642,15 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
     kind = _folding.match_kind(columns[key], query.categories, where)
     info = columns[i]
     mode = _folding.sum_mode(info, query)
-    exact = mode != "float"
+    exact = mode in ("integer", "rounded")
+    shift = _folding.sum_shift_of(query, mode)
     cells = len(query.categories)
     person = _folding.check_contribution(columns, query.contribution, where)
 
     def plan(df: Any) -> Aggregate:
         x = F.col(_col(i))
-        value, missing, lo, hi, summed = _summand(x, info, mode, query.lower, query.upper)
+        value, missing, lo, hi, summed = _summand(x, info, mode, query.lower, query.upper,
+                                                  shift)
 
         def total(condition: Any, values: Any) -> Any:
             # inside the when: Spark's least skips nulls
@@ -652,7 +663,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             _count_if(~mv), total(~mv, v), _count_if(~mv & ((v < lo) | (v > hi))),
             _count_if(mv)))
         if person is None:
-            return _folding.grouped_sum_aggregate(rows, cells, exact)
+            return _folding.grouped_sum_aggregate(rows, cells, exact, shift=shift)
         contribution = query.contribution
         p = F.col(_col(person))
         p_missing = _person_missing(p, columns[person])
@@ -680,7 +691,7 @@ def _compile_grouped_sum(query: GroupedSum, columns: Sequence[ColumnInfo],
             F.count(F.lit(1))))
         missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
         return _folding.grouped_sum_aggregate(rows, cells, exact, kept=bounded,
-                                              missing_person_rows=missing_person)
+                                              missing_person_rows=missing_person, shift=shift)
 
     return plan
 

@@ -66,8 +66,9 @@ def simulate_plan(plan: Plan, source: Source, *, seed: int, engine: Engine | Non
                   ) -> dict[str, Sequence[tuple[Sequence[Any], Any]]]:
     """One simulated release of ``plan`` on ``source``: each query's rows ``(group, value)``
     by its id, as ``release.package.simulation_package`` takes them. The same ``seed`` gives
-    the same draw (a float sum's last digits follow the engine's order of addition); the true
-    aggregates go no further than the draw."""
+    the same draw (a float sum is exact and rounded once, whatever the engine's order of
+    addition: ``engine.cells.fixed_point_sums``); the true aggregates go no further than the
+    draw."""
     engine = engine if engine is not None else engine_from_env()
     rng = np.random.default_rng(seed)
     values: dict[str, Sequence[tuple[Sequence[Any], Any]]] = {}

@@ -58,6 +58,7 @@ QUERIES: list[dict] = []
 # <<< PLAN
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
+from engine.cells import fixed_point_sums, sum_shift, summand_bound  # noqa: E402
 from release.templates.common import (  # noqa: E402
     Refused,
     bounded,
@@ -200,13 +201,26 @@ def release_people(query, measurements, frame, rng=None):
     return [[[], plain(measurements[0](as_input(query["parts"][0], n)))]]
 
 
+def sums(query, part, x, cells=None, size=1, centre=0.0, squared=False):
+    """The sum of the summands ``x`` (clamped values; a variance's deviations from
+    ``centre``, squared when ``squared``) in each of ``size`` cells, as the release computes
+    it: whole numbers (for whole-number noise) in float64, exact below 2^53; anything else
+    each summand a multiple of 2^-shift (shift from the plan's bounds alone), the multiples
+    summed exactly and each total rounded once (``fixed_point_sums``), never a floating sum
+    that rounds at every addition (one row more could move it by more than the bound)."""
+    cells = np.zeros(len(x), dtype=np.int64) if cells is None else cells
+    bound = summand_bound(query["lower"], query["upper"], centre, squared)
+    if part["integer"] or not 0.0 < bound < math.inf:   # squares past float64 (as the app)
+        return np.bincount(cells, weights=x, minlength=size).tolist()
+    return fixed_point_sums(x, sum_shift(bound), cells, size)
+
+
 def noisy_clamped_sum(query, measurements, frame, rng):
     """(each person's kept rows, the noisy sum of their values clamped to the bounds)."""
     part = query["parts"][0]
     rows = bounded(frame, rng=rng)
-    total = float(np.sum(numbers(rows[query["column"]], query["lower"], query["upper"],
-                                 part["integer"])))
-    return rows, measurements[0](as_input(part, total))
+    x = numbers(rows[query["column"]], query["lower"], query["upper"], part["integer"])
+    return rows, measurements[0](as_input(part, sums(query, part, x)[0]))
 
 
 @snippet("sum")
@@ -230,7 +244,10 @@ def release_variance(query, measurements, frame, rng=None):
     rows = bounded(frame, rng=rng)
     rows = rows[present(rows[query["column"]])]
     y = deviations(rows[query["column"]], query["lower"], query["upper"])
-    moments = (len(rows), float(np.sum(y)), float(np.sum(y * y)))
+    centre = (query["lower"] + query["upper"]) / 2   # the deviations' (``deviations``)
+    parts = query["parts"]
+    moments = (len(rows), sums(query, parts[1], y, centre=centre)[0],
+               sums(query, parts[2], y * y, centre=centre, squared=True)[0])
     noisy = [m(as_input(p, v)) for m, p, v in zip(measurements, query["parts"], moments,
                                                   strict=True)]
     return [[[], variance_of(*noisy, query["lower"], query["upper"])]]
@@ -283,8 +300,7 @@ def release_group_by(query, measurements, frame, rng=None):
     parts = query["parts"]
     cell, labels, size, rows = kept_cells(query, frame, rng, valued=True)
     x = numbers(rows[query["column"]], query["lower"], query["upper"], parts[0]["integer"])
-    sums = np.bincount(cell, weights=x, minlength=size).tolist()
-    noisy_sums = measurements[0](as_input(parts[0], sums))
+    noisy_sums = measurements[0](as_input(parts[0], sums(query, parts[0], x, cell, size)))
     if len(parts) == 1:   # a sum per group (a mean per group has a sum and a count)
         return [[g, plain(v)] for g, v in zip(labels, noisy_sums, strict=True)]
     summed = np.bincount(cell[np.asarray(present(rows[query["column"]]), dtype=bool)],
