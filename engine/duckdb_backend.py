@@ -165,6 +165,16 @@ def _person(i: int, columns: Sequence[ColumnInfo]) -> tuple[str, str]:
     return _key(x, info), _text_missing(x)
 
 
+def _person_group(i: int, columns: Sequence[ColumnInfo]) -> tuple[str, str]:
+    """``_person``, but an integer id as the integer itself: the same groups (its key is
+    its text, one text per integer) and the same text where one is hashed (``_row_key``
+    casts it), at a fraction of the cost of grouping, partitioning and sorting by a text
+    (issue 37)."""
+    if columns[i].kind == "integer":
+        return _col(i), _missing(_col(i), columns[i])
+    return _person(i, columns)
+
+
 def _trimmed(expr: str) -> str:
     """A text without the white space around it: ``trim(text, WHITE_SPACE)``, whose list of
     characters costs ten times the one-argument trim (0.6 s CPU for 10^6 cells), asked only
@@ -271,34 +281,42 @@ def _row_key(seed: str, person: str, position: str, tag: str) -> str:
             f"CAST({position} AS VARCHAR)))")
 
 
-def _row_order(columns: Sequence[ColumnInfo]) -> str:
-    """ORDER BY terms sorting a person's rows by their own content
-    (``engine.queries.Contribution``): first every column's value as a number, in order (a
-    number or a boolean as itself, a text as the number it reads as, ``_number``; missing
-    or not a number first), then every integer column's exact value and every text that
-    reads as no number as written, then every text that reads as a number as written, in
-    order. Columns of other types (dates, lists) are read by no query and left out. Rows
-    tied on every term are alike in whatever a query reads, and a CSV's text cells sort as
-    the same file's typed values do (a page's frame and the release's cells keep the same
-    rows): how a number is written ("1.50", "-0.0") only breaks ties the typed values
-    leave."""
-    numbers, then, last = [], [], []
+def _row_order(columns: Sequence[ColumnInfo], person: int | None = None
+               ) -> tuple[list[str], list[str]]:
+    """The sort keys of a person's rows by their own content (``engine.queries.Contribution``),
+    as (expressions computed once per row, the ORDER BY terms reading them as ``o0``, ``o1``,
+    …): first every column's value as a number, in order (a number or a boolean as itself, a
+    text as the number it reads as, ``_number``; missing or not a number first), then every
+    integer column's exact value and every text that reads as no number as written, then
+    every text that reads as a number as written, in order. Columns of other types (dates,
+    lists) are read by no query and left out. Rows tied on every term are alike in whatever
+    a query reads, and a CSV's text cells sort as the same file's typed values do (a page's
+    frame and the release's cells keep the same rows): how a number is written ("1.50",
+    "-0.0") only breaks ties the typed values leave.
+
+    Each column's number is computed once per row, before the window (its ORDER BY
+    repeated a text's cast three times: issue 37). ``person``: the person column, left out
+    when it is an integer column, whose value is then the same on every row of a person
+    (``pid`` is its text): a term constant within a partition orders nothing."""
+    computed, numbers, then, last = [], [], [], []
     for i, info in enumerate(columns):
         x = _col(i)
-        if info.kind == "other":
+        if info.kind == "other" or (i == person and info.kind == "integer"):
             continue
+        o = quote(f"o{len(computed)}")
         if info.kind == "boolean":
-            numbers.append(f"CAST({x} AS DOUBLE)")
+            computed.append(f"CAST({x} AS DOUBLE)")
+            numbers.append(o)
             continue
         value, missing = _number(x, info)
-        number = f"(CASE WHEN {missing} THEN NULL ELSE {value} END)"
-        numbers.append(number)
+        computed.append(f"(CASE WHEN {missing} THEN NULL ELSE {value} END)")
+        numbers.append(o)
         if info.kind == "integer":
             then.append(f"CAST({x} AS HUGEINT)")
         elif info.kind == "text":
-            then.append(f"(CASE WHEN {number} IS NULL THEN CAST({x} AS VARCHAR) END)")
-            last.append(f"(CASE WHEN {number} IS NOT NULL THEN CAST({x} AS VARCHAR) END)")
-    return ", ".join(f"{t} ASC NULLS FIRST" for t in numbers + then + last) or "pid"
+            then.append(f"(CASE WHEN {o} IS NULL THEN CAST({x} AS VARCHAR) END)")
+            last.append(f"(CASE WHEN {o} IS NOT NULL THEN CAST({x} AS VARCHAR) END)")
+    return computed, [f"{t} ASC NULLS FIRST" for t in numbers + then + last] or ["pid"]
 
 
 def _kept(person: int, columns: Sequence[ColumnInfo],
@@ -313,14 +331,19 @@ def _kept(person: int, columns: Sequence[ColumnInfo],
     computed once before the ranking (a cell's canonical key after it cost eight times as
     much).
 
-    Only the columns the ranking and the queries need go through the join and the windows
-    (issue 37): the person's key, the columns the content order reads, the derived columns,
-    and after the ranking only the person's key and the derived columns; never every column
-    of the source (a CSV's readings table holds each column's key and number too, and a
-    Parquet file columns the order leaves out). ``read``: the source is a CSV's readings
-    table (``_read_once``), where a text column's number is a column of its own
-    (``_read_cells`` turns the order's ``_text_number`` into it), carried beside its text."""
-    p, p_missing = _person(person, columns)
+    Only the columns the ranking and the queries need go through the windows (issue 37):
+    the person's key, the columns the content order reads, the derived columns, and after
+    the ranking only the person's key and the derived columns; never every column of the
+    source (a CSV's readings table holds each column's key and number too, and a Parquet
+    file columns the order leaves out). ``read``: the source is a CSV's readings table
+    (``_read_once``), where a text column's number is a column of its own (``_read_cells``
+    turns the order's ``_text_number`` into it), carried beside its text.
+
+    A person's row count is a window over the person (``n``), not a GROUP BY joined back:
+    DuckDB partitions the rows by person once for it, and the join's hash table of every
+    person went (issue 37). The content order's keys are computed once per row of a person
+    above max rows, and only they and the derived columns go through the sorts."""
+    p, p_missing = _person_group(person, columns)
     carried = []
     for i, info in enumerate(columns):
         if info.kind == "other":         # left out of the order (``_row_order``)
@@ -330,13 +353,14 @@ def _kept(person: int, columns: Sequence[ColumnInfo],
             carried.append(_reading(i)[1])
     names = "".join(f", {name}" for _, name in derived)
     computed = "".join(f", {expr} AS {name}" for expr, name in derived)
+    keys, order = _row_order(columns, person)
+    listed = "".join(f", {expr} AS {quote(f'o{j}')}" for j, expr in enumerate(keys))
     return (
         f"b AS (SELECT {p} AS pid{''.join(f', {c}' for c in carried)}{computed} FROM {_SRC} "
         f"WHERE NOT {p_missing}), "
-        "c AS (SELECT pid, count(*) AS n FROM b GROUP BY pid), "
-        "bn AS (SELECT b.*, c.n FROM b JOIN c ON b.pid = c.pid), "
+        "bn AS (SELECT *, count(*) OVER (PARTITION BY pid) AS n FROM b), "
         f"ro AS (SELECT pid{names}, row_number() OVER (PARTITION BY pid ORDER BY "
-        f"{_row_order(columns)}) AS r0 FROM bn WHERE n > $k), "
+        f"{', '.join(order)}) AS r0 FROM (SELECT *{listed} FROM bn WHERE n > $k)), "
         f"kr AS (SELECT pid{names}, 1 AS r FROM bn WHERE n <= $k UNION ALL "
         f"SELECT pid{names}, row_number() OVER (PARTITION BY pid ORDER BY "
         f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM ro)")
@@ -428,7 +452,7 @@ def _compile_count(query: CountRows, columns: Sequence[ColumnInfo], where: str) 
     if person is None:
         return CompiledQuery((f"SELECT count(*) FROM {_SRC}",), {},
                              lambda r: CountAggregate(int(r[0][0][0])))
-    p, _ = _person(person, columns)
+    p, _ = _person_group(person, columns)
     sql = (f"WITH g AS (SELECT pid IS NULL AS m, count(*) AS n "
            f"FROM (SELECT {p} AS pid FROM {_SRC}) GROUP BY pid) "
            "SELECT coalesce(sum(CASE WHEN m THEN 0 ELSE least(n, $k) END), 0), "
