@@ -22,7 +22,7 @@ from plan.kinds.variance import Variance
 from plan.model import Bounds, Categories, Dataset, GroupBy, Noise, Plan, PlanQuery, Sum
 from release.programs import opendp_program
 from tests.release.test_program_stability import recorders
-from tests.release.test_release_programs import load
+from tests.release_fixtures import load_program
 
 #: (a column, its neighbour with one row more), bounds ±1 (Δ = 1).
 PLAIN = ([-(2.0**-54)] * 4096, [1.0] + [-(2.0**-54)] * 4096)
@@ -39,7 +39,7 @@ def program(tmp_path):
         PlanQuery("by", "Sum by group", GroupBy("k", "sum", "x", bounds, Categories(
             ("a", "b"), "public", "test declaration")), laplace),
         PlanQuery("var", "Variance", Variance("x", Bounds(-1.0, 3.0, "public")), laplace)))
-    return load(opendp_program(plan), "float_sums", tmp_path)
+    return load_program(opendp_program(plan), "float_sums", tmp_path)
 
 
 def true_inputs(module, values: list[float]) -> dict:
