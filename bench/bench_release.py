@@ -666,6 +666,8 @@ def _goals_table(goals: list[tuple[str, int, str, dict[str, Timing]]]) -> str:
     load = os.getloadavg()
     columns = [(label, what) for label, what in GOAL_COLUMNS
                if any(what in timings for *_, timings in goals)]
+    if not columns:  # e.g. the first line failed (DuckDB's SQL out of memory)
+        return f"load average at the end {load[0]:.1f}; no line of the goals table measured"
     head = ("| table | rows | format | " + " | ".join(label for label, _ in columns)
             + " | Polars ÷ first |\n|---|---|---|" + "---|" * (len(columns) + 1))
     lines = [f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
