@@ -12,7 +12,11 @@ the CSV and the Parquet file; the figures go to ``bench/results/release_measured
 Issue 37 adds the floor (one statement: each person's rows ranked once, one scan with
 ``GROUPING SETS``), the identity digest alone, and a second release of the same file in a
 fresh process's state (its identity remembered beside the ledger: ``release.identities``);
-every line gives its ratio to the floor in CPU time.
+every line gives its ratio to the floor in CPU time. Its item 6 adds the same release from the
+command line (``cli``, ``cli-known``: the child's CPU and peak memory) and through the Spark
+backend on a ``local[2]`` session started once (``spark``, ``spark-known``: the JVM's CPU
+counted, the session's start timed apart), ``--repeats`` (medians) and each line's peak
+resident memory (``VmHWM``, reset before it: run a line alone for its own peak).
 
 Run: ``.venv/bin/python bench/bench_release.py [--big] [--spark-rows N] [--measured ROWS]``.
 Every release goes to a ledger in a temporary folder. Wall-clock seconds (a release is one-off
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,8 +156,9 @@ def generate_exact(path: Path, rows: int) -> Path:
     return path
 
 
-def table_files(table: str, rows: int) -> tuple[Path, Path]:
-    """(CSV, Parquet) of ``table`` (:data:`TABLES`) at ``rows`` rows, made on first use."""
+def table_files(table: str, rows: int, *, csv_too: bool = True) -> tuple[Path, Path]:
+    """(CSV, Parquet) of ``table`` (:data:`TABLES`) at ``rows`` rows, made on first use; the
+    CSV only if ``csv_too`` (at 5·10^7 rows it is 1.4 GB that a Parquet-only run never reads)."""
     import duckdb
 
     from bench.bench_engine import bench_dir, generate
@@ -160,7 +166,7 @@ def table_files(table: str, rows: int) -> tuple[Path, Path]:
     parquet = (generate(bench_dir() / f"people_{rows}.parquet", rows) if table == "varying"
                else generate_exact(bench_dir() / f"people_exact5_{rows}.parquet", rows))
     csv = parquet.with_suffix(".csv")
-    if not csv.exists():
+    if csv_too and not csv.exists():
         partial = csv.with_suffix(".csv.partial")
         duckdb.connect().execute(
             f"COPY (SELECT * FROM read_parquet('{parquet}')) TO '{partial}' (HEADER)")
@@ -339,37 +345,208 @@ def _equal_noise(path: Path, rows: int) -> str:
                      zip(("count", "histogram", "sum"), ours, theirs, strict=True))
 
 
-def _timed(work, *args, **kwargs) -> str:
-    """Wall and CPU seconds of one call (all of this process's threads: DuckDB's, Polars'),
-    and the machine's load before it (the CPU time is the steadier figure on a shared
-    machine)."""
+@dataclass(frozen=True)
+class Outside:
+    """Work a call did outside this process: the CLI's child process, Spark's JVM and its
+    Python workers. ``cpu`` seconds count in the call's CPU; ``peak_mib`` is their peak
+    resident memory; ``alone``: the whole work ran there (the CLI), so this process's own
+    peak is not the work's."""
+
+    cpu: float
+    peak_mib: float | None = None
+    alone: bool = False
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Medians over ``runs`` calls of wall and CPU seconds (this process's threads, DuckDB's
+    and Polars', plus the work's :class:`Outside` CPU), the machine's load before the first,
+    and the peak resident memory over the calls (MiB): the process's the work ran in
+    (``VmHWM``, reset before the first call; ``None`` where it cannot be reset) and, for
+    Spark, its JVM's beside it."""
+
+    wall: float
+    cpu: float
+    load: float
+    runs: int
+    peak_mib: float | None = None
+    outside_peak_mib: float | None = None
+
+    def __str__(self) -> str:
+        runs = "one run" if self.runs == 1 else f"median of {self.runs}"
+        peak = "" if self.peak_mib is None else f", peak {self.peak_mib:,.0f} MiB"
+        if self.outside_peak_mib is not None:
+            peak += f" + JVM {self.outside_peak_mib:,.0f} MiB"
+        return (f"{self.wall:7.2f} s wall {self.cpu:7.2f} s CPU ({runs}, load {self.load:.1f}"
+                f"{peak})")
+
+
+def _status_mib(pid: int | str, field: str) -> float | None:
+    """A ``/proc/<pid>/status`` field in MiB (Linux), ``None`` if it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _reset_peak(pid: int | str = "self") -> bool:
+    """Reset the process's peak resident memory (``VmHWM``) to its current resident memory
+    (Linux: ``clear_refs``), so that the next reading is the peak of what ran since."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _descendants() -> list[int]:
+    """This process's descendants (Spark's JVM, its Python workers), read from ``/proc``."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            parents.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(
+                int(entry.name))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _descendants_cpu() -> dict[int, float]:
+    """CPU seconds so far of each descendant (user and system, with its own waited-for
+    children's: Spark's Python daemon reaps its workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    seconds = {}
+    for pid in _descendants():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seconds[pid] = sum(int(f) for f in fields[11:15]) / tick  # utime stime cutime cstime
+    return seconds
+
+
+def _timed(work, *, repeats: int = 1) -> Timing:
+    """Run ``work(i)`` for ``i`` in ``range(repeats)``; medians of wall and CPU seconds and
+    the peak memory over the runs (:class:`Timing`). The CPU time is the steadier figure on
+    a shared machine. ``work`` may return an :class:`Outside`."""
     load = os.getloadavg()[0]
-    wall, cpu = time.perf_counter(), time.process_time()
-    work(*args, **kwargs)
-    return f"{time.perf_counter() - wall:7.2f} s wall {time.process_time() - cpu:7.2f} s CPU " \
-           f"(load {load:.1f})"
+    reset = _reset_peak()
+    walls, cpus, outside_peaks, alone = [], [], [], False
+    for i in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        outside = work(i)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+        if isinstance(outside, Outside):
+            alone = outside.alone
+            cpus[-1] = outside.cpu if alone else cpus[-1] + outside.cpu
+            if outside.peak_mib is not None:
+                outside_peaks.append(outside.peak_mib)
+    own = _status_mib("self", "VmHWM") if reset else None
+    outside_peak = max(outside_peaks) if outside_peaks else None
+    return Timing(statistics.median(walls), statistics.median(cpus), load, repeats,
+                  outside_peak if alone else own, None if alone else outside_peak)
 
 
-def _cpu(timed: str) -> float:
-    return float(timed.split(" s wall ")[1].split(" s CPU")[0])
+def _cli_release(plan_path: Path, data: Path, ledger: Path, out: Path) -> Outside:
+    """``python -m release`` on ``data`` (a fresh ledger: a first release; one that has seen
+    the file: its identity is remembered). Its CPU seconds and peak resident memory come
+    from the child's own resource usage (``wait4``)."""
+    with open(out.with_suffix(".stderr"), "w+", encoding="utf-8") as errors:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "release", "--plan", str(plan_path), "--data", str(data),
+             "--ledger", str(ledger), "--out", str(out)],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            errors.seek(0)
+            raise SystemExit(f"the CLI failed: {errors.read().strip()}")
+    return Outside(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, alone=True)
+
+
+_SPARK: dict[str, object] = {}
+
+
+def _spark_session(write) -> object:
+    """The bench's one Spark session: ``local[2]`` as ``EPSILON_LAB_ENGINE=spark`` starts it
+    (``engine.spark_backend.spark_session``, the backend's default shuffle partitions),
+    started on first use; its start (the JVM, the context) is timed and written apart."""
+    if "session" not in _SPARK:
+        from engine.spark_backend import SparkBackend
+
+        # Spark's Python workers run this interpreter (its packages), as the tests' session
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        backend = SparkBackend("local[2]")
+        timing = _timed(lambda _: backend.session.range(1).count())
+        _SPARK["session"] = backend.session
+        write(f"Spark local[2] session start (JVM and context, one run): {timing.wall:.2f} s "
+              f"wall (load {timing.load:.1f})")
+    return _SPARK["session"]
+
+
+def _spark_release(plan: model.Plan, path: Path, fmt: str, ledger_path: Path,
+                   session: object) -> Outside:
+    """A release through the Spark backend on the bench's started session (a new backend
+    and engine: nothing cached but the session), as :func:`_release_as_a_new_process`; the
+    JVM's CPU seconds and peak resident memory returned."""
+    from engine import Engine
+    from engine.spark_backend import SparkBackend
+
+    jvm = _descendants()
+    for pid in jvm:
+        _reset_peak(pid)
+    before = _descendants_cpu()
+    _release_as_a_new_process(plan, path, fmt, ledger_path,
+                              Engine(SparkBackend(session=session)))
+    after = _descendants_cpu()
+    peaks = [_status_mib(pid, "VmHWM") for pid in jvm]
+    return Outside(sum(after[pid] - before.get(pid, 0.0) for pid in after),
+                   sum(p for p in peaks if p is not None))
+
+
+#: The methods of ``--methods``, in the order they run (see ``--help``).
+METHODS = ("floor", "aggregates", "together", "digest", "release", "known", "cli",
+           "cli-known", "sql", "polars", "spark", "spark-known")
+#: The lines of the goals table, in the issue's order: (label, the line measured).
+GOAL_COLUMNS = (("floor", "one-pass SQL (floor)"), ("ours first", "release.run (first)"),
+                ("ours known", "release.run (known)"), ("CLI", "CLI (first)"),
+                ("CLI known", "CLI (known)"), ("OpenDP Polars", "Polars Context"),
+                ("Spark local[2] first", "Spark release (first)"),
+                ("Spark local[2] known", "Spark release (known)"))
 
 
 def measured(folder: Path, sizes: list[int], out: Path,
              formats: tuple[str, ...] = ("csv", "parquet"),
              methods: tuple[str, ...] = ("floor", "digest", "release", "known", "sql",
                                          "polars"),
-             tables: tuple[str, ...] = ("varying",)) -> None:
+             tables: tuple[str, ...] = ("varying",), repeats: int = 1) -> None:
     """Seconds of the measured release (a first one, then one whose file's identity is
-    remembered beside the ledger, each as a new process would run it), the identity digest
-    alone, the one-pass SQL floor, DuckDB's SQL per query and the Polars Context (its noise
-    scales checked equal to the release's first), per table and file (the ratios in CPU
-    time), printed and appended to ``out`` as each is measured; then issue 37's goals table,
-    side by side."""
+    remembered beside the ledger, each as a new process would run it; in-process, from the
+    command line, through Spark local[2]), the identity digest alone, the one-pass SQL
+    floor, DuckDB's SQL per query and the Polars Context (its noise scales checked equal to
+    the release's first), per table and file (the ratios in CPU time, medians of
+    ``repeats``), printed and appended to ``out`` as each is measured; then issue 37's goals
+    table, side by side, and the peak memory of each line."""
     import importlib.util
 
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise SystemExit(f"unknown method(s) {', '.join(sorted(unknown))}: choose among "
+                         f"{', '.join(METHODS)}")
     polars = importlib.util.find_spec("polars") is not None
     plan = measured_plan()
-    goals: list[tuple[str, int, str, dict[str, float]]] = []
+    goals: list[tuple[str, int, str, dict[str, Timing]]] = []
 
     def write(line: str) -> None:
         print(line, flush=True)
@@ -377,85 +554,148 @@ def measured(folder: Path, sizes: list[int], out: Path,
             results.write(f"{line}\n")
 
     try:
-        _measure(folder, sizes, formats, methods, tables, plan, polars, goals, write)
+        _measure(folder, sizes, formats, methods, tables, plan, polars, goals, write, repeats)
     finally:  # what was measured, even when a later line fails (DuckDB's SQL out of memory)
         write(_goals_table(goals))
 
 
-def _measure(folder, sizes, formats, methods, tables, plan, polars, goals, write) -> None:
+def _measure(folder, sizes, formats, methods, tables, plan, polars, goals, write,
+             repeats) -> None:
     """The body of :func:`measured`: each line measured, written, and kept in ``goals``."""
     from engine import Engine
     from engine.duckdb_backend import DuckDBBackend
 
+    plan_path = folder / "measured-plan.json"
+    plan_path.write_text(plan.to_json(), encoding="utf-8")
     for rows in sizes:
         for table in tables:
-            csv, parquet = table_files(table, rows)
+            csv, parquet = table_files(table, rows, csv_too="csv" in formats)
             for path, fmt in ((csv, "csv"), (parquet, "parquet")):
                 if fmt not in formats:
                     continue
-                cpu: dict[str, float] = {}
-                goals.append((table, rows, fmt, cpu))  # filled as each line is measured
+                timings: dict[str, Timing] = {}
+                goals.append((table, rows, fmt, timings))  # filled as each line is measured
+                name = f"{table}-{rows}-{fmt}"
 
-                def record(what: str, timed: str, mine: str | None = None) -> None:
-                    cpu[what] = _cpu(timed)  # noqa: B023
+                def record(what: str, timing: Timing, mine: Timing | None = None) -> None:
+                    timings[what] = timing  # noqa: B023
                     ratio = "" if mine is None else \
-                        f": release.run/this {_cpu(mine) / _cpu(timed):.2f}x CPU"
+                        f": release.run/this {mine.cpu / timing.cpu:.2f}x CPU"
                     if floor is not None and "floor" not in what:  # noqa: B023
-                        ratio += f", this/floor {_cpu(timed) / _cpu(floor):.2f}x CPU"  # noqa: B023
-                    write(f"{rows:.0e} rows {table:7} {fmt:7} {what:22} {timed}{ratio}")  # noqa: B023
+                        ratio += f", this/floor {timing.cpu / floor.cpu:.2f}x CPU"  # noqa: B023
+                    write(f"{rows:.0e} rows {table:7} {fmt:7} {what:22} {timing}{ratio}")  # noqa: B023
+
+                def ledger(kind: str, i: int) -> Path:
+                    return folder / f"{kind}-{name}-{i}.sqlite"  # noqa: B023
+
+                def known_ledger(kind: str, first) -> Path:
+                    """The ledger of the first timed first release, made (untimed) if
+                    none ran: a known release needs the file's identity remembered."""
+                    if not ledger(kind, 0).exists():
+                        first(0)
+                    return ledger(kind, 0)
+
+                def ours_first(i: int) -> None:
+                    _release_as_a_new_process(plan, path, fmt, ledger("measured", i),  # noqa: B023
+                                              Engine(DuckDBBackend()))
+
+                def cli_first(i: int) -> Outside:
+                    return _cli_release(plan_path, path, ledger("cli", i),  # noqa: B023
+                                        folder / f"cli-{name}-{i}")  # noqa: B023
+
+                def spark_first(i: int) -> Outside:
+                    return _spark_release(plan, path, fmt, ledger("spark", i),  # noqa: B023
+                                          _spark_session(write))
 
                 _settled(path)
                 floor = ours = None
                 if "floor" in methods:
-                    floor = _timed(_one_pass_sql, path)
+                    floor = _timed(lambda _: _one_pass_sql(path), repeats=repeats)  # noqa: B023
                     record("one-pass SQL (floor)", floor)
                 if "aggregates" in methods:
-                    record("aggregates per query", _timed(_aggregates_alone, plan, path, fmt,
-                                                          together=False))
+                    record("aggregates per query", _timed(
+                        lambda _: _aggregates_alone(plan, path, fmt, together=False),  # noqa: B023
+                        repeats=repeats))
                 if {"aggregates", "together"} & set(methods):
-                    record("aggregates together", _timed(_aggregates_alone, plan, path, fmt,
-                                                         together=True))
+                    record("aggregates together", _timed(
+                        lambda _: _aggregates_alone(plan, path, fmt, together=True),  # noqa: B023
+                        repeats=repeats))
                 if "digest" in methods:
-                    record("identity digest alone", _timed(_identity_alone, path, fmt))
-                ledger_path = folder / f"measured-{table}-{rows}-{fmt}.sqlite"
+                    record("identity digest alone", _timed(
+                        lambda _: _identity_alone(path, fmt), repeats=repeats))  # noqa: B023
                 if "release" in methods:
-                    ours = _timed(_release_as_a_new_process, plan, path, fmt, ledger_path,
-                                  Engine(DuckDBBackend()))
+                    ours = _timed(ours_first, repeats=repeats)
                     record("release.run (first)", ours)
                 if "known" in methods:
+                    known = known_ledger("measured", ours_first)
                     record("release.run (known)", _timed(
-                        _release_as_a_new_process, plan, path, fmt, ledger_path,
-                        Engine(DuckDBBackend())))
+                        lambda _: _release_as_a_new_process(
+                            plan, path, fmt, known, Engine(DuckDBBackend())),  # noqa: B023
+                        repeats=repeats))
+                if "cli" in methods:
+                    record("CLI (first)", _timed(cli_first, repeats=repeats))
+                if "cli-known" in methods:
+                    known = known_ledger("cli", cli_first)
+                    record("CLI (known)", _timed(
+                        lambda i: _cli_release(plan_path, path, known,  # noqa: B023
+                                               folder / f"cli-known-{name}-{i}"),  # noqa: B023
+                        repeats=repeats))
                 if "sql" in methods:
-                    record("DuckDB SQL", _timed(_duckdb_sql, path), ours)
+                    record("DuckDB SQL", _timed(lambda _: _duckdb_sql(path),  # noqa: B023
+                                                repeats=repeats), ours)
                 if polars and "polars" in methods:
                     write(f"{rows:.0e} rows {table:7} {fmt:7} noise scales (release / "
                           f"Polars): {_equal_noise(path, rows)}")
-                    record("Polars Context", _timed(_polars_context, path, rows), ours)
+                    record("Polars Context", _timed(
+                        lambda _: _polars_context(path, rows), repeats=repeats), ours)  # noqa: B023
+                if "spark" in methods:
+                    record("Spark release (first)", _timed(spark_first, repeats=repeats))
+                if "spark-known" in methods:
+                    known = known_ledger("spark", spark_first)
+                    record("Spark release (known)", _timed(
+                        lambda _: _spark_release(plan, path, fmt, known,  # noqa: B023
+                                                 _spark_session(write)),  # noqa: B023
+                        repeats=repeats))
 
 
-def _goals_table(goals: list[tuple[str, int, str, dict[str, float]]]) -> str:
-    """Issue 37's goals side by side: CPU seconds of the floor, and of each other line its
-    ratio to the floor in the same run (goals: known ≤ 1.3×, first ≤ 2×, Polars ÷ first ≥ 3
-    at 10^7)."""
+def _goals_table(goals: list[tuple[str, int, str, dict[str, Timing]]]) -> str:
+    """Issue 37's table side by side, in CPU seconds with each line's ratio to the floor in
+    the same run (goals: known ≤ 1.3×, first ≤ 2×, Polars ÷ first ≥ 3 at 10^7), then in wall
+    seconds, then each line's peak resident memory (MiB; Spark: the Python process + its
+    JVM)."""
     load = os.getloadavg()
-    head = ("| table | rows | format | floor CPU s | first release | known identity | "
-            "OpenDP Polars (equal noise) | Polars ÷ first |\n|---|---|---|---|---|---|---|---|")
-    lines = [f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}", head]
+    columns = [(label, what) for label, what in GOAL_COLUMNS
+               if any(what in timings for *_, timings in goals)]
+    if not columns:  # e.g. the first line failed (DuckDB's SQL out of memory)
+        return f"load average at the end {load[0]:.1f}; no line of the goals table measured"
+    head = ("| table | rows | format | " + " | ".join(label for label, _ in columns)
+            + " | Polars ÷ first |\n|---|---|---|" + "---|" * (len(columns) + 1))
+    lines = [f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
+             "CPU seconds (ratio to the floor's):", head]
 
-    def ratio(cpu: dict[str, float], what: str) -> str:
-        if what not in cpu or "one-pass SQL (floor)" not in cpu:
+    def cpu(timings: dict[str, Timing], what: str) -> str:
+        if what not in timings:
             return "—"
-        return f"{cpu[what] / cpu['one-pass SQL (floor)']:.2f}×"
+        floor = timings.get("one-pass SQL (floor)")
+        ratio = "" if floor is None or "floor" in what else \
+            f" ({timings[what].cpu / floor.cpu:.2f}×)"
+        return f"{timings[what].cpu:.2f}{ratio}"
 
-    for table, rows, fmt, cpu in goals:
-        floor = cpu.get("one-pass SQL (floor)")
-        speed = (f"{cpu['Polars Context'] / cpu['release.run (first)']:.2f}"
-                 if {"Polars Context", "release.run (first)"} <= set(cpu) else "—")
+    for table, rows, fmt, timings in goals:
+        speed = (f"{timings['Polars Context'].cpu / timings['release.run (first)'].cpu:.2f}"
+                 if {"Polars Context", "release.run (first)"} <= set(timings) else "—")
         lines.append(f"| {table} | {rows:.0e} | {fmt} | "
-                     f"{'—' if floor is None else f'{floor:.2f}'} | "
-                     f"{ratio(cpu, 'release.run (first)')} | {ratio(cpu, 'release.run (known)')} "
-                     f"| {ratio(cpu, 'Polars Context')} | {speed} |")
+                     + " | ".join(cpu(timings, what) for _, what in columns)
+                     + f" | {speed} |")
+    for title, cell in (
+            ("wall seconds:", lambda t: f"{t.wall:.2f}"),
+            ("peak resident memory, MiB:", lambda t: "—" if t.peak_mib is None else
+             f"{t.peak_mib + (t.outside_peak_mib or 0.0):,.0f}")):
+        lines += [title, head.split("\n")[0].removesuffix(" Polars ÷ first |"),
+                  "|---|---|---|" + "---|" * len(columns)]
+        lines += [f"| {table} | {rows:.0e} | {fmt} | " + " | ".join(
+            cell(timings[what]) if what in timings else "—" for _, what in columns) + " |"
+            for table, rows, fmt, timings in goals]
     return "\n".join(lines)
 
 
@@ -536,7 +776,14 @@ def main(argv: list[str]) -> int:
                         "as a release asks for them), together (only the latter: one "
                         "query at a time reads a 10^7-row CSV for minutes), digest (the identity "
                         "alone), release (a first release), known (a release of a file whose "
-                        "identity is remembered, in a fresh process's state), sql, polars")
+                        "identity is remembered, in a fresh process's state), cli and "
+                        "cli-known (the same as python -m release: wall, and the child's CPU "
+                        "and peak memory), sql, polars, spark and spark-known (release.run "
+                        "through the Spark backend on a local[2] session started once, its "
+                        "start timed apart; CPU counts the JVM's)")
+    parser.add_argument("--repeats", type=int, default=1, help="with --measured: medians "
+                        "of this many runs of each line (a first release: each on a fresh "
+                        "ledger)")
     args = parser.parse_args(argv)
     if args.build:
         print(build_cost(), flush=True)
@@ -551,12 +798,12 @@ def main(argv: list[str]) -> int:
         with open(results / "release_measured.txt", "a", encoding="utf-8") as out:
             out.write(f"# {stamp}, commit {commit}, bench/bench_release.py --measured "
                       f"{args.measured} --formats {args.formats} --methods {args.methods} "
-                      f"--tables {args.tables}, "
+                      f"--tables {args.tables} --repeats {args.repeats}, "
                       f"{os.cpu_count()} cores, DuckDB SQL memory {SQL_MEMORY}\n")
         with tempfile.TemporaryDirectory() as tmp:
             measured(Path(tmp), sizes, results / "release_measured.txt",
                      tuple(args.formats.split(",")), tuple(args.methods.split(",")),
-                     tuple(args.tables.split(",")))
+                     tuple(args.tables.split(",")), args.repeats)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
