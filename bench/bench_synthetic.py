@@ -223,7 +223,7 @@ def table(records: list[dict]) -> str:
             text = f"{statistics.fmean(values):.{digits}f}"
             if len(values) > 1:
                 text += f" ({min(values):.{digits}f}–{max(values):.{digits}f})"
-            return text + (f" [{len(values)} fits]" if len(values) < len(rs) else "")
+            return text + (f" [{len(values)} of {len(rs)} fits]" if len(values) < len(rs) else "")
 
         lines.append(f"| {rs[0]['rows']:,} | {algorithm} | {epsilon:g} | {path} | {len(rs)} | "
                      f"{med('fit_s'):.0f} ({med('fit_cpu'):.0f}) | {spread('peak_gb', 2)} | "
