@@ -1379,37 +1379,16 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
         "path": str(source.path), "csv_missing": missing_spellings(),
         "csv_columns": columns,
         "csv_delim": delimiter, "csv_skip": skip}
-    # DuckDB's parallel scanner (both cores) refuses a quoted line break beside null_padding
-    # (one record would refuse the whole file): it reads a file holding no quote at all, so
-    # no quoted line break, and the serial one every other (the same records, the same cells)
-    parallel = "true" if _quote_free(str(source.path), source.version) else "false"
     reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
               "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
               "null_padding = true, ignore_errors = true, strict_mode = false, "
-              f"parallel = {parallel}, nullstr = $csv_missing)")
+              # one reader for every file: DuckDB's parallel scanner refuses a quoted line
+              # break beside null_padding (one record would refuse the whole file)
+              "parallel = false, nullstr = $csv_missing)")
     replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
                            for i in range(width)) or "false"
     listed = ", ".join(_col(i) for i in range(width))
     return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width
-
-
-@functools.lru_cache(maxsize=256)
-def _quote_free(path: str, version: str) -> bool:
-    """Whether the file at ``path`` (at ``version``: cached per file version) is a plain file
-    holding no quote character (``"``), so no quoted line break: what DuckDB's parallel CSV
-    scanner reads as the serial one does (``csv_text_reader``). A compressed file is read
-    serially whatever it holds (it is not searched). Searched in place (``mmap``, the bytes
-    never copied): 0.09 s CPU for 280 MB held in the page cache."""
-    import mmap
-
-    try:
-        with open(path, "rb") as stream:
-            if stream.read(2) in (b"", b"\x1f\x8b"):   # empty, or gzip
-                return False
-            with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                return mapped.find(b'"') < 0
-    except (OSError, ValueError):
-        return False   # the serial reader's own failure says what is wrong
 
 
 def parquet_path(source: FileSource) -> str | list[str]:

@@ -29,7 +29,6 @@ from engine.duckdb_backend import (
     _readings_table,
     _text_missing,
     _text_number,
-    csv_text_reader,
 )
 from tests.engine.test_engine_one_scan import assert_same, plan, varied
 
@@ -168,57 +167,3 @@ def test_a_plan_read_as_text_never_types_the_columns(tmp_path, monkeypatch) -> N
     assert len(typed) == 1
     for one, answer in zip(alone, many, strict=True):
         assert_same(one, answer)
-
-
-def test_a_file_without_quotes_is_read_by_both_cores(tmp_path) -> None:
-    """DuckDB's parallel CSV scanner refuses a quoted line break beside null_padding, so the
-    one reading was serial for every file (one core): a file holding no quote, so no quoted
-    line break, is read by the parallel one (issue 37); a quote anywhere, or a compressed
-    file, keeps the serial one."""
-    import gzip
-
-    plain, quoted, packed = tmp_path / "plain.csv", tmp_path / "quoted.csv", tmp_path / "p.csv.gz"
-    plain.write_text("p,x\n1,2\n3,4\n")
-    quoted.write_text('p,x\n1,2\n3,"4"\n')
-    packed.write_bytes(gzip.compress(b"p,x\n1,2\n3,4\n"))
-    read = {path.name: csv_text_reader(FileSource(path, "csv"))[0]
-            for path in (plain, quoted, packed)}
-    assert "parallel = true" in read["plain.csv"]
-    assert "parallel = false" in read["quoted.csv"] and "parallel = false" in read["p.csv.gz"]
-
-
-@pytest.mark.parametrize("columns", [1, 4])
-def test_the_parallel_reader_reads_the_one_readings_records(tmp_path, columns) -> None:
-    """Records the one reading mends or drops (short, long, a byte that is not UTF-8,
-    U+FFFD, blank lines, missing markers, white space), scattered over a file read in many
-    small buffers by the parallel scanner (its splits land inside them): the same records
-    as ``engine.cells.read_cells``, the pure-Python rule, and as the serial scanner."""
-    rng = np.random.default_rng(columns)
-    odd = [b"", b"\n", b" ", b"NA", b"\xff1", b"x\xef\xbf\xbd", b"1.5e3", b"\t7 "]
-    lines = []
-    for i in range(60_000):
-        # now and then a short or long record (none at all: a blank line)
-        width = columns + int(rng.integers(-1, 2)) if rng.random() < 0.02 else columns
-        fields = [odd[int(rng.integers(len(odd)))] if rng.random() < 0.05 else
-                  f"v{i}".encode() for _ in range(width)]
-        lines.append(b",".join(fields) + b"\n")
-    data = b",".join(f"c{j}".encode() for j in range(columns)) + b"\n" + b"".join(lines)
-    assert b'"' not in data
-    path = tmp_path / "odd.csv"
-    path.write_bytes(data)
-    reader, params, _ = csv_text_reader(FileSource(path, "csv"))
-    assert "parallel = true" in reader
-    con = duckdb.connect(config={"threads": 2})
-    small = reader.replace("parallel = true", "parallel = true, buffer_size = 65536")
-    parallel = con.execute(f"SELECT * FROM {small}", params).fetchall()
-    serial = con.execute(f"SELECT * FROM {reader.replace('parallel = true', 'parallel = false')}",
-                         params).fetchall()
-    _, python = cells.read_cells(data)
-    assert len(parallel) > 50_000
-    assert sorted(parallel, key=str) == sorted(serial, key=str)
-
-    def normal(rows) -> list[tuple]:   # a missing cell as None (DuckDB's nullstr: some)
-        return sorted((tuple(None if cells.is_missing(c) else c for c in row) for row in rows),
-                      key=str)
-
-    assert normal(parallel) == normal(python.to_numpy().tolist())
