@@ -1383,7 +1383,9 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
               "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
               "null_padding = true, ignore_errors = true, strict_mode = false, "
               # one reader for every file: DuckDB's parallel scanner refuses a quoted line
-              # break beside null_padding (one record would refuse the whole file)
+              # break beside null_padding (one record would refuse the whole file), and even
+              # on a file with no quote at all it reads some records twice where a buffer
+              # (about 32 MB) ends among blank lines or mixed line ends (DuckDB 1.5.6)
               "parallel = false, nullstr = $csv_missing)")
     replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
                            for i in range(width)) or "false"
