@@ -370,13 +370,26 @@ SUM_BITS = 62
 _SUM_BLOCK = 2**31
 
 
+def deviation_bound(lower: float, upper: float) -> float:
+    """The half-width ``(upper - lower) / 2`` as the plan computes a variance's declared
+    sensitivities (``plan/kinds/variance.py``): a deviation from the midpoint is clamped to
+    it on every path. Computed apart, ``clamped - (lower + upper) / 2`` can exceed it by a
+    few ulps (bounds [6.7, 9.5]: 1.4000000000000004 against 1.4), so one person would move
+    the sum by more than its declared sensitivity."""
+    return (upper - lower) / 2
+
+
 def summand_bound(lower: float, upper: float, centre: float = 0.0,
                   squared: bool = False) -> float:
-    """The largest magnitude a summand of values clamped to ``[lower, upper]`` can have,
-    computed as the summand is (in float64, whose rounding is monotone): the bound itself,
-    or the deviation from ``centre`` (squared when ``squared``). inf when it overflows."""
-    deviation = max(abs(lower - centre), abs(upper - centre))
-    return deviation * deviation if squared else deviation
+    """The largest magnitude a summand of values clamped to ``[lower, upper]`` can have: the
+    bound itself, or for a variance's moments (``centre`` the bounds' midpoint) the declared
+    half-width :func:`deviation_bound` each deviation is clamped to (squared when
+    ``squared``: rounding is monotone, so a deviation within it squares within its square,
+    the plan's declared bound). inf when it overflows."""
+    if centre != 0.0 or squared:
+        half = deviation_bound(lower, upper)
+        return half * half if squared else half
+    return max(abs(lower), abs(upper))
 
 
 def sum_shift(bound: float) -> int:
