@@ -365,18 +365,31 @@ def column_names(header: list[str]) -> list[str]:
 #: signed 64-bit integer, and 2^64 rows of them sum within 2^126 (a HUGEINT holds 2^127, a
 #: DECIMAL(38, 0) 10^38 > 2^126), so no total can overflow.
 SUM_BITS = 62
-#: Rows per block of the exact numpy sum (:func:`fixed_point_sums`): each block's halves of
-#: 31 bits sum within an int64 (2^31 rows · 2^31 < 2^63).
-_SUM_BLOCK = 2**31
+#: Rows per block of the exact numpy sum (:func:`integer_sums`): each block's halves of 31
+#: bits sum within an int64 (2^30 rows · 2^32 < 2^63, an integer column's values to 2^63).
+_SUM_BLOCK = 2**30
+
+
+def deviation_bound(lower: float, upper: float) -> float:
+    """The half-width ``(upper - lower) / 2`` as the plan computes a variance's declared
+    sensitivities (``plan/kinds/variance.py``): a deviation from the midpoint is clamped to
+    it on every path. Computed apart, ``clamped - (lower + upper) / 2`` can exceed it by a
+    few ulps (bounds [6.7, 9.5]: 1.4000000000000004 against 1.4), so one person would move
+    the sum by more than its declared sensitivity."""
+    return (upper - lower) / 2
 
 
 def summand_bound(lower: float, upper: float, centre: float = 0.0,
                   squared: bool = False) -> float:
-    """The largest magnitude a summand of values clamped to ``[lower, upper]`` can have,
-    computed as the summand is (in float64, whose rounding is monotone): the bound itself,
-    or the deviation from ``centre`` (squared when ``squared``). inf when it overflows."""
-    deviation = max(abs(lower - centre), abs(upper - centre))
-    return deviation * deviation if squared else deviation
+    """The largest magnitude a summand of values clamped to ``[lower, upper]`` can have: the
+    bound itself, or for a variance's moments (``centre`` the bounds' midpoint) the declared
+    half-width :func:`deviation_bound` each deviation is clamped to (squared when
+    ``squared``: rounding is monotone, so a deviation within it squares within its square,
+    the plan's declared bound). inf when it overflows."""
+    if centre != 0.0 or squared:
+        half = deviation_bound(lower, upper)
+        return half * half if squared else half
+    return max(abs(lower), abs(upper))
 
 
 def sum_shift(bound: float) -> int:
@@ -413,17 +426,30 @@ def fixed_point_sums(values: np.ndarray, shift: int, cells: np.ndarray | None = 
                      size: int = 1) -> list[float]:
     """The sum of ``values`` (each at most ``2^(62 - shift)`` in magnitude, NaN none) in each
     of ``size`` cells (``cells``: each value's cell; None: one), by the rule above: each
-    value rounded to a multiple of 2^-shift (ties to even), the multiples summed exactly in
-    halves of 31 bits per block of 2^31 rows, each cell's total rounded to float64 once."""
+    value rounded to a multiple of 2^-shift (ties to even), the multiples summed exactly
+    (:func:`integer_sums`), each cell's total rounded to float64 once."""
     f0, f1 = sum_scale(shift)
     whole = np.rint(np.asarray(values, dtype=np.float64) * f0 * f1).astype(np.int64)
-    cells = np.zeros(whole.size, dtype=np.int64) if cells is None else np.asarray(cells)
+    return [fixed_point_total(t, shift) for t in integer_sums(whole, cells, size)]
+
+
+def integer_sums(whole: np.ndarray, cells: np.ndarray | None = None,
+                 size: int = 1) -> list[int]:
+    """The exact sum of the int64 ``whole`` (any, to ±2^63) in each of ``size`` cells
+    (``cells``: each one's; None: one), as Python ints: halves of 31 bits (the high one
+    signed, within 2^32) summed in int64 per block of :data:`_SUM_BLOCK` rows."""
+    whole = np.asarray(whole, dtype=np.int64)
     totals = [0] * size
     for start in range(0, whole.size, _SUM_BLOCK):
-        block, at = whole[start:start + _SUM_BLOCK], cells[start:start + _SUM_BLOCK]
-        high, low = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
-        np.add.at(high, at, block >> 31)        # |high| <= 2^31
-        np.add.at(low, at, block & (2**31 - 1))  # 0 <= low < 2^31
-        totals = [t + (int(h) << 31) + int(lo) for t, h, lo in zip(totals, high, low,
-                                                                    strict=True)]
-    return [fixed_point_total(t, shift) for t in totals]
+        block = whole[start:start + _SUM_BLOCK]
+        high, low = block >> 31, block & (2**31 - 1)
+        if cells is None:
+            totals[0] += (int(np.sum(high)) << 31) + int(np.sum(low))
+            continue
+        at = np.asarray(cells)[start:start + _SUM_BLOCK]
+        sum_high, sum_low = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+        np.add.at(sum_high, at, high)
+        np.add.at(sum_low, at, low)
+        totals = [t + (int(h) << 31) + int(lo)
+                  for t, h, lo in zip(totals, sum_high, sum_low, strict=True)]
+    return totals

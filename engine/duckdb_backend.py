@@ -26,7 +26,14 @@ from typing import Any
 import duckdb
 
 from engine import _folding
-from engine.cells import KEY_INTEGER_LIMIT, MISSING_MARKERS, WHITE_SPACE, column_type, sum_scale
+from engine.cells import (
+    KEY_INTEGER_LIMIT,
+    MISSING_MARKERS,
+    WHITE_SPACE,
+    column_type,
+    deviation_bound,
+    sum_scale,
+)
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -219,10 +226,11 @@ def _number(expr: str, info: ColumnInfo) -> tuple[str, str]:
 
 def _moment(clamped: str, query: BoundedSum) -> str:
     """What a sum adds for one clamped value: the value, or its deviation from the centre
-    (squared for a sum of squares)."""
+    (squared for a sum of squares), clamped to the declared half-width ``$half``
+    (``engine.cells.deviation_bound``: the subtraction can exceed it by a few ulps)."""
     if query.centre == 0.0 and not query.squared:
         return clamped
-    deviation = f"({clamped} - $centre)"
+    deviation = f"greatest(least({clamped} - $centre, $half), -$half)"
     return f"({deviation} * {deviation})" if query.squared else deviation
 
 
@@ -476,6 +484,7 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo],
     clamp = _moment(f"greatest(least({value}, $hi), $lo)", query)
     if query.centre != 0.0 or query.squared:
         params["centre"] = query.centre
+        params["half"] = deviation_bound(query.lower, query.upper)
     outside = f"({value} < $lo OR {value} > $hi)"
     # Rows, then the present values in one pass filtered by WHERE: FILTER clauses on every
     # aggregate ran about twice as slow (bench/bench_engine.py). A Parquet row count is read

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import _folding
-from engine.cells import KEY_INTEGER_LIMIT, column_type, sum_scale
+from engine.cells import KEY_INTEGER_LIMIT, column_type, deviation_bound, sum_scale
 from engine.errors import EngineError
 from engine.queries import (
     Aggregate,
@@ -458,7 +458,9 @@ def _compile_sum(query: BoundedSum, columns: Sequence[ColumnInfo], where: str) -
             # Spark's least and greatest skip nulls (least(null, 3) = 3): clamp in the when.
             clamped = F.greatest(F.least(values, hi), lo)
             if query.centre != 0.0 or query.squared:   # a variance's moments
-                clamped = clamped - F.lit(query.centre)
+                # within the declared half-width (engine.cells.deviation_bound)
+                half = F.lit(deviation_bound(query.lower, query.upper)).cast("double")
+                clamped = F.greatest(F.least(clamped - F.lit(query.centre), half), -half)
                 clamped = clamped * clamped if query.squared else clamped
             return F.sum(F.when(condition, summed(clamped)))
 

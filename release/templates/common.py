@@ -17,7 +17,14 @@ import os
 import numpy as np
 import pandas as pd
 
-from engine.cells import cell_key, cell_keys, cell_number, column_names, read_cells
+from engine.cells import (
+    cell_key,
+    cell_keys,
+    cell_number,
+    column_names,
+    deviation_bound,
+    read_cells,
+)
 
 # >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
 PLAN_SHA256 = "sha256:"
@@ -293,8 +300,10 @@ def present(values):
 
 def deviations(values, lower, upper):
     """Each value clamped to the plan's bounds, minus the bounds' midpoint: in [-h, h], h
-    half the bounds' width (a variance's parts sum these and their squares)."""
-    return numbers(values, lower, upper) - (lower + upper) / 2
+    half the bounds' width (a variance's parts sum these and their squares), clamped to
+    the plan's h (``deviation_bound``: the subtraction can exceed it by a few ulps)."""
+    half = deviation_bound(lower, upper)
+    return np.clip(numbers(values, lower, upper) - (lower + upper) / 2, -half, half)
 
 
 def variance_of(noisy_count, noisy_deviations, noisy_squares, lower, upper):

@@ -58,7 +58,13 @@ QUERIES: list[dict] = []
 # <<< PLAN
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
-from engine.cells import fixed_point_sums, sum_shift, summand_bound  # noqa: E402
+from engine.cells import (  # noqa: E402
+    fixed_point_sums,
+    fixed_point_total,
+    integer_sums,
+    sum_shift,
+    summand_bound,
+)
 from release.templates.common import (  # noqa: E402
     Refused,
     bounded,
@@ -215,12 +221,50 @@ def sums(query, part, x, cells=None, size=1, centre=0.0, squared=False):
     return fixed_point_sums(x, sum_shift(bound), cells, size)
 
 
+def integers(values, lower, upper):
+    """An integer column's values clamped to whole bounds within 64 bits, as exact int64 (a
+    missing one 0), as the app sums them (``engine._folding.exact_sum``: exactly, whatever the
+    noise; not by ``sums``, whose grid is coarser than 1 for bounds from 2^62); None for any
+    other column or bounds. An integer column is a typed one (Parquet), never a CSV's text:
+    the app reads a CSV cell as a number, a double (``engine.cells.cell_number``)."""
+    if not (float(lower).is_integer() and float(upper).is_integer()
+            and -2**63 <= lower and upper < 2**63):
+        return None
+    series = values if isinstance(values, pd.Series) else pd.Series(values)
+    if pd.api.types.infer_dtype(series, skipna=True) != "integer":
+        return None
+    lo, hi = int(lower), int(upper)
+    if series.dtype.kind in "iu":
+        x = series.to_numpy()
+        if x.dtype.kind == "u":   # below 2^63 before the cast
+            x = np.minimum(x, np.uint64(max(hi, 0))).astype(np.int64)
+        return np.clip(x, lo, hi).astype(np.int64)
+    # a column with a missing value holds Python ints (read_frame): compared exactly
+    missing = series.isna().to_numpy()
+    x = series.to_numpy(dtype=object, copy=True)
+    x[missing] = lo
+    x = np.minimum(np.maximum(x, lo), hi)
+    x[missing] = 0
+    return x.astype(np.int64)
+
+
+def clamped_sums(query, part, values, cells=None, size=1):
+    """The sum of a column's ``values`` clamped to the plan's bounds in each of ``size``
+    cells, by the app's rule: an integer column with whole bounds exactly (``integers``),
+    each total rounded once; anything else by ``sums``."""
+    whole = integers(values, query["lower"], query["upper"])
+    if whole is not None:
+        return [fixed_point_total(t, 0) for t in integer_sums(whole, cells, size)]
+    x = numbers(values, query["lower"], query["upper"], part["integer"])
+    return sums(query, part, x, cells, size)
+
+
 def noisy_clamped_sum(query, measurements, frame, rng):
     """(each person's kept rows, the noisy sum of their values clamped to the bounds)."""
     part = query["parts"][0]
     rows = bounded(frame, rng=rng)
-    x = numbers(rows[query["column"]], query["lower"], query["upper"], part["integer"])
-    return rows, measurements[0](as_input(part, sums(query, part, x)[0]))
+    return rows, measurements[0](as_input(part, clamped_sums(query, part,
+                                                             rows[query["column"]])[0]))
 
 
 @snippet("sum")
@@ -299,8 +343,8 @@ def release_group_by(query, measurements, frame, rng=None):
         return noisy_cell_counts(query, measurements, frame, rng)
     parts = query["parts"]
     cell, labels, size, rows = kept_cells(query, frame, rng, valued=True)
-    x = numbers(rows[query["column"]], query["lower"], query["upper"], parts[0]["integer"])
-    noisy_sums = measurements[0](as_input(parts[0], sums(query, parts[0], x, cell, size)))
+    noisy_sums = measurements[0](as_input(parts[0], clamped_sums(
+        query, parts[0], rows[query["column"]], cell, size)))
     if len(parts) == 1:   # a sum per group (a mean per group has a sum and a count)
         return [[g, plain(v)] for g, v in zip(labels, noisy_sums, strict=True)]
     summed = np.bincount(cell[np.asarray(present(rows[query["column"]]), dtype=bool)],
