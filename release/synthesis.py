@@ -141,9 +141,9 @@ def synthetic_rows(table: Any, shape: tuple[int, ...], rows: int, *,
 
     mbi's randomized rounding: columns in the junction tree's order, a root (the first, or
     the first of another connected part of the model) rounded from its marginal and shuffled,
-    each next one from its marginal given the columns already drawn that share
-    a clique with it, stratified inside each parents' group by a **random** rank (module
-    docstring); the model's extra (null) key, which holds no declared cell, is read as the
+    each next one from its marginal given the columns already drawn that share a clique of
+    the junction tree with it, stratified inside each parents' group by a **random** rank
+    (module docstring); the model's extra (null) key, which holds no declared cell, is read as the
     missing-or-other code (each column's last). Work and memory: O(rows × columns) plus the
     model's own marginals.
     """
@@ -158,8 +158,15 @@ def synthetic_rows(table: Any, shape: tuple[int, ...], rows: int, *,
     marginals = marginal_oracles.message_passing_stable(model.potentials.expand(
         list(tree.nodes)))
     drawn: dict[str, np.ndarray] = {}
+    # a column's parents are the columns drawn before it that share a clique of the junction
+    # tree with it, i.e. its neighbours in the triangulated graph: drawn in reverse elimination
+    # order, they separate it from every other column drawn before, so drawing it given them
+    # is drawing it given all of those. The model's own cliques miss the triangulation's
+    # fill-in edges when its graph has a cycle of 4 or more columns (AIM's selections can make
+    # one; mbi 1.1.0 reads the model's cliques): a column was then drawn given too few parents
+    separating = [set(c) for c in tree.nodes]
     for column in elimination[::-1]:
-        near = set().union(*(c for c in cliques if column in c))
+        near = set().union(*(c for c in separating if column in c))
         parents = tuple(p for p in drawn if p in near)
         joint = np.asarray(marginals.project(parents + (column,)).datavector(flatten=False),
                            dtype=np.float64)
