@@ -34,7 +34,7 @@ from release import Ledger, run
 from release.measurements import Certified
 from release.programs import opendp_program
 from tests.release.test_program_stability import recorders
-from tests.release.test_release_programs import load
+from tests.release_fixtures import load_program
 
 LAPLACE = Noise("laplace", "pure", epsilon=1.0)
 
@@ -70,7 +70,7 @@ def released(path: Path, fmt: str, the_plan: Plan, folder: Path, monkeypatch) ->
 
 
 def programs(path: Path, the_plan: Plan, folder: Path) -> list[float]:
-    module = load(opendp_program(the_plan), "integer_sums", folder)
+    module = load_program(opendp_program(the_plan), "integer_sums", folder)
     drawn: dict = {}
     module.release(module.read_frame(str(path)), recorders(module, drawn),
                    rng=np.random.default_rng(0))

@@ -22,7 +22,7 @@ from plan.kinds.variance import KIND, Variance
 from plan.model import Bounds, Dataset, Noise, Plan, PlanQuery, PrivacyUnit
 from release.programs import opendp_program
 from tests.release.test_program_stability import recorders
-from tests.release.test_release_programs import load
+from tests.release_fixtures import load_program
 
 #: Bounds whose computed deviation of ``upper`` or of ``lower`` exceeds the declared h.
 BOUNDS = [(6.7, 9.5), (-73.1, -30.7), (-0.9, 21.6), (67.2, 88.9)]
@@ -71,7 +71,7 @@ def test_spark_variance_sums_move_by_the_declared_sensitivity(shared_spark) -> N
 def test_program_variance_sums_move_by_the_declared_sensitivity(tmp_path, bounds) -> None:
     lower, upper = bounds
     plan = Plan(Dataset("v"), (query(lower, upper),))
-    module = load(opendp_program(plan), "variance_summands", tmp_path)
+    module = load_program(opendp_program(plan), "variance_summands", tmp_path)
 
     def sums(lo: float, hi: float, rows: list[float]) -> list[float]:
         drawn: dict = {}
