@@ -724,9 +724,14 @@ def _compile_joint(query: JointCells, columns: Sequence[ColumnInfo],
         # once (a code reads its column's value alone, so the cells' counts are the same):
         # coding every row (canonical text keys, bins) cost 50 times the grouping (Adult's 8
         # columns from 10^6 rows: 4.3 CPU s against 0.09), most of a 10^8-row count
-        raw = ", ".join(_col(i) for i in sorted(set(indices)))
+        # (the grouping's columns renamed g<i>, so the codes read them: a CSV's readings
+        # table would rewrite codes written on c<i> into its key and number columns, which
+        # the grouping does not carry)
+        raw = ", ".join(f"{_col(i)} AS {quote(f'g{i}')}" for i in sorted(set(indices)))
+        grouped = [f"{_joint_code(quote(f'g{i}'), columns[i], query, j, where)[0]} AS k{j}"
+                   for j, i in enumerate(indices)]
         sql = (f"WITH g AS (SELECT {raw}, count(*) AS n FROM {_SRC} GROUP BY ALL) "
-               f"SELECT {', '.join(codes)}, sum(n) FROM g GROUP BY ALL")
+               f"SELECT {', '.join(grouped)}, sum(n) FROM g GROUP BY ALL")
         return CompiledQuery((sql,), params, lambda r: _folding.joint_aggregate(r[0], k))
     _, p_missing = _person(person, columns)
     params |= {"k": query.contribution.max_rows, "seed": str(query.contribution.seed)}

@@ -109,6 +109,6 @@ def test_joint_cells_group_the_raw_values_before_coding_them(tmp_path):
     # source's columns, c0..c7 here) and counts them; the coding reads that grouping
     columns = tuple(DuckDBBackend(spill=False).columns(FileSource(paths[30_000], "parquet")))
     first = _compile("joint-shape", query, columns, "TRUE").statements[0]
-    raw = ", ".join(f'"c{i}"' for i in range(len(query.columns)))
+    raw = ", ".join(f'"c{i}" AS "g{i}"' for i in range(len(query.columns)))
     assert first.startswith(f"WITH g AS (SELECT {raw}, count(*) AS n FROM {_SRC} GROUP BY ALL)")
     assert first.endswith("sum(n) FROM g GROUP BY ALL")
