@@ -293,14 +293,16 @@ def _row_order(columns: Sequence[ColumnInfo], person: int | None = None
                ) -> tuple[list[str], list[str]]:
     """The sort keys of a person's rows by their own content (``engine.queries.Contribution``),
     as (expressions computed once per row, the ORDER BY terms reading them as ``o0``, ``o1``,
-    …): first every column's value as a number, in order (a number or a boolean as itself, a
-    text as the number it reads as, ``_number``; missing or not a number first), then every
-    integer column's exact value and every text that reads as no number as written, then
-    every text that reads as a number as written, in order. Columns of other types (dates,
+    …): first every column's value as a number, in order (a number as itself, a text as the
+    number it reads as, ``_number``; missing or not a number first), then every integer
+    column's exact value, every boolean as its text ("false", "true": it is no number) and
+    every text that reads as no number as written, then every text that reads as a number
+    as written, in order. Columns of other types (dates,
     lists) are read by no query and left out. Rows tied on every term are alike in whatever
     a query reads, and a CSV's text cells sort as the same file's typed values do (a page's
-    frame and the release's cells keep the same rows): how a number is written ("1.50",
-    "-0.0") only breaks ties the typed values leave.
+    frame and the release's cells keep the same rows; a Parquet file and the CSV of the same
+    table too, a boolean column's "true" and "false" included): how a number is written
+    ("1.50", "-0.0") only breaks ties the typed values leave.
 
     Each column's number is computed once per row, before the window (its ORDER BY
     repeated a text's cast three times: issue 37). ``person``: the person column, left out
@@ -313,8 +315,10 @@ def _row_order(columns: Sequence[ColumnInfo], person: int | None = None
             continue
         o = quote(f"o{len(computed)}")
         if info.kind == "boolean":
-            computed.append(f"CAST({x} AS DOUBLE)")
-            numbers.append(o)
+            # as its text, "false" before "true" (``engine.cells.cell_key``): a boolean is no
+            # number (rule 4), and the same column in a CSV is text that reads as none
+            computed.append(f"CAST({x} AS VARCHAR)")
+            then.append(o)
             continue
         value, missing = _number(x, info)
         computed.append(f"(CASE WHEN {missing} THEN NULL ELSE {value} END)")

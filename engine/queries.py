@@ -118,10 +118,12 @@ class Contribution:
     ``max_rows`` — whatever it reads of them (a sum then adds those that have a value, a
     histogram counts those in a declared cell), as OpenDP's and Tumult's truncation do. A
     person's rows are sorted by their own content — first every column's value as a number,
-    in order (a number or a boolean as itself, a text as the number it reads as, rule 4 of
+    in order (a number as itself, a text as the number it reads as, rule 4 of
     ``engine.cells``; missing or not a number first), then every integer column's exact
-    value and every text that reads as no number as written, then every text that reads as
-    a number as written, in order; columns of other types left out — and the positions
+    value, every boolean as its text (``false``, ``true``: a boolean is no number, and the
+    same column in a CSV is text) and every text that reads as no number as written, then
+    every text that reads as a number as written, in order; columns of other types left
+    out — and the positions
     ranked by ``md5(seed | row | person id | position)``. With
     ``max_groups`` (histograms, crosstabs, sums by group) the groups' rule comes on top: a
     person keeps at most ``max_groups`` cells, ranked by ``md5(seed | group | person id |

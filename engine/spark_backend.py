@@ -364,9 +364,9 @@ def _row_key(contribution: Contribution, person: str, position: str, tag: str) -
 
 def _row_order(columns: Sequence[ColumnInfo]) -> list[Any]:
     """The sort keys of a person's rows by their own content: DuckDB's ``_row_order`` (every
-    column's value as a number, then every integer's exact value and every text that reads
-    as no number, then every text that reads as a number; missing first; other types left
-    out)."""
+    column's value as a number, then every integer's exact value, every boolean as its text
+    and every text that reads as no number, then every text that reads as a number; missing
+    first; other types left out)."""
     from pyspark.sql import functions as F
 
     numbers, then, last = [], [], []
@@ -375,7 +375,7 @@ def _row_order(columns: Sequence[ColumnInfo]) -> list[Any]:
         if info.kind == "other":
             continue
         if info.kind == "boolean":
-            numbers.append(x.cast("double"))
+            then.append(x.cast("string"))       # "false", "true": as DuckDB's
             continue
         value, missing = _number(x, info)
         number = F.when(~missing, value)

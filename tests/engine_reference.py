@@ -246,9 +246,11 @@ def _slot(value: object) -> tuple:
 
 
 def _cell_number(value: object, kind: str) -> tuple:
-    """A cell's value as a number (``engine.queries.Contribution``): a number or a boolean
-    as itself, a text as the number it reads as (``engine.cells.cell_number``); missing or
-    not a number first."""
+    """A cell's value as a number (``engine.queries.Contribution``): a number as itself, a
+    text as the number it reads as (``engine.cells.cell_number``); missing or not a number
+    first. A boolean is no number (it sorts by its text, :func:`_cell_then`)."""
+    if kind == "boolean":
+        return ()
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return _slot(None)
     if kind == "text":
@@ -257,14 +259,17 @@ def _cell_number(value: object, kind: str) -> tuple:
 
 
 def _cell_then(value: object, kind: str) -> tuple:
-    """What sorts rows of equal numbers next: an integer's exact value, a text that reads as
-    no number as written."""
-    if kind not in ("integer", "text"):
+    """What sorts rows of equal numbers next: an integer's exact value, a boolean as its
+    text ("false" before "true", as a CSV writes it), a text that reads as no number as
+    written."""
+    if kind not in ("integer", "boolean", "text"):
         return ()
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return _slot(None)
     if kind == "integer":
         return _slot(int(value))
+    if kind == "boolean":
+        return _slot("true" if value else "false")
     return _slot(str(value) if cell_number(str(value)) is None else None)
 
 

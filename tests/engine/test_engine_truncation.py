@@ -134,3 +134,60 @@ def test_spark_keeps_the_rows_duckdb_and_the_reference_keep(shared_spark, duck, 
                       CategoryCounts("c", ("a", "b"), unit),
                       GroupedSum("c", ("a", "b"), "x", 0.0, 3.0, unit)):
             ref.assert_same(query, spark.run(csv, query), duck.run(csv, query))
+
+
+def flags() -> pd.DataFrame:
+    """Three rows a person (max rows 2 drops one): a boolean column before a number column,
+    so a boolean sorted as a number (first, before x) and as a text (after x: it reads as no
+    number) order a person's rows differently."""
+    rng = np.random.default_rng(0)
+    n = 300
+    return pd.DataFrame({"p": np.repeat(np.arange(n // 3), 3),
+                         "flag": rng.integers(0, 2, size=n).astype(bool),
+                         "x": rng.integers(0, 10, size=n).astype(float)})
+
+
+def flags_files(tmp_path) -> tuple[FileSource, FileSource, pd.DataFrame]:
+    """``flags()`` as a Parquet file (a typed boolean) and as a CSV (the text "true" and
+    "false", as DuckDB and Spark write a boolean), and the CSV's cells as the reference
+    reads them (the flag as its text)."""
+    frame = flags()
+    frame.to_parquet(tmp_path / "flags.parquet", index=False)
+    text = frame.assign(flag=frame["flag"].map({True: "true", False: "false"}))
+    text.to_csv(tmp_path / "flags.csv", index=False)
+    return (FileSource(tmp_path / "flags.parquet", "parquet"),
+            FileSource(tmp_path / "flags.csv", "csv"), text)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_boolean_column_keeps_the_same_rows_in_parquet_and_csv(duck, tmp_path, seed):
+    """A person's rows sort the same whether a boolean column is typed (Parquet, a page's
+    frame) or text (the same table as a CSV): before, a typed boolean sorted as 0/1 first
+    among the numbers and the CSV's "true"/"false" (no number) only after them, so the two
+    kept different rows and the page's true answer was not the release's."""
+    parquet, csv, text = flags_files(tmp_path)
+    frame = flags()
+    query = BoundedSum("x", 0.0, 10.0, Contribution("p", 2, seed=seed))
+    typed_total = ref.bounded_sum_per_person(frame, "x", 0.0, 10.0, "p", 2, seed)["total"]
+    text_total = ref.bounded_sum_per_person(text, "x", 0.0, 10.0, "p", 2, seed)["total"]
+    assert typed_total == text_total            # the reference: one order for both readings
+    for source in (parquet, csv, FrameSource(frame)):
+        assert duck.run(source, query).total == typed_total
+    ranks = ref.row_ranks(frame, "p", seed)
+    assert (ranks == ref.row_ranks(text, "p", seed)).all()
+    assert int(((ranks >= 1) & (ranks <= 2)).sum()) == 200   # max rows bites for everyone
+
+
+def test_spark_keeps_a_boolean_columns_rows_as_duckdb(shared_spark, duck, tmp_path):
+    """Spark's order of a boolean column is DuckDB's: a typed boolean (Parquet) and its CSV
+    keep the same rows on both engines, as the reference does."""
+    from engine.spark_backend import SparkBackend
+
+    spark = SparkBackend(session=shared_spark)
+    parquet, csv, _ = flags_files(tmp_path)
+    frame = flags()
+    for seed in range(2):
+        query = BoundedSum("x", 0.0, 10.0, Contribution("p", 2, seed=seed))
+        expected = ref.bounded_sum_per_person(frame, "x", 0.0, 10.0, "p", 2, seed)["total"]
+        for source in (parquet, csv, FrameSource(frame)):
+            assert spark.run(source, query).total == expected
