@@ -911,14 +911,16 @@ class Ledger:
                         (ids[0], email, _now(), float(epsilon), delta, reason, *by))
             return self._allotment(con, ids, email)
 
-    def check_may_release(self, dataset: DatasetIdentity, epsilon: float,
+    def check_may_release(self, dataset: DatasetIdentity | None, epsilon: float,
                           delta: float) -> None:
         """LedgerDenied unless the person acting may release ``epsilon``/``delta`` on the
         dataset: a steward always, an analyst within what is left of their allotment (a
         refusal made on public facts: roles, allotments, spends). Called before any noise is
-        drawn; :meth:`record_release` checks again in its transaction."""
+        drawn; :meth:`record_release` checks again in its transaction. ``dataset`` None:
+        before the data is read (its identity unknown yet), only whether the person may
+        release at all (a viewer may not; an analyst's allotment is checked later)."""
         person, action = self._acting(Action.RELEASE, Action.RELEASE_WITHIN_ALLOTMENT)
-        if action is Action.RELEASE:
+        if action is Action.RELEASE or dataset is None:
             return
         try:
             ids = [i for i, _ in self._dataset_rows(self._connection, dataset)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -218,22 +218,28 @@ def _aggregates(built: Built, engine: Engine, source: Source) -> tuple[Any, tupl
     return tuple(_answer(engine, source, query) for query in built.engine_queries), ()
 
 
-def _plan_aggregates(built: Sequence[Built], engine: Engine, source: Source,
-                     cells: Any = None) -> list:
-    """``_aggregates`` of every query of the plan. The queries known before any read (all
-    but those keyed by the groups found) are answered together first (``answer_many``: one
-    ranking of each person's rows for all the queries under the same unit, issue 37 item
-    3), so that each query's own call then reads the engine's cache. ``cells``: a
-    ``plan.identity.CellsDigest`` the engine computes from the CSV cells it reads."""
+def _answer_known(built: Sequence[Built], engine: Engine, source: Source,
+                  cells: Callable[[Any, str], None] | None = None) -> None:
+    """Answer together the queries known before any read (all but those keyed by the groups
+    found: ``answer_many``, one ranking of each person's rows for all the queries under the
+    same unit, issue 37 item 3), into the engine's cache. ``cells``: called by the engine
+    with the CSV's text cells once it has read them and before any aggregate is computed
+    (``DuckDBBackend.run_many``); what it raises stops the reading there."""
     known = [query for b in built if not b.finds_groups for query in b.engine_queries]
     if (len(known) > 1 or (known and cells is not None)) and hasattr(engine, "answer_many"):
         try:
             if cells is None:
                 engine.answer_many(source, known)
             else:
-                engine.answer_many(source, known, cells=cells.digest)
+                engine.answer_many(source, known, cells=cells)
         except EngineError as exc:
             raise DataMismatch(str(exc)) from None
+
+
+def _plan_aggregates(built: Sequence[Built], engine: Engine, source: Source) -> list:
+    """``_aggregates`` of every query of the plan, the known ones answered together first
+    (``_answer_known``) so that each query's own call then reads the engine's cache."""
+    _answer_known(built, engine, source)
     return [_aggregates(b, engine, source) for b in built]
 
 
@@ -375,6 +381,8 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
         The ledger cannot be read or written (nothing recorded).
     """
     prepared = prepare(plan)
+    # who may release at all (a viewer may not) needs no data: asked before any read
+    ledger.check_may_release(None, prepared.spent.epsilon, prepared.spent.delta)
     own_engine = engine is None   # built here: its answer cache lives only in this call
     engine = engine if engine is not None else engine_from_env()
     inputs = None
@@ -383,30 +391,36 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     reads_cells = hasattr(getattr(engine, "backend", None), "run_many")
     pending = None if content_hash is not None or not reads_cells else digest_from_cells(
         source, ledger=ledger.path)
+    identity = None
     if pending is not None:
         # A CSV identified for the first time: its digest is computed from the cells the
-        # aggregates read (one parse of the file instead of two, issue 37). Nothing is
-        # drawn before the identity's checks below, so a refusal still spends nothing.
-        inputs = _plan_aggregates(prepared.built, engine, source, cells=pending)
+        # aggregates read (one parse of the file instead of two, issue 37), and the checks
+        # that need it (the analyst's allotment, the dataset's budget) run as soon as the
+        # engine has the cells, before it computes any aggregate: a refused release reads
+        # the file to identify it and nothing more.
+        def checked_on_cells(connection: Any, cells: str) -> None:
+            nonlocal identity
+            pending.digest(connection, cells)
+            try:
+                digest = pending.result()
+            except OSError as exc:
+                raise DataMismatch(f"the data cannot be read to identify it ({exc})") from None
+            identity = _checked_identity(plan, source, ledger, prepared, digest, budget,
+                                         budget_delta)
+
         try:
-            content_hash = pending.result()
-        except OSError as exc:
-            inputs = None
-            raise DataMismatch(f"the data cannot be read to identify it ({exc})") from None
-    try:
+            _answer_known(prepared.built, engine, source, cells=checked_on_cells)
+        except BaseException:
+            # nothing of an engine built for this call alone outlives a refusal
+            if own_engine:
+                engine = None
+            raise
+    if identity is None:   # not a CSV read for the first time, or its cells were not read
         identity = _checked_identity(plan, source, ledger, prepared, content_hash, budget,
                                      budget_delta)
-    except BaseException:
-        # read with the digest: a refusal keeps no true aggregate in its traceback, neither
-        # these nor the copies in the answer cache of an engine built for this call alone
-        inputs = None
-        if own_engine:
-            engine = None
-        raise
     # every read before the first draw: a file the engine cannot read refuses with no noise
     # drawn, so nothing is spent
-    if inputs is None:
-        inputs = _plan_aggregates(prepared.built, engine, source)
+    inputs = _plan_aggregates(prepared.built, engine, source)
     released = []
     try:
         for built, certified, (aggs, keys) in zip(prepared.built, prepared.certified, inputs,

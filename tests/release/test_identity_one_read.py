@@ -169,8 +169,9 @@ def test_the_digest_is_remembered_and_charged_to_the_same_dataset(tmp_path, sett
 
 
 def test_a_refused_release_draws_nothing_though_the_cells_were_read(tmp_path, settled) -> None:
-    """The aggregates of a CSV identified for the first time are read with its digest, before
-    the budget is checked: a release over budget is still refused with nothing recorded."""
+    """A CSV identified for the first time is digested from the cells its aggregates read,
+    and the budget checked before any aggregate is computed (``test_refused_reads_nothing``):
+    a release over budget is refused with nothing recorded and nothing kept."""
     source = write_messy(tmp_path / "messy.csv")
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         with pytest.raises(ReleaseRefused, match="over budget") as refused:
