@@ -16,7 +16,10 @@ The rule, in short:
    record; a record holding a byte that is not UTF-8 (or the replacement character U+FFFD,
    which is what a reader that replaces such bytes leaves) in a field it keeps is dropped
    (one in an extra field is dropped with that field) — the one rule DuckDB, Spark and
-   Python can all follow identically.
+   Python can all follow identically. So is a record with a kept field longer than
+   :data:`MAX_FIELD_CHARS` characters (a rule of the record's own text: DuckDB's line limit,
+   Spark's and the ``csv`` module's field limits are raised past it so that none of them
+   drops or refuses a record first).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -63,6 +66,19 @@ KEY_INTEGER_LIMIT = 2**53
 #: A column is offered as numbers when at least this share of its cells that are not missing
 #: read as numbers (:func:`column_type`).
 NUMERIC_SHARE = 0.95
+#: A record with a kept field (one of the header's width) longer than this many characters
+#: (Unicode code points of the field's text as read: quotes removed, a doubled quote one) is
+#: dropped on every path (rule 2). 2^20: a field of 200,000 characters (a long free-text note)
+#: is read, one field costs at most 4 MiB in Python's widest strings and in UTF-8, and a
+#: record of fields within it fits DuckDB's line limit (``duckdb_backend.MAX_LINE_BYTES``,
+#: 32 MiB as written) unless it holds many of them. Read at each use (``cells.
+#: MAX_FIELD_CHARS``), never copied, so that a test's smaller value holds on every path.
+MAX_FIELD_CHARS = 2**20
+#: The ``csv`` module's field limit (process-wide; its default, 131,072 characters, raised
+#: ``_csv.Error`` on a longer field): the largest its C long holds on every platform, so
+#: the module never refuses a field and :data:`MAX_FIELD_CHARS` alone drops a record.
+CSV_FIELD_LIMIT = 2**31 - 1
+csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
 #: A record holding one of these is dropped: an undecodable byte (read by Python as a lone
 #: surrogate, ``surrogateescape``) or the replacement character other readers put there.
 _UNDECODABLE = re.compile("[\udc80-\udcff\ufffd]")
@@ -303,6 +319,9 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         # and the upload do: a bad byte in a field that is cut off drops nothing
         holds = [pd.Series(column, dtype=object).str.contains(_UNDECODABLE, na=False)
                  .to_numpy(dtype=bool) for column in columns[:width]]
+        # a kept field longer than MAX_FIELD_CHARS drops its record (rule 2), as DuckDB's
+        # and Spark's readers drop it (the limit read here: a test may lower it)
+        holds += [too_long(column) for column in columns[:width]]
         keep = ~np.logical_or.reduce(holds)
     else:
         keep = np.zeros(0, dtype=bool)
@@ -313,6 +332,13 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         data[name] = pd.Series(column[keep], dtype=object)
     rows = pd.DataFrame(data, columns=names, dtype=object)
     return header, rows
+
+
+def too_long(fields: object) -> np.ndarray:
+    """Which of these fields (texts, None for a missing one) are longer than
+    :data:`MAX_FIELD_CHARS` characters: their records are dropped (rule 2)."""
+    lengths = pd.Series(fields, dtype=object).str.len()
+    return lengths.gt(MAX_FIELD_CHARS).to_numpy(dtype=bool)
 
 
 def header_layout(head: bytes | str) -> tuple[list[str], str, int]:

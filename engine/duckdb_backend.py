@@ -25,7 +25,7 @@ from typing import Any
 
 import duckdb
 
-from engine import _folding
+from engine import _folding, cells
 from engine.cells import (
     KEY_INTEGER_LIMIT,
     MISSING_MARKERS,
@@ -1376,12 +1376,22 @@ class DuckDBBackend:
                               f"{_first_line(exc)}.") from None
 
 
+#: DuckDB's line limit (``max_line_size``: a record's bytes as written, its quotes,
+#: delimiters and quoted line breaks counted, not the line break that ends it), and its read
+#: buffer, which must hold a line (``buffer_size``; DuckDB's default is 16 lines of 2 MB, the
+#: same 32 MB). Far above a record of a few fields within ``cells.MAX_FIELD_CHARS``: the
+#: field rule drops a long record, on every path, before this limit would (it is DuckDB's
+#: alone: a record over it is dropped here only; see README, "one rule").
+MAX_LINE_BYTES = 2**25
+
+
 def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     """(a FROM clause of a CSV's text cells, its parameters, its width): columns ``c0 …``,
     the file split by the one reading (``engine.cells.read_cells``): the header's width and
     the delimiter from the header alone, every field text, a short record padded with NULL,
     a long one cut, a record with a byte that is not UTF-8 skipped (``ignore_errors``) and
-    one holding U+FFFD dropped. What a release reads and what the identity digests."""
+    one holding U+FFFD dropped, and one with a field longer than ``cells.MAX_FIELD_CHARS``
+    characters dropped. What a release reads and what the identity digests."""
     names, delimiter, skip = csv_layout(source)
     width = len(names)
     # One column more than the header, never listed: DuckDB keeps each empty line of a
@@ -1392,7 +1402,7 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     params: dict[str, object] = {
         "path": str(source.path), "csv_missing": missing_spellings(),
         "csv_columns": columns,
-        "csv_delim": delimiter, "csv_skip": skip}
+        "csv_delim": delimiter, "csv_skip": skip, "csv_line": MAX_LINE_BYTES}
     reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
               "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
               "null_padding = true, ignore_errors = true, strict_mode = false, "
@@ -1400,8 +1410,14 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
               # break beside null_padding (one record would refuse the whole file), and even
               # on a file with no quote at all it reads some records twice where a buffer
               # (about 32 MB) ends among blank lines or mixed line ends (DuckDB 1.5.6)
-              "parallel = false, nullstr = $csv_missing)")
-    replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
+              "parallel = false, nullstr = $csv_missing, "
+              "max_line_size = $csv_line, buffer_size = $csv_line)")
+    # a record holding U+FFFD, or a field longer than the limit (characters, as Python's
+    # len and Spark's length count them; strlen, bytes, first: it is never below length
+    # and costs nothing), is dropped (engine.cells, rule 2)
+    limit = int(cells.MAX_FIELD_CHARS)
+    replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd') OR (strlen({_col(i)}) > "
+                           f"{limit} AND length({_col(i)}) > {limit}), false)"
                            for i in range(width)) or "false"
     listed = ", ".join(_col(i) for i in range(width))
     return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width

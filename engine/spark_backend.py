@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import _folding
+from engine import cells as one_reading
 from engine.cells import KEY_INTEGER_LIMIT, column_type, deviation_bound, sum_scale
 from engine.errors import EngineError
 from engine.queries import (
@@ -132,10 +133,16 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     schema = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
     raw = session.read.csv(str(source.path), schema=schema, header=True, sep=delimiter,
                            quote='"', escape='"', multiLine=True, mode="PERMISSIVE",
-                           encoding="UTF-8", enforceSchema=True)
+                           encoding="UTF-8", enforceSchema=True, maxCharsPerColumn=-1)
+    # a record holding U+FFFD or a field longer than cells.MAX_FIELD_CHARS characters is
+    # dropped, as DuckDB's reader and engine.cells.read_cells drop it (no field limit of
+    # Spark's own, maxCharsPerColumn -1, drops or refuses one first)
+    limit = int(one_reading.MAX_FIELD_CHARS)
     replaced = F.lit(False)
     for i in range(len(names)):
-        replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+        field = F.col(f"c{i}")
+        replaced = replaced | F.coalesce(field.contains("\ufffd") | (F.length(field) > limit),
+                                         F.lit(False))
     raw = raw.where(~replaced)
     markers = sorted(MISSING_MARKERS)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))

@@ -65,7 +65,7 @@ QUERIES: list[dict] = []
 # <<< PLAN
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
-from engine.cells import column_names, header_layout  # noqa: E402
+from engine.cells import MAX_FIELD_CHARS, column_names, header_layout  # noqa: E402
 from release.templates.common import (  # noqa: E402
     Refused,
     bounded,
@@ -426,10 +426,15 @@ def read_spark(spark, path):
                                for i in range(len(names))])
         data = spark.read.csv(path, schema=schema, header=True, sep=delimiter, quote='"',
                               escape='"', multiLine=True, mode="PERMISSIVE", encoding="UTF-8",
-                              enforceSchema=True)
+                              enforceSchema=True, maxCharsPerColumn=-1)
+        # a field longer than MAX_FIELD_CHARS characters drops its record too (engine/cells.py,
+        # rule 2), with no field limit of Spark's own first (maxCharsPerColumn -1)
         replaced = F.lit(False)
         for i in range(len(names)):
-            replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+            field = F.col(f"c{i}")
+            replaced = replaced | F.coalesce(
+                field.contains("\ufffd") | (F.length(field) > int(MAX_FIELD_CHARS)),
+                F.lit(False))
         data = data.where(~replaced)
     missing = [name for name in needed_columns() if name not in names]
     if missing:
