@@ -24,6 +24,7 @@ from engine.cells import (
     column_names,
     deviation_bound,
     read_cells,
+    strip_text,
 )
 
 # >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
@@ -75,6 +76,11 @@ def read_frame(path):
     else:
         with open(path, "rb") as handle:
             header, frame = read_cells(handle.read())
+        if not any(strip_text(name) for name in header):
+            # as the release refuses it (engine.sources.csv_layout): the file, not its data
+            raise Refused("the file holds no header row: it is empty, or holds only blank "
+                          "lines or spaces. A CSV needs a first row naming its columns, then "
+                          "one row per person")
         frame.columns = column_names(header)
     return select_columns(frame)
 

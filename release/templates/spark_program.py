@@ -65,7 +65,12 @@ QUERIES: list[dict] = []
 # <<< PLAN
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
-from engine.cells import MAX_FIELD_CHARS, column_names, header_layout  # noqa: E402
+from engine.cells import (  # noqa: E402
+    MAX_FIELD_CHARS,
+    column_names,
+    header_layout,
+    strip_text,
+)
 from release.templates.common import (  # noqa: E402
     Refused,
     bounded,
@@ -406,6 +411,11 @@ def csv_header(spark, path):
     else:
         head = "\n".join(r.value for r in spark.read.text(path).limit(64).collect())
     names, delimiter, _ = header_layout(head)
+    if not any(strip_text(name) for name in names):
+        # as the release refuses it (engine.sources.csv_layout): the file, not its data
+        raise Refused("the file holds no header row: it is empty, or holds only blank lines "
+                      "or spaces. A CSV needs a first row naming its columns, then one row "
+                      "per person")
     return names, delimiter
 
 

@@ -67,3 +67,17 @@ def test_a_header_without_rows_is_released_with_a_count_of_zero(tmp_path, monkey
                  str(tmp_path / "ledger.sqlite"), "--out", str(tmp_path / "out"),
                  "--budget", "10"]) == 0
     assert [float(v) for v in drawn] == [0.0]
+
+
+@pytest.mark.parametrize("what", ["empty", "spaces"])
+def test_the_opendp_program_refuses_a_file_without_a_header(tmp_path, capsys, what) -> None:
+    """As the release refuses it (the file, not its data); on main a plan of counts only
+    released the empty file."""
+    from release.programs import opendp_program
+    from tests.release_fixtures import load_program
+
+    program = load_program(opendp_program(_plan()), f"blank_{what}", tmp_path)
+    data = tmp_path / "blank.csv"
+    data.write_bytes(BLANK[what])
+    assert program.main(["--data", str(data)]) == 1
+    assert "holds no header row" in capsys.readouterr().err
