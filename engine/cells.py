@@ -16,10 +16,10 @@ The rule, in short:
    record; a record holding a byte that is not UTF-8 (or the replacement character U+FFFD,
    which is what a reader that replaces such bytes leaves) in a field it keeps is dropped
    (one in an extra field is dropped with that field) — the one rule DuckDB, Spark and
-   Python can all follow identically. So is a record with a kept field longer than
-   :data:`MAX_FIELD_CHARS` characters (a rule of the record's own text: DuckDB's line limit,
-   Spark's and the ``csv`` module's field limits are raised past it so that none of them
-   drops or refuses a record first).
+   Python can all follow identically. So is a record whose kept fields hold more than
+   :data:`MAX_RECORD_CHARS` characters together (a rule of the record's own text; DuckDB's
+   line limit, Spark's and the ``csv`` module's field limits are set past it, so that none
+   of them drops or refuses a record first).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -66,17 +66,19 @@ KEY_INTEGER_LIMIT = 2**53
 #: A column is offered as numbers when at least this share of its cells that are not missing
 #: read as numbers (:func:`column_type`).
 NUMERIC_SHARE = 0.95
-#: A record with a kept field (one of the header's width) longer than this many characters
-#: (Unicode code points of the field's text as read: quotes removed, a doubled quote one) is
-#: dropped on every path (rule 2). 2^20: a field of 200,000 characters (a long free-text note)
-#: is read, one field costs at most 4 MiB in Python's widest strings and in UTF-8, and a
-#: record of fields within it fits DuckDB's line limit (``duckdb_backend.MAX_LINE_BYTES``,
-#: 32 MiB as written) unless it holds many of them. Read at each use (``cells.
-#: MAX_FIELD_CHARS``), never copied, so that a test's smaller value holds on every path.
-MAX_FIELD_CHARS = 2**20
+#: A record whose kept fields (the header's width) hold more than this many characters
+#: together (Unicode code points of each field's text as read: quotes removed, a doubled
+#: quote one) is dropped on every path (rule 2). 2^21, about DuckDB's former line limit
+#: (2,000,000 bytes) on a plain ASCII record: a field of 200,000 characters is read, a record
+#: costs at most 8 MiB in Python's widest strings, and as written (at most 4 bytes a
+#: character, each doubled by quoting, 3 bytes of quotes and delimiter a field) it fits
+#: DuckDB's line limit (``duckdb_backend.MAX_LINE_BYTES``, 32 MiB) with the room for millions
+#: of fields. Read at each use (``cells.MAX_RECORD_CHARS``), never copied, so that a test's
+#: smaller value holds on every path.
+MAX_RECORD_CHARS = 2**21
 #: The ``csv`` module's field limit (process-wide; its default, 131,072 characters, raised
 #: ``_csv.Error`` on a longer field): the largest its C long holds on every platform, so
-#: the module never refuses a field and :data:`MAX_FIELD_CHARS` alone drops a record.
+#: the module never refuses a field and :data:`MAX_RECORD_CHARS` alone drops a record.
 CSV_FIELD_LIMIT = 2**31 - 1
 csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
 #: A record holding one of these is dropped: an undecodable byte (read by Python as a lone
@@ -319,9 +321,9 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         # and the upload do: a bad byte in a field that is cut off drops nothing
         holds = [pd.Series(column, dtype=object).str.contains(_UNDECODABLE, na=False)
                  .to_numpy(dtype=bool) for column in columns[:width]]
-        # a kept field longer than MAX_FIELD_CHARS drops its record (rule 2), as DuckDB's
-        # and Spark's readers drop it (the limit read here: a test may lower it)
-        holds += [too_long(column) for column in columns[:width]]
+        # a record whose kept fields hold more than MAX_RECORD_CHARS characters is dropped
+        # (rule 2), as DuckDB's and Spark's readers drop it
+        holds.append(too_long(columns[:width]))
         keep = ~np.logical_or.reduce(holds)
     else:
         keep = np.zeros(0, dtype=bool)
@@ -334,11 +336,15 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     return header, rows
 
 
-def too_long(fields: object) -> np.ndarray:
-    """Which of these fields (texts, None for a missing one) are longer than
-    :data:`MAX_FIELD_CHARS` characters: their records are dropped (rule 2)."""
-    lengths = pd.Series(fields, dtype=object).str.len()
-    return lengths.gt(MAX_FIELD_CHARS).to_numpy(dtype=bool)
+def too_long(columns: list) -> np.ndarray:
+    """Which records hold more than :data:`MAX_RECORD_CHARS` characters in these (kept)
+    columns together (each a sequence of texts, None for a missing field): they are dropped
+    (rule 2). The limit is read here, at each call."""
+    total = np.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
+    for column in columns:
+        lengths = pd.Series(column, dtype=object).str.len()
+        total += lengths.fillna(0).to_numpy(dtype=np.int64)
+    return total > MAX_RECORD_CHARS
 
 
 def header_layout(head: bytes | str) -> tuple[list[str], str, int]:

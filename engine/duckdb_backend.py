@@ -1379,9 +1379,10 @@ class DuckDBBackend:
 #: DuckDB's line limit (``max_line_size``: a record's bytes as written, its quotes,
 #: delimiters and quoted line breaks counted, not the line break that ends it), and its read
 #: buffer, which must hold a line (``buffer_size``; DuckDB's default is 16 lines of 2 MB, the
-#: same 32 MB). Far above a record of a few fields within ``cells.MAX_FIELD_CHARS``: the
-#: field rule drops a long record, on every path, before this limit would (it is DuckDB's
-#: alone: a record over it is dropped here only; see README, "one rule").
+#: same 32 MB). A record within ``cells.MAX_RECORD_CHARS`` is at most 16 MiB and 3 bytes a
+#: field as written, so the record rule drops a long record, on every path, before this
+#: limit would; only fields past the header's width (cut, never counted) could reach it.
+#: A record over it is dropped by DuckDB alone (see README, "one rule").
 MAX_LINE_BYTES = 2**25
 
 
@@ -1390,8 +1391,9 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     the file split by the one reading (``engine.cells.read_cells``): the header's width and
     the delimiter from the header alone, every field text, a short record padded with NULL,
     a long one cut, a record with a byte that is not UTF-8 skipped (``ignore_errors``) and
-    one holding U+FFFD dropped, and one with a field longer than ``cells.MAX_FIELD_CHARS``
-    characters dropped. What a release reads and what the identity digests."""
+    one holding U+FFFD dropped, and one whose fields hold more than
+    ``cells.MAX_RECORD_CHARS`` characters dropped. What a release reads and what the identity
+    digests."""
     names, delimiter, skip = csv_layout(source)
     width = len(names)
     # One column more than the header, never listed: DuckDB keeps each empty line of a
@@ -1412,13 +1414,16 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
               # (about 32 MB) ends among blank lines or mixed line ends (DuckDB 1.5.6)
               "parallel = false, nullstr = $csv_missing, "
               "max_line_size = $csv_line, buffer_size = $csv_line)")
-    # a record holding U+FFFD, or a field longer than the limit (characters, as Python's
-    # len and Spark's length count them; strlen, bytes, first: it is never below length
-    # and costs nothing), is dropped (engine.cells, rule 2)
-    limit = int(cells.MAX_FIELD_CHARS)
-    replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd') OR (strlen({_col(i)}) > "
-                           f"{limit} AND length({_col(i)}) > {limit}), false)"
+    # a record holding U+FFFD, or whose fields hold more characters than the limit (as
+    # Python's len and Spark's length count them; their bytes, strlen, first: never fewer,
+    # and counted without reading the text), is dropped (engine.cells, rule 2)
+    limit = int(cells.MAX_RECORD_CHARS)
+    replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
                            for i in range(width)) or "false"
+    if width:
+        def total(f: str) -> str:
+            return " + ".join(f"coalesce({f}({_col(i)}), 0)" for i in range(width))
+        replaced += f" OR (({total('strlen')}) > {limit} AND ({total('length')}) > {limit})"
     listed = ", ".join(_col(i) for i in range(width))
     return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width
 

@@ -134,15 +134,14 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     raw = session.read.csv(str(source.path), schema=schema, header=True, sep=delimiter,
                            quote='"', escape='"', multiLine=True, mode="PERMISSIVE",
                            encoding="UTF-8", enforceSchema=True, maxCharsPerColumn=-1)
-    # a record holding U+FFFD or a field longer than cells.MAX_FIELD_CHARS characters is
-    # dropped, as DuckDB's reader and engine.cells.read_cells drop it (no field limit of
-    # Spark's own, maxCharsPerColumn -1, drops or refuses one first)
-    limit = int(one_reading.MAX_FIELD_CHARS)
-    replaced = F.lit(False)
+    # a record holding U+FFFD or whose fields hold more than cells.MAX_RECORD_CHARS
+    # characters is dropped, as DuckDB's reader and engine.cells.read_cells drop it (no field
+    # limit of Spark's own, maxCharsPerColumn -1, drops or refuses one first)
+    replaced, chars = F.lit(False), F.lit(0)
     for i in range(len(names)):
-        field = F.col(f"c{i}")
-        replaced = replaced | F.coalesce(field.contains("\ufffd") | (F.length(field) > limit),
-                                         F.lit(False))
+        replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+        chars = chars + F.coalesce(F.length(F.col(f"c{i}")), F.lit(0))
+    replaced = replaced | (chars > int(one_reading.MAX_RECORD_CHARS))
     raw = raw.where(~replaced)
     markers = sorted(MISSING_MARKERS)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))

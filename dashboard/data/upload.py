@@ -411,23 +411,21 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
             f"{_count(n, 'row', 'holds/hold')} bytes that are not UTF-8 text and "
             f"{_verb(n, 'was/were')} left out, as every release reads the file. Save the file "
             "as 'CSV UTF-8' to keep them.")
-    # a field longer than MAX_FIELD_CHARS characters drops its record, as every release
-    # reads the file (engine.cells, rule 2): the record's own text decides, nothing else
-    long_field = np.logical_or.reduce(
-        [too_long(cells[data_records, j]) for j in range(cells.shape[1])]
-        or [np.zeros(data_records.size, dtype=bool)]) & ~undecodable
-    if long_field.any():
-        n, limit = int(long_field.sum()), int(one_reading.MAX_FIELD_CHARS)
-        if (undecodable | long_field).all():
+    # a record whose kept fields hold more than MAX_RECORD_CHARS characters is dropped, as
+    # every release reads the file (engine.cells, rule 2): the record's own text decides
+    overlong = too_long([cells[data_records, j] for j in range(cells.shape[1])]) & ~undecodable
+    if overlong.any():
+        n, limit = int(overlong.sum()), int(one_reading.MAX_RECORD_CHARS)
+        if (undecodable | overlong).all():
             raise DatasetError(
-                f"Every row of the file has a cell longer than {limit:,} characters "
-                "(or bytes that are not UTF-8), which every release leaves out. Shorten those "
-                "cells (or leave that column out of the file) and upload it again.")
+                f"Every row of the file holds more than {limit:,} characters (or bytes that "
+                "are not UTF-8), and every release leaves such rows out. Shorten the long "
+                "cells (or leave their columns out of the file) and upload it again.")
         warnings.append(
-            f"{_count(n, 'row', 'has/have')} a cell longer than {limit:,} "
-            f"characters and {_verb(n, 'was/were')} left out, as every release reads the "
-            "file. Shorten those cells (or leave that column out) to keep them.")
-    keep = ~(undecodable | long_field)
+            f"{_count(n, 'row', 'holds/hold')} more than {limit:,} characters and "
+            f"{_verb(n, 'was/were')} left out, as every release reads the file. Shorten the "
+            "long cells (or leave their columns out) to keep them.")
+    keep = ~(undecodable | overlong)
     generated = [f"column {k}" for k in range(header_len + 1, ncols + 1)]
     names = _column_names((header[:header_len] + generated)[:kept_cols], warnings)
     return _convert_columns(cells[data_records[keep]], names, delimiter, rows[keep], warnings)

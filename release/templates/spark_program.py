@@ -66,7 +66,7 @@ QUERIES: list[dict] = []
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
 from engine.cells import (  # noqa: E402
-    MAX_FIELD_CHARS,
+    MAX_RECORD_CHARS,
     column_names,
     header_layout,
     strip_text,
@@ -437,14 +437,14 @@ def read_spark(spark, path):
         data = spark.read.csv(path, schema=schema, header=True, sep=delimiter, quote='"',
                               escape='"', multiLine=True, mode="PERMISSIVE", encoding="UTF-8",
                               enforceSchema=True, maxCharsPerColumn=-1)
-        # a field longer than MAX_FIELD_CHARS characters drops its record too (engine/cells.py,
-        # rule 2), with no field limit of Spark's own first (maxCharsPerColumn -1)
-        replaced = F.lit(False)
+        # a record whose fields hold more than MAX_RECORD_CHARS characters is dropped too
+        # (engine/cells.py, rule 2), with no field limit of Spark's own first
+        # (maxCharsPerColumn -1)
+        replaced, chars = F.lit(False), F.lit(0)
         for i in range(len(names)):
-            field = F.col(f"c{i}")
-            replaced = replaced | F.coalesce(
-                field.contains("\ufffd") | (F.length(field) > int(MAX_FIELD_CHARS)),
-                F.lit(False))
+            replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+            chars = chars + F.coalesce(F.length(F.col(f"c{i}")), F.lit(0))
+        replaced = replaced | (chars > int(MAX_RECORD_CHARS))
         data = data.where(~replaced)
     missing = [name for name in needed_columns() if name not in names]
     if missing:

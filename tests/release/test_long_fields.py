@@ -1,11 +1,13 @@
-"""One rule for a long field on every path that reads a CSV (``engine.cells``, rule 2): a record
-with a kept field longer than ``cells.MAX_FIELD_CHARS`` characters is dropped, every shorter one
-read — by DuckDB (the data folder, ``release.run``, ``python -m release``), the upload, the
-exported OpenDP program and Spark (the engine and the Spark program) alike, never a traceback.
+"""One rule for a long record on every path that reads a CSV (``engine.cells``, rule 2): a
+record whose kept fields hold more than ``cells.MAX_RECORD_CHARS`` characters together is
+dropped, every other one read — by DuckDB (the data folder, ``release.run``, ``python -m
+release``), the upload, the exported OpenDP program and Spark (the engine and the Spark
+program) alike, never a traceback.
 
-Before, the programs' ``csv`` module refused a field over 131,072 characters (``_csv.Error``),
-and DuckDB dropped a record over 2,000,000 bytes as written, whatever its fields, so the same
-bytes gave other true answers on other paths. Expected values are written by hand.
+Before, the programs' ``csv`` module (and the upload's) refused a field over 131,072
+characters (``_csv.Error``), and DuckDB dropped a record over 2,000,000 bytes as written,
+whatever it held, so the same bytes gave other true answers on other paths. Expected values
+are written by hand.
 """
 
 from __future__ import annotations
@@ -19,31 +21,39 @@ import pytest
 from dashboard.data.upload import load_upload
 from dashboard.release_panel import source_of
 from engine import BoundedSum, CountRows, Engine, FileSource
-from engine.cells import MAX_FIELD_CHARS, read_cells
+from engine.cells import MAX_RECORD_CHARS, read_cells
 from engine.duckdb_backend import DuckDBBackend
 from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, Sum
 from release.programs import opendp_program, spark_program
 from tests.release_fixtures import load_program
 
-L = MAX_FIELD_CHARS
-#: A field of exactly L characters, 10 of them quotes: as written (quoted, each quote doubled)
-#: it is L + 12 bytes long, yet it holds L characters and is read.
-QUOTED = '"' + '""' * 10 + "w" * (L - 10) + '"'
+L = MAX_RECORD_CHARS
 
-#: (person, note, more, amount, extra field past the header or None); kept or not by the rule.
+
+def _note(pid: str, amount: int, total: int, letter: str = "x", more: str = "") -> str:
+    """A note that makes the record's kept fields hold ``total`` characters together."""
+    return letter * (total - len(pid) - len(str(amount)) - len(more))
+
+
+#: 10 quotes among L - 12 characters: as written (quoted, each quote doubled) the record is
+#: 12 bytes longer than the characters it holds, which are counted.
+QUOTED = '"' + '""' * 10 + "w" * (L - 10 - len("p4") - len("13")) + '"'
+HALF = "b" * (L // 2)
+
+#: (person, note, more, amount, a field past the header or None, kept by the rule)
 RECORDS = [
-    ("p1", "x" * 200_000, "", 5, None, True),         # 200 KB: over the csv module's default
-    ("p2", "y" * L, "", 7, None, True),               # exactly L characters
-    ("p3", "z" * (L + 1), "", 11, None, False),       # one character over: dropped
-    ("p4", QUOTED, "", 13, None, True),               # L characters, L + 12 bytes as written
-    ("p5", "\u00e9" * L, "", 17, None, True),          # L characters, 2 L bytes in UTF-8
-    ("p6", "a" * L, "b" * L, 19, None, True),         # two fields of L: a line over 2 MB
+    ("p1", "x" * 200_000, "", 5, None, True),             # over the csv module's default
+    ("p2", _note("p2", 7, L), "", 7, None, True),          # exactly L characters
+    ("p3", _note("p3", 11, L + 1), "", 11, None, False),   # one over: dropped
+    ("p4", QUOTED, "", 13, None, True),                    # L characters, L + 12 as written
+    ("p5", _note("p5", 17, L, "\u00e9"), "", 17, None, True),  # L characters, 2 L bytes
+    ("p6", _note("p6", 19, L + 1, "a", HALF), HALF, 19, None, False),  # two fields: L + 1
     ("p7", "short", "", 23, None, True),
-    ("p8", "s", "", 29, "e" * (L + 1), True),          # a long field past the header is cut
+    ("p8", "s", "", 29, "e" * 300_000, True),              # past the header: never counted
 ]
 KEPT = [r for r in RECORDS if r[5]]
-COUNT = len(KEPT)                                      # 7
-TOTAL = 5 + 7 + 13 + 17 + 19 + 23 + 29                  # 113
+COUNT = len(KEPT)                                          # 6
+TOTAL = 5 + 7 + 13 + 17 + 23 + 29                          # 94
 
 
 def csv_bytes() -> bytes:
@@ -74,7 +84,8 @@ def test_the_python_reading_keeps_every_record_within_the_limit(data) -> None:
     header, frame = read_cells(raw)
     assert header == ["pid", "note", "more", "amount"]
     assert frame["c0"].tolist() == [r[0] for r in KEPT]
-    assert frame["c1"].str.len().tolist() == [len(r[1]) if r[0] != "p4" else L for r in KEPT]
+    chars = frame.apply(lambda column: column.str.len().fillna(0)).sum(axis=1)
+    assert chars.tolist() == [200_003, L, L, L, 9, 5]
 
 
 def test_duckdb_and_the_upload_give_the_same_true_answers(data) -> None:
@@ -87,7 +98,7 @@ def test_duckdb_and_the_upload_give_the_same_true_answers(data) -> None:
         assert duck.run(source, CountRows()).rows == COUNT, what
         total = duck.run(source, BoundedSum("amount", 0.0, 100.0))
         assert (total.total, total.rows) == (TOTAL, COUNT), what
-    assert any("longer than" in w and "left out" in w for w in loaded.warnings)
+    assert any(f"2 rows hold more than {L:,} characters" in w for w in loaded.warnings)
 
 
 def _capture(monkeypatch) -> list[Any]:
@@ -142,19 +153,20 @@ def test_the_opendp_program_gives_the_same_true_answers(data, tmp_path) -> None:
 
 def test_a_lower_limit_holds_on_every_python_and_duckdb_path(data, monkeypatch,
                                                              tmp_path) -> None:
-    """The limit is read at each use (a test's smaller one holds on every path): at 200,000,
-    p1's field of exactly 200,000 characters is read, the records of p2 to p6 are dropped."""
+    """The limit is read at each use (a test's smaller one holds on every path): at 200,003,
+    p1's record of exactly 200,003 characters is read, the records of p2 to p6 are dropped,
+    and p8's 300,000 characters past the header count for nothing."""
     import engine.cells as cells
 
     raw, path = data
-    monkeypatch.setattr(cells, "MAX_FIELD_CHARS", 200_000)
+    monkeypatch.setattr(cells, "MAX_RECORD_CHARS", 200_003)
     _, frame = read_cells(raw)
     assert frame["c0"].tolist() == ["p1", "p7", "p8"]
     total = DuckDBBackend(threads=1).run(FileSource(path, "csv"),
                                          BoundedSum("amount", 0.0, 100.0))
     assert (total.total, total.rows) == (5 + 23 + 29, 3)
     program = load_program(opendp_program(_plan()), "long_fields_low", tmp_path)
-    monkeypatch.setattr(program, "MAX_FIELD_CHARS", 200_000)
+    monkeypatch.setattr(program, "MAX_RECORD_CHARS", 200_003)
     assert program.read_frame(str(path))["amount"].tolist() == ["5", "23", "29"]
 
 
