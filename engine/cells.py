@@ -71,10 +71,10 @@ NUMERIC_SHARE = 0.95
 #: quote one) is dropped on every path (rule 2). 2^21, about DuckDB's former line limit
 #: (2,000,000 bytes) on a plain ASCII record: a field of 200,000 characters is read, a record
 #: costs at most 8 MiB in Python's widest strings, and as written (at most 4 bytes a
-#: character, each doubled by quoting, 3 bytes of quotes and delimiter a field) it fits
-#: DuckDB's line limit (``duckdb_backend.MAX_LINE_BYTES``, 32 MiB) with the room for millions
-#: of fields. Read at each use (``cells.MAX_RECORD_CHARS``), never copied, so that a test's
-#: smaller value holds on every path.
+#: character in UTF-8, a doubled quote 2, and 3 bytes of quotes and delimiter a field: 8 MiB
+#: and 3 bytes a field) it fits DuckDB's line limit (``duckdb_backend.MAX_LINE_BYTES``,
+#: 32 MiB) with room for millions of fields. Read at each use (``cells.MAX_RECORD_CHARS``),
+#: never copied, so that a test's smaller value holds on every path.
 MAX_RECORD_CHARS = 2**21
 #: The ``csv`` module's field limit (process-wide; its default, 131,072 characters, raised
 #: ``_csv.Error`` on a longer field): the largest its C long holds on every platform, so
@@ -294,7 +294,8 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     ``data``: the file's bytes (or its text). Never raises for what a record holds: a short
     record is padded with None, a long one cut to the header's width, a blank line is no
     record, a record holding a byte that is not UTF-8 (or U+FFFD) in a kept field is
-    dropped. Cells are the
+    dropped, and so is one whose kept fields hold more than :data:`MAX_RECORD_CHARS`
+    characters. Cells are the
     fields as written (no white space removed, no missing marker read: :func:`is_missing`
     and :func:`cell_key` do that). An empty file has no names and no rows.
     """

@@ -1379,7 +1379,7 @@ class DuckDBBackend:
 #: DuckDB's line limit (``max_line_size``: a record's bytes as written, its quotes,
 #: delimiters and quoted line breaks counted, not the line break that ends it), and its read
 #: buffer, which must hold a line (``buffer_size``; DuckDB's default is 16 lines of 2 MB, the
-#: same 32 MB). A record within ``cells.MAX_RECORD_CHARS`` is at most 16 MiB and 3 bytes a
+#: same 32 MB). A record within ``cells.MAX_RECORD_CHARS`` is at most 8 MiB and 3 bytes a
 #: field as written, so the record rule drops a long record, on every path, before this
 #: limit would; only fields past the header's width (cut, never counted) could reach it.
 #: A record over it is dropped by DuckDB alone (see README, "one rule").

@@ -122,9 +122,10 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     every field text (a schema of strings: nothing inferred), a short record padded with
     null and a long one cut (``PERMISSIVE``), quoted line breaks inside a field
     (``multiLine``), a record holding U+FFFD (Spark's reading of a byte that is not UTF-8)
-    dropped; a cell holding a missing marker (``sources.MISSING_MARKERS``, any letter case)
-    is missing. Without ``text``: each column typed as DuckDB types it (``_typed_csv``), for
-    what the pages show about the columns."""
+    or more than ``cells.MAX_RECORD_CHARS`` characters dropped; a cell holding a missing
+    marker (``sources.MISSING_MARKERS``, any letter case) is missing. Without ``text``: each
+    column typed as DuckDB types it (``_typed_csv``), for what the pages show about the
+    columns."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
