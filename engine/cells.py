@@ -368,6 +368,14 @@ def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
     return [_UNDECODABLE.sub("\ufffd", name) for name in header], delimiter, skip
 
 
+def has_header(header: list[str]) -> bool:
+    """Whether a CSV's header (:func:`header_layout`, :func:`read_cells`) is one: a file that
+    is empty, or holds only blank lines or spaces, has none, and is refused on every path (a
+    fact of the file's form, not of its rows). A first row of delimiters only names its
+    columns by position (:func:`column_names`), as before."""
+    return len(header) > 1 or (len(header) == 1 and bool(strip_text(header[0])))
+
+
 def column_names(header: list[str]) -> list[str]:
     """A CSV header's column names as every path names them (and a plan says them): white
     space removed around each, an empty one named by its position (``column1``, ...), a

@@ -18,7 +18,7 @@ from typing import Literal
 
 import pandas as pd
 
-from engine.cells import column_names, header_layout, read_cells, strip_text
+from engine.cells import column_names, has_header, header_layout, read_cells
 from engine.errors import DataFolderError, EngineError
 from engine.queries import Query, query_key
 
@@ -449,7 +449,7 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
                           ". It may have been changed, moved or removed: choose the dataset "
                           "again.") from None
     names, delimiter, skip = header_layout(head)
-    if not any(strip_text(name) for name in names):
+    if not has_header(names):
         # no header at all: DuckDB's parser text ("syntax error at or near ...") was the
         # message; the file's bytes are public here only as "none", never quoted
         raise EngineError(f"{described[:1].upper()}{described[1:]} holds no header row: "

@@ -23,8 +23,8 @@ from engine.cells import (
     cell_number,
     column_names,
     deviation_bound,
+    has_header,
     read_cells,
-    strip_text,
 )
 
 # >>> PLAN: placeholders for the plan's names the shared code reads (a program defines them)
@@ -77,7 +77,7 @@ def read_frame(path):
     else:
         with open(path, "rb") as handle:
             header, frame = read_cells(handle.read())
-        if not any(strip_text(name) for name in header):
+        if not has_header(header):
             # as the release refuses it (engine.sources.csv_layout): the file, not its data
             raise Refused("the file holds no header row: it is empty, or holds only blank "
                           "lines or spaces. A CSV needs a first row naming its columns, then "

@@ -68,8 +68,8 @@ QUERIES: list[dict] = []
 from engine.cells import (  # noqa: E402
     MAX_RECORD_CHARS,
     column_names,
+    has_header,
     header_layout,
-    strip_text,
 )
 from release.templates.common import (  # noqa: E402
     Refused,
@@ -411,7 +411,7 @@ def csv_header(spark, path):
     else:
         head = "\n".join(r.value for r in spark.read.text(path).limit(64).collect())
     names, delimiter, _ = header_layout(head)
-    if not any(strip_text(name) for name in names):
+    if not has_header(names):
         # as the release refuses it (engine.sources.csv_layout): the file, not its data
         raise Refused("the file holds no header row: it is empty, or holds only blank lines "
                       "or spaces. A CSV needs a first row naming its columns, then one row "

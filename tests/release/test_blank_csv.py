@@ -81,3 +81,10 @@ def test_the_opendp_program_refuses_a_file_without_a_header(tmp_path, capsys, wh
     data.write_bytes(BLANK[what])
     assert program.main(["--data", str(data)]) == 1
     assert "holds no header row" in capsys.readouterr().err
+
+
+def test_a_first_row_of_delimiters_still_names_columns_by_position(tmp_path) -> None:
+    """Not a blank file: its columns are named by position, as before (one record read)."""
+    path = tmp_path / "commas.csv"
+    path.write_bytes(b",,\n1,2,3\n")
+    assert DuckDBBackend(threads=1).run(FileSource(path, "csv"), CountRows()).rows == 1

@@ -19,10 +19,11 @@ import numpy as np
 import pytest
 
 from dashboard.data.upload import load_upload
-from dashboard.release_panel import source_of
+from dashboard.release_panel import content_hash_of, source_of
 from engine import BoundedSum, CountRows, Engine, FileSource
 from engine.cells import MAX_RECORD_CHARS, read_cells
 from engine.duckdb_backend import DuckDBBackend
+from plan.identity import content_digest
 from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, Sum
 from release.programs import opendp_program, spark_program
 from tests.release_fixtures import load_program
@@ -99,6 +100,8 @@ def test_duckdb_and_the_upload_give_the_same_true_answers(data) -> None:
         total = duck.run(source, BoundedSum("amount", 0.0, 100.0))
         assert (total.total, total.rows) == (TOTAL, COUNT), what
     assert any(f"2 rows hold more than {L:,} characters" in w for w in loaded.warnings)
+    # one identity: the upload's and the file's digests are of the same records
+    assert content_hash_of(loaded) == content_digest(FileSource(path, "csv"))
 
 
 def _capture(monkeypatch) -> list[Any]:
