@@ -88,3 +88,15 @@ def test_a_first_row_of_delimiters_still_names_columns_by_position(tmp_path) -> 
     path = tmp_path / "commas.csv"
     path.write_bytes(b",,\n1,2,3\n")
     assert DuckDBBackend(threads=1).run(FileSource(path, "csv"), CountRows()).rows == 1
+
+
+def test_the_spark_program_refuses_a_file_without_a_header(tmp_path) -> None:
+    """Its header is read in Python from a local file (no Spark session needed here)."""
+    from release.programs import spark_program
+    from tests.release_fixtures import load_program
+
+    program = load_program(spark_program(_plan()), "blank_spark", tmp_path)
+    data = tmp_path / "blank.csv"
+    data.write_bytes(BLANK["spaces"])
+    with pytest.raises(program.Refused, match="holds no header row"):
+        program.csv_header(None, str(data))
