@@ -16,7 +16,10 @@ The rule, in short:
    record; a record holding a byte that is not UTF-8 (or the replacement character U+FFFD,
    which is what a reader that replaces such bytes leaves) in a field it keeps is dropped
    (one in an extra field is dropped with that field) — the one rule DuckDB, Spark and
-   Python can all follow identically.
+   Python can all follow identically. So is a record whose kept fields hold more than
+   :data:`MAX_RECORD_CHARS` characters together (a rule of the record's own text; DuckDB's
+   line limit, Spark's and the ``csv`` module's field limits are set past it, so that none
+   of them drops or refuses a record first).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -63,6 +66,21 @@ KEY_INTEGER_LIMIT = 2**53
 #: A column is offered as numbers when at least this share of its cells that are not missing
 #: read as numbers (:func:`column_type`).
 NUMERIC_SHARE = 0.95
+#: A record whose kept fields (the header's width) hold more than this many characters
+#: together (Unicode code points of each field's text as read: quotes removed, a doubled
+#: quote one) is dropped on every path (rule 2). 2^21, about DuckDB's former line limit
+#: (2,000,000 bytes) on a plain ASCII record: a field of 200,000 characters is read, a record
+#: costs at most 8 MiB in Python's widest strings, and as written (at most 4 bytes a
+#: character in UTF-8, a doubled quote 2, and 3 bytes of quotes and delimiter a field: 8 MiB
+#: and 3 bytes a field) it fits DuckDB's line limit (``duckdb_backend.MAX_LINE_BYTES``,
+#: 32 MiB) with room for millions of fields. Read at each use (``cells.MAX_RECORD_CHARS``),
+#: never copied, so that a test's smaller value holds on every path.
+MAX_RECORD_CHARS = 2**21
+#: The ``csv`` module's field limit (process-wide; its default, 131,072 characters, raised
+#: ``_csv.Error`` on a longer field): the largest its C long holds on every platform, so
+#: the module never refuses a field and :data:`MAX_RECORD_CHARS` alone drops a record.
+CSV_FIELD_LIMIT = 2**31 - 1
+csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
 #: A record holding one of these is dropped: an undecodable byte (read by Python as a lone
 #: surrogate, ``surrogateescape``) or the replacement character other readers put there.
 _UNDECODABLE = re.compile("[\udc80-\udcff\ufffd]")
@@ -276,7 +294,8 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     ``data``: the file's bytes (or its text). Never raises for what a record holds: a short
     record is padded with None, a long one cut to the header's width, a blank line is no
     record, a record holding a byte that is not UTF-8 (or U+FFFD) in a kept field is
-    dropped. Cells are the
+    dropped, and so is one whose kept fields hold more than :data:`MAX_RECORD_CHARS`
+    characters. Cells are the
     fields as written (no white space removed, no missing marker read: :func:`is_missing`
     and :func:`cell_key` do that). An empty file has no names and no rows.
     """
@@ -303,6 +322,9 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         # and the upload do: a bad byte in a field that is cut off drops nothing
         holds = [pd.Series(column, dtype=object).str.contains(_UNDECODABLE, na=False)
                  .to_numpy(dtype=bool) for column in columns[:width]]
+        # a record whose kept fields hold more than MAX_RECORD_CHARS characters is dropped
+        # (rule 2), as DuckDB's and Spark's readers drop it
+        holds.append(too_long(columns[:width]))
         keep = ~np.logical_or.reduce(holds)
     else:
         keep = np.zeros(0, dtype=bool)
@@ -313,6 +335,17 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         data[name] = pd.Series(column[keep], dtype=object)
     rows = pd.DataFrame(data, columns=names, dtype=object)
     return header, rows
+
+
+def too_long(columns: list) -> np.ndarray:
+    """Which records hold more than :data:`MAX_RECORD_CHARS` characters in these (kept)
+    columns together (each a sequence of texts, None for a missing field): they are dropped
+    (rule 2). The limit is read here, at each call."""
+    total = np.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
+    for column in columns:
+        lengths = pd.Series(column, dtype=object).str.len()
+        total += lengths.fillna(0).to_numpy(dtype=np.int64)
+    return total > MAX_RECORD_CHARS
 
 
 def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
@@ -333,6 +366,14 @@ def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
                         doublequote=True, strict=False)
     header = next(reader, [])
     return [_UNDECODABLE.sub("\ufffd", name) for name in header], delimiter, skip
+
+
+def has_header(header: list[str]) -> bool:
+    """Whether a CSV's header (:func:`header_layout`, :func:`read_cells`) is one: a file that
+    is empty, or holds only blank lines or spaces, has none, and is refused on every path (a
+    fact of the file's form, not of its rows). A first row of delimiters only names its
+    columns by position (:func:`column_names`), as before."""
+    return len(header) > 1 or (len(header) == 1 and bool(strip_text(header[0])))
 
 
 def column_names(header: list[str]) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import duckdb
 
-from engine import _folding
+from engine import _folding, cells
 from engine.cells import (
     KEY_INTEGER_LIMIT,
     MISSING_MARKERS,
@@ -1380,12 +1380,24 @@ class DuckDBBackend:
                               f"{_first_line(exc)}.") from None
 
 
+#: DuckDB's line limit (``max_line_size``: a record's bytes as written, its quotes,
+#: delimiters and quoted line breaks counted, not the line break that ends it), and its read
+#: buffer, which must hold a line (``buffer_size``; DuckDB's default is 16 lines of 2 MB, the
+#: same 32 MB). A record within ``cells.MAX_RECORD_CHARS`` is at most 8 MiB and 3 bytes a
+#: field as written, so the record rule drops a long record, on every path, before this
+#: limit would; only fields past the header's width (cut, never counted) could reach it.
+#: A record over it is dropped by DuckDB alone (see README, "one rule").
+MAX_LINE_BYTES = 2**25
+
+
 def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     """(a FROM clause of a CSV's text cells, its parameters, its width): columns ``c0 …``,
     the file split by the one reading (``engine.cells.read_cells``): the header's width and
     the delimiter from the header alone, every field text, a short record padded with NULL,
     a long one cut, a record with a byte that is not UTF-8 skipped (``ignore_errors``) and
-    one holding U+FFFD dropped. What a release reads and what the identity digests."""
+    one holding U+FFFD dropped, and one whose fields hold more than
+    ``cells.MAX_RECORD_CHARS`` characters dropped. What a release reads and what the identity
+    digests."""
     names, delimiter, skip = csv_layout(source)
     width = len(names)
     # One column more than the header, never listed: DuckDB keeps each empty line of a
@@ -1396,7 +1408,7 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     params: dict[str, object] = {
         "path": str(source.path), "csv_missing": missing_spellings(),
         "csv_columns": columns,
-        "csv_delim": delimiter, "csv_skip": skip}
+        "csv_delim": delimiter, "csv_skip": skip, "csv_line": MAX_LINE_BYTES}
     reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "
               "columns = $csv_columns, delim = $csv_delim, quote = '\"', escape = '\"', "
               "null_padding = true, ignore_errors = true, strict_mode = false, "
@@ -1404,9 +1416,18 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
               # break beside null_padding (one record would refuse the whole file), and even
               # on a file with no quote at all it reads some records twice where a buffer
               # (about 32 MB) ends among blank lines or mixed line ends (DuckDB 1.5.6)
-              "parallel = false, nullstr = $csv_missing)")
+              "parallel = false, nullstr = $csv_missing, "
+              "max_line_size = $csv_line, buffer_size = $csv_line)")
+    # a record holding U+FFFD, or whose fields hold more characters than the limit (as
+    # Python's len and Spark's length count them; their bytes, strlen, first: never fewer,
+    # and counted without reading the text), is dropped (engine.cells, rule 2)
+    limit = int(cells.MAX_RECORD_CHARS)
     replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
                            for i in range(width)) or "false"
+    if width:
+        def total(f: str) -> str:
+            return " + ".join(f"coalesce({f}({_col(i)}), 0)" for i in range(width))
+        replaced += f" OR (({total('strlen')}) > {limit} AND ({total('length')}) > {limit})"
     listed = ", ".join(_col(i) for i in range(width))
     return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width
 

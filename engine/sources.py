@@ -18,14 +18,14 @@ from typing import Literal
 
 import pandas as pd
 
-from engine.cells import column_names, header_layout
+from engine.cells import column_names, has_header, header_layout, read_cells
 from engine.errors import DataFolderError, EngineError
 from engine.queries import Query, query_key
 
 __all__ = [
     "FrameSource", "FileSource", "TableSource", "Source", "DataFile", "DATA_ENV",
     "data_folder", "list_data_folder", "open_data_file", "MISSING_MARKERS", "missing_spellings",
-    "csv_layout", "csv_column_names", "parquet_parts",
+    "csv_layout", "csv_column_names", "csv_without_rows", "parquet_parts",
 ]
 
 #: The environment variable naming the server's data folder.
@@ -449,7 +449,36 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
                           ". It may have been changed, moved or removed: choose the dataset "
                           "again.") from None
     names, delimiter, skip = header_layout(head)
+    if not has_header(names):
+        # no header at all: DuckDB's parser text ("syntax error at or near ...") was the
+        # message; the file's bytes are public here only as "none", never quoted
+        raise EngineError(f"{described[:1].upper()}{described[1:]} holds no header row: "
+                          "it is empty, or holds only blank lines or spaces. A CSV needs a "
+                          "first row naming its columns (e.g. age,sex,income), then one row "
+                          "per person: write them into the file (save it again from a "
+                          "spreadsheet as CSV), or choose another file.")
     return tuple(names), delimiter, skip
+
+
+def csv_without_rows(source: FileSource) -> bool:
+    """Whether a CSV file holds a header row and no data row: told the data's owner on the
+    Data page (every count is 0), never refusing a release (an empty dataset is a dataset).
+    Read by ``engine.cells.read_cells`` when the whole file (decompressed) is within its
+    first megabyte; a longer file is taken to hold rows (no scan of it for a note)."""
+    import gzip
+
+    csv_layout(source)   # no header: raised there
+    try:
+        with open(source.path, "rb") as stream:
+            magic = stream.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(source.path, "rb") as stream:
+            head = stream.read(CSV_HEAD_BYTES + 1)
+    except (OSError, EOFError):
+        return False     # the reading itself says what is wrong
+    if len(head) > CSV_HEAD_BYTES:
+        return False
+    return len(read_cells(head)[1]) == 0
 
 
 def csv_column_names(header: Sequence[str]) -> list[str]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine import _folding
+from engine import cells as one_reading
 from engine.cells import KEY_INTEGER_LIMIT, column_type, deviation_bound, sum_scale
 from engine.errors import EngineError
 from engine.queries import (
@@ -121,9 +122,10 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     every field text (a schema of strings: nothing inferred), a short record padded with
     null and a long one cut (``PERMISSIVE``), quoted line breaks inside a field
     (``multiLine``), a record holding U+FFFD (Spark's reading of a byte that is not UTF-8)
-    dropped; a cell holding a missing marker (``sources.MISSING_MARKERS``, any letter case)
-    is missing. Without ``text``: each column typed as DuckDB types it (``_typed_csv``), for
-    what the pages show about the columns."""
+    or more than ``cells.MAX_RECORD_CHARS`` characters dropped; a cell holding a missing
+    marker (``sources.MISSING_MARKERS``, any letter case) is missing. Without ``text``: each
+    column typed as DuckDB types it (``_typed_csv``), for what the pages show about the
+    columns."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -132,10 +134,15 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     schema = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
     raw = session.read.csv(str(source.path), schema=schema, header=True, sep=delimiter,
                            quote='"', escape='"', multiLine=True, mode="PERMISSIVE",
-                           encoding="UTF-8", enforceSchema=True)
-    replaced = F.lit(False)
+                           encoding="UTF-8", enforceSchema=True, maxCharsPerColumn=-1)
+    # a record holding U+FFFD or whose fields hold more than cells.MAX_RECORD_CHARS
+    # characters is dropped, as DuckDB's reader and engine.cells.read_cells drop it (no field
+    # limit of Spark's own, maxCharsPerColumn -1, drops or refuses one first)
+    replaced, chars = F.lit(False), F.lit(0)
     for i in range(len(names)):
         replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+        chars = chars + F.coalesce(F.length(F.col(f"c{i}")), F.lit(0))
+    replaced = replaced | (chars > int(one_reading.MAX_RECORD_CHARS))
     raw = raw.where(~replaced)
     markers = sorted(MISSING_MARKERS)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))

@@ -21,6 +21,7 @@ from dashboard.data import schema as sc
 from dashboard.data.model import ColumnDomain, LoadedDataset
 from dpcore.contributions import PrivacyUnit
 from engine import DATA_ENV, DataFile, DataFolderError, EngineError, list_data_folder
+from engine.sources import csv_without_rows
 
 #: Prefix of a data-folder dataset's value in the sidebar's list (and the URL).
 CHOICE_PREFIX = "file:"
@@ -92,6 +93,12 @@ def load_data_file(entry: DataFile) -> LoadedDataset:
         warnings.insert(0, f"The declarations beside {entry.name} were not read: "
                            f"{entry.schema_problem} Fix the file; until then nothing about "
                            "the columns is declared public.")
+    if source.format == "csv" and not source.is_folder and csv_without_rows(source):
+        # said to the file's owner here (no header at all raised EngineError above); a
+        # release still runs on it: an empty dataset is a dataset, its counts 0
+        warnings.insert(0, f"{entry.name} has a header row but no data rows, so every count "
+                           "is 0. Add one row per person below the column names, or choose "
+                           "another file.")
     provenance = (entry.schema or {}).get("source")
     kind = "Parquet folder" if entry.folder else (
         "Parquet file" if entry.format == "parquet" else "CSV file")

@@ -20,12 +20,14 @@ from numpy.typing import NDArray
 
 from dashboard.data.model import MAX_CATEGORIES, DatasetError, LoadedDataset
 from dpcore.checks import check_int
+from engine import cells as one_reading
 from engine.cells import (
     NUMERIC_SHARE,  # noqa: F401 — the rule's share, for dashboard.datasets
     cell_numbers,
     column_type,
     sniff_delimiter,
     strip_text,
+    too_long,
 )
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
@@ -409,7 +411,21 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
             f"{_count(n, 'row', 'holds/hold')} bytes that are not UTF-8 text and "
             f"{_verb(n, 'was/were')} left out, as every release reads the file. Save the file "
             "as 'CSV UTF-8' to keep them.")
-    keep = ~undecodable
+    # a record whose kept fields hold more than MAX_RECORD_CHARS characters is dropped, as
+    # every release reads the file (engine.cells, rule 2): the record's own text decides
+    overlong = too_long([cells[data_records, j] for j in range(cells.shape[1])]) & ~undecodable
+    if overlong.any():
+        n, limit = int(overlong.sum()), int(one_reading.MAX_RECORD_CHARS)
+        if (undecodable | overlong).all():
+            raise DatasetError(
+                f"Every row of the file holds more than {limit:,} characters (or bytes that "
+                "are not UTF-8), and every release leaves such rows out. Shorten the long "
+                "cells (or leave their columns out of the file) and upload it again.")
+        warnings.append(
+            f"{_count(n, 'row', 'holds/hold')} more than {limit:,} characters and "
+            f"{_verb(n, 'was/were')} left out, as every release reads the file. Shorten the "
+            "long cells (or leave their columns out) to keep them.")
+    keep = ~(undecodable | overlong)
     generated = [f"column {k}" for k in range(header_len + 1, ncols + 1)]
     names = _column_names((header[:header_len] + generated)[:kept_cols], warnings)
     return _convert_columns(cells[data_records[keep]], names, delimiter, rows[keep], warnings)

@@ -23,6 +23,7 @@ from engine.cells import (
     cell_number,
     column_names,
     deviation_bound,
+    has_header,
     read_cells,
 )
 
@@ -64,7 +65,8 @@ def read_frame(path):
     """The columns the plan needs, from a CSV, CSV.gz or Parquet file (or Parquet folder):
     a CSV's cells each as its own text, by the one reading of the release (``read_cells``
     above: the delimiter read from the header alone; a short record padded, a long one cut,
-    blank lines skipped, a record holding a byte that is not UTF-8 dropped), never typed by
+    blank lines skipped, a record holding a byte that is not UTF-8 or more than
+    MAX_RECORD_CHARS characters dropped, a file with no header refused), never typed by
     column; a Parquet file's cells as its types hold them, a 64-bit integer exactly (as
     DuckDB reads it) even in a column with a missing cell, which pandas would make float64
     (2^53 + 1 read as 2^53)."""
@@ -75,6 +77,11 @@ def read_frame(path):
     else:
         with open(path, "rb") as handle:
             header, frame = read_cells(handle.read())
+        if not has_header(header):
+            # as the release refuses it (engine.sources.csv_layout): the file, not its data
+            raise Refused("the file holds no header row: it is empty, or holds only blank "
+                          "lines or spaces. A CSV needs a first row naming its columns, then "
+                          "one row per person")
         frame.columns = column_names(header)
     return select_columns(frame)
 

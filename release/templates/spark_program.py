@@ -65,7 +65,12 @@ QUERIES: list[dict] = []
 # <<< PLAN
 
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
-from engine.cells import column_names, header_layout  # noqa: E402
+from engine.cells import (  # noqa: E402
+    MAX_RECORD_CHARS,
+    column_names,
+    has_header,
+    header_layout,
+)
 from release.templates.common import (  # noqa: E402
     Refused,
     bounded,
@@ -406,6 +411,11 @@ def csv_header(spark, path):
     else:
         head = "\n".join(r.value for r in spark.read.text(path).limit(64).collect())
     names, delimiter, _ = header_layout(head)
+    if not has_header(names):
+        # as the release refuses it (engine.sources.csv_layout): the file, not its data
+        raise Refused("the file holds no header row: it is empty, or holds only blank lines "
+                      "or spaces. A CSV needs a first row naming its columns, then one row "
+                      "per person")
     return names, delimiter
 
 
@@ -426,10 +436,15 @@ def read_spark(spark, path):
                                for i in range(len(names))])
         data = spark.read.csv(path, schema=schema, header=True, sep=delimiter, quote='"',
                               escape='"', multiLine=True, mode="PERMISSIVE", encoding="UTF-8",
-                              enforceSchema=True)
-        replaced = F.lit(False)
+                              enforceSchema=True, maxCharsPerColumn=-1)
+        # a record whose fields hold more than MAX_RECORD_CHARS characters is dropped too
+        # (engine/cells.py, rule 2), with no field limit of Spark's own first
+        # (maxCharsPerColumn -1)
+        replaced, chars = F.lit(False), F.lit(0)
         for i in range(len(names)):
             replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
+            chars = chars + F.coalesce(F.length(F.col(f"c{i}")), F.lit(0))
+        replaced = replaced | (chars > int(MAX_RECORD_CHARS))
         data = data.where(~replaced)
     missing = [name for name in needed_columns() if name not in names]
     if missing:
