@@ -189,8 +189,11 @@ def rows_per_person(frame: pd.DataFrame, person: str) -> dict:
 
 def _key(seed: int, tag: str, person: object, position: object) -> str:
     # A whole double id within 2^53 is hashed as its integer's text (issue 31, rule 5:
-    # one key per id, 12.0 is 12); any other id as Python writes it.
-    if (isinstance(person, float | np.floating) and float(person).is_integer()
+    # one key per id, 12.0 is 12); a boolean as the one rule writes it ("true", "false",
+    # engine.cells: Python would write "True"); any other id as Python writes it.
+    if isinstance(person, bool | np.bool_):
+        person = "true" if person else "false"
+    elif (isinstance(person, float | np.floating) and float(person).is_integer()
             and abs(float(person)) <= 2**53):
         person = int(person)
     return hashlib.md5(f"{seed}|{tag}|{person}|{position}".encode()).hexdigest()

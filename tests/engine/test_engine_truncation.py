@@ -178,6 +178,17 @@ def test_a_boolean_column_keeps_the_same_rows_in_parquet_and_csv(duck, tmp_path,
     assert int(((ranks >= 1) & (ranks <= 2)).sum()) == 200   # max rows bites for everyone
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_boolean_person_id_is_hashed_as_the_one_rule_writes_it(duck, seed):
+    """A boolean person id keys its rows as "true"/"false" (engine.cells), on the engine and
+    in the pandas reference: the reference hashed Python's "True", so with max rows 2 of 6
+    it kept other rows than the engine (totals 12 against 13 at seed 0)."""
+    frame = pd.DataFrame({"p": [True] * 6 + [False] * 6, "x": [1., 2., 3., 4., 5., 6.] * 2})
+    query = BoundedSum("x", 0.0, 10.0, Contribution("p", 2, seed=seed))
+    expected = ref.bounded_sum_per_person(frame, "x", 0.0, 10.0, "p", 2, seed)["total"]
+    assert duck.run(FrameSource(frame), query).total == expected
+
+
 def test_spark_keeps_a_boolean_columns_rows_as_duckdb(shared_spark, duck, tmp_path):
     """Spark's order of a boolean column is DuckDB's: a typed boolean (Parquet) and its CSV
     keep the same rows on both engines, as the reference does."""
