@@ -103,6 +103,18 @@ MODELS = {
     "tree, none": (SHAPE, [(0, 1), (0, 2), (0, 3), (3, 4), (3, 5)], 0.0),
     "triples, strong": (SHAPE, [(0, 1, 2), (1, 2, 3), (0, 4), (0, 5)], 1.5),
     "triples, none": (SHAPE, [(0, 1, 2), (1, 2, 3), (0, 4), (0, 5)], 0.0),
+    # AIM's fits leave a column it never selected with a pair in a clique of its own (Adult's
+    # 8 columns at ε = 1: race): a second root, drawn from its 1-way marginal. Both roots
+    # came out sorted, so they were co-monotone (the planted bug: c6 × c7's TV 0.096 against
+    # the model's projection on such a fit, i.i.d. rows' 0.007)
+    "triples and a lone column, strong": (SHAPE, [(0, 1, 2), (1, 2, 3), (0, 4), (5,)], 1.5),
+    "triples and a lone column, none": (SHAPE, [(0, 1, 2), (1, 2, 3), (0, 4), (5,)], 0.0),
+    # a cycle of pairs (AIM's selections can close one): the junction tree's cliques hold the
+    # triangulation's fill-in edges, the model's own do not, and a column drawn given only
+    # its neighbours in the model's cliques was drawn given too few parents (the planted bug:
+    # 8 pairs beyond the bound, the worst 29 times over)
+    "a cycle of six pairs, strong": (SHAPE, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 0)],
+                                     2.0),
 }
 
 
