@@ -139,10 +139,11 @@ def synthetic_rows(table: Any, shape: tuple[int, ...], rows: int, *,
     """``rows`` synthetic rows (codes, one column per column of ``shape``) drawn from the
     model of OpenDP's contingency table ``table`` (columns ``c0``, ``c1``, …), in random order.
 
-    mbi's randomized rounding: columns in the junction tree's order, the first rounded from
-    its marginal, each next one from its marginal given the columns already drawn that share
-    a clique with it, stratified inside each parents' group by a **random** rank (module
-    docstring); the model's extra (null) key, which holds no declared cell, is read as the
+    mbi's randomized rounding: columns in the junction tree's order, a root (the first, or
+    the first of another connected part of the model) rounded from its marginal and shuffled,
+    each next one from its marginal given the columns already drawn that share a clique of
+    the junction tree with it, stratified inside each parents' group by a **random** rank
+    (module docstring); the model's extra (null) key, which holds no declared cell, is read as the
     missing-or-other code (each column's last). Work and memory: O(rows × columns) plus the
     model's own marginals.
     """
@@ -157,21 +158,33 @@ def synthetic_rows(table: Any, shape: tuple[int, ...], rows: int, *,
     marginals = marginal_oracles.message_passing_stable(model.potentials.expand(
         list(tree.nodes)))
     drawn: dict[str, np.ndarray] = {}
+    # a column's parents are the columns drawn before it that share a clique of the junction
+    # tree with it, i.e. its neighbours in the triangulated graph: drawn in reverse elimination
+    # order, they separate it from every other column drawn before, so drawing it given them
+    # is drawing it given all of those. The model's own cliques miss the triangulation's
+    # fill-in edges when its graph has a cycle of 4 or more columns (AIM's selections can make
+    # one; mbi 1.1.0 reads the model's cliques): a column was then drawn given too few parents
+    separating = [set(c) for c in tree.nodes]
     for column in elimination[::-1]:
-        near = set().union(*(c for c in cliques if column in c))
+        near = set().union(*(c for c in separating if column in c))
         parents = tuple(p for p in drawn if p in near)
         joint = np.asarray(marginals.project(parents + (column,)).datavector(flatten=False),
                            dtype=np.float64)
         if not parents:
-            drawn[column] = np.repeat(np.arange(joint.size), _rounded_counts(
-                joint, rows, rng=rng))
+            # a root (the first column, or the first of another connected part of the model,
+            # e.g. AIM's single-column cliques) is rounded from its marginal; np.repeat lists
+            # its values sorted, so each root is shuffled: two sorted roots side by side would
+            # come out co-monotone, a spurious association the model does not hold
+            drawn[column] = rng.permutation(np.repeat(np.arange(joint.size), _rounded_counts(
+                joint, rows, rng=rng)))
             continue
         sizes = joint.shape[:-1]
         cell = np.ravel_multi_index(tuple(drawn[p] for p in parents), sizes)
         drawn[column] = _draw_given_parents(joint.reshape(-1, joint.shape[-1]), cell, rng=rng)
     codes = np.stack([np.minimum(drawn[n], s - 1) for n, s in zip(names, shape, strict=True)],
                      axis=1).astype(np.int64)
-    # the first column comes out sorted (np.repeat): rows in random order
+    # the roots are shuffled, so the rows' order is random already; one more permutation
+    # costs little and keeps the order random whatever a later change to the drawing does
     return codes[rng.permutation(rows)]
 
 
