@@ -16,7 +16,9 @@ own samplers (OS entropy) and fits the model, then draws the synthetic rows from
 ``synthetic_data(method="round")`` gives a row its rank inside its parents' group by row order,
 so two columns drawn from the same parents come out co-monotone (a spurious association that
 grew with ε: issue 34). Here each rank is a uniformly random one, which keeps the rounding's
-stratification (each group's values within one row of their expected counts) and draws the
+stratification (each group's count of a value is less than two rows from its expected count:
+every stratum wholly inside the value's share of the group gives it a row, and each of the two
+strata it shares at its ends gives one by chance) and draws the
 columns independently given their parents, as the model says.
 
 Memory (issue 34, item 4): jax keeps a compiled kernel for every operation and shape run
@@ -117,7 +119,8 @@ def _draw_given_parents(joint: np.ndarray, parents: np.ndarray, *,
     """One column's codes, each row's drawn from ``joint`` (the model's marginal over the
     parents then the column, parents flattened: shape (parent cells, values)) given its
     parents' cell (``parents``): stratified inside each parents' group by a random rank, so
-    each group's values are within one row of their expected counts."""
+    each group's count of a value is less than two rows from its expected count (module
+    docstring)."""
     cells, values = joint.shape
     mass = joint.sum(axis=1, keepdims=True)
     cdf = np.divide(np.cumsum(joint, axis=1), mass, out=np.zeros(joint.shape),
