@@ -88,10 +88,11 @@ def _write(table: pd.DataFrame, path, **options) -> FileSource:
 
 @pytest.mark.parametrize("form", ["frame", "parquet"])
 def test_the_missing_markers_plan_no_join(tmp_path, monkeypatch, form):
-    """DuckDB plans an ``IN`` of five or more constants as a mark join, whose key is
-    computed for every row before the ``CASE`` that holds it: a number column's text and its
-    lowering for every value (a quarter of the digest's CPU on the measured Parquet file).
-    The digest's statement holds no join, and its value is the first version's."""
+    """DuckDB plans an ``IN`` of five or more constants (the seven missing markers) as a mark
+    join, whose key is computed for every row before the ``CASE`` that holds it: a number
+    column's text and its lowering for every value (a quarter of the digest's CPU on the
+    measured Parquet file). The digest's statement holds no join, and its value is the
+    first version's."""
     table = mixed_table(6, rows=60, seed=4)
     data = table if form == "frame" else _write(table, tmp_path / "t.parquet")
     for _, nodes in _digest_statements(monkeypatch, data):
