@@ -255,7 +255,10 @@ def _dictionary_key(i: int, kind: str) -> str:
     """The canonical text of column ``c{i}``'s value (``t{i}``, untouched) as one function of
     that value alone (:func:`_staged_key`'s in a lambda): DuckDB runs such a function once
     per entry of a dictionary vector (a dictionary-encoded Parquet column, under 20,000
-    entries), where a ``CASE`` or a ``CAST`` runs once per row. The same text."""
+    entries), where a ``CASE`` or a ``CAST`` runs once per row. The same text. CPU of one
+    column's keys at 10^6 rows, one thread, per-row form / this one: a 10-entry text column
+    0.115 / 0.004 s; 10^5 distinct numbers written as text (a dictionary over DuckDB's
+    limit, so the lambda runs per row) 0.19 / 0.25 s."""
     if kind in _NUMBER_TYPES:
         key = _number_key("v")
     else:
