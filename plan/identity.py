@@ -186,13 +186,24 @@ _digest_cache: OrderedDict[tuple, str] = OrderedDict()
 _READING = "2"
 
 
+def _is_marker(lowered: str) -> str:
+    """SQL: whether the lowered text ``lowered`` is one of :data:`MISSING_TEXTS` (NULL if it
+    is NULL: the digest asks only of a value that is not). Not an ``IN`` list: DuckDB plans
+    an ``IN`` of five or more constants as a mark join, whose key is computed for every row
+    before the ``CASE`` that holds it (a number column's text, lowered, for every value,
+    where the ``CASE`` reaches it only for a value that is not a finite number: a quarter
+    of the digest's CPU on a Parquet file); ``list_contains`` is the same test, as cheap as
+    the join on a text column (bench/bench_release.py, method digest)."""
+    listed = ", ".join(f"'{m}'" for m in MISSING_TEXTS)
+    return f"list_contains([{listed}], {lowered})"
+
+
 def _canonical_value(text: str, number: str, missing: str) -> str:
     """SQL for one value's canonical text from its trimmed text, that text as a double and
     whether it was missing: '' missing, 'n' a finite number (its shortest float64 text), 'b'
     true/false, 's' text (trimmed). The same for a number read as BIGINT, DOUBLE or text,
     and for a missing value read as NULL, NaN or a marker."""
-    markers = ", ".join(f"'{m}'" for m in MISSING_TEXTS)
-    return (f"(CASE WHEN {missing} OR lower({text}) IN ({markers}) THEN '' "
+    return (f"(CASE WHEN {missing} OR {_is_marker(f'lower({text})')} THEN '' "
             f"WHEN isfinite({number}) THEN 'n' || CAST({number} + 0.0 AS VARCHAR) "
             f"WHEN lower({text}) IN ('true', 'false') THEN 'b' || lower({text}) "
             f"ELSE 's' || {text} END)")
@@ -214,37 +225,81 @@ _NUMBER_TYPES = ("DOUBLE", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT
                  "USMALLINT", "UINTEGER", "UBIGINT")
 
 
-def _staged_key(i: int, kind: str, markers: str) -> str:
+def _number_key(value: str) -> str:
+    """The canonical text of ``value``, of a number type: from its number when finite, else
+    from its text (NULL, NaN, an infinity)."""
+    general = _canonical_value(f"trim(CAST({value} AS VARCHAR))",
+                               f"TRY_CAST(trim(CAST({value} AS VARCHAR)) AS DOUBLE)",
+                               f"{value} IS NULL")
+    return (f"(CASE WHEN isfinite(CAST({value} AS DOUBLE)) THEN 'n' || "
+            f"CAST(CAST({value} AS DOUBLE) + 0.0 AS VARCHAR) ELSE {general} END)")
+
+
+def _text_key(text: str, number: str) -> str:
+    """The canonical text of a value from its trimmed text and that text as a double,
+    a finite number tested first (no missing marker reads as one)."""
+    return (f"(CASE WHEN isfinite({number}) THEN 'n' || CAST({number} + 0.0 AS VARCHAR) "
+            f"WHEN {text} IS NULL OR {_is_marker(f'lower({text})')} THEN '' "
+            f"WHEN lower({text}) IN ('true', 'false') THEN 'b' || lower({text}) "
+            f"ELSE 's' || {text} END)")
+
+
+def _staged_key(i: int, kind: str) -> str:
     """The canonical text of column ``c{i}``'s value in :func:`_staged_row`'s last stage."""
     if kind in _NUMBER_TYPES:
-        general = _canonical_value(f"trim(CAST(t{i} AS VARCHAR))",
-                                   f"TRY_CAST(trim(CAST(t{i} AS VARCHAR)) AS DOUBLE)",
-                                   f"t{i} IS NULL")
-        return (f"(CASE WHEN isfinite(CAST(t{i} AS DOUBLE)) THEN 'n' || "
-                f"CAST(CAST(t{i} AS DOUBLE) + 0.0 AS VARCHAR) ELSE {general} END)")
-    return (f"(CASE WHEN isfinite(d{i}) THEN 'n' || CAST(d{i} + 0.0 AS VARCHAR) "
-            f"WHEN t{i} IS NULL OR lower(t{i}) IN ({markers}) THEN '' "
-            f"WHEN lower(t{i}) IN ('true', 'false') THEN 'b' || lower(t{i}) "
-            f"ELSE 's' || t{i} END)")
+        return _number_key(f"t{i}")
+    return _text_key(f"t{i}", f"d{i}")
 
 
-def _staged_row(order: list[int], types: dict[int, str]) -> str:
+def _dictionary_key(i: int, kind: str) -> str:
+    """The canonical text of column ``c{i}``'s value (``t{i}``, untouched) as one function of
+    that value alone (:func:`_staged_key`'s in a lambda): DuckDB runs such a function once
+    per entry of a dictionary vector (a dictionary-encoded Parquet column, under 20,000
+    entries), where a ``CASE`` or a ``CAST`` runs once per row. The same text. CPU of one
+    column's keys at 10^6 rows, one thread, per-row form / this one: a 10-entry text column
+    0.115 / 0.004 s; 10^5 distinct numbers written as text (a dictionary over DuckDB's
+    limit, so the lambda runs per row) 0.19 / 0.25 s."""
+    if kind in _NUMBER_TYPES:
+        key = _number_key("v")
+    else:
+        key = _text_key("trim(CAST(v AS VARCHAR))", "TRY_CAST(trim(CAST(v AS VARCHAR)) AS DOUBLE)")
+    return f"list_transform([t{i}], lambda v: {key})[1]"
+
+
+def _staged_row(order: list[int], types: dict[int, str],
+                dictionary: frozenset[int] = frozenset()) -> str:
     """The row text of columns ``order`` (``r``) over ``__SOURCE__``, each value's trimmed
     text (``t``) and number (``d``) computed once: about half the work of the list form on
     a narrow table. A finite number is tested first (no missing marker reads as one), so
     the text is lowered only for a value that is not a number. A value of a number type
     (``types``: DuckDB's type of each column) is written from its number, and through its
-    text only when it is not finite (NULL, NaN, an infinity)."""
-    markers = ", ".join(f"'{m}'" for m in MISSING_TEXTS)
+    text only when it is not finite (NULL, NaN, an infinity). A column of ``dictionary``
+    (read as dictionary vectors) has its canonical text from :func:`_dictionary_key`."""
     typed = {i for i in order if types.get(i) in _NUMBER_TYPES}
-    trimmed = ", ".join(f'"c{i}" AS t{i}' if i in typed else
+    whole = typed | set(dictionary)    # read untouched in the first two stages
+    trimmed = ", ".join(f'"c{i}" AS t{i}' if i in whole else
                         f'trim(CAST("c{i}" AS VARCHAR)) AS t{i}' for i in order)
-    numbers = ", ".join(f"t{i}" if i in typed else f"t{i}, TRY_CAST(t{i} AS DOUBLE) AS d{i}"
+    numbers = ", ".join(f"t{i}" if i in whole else f"t{i}, TRY_CAST(t{i} AS DOUBLE) AS d{i}"
                         for i in order)
-    keys = ", ".join(f"{_staged_key(i, types.get(i, ''), markers)} AS k{i}" for i in order)
+    keys = ", ".join(f"{_dictionary_key(i, types.get(i, ''))} AS k{i}" if i in dictionary
+                     else f"{_staged_key(i, types.get(i, ''))} AS k{i}" for i in order)
     row = "concat(" + ", '|', ".join(f"length(k{i}), ':', k{i}" for i in order) + ")"
     return (f"SELECT {row} AS r FROM (SELECT {keys} FROM (SELECT {numbers} FROM "
             f"(SELECT {trimmed} FROM __SOURCE__)))")
+
+
+class _TypesRead(tuple):
+    """DuckDB's type name of each column (a tuple of texts), and ``dictionary``: the columns
+    it reads as dictionary vectors. How the digest's SQL reads each column (one argument, so
+    that the SQL builder keeps its two: tests/plan/test_identity_wide.py puts the first
+    version's in its place), never what it computes."""
+
+    dictionary: frozenset[int]
+
+    def __new__(cls, types: Sequence[str], dictionary: frozenset[int]) -> _TypesRead:
+        read = super().__new__(cls, types)
+        read.dictionary = dictionary
+        return read
 
 
 def _digest_sql(names: list[str], types: Sequence[str] = ()) -> tuple[str, list[str]]:
@@ -255,17 +310,20 @@ def _digest_sql(names: list[str], types: Sequence[str] = ()) -> tuple[str, list[
     ``md5_number_upper``, its high 64 bits ``md5_number_lower``).
 
     A narrow table in stages (:func:`_staged_row`, ``types`` DuckDB's type names of the
-    columns if known); a wide one in one flat expression
-    whatever the number of columns: each row's values in one list (a value is NULL as text
-    exactly when it was NULL) and its lambdas nest no deeper for a wide table, and work and
-    memory grow linearly in the columns (one DuckDB vector of rows' texts in flight per
-    thread). The row text is the one the first version built as a chain of ``||`` over
-    per-column subqueries (which nested one level per column, and whose ``IN`` lists DuckDB
-    planned as one join per column): the digests are equal.
+    columns if known, and the columns read as dictionary vectors if a :class:`_TypesRead`
+    says so); a wide one in one flat expression whatever the number of columns: each row's
+    values in one list (a value is NULL as text exactly when it was NULL) and its lambdas
+    nest no deeper for a wide table, and work and memory grow linearly in the columns (one
+    DuckDB vector of rows' texts in flight per thread). The row text is the one the first
+    version built as a chain of ``||`` over per-column subqueries (which nested one level
+    per column, and whose ``IN`` lists DuckDB planned as one join per column): the digests
+    are equal.
     """
     order = sorted(range(len(names)), key=lambda i: (names[i].strip(), i))
     if 0 < len(order) <= STAGED_COLUMNS:
-        rows = _staged_row(order, {i: str(t).upper() for i, t in enumerate(types)})
+        dictionary = types.dictionary if isinstance(types, _TypesRead) else frozenset()
+        rows = _staged_row(order, {i: str(t).upper() for i, t in enumerate(types)},
+                           dictionary)
     else:
         cells = ", ".join(f'CAST("c{i}" AS VARCHAR)' for i in order)
         value = _canonical_value("trim(v)", "TRY_CAST(trim(v) AS DOUBLE)", "v IS NULL")
@@ -278,9 +336,10 @@ def _digest_sql(names: list[str], types: Sequence[str] = ()) -> tuple[str, list[
     return sql, [names[i].strip() for i in order]
 
 
-def _digest_of(connection, clause: str, params: dict, names: list[str]) -> str:
+def _digest_of(connection, clause: str, params: dict, names: list[str],
+               dictionary: frozenset[int] = frozenset()) -> str:
     described = connection.execute(f"SELECT * FROM {clause} LIMIT 0", params).description
-    sql, ordered = _digest_sql(names, [str(d[1]) for d in described])
+    sql, ordered = _digest_sql(names, _TypesRead([str(d[1]) for d in described], dictionary))
     rows, upper, lower = connection.execute(sql.replace("__SOURCE__", clause),
                                             params).fetchone()
     h = hashlib.sha256(_DIGEST_FORMAT)
@@ -289,6 +348,25 @@ def _digest_of(connection, clause: str, params: dict, names: list[str]) -> str:
         h.update(len(encoded).to_bytes(4, "big") + encoded)
     h.update(b"\x00" + f"{int(rows)}|{int(upper)}|{int(lower)}".encode("ascii"))
     return _digest(h)
+
+
+def _dictionary_columns(connection, path: str | list[str], names: list[str]) -> frozenset[int]:
+    """The columns (indices into ``names``) of the Parquet file(s) at ``path`` whose every
+    column chunk is dictionary-encoded (their footers say it): DuckDB reads them as
+    dictionary vectors, which :func:`_dictionary_key` digests once per entry. Only a choice
+    of how to compute the same digest: a footer that cannot be read chooses none."""
+    try:
+        encoded = connection.execute(
+            "SELECT path_in_schema FROM parquet_metadata($path) GROUP BY path_in_schema "
+            "HAVING bool_and(contains(encodings, 'DICTIONARY')) "
+            "AND count(DISTINCT (file_name, row_group_id)) = (SELECT count(DISTINCT "
+            "(file_name, row_group_id)) FROM parquet_metadata($path))", {"path": path}
+        ).fetchall()
+    except duckdb.Error:
+        return frozenset()
+    found = {row[0] for row in encoded}
+    return frozenset(i for i, name in enumerate(names)
+                     if name in found and names.count(name) == 1)
 
 
 #: A file version whose newest time (modification or change) is less than this many seconds
@@ -387,7 +465,7 @@ def content_digest(data: object, *, memo: DigestMemo | None = None) -> str:
                     f"SELECT * FROM {reader} LIMIT 0", {"path": path}).description]
                 alias = ", ".join(f'"c{i}"' for i in range(len(names)))
                 digest = _digest_of(connection, f"{reader} AS t({alias})", {"path": path},
-                                    names)
+                                    names, _dictionary_columns(connection, path, names))
         except (duckdb.Error, EngineError):
             # DuckDB's message may quote a line number or a cell: say only what to do.
             raise OSError(f"{data.path.name} cannot be read to identify it: check that it is "
