@@ -187,3 +187,31 @@ def test_spark_gives_the_same_true_answers(data, shared_spark, tmp_path) -> None
     program = load_program(spark_program(_plan()), "long_fields_spark", tmp_path)
     rows = program.read_spark(shared_spark, str(path)).collect()
     assert sorted(int(r[0]) for r in rows) == sorted(r[3] for r in KEPT)
+
+
+def test_a_wide_file_is_released_and_digested(tmp_path, monkeypatch) -> None:
+    """1,500 columns: on the branch before this fix the length filter summed the fields in an
+    expression nested one level per column, past DuckDB's depth limit (1000), and every read
+    of a file of 989 columns or more failed (main reads 3,000). With the limit lowered to
+    2,000 the record of 1,500 fields of 2 characters (3,001 with its amount) is dropped and
+    those of 1 character (1,501) are read: every column is counted."""
+    import engine.cells as cells
+    from release import Ledger, run
+
+    monkeypatch.setattr(cells, "MAX_RECORD_CHARS", 2_000)
+    names = ["amount"] + [f"f{i}" for i in range(1, 1500)]
+    records = [(5, "v"), (7, "w"), (11, "vv"), (13, "v")]
+    lines = [",".join(names)] + [",".join([str(a)] + [cell] * 1499) for a, cell in records]
+    path, kept = tmp_path / "wide.csv", tmp_path / "kept.csv"
+    path.write_text("\n".join(lines) + "\n")
+    kept.write_text("\n".join(lines[:3] + lines[4:]) + "\n")   # the dropped record left out
+    duck = DuckDBBackend(threads=1)
+    source = FileSource(path, "csv")
+    total = duck.run(source, BoundedSum("amount", 0.0, 100.0))
+    assert (total.total, total.rows) == (5 + 7 + 13, 3)
+    # the digest is of the records read: the same as the file without the dropped one
+    assert content_digest(source) == content_digest(FileSource(kept, "csv"))
+    drawn = _capture(monkeypatch)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        run(_plan(), source, ledger=ledger, engine=Engine(duck))
+    assert [float(np.asarray(v).sum()) for v in drawn] == [3, 5 + 7 + 13]
