@@ -440,11 +440,10 @@ def read_spark(spark, path):
         # a record whose fields hold more than MAX_RECORD_CHARS characters is dropped too
         # (engine/cells.py, rule 2), with no field limit of Spark's own first
         # (maxCharsPerColumn -1)
-        replaced, chars = F.lit(False), F.lit(0)
-        for i in range(len(names)):
-            replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
-            chars = chars + F.coalesce(F.length(F.col(f"c{i}")), F.lit(0))
-        replaced = replaced | (chars > int(MAX_RECORD_CHARS))
+        # one flat concatenation of the fields (concat_ws skips null), not an expression
+        # nested a level per column, which failed to plan on a file of 3,000 columns
+        record = F.concat_ws("", *[F.col(f"c{i}") for i in range(len(names))])
+        replaced = record.contains("\ufffd") | (F.length(record) > int(MAX_RECORD_CHARS))
         data = data.where(~replaced)
     missing = [name for name in needed_columns() if name not in names]
     if missing:
