@@ -368,12 +368,19 @@ def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
     return [_UNDECODABLE.sub("\ufffd", name) for name in header], delimiter, skip
 
 
-def has_header(header: list[str]) -> bool:
-    """Whether a CSV's header (:func:`header_layout`, :func:`read_cells`) is one: a file that
-    is empty, or holds only blank lines or spaces, has none, and is refused on every path (a
-    fact of the file's form, not of its rows). A first row of delimiters only names its
-    columns by position (:func:`column_names`), as before."""
-    return len(header) > 1 or (len(header) == 1 and bool(strip_text(header[0])))
+def has_header(header: list[str], head: bytes | str, complete: bool = True) -> bool:
+    """Whether a CSV has a header row: a file that is empty, or whose every line is blank or
+    white space only, has none, and is refused on every path (a fact of the file's form, not
+    of its rows). ``header``: its names (:func:`header_layout`, :func:`read_cells`); ``head``:
+    the file's bytes or text those were read from, the whole file when ``complete`` (a head
+    cut short that is white space only may go on with rows: it is read as before, never
+    refused). A first line of spaces followed by rows is read as before (it names one column
+    by position), and so is a first row of delimiters (:func:`column_names`)."""
+    if len(header) > 1 or (len(header) == 1 and strip_text(header[0])) or not complete:
+        return True
+    text = decode_bytes(head) if isinstance(head, bytes | bytearray | memoryview) else (
+        str(head).removeprefix("\ufeff"))
+    return bool(strip_text(text))
 
 
 def column_names(header: list[str]) -> list[str]:

@@ -408,10 +408,12 @@ def csv_header(spark, path):
         opener = gzip.open if path.lower().endswith(".gz") else open
         with opener(path, "rb") as handle:
             head = handle.read(1 << 20)
+        complete = len(head) < 1 << 20
     else:
-        head = "\n".join(r.value for r in spark.read.text(path).limit(64).collect())
+        lines = [r.value for r in spark.read.text(path).limit(64).collect()]
+        head, complete = "\n".join(lines), len(lines) < 64
     names, delimiter, _ = header_layout(head)
-    if not has_header(names):
+    if not has_header(names, head, complete):
         # as the release refuses it (engine.sources.csv_layout): the file, not its data
         raise Refused("the file holds no header row: it is empty, or holds only blank lines "
                       "or spaces. A CSV needs a first row naming its columns, then one row "
