@@ -348,6 +348,23 @@ def too_long(columns: list) -> np.ndarray:
     return total > MAX_RECORD_CHARS
 
 
+def records_too_long(text: str, delimiter: str, records: int | None = None) -> np.ndarray:
+    """:func:`too_long` of the data records of a CSV's text (the file as written, after its
+    byte-order mark: line breaks inside quotes as they are, a CRLF 2 characters), each
+    counted over the header's width as :func:`read_cells` counts it, blank lines skipped: for
+    a reader with a reading of its own (the upload), so that it drops the records the rule
+    drops. ``records``: how many data records to look at (all when None)."""
+    text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else (
+        text.removesuffix("\r"))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
+                        doublequote=True, strict=False)
+    kept = filter(None, reader)               # blank lines are no record
+    header = next(kept, [])
+    rows = list(itertools.islice(kept, records))
+    columns = list(itertools.zip_longest(*rows, fillvalue=None))[:len(header)]
+    return too_long(columns) if columns else np.zeros(len(rows), dtype=bool)
+
+
 def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
     """(the header's names, the delimiter, the blank lines before the header) from the first
     bytes of a CSV (its first megabyte will do): what a reader that reads the rest itself

@@ -239,3 +239,52 @@ def test_spark_reads_a_file_of_3000_columns(shared_spark, tmp_path, monkeypatch)
     monkeypatch.setattr(program, "MAX_RECORD_CHARS", 4_000)
     rows = program.read_spark(shared_spark, str(path)).collect()
     assert sorted(int(r[0]) for r in rows) == [5, 13]
+
+
+def _unnamed_extra(limit: int) -> bytes:
+    """Every record carries a field past the header (the upload names it 'column 4'); p1's
+    three kept fields hold limit - 1 characters, limit + 1 with that field."""
+    note = "x" * (limit - 1 - len("p1") - len("5"))
+    return ("\n".join(["pid,note,amount", "p0,a,1,zz", f"p1,{note},5,zz", "p2,b,3,zz"])
+            + "\n").encode()
+
+
+def _past_the_uploads_columns(limit: int) -> bytes:
+    """502 columns, the upload loads 500: the second record's 502nd field (within the
+    header) holds the limit alone, so the record holds limit + 501 characters."""
+    names = ["amount"] + [f"c{i}" for i in range(501)]
+    records = [[str(a)] + ["v"] * 500 + [last] for a, last in ((1, "s"), (5, "x" * limit))]
+    return ("\n".join(",".join(r) for r in [names, *records]) + "\n").encode()
+
+
+def _quoted_crlf(limit: int) -> bytes:
+    """p1's note, quoted, holds a CRLF (2 characters as read on every path): its record holds
+    limit + 1 characters (limit if the CRLF were counted as 1)."""
+    note = '"a\r\nb' + "x" * (limit + 1 - len("p1") - len("5") - 4) + '"'
+    return ("\n".join(["pid,note,amount", "p0,a,1", f"p1,{note},5"]) + "\n").encode()
+
+
+@pytest.mark.parametrize("case, amounts", [
+    (_unnamed_extra, [1, 5, 3]), (_past_the_uploads_columns, [1]), (_quoted_crlf, [1])])
+def test_the_upload_counts_a_record_as_the_rule_does(case, amounts, monkeypatch,
+                                                     tmp_path) -> None:
+    """The upload's release and the exported program (and the data folder) drop the same
+    records. On the branch before this fix the upload counted its own columns (the field past
+    the header it names 'column 4'; only the 500 columns it loads) and the text with its line
+    breaks made LF (a quoted CRLF 1 character), so it dropped p1 in the first case and kept
+    the long records of the other two."""
+    import engine.cells as cells
+
+    limit = 1_000
+    monkeypatch.setattr(cells, "MAX_RECORD_CHARS", limit)
+    raw = case(limit)
+    path = tmp_path / "case.csv"
+    path.write_bytes(raw)
+    duck = DuckDBBackend(threads=1)
+    for what, source in {"data folder": FileSource(path, "csv"),
+                         "upload (release)": source_of(load_upload(raw, "case.csv"))}.items():
+        total = duck.run(source, BoundedSum("amount", 0.0, 100.0))
+        assert (total.total, total.rows) == (sum(amounts), len(amounts)), what
+    program = load_program(opendp_program(_plan()), f"upload_{case.__name__}", tmp_path)
+    monkeypatch.setattr(program, "MAX_RECORD_CHARS", limit)
+    assert program.read_frame(str(path))["amount"].tolist() == [str(a) for a in amounts]
