@@ -19,7 +19,8 @@ The rule, in short:
    Python can all follow identically. So is a record whose kept fields hold more than
    :data:`MAX_RECORD_CHARS` characters together (a rule of the record's own text; DuckDB's
    line limit, Spark's and the ``csv`` module's field limits are set past it, so that none
-   of them drops or refuses a record first).
+   of them drops or refuses a record first; one gap: a record over DuckDB's 32 MiB as
+   written, possible only with text past the header's width, is dropped by DuckDB alone).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
