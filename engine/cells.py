@@ -19,7 +19,8 @@ The rule, in short:
    Python can all follow identically. So is a record whose kept fields hold more than
    :data:`MAX_RECORD_CHARS` characters together (a rule of the record's own text; DuckDB's
    line limit, Spark's and the ``csv`` module's field limits are set past it, so that none
-   of them drops or refuses a record first).
+   of them drops or refuses a record first; one gap: a record over DuckDB's 32 MiB as
+   written, possible only with text past the header's width, is dropped by DuckDB alone).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -348,6 +349,23 @@ def too_long(columns: list) -> np.ndarray:
     return total > MAX_RECORD_CHARS
 
 
+def records_too_long(text: str, delimiter: str, records: int | None = None) -> np.ndarray:
+    """:func:`too_long` of the data records of a CSV's text (the file as written, after its
+    byte-order mark: line breaks inside quotes as they are, a CRLF 2 characters), each
+    counted over the header's width as :func:`read_cells` counts it, blank lines skipped: for
+    a reader with a reading of its own (the upload), so that it drops the records the rule
+    drops. ``records``: how many data records to look at (all when None)."""
+    text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else (
+        text.removesuffix("\r"))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
+                        doublequote=True, strict=False)
+    kept = filter(None, reader)               # blank lines are no record
+    header = next(kept, [])
+    rows = list(itertools.islice(kept, records))
+    columns = list(itertools.zip_longest(*rows, fillvalue=None))[:len(header)]
+    return too_long(columns) if columns else np.zeros(len(rows), dtype=bool)
+
+
 def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
     """(the header's names, the delimiter, the blank lines before the header) from the first
     bytes of a CSV (its first megabyte will do): what a reader that reads the rest itself
@@ -368,12 +386,19 @@ def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
     return [_UNDECODABLE.sub("\ufffd", name) for name in header], delimiter, skip
 
 
-def has_header(header: list[str]) -> bool:
-    """Whether a CSV's header (:func:`header_layout`, :func:`read_cells`) is one: a file that
-    is empty, or holds only blank lines or spaces, has none, and is refused on every path (a
-    fact of the file's form, not of its rows). A first row of delimiters only names its
-    columns by position (:func:`column_names`), as before."""
-    return len(header) > 1 or (len(header) == 1 and bool(strip_text(header[0])))
+def has_header(header: list[str], head: bytes | str, complete: bool = True) -> bool:
+    """Whether a CSV has a header row: a file that is empty, or whose every line is blank or
+    white space only, has none, and is refused on every path (a fact of the file's form, not
+    of its rows). ``header``: its names (:func:`header_layout`, :func:`read_cells`); ``head``:
+    the file's bytes or text those were read from, the whole file when ``complete`` (a head
+    cut short that is white space only may go on with rows: it is read as before, never
+    refused). A first line of spaces followed by rows is read as before (it names one column
+    by position), and so is a first row of delimiters (:func:`column_names`)."""
+    if len(header) > 1 or (len(header) == 1 and strip_text(header[0])) or not complete:
+        return True
+    text = decode_bytes(head) if isinstance(head, bytes | bytearray | memoryview) else (
+        str(head).removeprefix("\ufeff"))
+    return bool(strip_text(text))
 
 
 def column_names(header: list[str]) -> list[str]:

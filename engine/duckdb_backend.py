@@ -1419,15 +1419,16 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
               "parallel = false, nullstr = $csv_missing, "
               "max_line_size = $csv_line, buffer_size = $csv_line)")
     # a record holding U+FFFD, or whose fields hold more characters than the limit (as
-    # Python's len and Spark's length count them; their bytes, strlen, first: never fewer,
-    # and counted without reading the text), is dropped (engine.cells, rule 2)
+    # Python's len and Spark's length count them: code points; their bytes, strlen, first:
+    # never fewer, and counted without decoding), is dropped (engine.cells, rule 2). One flat
+    # concat (it skips NULL, a missing field counts 0), not a sum nested a level per column:
+    # DuckDB refuses an expression deeper than 1000, which a 989-column file reached.
     limit = int(cells.MAX_RECORD_CHARS)
     replaced = " OR ".join(f"coalesce(contains({_col(i)}, '\ufffd'), false)"
                            for i in range(width)) or "false"
     if width:
-        def total(f: str) -> str:
-            return " + ".join(f"coalesce({f}({_col(i)}), 0)" for i in range(width))
-        replaced += f" OR (({total('strlen')}) > {limit} AND ({total('length')}) > {limit})"
+        record = f"concat({', '.join(_col(i) for i in range(width))})"
+        replaced += f" OR (strlen({record}) > {limit} AND length({record}) > {limit})"
     listed = ", ".join(_col(i) for i in range(width))
     return f"(SELECT {listed} FROM {reader} WHERE NOT ({replaced}))", params, width
 

@@ -449,7 +449,7 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
                           ". It may have been changed, moved or removed: choose the dataset "
                           "again.") from None
     names, delimiter, skip = header_layout(head)
-    if not has_header(names):
+    if not has_header(names, head, complete=len(head) < CSV_HEAD_BYTES):
         # no header at all: DuckDB's parser text ("syntax error at or near ...") was the
         # message; the file's bytes are public here only as "none", never quoted
         raise EngineError(f"{described[:1].upper()}{described[1:]} holds no header row: "

@@ -137,12 +137,12 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
                            encoding="UTF-8", enforceSchema=True, maxCharsPerColumn=-1)
     # a record holding U+FFFD or whose fields hold more than cells.MAX_RECORD_CHARS
     # characters is dropped, as DuckDB's reader and engine.cells.read_cells drop it (no field
-    # limit of Spark's own, maxCharsPerColumn -1, drops or refuses one first)
-    replaced, chars = F.lit(False), F.lit(0)
-    for i in range(len(names)):
-        replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
-        chars = chars + F.coalesce(F.length(F.col(f"c{i}")), F.lit(0))
-    replaced = replaced | (chars > int(one_reading.MAX_RECORD_CHARS))
+    # limit of Spark's own, maxCharsPerColumn -1, drops or refuses one first). One flat
+    # concatenation of the fields (concat_ws skips null: a missing field holds nothing), not
+    # an expression nested a level per column, which failed to plan on 3,000 columns
+    record = F.concat_ws("", *[F.col(f"c{i}") for i in range(len(names))])
+    replaced = (record.contains("\ufffd")
+                | (F.length(record) > int(one_reading.MAX_RECORD_CHARS)))
     raw = raw.where(~replaced)
     markers = sorted(MISSING_MARKERS)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))

@@ -25,9 +25,9 @@ from engine.cells import (
     NUMERIC_SHARE,  # noqa: F401 — the rule's share, for dashboard.datasets
     cell_numbers,
     column_type,
+    records_too_long,
     sniff_delimiter,
     strip_text,
-    too_long,
 )
 from engine.sources import MISSING_MARKERS as ENGINE_MISSING_MARKERS
 
@@ -95,6 +95,8 @@ _SEPARATED_NUMBER = re.compile(
     r"[+-]?\d{1,3}(?P<sep>[,. \u00a0\u202f'])\d{3}(?:(?P=sep)\d{3})*(?:[.,]\d+)?"
     r"|[+-]?\d+,\d+")
 _EXCEL_SEP_LINE = re.compile(r"\A[ \t]*sep=(.)[ \t]*\n", re.IGNORECASE)
+#: The same line in the text as written (its line break not yet made "\n").
+_EXCEL_SEP_WRITTEN = re.compile(r"\A[ \t]*sep=(.)[ \t]*(?:\r\n|\r|\n)", re.IGNORECASE)
 
 
 def load_upload(data: bytes, filename: str, *,
@@ -169,6 +171,8 @@ def load_upload(data: bytes, filename: str, *,
     text = _decode(data, warnings)
     if text.startswith("\ufeff"):       # a UTF-8 byte-order mark is dropped, as everywhere
         text = text[1:]
+    # as written (a CRLF inside quotes 2 characters): what the long-record rule counts
+    written = text
     text = _normalise_newlines(text)
     _reject_non_text(text)
 
@@ -177,6 +181,7 @@ def load_upload(data: bytes, filename: str, *,
     if hint and hint.group(1) in _DELIMITERS:  # Excel's "sep=;" first line names the delimiter
         delimiter = hint.group(1)
         text = text[hint.end():]
+        written = written[_EXCEL_SEP_WRITTEN.match(written).end():]
     if not text.strip():
         raise DatasetError("The file holds only blank lines or spaces. Upload a CSV file whose "
                            "first row holds the column names, followed by the data rows.")
@@ -185,7 +190,7 @@ def load_upload(data: bytes, filename: str, *,
         delimiter = sniff_delimiter(text)   # from the header alone, as every reader (engine.cells)
 
     scan = _scan_records(text, delimiter)
-    frame, cells = _build_frame(text, delimiter, scan, warnings)
+    frame, cells = _build_frame(text, delimiter, scan, warnings, written)
     return LoadedDataset(name=display_name, frame=frame, domains={}, warnings=warnings,
                          source=f"Uploaded file {display_name}", cells=cells)
 
@@ -342,7 +347,7 @@ def _is_number(text: str) -> bool:
     return _HEADER_NUMBER.fullmatch(text) is not None
 
 
-def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
+def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str], written: str
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     lengths, top = scan.lengths, scan.header_index
     data_records = np.flatnonzero(lengths[top + 1:]) + top + 1  # blank lines skipped silently
@@ -412,8 +417,14 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str]
             f"{_verb(n, 'was/were')} left out, as every release reads the file. Save the file "
             "as 'CSV UTF-8' to keep them.")
     # a record whose kept fields hold more than MAX_RECORD_CHARS characters is dropped, as
-    # every release reads the file (engine.cells, rule 2): the record's own text decides
-    overlong = too_long([cells[data_records, j] for j in range(cells.shape[1])]) & ~undecodable
+    # every release reads the file (engine.cells, rule 2): the record's own text decides,
+    # counted as the rule counts it (the header's width, not the columns loaded here; the
+    # text as written, a CRLF inside quotes 2 characters), so that the upload's release and
+    # a program run on the same file drop the same records
+    counted = records_too_long(written, delimiter, data_records.size)
+    overlong = np.zeros(data_records.size, dtype=bool)
+    overlong[:counted.size] = counted[:data_records.size]
+    overlong &= ~undecodable
     if overlong.any():
         n, limit = int(overlong.sum()), int(one_reading.MAX_RECORD_CHARS)
         if (undecodable | overlong).all():

@@ -76,8 +76,9 @@ def read_frame(path):
         frame = pq.read_table(path).to_pandas(integer_object_nulls=True)
     else:
         with open(path, "rb") as handle:
-            header, frame = read_cells(handle.read())
-        if not has_header(header):
+            data = handle.read()
+        header, frame = read_cells(data)
+        if not has_header(header, data):
             # as the release refuses it (engine.sources.csv_layout): the file, not its data
             raise Refused("the file holds no header row: it is empty, or holds only blank "
                           "lines or spaces. A CSV needs a first row naming its columns, then "

@@ -408,10 +408,12 @@ def csv_header(spark, path):
         opener = gzip.open if path.lower().endswith(".gz") else open
         with opener(path, "rb") as handle:
             head = handle.read(1 << 20)
+        complete = len(head) < 1 << 20
     else:
-        head = "\n".join(r.value for r in spark.read.text(path).limit(64).collect())
+        lines = [r.value for r in spark.read.text(path).limit(64).collect()]
+        head, complete = "\n".join(lines), len(lines) < 64
     names, delimiter, _ = header_layout(head)
-    if not has_header(names):
+    if not has_header(names, head, complete):
         # as the release refuses it (engine.sources.csv_layout): the file, not its data
         raise Refused("the file holds no header row: it is empty, or holds only blank lines "
                       "or spaces. A CSV needs a first row naming its columns, then one row "
@@ -440,11 +442,10 @@ def read_spark(spark, path):
         # a record whose fields hold more than MAX_RECORD_CHARS characters is dropped too
         # (engine/cells.py, rule 2), with no field limit of Spark's own first
         # (maxCharsPerColumn -1)
-        replaced, chars = F.lit(False), F.lit(0)
-        for i in range(len(names)):
-            replaced = replaced | F.coalesce(F.col(f"c{i}").contains("\ufffd"), F.lit(False))
-            chars = chars + F.coalesce(F.length(F.col(f"c{i}")), F.lit(0))
-        replaced = replaced | (chars > int(MAX_RECORD_CHARS))
+        # one flat concatenation of the fields (concat_ws skips null), not an expression
+        # nested a level per column, which failed to plan on a file of 3,000 columns
+        record = F.concat_ws("", *[F.col(f"c{i}") for i in range(len(names))])
+        replaced = record.contains("\ufffd") | (F.length(record) > int(MAX_RECORD_CHARS))
         data = data.where(~replaced)
     missing = [name for name in needed_columns() if name not in names]
     if missing:

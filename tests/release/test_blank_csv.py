@@ -100,3 +100,26 @@ def test_the_spark_program_refuses_a_file_without_a_header(tmp_path) -> None:
     data.write_bytes(BLANK["spaces"])
     with pytest.raises(program.Refused, match="holds no header row"):
         program.csv_header(None, str(data))
+
+
+def test_a_first_line_of_spaces_before_rows_is_read_as_before(tmp_path, capsys) -> None:
+    """Not a blank file: main read its first line of spaces as a header of one column
+    (``column1``) and the 3 lines below as its records, on every path; the branch refused it
+    as holding "only blank lines or spaces", which is untrue. Only a file whose every line is
+    blank or spaces is refused (the cases above)."""
+    from release.cli import main
+    from release.programs import opendp_program, spark_program
+    from tests.release_fixtures import load_program
+
+    path = tmp_path / "spaces_first.csv"
+    path.write_bytes(b"   \na,b\n1,2\n3,4\n")
+    assert DuckDBBackend(threads=1).run(FileSource(path, "csv"), CountRows()).rows == 3
+    program = load_program(opendp_program(_plan()), "spaces_first", tmp_path)
+    assert len(program.read_frame(str(path))) == 3
+    spark = load_program(spark_program(_plan()), "spaces_first_spark", tmp_path)
+    assert spark.csv_header(None, str(path)) == (["   "], ",")
+    plan = tmp_path / "plan.json"
+    plan.write_text(_plan().to_json())
+    assert main(["--plan", str(plan), "--data", str(path), "--ledger",
+                 str(tmp_path / "ledger.sqlite"), "--out", str(tmp_path / "out"),
+                 "--budget", "10"]) == 0

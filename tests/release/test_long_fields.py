@@ -187,3 +187,104 @@ def test_spark_gives_the_same_true_answers(data, shared_spark, tmp_path) -> None
     program = load_program(spark_program(_plan()), "long_fields_spark", tmp_path)
     rows = program.read_spark(shared_spark, str(path)).collect()
     assert sorted(int(r[0]) for r in rows) == sorted(r[3] for r in KEPT)
+
+
+def test_a_wide_file_is_released_and_digested(tmp_path, monkeypatch) -> None:
+    """1,500 columns: on the branch before this fix the length filter summed the fields in an
+    expression nested one level per column, past DuckDB's depth limit (1000), and every read
+    of a file of 989 columns or more failed (main reads 3,000). With the limit lowered to
+    2,000 the record of 1,500 fields of 2 characters (3,001 with its amount) is dropped and
+    those of 1 character (1,501) are read: every column is counted."""
+    import engine.cells as cells
+    from release import Ledger, run
+
+    monkeypatch.setattr(cells, "MAX_RECORD_CHARS", 2_000)
+    names = ["amount"] + [f"f{i}" for i in range(1, 1500)]
+    records = [(5, "v"), (7, "w"), (11, "vv"), (13, "v")]
+    lines = [",".join(names)] + [",".join([str(a)] + [cell] * 1499) for a, cell in records]
+    path, kept = tmp_path / "wide.csv", tmp_path / "kept.csv"
+    path.write_text("\n".join(lines) + "\n")
+    kept.write_text("\n".join(lines[:3] + lines[4:]) + "\n")   # the dropped record left out
+    duck = DuckDBBackend(threads=1)
+    source = FileSource(path, "csv")
+    total = duck.run(source, BoundedSum("amount", 0.0, 100.0))
+    assert (total.total, total.rows) == (5 + 7 + 13, 3)
+    # the digest is of the records read: the same as the file without the dropped one
+    assert content_digest(source) == content_digest(FileSource(kept, "csv"))
+    drawn = _capture(monkeypatch)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        run(_plan(), source, ledger=ledger, engine=Engine(duck))
+    assert [float(np.asarray(v).sum()) for v in drawn] == [3, 5 + 7 + 13]
+
+
+@pytest.mark.spark
+def test_spark_reads_a_file_of_3000_columns(shared_spark, tmp_path, monkeypatch) -> None:
+    """Spark's filter was nested a level per column (the U+FFFD test on main, the length sum
+    on the branch) and failed to plan on 3,000 columns ("An error occurred while calling
+    filter"); one flat concatenation reads it, every column counted: with the limit at 4,000
+    the record of 2,999 fields of 2 characters is dropped, those of 1 are read."""
+    import engine.cells as cells
+    from engine.spark_backend import SparkBackend
+
+    monkeypatch.setattr(cells, "MAX_RECORD_CHARS", 4_000)
+    names = ["amount"] + [f"f{i}" for i in range(1, 3000)]
+    records = [(5, "v"), (11, "vv"), (13, "v")]
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join([",".join(names)] + [",".join([str(a)] + [cell] * 2999)
+                                                   for a, cell in records]) + "\n")
+    total = SparkBackend(session=shared_spark).run(FileSource(path, "csv"),
+                                                   BoundedSum("amount", 0.0, 100.0))
+    assert (total.total, total.rows) == (5 + 13, 2)
+    program = load_program(spark_program(_plan()), "wide_spark", tmp_path)
+    monkeypatch.setattr(program, "MAX_RECORD_CHARS", 4_000)
+    rows = program.read_spark(shared_spark, str(path)).collect()
+    assert sorted(int(r[0]) for r in rows) == [5, 13]
+
+
+def _unnamed_extra(limit: int) -> bytes:
+    """Every record carries a field past the header (the upload names it 'column 4'); p1's
+    three kept fields hold limit - 1 characters, limit + 1 with that field."""
+    note = "x" * (limit - 1 - len("p1") - len("5"))
+    return ("\n".join(["pid,note,amount", "p0,a,1,zz", f"p1,{note},5,zz", "p2,b,3,zz"])
+            + "\n").encode()
+
+
+def _past_the_uploads_columns(limit: int) -> bytes:
+    """502 columns, the upload loads 500: the second record's 502nd field (within the
+    header) holds the limit alone, so the record holds limit + 501 characters."""
+    names = ["amount"] + [f"c{i}" for i in range(501)]
+    records = [[str(a)] + ["v"] * 500 + [last] for a, last in ((1, "s"), (5, "x" * limit))]
+    return ("\n".join(",".join(r) for r in [names, *records]) + "\n").encode()
+
+
+def _quoted_crlf(limit: int) -> bytes:
+    """p1's note, quoted, holds a CRLF (2 characters as read on every path): its record holds
+    limit + 1 characters (limit if the CRLF were counted as 1)."""
+    note = '"a\r\nb' + "x" * (limit + 1 - len("p1") - len("5") - 4) + '"'
+    return ("\n".join(["pid,note,amount", "p0,a,1", f"p1,{note},5"]) + "\n").encode()
+
+
+@pytest.mark.parametrize("case, amounts", [
+    (_unnamed_extra, [1, 5, 3]), (_past_the_uploads_columns, [1]), (_quoted_crlf, [1])])
+def test_the_upload_counts_a_record_as_the_rule_does(case, amounts, monkeypatch,
+                                                     tmp_path) -> None:
+    """The upload's release and the exported program (and the data folder) drop the same
+    records. On the branch before this fix the upload counted its own columns (the field past
+    the header it names 'column 4'; only the 500 columns it loads) and the text with its line
+    breaks made LF (a quoted CRLF 1 character), so it dropped p1 in the first case and kept
+    the long records of the other two."""
+    import engine.cells as cells
+
+    limit = 1_000
+    monkeypatch.setattr(cells, "MAX_RECORD_CHARS", limit)
+    raw = case(limit)
+    path = tmp_path / "case.csv"
+    path.write_bytes(raw)
+    duck = DuckDBBackend(threads=1)
+    for what, source in {"data folder": FileSource(path, "csv"),
+                         "upload (release)": source_of(load_upload(raw, "case.csv"))}.items():
+        total = duck.run(source, BoundedSum("amount", 0.0, 100.0))
+        assert (total.total, total.rows) == (sum(amounts), len(amounts)), what
+    program = load_program(opendp_program(_plan()), f"upload_{case.__name__}", tmp_path)
+    monkeypatch.setattr(program, "MAX_RECORD_CHARS", limit)
+    assert program.read_frame(str(path))["amount"].tolist() == [str(a) for a in amounts]
