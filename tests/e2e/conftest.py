@@ -245,22 +245,61 @@ def release_plan(page) -> None:
     page.get_by_text("Released and recorded").wait_for(timeout=60_000)
 
 
+def settled_box(page, locator) -> dict:
+    """``locator``'s bounding box once it has stopped moving (two looks 250 ms apart agree,
+    at most 5 s): a run that ends above it, a chart drawn late, or a viewport changed back
+    (``screenshot``) shifts or redraws a data editor's grid for a moment, and a click at a
+    place computed from a box measured meanwhile lands off the cell meant."""
+    box = locator.bounding_box()
+    for _ in range(20):
+        page.wait_for_timeout(250)
+        again = locator.bounding_box()
+        if again == box:
+            break
+        box = again
+    return box
+
+
+def grid_cell(grid, column: int, row: int):
+    """A data editor's cell in the grid's accessible table (glide-data-grid draws the cells on
+    a canvas and mirrors them there): its text is the cell's value ("true"/"false" for a
+    checkbox), ``aria-selected`` says whether it is the selected cell. ``row`` 0 is the first
+    row under the header; only the cells in view are mirrored."""
+    return grid.locator(f"[data-testid='glide-cell-{column}-{row}']")
+
+
+def select_grid_cell(page, grid, column: int, row: int, x: float, attempts: int = 3) -> None:
+    """Select a (text or number) cell of a data editor by a click ``x`` px from the grid's
+    left edge in row ``row`` (rows are 35 px, under a 35 px header), and check that the
+    click selected it. The grid is drawn on a canvas, so the click is at a computed place:
+    made once the grid has stopped moving and has drawn the cell. Clicked again only when
+    the cell is provably not selected (a click on an unselected text cell only selects it,
+    so a second one cannot undo the first)."""
+    from playwright.sync_api import expect
+
+    cell = grid_cell(grid, column, row)
+    cell.wait_for(state="attached", timeout=60_000)
+    for attempt in range(attempts):
+        box = settled_box(page, grid)
+        page.mouse.click(box["x"] + x, box["y"] + 35 + 35 * row + 17)
+        try:
+            expect(cell).to_have_attribute("aria-selected", "true", timeout=5_000)
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise AssertionError(f"{attempts} clicks did not select the grid's cell "
+                                     f"({column}, {row})") from None
+            continue
+        page.wait_for_timeout(200)
+        return
+
+
 def type_grid_cell(page, grid, row: str, column: str, text: str, rows: tuple,
                    columns: tuple) -> None:
     """Type ``text`` into a data-editor cell: select the cell by keyboard from the first one,
     open its editor, type, press Enter. ``rows`` and ``columns`` name the grid's rows and
     columns in order. The grid is drawn on a canvas, so the first cell is clicked at its
-    place: wait until the grid has stopped moving (a run that ends above it, a chart drawn
-    late, shifts it) so the click lands on the cell meant."""
-    box = grid.bounding_box()
-    for _ in range(20):
-        page.wait_for_timeout(250)
-        again = grid.bounding_box()
-        if again == box:
-            break
-        box = again
-    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)   # first row, first column
-    page.wait_for_timeout(200)
+    place (``select_grid_cell``: once the grid has stopped moving, and checked)."""
+    select_grid_cell(page, grid, 0, 0, 30)   # first row, first column
     for _ in range(rows.index(row)):
         page.keyboard.press("ArrowDown")
     for _ in range(columns.index(column)):

@@ -14,6 +14,7 @@ from tests.e2e.conftest import (
     open_page,
     release_plan,
     screenshot,
+    select_grid_cell,
     wait_for_app,
 )
 
@@ -53,9 +54,7 @@ def test_a_plan_from_three_pages_is_accounted_and_kept(page, server_url):
     # edit the first query's ε in the table: 1 → 2, the basic total grows by 1
     grid = page.locator(".st-key-plan_editor_0 [data-testid='stDataFrameResizable']")
     grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 85 + 60, box["y"] + 35 + 17)   # first row, Query cell
-    page.wait_for_timeout(300)
+    select_grid_cell(page, grid, 1, 0, 85 + 60)   # first row, Query cell (after Remove's 85 px)
     for _ in range(3):   # (Remove →) Query → Accuracy now → Meets target → ε
         page.keyboard.press("ArrowRight")
     page.keyboard.type("2")

@@ -13,6 +13,7 @@ from tests.e2e.conftest import (
     assert_no_exception,
     choose_dataset,
     screenshot,
+    select_grid_cell,
     type_grid_cell,
     wait_for_app,
 )
@@ -118,9 +119,7 @@ def test_a_category_holding_a_comma_is_one_category_through_the_browser(page, se
     grid = page.locator("[class*='st-key-schema_table'] [data-testid='stDataFrameResizable']")
     grid.scroll_into_view_if_needed()
     # typed by hand in quotes: one category "a, b" and one c
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 30, box["y"] + 35 + 17)
-    page.wait_for_timeout(200)
+    select_grid_cell(page, grid, 0, 0, 30)   # first row, first column
     for _ in range(MALES_ROWS.index("team")):
         page.keyboard.press("ArrowDown")
     for _ in range(COLUMNS.index("categories")):
