@@ -150,3 +150,18 @@ def race_worker(ledger_path: str, data_path: str, barrier, results, pause: float
             results.put("refused")
         except Exception as exc:  # reported to the parent, which fails the test
             results.put(f"{type(exc).__name__}: {exc}")
+
+
+def capture_draws(monkeypatch) -> list:
+    """Every draw's true input, in order: ``Certified.draw`` replaced by a recorder that
+    returns its input without noise (the release then publishes the true answers)."""
+    from release.measurements import Certified
+
+    drawn: list = []
+
+    def record(self, value):  # the true input of every draw, returned without noise
+        drawn.append(value)
+        return value
+
+    monkeypatch.setattr(Certified, "draw", record)
+    return drawn

@@ -13,7 +13,6 @@ are written by hand.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -26,7 +25,7 @@ from engine.duckdb_backend import DuckDBBackend
 from plan.identity import content_digest
 from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, Sum
 from release.programs import opendp_program, spark_program
-from tests.release_fixtures import load_program
+from tests.release_fixtures import capture_draws, load_program
 
 L = MAX_RECORD_CHARS
 
@@ -104,26 +103,13 @@ def test_duckdb_and_the_upload_give_the_same_true_answers(data) -> None:
     assert content_hash_of(loaded) == content_digest(FileSource(path, "csv"))
 
 
-def _capture(monkeypatch) -> list[Any]:
-    from release.measurements import Certified
-
-    drawn: list[Any] = []
-
-    def record(self, value):  # the true input of every draw, returned without noise
-        drawn.append(value)
-        return value
-
-    monkeypatch.setattr(Certified, "draw", record)
-    return drawn
-
-
 def test_the_release_and_the_command_line_read_the_same_records(data, tmp_path,
                                                                 monkeypatch) -> None:
     from release import Ledger, run
     from release.cli import main
 
     _, path = data
-    drawn = _capture(monkeypatch)
+    drawn = capture_draws(monkeypatch)
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         run(_plan(), FileSource(path, "csv"), ledger=ledger, engine=Engine(DuckDBBackend()))
     plan_path = tmp_path / "plan.json"
@@ -211,7 +197,7 @@ def test_a_wide_file_is_released_and_digested(tmp_path, monkeypatch) -> None:
     assert (total.total, total.rows) == (5 + 7 + 13, 3)
     # the digest is of the records read: the same as the file without the dropped one
     assert content_digest(source) == content_digest(FileSource(kept, "csv"))
-    drawn = _capture(monkeypatch)
+    drawn = capture_draws(monkeypatch)
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         run(_plan(), source, ledger=ledger, engine=Engine(duck))
     assert [float(np.asarray(v).sum()) for v in drawn] == [3, 5 + 7 + 13]

@@ -38,6 +38,7 @@ from plan.model import (
     PlanQuery,
     PrivacyUnit,
 )
+from tests.release_fixtures import capture_draws
 
 #: Person 12 written five ways (one person, five rows) and ten other people with one row
 #: each; its group key written "0012" once and "12" four times (one group).
@@ -91,19 +92,6 @@ def test_two_spellings_of_a_key_are_one_group_on_every_path(duck, five) -> None:
         assert counts.counts.tolist() == [5, 10], path
 
 
-def _capture(monkeypatch) -> list[Any]:
-    from release.measurements import Certified
-
-    drawn: list[Any] = []
-
-    def record(self, value):  # the true input of every draw, returned without noise
-        drawn.append(value)
-        return value
-
-    monkeypatch.setattr(Certified, "draw", record)
-    return drawn
-
-
 def _plan() -> Plan:
     return Plan(Dataset("five"), (
         PlanQuery("count", "Rows", Count(), Noise("laplace", "pure", epsilon=1.0)),
@@ -120,7 +108,7 @@ def test_the_real_releases_read_one_person(tmp_path, monkeypatch, five) -> None:
     from release.cli import main
 
     loaded, file = five
-    drawn = _capture(monkeypatch)
+    drawn = capture_draws(monkeypatch)
     plan = _plan()
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         up = run(plan, source_of(loaded), ledger=ledger, engine=Engine(DuckDBBackend()),
@@ -205,7 +193,7 @@ def test_a_malformed_record_never_refuses_the_command_line(tmp_path, monkeypatch
     release`` refuse ("cannot be read to identify it: CSV Error on Line: 202")."""
     from release.cli import main
 
-    drawn = _capture(monkeypatch)
+    drawn = capture_draws(monkeypatch)
     lines = [f"p{i},{i % 3}" for i in range(400)]
     data = ("pid,code\n" + "\n".join(lines[:200])).encode() + b"\np-bad,\xff\n" + (
         "\n".join(lines[200:]) + "\n").encode()
