@@ -17,10 +17,12 @@ The rule, in short:
    which is what a reader that replaces such bytes leaves) in a field it keeps is dropped
    (one in an extra field is dropped with that field) — the one rule DuckDB, Spark and
    Python can all follow identically. So is a record whose kept fields hold more than
-   :data:`MAX_RECORD_CHARS` characters together (a rule of the record's own text; DuckDB's
-   line limit, Spark's and the ``csv`` module's field limits are set past it, so that none
-   of them drops or refuses a record first; one gap: a record over DuckDB's 32 MiB as
-   written, possible only with text past the header's width, is dropped by DuckDB alone).
+   :data:`MAX_RECORD_CHARS` characters together (a field that is exactly a missing marker,
+   :data:`MISSING_SPELLINGS`, counting 0, as DuckDB's reader makes it NULL first; a rule
+   of the record's own text; DuckDB's line limit, Spark's and the ``csv`` module's field
+   limits are set past it, so that none of them drops or refuses a record first; one gap:
+   a record over DuckDB's 32 MiB as written, possible only with text past the header's
+   width, is dropped by DuckDB alone).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -54,6 +56,11 @@ import pandas as pd
 
 #: A cell holding one of these texts (white space removed, any letter case) is missing.
 MISSING_MARKERS = frozenset({"", "na", "n/a", "nan", "null", "#n/a", "<na>"})
+#: Every letter case of every missing marker ("NA", "Na", "nA", "na", …): the texts DuckDB's
+#: CSV reader, which compares a field exactly (``nullstr``), reads as NULL.
+MISSING_SPELLINGS = frozenset(
+    "".join(letters) for marker in MISSING_MARKERS
+    for letters in itertools.product(*[(ch.lower(), ch.upper()) for ch in marker]))
 #: The delimiters a CSV may use, in the order that breaks a tie.
 DELIMITERS = (",", "\t", ";", "|")
 #: Unicode space separators (category Zs): what DuckDB's one-argument ``trim`` strips.
@@ -81,6 +88,8 @@ MAX_RECORD_CHARS = 2**21
 #: ``_csv.Error`` on a longer field): the largest its C long holds on every platform, so
 #: the module never refuses a field and :data:`MAX_RECORD_CHARS` alone drops a record.
 CSV_FIELD_LIMIT = 2**31 - 1
+#: Records counted at a time by :func:`records_too_long` (a bound on what it holds).
+_COUNT_CHUNK = 4096
 csv.field_size_limit(max(csv.field_size_limit(), CSV_FIELD_LIMIT))
 #: A record holding one of these is dropped: an undecodable byte (read by Python as a lone
 #: surrogate, ``surrogateescape``) or the replacement character other readers put there.
@@ -341,10 +350,14 @@ def read_cells(data: bytes | str, delimiter: str | None = None
 def too_long(columns: list) -> np.ndarray:
     """Which records hold more than :data:`MAX_RECORD_CHARS` characters in these (kept)
     columns together (each a sequence of texts, None for a missing field): they are dropped
-    (rule 2). The limit is read here, at each call."""
+    (rule 2). A field whose whole text is a missing marker in some letter case
+    (:data:`MISSING_SPELLINGS`: exactly, no white space removed) counts 0 characters, as
+    DuckDB's reader counts it (its ``nullstr`` makes such a field, quoted or not, NULL before
+    the filter). The limit is read here, at each call."""
     total = np.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
     for column in columns:
-        lengths = pd.Series(column, dtype=object).str.len()
+        texts = pd.Series(column, dtype=object)
+        lengths = texts.str.len().mask(texts.isin(MISSING_SPELLINGS))
         total += lengths.fillna(0).to_numpy(dtype=np.int64)
     return total > MAX_RECORD_CHARS
 
@@ -360,10 +373,15 @@ def records_too_long(text: str, delimiter: str, records: int | None = None) -> n
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
                         doublequote=True, strict=False)
     kept = filter(None, reader)               # blank lines are no record
-    header = next(kept, [])
-    rows = list(itertools.islice(kept, records))
-    columns = list(itertools.zip_longest(*rows, fillvalue=None))[:len(header)]
-    return too_long(columns) if columns else np.zeros(len(rows), dtype=bool)
+    width = len(next(kept, []))
+    rows = itertools.islice(kept, records)
+    # in chunks of records, never the whole parsed file at once (its lists took ~29 times
+    # the text): each chunk's fields are counted and let go before the next is read
+    parts = [np.zeros(0, dtype=bool)]
+    while chunk := list(itertools.islice(rows, _COUNT_CHUNK)):
+        columns = list(itertools.zip_longest(*chunk, fillvalue=None))[:width]
+        parts.append(too_long(columns) if columns else np.zeros(len(chunk), dtype=bool))
+    return np.concatenate(parts)
 
 
 def header_layout(head: bytes | str) -> tuple[list[str], str, int]:

@@ -140,11 +140,15 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     # limit of Spark's own, maxCharsPerColumn -1, drops or refuses one first). One flat
     # concatenation of the fields (concat_ws skips null: a missing field holds nothing), not
     # an expression nested a level per column, which failed to plan on 3,000 columns
-    record = F.concat_ws("", *[F.col(f"c{i}") for i in range(len(names))])
-    replaced = (record.contains("\ufffd")
-                | (F.length(record) > int(one_reading.MAX_RECORD_CHARS)))
-    raw = raw.where(~replaced)
     markers = sorted(MISSING_MARKERS)
+    record = F.concat_ws("", *[F.col(f"c{i}") for i in range(len(names))])
+    # a field that is exactly a missing marker (any letter case; Spark's lower changes no
+    # other text into one) counts 0 characters, as DuckDB's nullstr and engine.cells count it
+    counted = F.concat_ws("", *[F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(""))
+                                .otherwise(F.col(f"c{i}")) for i in range(len(names))])
+    replaced = (record.contains("\ufffd")
+                | (F.length(counted) > int(one_reading.MAX_RECORD_CHARS)))
+    raw = raw.where(~replaced)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))
              .otherwise(F.col(f"c{i}")) for i in range(len(names))]
     df = raw.select(*[cell.alias(f"c{i}") for i, cell in enumerate(cells)])

@@ -67,6 +67,7 @@ QUERIES: list[dict] = []
 # >>> SHARED: a generated program holds release/templates/common.py's shared code here
 from engine.cells import (  # noqa: E402
     MAX_RECORD_CHARS,
+    MISSING_MARKERS,
     column_names,
     has_header,
     header_layout,
@@ -445,7 +446,12 @@ def read_spark(spark, path):
         # one flat concatenation of the fields (concat_ws skips null), not an expression
         # nested a level per column, which failed to plan on a file of 3,000 columns
         record = F.concat_ws("", *[F.col(f"c{i}") for i in range(len(names))])
-        replaced = record.contains("\ufffd") | (F.length(record) > int(MAX_RECORD_CHARS))
+        # a field that is exactly a missing marker (any letter case) counts 0 characters,
+        # as DuckDB's reader and engine/cells.py count it
+        counted = F.concat_ws("", *[F.when(F.lower(F.col(f"c{i}"))
+                                           .isin(sorted(MISSING_MARKERS)), F.lit(""))
+                                    .otherwise(F.col(f"c{i}")) for i in range(len(names))])
+        replaced = record.contains("\ufffd") | (F.length(counted) > int(MAX_RECORD_CHARS))
         data = data.where(~replaced)
     missing = [name for name in needed_columns() if name not in names]
     if missing:
