@@ -127,6 +127,16 @@ _WHITE = "'" + WHITE_SPACE + "'"
 _MARKERS = ", ".join(f"'{m}'" for m in sorted(MISSING_MARKERS))
 
 
+def _is_marker(lowered: str) -> str:
+    """Whether the lowered text ``lowered`` is a missing marker. Not ``lowered IN (...)``:
+    DuckDB plans an ``IN`` of five or more constants as a mark join, whose key (the text
+    lowered) is computed for every row before the ``CASE`` around it runs, so a number
+    column's text was lowered on every row although the number branch needs none (issue 37).
+    ``list_contains`` is the same test on a text (true or false: the list holds no NULL);
+    on NULL it is NULL where ``IN`` is, and every caller tests ``IS NULL`` first."""
+    return f"list_contains([{_MARKERS}], {lowered})"
+
+
 #: A number whose digits are grouped by single underscores (``engine.cells``' pattern, in RE2,
 #: without inf and nan, which hold none), ASCII white space around it as the cast allows.
 _UNDERSCORED = (r"[\t\n\v\f\r ]*(?:\+-|[+-])?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?"
@@ -196,7 +206,7 @@ def _text_key(t: str, d: str) -> str:
     """The canonical key (``_key``) of a text from ``t``, the text trimmed (``_trimmed``),
     and ``d``, ``t`` cast to a double: written once for the per-use SQL and for the readings
     a plan computes once (``_readings_table``)."""
-    return (f"(CASE WHEN {t} IS NULL OR lower({t}) IN ({_MARKERS}) THEN NULL "
+    return (f"(CASE WHEN {t} IS NULL OR {_is_marker(f'lower({t})')} THEN NULL "
             f"WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {KEY_INTEGER_LIMIT} "
             f"THEN CAST(CAST({d} AS BIGINT) AS VARCHAR) ELSE {t} END)")
 
@@ -205,7 +215,7 @@ def _text_missing(expr: str) -> str:
     """Whether a text cell is missing (rule 3): it reads the text only (no number: a scan's
     cost is its casts). True exactly where the cell's ``_key`` is NULL."""
     t = _trimmed(expr)
-    return f"({t} IS NULL OR lower({t}) IN ({_MARKERS}))"
+    return f"({t} IS NULL OR {_is_marker(f'lower({t})')})"
 
 
 def _text_number(expr: str) -> str:
@@ -1000,6 +1010,11 @@ class DuckDBBackend:
             # No extension is fetched from the network, whatever a path looks like.
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
+            # A person's row count stays the window the ranking asks for (``_kept``): DuckDB
+            # rewrites a lone ``count(*) OVER (PARTITION BY pid)`` over a plain scan into a
+            # GROUP BY joined back to every row (a second scan of the source), which the
+            # mark join of the markers' old ``IN`` list happened to prevent (issue 37).
+            "disabled_optimizers": "window_self_join",
         }
         if threads is not None:
             config["threads"] = int(threads)
