@@ -14,9 +14,8 @@ from engine.cells import cell_numbers, not_numbers
 from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, PrivacyUnit, Sum
 from release.programs import opendp_program
 from tests.pages.test_declared_numeric import CSV
-from tests.release.test_one_reading import _capture
 from tests.release.test_program_stability import true_inputs
-from tests.release_fixtures import load_program
+from tests.release_fixtures import capture_draws, load_program
 
 SUM = 10 * sum(range(1, 15))
 
@@ -39,7 +38,7 @@ def test_the_rule_reads_words_and_separators_as_not_numbers():
 def test_the_command_line_sums_the_numbers_only(tmp_path, monkeypatch):
     from release.cli import main
 
-    drawn = _capture(monkeypatch)
+    drawn = capture_draws(monkeypatch)
     data = tmp_path / "wages.csv"
     data.write_bytes(CSV)
     plan = tmp_path / "plan.json"
