@@ -190,9 +190,10 @@ def test_the_ranking_carries_only_the_columns_it_reads(duck, tmp_path, monkeypat
         "pid", "c1", "c2", "c3", "c4", "q0_v", "q0_vm", "q1_idx"]
 
 
-def _ranking_plan(duck, monkeypatch, source) -> tuple[list[dict], list[str]]:
-    """DuckDB's plan of the shared ranking's statement for a sum and a histogram over
-    ``source``, and the types of the columns it makes (``pid``, ``r``, the derived ones)."""
+def _ranking_plan(duck, monkeypatch, source, queries=None) -> tuple[list[dict], list[str]]:
+    """DuckDB's plan of the shared ranking's statement for ``queries`` (a sum and a histogram
+    under max rows 2 unless given) over ``source``, and the types of the columns it makes
+    (``pid``, ``r``, the derived ones)."""
     plans: list[dict] = []
     types: list[str] = []
     execute = DuckDBBackend._execute
@@ -207,7 +208,8 @@ def _ranking_plan(duck, monkeypatch, source) -> tuple[list[dict], list[str]]:
 
     monkeypatch.setattr(DuckDBBackend, "_execute", spy)
     unit = Contribution("p", 2, seed=1)
-    duck.run_many(source, [BoundedSum("x", 0.0, 30.0, unit), CategoryCounts("c", ("a", "b"), unit)])
+    duck.run_many(source, queries or [BoundedSum("x", 0.0, 30.0, unit),
+                                      CategoryCounts("c", ("a", "b"), unit)])
     assert len(plans) == 1
     return _nodes(plans[0]), types
 
@@ -244,25 +246,13 @@ def test_a_ranking_of_numbers_only_counts_in_a_window_too(duck, tmp_path, monkey
     ranking counts a person's rows in one window (fails on main: HASH_JOIN, two scans)."""
     path = tmp_path / "numbers.parquet"
     varied()[["p", "x", "w"]].to_parquet(path)
-    plans: list[dict] = []
-    execute = DuckDBBackend._execute
-
-    def spy(self, cursor, source, sql, params, **kwargs):
-        if sql.startswith("CREATE TEMP TABLE kept_"):
-            body = "WITH" + sql.split(" AS WITH", 1)[1]
-            explained = cursor.execute(f"EXPLAIN (FORMAT json) {body}", params).fetchall()
-            plans.append(json.loads(explained[0][1])[0])
-        return execute(self, cursor, source, sql, params, **kwargs)
-
-    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
     unit = Contribution("p", 2, seed=1)
-    duck.run_many(FileSource(path, "parquet"),
-                  [BoundedSum("x", 0.0, 30.0, unit), BoundedSum("w", 0, 25, unit)])
-    assert len(plans) == 1
-    names = [n["name"] for n in _nodes(plans[0])]
+    nodes, _ = _ranking_plan(duck, monkeypatch, FileSource(path, "parquet"),
+                             [BoundedSum("x", 0.0, 30.0, unit), BoundedSum("w", 0, 25, unit)])
+    names = [n["name"] for n in nodes]
     assert not [name for name in names if "JOIN" in name or "GROUP_BY" in name]
     assert names.count("READ_PARQUET") == 1
-    windows = [n["extra_info"]["Projections"] for n in _nodes(plans[0]) if n["name"] == "WINDOW"]
+    windows = [n["extra_info"]["Projections"] for n in nodes if n["name"] == "WINDOW"]
     assert sum(w == "count() OVER (PARTITION BY pid)" for w in windows) == 1
 
 
