@@ -164,22 +164,7 @@ def test_the_ranking_carries_only_the_columns_it_reads(duck, tmp_path, monkeypat
     frame["when"] = pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(len(frame)), "D")
     path = tmp_path / "data.parquet"
     frame.to_parquet(path)
-    plans: list[dict] = []
-    execute = DuckDBBackend._execute
-
-    def spy(self, cursor, source, sql, params, **kwargs):
-        if sql.startswith("CREATE TEMP TABLE kept_"):
-            body = "WITH" + sql.split(" AS WITH", 1)[1]
-            explained = cursor.execute(f"EXPLAIN (FORMAT json) {body}", params).fetchall()
-            plans.append(json.loads(explained[0][1])[0])
-        return execute(self, cursor, source, sql, params, **kwargs)
-
-    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
-    unit = Contribution("p", 2, seed=1)
-    duck.run_many(FileSource(path, "parquet"),
-                  [BoundedSum("x", 0.0, 30.0, unit), CategoryCounts("c", ("a", "b"), unit)])
-    assert len(plans) == 1
-    nodes = _nodes(plans[0])
+    nodes, _ = _ranking_plan(duck, monkeypatch, FileSource(path, "parquet"))
     read = [n["extra_info"]["Projections"] for n in nodes if n["name"] == "READ_PARQUET"]
     assert read and all("c5" not in columns for columns in read)   # "when" is c5
     count = next(n for n in nodes if n["name"] == "WINDOW"
