@@ -314,8 +314,7 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     delimiter = delimiter or sniff_delimiter(text)
     # The file's last line break ends its last record, never a field: a quote left open runs
     # to the end of the file without it (as DuckDB and Spark read it).
-    text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else (
-        text.removesuffix("\r"))
+    text = text.removesuffix("\n").removesuffix("\r")     # the last line break
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
                         doublequote=True, strict=False)
     records = list(filter(None, reader))      # blank lines are no record
@@ -368,8 +367,7 @@ def records_too_long(text: str, delimiter: str, records: int | None = None) -> n
     counted over the header's width as :func:`read_cells` counts it, blank lines skipped: for
     a reader with a reading of its own (the upload), so that it drops the records the rule
     drops. ``records``: how many data records to look at (all when None)."""
-    text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else (
-        text.removesuffix("\r"))
+    text = text.removesuffix("\n").removesuffix("\r")     # the last line break
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
                         doublequote=True, strict=False)
     kept = filter(None, reader)               # blank lines are no record

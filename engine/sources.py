@@ -434,16 +434,26 @@ def csv_layout(source: FileSource) -> tuple[list[str], str, int]:
     return list(names), delimiter, skip
 
 
-@functools.lru_cache(maxsize=256)
-def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...], str, int]:
+def _csv_head(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of a CSV file's text, decompressed when it is gzip.
+
+    Raises
+    ------
+    OSError, EOFError
+        The file cannot be read (or its gzip stream ends early)."""
     import gzip
 
+    with open(path, "rb") as stream:
+        magic = stream.read(2)
+    opener = gzip.open if magic == b"\x1f\x8b" else open
+    with opener(path, "rb") as stream:
+        return stream.read(size)
+
+
+@functools.lru_cache(maxsize=256)
+def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...], str, int]:
     try:
-        with open(path, "rb") as stream:
-            magic = stream.read(2)
-        opener = gzip.open if magic == b"\x1f\x8b" else open
-        with opener(path, "rb") as stream:
-            head = stream.read(CSV_HEAD_BYTES)
+        head = _csv_head(path, CSV_HEAD_BYTES)
     except (OSError, EOFError) as exc:
         raise EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
                           ". It may have been changed, moved or removed: choose the dataset "
@@ -464,16 +474,16 @@ def csv_without_rows(source: FileSource) -> bool:
     """Whether a CSV file holds a header row and no data row: told the data's owner on the
     Data page (every count is 0), never refusing a release (an empty dataset is a dataset).
     Read by ``engine.cells.read_cells`` when the whole file (decompressed) is within its
-    first megabyte; a longer file is taken to hold rows (no scan of it for a note)."""
-    import gzip
-
+    first megabyte; a longer file is taken to hold rows (no scan of it for a note). Cached
+    per file version (the Data page asks on every run)."""
     csv_layout(source)   # no header: raised there
+    return _without_rows(str(source.path), source.version)
+
+
+@functools.lru_cache(maxsize=256)
+def _without_rows(path: str, version: str) -> bool:
     try:
-        with open(source.path, "rb") as stream:
-            magic = stream.read(2)
-        opener = gzip.open if magic == b"\x1f\x8b" else open
-        with opener(source.path, "rb") as stream:
-            head = stream.read(CSV_HEAD_BYTES + 1)
+        head = _csv_head(path, CSV_HEAD_BYTES + 1)
     except (OSError, EOFError):
         return False     # the reading itself says what is wrong
     if len(head) > CSV_HEAD_BYTES:
