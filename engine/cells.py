@@ -402,6 +402,11 @@ def header_layout(head: bytes | str) -> tuple[list[str], str, int]:
     return [_UNDECODABLE.sub("\ufffd", name) for name in header], delimiter, skip
 
 
+#: What every path says of a CSV with no header row (:func:`has_header`), after the file's name.
+NO_HEADER = ("holds no header row: it is empty, or holds only blank lines or spaces. A CSV "
+             "needs a first row naming its columns")
+
+
 def has_header(header: list[str], head: bytes | str, complete: bool = True) -> bool:
     """Whether a CSV has a header row: a file that is empty, or whose every line is blank or
     white space only, has none, and is refused on every path (a fact of the file's form, not

@@ -18,7 +18,7 @@ from typing import Literal
 
 import pandas as pd
 
-from engine.cells import column_names, has_header, header_layout, read_cells
+from engine.cells import NO_HEADER, column_names, has_header, header_layout, read_cells
 from engine.errors import DataFolderError, EngineError
 from engine.queries import Query, query_key
 
@@ -462,11 +462,9 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
     if not has_header(names, head, complete=len(head) < CSV_HEAD_BYTES):
         # no header at all: DuckDB's parser text ("syntax error at or near ...") was the
         # message; the file's bytes are public here only as "none", never quoted
-        raise EngineError(f"{described[:1].upper()}{described[1:]} holds no header row: "
-                          "it is empty, or holds only blank lines or spaces. A CSV needs a "
-                          "first row naming its columns (e.g. age,sex,income), then one row "
-                          "per person: write them into the file (save it again from a "
-                          "spreadsheet as CSV), or choose another file.")
+        raise EngineError(f"{described[:1].upper()}{described[1:]} {NO_HEADER} (e.g. "
+                          "age,sex,income), then one row per person: write them into the file "
+                          "(save it again from a spreadsheet as CSV), or choose another file.")
     return tuple(names), delimiter, skip
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from engine.cells import (
+    NO_HEADER,
     cell_key,
     cell_keys,
     cell_number,
@@ -80,9 +81,7 @@ def read_frame(path):
         header, frame = read_cells(data)
         if not has_header(header, data):
             # as the release refuses it (engine.sources.csv_layout): the file, not its data
-            raise Refused("the file holds no header row: it is empty, or holds only blank "
-                          "lines or spaces. A CSV needs a first row naming its columns, then "
-                          "one row per person")
+            raise Refused(f"the file {NO_HEADER}, then one row per person")
         frame.columns = column_names(header)
     return select_columns(frame)
 

@@ -68,6 +68,7 @@ QUERIES: list[dict] = []
 from engine.cells import (  # noqa: E402
     MAX_RECORD_CHARS,
     MISSING_MARKERS,
+    NO_HEADER,
     column_names,
     has_header,
     header_layout,
@@ -416,9 +417,7 @@ def csv_header(spark, path):
     names, delimiter, _ = header_layout(head)
     if not has_header(names, head, complete):
         # as the release refuses it (engine.sources.csv_layout): the file, not its data
-        raise Refused("the file holds no header row: it is empty, or holds only blank lines "
-                      "or spaces. A CSV needs a first row naming its columns, then one row "
-                      "per person")
+        raise Refused(f"the file {NO_HEADER}, then one row per person")
     return names, delimiter
 
 
