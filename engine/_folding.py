@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from engine.cells import cell_key, fixed_point_total, sum_shift, summand_bound
+from engine.cells import boolean_key, cell_key, fixed_point_total, sum_shift, summand_bound
 from engine.errors import EngineError
 from engine.queries import (
     Binned,
@@ -45,8 +45,10 @@ from engine.queries import (
 from engine.sources import FileSource, FrameSource
 
 #: How categories are compared with a column: as text, as exact integers, as reals, as
-#: booleans, or never (the kinds differ: every present value is outside, as in pandas).
-MatchKind = Literal["text", "integer", "real", "boolean", "text_number", "never"]
+#: booleans, a text column's keys in lower case with declared booleans ("text_boolean"), or
+#: never (the kinds differ: every present value is outside, as in pandas).
+MatchKind = Literal["text", "integer", "real", "boolean", "text_number", "text_boolean",
+                    "never"]
 
 _INT64 = 2**63
 
@@ -96,7 +98,8 @@ def numeric_column(columns: Sequence[ColumnInfo], name: str, where: str) -> int:
 
 
 def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -> MatchKind:
-    """How to compare ``column``'s values with declared ``categories`` (pandas' equality)."""
+    """How to compare ``column``'s values with declared ``categories`` (pandas' equality,
+    a boolean and a text by ``engine.cells`` rule 6: the text's key in lower case)."""
     if column.kind == "other":
         raise EngineError(f"The column {column.name!r} of {where} holds {column.type_name} "
                           "values, which cannot be used as categories.")
@@ -104,8 +107,14 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
     if column.kind == "text":
         # numbers declared for a text column: each row's text as the number it reads as (a
         # CSV column of codes turns to text when one row holds a word: the others still match)
-        return "text" if kind == "text" else ("text_number" if kind == "number" else "never")
+        # booleans declared for a text column (a CSV's "true", "True", "TRUE"; rule 6): each
+        # row's key in lower case, so the Parquet file and its CSV count the same rows
+        return {"text": "text", "number": "text_number", "boolean": "text_boolean"}[kind]
     if column.kind == "boolean":
+        # texts declared for a boolean column (rule 6): those that are a boolean's key in
+        # lower case ("true", "True"; "yes" is none) match that boolean
+        if kind == "text" and any(boolean_key(c) is not None for c in categories):
+            return "boolean"
         return "boolean" if kind == "boolean" else "never"
     if kind == "text":
         # texts declared for a number column: by canonical key (engine.cells, rule 6: the
@@ -122,9 +131,14 @@ def match_kind(column: ColumnInfo, categories: tuple[object, ...], where: str) -
 def category_values(kind: MatchKind, categories: tuple[object, ...]) -> list[object]:
     """The categories as the backend compares them: declared texts as their canonical keys
     (``engine.cells.cell_key``: the declared "0012" and a cell "12" are one key), declared
-    numbers on a text column as the numbers the cells read as (rule 4)."""
-    if kind == "text":
+    numbers on a text column as the numbers the cells read as (rule 4); on a boolean column,
+    each category as the boolean it is (``engine.cells.boolean_key``: a declared "True" is
+    True, "yes" None, which no cell is), and booleans on a text column as their keys
+    ("true", "false"), which a cell's key in lower case matches (rule 6)."""
+    if kind in ("text", "text_boolean"):
         return [cell_key(c) for c in categories]
+    if kind == "boolean":
+        return [boolean_key(c) for c in categories]
     if kind in ("real", "text_number"):
         return [float(c) for c in categories]
     if kind == "integer":

@@ -39,6 +39,16 @@ The rule, in short:
 5. A person id or group key is one canonical text (:func:`cell_key`): a whole number within
    ±2^53 as its integer's decimal text (``12``, ``012``, ``12.0``, ``1.2e1``, `` 12`` → ``12``),
    anything else as written without its surrounding white space; missing is no key.
+6. A declared category matches a cell by key (rule 5: the declared ``0012`` is the cell
+   ``12``; a declared number the number a cell reads as, rule 4). A boolean and a text match
+   when the text's key, in lower case, is the boolean's key (:func:`boolean_key`): a declared
+   ``True`` counts the CSV cells ``true``, ``True`` and ``TRUE`` (as Arrow, DuckDB and Spark,
+   pandas and R write a boolean), and a declared ``"true"`` or ``"TRUE"`` counts a typed
+   ``True`` (a Parquet file's); any other text (``t``, ``1``, ``yes``) is no boolean. Two
+   texts still match only as written (their keys): a declared ``"true"`` does not count a
+   CSV's ``True``. So one plan counts the same rows in a Parquet file and in its CSV,
+   whichever writer wrote it (lower case keeps the order a boolean sorts in, ``false`` before
+   ``true``).
 """
 
 from __future__ import annotations
@@ -255,6 +265,19 @@ def cell_key(value: object) -> str | None:
         if whole is not None:
             return whole
     return text
+
+
+def boolean_key(value: object) -> bool | None:
+    """The boolean a cell or a declared category is when it is compared with a boolean
+    (rule 6): a boolean itself; a text whose key (:func:`cell_key`), in lower case, is
+    ``true`` or ``false`` that boolean; anything else (missing, a number, another text) None.
+    """
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if not isinstance(value, str):
+        return None
+    key = cell_key(value)
+    return {"true": True, "false": False}.get(key.lower()) if key is not None else None
 
 
 def cell_keys(values: pd.Series | np.ndarray | list) -> pd.Series:

@@ -276,11 +276,14 @@ def _sum_params(query: BoundedSum | GroupedSum, mode: str) -> tuple[dict[str, ob
 
 def _cell(expr: str, info: ColumnInfo, kind: _folding.MatchKind, param: str) -> str:
     """-1 for a missing value, 0 for one outside the categories, else its 1-based position."""
-    if kind == "text":
+    if kind in ("text", "text_boolean"):
         # a cell matches a declared text by canonical key (engine.cells, rule 6: "0012" is
         # the declared "12"); a declared number matches the number a cell reads as (rule 4:
-        # "text_number" below), so "2.50" is the declared 2.5
+        # "text_number" below), so "2.50" is the declared 2.5; a declared boolean its key
+        # ("true") by the cell's key in lower case ("True", "TRUE")
         key = _key(expr, info)
+        if kind == "text_boolean":
+            key = f"lower({key})"
         return (f"(CASE WHEN {key} IS NULL THEN -1 ELSE "
                 f"coalesce(list_position(CAST(${param} AS VARCHAR[]), {key}), 0) END)")
     match = {

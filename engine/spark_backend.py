@@ -271,10 +271,13 @@ def _cell(column: Any, info: ColumnInfo, kind: _folding.MatchKind,
     from pyspark.sql import functions as F
 
     cast = {"text": "string", "integer": "long", "real": "double", "boolean": "boolean"}
-    if kind == "text":
+    if kind in ("text", "text_boolean"):
         # a cell matches a declared text by canonical key (engine.cells, rule 6), a
-        # declared number the number the cell reads as (rule 4: "text_number" below)
+        # declared number the number the cell reads as (rule 4: "text_number" below), a
+        # declared boolean its key ("true") by the cell's key in lower case ("True", "TRUE")
         key = _person_text(column, info)
+        if kind == "text_boolean":
+            key = F.lower(key)
         keys = F.array(*[F.lit(v).cast("string") for v in _folding.category_values(kind,
                                                                                categories)])
         return F.when(key.isNull(), F.lit(-1)).otherwise(

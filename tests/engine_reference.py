@@ -110,6 +110,18 @@ def cell_codes(series: pd.Series, categories: tuple) -> np.ndarray:
 
         series = pd.Series([key(v) for v in series.to_numpy(dtype=object)], dtype=object)
         categories = tuple(key(c) for c in categories)
+    booleans = bool(categories) and all(isinstance(c, bool) for c in categories)
+    if booleans and not pd.api.types.is_bool_dtype(series):
+        # booleans declared for a text column (engine.cells, rule 6): a text that is "true"
+        # or "false" in any letter case is that boolean, any other text none
+        spelled = {"true": True, "false": False}
+        series = pd.Series([spelled.get(str(v).strip().lower()) if isinstance(v, str) else v
+                            for v in series.to_numpy(dtype=object)], dtype=object)
+    if texts and pd.api.types.is_bool_dtype(series):
+        # texts declared for a boolean column (rule 6): "true" or "false" in any letter case
+        # is that boolean; the first such text wins, as the first of two equal categories
+        spelled = {"true": True, "false": False}
+        categories = tuple(spelled.get(c.strip().lower(), ("no boolean", c)) for c in categories)
     codes = pd.Index(list(categories)).get_indexer(pd.Series(series.to_numpy(dtype=object)))
     out = codes.astype(np.int64) + 1
     out[missing] = -1

@@ -19,6 +19,7 @@ import pandas as pd
 
 from engine.cells import (
     NO_HEADER,
+    boolean_key,
     cell_key,
     cell_keys,
     cell_number,
@@ -148,30 +149,42 @@ def cells(values, categories):
     """The index of each value among the declared categories (-1: not declared, or missing),
     as the release matches them: declared texts by canonical key (``cell_key``: the declared
     "0012" is the cell "12"), declared numbers by the number each cell reads as (declared
-    2.5 is the cell "2.50"), declared booleans by the cells that are booleans (a typed
-    column's; a boolean cell matches no declared text, as on DuckDB); the first category of
-    a key or number when two declared ones share it."""
+    2.5 is the cell "2.50"), a boolean and a text by the text's key in lower case
+    (``boolean_key``, engine.cells rule 6: declared True is a CSV's "true", "True" and
+    "TRUE"; a declared "true" is a typed True); the first category of a key, number or
+    boolean when two declared ones share it."""
     categories = list(categories)
+    codes, uniques = pd.factorize(pd.Series(np.asarray(values, dtype=object), dtype=object),
+                                  use_na_sentinel=True)
     if categories and all(isinstance(c, bool) for c in categories):
-        # each cell that is a boolean (a typed column's; a text "true" is none), never the
-        # column's dtype: one missing cell makes a column of booleans object (in a Spark
-        # partition, or a Parquet file written without pandas' metadata)
-        codes, uniques = pd.factorize(pd.Series(np.asarray(values, dtype=object),
-                                                dtype=object), use_na_sentinel=True)
-        truth = [bool(v) if isinstance(v, bool | np.bool_) else None for v in uniques]
+        # each cell as the boolean it is (a typed one, or a text whose key in lower case is
+        # true or false), never the column's dtype: one missing cell makes a column of
+        # booleans object (in a Spark partition, or a Parquet file written without pandas'
+        # metadata)
+        truth = [boolean_key(v) for v in uniques]
         declared = pd.Index(categories, dtype=object)
         found = np.array([*truth, None], dtype=object)[codes]
     elif categories and all(isinstance(c, int | float) for c in categories):
         declared = pd.Index(np.asarray(categories, dtype=float))
         found = number_of(values)
     else:
-        # a boolean cell is no text: declared "true" matches the text "true", never a
-        # boolean (DuckDB matches texts declared for a BOOLEAN column with no cell)
+        # a text cell by its key as written; a boolean cell (a typed column's) by the
+        # declared texts that are a boolean (rule 6: "true", "True"; "yes" is none)
         declared, found = pd.Index(keys_of(categories)), text_keys_of(values)
     first = ~declared.duplicated()
     positions = np.flatnonzero(first)
     index = pd.Index(declared[first]).get_indexer(found)
-    return np.where(index >= 0, positions[np.maximum(index, 0)], -1).astype(np.int64)
+    index = np.where(index >= 0, positions[np.maximum(index, 0)], -1).astype(np.int64)
+    if not all(isinstance(c, str) for c in categories):
+        return index
+    as_boolean = [boolean_key(c) for c in categories]
+    is_typed = [isinstance(v, bool | np.bool_) for v in uniques]
+    for value in (True, False):
+        if value in as_boolean:
+            cell = np.array([t and bool(v) == value for t, v in zip(is_typed, uniques,
+                                                                    strict=True)] + [False])
+            index[cell[codes]] = as_boolean.index(value)
+    return index
 
 
 def bins(values, edges, outside):

@@ -16,7 +16,8 @@
   and one person two privacy ids; the OpenDP program read Parquet with pandas, whose int64
   column with a missing cell is float64 (keys and ids rounded); a Parquet DECIMAL cell is
   its number (it was none) and keyed as its double, as DuckDB reads it; a boolean cell
-  matches no declared text (DuckDB matches texts declared for a BOOLEAN column with none).
+  matches the declared text that is its key in lower case, as DuckDB matches it (s18,
+  ``engine.cells`` rule 6; before, neither matched any).
 
 Checked on small hand-made data (missing values, a text in a column of numbers, a person with
 more rows than max rows) against hand-computed values, the pandas reference
@@ -240,7 +241,7 @@ def test_declared_booleans_match_each_boolean_cell_whatever_its_batch_holds(
     pandas' bool dtype, which the missing cell turns to object (in a whole Parquet file for
     the OpenDP program, in a Spark partition for the Spark program): no row was in a declared
     cell. Now each cell that is a boolean matches, as the release on DuckDB counts them
-    (3 true, 2 false); a text "true" is still no boolean."""
+    (3 true, 2 false); a text "true" is the boolean true too (engine.cells, rule 6)."""
     from engine import Engine, FileSource
     from engine.duckdb_backend import DuckDBBackend
     from plan.model import Histogram
@@ -269,7 +270,7 @@ def test_declared_booleans_match_each_boolean_cell_whatever_its_batch_holds(
     assert np.asarray(inputs[("h", 0)], dtype=float).tolist() == [3.0, 2.0]
     spark = load_program(spark_program(plan), "spark_flags", tmp_path)
     batch = pd.Series([True, None, False, np.True_, "true"], dtype=object)
-    assert spark.cells(batch, [True, False]).tolist() == [0, -1, 1, 0, -1]
+    assert spark.cells(batch, [True, False]).tolist() == [0, -1, 1, 0, 0]
     assert spark.cells(pd.Series([True, False]), [True, False]).tolist() == [0, 1]
 
 
@@ -432,11 +433,13 @@ def test_a_decimal_cell_is_its_number_and_its_key(tmp_path, monkeypatch):
     assert [np.asarray(inputs[(q, 0)], dtype=float).tolist() for q in ("s", "h")] == expected
 
 
-def test_declared_texts_match_no_boolean_cell(tmp_path, monkeypatch):
-    """Texts "true" and "false" declared for a Parquet column of booleans: DuckDB matches
-    none of its cells (a sum by group of 0 and 0); the programs matched each boolean by its
-    key "true"/"false" (4 and 2). Now none, as on DuckDB; a text "true" (a CSV's) still
-    matches the declared "true", and declared booleans still match the booleans."""
+def test_declared_texts_match_a_boolean_cell_by_its_key(tmp_path, monkeypatch):
+    """Texts "true" and "false" declared for a Parquet column of booleans: each boolean
+    matches the declared text that is its key in lower case (engine.cells, rule 6), on DuckDB
+    and in the programs alike (4 and 2, hand-summed: true rows 1 + 3, false row 2), as the
+    same table's CSV counts them. (Before s18 both matched none: 0 and 0.) A text cell still
+    matches a declared text only by its key as written: " false " is "false", "TRUE" is no
+    "true"."""
     from engine import Engine
     from engine.duckdb_backend import DuckDBBackend
     from release.programs import opendp_program
@@ -450,16 +453,17 @@ def test_declared_texts_match_no_boolean_cell(tmp_path, monkeypatch):
         PrivacyUnit(), Accounting("basic"))
     duck = release_inputs(plan, path, Engine(DuckDBBackend(threads=1)), tmp_path,
                           monkeypatch, "parquet")
-    assert np.asarray(duck[0], dtype=float).tolist() == [0.0, 0.0]
+    assert np.asarray(duck[0], dtype=float).tolist() == [4.0, 2.0]
     program = load_program(opendp_program(plan), "opendp_text_flags", tmp_path)
     inputs: dict = {}
     program.release(program.read_frame(str(path)), recorders(program, inputs),
                     rng=np.random.default_rng(0))
-    assert np.asarray(inputs[("s", 0)], dtype=float).tolist() == [0.0, 0.0]
+    assert np.asarray(inputs[("s", 0)], dtype=float).tolist() == [4.0, 2.0]
     batch = pd.Series([True, "true", None, " false ", np.False_, "TRUE"], dtype=object)
-    assert program.cells(batch, ["true", "false"]).tolist() == [-1, 0, -1, 1, -1, -1]
-    assert program.cells(pd.Series([True, False]), ["true", "false"]).tolist() == [-1, -1]
-    assert program.cells(batch, [True, False]).tolist() == [0, -1, -1, -1, 1, -1]
+    assert program.cells(batch, ["true", "false"]).tolist() == [0, 0, -1, 1, 1, -1]
+    assert program.cells(pd.Series([True, False]), ["true", "false"]).tolist() == [0, 1]
+    # declared booleans: any text whose key in lower case is "true" / "false" ("TRUE" too)
+    assert program.cells(batch, [True, False]).tolist() == [0, 0, -1, 1, 1, 0]
 
 
 @pytest.mark.slow
