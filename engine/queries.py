@@ -454,6 +454,10 @@ class DistinctValues:
     For categories read off the data (which leaks which values exist: the caller flags it),
     for the keys partition selection noises (all of them: how many there are is not
     public), and, with ``exclude``, for examples of values outside declared categories.
+    Every key (``limit`` None) of a text or boolean column is its canonical key
+    (``engine.cells.cell_key``): a typed boolean's ``"false"``, ``"true"``, as the same
+    table's CSV holds them, so partition selection finds, ranks (``Contribution``: ``text:``)
+    and labels a boolean's groups alike in a Parquet file and in its CSV.
     """
 
     column: str

@@ -784,6 +784,8 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
         if info.kind == "text":      # one canonical key per group (engine.cells)
             value = _person_text(x, info)
             condition = value.isNotNull()
+        elif info.kind == "boolean" and query.limit is None:   # "true", as DuckDB's
+            value = _person_text(x, info)
         if kind is not None and kind != "never":
             condition = condition & (_cell(x, info, kind, query.exclude) == 0)
         found = df.where(condition).select(value.alias("v")).distinct().orderBy("v")

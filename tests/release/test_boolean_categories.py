@@ -7,7 +7,8 @@ released every count as 0 on one format and the counts on the other.
 
 Checked on DuckDB, the pandas reference (``tests/engine_reference.py``), the exported OpenDP
 program and the Spark program's shared ``cells``, and Spark (``-m spark``), against hand
-counts of :data:`TABLE`.
+counts of :data:`TABLE`; and partition selection's groups of a boolean (found, ranked
+under max groups and labelled as the CSV's ``"false"``, ``"true"``) against the reference.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import CategoryCounts, CategoryTable, FileSource, FrameSource, GroupedSum
+from engine import (
+    CategoryCounts,
+    CategoryTable,
+    Contribution,
+    DistinctValues,
+    FileSource,
+    FrameSource,
+    GroupedSum,
+)
 from engine.duckdb_backend import DuckDBBackend
 from plan.model import (
     Accounting,
@@ -126,6 +135,47 @@ def test_the_reference_follows_the_rule(spelling, categories):
             "counts"].tolist() == TABLE_COUNTS
 
 
+def both_flags(folder: Path) -> dict[str, object]:
+    """40 people with one row of each flag (max groups 1 keeps one): Parquet, frame, CSV."""
+    frame = pd.DataFrame({"p": np.repeat(np.arange(40), 2), "flag": np.tile(BOOLEANS, 40)})
+    frame.to_parquet(folder / "both.parquet", index=False)
+    frame.assign(flag=frame["flag"].map({True: "true", False: "false"})).to_csv(
+        folder / "both.csv", index=False)
+    return {"parquet": FileSource(folder / "both.parquet", "parquet"),
+            "frame": FrameSource(frame), "csv": FileSource(folder / "both.csv", "csv")}
+
+
+def selected_groups(backend, source, seed: int) -> tuple[tuple, list]:
+    """(the keys partition selection finds, their counts under max groups 1)."""
+    keys = backend.run(source, DistinctValues("flag", limit=None)).values
+    query = CategoryCounts("flag", keys, Contribution("p", 2, 1, seed=seed))
+    return tuple(keys), backend.run(source, query).counts.tolist()
+
+
+def reference_groups(seed: int) -> list:
+    """The reference's kept counts of the CSV's text keys "false", "true" (each person's
+    one group chosen by the md5 of its text ``text:"false"`` or ``text:"true"``)."""
+    frame = pd.DataFrame({"p": np.repeat(np.arange(40), 2), "flag": np.tile(TEXTS[::-1], 40)})
+    keys = TEXTS[::-1]
+    codes = ref.cell_codes(frame["flag"], keys)
+    return ref.bounded_cells(codes, frame, "p", 2, 2, 1, seed, ref.texts(keys)).tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_partition_selection_finds_and_keeps_a_booleans_groups_as_on_its_csv(duck, tmp_path,
+                                                                                seed):
+    """Groups found in the data: a typed boolean's keys were True, False (ranked by
+    ``bool:true``, labelled "True"), its CSV's "false", "true" (ranked by ``text:"true"``),
+    so under max groups 1 the two kept other groups (seed 0: 20, 20 against 22, 18) and
+    released other labels. Now every format finds "false", "true" and keeps the reference's
+    counts (each person's rows: one of each, so each count is at most 40 and they sum to 40).
+    """
+    expected = reference_groups(seed)
+    assert sum(expected) == 40
+    for name, source in both_flags(tmp_path).items():
+        assert selected_groups(duck, source, seed) == (TEXTS[::-1], expected), name
+
+
 PRECISE = Noise("laplace", "pure", epsilon=1e6)
 
 
@@ -187,3 +237,6 @@ def test_spark_counts_declared_booleans_as_duckdb(shared_spark, tmp_path):
     for name in ("parquet", "lower csv", "pandas csv", "r csv"):
         assert answers(spark, found[name], BOOLEANS) == (COUNTS, TOTALS, TABLE_COUNTS), name
     assert answers(spark, found["parquet"], TEXTS) == (COUNTS, TOTALS, TABLE_COUNTS)
+    expected = reference_groups(0)
+    for name, source in both_flags(tmp_path).items():
+        assert selected_groups(spark, source, 0) == (TEXTS[::-1], expected), name
