@@ -48,7 +48,8 @@ The rule, in short:
    texts still match only as written (their keys): a declared ``"true"`` does not count a
    CSV's ``True``. So one plan counts the same rows in a Parquet file and in its CSV,
    whichever writer wrote it (lower case keeps the order a boolean sorts in, ``false`` before
-   ``true``).
+   ``true``). The groups partition selection finds in a typed boolean column are its keys
+   ``"false"`` and ``"true"``, as in its CSV (``engine.queries.DistinctValues``).
 """
 
 from __future__ import annotations

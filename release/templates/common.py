@@ -111,16 +111,6 @@ def keys_of(values):
     return cell_keys(values).to_numpy(dtype=object)
 
 
-def text_keys_of(values):
-    """Each cell's canonical key as declared texts match it (``keys_of``), a boolean cell
-    none (None), once per distinct value."""
-    series = values if isinstance(values, pd.Series) else pd.Series(
-        np.asarray(values, dtype=object), dtype=object)
-    codes, uniques = pd.factorize(series.astype(object), use_na_sentinel=True)
-    keys = [None if isinstance(v, bool | np.bool_) else cell_key(v) for v in uniques]
-    return np.array([*keys, None], dtype=object)[codes]
-
-
 def cell_texts(values):
     """Each cell as the ranking hashes it, a function of that cell alone: a text as written,
     any other cell (a typed number or boolean) as its canonical key (``cell_key``: 1 and 1.0
@@ -154,37 +144,34 @@ def cells(values, categories):
     "TRUE"; a declared "true" is a typed True); the first category of a key, number or
     boolean when two declared ones share it."""
     categories = list(categories)
-    codes, uniques = pd.factorize(pd.Series(np.asarray(values, dtype=object), dtype=object),
-                                  use_na_sentinel=True)
-    if categories and all(isinstance(c, bool) for c in categories):
-        # each cell as the boolean it is (a typed one, or a text whose key in lower case is
-        # true or false), never the column's dtype: one missing cell makes a column of
-        # booleans object (in a Spark partition, or a Parquet file written without pandas'
-        # metadata)
-        truth = [boolean_key(v) for v in uniques]
-        declared = pd.Index(categories, dtype=object)
-        found = np.array([*truth, None], dtype=object)[codes]
-    elif categories and all(isinstance(c, int | float) for c in categories):
+    if categories and all(isinstance(c, int | float) and not isinstance(c, bool)
+                          for c in categories):
         declared = pd.Index(np.asarray(categories, dtype=float))
         found = number_of(values)
     else:
-        # a text cell by its key as written; a boolean cell (a typed column's) by the
-        # declared texts that are a boolean (rule 6: "true", "True"; "yes" is none)
-        declared, found = pd.Index(keys_of(categories)), text_keys_of(values)
+        codes, uniques = pd.factorize(pd.Series(np.asarray(values, dtype=object),
+                                                dtype=object), use_na_sentinel=True)
+        if categories and all(isinstance(c, bool) for c in categories):
+            # each cell as the boolean it is (a typed one, or a text whose key in lower case
+            # is true or false), never the column's dtype: one missing cell makes a column of
+            # booleans object (in a Spark partition, or a Parquet file written without
+            # pandas' metadata)
+            declared = pd.Index(categories, dtype=object)
+            found = [boolean_key(v) for v in uniques]
+        else:
+            # a text cell by its key as written; a boolean cell (a typed column's) as the
+            # first declared text that is that boolean (rule 6: "true", "True"; "yes" none)
+            declared = pd.Index(keys_of(categories))
+            spelled = {}
+            for category, key in zip(categories, declared, strict=True):
+                spelled.setdefault(boolean_key(category), key)
+            found = [spelled.get(bool(v)) if isinstance(v, bool | np.bool_) else cell_key(v)
+                     for v in uniques]
+        found = np.array([*found, None], dtype=object)[codes]
     first = ~declared.duplicated()
     positions = np.flatnonzero(first)
     index = pd.Index(declared[first]).get_indexer(found)
-    index = np.where(index >= 0, positions[np.maximum(index, 0)], -1).astype(np.int64)
-    if not all(isinstance(c, str) for c in categories):
-        return index
-    as_boolean = [boolean_key(c) for c in categories]
-    is_typed = [isinstance(v, bool | np.bool_) for v in uniques]
-    for value in (True, False):
-        if value in as_boolean:
-            cell = np.array([t and bool(v) == value for t, v in zip(is_typed, uniques,
-                                                                    strict=True)] + [False])
-            index[cell[codes]] = as_boolean.index(value)
-    return index
+    return np.where(index >= 0, positions[np.maximum(index, 0)], -1).astype(np.int64)
 
 
 def bins(values, edges, outside):

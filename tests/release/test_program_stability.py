@@ -321,7 +321,9 @@ def test_the_programs_cell_reading_follows_the_rule(tmp_path):
         0, 0, 0, -1, -1]
     assert program.cells(["2.50", "12", "0012", " 12 ", "ab"], ["2.5", "0012"]).tolist() == [
         -1, 1, 1, 1, -1]
-    assert program.cells(["true", "false"], [True, False]).tolist() == [-1, -1]
+    # declared booleans match a text whose key in lower case is theirs (engine.cells, rule 6)
+    assert program.cells(["true", "False", " TRUE ", "yes", "1"], [True, False]).tolist() == [
+        0, 1, 0, -1, -1]
     header = [" pid ", "", "cost", "cost", "", "code"]   # names as the engine names columns
     assert program.column_names(header) == csv_column_names(header) == [
         "pid", "column1", "cost", "cost_1", "column4", "code"]
