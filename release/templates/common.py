@@ -135,6 +135,11 @@ def numbers(values, lower, upper, whole=False):
     return np.where(np.isnan(x), 0.0, x)
 
 
+#: What a declared category with no key is compared as: an object equal to no cell's key
+#: (a found key is a text, a boolean or None).
+_NO_KEY = object()
+
+
 def cells(values, categories):
     """The index of each value among the declared categories (-1: not declared, or missing),
     as the release matches them: declared texts by canonical key (``cell_key``: the declared
@@ -160,8 +165,12 @@ def cells(values, categories):
             found = [boolean_key(v) for v in uniques]
         else:
             # a text cell by its key as written; a boolean cell (a typed column's) as the
-            # first declared text that is that boolean (rule 6: "true", "True"; "yes" none)
-            declared = pd.Index(keys_of(categories))
+            # first declared text that is that boolean (rule 6: "true", "True"; "yes" none).
+            # A declared text with no key ("", "NA", " ": rule 5) matches no cell, as on
+            # DuckDB: a sentinel no found key equals, so a missing or unmatched cell (None)
+            # stays -1 (object dtype: pandas' str dtype would make None a NaN again)
+            declared = pd.Index([_NO_KEY if key is None else key
+                                 for key in map(cell_key, categories)], dtype=object)
             spelled = {}
             for category, key in zip(categories, declared, strict=True):
                 spelled.setdefault(boolean_key(category), key)

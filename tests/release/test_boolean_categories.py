@@ -9,6 +9,8 @@ Checked on DuckDB, the pandas reference (``tests/engine_reference.py``), the exp
 program and the Spark program's shared ``cells``, and Spark (``-m spark``), against hand
 counts of :data:`TABLE`; and partition selection's groups of a boolean (found, ranked
 under max groups and labelled as the CSV's ``"false"``, ``"true"``) against the reference.
+A declared text with no key ("", "NA", " ") counts no cell in the program, as on DuckDB; the
+reference reads each boolean cell whatever its column's dtype.
 """
 
 from __future__ import annotations
@@ -240,3 +242,78 @@ def test_spark_counts_declared_booleans_as_duckdb(shared_spark, tmp_path):
     expected = reference_groups(0)
     for name, source in both_flags(tmp_path).items():
         assert selected_groups(spark, source, 0) == (TEXTS[::-1], expected), name
+
+
+@pytest.mark.parametrize("categories, counts, totals, table", [
+    (("true", "NA"), [4, 0], [14.0, 0.0], [3, 1, 0, 0]),
+    (("true", ""), [4, 0], [14.0, 0.0], [3, 1, 0, 0]),
+    ((" ", "false"), [0, 2], [0.0, 7.0], [0, 0, 1, 1]),
+])
+def test_a_declared_category_with_no_key_counts_no_cell_in_the_program(duck, tmp_path,
+                                                                        categories, counts,
+                                                                        totals, table):
+    """A declared text with no key ("NA", "", " ": engine.cells rule 5) matches no cell on
+    DuckDB. The program made it None, as it makes a missing cell and a typed boolean no
+    declared text spells, so it counted those: ("true", "NA") gave [4, 4] on the Parquet file
+    (False and missing) and [4, 2] on the CSV (missing). Now the program's true answers are
+    the release's (DuckDB) on both files, and the hand counts."""
+    from tests.release.test_program_stability import recorders
+
+    found = sources(tmp_path)
+    program = load_program(opendp_program(flag_plan(categories)),
+                           f"opendp_no_key_{abs(hash(categories))}", tmp_path)
+    for name, file in (("parquet", "t.parquet"), ("lower csv", "lower.csv")):
+        inputs: dict = {}
+        program.release(program.read_frame(str(tmp_path / file)), recorders(program, inputs),
+                        rng=np.random.default_rng(0))
+        got = tuple(np.asarray(inputs[(q, 0)], dtype=float).ravel().tolist() for q in "hst")
+        histogram, grouped, crossed = answers(duck, found[name], categories)
+        assert got == (histogram, grouped, [v for row in crossed for v in row]), name
+        assert got == (counts, totals, table), name
+
+
+def test_a_declared_empty_text_counts_no_cell_of_a_text_column_in_the_program(duck,
+                                                                               tmp_path):
+    """A text column with missing, empty and blank cells and declared "", "a": DuckDB counts
+    no cell as "" (none has a key) and the two "a"; the program counted every cell with no
+    key as "" (3 on the Parquet file: None, "", " "; on main too)."""
+    from tests.release.test_program_stability import recorders
+
+    frame = pd.DataFrame({"p": [1, 2, 3, 4, 5, 6], "c": ["a", "", None, "b", " a ", " "]})
+    frame.to_parquet(tmp_path / "c.parquet", index=False)
+    frame.to_csv(tmp_path / "c.csv", index=False)
+    plan = Plan(Dataset("c"), (PlanQuery("h", "C", Histogram("c", cats("", "a")), PRECISE),),
+                PrivacyUnit(), Accounting("basic"))
+    program = load_program(opendp_program(plan), "opendp_empty_text", tmp_path)
+    for file, kind in (("c.parquet", "parquet"), ("c.csv", "csv")):
+        inputs: dict = {}
+        program.release(program.read_frame(str(tmp_path / file)), recorders(program, inputs),
+                        rng=np.random.default_rng(0))
+        release = duck.run(FileSource(tmp_path / file, kind), CategoryCounts("c", ("", "a")))
+        got = np.asarray(inputs[("h", 0)], dtype=float).tolist()
+        assert got == release.counts.tolist() == [0, 2], file
+
+
+#: The flag as a Parquet file written without pandas' metadata reads: object, booleans
+#: beside None (pandas' bool dtype cannot hold the missing cell).
+OBJECT_FLAGS = TABLE.assign(flag=pd.Series([True, False, True, True, False, True, None],
+                                           dtype=object))
+
+
+@pytest.mark.parametrize("categories, counts, outside", [
+    (TEXTS, COUNTS, 0), (BOOLEANS, COUNTS, 0), (("TRUE", "false"), COUNTS, 0),
+    (("TRUE", "true"), [4, 0], 2), (("yes", "false"), [0, 2], 4),
+])
+def test_the_reference_reads_each_boolean_cell_whatever_the_columns_dtype(duck, categories,
+                                                                         counts, outside):
+    """The reference decided "boolean" by the column's dtype: an object column of booleans
+    beside None gave [0, 0] for declared "true", "false" (DuckDB on the same frame: the
+    counts); and two declared texts of one boolean ("TRUE", "true") raised pandas'
+    InvalidIndexError. Now each boolean cell is the first declared text that is it, on the
+    typed and the object column alike, as DuckDB counts the same frame (hand counts)."""
+    for frame in (TABLE, OBJECT_FLAGS):
+        histogram = ref.histogram(frame, "flag", categories)
+        assert (histogram["counts"].tolist(), histogram["outside"],
+                histogram["missing"]) == (counts, outside, 1)
+        release = duck.run(FrameSource(frame), CategoryCounts("flag", categories))
+        assert (release.counts.tolist(), release.outside) == (counts, outside)
