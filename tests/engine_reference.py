@@ -111,17 +111,23 @@ def cell_codes(series: pd.Series, categories: tuple) -> np.ndarray:
         series = pd.Series([key(v) for v in series.to_numpy(dtype=object)], dtype=object)
         categories = tuple(key(c) for c in categories)
     booleans = bool(categories) and all(isinstance(c, bool) for c in categories)
-    if booleans and not pd.api.types.is_bool_dtype(series):
-        # booleans declared for a text column (engine.cells, rule 6): a text that is "true"
-        # or "false" in any letter case is that boolean, any other text none
-        spelled = {"true": True, "false": False}
-        series = pd.Series([spelled.get(str(v).strip().lower()) if isinstance(v, str) else v
+    spelled = {"true": True, "false": False}
+    if booleans:
+        # booleans declared (engine.cells, rule 6), cell by cell whatever the column's dtype:
+        # a text that is "true" or "false" in any letter case is that boolean, any other
+        # text none; a boolean cell is itself
+        series = pd.Series([spelled.get(v.strip().lower()) if isinstance(v, str) else v
                             for v in series.to_numpy(dtype=object)], dtype=object)
-    if texts and pd.api.types.is_bool_dtype(series):
-        # texts declared for a boolean column (rule 6): "true" or "false" in any letter case
-        # is that boolean; the first such text wins, as the first of two equal categories
-        spelled = {"true": True, "false": False}
-        categories = tuple(spelled.get(c.strip().lower(), ("no boolean", c)) for c in categories)
+    if texts:
+        # texts declared (rule 6), cell by cell whatever the column's dtype (an object column
+        # of booleans beside None, as a Parquet file without pandas' metadata reads): a
+        # boolean cell is the first declared text that is that boolean in any letter case
+        # (the first of two equal categories), else none; a text cell stays as written
+        first: dict = {}
+        for category in categories:
+            first.setdefault(spelled.get(category.strip().lower()), category)
+        series = pd.Series([first.get(bool(v), ("no text", v)) if isinstance(v, bool | np.bool_)
+                            else v for v in series.to_numpy(dtype=object)], dtype=object)
     codes = pd.Index(list(categories)).get_indexer(pd.Series(series.to_numpy(dtype=object)))
     out = codes.astype(np.int64) + 1
     out[missing] = -1
