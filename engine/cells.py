@@ -49,7 +49,8 @@ The rule, in short:
    CSV's ``True``. So one plan counts the same rows in a Parquet file and in its CSV,
    whichever writer wrote it (lower case keeps the order a boolean sorts in, ``false`` before
    ``true``). The groups partition selection finds in a typed boolean column are its keys
-   ``"false"`` and ``"true"``, as in its CSV (``engine.queries.DistinctValues``).
+   ``"false"`` and ``"true"``, as in a CSV written in lower case; a pandas or R CSV's are its
+   texts as written (``"True"``, ``"TRUE"``: ``engine.queries.DistinctValues``).
 """
 
 from __future__ import annotations

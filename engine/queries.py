@@ -455,9 +455,12 @@ class DistinctValues:
     for the keys partition selection noises (all of them: how many there are is not
     public), and, with ``exclude``, for examples of values outside declared categories.
     Every key (``limit`` None) of a text or boolean column is its canonical key
-    (``engine.cells.cell_key``): a typed boolean's ``"false"``, ``"true"``, as the same
-    table's CSV holds them, so partition selection finds, ranks (``Contribution``: ``text:``)
-    and labels a boolean's groups alike in a Parquet file and in its CSV.
+    (``engine.cells.cell_key``): a typed boolean's ``"false"``, ``"true"``, as a CSV written
+    in lower case (Arrow, DuckDB, Spark) holds them, so partition selection finds, ranks
+    (``Contribution``: ``text:``) and labels a boolean's groups alike in a Parquet file and
+    in such a CSV. A pandas CSV's groups are its texts ``"False"``, ``"True"`` and R's
+    ``"FALSE"``, ``"TRUE"`` (two texts match only as written, rule 6), ranked by those texts:
+    under max groups it may keep other groups.
     """
 
     column: str
