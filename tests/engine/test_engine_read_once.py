@@ -190,9 +190,11 @@ def test_the_readings_table_holds_only_the_readings_the_queries_read(duck, tmp_p
                                                                       monkeypatch) -> None:
     """The readings table holds a column's number only where a query reads it (a sum's
     values): the content order's numbers of the other columns are computed in the ranking,
-    for the rows of a person above max rows only (issue 37: on main every column had its
-    number in the table, computed for every cell, because the order reads them). The
-    answers stay ``run``'s, each query alone on the file's per-use SQL."""
+    for the rows of a person above max rows only, from their texts, which only those rows
+    carry (issue 37: on main every column had its number in the table, computed for every
+    cell because the order reads them, and every row carried every text and number through
+    the count's window). The answers stay ``run``'s, each query alone on the file's per-use
+    SQL."""
     statements: list[str] = []
     execute = DuckDBBackend._execute
 
@@ -219,7 +221,11 @@ def test_the_readings_table_holds_only_the_readings_the_queries_read(duck, tmp_p
         assert name not in build[0], name
     ranking = [s for s in statements if s.startswith("CREATE TEMP TABLE kept_")]
     assert len(ranking) == 1
-    # what the ranking's rows carry (its CTE b): the sum's number, no other
-    assert set(re.findall(r'"c\d+_num"', ranking[0].split(" bn AS ", 1)[0])) == {'"c1_num"'}
+    # what the ranking's rows carry through the count's window (its CTE b): the sum's
+    # number, no other, and no text: the order's texts are joined back by row id for the
+    # rows of a person above max rows alone
+    b = ranking[0].split(" bn AS ", 1)[0]
+    assert set(re.findall(r'"c\d+_num"', b)) == {'"c1_num"'}
+    assert re.findall(r'"c\d+"', b) == [] and "rowid AS rid" in b
     for query, answer in zip(queries, many, strict=True):
         assert_same(duck.run(source, query), answer)
