@@ -302,8 +302,8 @@ def _row_key(seed: str, person: str, position: str, tag: str) -> str:
             f"CAST({position} AS VARCHAR)))")
 
 
-def _row_order(columns: Sequence[ColumnInfo], person: int | None = None
-               ) -> tuple[list[str], list[str]]:
+def _row_order(columns: Sequence[ColumnInfo], person: int | None = None, *,
+               read: bool = False) -> tuple[list[str], list[str]]:
     """The sort keys of a person's rows by their own content (``engine.queries.Contribution``),
     as (expressions computed once per row, the ORDER BY terms reading them as ``o0``, ``o1``,
     …): first every column's value as a number, in order (a number as itself, a text as the
@@ -320,7 +320,15 @@ def _row_order(columns: Sequence[ColumnInfo], person: int | None = None
     Each column's number is computed once per row, before the window (its ORDER BY
     repeated a text's cast three times: issue 37). ``person``: the person column, left out
     when it is an integer column, whose value is then the same on every row of a person
-    (``pid`` is its text): a term constant within a partition orders nothing."""
+    (``pid`` is its text): a term constant within a partition orders nothing.
+
+    ``read``: the rows are a CSV's readings table (``_kept(read=True)``), whose text columns
+    are VARCHAR: a text column's number is written ``_cast_double(trim(x))``, the same value
+    as ``_text_number(x)`` (its cast to VARCHAR is the text itself) in words ``_read_cells``
+    does not turn into the table's number column. So the number is computed here, for the
+    rows of a person above max rows only, instead of for every cell into the table (issue
+    37: the numbers of the columns only the order reads were a quarter of the table's build,
+    and four more columns through the count's window)."""
     computed, numbers, then, last = [], [], [], []
     for i, info in enumerate(columns):
         x = _col(i)
@@ -333,7 +341,11 @@ def _row_order(columns: Sequence[ColumnInfo], person: int | None = None
             computed.append(f"CAST({x} AS VARCHAR)")
             then.append(o)
             continue
-        value, missing = _number(x, info)
+        if read and info.kind == "text":
+            value = _cast_double(f"trim({x})")
+            missing = f"coalesce(isnan({value}), true)"      # as ``_number``'s
+        else:
+            value, missing = _number(x, info)
         computed.append(f"(CASE WHEN {missing} THEN NULL ELSE {value} END)")
         numbers.append(o)
         if info.kind == "integer":
@@ -361,31 +373,37 @@ def _kept(person: int, columns: Sequence[ColumnInfo],
     the ranking only the person's key and the derived columns; never every column of the
     source (a CSV's readings table holds each column's key and number too, and a Parquet
     file columns the order leaves out). ``read``: the source is a CSV's readings table
-    (``_read_once``), where a text column's number is a column of its own (``_read_cells``
-    turns the order's ``_text_number`` into it), carried beside its text.
+    (``_read_once``): the order computes a text column's number from its text, for the rows
+    of a person above max rows only (``_row_order(read=True)``), so the table holds the
+    numbers the queries read and no others; and the count's window carries each row's id,
+    not its texts, which are joined back for the rows of a person above max rows alone.
 
     A person's row count is a window over the person (``n``), not a GROUP BY joined back:
     DuckDB partitions the rows by person once for it, and the join's hash table of every
     person went (issue 37). The content order's keys are computed once per row of a person
     above max rows, and only they and the derived columns go through the sorts."""
     p, p_missing = _person_group(person, columns)
-    carried = []
-    for i, info in enumerate(columns):
-        if info.kind == "other":         # left out of the order (``_row_order``)
-            continue
-        carried.append(_col(i))
-        if read and info.kind == "text":
-            carried.append(_reading(i)[1])
+    carried = [_col(i) for i, info in enumerate(columns)
+               if info.kind != "other"]  # left out of the order (``_row_order``)
     names = "".join(f", {name}" for _, name in derived)
     computed = "".join(f", {expr} AS {name}" for expr, name in derived)
-    keys, order = _row_order(columns, person)
+    keys, order = _row_order(columns, person, read=read)
     listed = "".join(f", {expr} AS {quote(f'o{j}')}" for j, expr in enumerate(keys))
+    above = "bn WHERE n > $k"
+    if read:
+        # a readings table's row carries its row id through the count's window instead of
+        # its texts, which only the rows of a person above max rows need: they are joined
+        # back by row id, one row each (a table's rowid is unique), for those rows alone
+        # (issue 37: a third of the ranking's time where nobody is above max rows)
+        above = (f"(SELECT bn.*{''.join(f', t.{c}' for c in carried)} FROM bn "
+                 f"JOIN {_SRC} t ON t.rowid = bn.rid WHERE bn.n > $k)")
+        carried = ["rowid AS rid"]
     return (
         f"b AS (SELECT {p} AS pid{''.join(f', {c}' for c in carried)}{computed} FROM {_SRC} "
         f"WHERE NOT {p_missing}), "
         "bn AS (SELECT *, count(*) OVER (PARTITION BY pid) AS n FROM b), "
         f"ro AS (SELECT pid{names}, row_number() OVER (PARTITION BY pid ORDER BY "
-        f"{', '.join(order)}) AS r0 FROM (SELECT *{listed} FROM bn WHERE n > $k)), "
+        f"{', '.join(order)}) AS r0 FROM (SELECT *{listed} FROM {above})), "
         f"kr AS (SELECT pid{names}, 1 AS r FROM bn WHERE n <= $k UNION ALL "
         f"SELECT pid{names}, row_number() OVER (PARTITION BY pid ORDER BY "
         f"{_row_key('seed', 'pid', 'r0', 'row')}, r0) AS r FROM ro)")
@@ -1254,8 +1272,12 @@ class DuckDBBackend:
         memory limit like any DuckDB table. ``cells``: as ``run_many``'s, given every
         column's text from the table (each column kept for it)."""
         width = len(columns)
+        # the statement a query ranks in is never run here (its unit's shared ranking and
+        # its tail are): what it names alone (the order's numbers) is not read
         rewritten = [_read_cells(statement, width) for _, c in compiled
-                     for statement in c.statements + ((c.kept.tail,) if c.kept else ())]
+                     for i, statement in enumerate(c.statements)
+                     if c.kept is None or i != c.kept.index]
+        rewritten += [_read_cells(c.kept.tail, width) for _, c in compiled if c.kept]
         rewritten += [_read_cells(expr, width) for _, c in compiled if c.kept
                       for expr, _ in c.kept.derived]
         rewritten += [_read_cells(_kept(c.kept.person, columns, read=True), width)

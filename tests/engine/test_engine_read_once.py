@@ -5,6 +5,8 @@ number is still the one reading's (``engine.cells``, the pure-Python rule)."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -182,3 +184,48 @@ def test_a_file_with_no_quote_is_still_read_by_the_serial_scanner(tmp_path):
     reader, _, _ = csv_text_reader(FileSource(path, "csv"))
     assert "parallel = false" in reader
     assert "parallel = true" not in reader
+
+
+def test_the_readings_table_holds_only_the_readings_the_queries_read(duck, tmp_path,
+                                                                      monkeypatch) -> None:
+    """The readings table holds a column's number only where a query reads it (a sum's
+    values): the content order's numbers of the other columns are computed in the ranking,
+    for the rows of a person above max rows only, from their texts, which only those rows
+    carry (issue 37: on main every column had its number in the table, computed for every
+    cell because the order reads them, and every row carried every text and number through
+    the count's window). The answers stay ``run``'s, each query alone on the file's per-use
+    SQL."""
+    statements: list[str] = []
+    execute = DuckDBBackend._execute
+
+    def spy(self, cursor, source, sql, params, **kwargs):
+        statements.append(sql)
+        return execute(self, cursor, source, sql, params, **kwargs)
+
+    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
+    path = tmp_path / "messy.csv"
+    frame = messy()
+    frame[["p", "x", "w", "c", "d"]].to_csv(path, index=False)   # p c0, x c1, w c2, c c3, d c4
+    source = FileSource(path, "csv")
+    unit = Contribution("p", 2, seed=4)
+    queries = [CountRows(unit), BoundedSum("x", 0.0, 30.0, unit),
+               CategoryCounts("c", ("a", "b"), unit)]
+    many = duck.run_many(source, queries)
+    build = [s for s in statements if s.startswith("CREATE TEMP TABLE read_")]
+    assert len(build) == 1
+    listed = build[0].split(" FROM ", 1)[0]
+    # every text (the order's ties), the person's and the category's keys, x's number
+    for name in ('"c0"', '"c1"', '"c2"', '"c3"', '"c4"', '"c0_key"', '"c3_key"', '"c1_num"'):
+        assert name in listed, name
+    for name in ('"c0_num"', '"c2_num"', '"c3_num"', '"c4_num"'):
+        assert name not in build[0], name
+    ranking = [s for s in statements if s.startswith("CREATE TEMP TABLE kept_")]
+    assert len(ranking) == 1
+    # what the ranking's rows carry through the count's window (its CTE b): the sum's
+    # number, no other, and no text: the order's texts are joined back by row id for the
+    # rows of a person above max rows alone
+    b = ranking[0].split(" bn AS ", 1)[0]
+    assert set(re.findall(r'"c\d+_num"', b)) == {'"c1_num"'}
+    assert re.findall(r'"c\d+"', b) == [] and "rowid AS rid" in b
+    for query, answer in zip(queries, many, strict=True):
+        assert_same(duck.run(source, query), answer)
