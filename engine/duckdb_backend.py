@@ -1304,7 +1304,8 @@ class DuckDBBackend:
                 cells(cursor, f"(SELECT {', '.join(every)} FROM {clause})")
             for (person, k, seed), members in groups.items():
                 # a unit's queries, even one, rank on the table (``_kept(read=True)``: the
-                # ranking carries each text column's number, a column of the table)
+                # ranking reads the table's texts, and the content order's numbers from them
+                # for rows of a person above max rows only)
                 answers = self._run_on_kept(cursor, source, clause, {}, columns, person, k,
                                             seed, [c for _, c in members], width)
                 out += [(n, a) for (n, _), a in zip(members, answers, strict=True)]
