@@ -404,7 +404,7 @@ def _row_order(columns: Sequence[ColumnInfo]) -> list[Any]:
 #: column, seed), persisted, which every later query of the plan under that unit reads
 #: (None outside: each query ranks for itself). A context variable: a plan answered on one
 #: thread never hands its frames to another's.
-_SHARED_KEPT: contextvars.ContextVar[dict[tuple[int, int, int], tuple[Any, Any]] | None] = (
+_SHARED_KEPT: contextvars.ContextVar[dict[tuple[int, int, int], tuple[Any, Any, bool]] | None] = (
     contextvars.ContextVar("spark_shared_kept", default=None))
 
 
@@ -427,9 +427,14 @@ def _kept(df: Any, person: int, columns: Sequence[ColumnInfo],
     if shared is not None:
         from pyspark import StorageLevel
 
-        # spills to local disk beyond the executors' memory; unpersisted by run_many
-        ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)
-        shared[key] = (df, ranked)   # the frame held: its id is not reused meanwhile
+        # spills to local disk beyond the executors' memory; unpersisted by run_many, but
+        # only if this call cached it: ``storageLevel`` asks Spark's cache (``is_cached`` is
+        # a flag of this Python object), and unpersisting a plan someone else cached would
+        # drop their cache
+        owned = ranked.storageLevel == StorageLevel.NONE
+        if owned:
+            ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)
+        shared[key] = (df, ranked, owned)   # the frame held: its id is not reused meanwhile
     return ranked
 
 
@@ -1083,15 +1088,18 @@ class SparkBackend:
             token = _SHARED_KEPT.set(shared)
             try:
                 for df, _ in {id(df): (df, c) for df, c in frames}.values():
-                    # a frame persisted already is someone else's to unpersist
-                    if readers[id(df)] > 1 and not df.is_cached:
+                    # a frame Spark caches already (a table a steward cached, say) is
+                    # someone else's to unpersist: ``storageLevel`` asks Spark's cache, where
+                    # ``is_cached`` is only this Python object's flag
+                    if readers[id(df)] > 1 and df.storageLevel == StorageLevel.NONE:
                         persisted.append(df.persist(StorageLevel.MEMORY_AND_DISK))
                 return [compile_query(query, columns, source.describe())(df)
                         for query, (df, columns) in zip(queries, frames, strict=True)]
             finally:
                 _SHARED_KEPT.reset(token)
-                for _, ranked in shared.values():
-                    ranked.unpersist()
+                for _, ranked, owned in shared.values():
+                    if owned:
+                        ranked.unpersist()
                 for df in persisted:
                     df.unpersist()
 

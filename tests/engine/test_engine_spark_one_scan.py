@@ -16,6 +16,7 @@ from engine import (
     CountRows,
     Engine,
     FileSource,
+    TableSource,
     spark_backend,
 )
 from engine.spark_backend import SparkBackend
@@ -133,3 +134,24 @@ class RecordsRead:
 
     def count(self) -> int:
         return self._total() - self._start
+
+
+def test_a_table_someone_cached_stays_cached(spark) -> None:
+    """A table a steward cached on the shared session (``CACHE TABLE``) is theirs: ``run_many``
+    reads it, shares its ranking, and leaves it cached (review of issue 37's Spark change: it
+    persisted and then unpersisted the same plan, which dropped the steward's cache, because
+    ``is_cached`` is a flag of the Python object and Spark's own cache said otherwise)."""
+    session = spark.session
+    session.createDataFrame(varied(50)).createOrReplaceTempView("one_scan_cached")
+    session.sql("CACHE TABLE one_scan_cached")
+    try:
+        assert session.catalog.isCached("one_scan_cached")
+        unit = Contribution("p", 2, seed=1)
+        queries = [BoundedSum("x", 0.0, 30.0, unit), CategoryCounts("c", ("a", "b"), unit)]
+        answers = Engine(spark).answer_many(TableSource("one_scan_cached"), queries)
+        assert session.catalog.isCached("one_scan_cached")
+        for query, answer in zip(queries, answers, strict=True):
+            assert_same(spark.run(TableSource("one_scan_cached"), query), answer)
+    finally:
+        session.sql("UNCACHE TABLE IF EXISTS one_scan_cached")
+        session.catalog.dropTempView("one_scan_cached")
