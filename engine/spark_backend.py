@@ -9,6 +9,7 @@ so the answers are the same.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 import threading
@@ -402,12 +403,47 @@ def _row_order(columns: Sequence[ColumnInfo]) -> list[Any]:
     return [key.asc_nulls_first() for key in numbers + then + last]
 
 
+#: Inside ``SparkBackend.run_many``: the ranked rows ``_kept`` built for each (frame, person
+#: column, seed), persisted, which every later query of the plan under that unit reads
+#: (None outside: each query ranks for itself). A context variable: a plan answered on one
+#: thread never hands its frames to another's.
+_SHARED_KEPT: contextvars.ContextVar[dict[tuple[int, int, int], tuple[Any, Any, bool]] | None] = (
+    contextvars.ContextVar("spark_shared_kept", default=None))
+
+
 def _kept(df: Any, person: int, columns: Sequence[ColumnInfo],
           contribution: Contribution) -> Any:
     """The unit's one truncation (DuckDB's ``_kept``): every row with a person id, with
     ``pid`` and its rank ``r`` among its person's rows (sorted by ``_row_order``, the
     positions ranked by ``md5(seed | row | person | position)``); every query under the
-    unit keeps the rows with ``r <= max_rows``."""
+    unit keeps the rows with ``r <= max_rows``.
+
+    The ranks depend on the person column and the seed, not on max rows: inside
+    ``SparkBackend.run_many`` the ranked rows are built once per (frame, person, seed) and
+    persisted (``_SHARED_KEPT``), so a plan's queries under one unit rank once (issue 37,
+    item 3), max rows applied by each query as it reads them."""
+    shared = _SHARED_KEPT.get()
+    key = (id(df), person, contribution.seed)
+    if shared is not None and key in shared:
+        return shared[key][1]
+    ranked = _ranked(df, person, columns, contribution)
+    if shared is not None:
+        from pyspark import StorageLevel
+
+        # spills to local disk beyond the executors' memory; unpersisted by run_many, but
+        # only if this call cached it: ``storageLevel`` asks Spark's cache (``is_cached`` is
+        # a flag of this Python object), and unpersisting a plan someone else cached would
+        # drop their cache
+        owned = ranked.storageLevel == StorageLevel.NONE
+        if owned:
+            ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)
+        shared[key] = (df, ranked, owned)   # the frame held: its id is not reused meanwhile
+    return ranked
+
+
+def _ranked(df: Any, person: int, columns: Sequence[ColumnInfo],
+            contribution: Contribution) -> Any:
+    """``_kept``'s rows ranked: what every query would build for itself."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -1027,6 +1063,50 @@ class SparkBackend:
         def answer() -> Aggregate:
             df, columns = self._dataframe(source, text=_folding.reads_text(source, query))
             return compile_query(query, columns, source.describe())(df)
+
+        return self._guard(source, answer)
+
+    def run_many(self, source: Source, queries: Sequence[Query]) -> list[Aggregate]:
+        """The aggregates answering ``queries`` over ``source``, each equal to ``run``'s.
+
+        The queries under one unit (person column, seed) read one ranking of each person's
+        rows (issue 37, item 3): ``_kept`` builds it for the first of them, persisted
+        (memory, then local disk), and the others read it instead of ranking again; with
+        ``run``, a plan of three bounded queries ranks three times. A frame that more than
+        one query reads (a file's, as its cells or typed) is persisted as well, so the file
+        is scanned once for the plan rather than in every query's jobs. Everything persisted
+        is unpersisted before this returns.
+
+        No ``cells`` (DuckDB's ``run_many`` hands a CSV's text cells to the identity digest):
+        Spark's cells live in the JVM, so a release identifies the file itself, before
+        reading the data (``release.run``).
+        """
+        from pyspark import StorageLevel
+
+        def answer() -> list[Aggregate]:
+            frames = [self._dataframe(source, text=_folding.reads_text(source, query))
+                      for query in queries]
+            persisted, shared = [], {}
+            readers: dict[int, int] = {}
+            for df, _ in frames:
+                readers[id(df)] = readers.get(id(df), 0) + 1
+            token = _SHARED_KEPT.set(shared)
+            try:
+                for df, _ in {id(df): (df, c) for df, c in frames}.values():
+                    # a frame Spark caches already (a table a steward cached, say) is
+                    # someone else's to unpersist: ``storageLevel`` asks Spark's cache, where
+                    # ``is_cached`` is only this Python object's flag
+                    if readers[id(df)] > 1 and df.storageLevel == StorageLevel.NONE:
+                        persisted.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+                return [compile_query(query, columns, source.describe())(df)
+                        for query, (df, columns) in zip(queries, frames, strict=True)]
+            finally:
+                _SHARED_KEPT.reset(token)
+                for _, ranked, owned in shared.values():
+                    if owned:
+                        ranked.unpersist()
+                for df in persisted:
+                    df.unpersist()
 
         return self._guard(source, answer)
 

@@ -9,6 +9,7 @@ values only: no true value, no count of rows dropped or clamped.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -386,9 +387,11 @@ def run(plan: Plan, source: Source, *, ledger: Ledger, budget: float | None = No
     own_engine = engine is None   # built here: its answer cache lives only in this call
     engine = engine if engine is not None else engine_from_env()
     inputs = None
-    # only an engine that reads a file's cells once for the plan (DuckDB's run_many) can
-    # hand them to the digest; with another (Spark) the identity is checked first, as before
-    reads_cells = hasattr(getattr(engine, "backend", None), "run_many")
+    # only an engine whose run_many takes the cells (DuckDB's: it reads a file's cells once
+    # for the plan) can hand them to the digest; with another (Spark's run_many ranks once
+    # but its cells stay in the JVM) the identity is checked first, as before
+    run_many = getattr(getattr(engine, "backend", None), "run_many", None)
+    reads_cells = run_many is not None and "cells" in inspect.signature(run_many).parameters
     pending = None if content_hash is not None or not reads_cells else digest_from_cells(
         source, ledger=ledger.path)
     identity = None
