@@ -781,11 +781,11 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
         x = F.col(_col(i))
         condition = ~_missing(x, info)
         value = x
-        if info.kind == "text":      # one canonical key per group (engine.cells)
+        # one canonical key per group (engine.cells); every key (limit None) of a number or
+        # boolean column as its key ("12", "true"), as DuckDB's
+        if info.kind == "text" or (query.limit is None and info.kind != "other"):
             value = _person_text(x, info)
             condition = value.isNotNull()
-        elif info.kind == "boolean" and query.limit is None:   # "true", as DuckDB's
-            value = _person_text(x, info)
         if kind is not None and kind != "never":
             condition = condition & (_cell(x, info, kind, query.exclude) == 0)
         found = df.where(condition).select(value.alias("v")).distinct().orderBy("v")

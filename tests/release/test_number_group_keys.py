@@ -1,0 +1,179 @@
+"""Partition selection over a number column finds, ranks and labels its groups alike in a
+Parquet file, a frame and the same table's CSV (``engine.cells`` rule 6): every key it finds
+(``DistinctValues(limit=None)``) is the cell's canonical key (``engine.cells.cell_key``), a
+text, whatever the column's type: a typed integer 12, a double 12.0 and a CSV's ``12``,
+``0012``, `` 12 `` and ``12.0`` are the one group ``"12"``, ranked under max groups by
+``text:"12"`` and released as ``12``. Before, a typed column's keys were numbers (ranked by
+``number:12``) and its CSV's texts, so under max groups 1 the two kept other groups (seed 0:
+18, 22 against 24, 16).
+
+Checked on DuckDB against the pandas reference (``tests/engine_reference.py``, each
+person's one group chosen by the md5 of its key's text), on the release itself (the same
+labels from Parquet and CSV) and on Spark (``-m spark``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import (
+    CategoryCounts,
+    Contribution,
+    DistinctValues,
+    Engine,
+    FileSource,
+    FrameSource,
+)
+from engine.duckdb_backend import DuckDBBackend
+from tests import engine_reference as ref
+
+PEOPLE = 40
+
+
+@pytest.fixture(scope="module")
+def duck() -> DuckDBBackend:
+    return DuckDBBackend(threads=1)
+
+
+def two_codes(folder: Path, typed: list, written: dict[str, list[str]]) -> dict[str, object]:
+    """40 people with one row of each of two codes (max groups 1 keeps one): the typed codes
+    as Parquet and a frame, and each list of written cells as a CSV (its column is text)."""
+    frame = pd.DataFrame({"p": np.repeat(np.arange(PEOPLE), 2), "code": typed * PEOPLE})
+    frame.to_parquet(folder / "codes.parquet", index=False)
+    out: dict[str, object] = {"parquet": FileSource(folder / "codes.parquet", "parquet"),
+                              "frame": FrameSource(frame)}
+    for name, cells in written.items():
+        path = folder / f"{name}.csv"
+        path.write_text("p,code\n" + "".join(f"{p},{cells[i % 2]}\n"
+                                             for p in range(PEOPLE) for i in range(2)))
+        out[f"{name} csv"] = FileSource(path, "csv")
+    return out
+
+
+def selected_groups(backend, source, seed: int) -> tuple[tuple, list]:
+    """(the keys partition selection finds, their counts under max groups 1)."""
+    keys = backend.run(source, DistinctValues("code", limit=None)).values
+    query = CategoryCounts("code", keys, Contribution("p", 2, 1, seed=seed))
+    return tuple(keys), backend.run(source, query).counts.tolist()
+
+
+def reference_groups(keys: tuple[str, str], seed: int) -> list:
+    """The reference's kept counts of the text keys (a CSV written with exactly these
+    texts): each person's one group chosen by the md5 of ``text:"<key>"``."""
+    frame = pd.DataFrame({"p": np.repeat(np.arange(PEOPLE), 2), "code": list(keys) * PEOPLE})
+    codes = ref.cell_codes(frame["code"], keys)
+    return ref.bounded_cells(codes, frame, "p", 2, 2, 1, seed, ref.texts(keys)).tolist()
+
+
+#: (typed codes, CSV spellings of them, the keys found: each code's canonical key by hand).
+CASES = {
+    "integer": ([1, 2], {"plain": ["1", "2"], "padded": ["0001", " 2 "], "decimal": ["1.0",
+                                                                                  "2e0"]},
+                ("1", "2")),
+    "double": ([12.0, 2.0], {"plain": ["12", "2"], "as written": ["12.0", "2.0"]},
+               ("12", "2")),
+    "fraction": ([1.5, -2.25], {"plain": ["1.5", "-2.25"]}, ("-2.25", "1.5")),
+    "int64 ends": ([2**63 - 1, -2**63], {"plain": [str(2**63 - 1), str(-2**63)]},
+                   ("-9223372036854775808", "9223372036854775807")),
+    "negative zero": ([-0.0, 7.0], {"plain": ["-0", "7"], "zero": ["0.0", "7"]},
+                      ("0", "7")),
+}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("case", list(CASES))
+def test_partition_selection_keeps_a_number_columns_groups_as_on_its_csv(duck, tmp_path,
+                                                                        case, seed):
+    """Every format finds the same keys (texts) and keeps the reference's counts (each
+    person: one row of each code, so each count is at most 40 and they sum to 40); on main
+    the Parquet file and the frame found numbers and kept other groups."""
+    typed, written, keys = CASES[case]
+    expected = reference_groups(keys, seed)
+    assert sum(expected) == PEOPLE
+    for name, source in two_codes(tmp_path, typed, written).items():
+        assert selected_groups(duck, source, seed) == (keys, expected), name
+
+
+def test_missing_and_nan_keys_are_no_group(duck, tmp_path):
+    """A missing cell and NaN have no key (rule 5): no group, on every format; a typed 3.0
+    and the CSV's "3", "03" are one group."""
+    frame = pd.DataFrame({"p": range(6), "code": [3.0, np.nan, None, 3.0, 4.5, -0.0]})
+    frame.to_parquet(tmp_path / "m.parquet", index=False)
+    (tmp_path / "m.csv").write_text("p,code\n0,3\n1,NaN\n2,\n3,03\n4,4.5\n5,-0.0\n")
+    for source in (FileSource(tmp_path / "m.parquet", "parquet"), FrameSource(frame),
+                   FileSource(tmp_path / "m.csv", "csv")):
+        keys = duck.run(source, DistinctValues("code", limit=None)).values
+        assert tuple(keys) == ("0", "3", "4.5")
+        assert duck.run(source, CategoryCounts("code", keys)).counts.tolist() == [1, 2, 1]
+
+
+def test_a_release_finds_and_keeps_number_groups_alike_from_parquet_and_csv(
+        tmp_path, duck, monkeypatch):
+    """One plan (partition selection of a sum by a double code, max groups 1) released on
+    the Parquet file and on its CSV: the threshold is drawn on the same true counts, the
+    reference's, under the same names, and the same labels are released ("12", "2"; on
+    main the Parquet file's were "12.0", "2.0", its counts other groups')."""
+    from plan.model import (
+        Bounds,
+        Dataset,
+        GroupBy,
+        Noise,
+        Plan,
+        PlanQuery,
+        PrivacyUnit,
+        Threshold,
+    )
+    from release import Ledger, run
+    from release.measurements import Certified
+
+    seen: list[dict] = []
+    draw = Certified.draw
+
+    def spy(self, value):
+        if isinstance(value, dict):      # the threshold's draw: {key's name: true count}
+            seen.append(dict(value))
+        return draw(self, value)
+
+    monkeypatch.setattr(Certified, "draw", spy)
+    people = 400
+    frame = pd.DataFrame({"p": np.repeat(np.arange(people), 2), "code": [12.0, 2.0] * people,
+                          "x": 1.0})
+    frame.to_parquet(tmp_path / "r.parquet", index=False)
+    frame.to_csv(tmp_path / "r.csv", index=False)
+    plan = Plan(Dataset("codes"), (
+        PlanQuery("g", "Sum by code", GroupBy("code", "sum", "x", Bounds(0, 1)),
+                  Noise("laplace", "pure", epsilon=1.0),
+                  threshold=Threshold("discrete_laplace", 1e-7, epsilon=1.0)),),
+        PrivacyUnit("p", 2, 1))
+    texts = pd.DataFrame({"p": frame["p"], "code": ["12", "2"] * people})
+    keys = ("12", "2")
+    counts = ref.bounded_cells(ref.cell_codes(texts["code"], keys), texts, "p", 2, 2, 1, 0,
+                               ref.texts(keys)).tolist()
+    assert sum(counts) == people
+    for i, name in enumerate(("r.parquet", "r.csv")):
+        seen.clear()
+        with Ledger(tmp_path / f"ledger{i}.sqlite") as ledger:
+            release = run(plan, FileSource(tmp_path / name, name.split(".")[1]),
+                          ledger=ledger, engine=Engine(duck))
+        assert [float(c) for c in seen[0].values()] == counts, name
+        assert list(seen[0]) == list(keys), name
+        # each code is kept by about 200 people: both clear a threshold of a few tens
+        assert {g for g, _ in release.queries[0].rows} == {("12",), ("2",)}, name
+
+
+@pytest.mark.spark
+def test_spark_finds_and_keeps_a_number_columns_groups_as_duckdb(shared_spark, tmp_path):
+    """The Spark engine on the Parquet file (a typed integer) and its padded CSV: the keys
+    "1", "2" and the reference's kept counts (on main: 1, 2 and other groups)."""
+    from engine.spark_backend import SparkBackend
+
+    spark = SparkBackend(session=shared_spark)
+    typed, written, keys = CASES["integer"]
+    expected = reference_groups(keys, 0)
+    found = two_codes(tmp_path, typed, {"padded": written["padded"]})
+    for name in ("parquet", "padded csv"):
+        assert selected_groups(spark, found[name], 0) == (keys, expected), name
