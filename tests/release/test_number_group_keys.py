@@ -111,6 +111,31 @@ def test_missing_and_nan_keys_are_no_group(duck, tmp_path):
         assert duck.run(source, CategoryCounts("code", keys)).counts.tolist() == [1, 2, 1]
 
 
+def test_one_persons_rows_move_only_their_own_kept_group(duck, tmp_path):
+    """Stability of the ranking by key text: with one person's rows removed, the counts
+    under max rows 2 and max groups 1 move in one group and by at most 2 (the other people
+    keep the same groups: each person's ranking hashes their own keys alone), for a typed
+    integer key and for its CSV."""
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 6, 30)
+    frame = pd.DataFrame({"p": np.repeat(np.arange(30), sizes),
+                          "code": rng.integers(-3, 9, int(sizes.sum()))})
+
+    def counts(table: pd.DataFrame, name: str, keys: tuple) -> np.ndarray:
+        table.to_csv(tmp_path / f"{name}.csv", index=False)
+        query = CategoryCounts("code", keys, Contribution("p", 2, 1, seed=1))
+        return np.array([duck.run(source, query).counts for source in (
+            FrameSource(table), FileSource(tmp_path / f"{name}.csv", "csv"))])
+
+    keys = duck.run(FrameSource(frame), DistinctValues("code", limit=None)).values
+    assert keys == tuple(sorted(str(k) for k in set(frame["code"])))   # texts, text order
+    base = counts(frame, "base", keys)
+    assert (base[0] == base[1]).all()
+    for person in range(30):
+        change = np.abs(counts(frame[frame["p"] != person], f"n{person}", keys) - base)
+        assert (change.sum(axis=1) <= 2).all() and (np.count_nonzero(change, axis=1) <= 1).all()
+
+
 def test_a_release_finds_and_keeps_number_groups_alike_from_parquet_and_csv(
         tmp_path, duck, monkeypatch):
     """One plan (partition selection of a sum by a double code, max groups 1) released on
