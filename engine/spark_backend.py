@@ -319,6 +319,10 @@ def _person_text(column: Any, info: ColumnInfo) -> Any:
         return (F.when(t.isNull() | F.lower(t).isin(sorted(MISSING_MARKERS)), F.lit(None))
                 .when(F.coalesce(whole, F.lit(False)), d.cast("long").cast("string"))
                 .otherwise(t))
+    if info.type_name.startswith("decimal"):
+        # a DECIMAL is keyed as its double (engine.cells.cell_key, DuckDB's _key): 1.50 is
+        # "1.5" and 12.00 "12", not Spark's text "1.50", "12.00"
+        column, info = column.cast("double"), ColumnInfo(info.name, "float", "double")
     if info.type_name in ("float", "double"):
         d = column.cast("double")
         whole = ~F.isnan(d) & (F.abs(d) <= F.lit(limit)) & (d == F.floor(d))

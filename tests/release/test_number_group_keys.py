@@ -111,6 +111,30 @@ def test_missing_and_nan_keys_are_no_group(duck, tmp_path):
         assert duck.run(source, CategoryCounts("code", keys)).counts.tolist() == [1, 2, 1]
 
 
+def decimal_codes(folder: Path) -> dict[str, object]:
+    """A Parquet DECIMAL(4, 2) code column (1.50, 12.00, missing) and its CSV as written."""
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    codes = [Decimal("1.50"), Decimal("12.00"), None, Decimal("1.50")]
+    pq.write_table(pa.table({"p": [1, 2, 3, 4], "code": pa.array(codes, pa.decimal128(4, 2))}),
+                   folder / "dec.parquet")
+    (folder / "dec.csv").write_text("p,code\n1,1.5\n2,12.00\n3,\n4,1.5\n")
+    return {"parquet": FileSource(folder / "dec.parquet", "parquet"),
+            "csv": FileSource(folder / "dec.csv", "csv")}
+
+
+def test_a_decimal_columns_keys_are_its_doubles_keys(duck, tmp_path):
+    """A DECIMAL is keyed as its double (``cell_key``): 1.50 is "1.5", 12.00 is "12", as
+    the CSV's 1.5 and 12.00; the counts by those keys 2 and 1."""
+    for name, source in decimal_codes(tmp_path).items():
+        keys = duck.run(source, DistinctValues("code", limit=None)).values
+        assert tuple(keys) == ("1.5", "12"), name
+        assert duck.run(source, CategoryCounts("code", keys)).counts.tolist() == [2, 1], name
+
+
 def test_one_persons_rows_move_only_their_own_kept_group(duck, tmp_path):
     """Stability of the ranking by key text: with one person's rows removed, the counts
     under max rows 2 and max groups 1 move in one group and by at most 2 (the other people
@@ -202,3 +226,6 @@ def test_spark_finds_and_keeps_a_number_columns_groups_as_duckdb(shared_spark, t
     found = two_codes(tmp_path, typed, {"padded": written["padded"]})
     for name in ("parquet", "padded csv"):
         assert selected_groups(spark, found[name], 0) == (keys, expected), name
+    for name, source in decimal_codes(tmp_path).items():   # Spark wrote "1.50", "12.00"
+        assert spark.run(source, DistinctValues("code", limit=None)).values == ("1.5", "12"), \
+            name
