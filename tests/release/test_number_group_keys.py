@@ -229,3 +229,57 @@ def test_spark_finds_and_keeps_a_number_columns_groups_as_duckdb(shared_spark, t
     for name, source in decimal_codes(tmp_path).items():   # Spark wrote "1.50", "12.00"
         assert spark.run(source, DistinctValues("code", limit=None)).values == ("1.5", "12"), \
             name
+
+
+def hard_doubles() -> list[float]:
+    """Doubles whose shortest text Java 17 does not write (2^60), float32-sized ones, the
+    extremes and 1000 random doubles (random bits: every exponent; and uniform ones)."""
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**63, 500, dtype=np.int64).view(np.float64)
+    spread = [float(x) for x in bits if np.isfinite(x)]
+    uniform = (rng.uniform(-1e6, 1e6, 500) * 10.0 ** rng.integers(-8, 8, 500)).tolist()
+    return [2.0**60, 0.1 + 0.2, 1e-05, 5e-324, 1.7976931348623157e308, 123456.789, 1e16,
+            1.0000000000000002e16, -0.0, 0.1, 1.5e-4, 2.0**53 + 2, -2.5e-7, 9.999999747378752e-06,
+            2.2250738585072014e-308, 1e-310] + spread + uniform
+
+
+@pytest.mark.spark
+def test_spark_keys_doubles_floats_and_uint64_ids_as_duckdb(shared_spark, tmp_path):
+    """Spark's key of a double is Python's repr (``engine.cells.cell_key``) for every hard
+    double (on s18-numkeys before: Java's 1.15292150460684698E18 for 2^60); a float32
+    column's keys are its doubles' (0.10000000149011612, not 0.1); a Parquet UINT64 person
+    id above 2^53 (Spark's DECIMAL(20,0)) is one person per id, as in DuckDB (before: 40
+    people as one, counts 0, 1, 0)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from engine.cells import cell_key
+    from engine.queries import ColumnInfo
+    from engine.spark_backend import SparkBackend, _person_text
+
+    values = hard_doubles()
+    df = shared_spark.createDataFrame(pd.DataFrame({"i": np.arange(len(values)),
+                                                    "x": values}))
+    got = dict(df.select("i", _person_text(df["x"], ColumnInfo("x", "float", "double"))
+                         .alias("k")).collect())
+    wrong = [(v, got[i], cell_key(v)) for i, v in enumerate(values) if got[i] != cell_key(v)]
+    assert not wrong, wrong[:5]
+
+    duck = DuckDBBackend(threads=1)
+    spark = SparkBackend(session=shared_spark)
+    floats = pa.array([0.1, 2.5, 1e-5, 3.0] * 20, pa.float32())
+    pq.write_table(pa.table({"p": np.arange(80) // 2, "code": floats}), tmp_path / "f.parquet")
+    source = FileSource(tmp_path / "f.parquet", "parquet")
+    expected = tuple(sorted({cell_key(float(x)) for x in floats.to_numpy()}))
+    assert expected == ("0.10000000149011612", "2.5", "3", "9.999999747378752e-06")
+    assert spark.run(source, DistinctValues("code", limit=None)).values == expected
+    assert selected_groups(spark, source, 0) == selected_groups(duck, source, 0)
+
+    ids = np.repeat(np.arange(PEOPLE, dtype=np.uint64) + np.uint64(2**60), 3)
+    pq.write_table(pa.table({"p": pa.array(ids, pa.uint64()),
+                             "g": np.tile(["a", "b", "c"], PEOPLE)}), tmp_path / "u.parquet")
+    source = FileSource(tmp_path / "u.parquet", "parquet")
+    query = CategoryCounts("g", ("a", "b", "c"), Contribution("p", 1, 1, seed=0))
+    counts = spark.run(source, query).counts.tolist()
+    assert sum(counts) == PEOPLE      # one row kept per person: 40 people
+    assert counts == duck.run(source, query).counts.tolist()
