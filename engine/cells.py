@@ -48,9 +48,11 @@ The rule, in short:
    texts still match only as written (their keys): a declared ``"true"`` does not count a
    CSV's ``True``. So one plan counts the same rows in a Parquet file and in its CSV,
    whichever writer wrote it (lower case keeps the order a boolean sorts in, ``false`` before
-   ``true``). The groups partition selection finds in a typed boolean column are its keys
-   ``"false"`` and ``"true"``, as in a CSV written in lower case; a pandas or R CSV's are its
-   texts as written (``"True"``, ``"TRUE"``: ``engine.queries.DistinctValues``).
+   ``true``). The groups partition selection finds are the cells' keys whatever the
+   column's type (``engine.queries.DistinctValues``): a typed boolean's ``"false"`` and
+   ``"true"``, as in a CSV written in lower case (a pandas or R CSV's are its texts as
+   written, ``"True"``, ``"TRUE"``); a typed 12 or 12.0 and a CSV's ``12``, ``0012`` and
+   `` 12 `` the one group ``"12"``, ranked by that text and released with the label ``12``.
 """
 
 from __future__ import annotations

@@ -901,11 +901,12 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
     i = _folding.column_index(columns, query.column, "column", where)
     info, x = columns[i], _col(i)
     # a text column's keys as one canonical text each (engine.cells): "012" and "12" are one;
-    # every key of a boolean column as its key ("true"), as its CSV holds it (partition
-    # selection then ranks and labels its groups as on the CSV: DistinctValues)
-    as_key = info.kind == "text" or (info.kind == "boolean" and query.limit is None)
+    # every key (limit None) of a number or boolean column as its key ("12", "1.5", "true"),
+    # as its CSV holds it (partition selection then finds, ranks and labels its groups as on
+    # the CSV: DistinctValues); NaN has no key
+    as_key = info.kind == "text" or (query.limit is None and info.kind != "other")
     value = _key(x, info) if as_key else x
-    condition = f"{value} IS NOT NULL" if info.kind == "text" else f"NOT {_missing(x, info)}"
+    condition = f"{value} IS NOT NULL" if as_key else f"NOT {_missing(x, info)}"
     params: dict[str, object] = {}
     if query.exclude:
         kind = _folding.match_kind(info, query.exclude, where)

@@ -454,13 +454,15 @@ class DistinctValues:
     For categories read off the data (which leaks which values exist: the caller flags it),
     for the keys partition selection noises (all of them: how many there are is not
     public), and, with ``exclude``, for examples of values outside declared categories.
-    Every key (``limit`` None) of a text or boolean column is its canonical key
-    (``engine.cells.cell_key``): a typed boolean's ``"false"``, ``"true"``, as a CSV written
-    in lower case (Arrow, DuckDB, Spark) holds them, so partition selection finds, ranks
-    (``Contribution``: ``text:``) and labels a boolean's groups alike in a Parquet file and
-    in such a CSV. A pandas CSV's groups are its texts ``"False"``, ``"True"`` and R's
-    ``"FALSE"``, ``"TRUE"`` (two texts match only as written, rule 6), ranked by those texts:
-    under max groups it may keep other groups.
+    Every key (``limit`` None) of a text, number or boolean column is its canonical key, a
+    text (``engine.cells.cell_key``): a typed 12, 12.0 and a CSV's ``12``, ``0012``,
+    `` 12 `` are ``"12"``, a double 1.5 ``"1.5"`` (as DuckDB writes it; a CSV's ``1.50`` is
+    ``"1.50"``, rule 5), ±inf ``"inf"``, ``"-inf"``, -0.0 ``"0"``, a typed boolean
+    ``"false"``, ``"true"`` (as a CSV written in lower case holds them: a pandas CSV's groups
+    are its texts ``"False"``, ``"True"`` and R's ``"FALSE"``, ``"TRUE"``, two texts matching
+    only as written, rule 6, so under max groups it may keep other groups); NaN and missing
+    cells no key. So partition selection finds, ranks (``Contribution``: ``text:"12"``) and
+    labels (``12``) a column's groups alike in a Parquet file, a frame and the same table's CSV.
     """
 
     column: str

@@ -296,8 +296,8 @@ def _cell(column: Any, info: ColumnInfo, kind: _folding.MatchKind,
     return F.when(_missing(column, info), F.lit(-1)).otherwise(F.coalesce(match, F.lit(0)))
 
 
-#: Java's Double.toString in scientific form (|x| < 1e-3 or >= 1e7): sign, digits, exponent.
-_JAVA_SCIENTIFIC = r"^(-?)([0-9])\.([0-9]+)E(-?[0-9]+)$"
+#: Java's ``%.Ne`` of a double (``1.500e+00``): sign, first digit, other digits, exponent.
+_SCIENTIFIC = r"^(-?)([0-9])(?:\.([0-9]+))?e([+-][0-9]+)$"
 
 
 #: ``engine.cells.WHITE_SPACE`` as a Java pattern: removed around a key.
@@ -320,6 +320,14 @@ def _person_text(column: Any, info: ColumnInfo) -> Any:
         return (F.when(t.isNull() | F.lower(t).isin(sorted(MISSING_MARKERS)), F.lit(None))
                 .when(F.coalesce(whole, F.lit(False)), d.cast("long").cast("string"))
                 .otherwise(t))
+    if info.type_name.replace(" ", "") == "decimal(20,0)":
+        # Spark reads a Parquet UINT64 as DECIMAL(20,0), which DuckDB reads as UBIGINT and
+        # keys exactly (its integer's text): as a double, 2^60 ... 2^60+39 would be one person
+        return column.cast("string")
+    if info.type_name.startswith("decimal"):
+        # a DECIMAL is keyed as its double (engine.cells.cell_key, DuckDB's _key): 1.50 is
+        # "1.5" and 12.00 "12", not Spark's text "1.50", "12.00"
+        column, info = column.cast("double"), ColumnInfo(info.name, "float", "double")
     if info.type_name in ("float", "double"):
         d = column.cast("double")
         whole = ~F.isnan(d) & (F.abs(d) <= F.lit(limit)) & (d == F.floor(d))
@@ -335,38 +343,58 @@ def _person_missing(column: Any, info: ColumnInfo) -> Any:
 
 
 def _double_text(column: Any, info: ColumnInfo) -> Any:
-    """A double's text as DuckDB's ``CAST(x AS VARCHAR)``. A
-    double's is Python's ``repr`` (the shortest digits; positional for 1e-4 <= |x| < 1e16,
-    else ``1e+16``, ``1.5e-05``); Spark writes Java's (``1.0E7``, ``1.5E-5``, ``Infinity``):
-    rewritten here from its digits and exponent (a text, by which the rows are then
-    partitioned too). Other types are left as they are: their texts are alike. A floating
-    -0.0 is first made 0.0 (equal numbers: one person, as in DuckDB), never a second
-    person beside 0.0 with max rows of its own."""
+    """A floating column's text as DuckDB's ``CAST(CAST(x AS DOUBLE) AS VARCHAR)``: a float
+    as its double (0.1f is ``0.10000000149011612``), a double as Python's ``repr`` (the
+    shortest digits that read back as the same double; positional for 1e-4 <= |x| < 1e16,
+    else ``1e+16``, ``1.5e-05``). Java's ``Double.toString`` is not the shortest before
+    Java 19 (2^60: ``1.15292150460684698E18``), so the digits are the first of 15, 16 and
+    17 significant ones (``%.14e`` ...) whose text casts back to the same double (the
+    correctly rounded 17 always does), then written as Python writes them (a text, by which
+    the rows are then partitioned too). Other types are left as they are: their texts are
+    alike. A floating -0.0 is first made 0.0 (equal numbers: one person, as in DuckDB),
+    never a second person beside 0.0 with max rows of its own."""
     from pyspark.sql import functions as F
 
-    if info.type_name in ("float", "double"):   # -0.0 == 0.0: one person
-        column = F.when(column == 0, F.lit(0.0).cast(info.type_name)).otherwise(column)
-    if info.type_name != "double":
+    if info.type_name not in ("float", "double"):
         return column
-    text = column.cast("string")
-    part = [F.regexp_extract(text, _JAVA_SCIENTIFIC, g) for g in (1, 2, 3, 4)]
+    d = column.cast("double")
+    d = F.when(d == 0, F.lit(0.0)).otherwise(d)          # -0.0 == 0.0: one person
+    text = _shortest(d, range(15, 18))
+    # a subnormal double has fewer digits of its own (5e-324): its shortest may be fewer
+    # than 15 whose 15-digit rounding is not the shortest padded with zeros
+    text = F.when(F.abs(d) < F.lit(2.2250738585072014e-308), _shortest(d, range(1, 18))
+                  ).otherwise(text)
+    part = [F.regexp_extract(text, _SCIENTIFIC, g) for g in (1, 2, 3, 4)]
     sign, lead = part[0], part[1]
-    rest = F.regexp_replace(part[2], "0+$", "")          # 1.0E7: no digits after the first
-    e = part[3].try_cast("int")
+    rest = F.regexp_replace(part[2], "0+$", "")          # 1.500e+00: digits 15
+    e = F.regexp_replace(part[3], "^[+]", "").try_cast("int")
     digits = F.concat(lead, rest)
     after = digits.substr(e + 2, F.lit(400))
     positional = F.when(e >= 0, F.concat(
         sign, F.rpad(digits, e + 1, "0"), F.lit("."),
         F.when(F.length(after) > 0, after).otherwise(F.lit("0")))).otherwise(
-        F.concat(sign, F.lit("0.000"), digits))          # e = -4: Java's 1.5E-4, 0.00015
+        F.concat(sign, F.lit("0."), F.lpad(digits, F.length(digits) - e - 1, "0")))
     scientific = F.concat(sign, lead, F.when(F.length(rest) > 0, F.concat(F.lit("."), rest))
                           .otherwise(F.lit("")), F.lit("e"),
                           F.when(e < 0, F.lit("-")).otherwise(F.lit("+")),
                           F.when(F.abs(e) < 10, F.lit("0")).otherwise(F.lit("")),
                           F.abs(e).cast("string"))
-    return (F.when(text == "Infinity", F.lit("inf")).when(text == "-Infinity", F.lit("-inf"))
-            .when(e.isNull(), text)                        # positional in both
+    return (F.when(d == F.lit(float("inf")), F.lit("inf"))
+            .when(d == F.lit(float("-inf")), F.lit("-inf"))
+            .when(F.isnan(d), F.lit("nan"))
             .when((e >= -4) & (e < 16), positional).otherwise(scientific))
+
+
+def _shortest(d: Any, lengths: range) -> Any:
+    """``d`` in Java's ``%.Ne`` with the first of ``lengths`` significant digits whose text
+    casts back to ``d`` (the last one always: 17 digits name every double)."""
+    from pyspark.sql import functions as F
+
+    texts = [F.format_string(f"%.{n - 1}e", d) for n in lengths]
+    text = texts[-1]
+    for candidate in reversed(texts[:-1]):
+        text = F.when(candidate.cast("double") == d, candidate).otherwise(text)
+    return text
 
 
 def _row_key(contribution: Contribution, person: str, position: str, tag: str) -> Any:
@@ -817,11 +845,11 @@ def _compile_distinct(query: DistinctValues, columns: Sequence[ColumnInfo],
         x = F.col(_col(i))
         condition = ~_missing(x, info)
         value = x
-        if info.kind == "text":      # one canonical key per group (engine.cells)
+        # one canonical key per group (engine.cells); every key (limit None) of a number or
+        # boolean column as its key ("12", "true"), as DuckDB's
+        if info.kind == "text" or (query.limit is None and info.kind != "other"):
             value = _person_text(x, info)
             condition = value.isNotNull()
-        elif info.kind == "boolean" and query.limit is None:   # "true", as DuckDB's
-            value = _person_text(x, info)
         if kind is not None and kind != "never":
             condition = condition & (_cell(x, info, kind, query.exclude) == 0)
         found = df.where(condition).select(value.alias("v")).distinct().orderBy("v")

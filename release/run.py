@@ -246,9 +246,10 @@ def _plan_aggregates(built: Sequence[Built], engine: Engine, source: Source) -> 
 
 def _groupable(values: Sequence[Any]) -> tuple:
     """The keys found that can name a group, by a rule on each value alone (never a refusal,
-    which would say what the data holds): a decimal as its float (keys whose floats are
-    equal become one group), an infinite number left out (its rows are in no group, as
-    rows with a missing key)."""
+    which would say what the data holds). The backends give every key as its text
+    (``DistinctValues``: ±inf are ``"inf"``, ``"-inf"``); a key given as a number is kept
+    as before: a decimal as its float (keys whose floats are equal become one group), an
+    infinite number left out (its rows are in no group, as rows with a missing key)."""
     keys: dict[Any, None] = {}
     for value in values:
         if isinstance(value, Decimal):

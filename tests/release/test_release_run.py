@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import Engine, FrameSource
+from engine import DistinctValues, Engine, FrameSource
 from engine.duckdb_backend import DuckDBBackend
 from plan.model import (
     Accounting,
@@ -344,10 +344,11 @@ def test_the_threshold_is_drawn_over_chunks_of_keys(tmp_path, monkeypatch, engin
     assert sorted(keys) == [f"key{i:04d}" for i in range(30)]
 
 
-def test_partition_selection_leaves_infinite_keys_out_instead_of_failing(tmp_path, engine):
-    """A key column holding ±inf goes through by a rule on the value (rows whose key is not
-    a finite number are in no group, as a missing key), not a failure that would say what
-    the data holds."""
+def test_partition_selection_keys_infinite_numbers_instead_of_failing(tmp_path, engine):
+    """A key column holding ±inf goes through by a rule on the value, not a failure that
+    would say what the data holds: every key is its canonical key (``engine.cells`` rule 5,
+    ``DistinctValues``), so ±inf are the groups "inf" and "-inf", as in the same table's
+    CSV, and NaN is missing (no group)."""
     frame = pd.DataFrame({"pid": np.arange(300),
                           "key": np.tile([1.5, np.inf, -np.inf, 2.5, np.nan], 60),
                           "x": 1})
@@ -357,7 +358,12 @@ def test_partition_selection_leaves_infinite_keys_out_instead_of_failing(tmp_pat
         PrivacyUnit("pid", 1, 1))
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         release = run(plan, FrameSource(frame), ledger=ledger, engine=engine)
-    assert {g for g, _ in release.queries[0].rows} <= {("1.5",), ("2.5",)}
+    # the keys the threshold is drawn over: ±inf among them (7c28550 left them out)
+    found = engine.answer(FrameSource(frame), DistinctValues("key", limit=None)).values
+    assert sorted(found) == ["-inf", "1.5", "2.5", "inf"]
+    # each key is 60 people's (one row each); the threshold for delta 1e-7 at epsilon 1 is
+    # about 17, with noise of scale 1: every group is kept but with probability ~e^-40
+    assert {g for g, _ in release.queries[0].rows} == {("1.5",), ("2.5",), ("inf",), ("-inf",)}
 
 
 def test_a_draw_that_fails_after_noise_was_drawn_is_charged_and_publishes_nothing(
