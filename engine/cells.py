@@ -335,6 +335,8 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         # (rule 2), as DuckDB's and Spark's readers drop it
         holds.append(too_long(columns[:width]))
         keep = ~np.logical_or.reduce(holds)
+        # a record with text after a closing quote in a kept field is dropped (rule 2)
+        keep[badly_quoted(text, delimiter)] = False
     else:
         keep = np.zeros(0, dtype=bool)
     data = {}
@@ -344,6 +346,90 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         data[name] = pd.Series(column[keep], dtype=object)
     rows = pd.DataFrame(data, columns=names, dtype=object)
     return header, rows
+
+
+def _quote_field(delimiter: str) -> re.Pattern:
+    """One field and what ends it, as the ``csv`` module (``strict=False``) splits a record:
+    a field opened by a quote runs to its closing quote (a doubled quote is one; left open,
+    to the end of the text), anything after that quote up to the delimiter or line break is
+    its ``tail``; any other field runs to the delimiter or line break, quotes in it text."""
+    d = re.escape(delimiter)
+    return re.compile(rf'(?:"(?:[^"]|"")*(?:"(?P<tail>[^{d}\r\n]*))?|[^"{d}\r\n][^{d}\r\n]*|)'
+                      rf'(?P<sep>{d}|\r\n|\r|\n|\Z)')
+
+
+def strictly_quoted(lines, delimiter: str) -> bool:
+    """Whether a CSV's text (a string, or lines read with ``newline=""``: a file streamed, its
+    memory a record) reads without an error by the ``csv`` module with ``strict=True``, in C:
+    then no record has text after a closing quote (nor a quote left open), and
+    :func:`badly_quoted` has nothing to find."""
+    if isinstance(lines, str):
+        lines = io.StringIO(lines, newline="")
+    strict = csv.reader(lines, delimiter=delimiter, quotechar='"', doublequote=True,
+                        strict=True)
+    try:
+        max(map(len, strict), default=0)    # every record read, in C, none kept
+    except csv.Error:
+        return False
+    return True
+
+
+def badly_quoted(text: str, delimiter: str) -> np.ndarray:
+    """The data records (0 the first after the header; blank lines are no record, as
+    :func:`read_cells` counts them) with text after a closing quote in a field they keep (the
+    header's width): ``"ab"cd``, ``"1"2``, ``"ab" cd``. They are dropped on every path (rule 2):
+    each reader makes another text of them (the ``csv`` module ``abcd``, DuckDB ``abc`` or the
+    rest of the file, Spark ``"ab"cd``). Spaces and tabs alone after a closing quote are no
+    text (``"ab" ,``: DuckDB and Spark read ``ab``, the ``csv`` module ``ab `` — the same key
+    and number), and a quote inside a field that does not open with one is text (``ab"cd``,
+    as every reader reads it). ``text``: the file's text, its last line break removed."""
+    return np.asarray([i for i, _, _ in badly_quoted_spans(text, delimiter)], dtype=np.int64)
+
+
+def badly_quoted_spans(text: str, delimiter: str) -> list[tuple[int, int, int]]:
+    """(record, start, end) of each record :func:`badly_quoted` finds: its data record
+    number and where it is in ``text``, its line break included (what a copy of the file
+    without it leaves out: ``engine.sources.csv_read_path``).
+
+    A quick reading first (:func:`strictly_quoted`), and nothing more on a file it reads;
+    otherwise the text is split field by field, as the ``csv`` module splits it (a loop over
+    the fields of such files only)."""
+    if strictly_quoted(text, delimiter):
+        return []
+    field = _quote_field(delimiter)
+    bad: list[tuple[int, int, int]] = []
+    record, column, width, filled, wrong, pos, begun = -1, 0, None, False, False, 0, 0
+    while True:
+        match = field.match(text, pos)
+        tail, sep = match.group("tail"), match.group("sep")
+        filled = filled or match.end() > match.start() + len(sep) or sep == delimiter
+        if tail and tail.strip(" \t") and (width is None or column < width):
+            wrong = True
+        pos, column = match.end(), column + 1
+        if sep == delimiter:
+            continue
+        if filled:                      # a blank line is no record
+            if width is None:
+                width = column          # the header's
+            elif wrong:
+                bad.append((record, begun, pos))
+            record += 1
+        column, filled, wrong, begun = 0, False, False, pos
+        if not sep or pos >= len(text):
+            break
+    return bad
+
+
+def records_badly_quoted(text: str, delimiter: str, records: int | None = None) -> np.ndarray:
+    """Whether each data record of a CSV's text (as :func:`records_too_long` counts them) has
+    text after a closing quote in a kept field (:func:`badly_quoted`): for a reader with a
+    reading of its own (the upload), so that it drops the records the rule drops."""
+    text = text.removesuffix("\n").removesuffix("\r")     # the last line break
+    bad = badly_quoted(text, delimiter)
+    count = records if records is not None else (int(bad.max()) + 1 if bad.size else 0)
+    out = np.zeros(count, dtype=bool)
+    out[bad[bad < count]] = True
+    return out
 
 
 def too_long(columns: list) -> np.ndarray:

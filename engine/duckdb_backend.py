@@ -66,6 +66,7 @@ from engine.sources import (
     TableSource,
     csv_column_names,
     csv_layout,
+    csv_read_path,
     missing_spellings,
     parquet_parts,
 )
@@ -1421,7 +1422,9 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     # or holds a long record's first extra field, which is cut as before.
     columns = {f"c{i}": "VARCHAR" for i in range(width)} | {"c_extra": "VARCHAR"}
     params: dict[str, object] = {
-        "path": str(source.path), "csv_missing": missing_spellings(),
+        # the file, or a copy without its records with text after a closing quote, which
+        # DuckDB's reader cannot drop itself (engine.sources.csv_read_path)
+        "path": csv_read_path(source), "csv_missing": missing_spellings(),
         "csv_columns": columns,
         "csv_delim": delimiter, "csv_skip": skip, "csv_line": MAX_LINE_BYTES}
     reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "

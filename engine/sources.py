@@ -18,7 +18,16 @@ from typing import Literal
 
 import pandas as pd
 
-from engine.cells import NO_HEADER, column_names, has_header, header_layout, read_cells
+from engine.cells import (
+    NO_HEADER,
+    badly_quoted_spans,
+    column_names,
+    decode_bytes,
+    has_header,
+    header_layout,
+    read_cells,
+    strictly_quoted,
+)
 from engine.errors import DataFolderError, EngineError
 from engine.queries import Query, query_key
 
@@ -466,6 +475,67 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
                           "age,sex,income), then one row per person: write them into the file "
                           "(save it again from a spreadsheet as CSV), or choose another file.")
     return tuple(names), delimiter, skip
+
+
+def csv_read_path(source: FileSource) -> str:
+    """The file DuckDB reads for a CSV: the file itself, or, when it holds records with text
+    after a closing quote (``engine.cells.badly_quoted``: ``"ab"cd``), a copy of it without
+    them, so that DuckDB drops the records ``read_cells`` drops and reads every other one as
+    before. DuckDB cannot drop them itself: its lenient reader makes ``abc`` of ``"ab"cd``
+    (and of some, with a doubled quote, one field running to the end of the file), and its
+    strict mode refuses a whole file with mixed line breaks and drops records with extra
+    fields.
+
+    Cached per file version. The file is first read once in C, streamed (its memory a
+    record: ``engine.cells.strictly_quoted``); only a file it does not read (such records, or
+    a quote left open) is read whole and split in Python, and a copy written (a private
+    temporary folder, removed when the process ends) when a record is to be dropped."""
+    _, delimiter, _ = csv_layout(source)   # no header: raised there
+    return _read_path(str(source.path), source.version, source.describe(), delimiter)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_path(path: str, version: str, described: str, delimiter: str) -> str:
+    import gzip
+
+    try:
+        with open(path, "rb") as stream:
+            magic = stream.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rt", encoding="utf-8-sig", errors="surrogateescape",
+                    newline="") as lines:
+            if strictly_quoted(lines, delimiter):
+                return path
+        with opener(path, "rb") as stream:
+            text = decode_bytes(stream.read())
+    except (OSError, EOFError) as exc:
+        raise EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+                          ". It may have been changed, moved or removed: choose the dataset "
+                          "again.") from None
+    body = text.removesuffix("\n").removesuffix("\r")     # as read_cells splits it
+    spans = badly_quoted_spans(body, delimiter)
+    if not spans:
+        return path
+    kept, at = [], 0
+    for _, start, end in spans:
+        kept.append(body[at:start])
+        at = end
+    kept.append(text[at:])               # the rest, the file's last line break with it
+    copy = Path(_copies()) / f"{uuid.uuid4().hex}.csv"
+    copy.write_bytes("".join(kept).encode("utf-8", errors="surrogateescape"))
+    return str(copy)
+
+
+@functools.cache
+def _copies() -> str:
+    """A private temporary folder for the copies ``csv_read_path`` writes, removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="epsilon-lab-csv-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def csv_without_rows(source: FileSource) -> bool:

@@ -147,7 +147,8 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     counted = F.concat_ws("", *[F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(""))
                                 .otherwise(F.col(f"c{i}")) for i in range(len(names))])
     replaced = (record.contains("\ufffd")
-                | (F.length(counted) > int(one_reading.MAX_RECORD_CHARS)))
+                | (F.length(counted) > int(one_reading.MAX_RECORD_CHARS))
+                | _badly_quoted([F.col(f"c{i}") for i in range(len(names))]))
     raw = raw.where(~replaced)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))
              .otherwise(F.col(f"c{i}")) for i in range(len(names))]
@@ -155,6 +156,29 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     if text:
         return df.toDF(*names)
     return _typed_csv(df, len(names)).toDF(*names)
+
+
+#: Spark's reading of a field with text after its closing quote (``"ab"cd``, ``"1"2``, ``"ab" cd``;
+#: ``unescapedQuoteHandling`` STOP_AT_DELIMITER, its default): the field as written, quotes
+#: and all, up to the delimiter — a quote first, and a later quote followed by text. Spaces or
+#: tabs alone after the closing quote Spark drops (``ab``), as DuckDB does.
+BADLY_QUOTED = '(?s)^".*"[ \t]*[^ \t"]'
+
+
+def _badly_quoted(columns: list) -> Any:
+    """Whether a record has a field with text after its closing quote (:data:`BADLY_QUOTED`):
+    it is dropped, as ``engine.cells.badly_quoted`` drops it (rule 2). One flat ``exists``
+    over the fields, not an expression nested a level per column. Spark's option that would
+    find it (``unescapedQuoteHandling`` RAISE_ERROR) fails the whole file, and SKIP_VALUE
+    makes the field null like an empty one; so its reading is matched, and a well-formed
+    field whose text itself starts with a quote and has a later one followed by text
+    (written ``\"\"\"Hi\"\" she said\"``) is dropped by Spark alone."""
+    from pyspark.sql import functions as F
+
+    if not columns:
+        return F.lit(False)
+    return F.exists(F.array(*columns),
+                    lambda c: F.coalesce(c.rlike(BADLY_QUOTED), F.lit(False)))
 
 
 def _typed_csv(df: Any, width: int) -> Any:

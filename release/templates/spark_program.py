@@ -450,7 +450,14 @@ def read_spark(spark, path):
         counted = F.concat_ws("", *[F.when(F.lower(F.col(f"c{i}"))
                                            .isin(sorted(MISSING_MARKERS)), F.lit(""))
                                     .otherwise(F.col(f"c{i}")) for i in range(len(names))])
-        replaced = record.contains("\ufffd") | (F.length(counted) > int(MAX_RECORD_CHARS))
+        # a record with text after a closing quote ("ab"cd) is dropped too (engine/cells.py,
+        # rule 2): Spark reads such a field as written, quotes and all, a quote first and a
+        # later quote followed by text (spaces alone after it Spark drops, as DuckDB does)
+        fields = F.array(*[F.col(f"c{i}") for i in range(len(names))])
+        quoted = F.exists(fields, lambda c: F.coalesce(c.rlike('(?s)^".*"[ \t]*[^ \t"]'),
+                                                       F.lit(False)))
+        replaced = (record.contains("\ufffd") | (F.length(counted) > int(MAX_RECORD_CHARS))
+                    | quoted)
         data = data.where(~replaced)
     missing = [name for name in needed_columns() if name not in names]
     if missing:
