@@ -22,7 +22,16 @@ The rule, in short:
    of the record's own text; DuckDB's line limit, Spark's and the ``csv`` module's field
    limits are set past it, so that none of them drops or refuses a record first; one gap:
    a record over DuckDB's 32 MiB as written, possible only with text past the header's
-   width, is dropped by DuckDB alone).
+   width, is dropped by DuckDB alone). So is a record with text after a closing quote in a
+   field it keeps (:func:`badly_quoted`: ``"ab"cd``, ``"1"2``, ``"ab" cd``), of which each
+   reader makes another text (the ``csv`` module ``abcd``, DuckDB ``abc``, Spark
+   ``"ab"cd``); spaces or tabs alone after a closing quote are no text (the record is kept;
+   DuckDB and Spark drop them, this reading keeps them: the same key and number), and a
+   quote inside a field that does not open with one is text (``ab"cd``, as every reader
+   reads it). DuckDB reads a copy of such a file without those records
+   (``engine.sources.csv_read_path``); Spark matches its own reading of such a field, and so
+   also drops a well-formed field whose text starts with a quote and has a later one
+   followed by text (written with tripled quotes first; one gap).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as

@@ -200,3 +200,36 @@ def test_spark_gives_the_same_true_answers(data, shared_spark, tmp_path) -> None
     program = load_program(spark_program(_plan()), "quoting_spark", tmp_path)
     rows = program.read_spark(shared_spark, str(path)).collect()
     assert sorted(int(r[0]) for r in rows) == AMOUNTS
+
+
+def test_badly_quoted_finds_what_the_strict_csv_reader_refuses() -> None:
+    """Against an independent reference: 3,000 random one-line records of ``a``, ``,`` and
+    ``"`` (blank lines among them) under a header wider than any, each read alone by the
+    ``csv`` module with ``strict=True``: a record is badly quoted exactly when that reading
+    refuses a character after a closing quote (a quote left open at the record's end is no
+    such refusal: it runs to the end of the file)."""
+    rng = np.random.default_rng(7)
+    letters = np.array(list('a,"'))
+    lines = ["".join(rng.choice(letters, size=rng.integers(0, 12))) for _ in range(3000)]
+    header = ",".join(f"h{i}" for i in range(20))
+
+    def refused(line: str) -> bool:
+        try:
+            list(csv.reader([line], strict=True))
+        except csv.Error as error:
+            return "expected after" in str(error)
+        return False
+
+    records = [line for line in lines if line]           # a blank line is no record
+    # one record at a time: a line with a quote left open would swallow the next lines
+    expected = [refused(line) for line in records]
+    found = [bool(badly_quoted(f"{header}\n{line}", ",").size) for line in records]
+    assert found == expected
+    assert 100 < sum(expected) < len(records) - 100      # both kinds well represented
+    # and in one file, the records that leave no quote open (a next line stays a record of
+    # its own): the same records found, numbered as read_cells numbers them
+    closed = [line for line in records
+              if len(list(csv.reader(io.StringIO(line + "\nz", newline="")))) == 2]
+    bad = [refused(line) for line in closed]
+    at = badly_quoted("\n".join([header, *closed]), ",")
+    assert np.flatnonzero(bad).tolist() == at.tolist()
