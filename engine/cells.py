@@ -314,7 +314,8 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     record is padded with None, a long one cut to the header's width, a blank line is no
     record, a record holding a byte that is not UTF-8 (or U+FFFD) in a kept field is
     dropped, and so is one whose kept fields hold more than :data:`MAX_RECORD_CHARS`
-    characters. Cells are the
+    characters, and one with text after a closing quote in a kept field
+    (:func:`badly_quoted`). Cells are the
     fields as written (no white space removed, no missing marker read: :func:`is_missing`
     and :func:`cell_key` do that). An empty file has no names and no rows.
     """

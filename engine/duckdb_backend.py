@@ -1412,8 +1412,9 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     the delimiter from the header alone, every field text, a short record padded with NULL,
     a long one cut, a record with a byte that is not UTF-8 skipped (``ignore_errors``) and
     one holding U+FFFD dropped, and one whose fields hold more than
-    ``cells.MAX_RECORD_CHARS`` characters dropped. What a release reads and what the identity
-    digests."""
+    ``cells.MAX_RECORD_CHARS`` characters dropped, and one with text after a closing quote
+    (read from a copy of the file without it, ``sources.csv_read_path``). What a release
+    reads and what the identity digests."""
     names, delimiter, skip = csv_layout(source)
     width = len(names)
     # One column more than the header, never listed: DuckDB keeps each empty line of a

@@ -122,7 +122,8 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     every field text (a schema of strings: nothing inferred), a short record padded with
     null and a long one cut (``PERMISSIVE``), quoted line breaks inside a field
     (``multiLine``), a record holding U+FFFD (Spark's reading of a byte that is not UTF-8)
-    or more than ``cells.MAX_RECORD_CHARS`` characters dropped; a cell holding a missing
+    or more than ``cells.MAX_RECORD_CHARS`` characters or text after a closing quote
+    (:func:`_badly_quoted`) dropped; a cell holding a missing
     marker (``sources.MISSING_MARKERS``, any letter case) is missing. Without ``text``: each
     column typed as DuckDB types it (``_typed_csv``), for what the pages show about the
     columns."""
