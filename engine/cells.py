@@ -28,10 +28,12 @@ The rule, in short:
    ``"ab"cd``); spaces or tabs alone after a closing quote are no text (the record is kept;
    DuckDB and Spark drop them, this reading keeps them: the same key and number), and a
    quote inside a field that does not open with one is text (``ab"cd``, as every reader
-   reads it). DuckDB reads a copy of such a file without those records
-   (``engine.sources.csv_read_path``); Spark matches its own reading of such a field, and so
+   reads it). DuckDB and Spark, which cannot drop them themselves, read a copy of such a
+   file without those records (:func:`without_badly_quoted`; ``engine.sources.csv_read_path``,
+   the Spark program's ``read_path``). One gap: the Spark program given a cluster path,
+   which it cannot copy, matches Spark's reading of such a field (quotes and all), and so
    also drops a well-formed field whose text starts with a quote and has a later one
-   followed by text (written with tripled quotes first; one gap).
+   followed by text.
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -428,6 +430,22 @@ def badly_quoted_spans(text: str, delimiter: str) -> list[tuple[int, int, int]]:
         if not sep or pos >= len(text):
             break
     return bad
+
+
+def without_badly_quoted(text: str, delimiter: str) -> str | None:
+    """A CSV's text without its records :func:`badly_quoted` finds (each from its start to
+    its line break), every other byte as it was: what a reader that cannot drop them itself
+    (DuckDB, Spark) is given to read. None when there is none (read the file itself)."""
+    body = text.removesuffix("\n").removesuffix("\r")     # as read_cells splits it
+    spans = badly_quoted_spans(body, delimiter)
+    if not spans:
+        return None
+    kept, at = [], 0
+    for _, start, end in spans:
+        kept.append(body[at:start])
+        at = end
+    kept.append(text[at:])               # the rest, the file's last line break with it
+    return "".join(kept)
 
 
 def records_badly_quoted(text: str, delimiter: str, records: int | None = None) -> np.ndarray:

@@ -20,13 +20,13 @@ import pandas as pd
 
 from engine.cells import (
     NO_HEADER,
-    badly_quoted_spans,
     column_names,
     decode_bytes,
     has_header,
     header_layout,
     read_cells,
     strictly_quoted,
+    without_badly_quoted,
 )
 from engine.errors import DataFolderError, EngineError
 from engine.queries import Query, query_key
@@ -478,13 +478,15 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
 
 
 def csv_read_path(source: FileSource) -> str:
-    """The file DuckDB reads for a CSV: the file itself, or, when it holds records with text
-    after a closing quote (``engine.cells.badly_quoted``: ``"ab"cd``), a copy of it without
-    them, so that DuckDB drops the records ``read_cells`` drops and reads every other one as
-    before. DuckDB cannot drop them itself: its lenient reader makes ``abc`` of ``"ab"cd``
-    (and of some, with a doubled quote, one field running to the end of the file), and its
-    strict mode refuses a whole file with mixed line breaks and drops records with extra
-    fields.
+    """The file DuckDB and Spark read for a CSV: the file itself, or, when it holds records
+    with text after a closing quote (``engine.cells.badly_quoted``: ``"ab"cd``), a copy of it
+    without them (``engine.cells.without_badly_quoted``), so that DuckDB and Spark drop the
+    records ``read_cells`` drops and read every other one as before. Neither can drop them
+    itself: DuckDB's lenient reader makes ``abc`` of ``"ab"cd`` (and of some, with a doubled
+    quote, one field running to the end of the file), and its strict mode refuses a whole
+    file with mixed line breaks and drops records with extra fields; Spark reads such a field
+    as written, quotes and all, which is also the text of some well-formed fields, and its
+    RAISE_ERROR option fails the whole file.
 
     Cached per file version. The file is first read once in C, streamed (its memory a
     record: ``engine.cells.strictly_quoted``); only a file it does not read (such records, or
@@ -512,17 +514,11 @@ def _read_path(path: str, version: str, described: str, delimiter: str) -> str:
         raise EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
                           ". It may have been changed, moved or removed: choose the dataset "
                           "again.") from None
-    body = text.removesuffix("\n").removesuffix("\r")     # as read_cells splits it
-    spans = badly_quoted_spans(body, delimiter)
-    if not spans:
+    kept = without_badly_quoted(text, delimiter)
+    if kept is None:
         return path
-    kept, at = [], 0
-    for _, start, end in spans:
-        kept.append(body[at:start])
-        at = end
-    kept.append(text[at:])               # the rest, the file's last line break with it
     copy = Path(_copies()) / f"{uuid.uuid4().hex}.csv"
-    copy.write_bytes("".join(kept).encode("utf-8", errors="surrogateescape"))
+    copy.write_bytes(kept.encode("utf-8", errors="surrogateescape"))
     return str(copy)
 
 

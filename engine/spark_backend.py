@@ -52,6 +52,7 @@ from engine.sources import (
     TableSource,
     csv_column_names,
     csv_layout,
+    csv_read_path,
 )
 
 __all__ = ["SparkBackend", "SPARK_ENV", "spark_session"]
@@ -123,7 +124,7 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     null and a long one cut (``PERMISSIVE``), quoted line breaks inside a field
     (``multiLine``), a record holding U+FFFD (Spark's reading of a byte that is not UTF-8)
     or more than ``cells.MAX_RECORD_CHARS`` characters or text after a closing quote
-    (:func:`_badly_quoted`) dropped; a cell holding a missing
+    (read from a copy without it, ``sources.csv_read_path``) dropped; a cell holding a missing
     marker (``sources.MISSING_MARKERS``, any letter case) is missing. Without ``text``: each
     column typed as DuckDB types it (``_typed_csv``), for what the pages show about the
     columns."""
@@ -133,7 +134,9 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     header, delimiter, _ = csv_layout(source)
     names = csv_column_names(header)
     schema = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
-    raw = session.read.csv(str(source.path), schema=schema, header=True, sep=delimiter,
+    # the file, or a copy without its records with text after a closing quote (dropped by
+    # the one reading; Spark cannot tell them from some well-formed fields itself)
+    raw = session.read.csv(csv_read_path(source), schema=schema, header=True, sep=delimiter,
                            quote='"', escape='"', multiLine=True, mode="PERMISSIVE",
                            encoding="UTF-8", enforceSchema=True, maxCharsPerColumn=-1)
     # a record holding U+FFFD or whose fields hold more than cells.MAX_RECORD_CHARS
@@ -148,8 +151,7 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     counted = F.concat_ws("", *[F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(""))
                                 .otherwise(F.col(f"c{i}")) for i in range(len(names))])
     replaced = (record.contains("\ufffd")
-                | (F.length(counted) > int(one_reading.MAX_RECORD_CHARS))
-                | _badly_quoted([F.col(f"c{i}") for i in range(len(names))]))
+                | (F.length(counted) > int(one_reading.MAX_RECORD_CHARS)))
     raw = raw.where(~replaced)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))
              .otherwise(F.col(f"c{i}")) for i in range(len(names))]
@@ -157,29 +159,6 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     if text:
         return df.toDF(*names)
     return _typed_csv(df, len(names)).toDF(*names)
-
-
-#: Spark's reading of a field with text after its closing quote (``"ab"cd``, ``"1"2``, ``"ab" cd``;
-#: ``unescapedQuoteHandling`` STOP_AT_DELIMITER, its default): the field as written, quotes
-#: and all, up to the delimiter — a quote first, and a later quote followed by text. Spaces or
-#: tabs alone after the closing quote Spark drops (``ab``), as DuckDB does.
-BADLY_QUOTED = '(?s)^".*"[ \t]*[^ \t"]'
-
-
-def _badly_quoted(columns: list) -> Any:
-    """Whether a record has a field with text after its closing quote (:data:`BADLY_QUOTED`):
-    it is dropped, as ``engine.cells.badly_quoted`` drops it (rule 2). One flat ``exists``
-    over the fields, not an expression nested a level per column. Spark's option that would
-    find it (``unescapedQuoteHandling`` RAISE_ERROR) fails the whole file, and SKIP_VALUE
-    makes the field null like an empty one; so its reading is matched, and a well-formed
-    field whose text itself starts with a quote and has a later one followed by text
-    (written ``\"\"\"Hi\"\" she said\"``) is dropped by Spark alone."""
-    from pyspark.sql import functions as F
-
-    if not columns:
-        return F.lit(False)
-    return F.exists(F.array(*columns),
-                    lambda c: F.coalesce(c.rlike(BADLY_QUOTED), F.lit(False)))
 
 
 def _typed_csv(df: Any, width: int) -> Any:
