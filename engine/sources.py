@@ -24,8 +24,8 @@ from engine.cells import (
     decode_bytes,
     has_header,
     header_layout,
+    may_be_badly_quoted,
     read_cells,
-    strictly_quoted,
     without_badly_quoted,
 )
 from engine.errors import DataFolderError, EngineError
@@ -488,10 +488,12 @@ def csv_read_path(source: FileSource) -> str:
     as written, quotes and all, which is also the text of some well-formed fields, and its
     RAISE_ERROR option fails the whole file.
 
-    Cached per file version. The file is first read once in C, streamed (its memory a
-    record: ``engine.cells.strictly_quoted``); only a file it does not read (such records, or
-    a quote left open) is read whole and split in Python, and a copy written (a private
-    temporary folder, removed when the process ends) when a record is to be dropped."""
+    Cached per file version. The file is first searched for a quote byte, in chunks: none,
+    and it is read itself, unparsed; otherwise it is read in C from the line of its first
+    quote on, streamed (its memory a record: ``engine.cells.may_be_badly_quoted``); only a
+    file that reading refuses (such records, or a quote left open) is read whole and split in
+    Python, and a copy written (a private temporary folder, removed when the process ends)
+    when a record is to be dropped."""
     _, delimiter, _ = csv_layout(source)   # no header: raised there
     return _read_path(str(source.path), source.version, source.describe(), delimiter)
 
@@ -504,10 +506,8 @@ def _read_path(path: str, version: str, described: str, delimiter: str) -> str:
         with open(path, "rb") as stream:
             magic = stream.read(2)
         opener = gzip.open if magic == b"\x1f\x8b" else open
-        with opener(path, "rt", encoding="utf-8-sig", errors="surrogateescape",
-                    newline="") as lines:
-            if strictly_quoted(lines, delimiter):
-                return path
+        if not may_be_badly_quoted(path, delimiter, opener):
+            return path
         with opener(path, "rb") as stream:
             text = decode_bytes(stream.read())
     except (OSError, EOFError) as exc:

@@ -73,7 +73,7 @@ from engine.cells import (  # noqa: E402
     decode_bytes,
     has_header,
     header_layout,
-    strictly_quoted,
+    may_be_badly_quoted,
     without_badly_quoted,
 )
 from release.templates.common import (  # noqa: E402
@@ -432,10 +432,10 @@ def read_path(path, delimiter):
     if not os.path.isfile(path):
         return path
     opener = gzip.open if path.lower().endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8-sig", errors="surrogateescape",
-                newline="") as lines:
-        if strictly_quoted(lines, delimiter):
-            return path
+    # a byte search for a quote first (none: nothing to drop, no parse), then a C reading from
+    # the first quote's line
+    if not may_be_badly_quoted(path, delimiter, opener):
+        return path
     with opener(path, "rb") as handle:
         kept = without_badly_quoted(decode_bytes(handle.read()), delimiter)
     if kept is None:

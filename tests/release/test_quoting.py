@@ -13,6 +13,7 @@ same bytes gave other true answers on other paths. Expected values are written b
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 from pathlib import Path
 
@@ -22,7 +23,16 @@ import pytest
 from dashboard.data.upload import load_upload
 from dashboard.release_panel import content_hash_of, source_of
 from engine import BoundedSum, CountRows, Engine, FileSource
-from engine.cells import badly_quoted, read_cells
+from engine.cells import (
+    QUOTE_CHUNK,
+    badly_quoted,
+    decode_bytes,
+    may_be_badly_quoted,
+    quoted_line,
+    read_cells,
+    strictly_quoted,
+    without_badly_quoted,
+)
 from engine.duckdb_backend import DuckDBBackend
 from engine.sources import csv_read_path
 from plan.identity import content_digest
@@ -237,3 +247,120 @@ def test_badly_quoted_finds_what_the_strict_csv_reader_refuses() -> None:
     bad = [refused(line) for line in closed]
     at = badly_quoted("\n".join([header, *closed]), ",")
     assert np.flatnonzero(bad).tolist() == at.tolist()
+
+
+# The fast path of csv_read_path (engine.cells.may_be_badly_quoted): a file without a quote
+# byte is read as it is, unparsed; one with a quote is read strictly from its first quote's
+# line. The same decision as the strict reading of the whole file.
+
+def _opener(raw: bytes):
+    return gzip.open if raw[:2] == b"\x1f\x8b" else open
+
+
+def _random_files(count: int) -> list[bytes]:
+    """Random CSVs of a header, letters, delimiters, each line break, a UTF-8 and a non-UTF-8
+    byte; in half of them no quote at all, in the others quotes on a few lines only (late
+    ones among them, so that the strict reading starts past a prefix); some with a byte-order
+    mark, some gzipped."""
+    rng = np.random.default_rng(37)
+    pieces = np.array(["a", "a", ",", ",", "é", "\udcff"], dtype=object)
+    breaks = ["\n", "\r\n", "\r"]
+    files = []
+    for k in range(count):
+        lines = []
+        quoted = set(rng.choice(40, size=rng.integers(1, 4))) if k % 2 else set()
+        for i in range(40):
+            line = list(rng.choice(pieces, size=rng.integers(0, 8)))
+            if i in quoted:
+                for _ in range(rng.integers(1, 4)):
+                    line.insert(int(rng.integers(0, len(line) + 1)), '"')
+            lines.append("".join(line) + breaks[int(rng.integers(0, 3))])
+        raw = ("h0,h1,h2,h3\n" + "".join(lines)).encode("utf-8", errors="surrogateescape")
+        if rng.random() < 0.3:
+            raw = b"\xef\xbb\xbf" + raw
+        if rng.random() < 0.4:
+            raw = gzip.compress(raw)
+        files.append(raw)
+    return files
+
+
+def test_quoted_line_is_the_first_quotes_line_in_any_chunking() -> None:
+    """Against the definition over the whole bytes: the byte after the last line break
+    before the first quote; None without a quote."""
+    for raw in [b"", b"abc", b'"', b'ab\r\ncd\re"f\n"', b'x\ny\n\n', *_random_files(40)]:
+        raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        quote = raw.find(b'"')
+        expected = (None if quote < 0
+                    else max(raw.rfind(b"\n", 0, quote), raw.rfind(b"\r", 0, quote)) + 1)
+        for chunk in (1, 2, 5, 64, QUOTE_CHUNK):
+            assert quoted_line(io.BytesIO(raw), chunk) == expected, (raw, chunk)
+
+
+def test_the_fast_path_decides_as_the_strict_reading_of_the_whole_file(tmp_path) -> None:
+    """Files with and without quotes, plain and gzipped, with a byte-order mark or not, each
+    line break: may_be_badly_quoted is the strict reading of the whole text refusing it, and
+    csv_read_path gives the file itself exactly when badly_quoted finds nothing (else a copy
+    without those records). Half the files hold no quote, and a copy is made of none of them."""
+    # a quote on the header's line after a byte-order mark, gzipped or not; a quote left open
+    fixed = [b'\xef\xbb\xbf"h0",h1\n1,2\n', b'\xef\xbb\xbf"h0"x,h1\n1,2\n',
+             b'h0,h1\r\n1,2\r\n3,"4\r\n5,6\r\n', b'h0,h1\r1,2\r3,"4"\r5,"6"7\r']
+    files = [*fixed, *map(gzip.compress, fixed), *_random_files(120)]
+    copies = 0
+    for k, raw in enumerate(files):
+        path = tmp_path / f"f{k}.csv"
+        path.write_bytes(raw)
+        text = decode_bytes(raw)
+        full = not strictly_quoted(text, ",")
+        for chunk in (3, 64, QUOTE_CHUNK):
+            assert may_be_badly_quoted(path, ",", _opener(raw), chunk) == full, (k, chunk)
+        if '"' not in text:
+            assert not full
+        body = text.removesuffix("\n").removesuffix("\r")
+        read = csv_read_path(FileSource(path, "csv"))
+        if badly_quoted(body, ",").size:
+            copies += 1
+            assert read != str(path)
+            kept = without_badly_quoted(text, ",")
+            assert Path(read).read_bytes() == kept.encode("utf-8", errors="surrogateescape")
+        else:
+            assert read == str(path), k
+    assert 10 < copies < 60                       # both kinds well represented
+
+
+def _strict_reads(monkeypatch) -> list[int]:
+    """A spy on the csv module's strict reader: the records each strict reading read."""
+    real, reads = csv.reader, []
+
+    def reader(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        if not kwargs.get("strict"):
+            return rows
+        reads.append(0)
+
+        def counted():
+            for row in rows:
+                reads[-1] += 1
+                yield row
+        return counted()
+
+    monkeypatch.setattr(csv, "reader", reader)
+    return reads
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_file_without_a_quote_is_not_parsed(gzipped, tmp_path, monkeypatch) -> None:
+    """No strict reading of a file without a quote (before: one over the whole file), and a
+    file whose one quoted field is on its last line is read strictly from that line on
+    (before: its 2,001 records); the file itself is read in both."""
+    rows = [f"p{i},note{i % 7},{i % 100}" for i in range(2000)]
+    reads = _strict_reads(monkeypatch)
+    for name, lines in {"plain": rows, "late": rows + ['p_q,"x, y",5']}.items():
+        raw = ("pid,note,amount\r\n" + "\r\n".join(lines) + "\r\n").encode()
+        path = tmp_path / (f"{name}.csv.gz" if gzipped else f"{name}.csv")
+        path.write_bytes(gzip.compress(raw) if gzipped else raw)
+        assert csv_read_path(FileSource(path, "csv")) == str(path)
+        if name == "plain":
+            assert reads == []
+            assert badly_quoted(raw.decode(), ",").size == 0 and reads == []
+        else:
+            assert reads == [1]
