@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import uuid
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -459,14 +460,28 @@ def _csv_head(path: str, size: int) -> bytes:
         return stream.read(size)
 
 
+def _unreadable(exc: BaseException, described: str) -> EngineError:
+    """The refusal of a CSV file that cannot be read. A damaged gzip stream (a broken deflate
+    block, a bad checksum, cut short) is told as such, quoting nothing of the error: zlib's and
+    gzip's texts hold checksums and other values of the data; any other error is the
+    system's (a file moved or removed), its text naming no data."""
+    import gzip
+
+    if isinstance(exc, (zlib.error, gzip.BadGzipFile, EOFError)):
+        return EngineError(f"{described} is not a readable gzip file: it is damaged or cut short."
+                           " Compress the CSV again (gzip) and replace the file, or choose "
+                           "another dataset.")
+    return EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+                       ". It may have been changed, moved or removed: choose the dataset "
+                       "again.")
+
+
 @functools.lru_cache(maxsize=256)
 def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...], str, int]:
     try:
         head = _csv_head(path, CSV_HEAD_BYTES)
-    except (OSError, EOFError) as exc:
-        raise EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
-                          ". It may have been changed, moved or removed: choose the dataset "
-                          "again.") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable(exc, described) from None
     names, delimiter, skip = header_layout(head)
     if not has_header(names, head, complete=len(head) < CSV_HEAD_BYTES):
         # no header at all: DuckDB's parser text ("syntax error at or near ...") was the
@@ -510,10 +525,8 @@ def _read_path(path: str, version: str, described: str, delimiter: str) -> str:
             return path
         with opener(path, "rb") as stream:
             text = decode_bytes(stream.read())
-    except (OSError, EOFError) as exc:
-        raise EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
-                          ". It may have been changed, moved or removed: choose the dataset "
-                          "again.") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable(exc, described) from None
     kept = without_badly_quoted(text, delimiter)
     if kept is None:
         return path
@@ -548,7 +561,7 @@ def csv_without_rows(source: FileSource) -> bool:
 def _without_rows(path: str, version: str) -> bool:
     try:
         head = _csv_head(path, CSV_HEAD_BYTES + 1)
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return False     # the reading itself says what is wrong
     if len(head) > CSV_HEAD_BYTES:
         return False

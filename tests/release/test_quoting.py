@@ -364,3 +364,49 @@ def test_a_file_without_a_quote_is_not_parsed(gzipped, tmp_path, monkeypatch) ->
             assert badly_quoted(raw.decode(), ",").size == 0 and reads == []
         else:
             assert reads == [1]
+
+
+def _long_csv(rows: int = 80_000) -> bytes:
+    """More than the first MiB read for the header (engine.sources.CSV_HEAD_BYTES), no quote:
+    the byte search reads the whole file."""
+    return ("pid,note,amount\n" + "".join(f"p{i},n{i * 7919 % 100003},{i % 100}\n"
+                                          for i in range(rows))).encode()
+
+
+def _damaged_gzips() -> dict[str, bytes]:
+    whole = _long_csv()
+    assert len(whole) > (1 << 20)
+    # a valid member, then one whose deflate stream is broken (zlib.error on main's branch)
+    broken = bytearray(gzip.compress(b"q1,x,1\n" * 1000))
+    broken[10:12] = b"\xff\xff"
+    # one member whose checksum is wrong (gzip's message quotes both checksums)
+    crc = bytearray(gzip.compress(whole))
+    crc[-8:-4] = bytes(b ^ 0xFF for b in crc[-8:-4])
+    return {"broken block": gzip.compress(whole) + bytes(broken), "bad checksum": bytes(crc),
+            "cut short": gzip.compress(whole)[:-5000]}
+
+
+@pytest.mark.parametrize("kind", ["broken block", "bad checksum", "cut short"])
+def test_a_damaged_gzip_is_refused_with_a_clear_message(kind, tmp_path, capsys) -> None:
+    """A damaged gzip (past the first MiB) is refused, not a bare zlib.error traceback, and
+    the message quotes no checksum or other value (on the branch before: zlib.error raised,
+    and 'CRC check failed 0x… != 0x…')."""
+    from engine.errors import EngineError
+    from release.cli import main
+
+    path = tmp_path / "damaged.csv.gz"
+    path.write_bytes(_damaged_gzips()[kind])
+    with pytest.raises(EngineError) as refused:
+        DuckDBBackend(threads=1).run(FileSource(path, "csv"), CountRows())
+    message = str(refused.value)
+    assert "is not a readable gzip file: it is damaged or cut short" in message
+    assert "0x" not in message and "CRC" not in message and "Error" not in message
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(_plan().to_json())
+    code = main(["--plan", str(plan_path), "--data", str(path), "--ledger",
+                 str(tmp_path / "cli.sqlite"), "--out", str(tmp_path / "out"),
+                 "--budget", "10"])
+    out = capsys.readouterr()
+    assert code == 1
+    assert "not a readable gzip file" in out.out + out.err
+    assert "Traceback" not in out.out + out.err and "0x" not in out.out + out.err
