@@ -10,8 +10,10 @@ import functools
 import json
 import os
 import stat
+import threading
 import uuid
 import zlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -503,18 +505,48 @@ def csv_read_path(source: FileSource) -> str:
     as written, quotes and all, which is also the text of some well-formed fields, and its
     RAISE_ERROR option fails the whole file.
 
-    Cached per file version. The file is first searched for a quote byte, in chunks: none,
+    Cached per file version, at most one copy per file (:data:`READ_PATHS` files): a new
+    version's copy replaces the previous one, which is removed, and so is the copy of a file
+    evicted from the cache. The file is first searched for a quote byte, in chunks: none,
     and it is read itself, unparsed; otherwise it is read in C from the line of its first
     quote on, streamed (its memory a record: ``engine.cells.may_be_badly_quoted``); only a
     file that reading refuses (such records, or a quote left open) is read whole and split in
     Python, and a copy written (a private temporary folder, removed when the process ends)
     when a record is to be dropped."""
     _, delimiter, _ = csv_layout(source)   # no header: raised there
-    return _read_path(str(source.path), source.version, source.describe(), delimiter)
+    path, key = str(source.path), (source.version, delimiter)
+    with _READ_LOCK:
+        known = _READ_PATHS.get(path)
+        if known is not None and known[0] == key:
+            _READ_PATHS.move_to_end(path)
+            return known[1]
+    read = _read_path(path, source.describe(), delimiter)
+    with _READ_LOCK:
+        known = _READ_PATHS.get(path)
+        if known is not None and known[0] == key:
+            # this version read twice at once: the first reading kept (it may be in use)
+            stale, read = [read], known[1]
+        else:
+            # the previous version's copy goes
+            stale = [known[1]] if known is not None else []
+        _READ_PATHS[path] = (key, read)
+        _READ_PATHS.move_to_end(path)
+        while len(_READ_PATHS) > READ_PATHS:
+            stale.append(_READ_PATHS.popitem(last=False)[1][1])
+    for copy in stale:
+        if copy != path and copy != read and os.path.dirname(copy) == _copies():
+            Path(copy).unlink(missing_ok=True)
+    return read
 
 
-@functools.lru_cache(maxsize=64)
-def _read_path(path: str, version: str, described: str, delimiter: str) -> str:
+#: Files whose reading ``csv_read_path`` keeps (the least recently read forgotten first).
+READ_PATHS = 64
+# path -> ((version, delimiter), the path read): the file itself or its one copy
+_READ_PATHS: OrderedDict[str, tuple[tuple[str, str], str]] = OrderedDict()
+_READ_LOCK = threading.Lock()
+
+
+def _read_path(path: str, described: str, delimiter: str) -> str:
     import gzip
 
     try:

@@ -410,3 +410,31 @@ def test_a_damaged_gzip_is_refused_with_a_clear_message(kind, tmp_path, capsys) 
     assert code == 1
     assert "not a readable gzip file" in out.out + out.err
     assert "Traceback" not in out.out + out.err and "0x" not in out.out + out.err
+
+
+def test_one_copy_per_file_at_most(tmp_path, monkeypatch) -> None:
+    """A changed file's new copy replaces its previous one, and a file forgotten by the
+    cache leaves no copy (on the branch before: 81 copies after 80 changes, each kept until
+    the process ended)."""
+    import os
+
+    from engine import sources
+
+    monkeypatch.setattr(sources, "READ_PATHS", 3)
+    folder = Path(sources._copies())
+    before = set(folder.iterdir())
+    path = tmp_path / "changed.csv"
+    duck = DuckDBBackend(threads=1)
+    for i in range(10):
+        path.write_bytes(b'pid,note,amount\np1,"ab"cd,5\n' + b"p2,x,7\n" * (i + 1))
+        os.utime(path, ns=(10**18 + i, 10**18 + i))
+        assert duck.run(FileSource(path, "csv"), CountRows()).rows == i + 1
+        assert len(set(folder.iterdir()) - before) == 1
+    # other files read after it: the cache (3 files) forgets the first, and its copy goes
+    for k in range(3):
+        other = tmp_path / f"other{k}.csv"
+        other.write_bytes(b'pid,note,amount\np1,"ab"cd,5\np2,x,7\n')
+        assert duck.run(FileSource(other, "csv"), CountRows()).rows == 1
+    copies = set(folder.iterdir()) - before
+    assert len(copies) == 3
+    assert all(b"p1" not in copy.read_bytes() for copy in copies)
