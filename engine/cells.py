@@ -22,18 +22,21 @@ The rule, in short:
    of the record's own text; DuckDB's line limit, Spark's and the ``csv`` module's field
    limits are set past it, so that none of them drops or refuses a record first; one gap:
    a record over DuckDB's 32 MiB as written, possible only with text past the header's
-   width, is dropped by DuckDB alone). So is a record with text after a closing quote in a
-   field it keeps (:func:`badly_quoted`: ``"ab"cd``, ``"1"2``, ``"ab" cd``), of which each
-   reader makes another text (the ``csv`` module ``abcd``, DuckDB ``abc``, Spark
-   ``"ab"cd``); spaces or tabs alone after a closing quote are no text (the record is kept;
-   DuckDB and Spark drop them, this reading keeps them: the same key and number), and a
-   quote inside a field that does not open with one is text (``ab"cd``, as every reader
-   reads it). DuckDB and Spark, which cannot drop them themselves, read a copy of such a
-   file without those records (:func:`without_badly_quoted`; ``engine.sources.csv_read_path``,
-   the Spark program's ``read_path``). One gap: the Spark program given a cluster path,
-   which it cannot copy, matches Spark's reading of such a field (quotes and all), and so
+   width, is dropped by DuckDB alone). So is a record with text after a closing quote in any
+   of its fields, past the header's width too (:func:`badly_quoted`: ``"ab"cd``, ``"1"2``,
+   ``"ab" cd``; past the width, with a doubled quote before the text, DuckDB's reader made
+   one field of it running on over later records), of which each reader makes another text
+   (the ``csv`` module ``abcd``, DuckDB ``abc``, Spark ``"ab"cd``); spaces or tabs alone
+   after a closing quote are no text (the record is kept; DuckDB and Spark drop them, this
+   reading keeps them: the same key and number), and a quote inside a field that does not
+   open with one is text (``ab"cd``, as every reader reads it). DuckDB and Spark, which
+   cannot drop them themselves, read a copy of such a file without those records
+   (:func:`without_badly_quoted`; ``engine.sources.csv_read_path``, the Spark program's
+   ``read_path``). One gap: the Spark program given a cluster path, which it cannot copy,
+   matches Spark's reading of such a field (quotes and all), and so
    also drops a well-formed field whose text starts with a quote and has a later one
-   followed by text.
+   followed by text, and keeps a record whose only such field is past the header's width
+   (Spark reads no field there).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -316,7 +319,7 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     record is padded with None, a long one cut to the header's width, a blank line is no
     record, a record holding a byte that is not UTF-8 (or U+FFFD) in a kept field is
     dropped, and so is one whose kept fields hold more than :data:`MAX_RECORD_CHARS`
-    characters, and one with text after a closing quote in a kept field
+    characters, and one with text after a closing quote in any field
     (:func:`badly_quoted`). Cells are the
     fields as written (no white space removed, no missing marker read: :func:`is_missing`
     and :func:`cell_key` do that). An empty file has no names and no rows.
@@ -437,8 +440,9 @@ def may_be_badly_quoted(path, delimiter: str, opener=open, chunk: int = QUOTE_CH
 
 def badly_quoted(text: str, delimiter: str) -> np.ndarray:
     """The data records (0 the first after the header; blank lines are no record, as
-    :func:`read_cells` counts them) with text after a closing quote in a field they keep (the
-    header's width): ``"ab"cd``, ``"1"2``, ``"ab" cd``. They are dropped on every path (rule 2):
+    :func:`read_cells` counts them) with text after a closing quote in any field, past the
+    header's width too (there DuckDB's reader may run one field on over later records):
+    ``"ab"cd``, ``"1"2``, ``"ab" cd``. They are dropped on every path (rule 2):
     each reader makes another text of them (the ``csv`` module ``abcd``, DuckDB ``abc`` or the
     rest of the file, Spark ``"ab"cd``). Spaces and tabs alone after a closing quote are no
     text (``"ab" ,``: DuckDB and Spark read ``ab``, the ``csv`` module ``ab `` — the same key
@@ -469,7 +473,9 @@ def badly_quoted_spans(text: str, delimiter: str) -> list[tuple[int, int, int]]:
         match = field.match(text, pos)
         tail, sep = match.group("tail"), match.group("sep")
         filled = filled or match.end() > match.start() + len(sep) or sep == delimiter
-        if tail and tail.strip(" \t") and (width is None or column < width):
+        # any field, past the header's width too: DuckDB's reading of such a field there
+        # may take in the records after it
+        if tail and tail.strip(" \t"):
             wrong = True
         pos, column = match.end(), column + 1
         if sep == delimiter:
@@ -504,7 +510,7 @@ def without_badly_quoted(text: str, delimiter: str) -> str | None:
 
 def records_badly_quoted(text: str, delimiter: str, records: int | None = None) -> np.ndarray:
     """Whether each data record of a CSV's text (as :func:`records_too_long` counts them) has
-    text after a closing quote in a kept field (:func:`badly_quoted`): for a reader with a
+    text after a closing quote in any field (:func:`badly_quoted`): for a reader with a
     reading of its own (the upload), so that it drops the records the rule drops."""
     text = text.removesuffix("\n").removesuffix("\r")     # the last line break
     bad = badly_quoted(text, delimiter)

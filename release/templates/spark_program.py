@@ -485,7 +485,8 @@ def read_spark(spark, path):
             # a cluster path, which read_path cannot copy: a record with text after a closing
             # quote is dropped by Spark's reading of such a field (the field as written,
             # quotes and all: a quote first, a later one followed by text), which some
-            # well-formed fields also read as (one gap of the cluster path alone)
+            # well-formed fields also read as, and such a field past the header's width is
+            # not read at all (gaps of the cluster path alone)
             fields = F.array(*[F.col(f"c{i}") for i in range(len(names))])
             replaced = replaced | F.exists(fields, lambda c: F.coalesce(
                 c.rlike('(?s)^".*"[ \t]*[^ \t"]'), F.lit(False)))
