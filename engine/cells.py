@@ -33,10 +33,11 @@ The rule, in short:
    cannot drop them themselves, read a copy of such a file without those records
    (:func:`without_badly_quoted`; ``engine.sources.csv_read_path``, the Spark program's
    ``read_path``). One gap: the Spark program given a cluster path, which it cannot copy,
-   matches Spark's reading of such a field (quotes and all), and so
-   also drops a well-formed field whose text starts with a quote and has a later one
-   followed by text, and keeps a record whose only such field is past the header's width
-   (Spark reads no field there).
+   and the engine's Spark backend on a master that is not local (``spark://``, ``yarn``,
+   ``k8s://``, ``sc://``: its workers cannot read the copy) match Spark's reading of such
+   a field (quotes and all), and so also drop a well-formed field whose text starts with a
+   quote and has a later one followed by text, and keep a record whose only such field is
+   past the header's width (Spark reads no field there).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as

@@ -443,3 +443,39 @@ def test_one_copy_per_file_at_most(tmp_path, monkeypatch) -> None:
     copies = set(folder.iterdir()) - before
     assert len(copies) == 3
     assert all(b"p1" not in copy.read_bytes() for copy in copies)
+
+
+@pytest.mark.parametrize(("master", "local"), [
+    ("local", True), ("local[2]", True), ("local[*]", True),
+    ("spark://host:7077", False), ("yarn", False), ("k8s://https://host:6443", False),
+    ("sc://host:15002", False), ("local-cluster[2,1,1024]", False), ("", False)])
+def test_only_a_local_master_reads_the_private_copy(master, local) -> None:
+    """The private /tmp copy is for a local master alone; a cluster's workers cannot read
+    it (on the branch before, every master was handed it)."""
+    from engine.spark_backend import reads_local_copy
+
+    assert reads_local_copy(master) is local
+
+
+@pytest.mark.spark
+def test_spark_on_a_cluster_reads_the_file_itself(data, shared_spark, monkeypatch) -> None:
+    """A master that is not local reads the file itself and drops what Spark's reading of
+    a field shows, as the Spark program reads a cluster path (the gap: p11 and p13's fields,
+    past the header's width, are not read)."""
+    from engine import spark_backend
+    from engine.spark_backend import SparkBackend
+
+    _, path = data
+    handed = []
+    real_csv = type(shared_spark.read).csv
+
+    def csv_spy(reader, where, *args, **kwargs):
+        handed.append(where)
+        return real_csv(reader, where, *args, **kwargs)
+
+    monkeypatch.setattr(spark_backend, "_master", lambda session: "spark://host:7077")
+    monkeypatch.setattr(type(shared_spark.read), "csv", csv_spy)
+    total = SparkBackend(session=shared_spark).run(FileSource(path, "csv"),
+                                                   BoundedSum("amount", 0.0, 100.0))
+    assert handed and set(handed) == {str(path)}
+    assert (total.total, total.rows) == (TOTAL + 37 + 43, COUNT + 2)
