@@ -509,6 +509,78 @@ def without_badly_quoted(text: str, delimiter: str) -> str | None:
     return "".join(kept)
 
 
+#: Characters of a file's text split at a time by :func:`copy_without_badly_quoted`: a bound
+#: on what the copy holds (one record longer than it, or a quote left open, is held whole).
+COPY_BLOCK = 1 << 20
+
+
+def _scan_records(text: str, field: re.Pattern, delimiter: str, header: bool,
+                  final: bool) -> tuple[list[tuple[int, int]], int, bool]:
+    """(start, end) of each record of ``text`` (which starts a record) with text after a
+    closing quote, how far the records read end (a record that may go on past ``text``, when
+    it is not ``final``, left unread), and whether the header has been read: the splitting
+    of :func:`badly_quoted_spans`, block by block."""
+    bad: list[tuple[int, int]] = []
+    filled, wrong, pos, begun = False, False, 0, 0
+    while True:
+        match = field.match(text, pos)
+        tail, sep = match.group("tail"), match.group("sep")
+        if not final and match.end() >= len(text) and sep in ("", "\r"):
+            break           # a field (or a \r\n) that may go on in the next block
+        filled = filled or match.end() > match.start() + len(sep) or sep == delimiter
+        if tail and tail.strip(" \t"):
+            wrong = True
+        pos = match.end()
+        if sep == delimiter:
+            continue
+        if filled:                      # a blank line is no record
+            if not header:
+                header = True           # the header is never dropped
+            elif wrong:
+                bad.append((begun, pos))
+        filled, wrong, begun = False, False, pos
+        if not sep or pos >= len(text):
+            break
+    return bad, begun, header
+
+
+def copy_without_badly_quoted(lines, out, delimiter: str, block: int = COPY_BLOCK) -> bool:
+    """Write a CSV's text (``lines``: read with ``newline=""``) to ``out`` without its records
+    :func:`badly_quoted` finds (each with its line break), every other character as it was;
+    whether any was left out. Block by block, each cut after a line break and carried on to
+    a record's start: a block the strict reading in C reads (:func:`strictly_quoted`: it
+    ends outside quotes, no such record) is written as it is, any other split field by
+    field; what it holds is a block and one record (a quote left open: the rest of the file,
+    read in blocks growing with it, so that it is split once more per doubling)."""
+    field = _quote_field(delimiter)
+    carry, header, dropped = "", False, False
+    while True:
+        chunk = lines.read(max(block, len(carry)))
+        final = not chunk
+        text = carry + chunk
+        cut = len(text) if final else text.rfind("\n") + 1
+        piece, carry = text[:cut], text[cut:]
+        if not piece:
+            if final:
+                return dropped
+            continue
+        if strictly_quoted(piece, delimiter):
+            out.write(piece)
+            header = header or bool(piece.strip("\r\n"))
+        else:
+            bad, done, header = _scan_records(piece, field, delimiter, header, final)
+            at = 0
+            for start, end in bad:
+                out.write(piece[at:start])
+                at = end
+            out.write(piece[at:done])
+            dropped = dropped or bool(bad)
+            carry = piece[done:] + carry
+        if final:
+            out.write(carry)
+            return dropped
+
+
 def records_badly_quoted(text: str, delimiter: str, records: int | None = None) -> np.ndarray:
     """Whether each data record of a CSV's text (as :func:`records_too_long` counts them) has
     text after a closing quote in any field (:func:`badly_quoted`): for a reader with a

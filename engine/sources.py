@@ -7,6 +7,7 @@ and Parquet file and Parquet folder in it, by name, and nothing outside it.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import stat
@@ -24,12 +25,11 @@ import pandas as pd
 from engine.cells import (
     NO_HEADER,
     column_names,
-    decode_bytes,
+    copy_without_badly_quoted,
     has_header,
     header_layout,
     may_be_badly_quoted,
     read_cells,
-    without_badly_quoted,
 )
 from engine.errors import DataFolderError, EngineError
 from engine.queries import Query, query_key
@@ -510,9 +510,11 @@ def csv_read_path(source: FileSource) -> str:
     evicted from the cache. The file is first searched for a quote byte, in chunks: none,
     and it is read itself, unparsed; otherwise it is read in C from the line of its first
     quote on, streamed (its memory a record: ``engine.cells.may_be_badly_quoted``); only a
-    file that reading refuses (such records, or a quote left open) is read whole and split in
-    Python, and a copy written (a private temporary folder, removed when the process ends)
-    when a record is to be dropped."""
+    file that reading refuses (such records, or a quote left open) is copied without them,
+    streamed block by block (``engine.cells.copy_without_badly_quoted``: a block read in C
+    written as it is, one it refuses split in Python; its memory a block and a record), to
+    a private temporary folder removed when the process ends (the copy removed at once when
+    no record was dropped)."""
     _, delimiter, _ = csv_layout(source)   # no header: raised there
     path, key = str(source.path), (source.version, delimiter)
     with _READ_LOCK:
@@ -549,21 +551,26 @@ _READ_LOCK = threading.Lock()
 def _read_path(path: str, described: str, delimiter: str) -> str:
     import gzip
 
+    copy = Path(_copies()) / f"{uuid.uuid4().hex}.csv"
     try:
         with open(path, "rb") as stream:
             magic = stream.read(2)
         opener = gzip.open if magic == b"\x1f\x8b" else open
         if not may_be_badly_quoted(path, delimiter, opener):
             return path
-        with opener(path, "rb") as stream:
-            text = decode_bytes(stream.read())
+        # streamed, block by block (its memory a block and a record), as decode_bytes reads
+        # it: a byte-order mark dropped, bytes that are not UTF-8 kept as they were
+        with (opener(path, "rb") as stream,
+              io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape",
+                               newline="") as lines,
+              open(copy, "w", encoding="utf-8", errors="surrogateescape", newline="") as out):
+            dropped = copy_without_badly_quoted(lines, out, delimiter)
     except (OSError, EOFError, zlib.error) as exc:
+        copy.unlink(missing_ok=True)
         raise _unreadable(exc, described) from None
-    kept = without_badly_quoted(text, delimiter)
-    if kept is None:
+    if not dropped:
+        copy.unlink()
         return path
-    copy = Path(_copies()) / f"{uuid.uuid4().hex}.csv"
-    copy.write_bytes(kept.encode("utf-8", errors="surrogateescape"))
     return str(copy)
 
 
