@@ -462,7 +462,7 @@ def _csv_head(path: str, size: int) -> bytes:
         return stream.read(size)
 
 
-def _unreadable(exc: BaseException, described: str) -> EngineError:
+def _unreadable_csv(exc: BaseException, described: str) -> EngineError:
     """The refusal of a CSV file that cannot be read. A damaged gzip stream (a broken deflate
     block, a bad checksum, cut short) is told as such, quoting nothing of the error: zlib's and
     gzip's texts hold checksums and other values of the data; any other error is the
@@ -483,7 +483,7 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
     try:
         head = _csv_head(path, CSV_HEAD_BYTES)
     except (OSError, EOFError, zlib.error) as exc:
-        raise _unreadable(exc, described) from None
+        raise _unreadable_csv(exc, described) from None
     names, delimiter, skip = header_layout(head)
     if not has_header(names, head, complete=len(head) < CSV_HEAD_BYTES):
         # no header at all: DuckDB's parser text ("syntax error at or near ...") was the
@@ -567,7 +567,7 @@ def _read_path(path: str, described: str, delimiter: str) -> str:
             dropped = copy_without_badly_quoted(lines, out, delimiter)
     except (OSError, EOFError, zlib.error) as exc:
         copy.unlink(missing_ok=True)
-        raise _unreadable(exc, described) from None
+        raise _unreadable_csv(exc, described) from None
     if not dropped:
         copy.unlink()
         return path
