@@ -370,7 +370,7 @@ def _quote_field(delimiter: str) -> re.Pattern:
     to the end of the text), anything after that quote up to the delimiter or line break is
     its ``tail``; any other field runs to the delimiter or line break, quotes in it text."""
     d = re.escape(delimiter)
-    return re.compile(rf'(?:"(?:[^"]|"")*(?:"(?P<tail>[^{d}\r\n]*))?|[^"{d}\r\n][^{d}\r\n]*|)'
+    return re.compile(rf'(?:"(?:[^"]+|"")*+(?:"(?P<tail>[^{d}\r\n]*))?|[^"{d}\r\n][^{d}\r\n]*|)'
                       rf'(?P<sep>{d}|\r\n|\r|\n|\Z)')
 
 
