@@ -22,7 +22,22 @@ The rule, in short:
    of the record's own text; DuckDB's line limit, Spark's and the ``csv`` module's field
    limits are set past it, so that none of them drops or refuses a record first; one gap:
    a record over DuckDB's 32 MiB as written, possible only with text past the header's
-   width, is dropped by DuckDB alone).
+   width, is dropped by DuckDB alone). So is a record with text after a closing quote in any
+   of its fields, past the header's width too (:func:`badly_quoted`: ``"ab"cd``, ``"1"2``,
+   ``"ab" cd``; past the width, with a doubled quote before the text, DuckDB's reader made
+   one field of it running on over later records), of which each reader makes another text
+   (the ``csv`` module ``abcd``, DuckDB ``abc``, Spark ``"ab"cd``); spaces or tabs alone
+   after a closing quote are no text (the record is kept; DuckDB and Spark drop them, this
+   reading keeps them: the same key and number), and a quote inside a field that does not
+   open with one is text (``ab"cd``, as every reader reads it). DuckDB and Spark, which
+   cannot drop them themselves, read a copy of such a file without those records
+   (:func:`without_badly_quoted`; ``engine.sources.csv_read_path``, the Spark program's
+   ``read_path``). One gap: the Spark program given a cluster path, which it cannot copy,
+   and the engine's Spark backend on a master that is not local (``spark://``, ``yarn``,
+   ``k8s://``, ``sc://``: its workers cannot read the copy) match Spark's reading of such
+   a field (quotes and all), and so also drop a well-formed field whose text starts with a
+   quote and has a later one followed by text, and keep a record whose only such field is
+   past the header's width (Spark reads no field there).
 3. A cell whose text, white space (:data:`WHITE_SPACE`) removed, is a missing marker
    (:data:`MISSING_MARKERS`, any letter case) is missing.
 4. A cell is the number DuckDB's ``TRY_CAST(trim(text) AS DOUBLE)`` reads it as
@@ -332,7 +347,8 @@ def read_cells(data: bytes | str, delimiter: str | None = None
     record is padded with None, a long one cut to the header's width, a blank line is no
     record, a record holding a byte that is not UTF-8 (or U+FFFD) in a kept field is
     dropped, and so is one whose kept fields hold more than :data:`MAX_RECORD_CHARS`
-    characters. Cells are the
+    characters, and one with text after a closing quote in any field
+    (:func:`badly_quoted`). Cells are the
     fields as written (no white space removed, no missing marker read: :func:`is_missing`
     and :func:`cell_key` do that). An empty file has no names and no rows.
     """
@@ -362,6 +378,8 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         # (rule 2), as DuckDB's and Spark's readers drop it
         holds.append(too_long(columns[:width]))
         keep = ~np.logical_or.reduce(holds)
+        # a record with text after a closing quote in a kept field is dropped (rule 2)
+        keep[badly_quoted(text, delimiter)] = False
     else:
         keep = np.zeros(0, dtype=bool)
     data = {}
@@ -371,6 +389,235 @@ def read_cells(data: bytes | str, delimiter: str | None = None
         data[name] = pd.Series(column[keep], dtype=object)
     rows = pd.DataFrame(data, columns=names, dtype=object)
     return header, rows
+
+
+def _quote_field(delimiter: str) -> re.Pattern:
+    """One field and what ends it, as the ``csv`` module (``strict=False``) splits a record:
+    a field opened by a quote runs to its closing quote (a doubled quote is one; left open,
+    to the end of the text), anything after that quote up to the delimiter or line break is
+    its ``tail``; any other field runs to the delimiter or line break, quotes in it text."""
+    d = re.escape(delimiter)
+    return re.compile(rf'(?:"(?:[^"]+|"")*+(?:"(?P<tail>[^{d}\r\n]*))?|[^"{d}\r\n][^{d}\r\n]*|)'
+                      rf'(?P<sep>{d}|\r\n|\r|\n|\Z)')
+
+
+def strictly_quoted(lines, delimiter: str) -> bool:
+    """Whether a CSV's text (a string, or lines read with ``newline=""``: a file streamed, its
+    memory a record) reads without an error by the ``csv`` module with ``strict=True``, in C:
+    then no record has text after a closing quote (nor a quote left open), and
+    :func:`badly_quoted` has nothing to find."""
+    if isinstance(lines, str):
+        lines = io.StringIO(lines, newline="")
+    strict = csv.reader(lines, delimiter=delimiter, quotechar='"', doublequote=True,
+                        strict=True)
+    try:
+        max(map(len, strict), default=0)    # every record read, in C, none kept
+    except csv.Error:
+        return False
+    return True
+
+
+#: Bytes of a file searched at a time for a quote (:func:`quoted_line`): a bound on what the
+#: search holds, large enough that the search runs at C speed.
+QUOTE_CHUNK = 16 << 20
+
+
+def quoted_line(stream, chunk: int = QUOTE_CHUNK) -> int | None:
+    """Where the line holding a binary stream's first quote byte (``"``) starts (the byte
+    after the last line break, ``\\n`` or ``\\r``, before it; 0 on the first line), or None
+    when the stream holds none: a byte search in chunks, no parse. In UTF-8 (and with
+    ``surrogateescape``) the byte 0x22 is the character ``"`` alone, as 0x0A and 0x0D are the
+    line breaks: no other character's bytes hold them."""
+    at, line = 0, 0
+    while block := stream.read(chunk):
+        quote = block.find(b'"')
+        end = quote if quote >= 0 else len(block)
+        # a line break before the quote (or in a chunk without one) starts a later line
+        brk = max(block.rfind(b"\n", 0, end), block.rfind(b"\r", 0, end))
+        if brk >= 0:
+            line = at + brk + 1
+        if quote >= 0:
+            return line
+        at += len(block)
+    return None
+
+
+def may_be_badly_quoted(path, delimiter: str, opener=open, chunk: int = QUOTE_CHUNK) -> bool:
+    """Whether a CSV file may hold a record :func:`badly_quoted` finds: False means it holds
+    none (read the file itself), True that its text is to be read whole and split
+    (:func:`without_badly_quoted`). ``opener``: ``open`` or ``gzip.open``.
+
+    The same decision as :func:`strictly_quoted` over the whole file, at less cost. A file
+    without a quote byte (:func:`quoted_line`) holds no such record: one needs a field opened
+    by a quote, and no C pass is made. Otherwise the strict reading starts at the line of the
+    first quote: no line break before it is inside quotes (no quote precedes it), so each ends
+    a record (or a blank line) on every reading, the records before it are read alike
+    (quote-free ones cannot be refused: the field limit is :data:`CSV_FIELD_LIMIT`), and the
+    reading from there is the whole file's reading of the records that follow. A gzip file is
+    decompressed once more up to that line (a seek back), still cheaper than parsing it."""
+    with opener(path, "rb") as stream:
+        start = quoted_line(stream, chunk)
+        if start is None:
+            return False
+        stream.seek(start)
+        # a UTF-8 byte-order mark can only be at the file's start
+        with io.TextIOWrapper(stream, encoding="utf-8-sig" if start == 0 else "utf-8",
+                              errors="surrogateescape", newline="") as lines:
+            return not strictly_quoted(lines, delimiter)
+
+
+def badly_quoted(text: str, delimiter: str) -> np.ndarray:
+    """The data records (0 the first after the header; blank lines are no record, as
+    :func:`read_cells` counts them) with text after a closing quote in any field, past the
+    header's width too (there DuckDB's reader may run one field on over later records):
+    ``"ab"cd``, ``"1"2``, ``"ab" cd``. They are dropped on every path (rule 2):
+    each reader makes another text of them (the ``csv`` module ``abcd``, DuckDB ``abc`` or the
+    rest of the file, Spark ``"ab"cd``). Spaces and tabs alone after a closing quote are no
+    text (``"ab" ,``: DuckDB and Spark read ``ab``, the ``csv`` module ``ab `` — the same key
+    and number), and a quote inside a field that does not open with one is text (``ab"cd``,
+    as every reader reads it). ``text``: the file's text, its last line break removed."""
+    return np.asarray([i for i, _, _ in badly_quoted_spans(text, delimiter)], dtype=np.int64)
+
+
+def badly_quoted_spans(text: str, delimiter: str) -> list[tuple[int, int, int]]:
+    """(record, start, end) of each record :func:`badly_quoted` finds: its data record
+    number and where it is in ``text``, its line break included (what a copy of the file
+    without it leaves out: ``engine.sources.csv_read_path``).
+
+    Nothing to find in a text without a quote; otherwise a quick reading first
+    (:func:`strictly_quoted`, from the first quote's line as :func:`may_be_badly_quoted`
+    starts it), and nothing more on a text it reads; otherwise the text is split field by
+    field, as the ``csv`` module splits it (a loop over the fields of such files only)."""
+    quote = text.find('"')
+    if quote < 0:
+        return []
+    line = max(text.rfind("\n", 0, quote), text.rfind("\r", 0, quote)) + 1
+    if strictly_quoted(text[line:], delimiter):
+        return []
+    field = _quote_field(delimiter)
+    bad: list[tuple[int, int, int]] = []
+    record, column, width, filled, wrong, pos, begun = -1, 0, None, False, False, 0, 0
+    while True:
+        match = field.match(text, pos)
+        tail, sep = match.group("tail"), match.group("sep")
+        filled = filled or match.end() > match.start() + len(sep) or sep == delimiter
+        # any field, past the header's width too: DuckDB's reading of such a field there
+        # may take in the records after it
+        if tail and tail.strip(" \t"):
+            wrong = True
+        pos, column = match.end(), column + 1
+        if sep == delimiter:
+            continue
+        if filled:                      # a blank line is no record
+            if width is None:
+                width = column          # the header's
+            elif wrong:
+                bad.append((record, begun, pos))
+            record += 1
+        column, filled, wrong, begun = 0, False, False, pos
+        if not sep or pos >= len(text):
+            break
+    return bad
+
+
+def without_badly_quoted(text: str, delimiter: str) -> str | None:
+    """A CSV's text without its records :func:`badly_quoted` finds (each from its start to
+    its line break), every other byte as it was: what a reader that cannot drop them itself
+    (DuckDB, Spark) is given to read. None when there is none (read the file itself)."""
+    body = text.removesuffix("\n").removesuffix("\r")     # as read_cells splits it
+    spans = badly_quoted_spans(body, delimiter)
+    if not spans:
+        return None
+    kept, at = [], 0
+    for _, start, end in spans:
+        kept.append(body[at:start])
+        at = end
+    kept.append(text[at:])               # the rest, the file's last line break with it
+    return "".join(kept)
+
+
+#: Characters of a file's text split at a time by :func:`copy_without_badly_quoted`: a bound
+#: on what the copy holds (one record longer than it, or a quote left open, is held whole).
+COPY_BLOCK = 1 << 20
+
+
+def _scan_records(text: str, field: re.Pattern, delimiter: str, header: bool,
+                  final: bool) -> tuple[list[tuple[int, int]], int, bool]:
+    """(start, end) of each record of ``text`` (which starts a record) with text after a
+    closing quote, how far the records read end (a record that may go on past ``text``, when
+    it is not ``final``, left unread), and whether the header has been read: the splitting
+    of :func:`badly_quoted_spans`, block by block."""
+    bad: list[tuple[int, int]] = []
+    filled, wrong, pos, begun = False, False, 0, 0
+    while True:
+        match = field.match(text, pos)
+        tail, sep = match.group("tail"), match.group("sep")
+        if not final and match.end() >= len(text) and sep in ("", "\r"):
+            break           # a field (or a \r\n) that may go on in the next block
+        filled = filled or match.end() > match.start() + len(sep) or sep == delimiter
+        if tail and tail.strip(" \t"):
+            wrong = True
+        pos = match.end()
+        if sep == delimiter:
+            continue
+        if filled:                      # a blank line is no record
+            if not header:
+                header = True           # the header is never dropped
+            elif wrong:
+                bad.append((begun, pos))
+        filled, wrong, begun = False, False, pos
+        if not sep or pos >= len(text):
+            break
+    return bad, begun, header
+
+
+def copy_without_badly_quoted(lines, out, delimiter: str, block: int = COPY_BLOCK) -> bool:
+    """Write a CSV's text (``lines``: read with ``newline=""``) to ``out`` without its records
+    :func:`badly_quoted` finds (each with its line break), every other character as it was;
+    whether any was left out. Block by block, each cut after a line break and carried on to
+    a record's start: a block the strict reading in C reads (:func:`strictly_quoted`: it
+    ends outside quotes, no such record) is written as it is, any other split field by
+    field; what it holds is a block and one record (a quote left open: the rest of the file,
+    read in blocks growing with it, so that it is split once more per doubling)."""
+    field = _quote_field(delimiter)
+    carry, header, dropped = "", False, False
+    while True:
+        chunk = lines.read(max(block, len(carry)))
+        final = not chunk
+        text = carry + chunk
+        cut = len(text) if final else text.rfind("\n") + 1
+        piece, carry = text[:cut], text[cut:]
+        if not piece:
+            if final:
+                return dropped
+            continue
+        if strictly_quoted(piece, delimiter):
+            out.write(piece)
+            header = header or bool(piece.strip("\r\n"))
+        else:
+            bad, done, header = _scan_records(piece, field, delimiter, header, final)
+            at = 0
+            for start, end in bad:
+                out.write(piece[at:start])
+                at = end
+            out.write(piece[at:done])
+            dropped = dropped or bool(bad)
+            carry = piece[done:] + carry
+        if final:
+            out.write(carry)
+            return dropped
+
+
+def records_badly_quoted(text: str, delimiter: str, records: int | None = None) -> np.ndarray:
+    """Whether each data record of a CSV's text (as :func:`records_too_long` counts them) has
+    text after a closing quote in any field (:func:`badly_quoted`): for a reader with a
+    reading of its own (the upload), so that it drops the records the rule drops."""
+    text = text.removesuffix("\n").removesuffix("\r")     # the last line break
+    bad = badly_quoted(text, delimiter)
+    count = records if records is not None else (int(bad.max()) + 1 if bad.size else 0)
+    out = np.zeros(count, dtype=bool)
+    out[bad[bad < count]] = True
+    return out
 
 
 def too_long(columns: list) -> np.ndarray:

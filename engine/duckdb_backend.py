@@ -66,6 +66,7 @@ from engine.sources import (
     TableSource,
     csv_column_names,
     csv_layout,
+    csv_read_path,
     missing_spellings,
     parquet_parts,
 )
@@ -1441,8 +1442,9 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     the delimiter from the header alone, every field text, a short record padded with NULL,
     a long one cut, a record with a byte that is not UTF-8 skipped (``ignore_errors``) and
     one holding U+FFFD dropped, and one whose fields hold more than
-    ``cells.MAX_RECORD_CHARS`` characters dropped. What a release reads and what the identity
-    digests."""
+    ``cells.MAX_RECORD_CHARS`` characters dropped, and one with text after a closing quote
+    (read from a copy of the file without it, ``sources.csv_read_path``). What a release
+    reads and what the identity digests."""
     names, delimiter, skip = csv_layout(source)
     width = len(names)
     # One column more than the header, never listed: DuckDB keeps each empty line of a
@@ -1451,7 +1453,9 @@ def csv_text_reader(source: FileSource) -> tuple[str, dict[str, object], int]:
     # or holds a long record's first extra field, which is cut as before.
     columns = {f"c{i}": "VARCHAR" for i in range(width)} | {"c_extra": "VARCHAR"}
     params: dict[str, object] = {
-        "path": str(source.path), "csv_missing": missing_spellings(),
+        # the file, or a copy without its records with text after a closing quote, which
+        # DuckDB's reader cannot drop itself (engine.sources.csv_read_path)
+        "path": csv_read_path(source), "csv_missing": missing_spellings(),
         "csv_columns": columns,
         "csv_delim": delimiter, "csv_skip": skip, "csv_line": MAX_LINE_BYTES}
     reader = ("read_csv($path, auto_detect = false, header = true, skip = $csv_skip, "

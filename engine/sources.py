@@ -7,10 +7,14 @@ and Parquet file and Parquet folder in it, by name, and nothing outside it.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import stat
+import threading
 import uuid
+import zlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +22,15 @@ from typing import Literal
 
 import pandas as pd
 
-from engine.cells import NO_HEADER, column_names, has_header, header_layout, read_cells
+from engine.cells import (
+    NO_HEADER,
+    column_names,
+    copy_without_badly_quoted,
+    has_header,
+    header_layout,
+    may_be_badly_quoted,
+    read_cells,
+)
 from engine.errors import DataFolderError, EngineError
 from engine.queries import Query, query_key
 
@@ -450,14 +462,28 @@ def _csv_head(path: str, size: int) -> bytes:
         return stream.read(size)
 
 
+def _unreadable_csv(exc: BaseException, described: str) -> EngineError:
+    """The refusal of a CSV file that cannot be read. A damaged gzip stream (a broken deflate
+    block, a bad checksum, cut short) is told as such, quoting nothing of the error: zlib's and
+    gzip's texts hold checksums and other values of the data; any other error is the
+    system's (a file moved or removed), its text naming no data."""
+    import gzip
+
+    if isinstance(exc, (zlib.error, gzip.BadGzipFile, EOFError)):
+        return EngineError(f"{described} is not a readable gzip file: it is damaged or cut short."
+                           " Compress the CSV again (gzip) and replace the file, or choose "
+                           "another dataset.")
+    return EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+                       ". It may have been changed, moved or removed: choose the dataset "
+                       "again.")
+
+
 @functools.lru_cache(maxsize=256)
 def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...], str, int]:
     try:
         head = _csv_head(path, CSV_HEAD_BYTES)
-    except (OSError, EOFError) as exc:
-        raise EngineError(f"{described} cannot be read ({getattr(exc, 'strerror', None) or exc})"
-                          ". It may have been changed, moved or removed: choose the dataset "
-                          "again.") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable_csv(exc, described) from None
     names, delimiter, skip = header_layout(head)
     if not has_header(names, head, complete=len(head) < CSV_HEAD_BYTES):
         # no header at all: DuckDB's parser text ("syntax error at or near ...") was the
@@ -466,6 +492,98 @@ def _csv_layout(path: str, version: str, described: str) -> tuple[tuple[str, ...
                           "age,sex,income), then one row per person: write them into the file "
                           "(save it again from a spreadsheet as CSV), or choose another file.")
     return tuple(names), delimiter, skip
+
+
+def csv_read_path(source: FileSource) -> str:
+    """The file DuckDB and Spark read for a CSV: the file itself, or, when it holds records
+    with text after a closing quote (``engine.cells.badly_quoted``: ``"ab"cd``), a copy of it
+    without them (``engine.cells.without_badly_quoted``), so that DuckDB and Spark drop the
+    records ``read_cells`` drops and read every other one as before. Neither can drop them
+    itself: DuckDB's lenient reader makes ``abc`` of ``"ab"cd`` (and of some, with a doubled
+    quote, one field running to the end of the file), and its strict mode refuses a whole
+    file with mixed line breaks and drops records with extra fields; Spark reads such a field
+    as written, quotes and all, which is also the text of some well-formed fields, and its
+    RAISE_ERROR option fails the whole file.
+
+    Cached per file version, at most one copy per file (:data:`READ_PATHS` files): a new
+    version's copy replaces the previous one, which is removed, and so is the copy of a file
+    evicted from the cache. The file is first searched for a quote byte, in chunks: none,
+    and it is read itself, unparsed; otherwise it is read in C from the line of its first
+    quote on, streamed (its memory a record: ``engine.cells.may_be_badly_quoted``); only a
+    file that reading refuses (such records, or a quote left open) is copied without them,
+    streamed block by block (``engine.cells.copy_without_badly_quoted``: a block read in C
+    written as it is, one it refuses split in Python; its memory a block and a record), to
+    a private temporary folder removed when the process ends (the copy removed at once when
+    no record was dropped)."""
+    _, delimiter, _ = csv_layout(source)   # no header: raised there
+    path, key = str(source.path), (source.version, delimiter)
+    with _READ_LOCK:
+        known = _READ_PATHS.get(path)
+        if known is not None and known[0] == key:
+            _READ_PATHS.move_to_end(path)
+            return known[1]
+    read = _read_path(path, source.describe(), delimiter)
+    with _READ_LOCK:
+        known = _READ_PATHS.get(path)
+        if known is not None and known[0] == key:
+            # this version read twice at once: the first reading kept (it may be in use)
+            stale, read = [read], known[1]
+        else:
+            # the previous version's copy goes
+            stale = [known[1]] if known is not None else []
+        _READ_PATHS[path] = (key, read)
+        _READ_PATHS.move_to_end(path)
+        while len(_READ_PATHS) > READ_PATHS:
+            stale.append(_READ_PATHS.popitem(last=False)[1][1])
+    for copy in stale:
+        if copy != path and copy != read and os.path.dirname(copy) == _copies():
+            Path(copy).unlink(missing_ok=True)
+    return read
+
+
+#: Files whose reading ``csv_read_path`` keeps (the least recently read forgotten first).
+READ_PATHS = 64
+# path -> ((version, delimiter), the path read): the file itself or its one copy
+_READ_PATHS: OrderedDict[str, tuple[tuple[str, str], str]] = OrderedDict()
+_READ_LOCK = threading.Lock()
+
+
+def _read_path(path: str, described: str, delimiter: str) -> str:
+    import gzip
+
+    copy = Path(_copies()) / f"{uuid.uuid4().hex}.csv"
+    try:
+        with open(path, "rb") as stream:
+            magic = stream.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        if not may_be_badly_quoted(path, delimiter, opener):
+            return path
+        # streamed, block by block (its memory a block and a record), as decode_bytes reads
+        # it: a byte-order mark dropped, bytes that are not UTF-8 kept as they were
+        with (opener(path, "rb") as stream,
+              io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape",
+                               newline="") as lines,
+              open(copy, "w", encoding="utf-8", errors="surrogateescape", newline="") as out):
+            dropped = copy_without_badly_quoted(lines, out, delimiter)
+    except (OSError, EOFError, zlib.error) as exc:
+        copy.unlink(missing_ok=True)
+        raise _unreadable_csv(exc, described) from None
+    if not dropped:
+        copy.unlink()
+        return path
+    return str(copy)
+
+
+@functools.cache
+def _copies() -> str:
+    """A private temporary folder for the copies ``csv_read_path`` writes, removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="epsilon-lab-csv-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def csv_without_rows(source: FileSource) -> bool:
@@ -482,7 +600,7 @@ def csv_without_rows(source: FileSource) -> bool:
 def _without_rows(path: str, version: str) -> bool:
     try:
         head = _csv_head(path, CSV_HEAD_BYTES + 1)
-    except (OSError, EOFError):
+    except (OSError, EOFError, zlib.error):
         return False     # the reading itself says what is wrong
     if len(head) > CSV_HEAD_BYTES:
         return False

@@ -53,6 +53,7 @@ from engine.sources import (
     TableSource,
     csv_column_names,
     csv_layout,
+    csv_read_path,
 )
 
 __all__ = ["SparkBackend", "SPARK_ENV", "spark_session"]
@@ -117,13 +118,35 @@ def column_kind(data_type: Any) -> str:
     return "other"
 
 
+def reads_local_copy(master: str) -> bool:
+    """Whether a Spark session of this master reads the private local copy
+    ``sources.csv_read_path`` writes (a CSV without its badly quoted records): a local
+    master alone (``local``, ``local[4]``, ``local[*]``), whose executors are this process.
+    A cluster's workers (``spark://``, ``yarn``, ``k8s://``, Spark Connect ``sc://``) cannot
+    read it: they read the file itself, as the Spark program reads a cluster path."""
+    return master == "local" or master.startswith("local[")
+
+
+def _master(session: Any) -> str:
+    """The session's master URL; a Spark Connect session (no SparkContext here) is remote."""
+    if type(session).__module__.startswith("pyspark.sql.connect"):
+        return "sc://"
+    try:
+        return str(session.sparkContext.master)
+    except Exception:       # no SparkContext to ask: treated as remote, the file itself
+        return ""
+
+
 def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     """A CSV split by the one reading (``engine.cells``), as DuckDB's reader does: the
     header's width and the delimiter read from the header alone (``sources.csv_layout``),
     every field text (a schema of strings: nothing inferred), a short record padded with
     null and a long one cut (``PERMISSIVE``), quoted line breaks inside a field
     (``multiLine``), a record holding U+FFFD (Spark's reading of a byte that is not UTF-8)
-    or more than ``cells.MAX_RECORD_CHARS`` characters dropped; a cell holding a missing
+    or more than ``cells.MAX_RECORD_CHARS`` characters or text after a closing quote
+    (a local master reads a copy without it, ``sources.csv_read_path``; a cluster, which
+    cannot read that copy, matches Spark's reading of such a field, :func:`reads_local_copy`)
+    dropped; a cell holding a missing
     marker (``sources.MISSING_MARKERS``, any letter case) is missing. Without ``text``: each
     column typed as DuckDB types it (``_typed_csv``), for what the pages show about the
     columns."""
@@ -133,7 +156,12 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
     header, delimiter, _ = csv_layout(source)
     names = csv_column_names(header)
     schema = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
-    raw = session.read.csv(str(source.path), schema=schema, header=True, sep=delimiter,
+    # a local master: the file, or a copy without its records with text after a closing
+    # quote (dropped by the one reading; Spark cannot tell them from some well-formed fields
+    # itself). A cluster's workers cannot read that private copy: the file itself there
+    local = reads_local_copy(_master(session))
+    path = csv_read_path(source) if local else str(source.path)
+    raw = session.read.csv(path, schema=schema, header=True, sep=delimiter,
                            quote='"', escape='"', multiLine=True, mode="PERMISSIVE",
                            encoding="UTF-8", enforceSchema=True, maxCharsPerColumn=-1)
     # a record holding U+FFFD or whose fields hold more than cells.MAX_RECORD_CHARS
@@ -149,6 +177,15 @@ def _read_csv(session: Any, source: FileSource, *, text: bool = False) -> Any:
                                 .otherwise(F.col(f"c{i}")) for i in range(len(names))])
     replaced = (record.contains("\ufffd")
                 | (F.length(counted) > int(one_reading.MAX_RECORD_CHARS)))
+    if not local:
+        # as the Spark program reads a cluster path (its read_spark): a record with text
+        # after a closing quote is dropped by Spark's reading of such a field, as written
+        # (a quote first, a later one followed by text). The gaps (engine.cells, rule 2):
+        # a well-formed field read so is dropped too, and such a field past the header's
+        # width, which Spark does not read, drops nothing
+        fields = F.array(*[F.col(f"c{i}") for i in range(len(names))])
+        replaced = replaced | F.exists(fields, lambda c: F.coalesce(
+            c.rlike('(?s)^".*"[ \t]*[^ \t"]'), F.lit(False)))
     raw = raw.where(~replaced)
     cells = [F.when(F.lower(F.col(f"c{i}")).isin(markers), F.lit(None))
              .otherwise(F.col(f"c{i}")) for i in range(len(names))]

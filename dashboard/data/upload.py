@@ -25,6 +25,7 @@ from engine.cells import (
     NUMERIC_SHARE,  # noqa: F401 — the rule's share, for dashboard.datasets
     cell_numbers,
     column_type,
+    records_badly_quoted,
     records_too_long,
     sniff_delimiter,
     strip_text,
@@ -436,7 +437,22 @@ def _build_frame(text: str, delimiter: str, scan: _Scan, warnings: list[str], wr
             f"{_count(n, 'row', 'holds/hold')} more than {limit:,} characters and "
             f"{_verb(n, 'was/were')} left out, as every release reads the file. Shorten the "
             "long cells (or leave their columns out) to keep them.")
-    keep = ~(undecodable | overlong)
+    # a record with text after a closing quote ("ab"cd) is dropped, as every release reads
+    # the file (engine.cells, rule 2): each reader makes another text of it
+    misquoted = records_badly_quoted(written, delimiter, data_records.size)
+    misquoted &= ~(undecodable | overlong)
+    if misquoted.any():
+        n = int(misquoted.sum())
+        if (undecodable | overlong | misquoted).all():
+            raise DatasetError(
+                "Every row of the file has a cell with text after its closing quote (such as "
+                '"ab"cd), and every release leaves such rows out. Quote each whole cell '
+                '("abcd") and upload the file again.')
+        warnings.append(
+            f"{_count(n, 'row', 'has/have')} a cell with text after its closing quote (such "
+            f"as \"ab\"cd) and {_verb(n, 'was/were')} left out, as every release reads the "
+            'file. Quote the whole cell ("abcd") to keep them.')
+    keep = ~(undecodable | overlong | misquoted)
     generated = [f"column {k}" for k in range(header_len + 1, ncols + 1)]
     names = _column_names((header[:header_len] + generated)[:kept_cols], warnings)
     return _convert_columns(cells[data_records[keep]], names, delimiter, rows[keep], warnings)

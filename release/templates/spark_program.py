@@ -70,8 +70,11 @@ from engine.cells import (  # noqa: E402
     MISSING_MARKERS,
     NO_HEADER,
     column_names,
+    decode_bytes,
     has_header,
     header_layout,
+    may_be_badly_quoted,
+    without_badly_quoted,
 )
 from release.templates.common import (  # noqa: E402
     Refused,
@@ -421,6 +424,32 @@ def csv_header(spark, path):
     return names, delimiter
 
 
+def read_path(path, delimiter):
+    """The file Spark reads: a local CSV itself, or, when it holds records with text after a
+    closing quote ("ab"cd), a temporary copy without them (engine/cells.py, rule 2: the
+    release and the OpenDP program drop them; Spark cannot tell them from some well-formed
+    fields itself). A cluster path as it is (read_spark drops such records there)."""
+    if not os.path.isfile(path):
+        return path
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    # a byte search for a quote first (none: nothing to drop, no parse), then a C reading from
+    # the first quote's line
+    if not may_be_badly_quoted(path, delimiter, opener):
+        return path
+    with opener(path, "rb") as handle:
+        kept = without_badly_quoted(decode_bytes(handle.read()), delimiter)
+    if kept is None:
+        return path
+    import atexit
+    import tempfile
+
+    handle, copy = tempfile.mkstemp(suffix=".csv")
+    atexit.register(os.remove, copy)
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(kept.encode("utf-8", errors="surrogateescape"))
+    return copy
+
+
 def read_spark(spark, path):
     if os.path.isdir(path) or path.lower().endswith((".parquet", ".pq")):
         data = spark.read.parquet(path)
@@ -436,7 +465,8 @@ def read_spark(spark, path):
         names = column_names(header)
         schema = T.StructType([T.StructField(f"c{i}", T.StringType())
                                for i in range(len(names))])
-        data = spark.read.csv(path, schema=schema, header=True, sep=delimiter, quote='"',
+        data = spark.read.csv(read_path(path, delimiter), schema=schema, header=True,
+                              sep=delimiter, quote='"',
                               escape='"', multiLine=True, mode="PERMISSIVE", encoding="UTF-8",
                               enforceSchema=True, maxCharsPerColumn=-1)
         # a record whose fields hold more than MAX_RECORD_CHARS characters is dropped too
@@ -451,6 +481,15 @@ def read_spark(spark, path):
                                            .isin(sorted(MISSING_MARKERS)), F.lit(""))
                                     .otherwise(F.col(f"c{i}")) for i in range(len(names))])
         replaced = record.contains("\ufffd") | (F.length(counted) > int(MAX_RECORD_CHARS))
+        if not os.path.isfile(path):
+            # a cluster path, which read_path cannot copy: a record with text after a closing
+            # quote is dropped by Spark's reading of such a field (the field as written,
+            # quotes and all: a quote first, a later one followed by text), which some
+            # well-formed fields also read as, and such a field past the header's width is
+            # not read at all (gaps of the cluster path alone)
+            fields = F.array(*[F.col(f"c{i}") for i in range(len(names))])
+            replaced = replaced | F.exists(fields, lambda c: F.coalesce(
+                c.rlike('(?s)^".*"[ \t]*[^ \t"]'), F.lit(False)))
         data = data.where(~replaced)
     missing = [name for name in needed_columns() if name not in names]
     if missing:
