@@ -165,3 +165,23 @@ def capture_draws(monkeypatch) -> list:
 
     monkeypatch.setattr(Certified, "draw", record)
     return drawn
+
+
+def release_and_cli_sums(plan, path: Path, tmp_path: Path, monkeypatch) -> list[float]:
+    """The sum of every draw's true input when ``plan`` is released on the CSV ``path`` by
+    ``release.run`` (DuckDB) and then by ``python -m release`` (``release.cli.main``, exit 0
+    asserted), in order: the two paths' readings of the file, side by side."""
+    from engine import Engine, FileSource
+    from engine.duckdb_backend import DuckDBBackend
+    from release import Ledger, run
+    from release.cli import main
+
+    drawn = capture_draws(monkeypatch)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        run(plan, FileSource(path, "csv"), ledger=ledger, engine=Engine(DuckDBBackend()))
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(plan.to_json())
+    assert main(["--plan", str(plan_path), "--data", str(path), "--ledger",
+                 str(tmp_path / "cli.sqlite"), "--out", str(tmp_path / "out"),
+                 "--budget", "10"]) == 0
+    return [float(np.asarray(v).sum()) for v in drawn]

@@ -25,7 +25,7 @@ from engine.duckdb_backend import DuckDBBackend
 from plan.identity import content_digest
 from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, Sum
 from release.programs import opendp_program, spark_program
-from tests.release_fixtures import capture_draws, load_program
+from tests.release_fixtures import capture_draws, load_program, release_and_cli_sums
 
 L = MAX_RECORD_CHARS
 
@@ -105,19 +105,8 @@ def test_duckdb_and_the_upload_give_the_same_true_answers(data) -> None:
 
 def test_the_release_and_the_command_line_read_the_same_records(data, tmp_path,
                                                                 monkeypatch) -> None:
-    from release import Ledger, run
-    from release.cli import main
-
     _, path = data
-    drawn = capture_draws(monkeypatch)
-    with Ledger(tmp_path / "ledger.sqlite") as ledger:
-        run(_plan(), FileSource(path, "csv"), ledger=ledger, engine=Engine(DuckDBBackend()))
-    plan_path = tmp_path / "plan.json"
-    plan_path.write_text(_plan().to_json())
-    assert main(["--plan", str(plan_path), "--data", str(path), "--ledger",
-                 str(tmp_path / "cli.sqlite"), "--out", str(tmp_path / "out"),
-                 "--budget", "10"]) == 0
-    assert [float(np.asarray(v).sum()) for v in drawn] == [COUNT, TOTAL] * 2
+    assert release_and_cli_sums(_plan(), path, tmp_path, monkeypatch) == [COUNT, TOTAL] * 2
 
 
 def test_the_opendp_program_gives_the_same_true_answers(data, tmp_path) -> None:

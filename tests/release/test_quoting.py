@@ -22,7 +22,7 @@ import pytest
 
 from dashboard.data.upload import load_upload
 from dashboard.release_panel import content_hash_of, source_of
-from engine import BoundedSum, CountRows, Engine, FileSource
+from engine import BoundedSum, CountRows, FileSource
 from engine.cells import (
     QUOTE_CHUNK,
     badly_quoted,
@@ -39,7 +39,7 @@ from engine.sources import csv_read_path
 from plan.identity import content_digest
 from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, Sum
 from release.programs import opendp_program, spark_program
-from tests.release_fixtures import capture_draws, load_program
+from tests.release_fixtures import load_program, release_and_cli_sums
 
 #: (a record as written, kept by the rule)
 RECORDS = [
@@ -128,19 +128,8 @@ def test_one_identity_for_the_upload_and_the_file(tmp_path) -> None:
 
 def test_the_release_and_the_command_line_read_the_same_records(data, tmp_path,
                                                                 monkeypatch) -> None:
-    from release import Ledger, run
-    from release.cli import main
-
     _, path = data
-    drawn = capture_draws(monkeypatch)
-    with Ledger(tmp_path / "ledger.sqlite") as ledger:
-        run(_plan(), FileSource(path, "csv"), ledger=ledger, engine=Engine(DuckDBBackend()))
-    plan_path = tmp_path / "plan.json"
-    plan_path.write_text(_plan().to_json())
-    assert main(["--plan", str(plan_path), "--data", str(path), "--ledger",
-                 str(tmp_path / "cli.sqlite"), "--out", str(tmp_path / "out"),
-                 "--budget", "10"]) == 0
-    assert [float(np.asarray(v).sum()) for v in drawn] == [COUNT, TOTAL] * 2
+    assert release_and_cli_sums(_plan(), path, tmp_path, monkeypatch) == [COUNT, TOTAL] * 2
 
 
 def test_the_opendp_program_gives_the_same_true_answers(data, tmp_path) -> None:
