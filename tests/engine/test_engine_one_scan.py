@@ -131,14 +131,7 @@ def test_units_that_differ_rank_apart(duck) -> None:
 def test_a_plan_under_one_unit_ranks_once(duck, monkeypatch) -> None:
     """Every statement that ranks a person's rows (``_kept``'s ``ro``) is counted: the plan
     above ranks once with ``run_many``, once per query reading kept rows with ``run``."""
-    statements: list[str] = []
-    execute = DuckDBBackend._execute
-
-    def spy(self, cursor, source, sql, params, **kwargs):
-        statements.append(sql)
-        return execute(self, cursor, source, sql, params, **kwargs)
-
-    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
+    statements = spy_statements(monkeypatch)
     source = FrameSource(varied())
     queries = plan(Contribution("p", 2, seed=1))
     duck.run_many(source, queries)
@@ -250,3 +243,16 @@ def test_a_text_id_still_partitions_by_its_key(duck, tmp_path, monkeypatch) -> N
     frame.to_parquet(path)
     _, types = _ranking_plan(duck, monkeypatch, FileSource(path, "parquet"))
     assert types[0] == "VARCHAR"
+
+
+def spy_statements(monkeypatch) -> list[str]:
+    """Every SQL statement the DuckDB backend runs from now on (``_execute`` spied), in order."""
+    statements: list[str] = []
+    execute = DuckDBBackend._execute
+
+    def spy(self, cursor, source, sql, params, **kwargs):
+        statements.append(sql)
+        return execute(self, cursor, source, sql, params, **kwargs)
+
+    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
+    return statements

@@ -33,7 +33,7 @@ from engine.duckdb_backend import (
     _text_number,
     csv_text_reader,
 )
-from tests.engine.test_engine_one_scan import assert_same, plan, varied
+from tests.engine.test_engine_one_scan import assert_same, plan, spy_statements, varied
 
 
 @pytest.fixture(scope="module")
@@ -124,14 +124,7 @@ def test_reading_once_answers_as_each_query_alone(duck, tmp_path, seed) -> None:
 def test_a_plan_reads_a_csv_once(duck, tmp_path, monkeypatch) -> None:
     """Every statement that reads the file is counted: one for the plan's queries together
     (``run_many``); with ``run``, one or more per query."""
-    statements: list[str] = []
-    execute = DuckDBBackend._execute
-
-    def spy(self, cursor, source, sql, params, **kwargs):
-        statements.append(sql)
-        return execute(self, cursor, source, sql, params, **kwargs)
-
-    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
+    statements = spy_statements(monkeypatch)
     path = tmp_path / "messy.csv"
     messy().to_csv(path, index=False)
     source = FileSource(path, "csv")
@@ -195,14 +188,7 @@ def test_the_readings_table_holds_only_the_readings_the_queries_read(duck, tmp_p
     cell because the order reads them, and every row carried every text and number through
     the count's window). The answers stay ``run``'s, each query alone on the file's per-use
     SQL."""
-    statements: list[str] = []
-    execute = DuckDBBackend._execute
-
-    def spy(self, cursor, source, sql, params, **kwargs):
-        statements.append(sql)
-        return execute(self, cursor, source, sql, params, **kwargs)
-
-    monkeypatch.setattr(DuckDBBackend, "_execute", spy)
+    statements = spy_statements(monkeypatch)
     path = tmp_path / "messy.csv"
     frame = messy()
     frame[["p", "x", "w", "c", "d"]].to_csv(path, index=False)   # p c0, x c1, w c2, c c3, d c4
