@@ -185,3 +185,14 @@ def release_and_cli_sums(plan, path: Path, tmp_path: Path, monkeypatch) -> list[
                  str(tmp_path / "cli.sqlite"), "--out", str(tmp_path / "out"),
                  "--budget", "10"]) == 0
     return [float(np.asarray(v).sum()) for v in drawn]
+
+
+def count_and_sum_plan(name: str) -> Plan:
+    """A plan of a row count and the sum of ``amount`` clamped to [0, 100] (public bounds),
+    each Laplace at ε = 1: what the one-reading tests release from a CSV of ``pid`` rows
+    (their true inputs: the rows read and the amounts' total)."""
+    return Plan(Dataset(name), (
+        PlanQuery("n", "Rows", Count(), Noise("laplace", "pure", epsilon=1.0)),
+        PlanQuery("amount", "Total amount", Sum("amount", Bounds(0, 100, "public")),
+                  Noise("laplace", "pure", epsilon=1.0)),
+    ))

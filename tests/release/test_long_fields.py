@@ -23,9 +23,14 @@ from engine import BoundedSum, CountRows, Engine, FileSource
 from engine.cells import MAX_RECORD_CHARS, read_cells
 from engine.duckdb_backend import DuckDBBackend
 from plan.identity import content_digest
-from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, Sum
+from plan.model import Plan
 from release.programs import opendp_program, spark_program
-from tests.release_fixtures import capture_draws, load_program, release_and_cli_sums
+from tests.release_fixtures import (
+    capture_draws,
+    count_and_sum_plan,
+    load_program,
+    release_and_cli_sums,
+)
 
 L = MAX_RECORD_CHARS
 
@@ -72,11 +77,7 @@ def data(tmp_path_factory) -> tuple[bytes, Path]:
 
 
 def _plan() -> Plan:
-    return Plan(Dataset("long"), (
-        PlanQuery("n", "Rows", Count(), Noise("laplace", "pure", epsilon=1.0)),
-        PlanQuery("amount", "Total amount", Sum("amount", Bounds(0, 100, "public")),
-                  Noise("laplace", "pure", epsilon=1.0)),
-    ))
+    return count_and_sum_plan("long")
 
 
 def test_the_python_reading_keeps_every_record_within_the_limit(data) -> None:

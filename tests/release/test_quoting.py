@@ -37,9 +37,9 @@ from engine.cells import (
 from engine.duckdb_backend import DuckDBBackend
 from engine.sources import csv_read_path
 from plan.identity import content_digest
-from plan.model import Bounds, Count, Dataset, Noise, Plan, PlanQuery, Sum
+from plan.model import Plan
 from release.programs import opendp_program, spark_program
-from tests.release_fixtures import load_program, release_and_cli_sums
+from tests.release_fixtures import count_and_sum_plan, load_program, release_and_cli_sums
 
 #: (a record as written, kept by the rule)
 RECORDS = [
@@ -78,11 +78,7 @@ def data(tmp_path_factory) -> tuple[bytes, Path]:
 
 
 def _plan() -> Plan:
-    return Plan(Dataset("quoting"), (
-        PlanQuery("n", "Rows", Count(), Noise("laplace", "pure", epsilon=1.0)),
-        PlanQuery("amount", "Total amount", Sum("amount", Bounds(0, 100, "public")),
-                  Noise("laplace", "pure", epsilon=1.0)),
-    ))
+    return count_and_sum_plan("quoting")
 
 
 def test_the_python_reading_drops_each_badly_quoted_record(data) -> None:
