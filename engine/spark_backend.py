@@ -621,10 +621,16 @@ def _cell_text(query: CategoryCounts | CategoryTable | Binned | GroupedSum) -> C
 
 
 def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo],
-                   query: CategoryCounts | CategoryTable | Binned) -> tuple[list[tuple], int]:
+                   query: CategoryCounts | CategoryTable | Binned, raw: Sequence[str]
+                   ) -> tuple[list[tuple], int]:
     """(cell, kept, eligible) rows under the contribution bounds, and the missing-id rows:
     the unit's kept rows (``_kept``), or with ``max_groups`` the cells ranked by their
-    canonical text and at most ``max_rows`` rows in each, as in DuckDB."""
+    canonical text and at most ``max_rows`` rows in each, as in DuckDB.
+
+    ``raw``: the columns ``cell`` reads (it is a function of their values alone). The kept
+    rows are counted per distinct value of them first, and ``cell`` computed once per value:
+    on a text column it is the one rule's canonical key, dozens of regular expressions that
+    Spark ran on every kept row (issue 37: most of a plan's time at 10^6 rows)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -634,10 +640,16 @@ def _bounded_cells(df: Any, cell: Any, person: int, columns: Sequence[ColumnInfo
     p_missing = _person_missing(p, columns[person])
     k = contribution.max_rows
     if contribution.max_groups is None:
-        # the unit's kept rows (one truncation for every query), then those in a cell
-        s = _kept(df, person, columns, contribution).select(cell.alias("idx"), "r").where(
-            F.col("idx") > 0)
-        kept = s.groupBy("idx").agg(_count_if(F.col("r") <= k), F.count(F.lit(1)))
+        # the unit's kept rows (one truncation for every query), counted per value, then
+        # those in a cell. The cell test is applied to the collected rows, not as a
+        # ``where``: Spark would push that below the grouping, onto every row again
+        g = _kept(df, person, columns, contribution).groupBy(*raw).agg(
+            _count_if(F.col("r") <= k).alias("kept"), F.count(F.lit(1)).alias("n"))
+        s = g.select(cell.alias("idx"), "kept", "n").groupBy("idx").agg(
+            F.sum("kept"), F.sum("n"))
+        rows = [row for row in _rows(s) if row[0] is not None and row[0] > 0]
+        missing_person = int(_rows(df.agg(_count_if(p_missing)))[0][0])
+        return rows, missing_person
     else:
         m = (df.where(~p_missing).select(_person_text(p, columns[person]).alias("pid"),
                                          cell.alias("idx")).where(F.col("idx") > 0))
@@ -670,7 +682,8 @@ def _compile_histogram(query: CategoryCounts, columns: Sequence[ColumnInfo], whe
         if person is None:
             return _folding.histogram_aggregate(rows, cells)
         kept, missing_person = _bounded_cells(
-            df, _cell(F.col(_col(i)), info, kind, query.categories), person, columns, query)
+            df, _cell(F.col(_col(i)), info, kind, query.categories), person, columns, query,
+            [_col(i)])
         return _folding.histogram_aggregate(rows, cells, kept=kept,
                                             missing_person_rows=missing_person)
 
@@ -702,7 +715,8 @@ def _compile_crosstab(query: CategoryTable, columns: Sequence[ColumnInfo], where
             return _folding.table_aggregate(rows, shape)
         ra, cb = cell_a(F.col(_col(a))), cell_b(F.col(_col(b)))
         cell = F.when((ra > 0) & (cb > 0), (ra - 1) * shape[1] + cb).otherwise(F.lit(0))
-        kept, missing_person = _bounded_cells(df, cell, person, columns, query)
+        kept, missing_person = _bounded_cells(df, cell, person, columns, query,
+                                              [_col(a), _col(b)])
         return _folding.table_aggregate(rows, shape, kept=kept, missing_person_rows=missing_person)
 
     return plan
@@ -742,7 +756,7 @@ def _compile_binned(query: Binned, columns: Sequence[ColumnInfo], where: str) ->
         if person is None:
             return _folding.histogram_aggregate(rows, cells)
         kept, missing_person = _bounded_cells(
-            df, _binned_cell(F.col(_col(i)), info, query), person, columns, query)
+            df, _binned_cell(F.col(_col(i)), info, query), person, columns, query, [_col(i)])
         return _folding.histogram_aggregate(rows, cells, kept=kept,
                                             missing_person_rows=missing_person)
 
