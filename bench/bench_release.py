@@ -626,7 +626,12 @@ def _measure(folder, sizes, formats, methods, tables, plan, polars, goals, write
                     write(f"{rows:.0e} rows {table:7} {fmt:7} {what:22} {timing}{ratio}")  # noqa: B023
 
                 def ledger(kind: str, i: int) -> Path:
-                    return folder / f"{kind}-{name}-{i}.sqlite"  # noqa: B023
+                    """A ledger in a folder of its own: the identities remembered beside
+                    it (``release.identities``) are its own, so a first release (each
+                    repeat, the CLI's, Spark's) finds no identity another line stored."""
+                    own = folder / f"ledger-{kind}-{name}-{i}"  # noqa: B023
+                    own.mkdir(exist_ok=True)
+                    return own / "ledger.sqlite"
 
                 def known_ledger(kind: str, first) -> Path:
                     """The ledger of the first timed first release, made (untimed) if
