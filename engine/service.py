@@ -89,8 +89,8 @@ class Engine:
     def answer_many(self, source: Source, queries: Sequence[Query], *,
                     cells: Callable[[Any, str], None] | None = None) -> list[Aggregate]:
         """``answer`` for each query, those not cached computed together: a backend with
-        ``run_many`` (DuckDB) ranks each person's rows once for all the queries under the
-        same unit (issue 37, item 3); any other answers them one by one.
+        ``run_many`` (DuckDB, Spark) ranks each person's rows once for all the queries under
+        the same unit (issue 37, item 3); any other answers them one by one.
 
         ``cells``: handed to the backend's ``run_many`` (DuckDB: given a CSV's text cells
         when the queries read the file, so that the dataset's identity digest is computed
