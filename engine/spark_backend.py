@@ -468,18 +468,15 @@ def _row_order(columns: Sequence[ColumnInfo]) -> list[Any]:
     return [key.asc_nulls_first() for key in numbers + then + last]
 
 
-#: How ``SparkBackend.run_many`` persists what a plan's queries share (the ranked rows, a
-#: frame read by several queries): on local disk only. ``MEMORY_AND_DISK`` reads a block that
-#: spilled back into the heap whole (``BlockManager.maybeCacheDiskBytesInMemory``): at
-#: 5*10^7 rows on local[2] with Spark's default 1 GB driver, a block of millions of rows ran
-#: the JVM out of heap space and the release failed. From disk a block is streamed.
-_PERSIST_LEVEL = "DISK_ONLY"
-
-
 def _persist_level() -> Any:
+    """How ``SparkBackend.run_many`` persists what a plan's queries share (the ranked rows, a
+    frame read by several queries): on local disk only. ``MEMORY_AND_DISK`` reads a block
+    that spilled back into the heap whole (``BlockManager.maybeCacheDiskBytesInMemory``): at
+    5*10^7 rows on local[2] with Spark's default 1 GB driver, a block of millions of rows ran
+    the JVM out of heap space and the release failed. From disk a block is streamed."""
     from pyspark import StorageLevel
 
-    return getattr(StorageLevel, _PERSIST_LEVEL)
+    return StorageLevel.DISK_ONLY
 
 
 #: Inside ``SparkBackend.run_many``: the ranked rows ``_kept`` built for each (frame, person
@@ -509,7 +506,7 @@ def _kept(df: Any, person: int, columns: Sequence[ColumnInfo],
     if shared is not None:
         from pyspark import StorageLevel
 
-        # on local disk (``_PERSIST_LEVEL``); unpersisted by run_many, but only if this call
+        # on local disk (``_persist_level``); unpersisted by run_many, but only if this call
         # cached it: ``storageLevel`` asks Spark's cache (``is_cached`` is a flag of this
         # Python object), and unpersisting a plan someone else cached would drop their cache
         owned = ranked.storageLevel == StorageLevel.NONE
@@ -1163,7 +1160,7 @@ class SparkBackend:
 
         The queries under one unit (person column, seed) read one ranking of each person's
         rows (issue 37, item 3): ``_kept`` builds it for the first of them, persisted
-        (on local disk: ``_PERSIST_LEVEL``), and the others read it instead of ranking again; with
+        (on local disk: ``_persist_level``), and the others read it instead of ranking again; with
         ``run``, a plan of three bounded queries ranks three times. A frame that more than
         one query reads (a file's, as its cells or typed) is persisted as well, so the file
         is scanned once for the plan rather than in every query's jobs. Everything persisted

@@ -159,7 +159,7 @@ def test_a_table_someone_cached_stays_cached(spark) -> None:
 
 def test_what_a_plan_shares_is_persisted_on_disk_only(spark, tmp_path, monkeypatch) -> None:
     """The ranked rows and a frame several queries read are persisted on local disk only
-    (``spark_backend._PERSIST_LEVEL``), never in memory too: ``MEMORY_AND_DISK`` reads a
+    (``spark_backend._persist_level``), never in memory too: ``MEMORY_AND_DISK`` reads a
     spilled block back into the heap whole, and the measured plan at 5*10^7 Parquet rows on
     local[2] (Spark's default 1 GB driver) failed with ``OutOfMemoryError: Java heap space``
     in ``BlockManager.maybeCacheDiskBytesInMemory`` (bench/bench_release.py --measured 5e7
